@@ -1,0 +1,8 @@
+"""Repo-wide pytest setup: notebook kernels (nbval) import this checkout's utils."""
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+os.environ.setdefault("PYTHONHASHSEED", "0")

@@ -1,0 +1,155 @@
+"""Transformer encoder and decoder blocks: attention and feed-forward sublayers, residuals, LayerNorm."""
+
+import copy
+
+import torch.nn.functional as F
+from torch import nn
+
+from utils.multihead import MultiHeadAttention
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, the same weights at every position."""
+
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.linear2(self.dropout(F.relu(self.linear1(x))))  # (..., d_model)
+
+
+def _sublayer(x, f, norm, dropout, norm_first):
+    """Residual around f: post-norm LN(x + f(x)) as in the paper, or pre-norm x + f(LN(x))."""
+    if norm_first:
+        return x + dropout(f(norm(x)))
+    return norm(x + dropout(f(x)))
+
+
+def _check_torch_layer(layer, kind, norm_first):
+    """Raise unless a torch layer has the structure ours copies: batch_first, ReLU, matching norm_first."""
+    if not isinstance(layer, kind):
+        raise TypeError(f"layer must be a torch.nn.{kind.__name__}, got {type(layer).__name__}")
+    if not layer.self_attn.batch_first:
+        raise ValueError("layer must be built with batch_first=True, got batch_first=False")
+    if layer.activation is not F.relu and not isinstance(layer.activation, nn.ReLU):
+        raise ValueError(f"layer must use the ReLU activation, got {layer.activation}")
+    if norm_first is not None and layer.norm_first != norm_first:
+        raise ValueError(f"norm_first={norm_first} given but layer has norm_first={layer.norm_first}")
+
+
+def _copy_common(ours, layer):
+    """Copy the feed-forward and LayerNorm weights that encoder and decoder layers share."""
+    ours.ff.linear1.load_state_dict(layer.linear1.state_dict())
+    ours.ff.linear2.load_state_dict(layer.linear2.state_dict())
+    for name in ("norm1", "norm2", "norm3"):
+        if hasattr(ours, name):
+            getattr(ours, name).load_state_dict(getattr(layer, name).state_dict())
+    return ours.to(layer.linear1.weight.dtype).train(layer.training)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each wrapped in a residual connection and LayerNorm."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, eps=1e-5):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+        self.self_attn_weights = None  # (batch, h, T, T) of the last forward, for plots
+
+    def _self_attention(self, x, mask):
+        out, self.self_attn_weights = self.self_attn(x, x, x, mask)
+        return out
+
+    def forward(self, x, mask=None):
+        """x (batch, T, d_model); mask broadcastable to (batch, T, T) or (batch, h, T, T)."""
+        x = _sublayer(x, lambda y: self._self_attention(y, mask), self.norm1, self.dropout, self.norm_first)
+        return _sublayer(x, self.ff, self.norm2, self.dropout, self.norm_first)  # (batch, T, d_model)
+
+    @classmethod
+    def from_torch(cls, layer, norm_first=None):
+        """A copy of a torch.nn.TransformerEncoderLayer (batch_first, ReLU) with the same weights."""
+        _check_torch_layer(layer, nn.TransformerEncoderLayer, norm_first)
+        ours = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
+                   layer.dropout.p, layer.norm_first, layer.norm1.eps)
+        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
+        return _copy_common(ours, layer)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the encoder's memory, then feed-forward."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, eps=1e-5):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+        self.self_attn_weights = None  # (batch, h, T_tgt, T_tgt) of the last forward
+        self.cross_attn_weights = None  # (batch, h, T_tgt, T_src) of the last forward
+
+    def _self_attention(self, x, mask):
+        out, self.self_attn_weights = self.self_attn(x, x, x, mask)
+        return out
+
+    def _cross_attention(self, x, memory, mask):
+        # Q from the decoder, K and V from the encoder (seed 004).
+        out, self.cross_attn_weights = self.cross_attn(x, memory, memory, mask)
+        return out
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        """x (batch, T_tgt, d_model), memory (batch, T_src, d_model); masks True = may attend."""
+        x = _sublayer(x, lambda y: self._self_attention(y, tgt_mask), self.norm1, self.dropout, self.norm_first)
+        x = _sublayer(x, lambda y: self._cross_attention(y, memory, memory_mask), self.norm2,
+                      self.dropout, self.norm_first)
+        return _sublayer(x, self.ff, self.norm3, self.dropout, self.norm_first)  # (batch, T_tgt, d_model)
+
+    @classmethod
+    def from_torch(cls, layer, norm_first=None):
+        """A copy of a torch.nn.TransformerDecoderLayer (batch_first, ReLU) with the same weights."""
+        _check_torch_layer(layer, nn.TransformerDecoderLayer, norm_first)
+        ours = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
+                   layer.dropout.p, layer.norm_first, layer.norm1.eps)
+        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
+        ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
+        return _copy_common(ours, layer)
+
+
+class Encoder(nn.Module):
+    """A stack of num_layers encoder layers; pre-norm stacks end with a final LayerNorm."""
+
+    def __init__(self, d_model, num_heads, d_ff, num_layers, dropout=0.0, norm_first=False):
+        super().__init__()
+        layer = EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first)
+        self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)  # (batch, T_src, d_model)
+        return self.norm(x)
+
+
+class Decoder(nn.Module):
+    """A stack of num_layers decoder layers; pre-norm stacks end with a final LayerNorm."""
+
+    def __init__(self, d_model, num_heads, d_ff, num_layers, dropout=0.0, norm_first=False):
+        super().__init__()
+        layer = DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first)
+        self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask, memory_mask)  # (batch, T_tgt, d_model)
+        return self.norm(x)

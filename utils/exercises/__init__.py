@@ -1,0 +1,103 @@
+"""Self-checking exercises. A checker prints PASS, a specific failure, or "not attempted yet" and
+never raises, so a lesson always runs top to bottom; `hint()` and `solution()` help a stuck learner.
+
+A lesson's exercises live in `utils/exercises/lessonNN.py`, each one written as
+
+    @exercise(hint="...", reference=solution_fn, wrong=[a_wrong_answer])
+    def name(answer):
+        ...                      # return None when right, or a message saying what is wrong
+
+and used in the notebook as `check.name(my_answer)`, `check.name.hint()`, `check.name.solution()`.
+"""
+
+import dataclasses
+import inspect
+import textwrap
+
+PASS, FAIL, NOT_ATTEMPTED = "PASS", "FAIL", "NOT ATTEMPTED"
+_RESULTS = {}  # "lesson01.pe_formula" -> the last Result, read by the grader
+
+
+@dataclasses.dataclass
+class Result:
+    """The outcome of one check: a status and a message for the learner."""
+
+    exercise: str
+    status: str
+    message: str = ""
+
+    def __str__(self):
+        if self.status == PASS:
+            return f"PASS: {self.exercise}" + (f" ({self.message})" if self.message else "")
+        if self.status == NOT_ATTEMPTED:
+            return f"{self.exercise}: not attempted yet ({self.message})"
+        return f"FAIL: {self.exercise}: {self.message}"
+
+
+class NotAttempted(Exception):
+    """Raised by a checker that finds the stub untouched."""
+
+
+class Exercise:
+    """A checker with its hint, its reference solution and known wrong answers (for the tests)."""
+
+    def __init__(self, check, hint, reference, wrong=()):
+        self.check_fn, self.hint_text, self.reference, self.wrong = check, hint, reference, list(wrong)
+        module = check.__module__.rsplit(".", 1)[-1]
+        self.name = f"{module}.{check.__name__}"
+        self.__doc__ = check.__doc__
+
+    def evaluate(self, answer):
+        """Run the checker on `answer` and return a Result; never raises."""
+        short = self.name.split(".")[-1]
+        if answer is None or answer is Ellipsis:
+            return Result(short, NOT_ATTEMPTED, "fill in the stub above, then run this cell again")
+        try:
+            message = self.check_fn(answer)
+        except (NotImplementedError, NotAttempted):
+            return Result(short, NOT_ATTEMPTED, "replace `raise NotImplementedError` with your code")
+        except Exception as err:  # the learner's code failed: say how, never crash the notebook
+            return Result(short, FAIL, f"your code raised {type(err).__name__}: {err}")
+        return Result(short, PASS) if message is None else Result(short, FAIL, message)
+
+    def __call__(self, answer):
+        """Check `answer`, print the verdict, and record it for the grader."""
+        result = self.evaluate(answer)
+        _RESULTS[self.name] = result
+        print(result)
+
+    def hint(self):
+        """Print a hint."""
+        print(textwrap.dedent(self.hint_text).strip())
+
+    def solution(self):
+        """Print the reference solution's source."""
+        print(textwrap.dedent(inspect.getsource(self.reference)).strip())
+
+    def __repr__(self):
+        return f"<exercise {self.name}: call it with your answer; .hint(), .solution()>"
+
+
+def exercise(hint, reference, wrong=()):
+    """Decorator: turn a check function (answer -> None or a failure message) into an Exercise."""
+    return lambda check: Exercise(check, hint, reference, wrong)
+
+
+def results():
+    """Every exercise checked so far in this kernel: {name: {"status": ..., "message": ...}}."""
+    return {name: {"status": r.status, "message": r.message} for name, r in _RESULTS.items()}
+
+
+def compare_arrays(got, expected, what="value", atol=1e-4):
+    """None when `got` matches `expected` (shape and values), else a message naming the first miss."""
+    import numpy as np
+
+    got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
+    if got.shape != expected.shape:
+        return f"{what} has shape {got.shape}, expected {expected.shape}"
+    bad = np.argwhere(~np.isclose(got, expected, atol=atol, rtol=0) | np.isnan(got))
+    if len(bad):
+        idx = tuple(int(i) for i in bad[0])
+        where = ", ".join(f"{n} {i}" for n, i in zip(("row", "column", "index"), idx)) if len(idx) <= 2 else f"index {idx}"
+        return f"{what} at {where}: expected {expected[idx]:.4f}, got {got[idx]:.4f}"
+    return None

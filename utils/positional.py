@@ -1,0 +1,51 @@
+"""Sinusoidal positional encoding (Vaswani et al. 2017, section 3.5)."""
+
+import torch
+from torch import nn
+
+from utils import validation
+
+
+def angular_frequencies(d_model, base=10000.0):
+    """w_i = 1 / base^(2i/d_model) for i = 0 .. d_model/2 - 1, as float64."""
+    d_model = validation.even_positive_int("d_model", d_model)
+    base = validation.positive_float("base", base)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
+    return base ** (-two_i / d_model)  # (d_model/2,)
+
+
+def sinusoidal_encoding(max_len, d_model, base=10000.0, dtype=torch.float32):
+    """PE table (max_len, d_model): column 2i is sin(pos * w_i), column 2i+1 is cos(pos * w_i)."""
+    max_len = validation.positive_int("max_len", max_len)
+    w = angular_frequencies(d_model, base)  # (d_model/2,)
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    angles = pos * w  # (max_len, d_model/2)
+    pe = torch.empty(max_len, len(w) * 2, dtype=torch.float64)  # (max_len, d_model)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles)
+    return pe.to(dtype)  # computed in float64, then cast, so float32 values are correctly rounded
+
+
+class PositionalEncoding(nn.Module):
+    """Adds a precomputed sinusoidal table to embeddings (batch, seq, d_model), then dropout."""
+
+    def __init__(self, d_model, max_len=512, base=10000.0, dropout=0.0):
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        # Computed once and reused for every sentence (seed 003): a buffer, not a parameter.
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        validation.tensor("x", x, min_dim=2, floating=True)
+        seq, width = x.shape[-2], x.shape[-1]
+        if width != self.d_model:
+            raise ValueError(
+                f"x must end in d_model={self.d_model} features, got shape {tuple(x.shape)}"
+            )
+        if seq > self.max_len:
+            raise ValueError(
+                f"sequence length {seq} exceeds this PositionalEncoding's table (max_len="
+                f"{self.max_len}); build it with max_len >= {seq}"
+            )
+        return self.dropout(x + self.pe[:seq].to(x.dtype))  # (..., seq, d_model)

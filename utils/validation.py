@@ -1,0 +1,44 @@
+"""Argument checks whose errors name the argument, what was expected and what was given."""
+
+import numbers
+
+import torch
+
+
+def positive_int(name, value):
+    """Return `value` if it is an int >= 1, else raise naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def even_positive_int(name, value):
+    """Return `value` if it is an even int >= 2 (sin/cos come in pairs), else raise."""
+    value = positive_int(name, value)
+    if value % 2:
+        raise ValueError(f"{name} must be even (sin and cos columns come in pairs), got {value}")
+    return value
+
+
+def positive_float(name, value):
+    """Return `value` as a float if it is a real number > 0, else raise naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return float(value)
+
+
+def tensor(name, value, min_dim=0, floating=False):
+    """Check that `value` is a torch.Tensor with at least `min_dim` dimensions."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.dim() < min_dim:
+        raise ValueError(
+            f"{name} must have at least {min_dim} dimensions, got shape {tuple(value.shape)}"
+        )
+    if floating and not value.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
+    return value
