@@ -1,6 +1,7 @@
 """Scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V, returning its weights too."""
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -13,8 +14,8 @@ def _check_mask(mask, scores_shape, q, k):
     validation.tensor("mask", mask)
     if mask.dtype != torch.bool:
         raise ValueError(
-            f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}; "
-            "convert with mask.bool() or build it with utils.masks"
+            f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype} with shape "
+            f"{tuple(mask.shape)}; convert with mask.bool() or build it with utils.masks"
         )
     try:
         ok = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
@@ -47,16 +48,23 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
             f"the leading (batch) dimensions of q, k and v must broadcast, got q {tuple(q.shape)}, "
             f"k {tuple(k.shape)} and v {tuple(v.shape)}"
         ) from None
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real) or not 0 <= dropout_p < 1:
+        raise ValueError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
     scores_shape = torch.Size((*batch, q.shape[-2], k.shape[-2]))
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
     if mask is not None:
         _check_mask(mask, scores_shape, q, k)
-        scores = scores.masked_fill(~mask, float("-inf"))  # removed keys get exp(-inf) = 0
+        mask = mask.to(q.device)
+        # A query with no allowed key attends to nothing: its row of weights is zero. Its scores are
+        # left finite (softmax of an all -inf row is 0/0 = NaN, in the forward and the backward pass).
+        has_key = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+        scores = scores.masked_fill(~mask & has_key, float("-inf"))  # removed keys: exp(-inf) = 0
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
     if mask is not None:
-        # A query with no allowed key: softmax of all -inf is NaN; such a row attends to nothing.
-        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        weights = weights.masked_fill(~has_key, 0.0)  # (..., T_q, T_k)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)

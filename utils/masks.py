@@ -1,5 +1,7 @@
 """Boolean attention masks. Convention everywhere: True = this query may attend to this key."""
 
+import numbers
+
 import torch
 
 from utils import validation
@@ -15,7 +17,12 @@ def padding_mask(tokens, pad_id):
     """(..., 1, T) bool, True on real tokens: broadcasts over the queries of (..., T_q, T_k)."""
     validation.tensor("tokens", tokens, min_dim=1)
     if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-        raise ValueError(f"tokens must be an integer tensor of token ids, got dtype {tokens.dtype}")
+        raise ValueError(
+            f"tokens must be an integer tensor of token ids, got dtype {tokens.dtype} "
+            f"with shape {tuple(tokens.shape)}"
+        )
+    if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral):
+        raise TypeError(f"pad_id must be an int token id, got {type(pad_id).__name__} {pad_id!r}")
     return (tokens != pad_id).unsqueeze(-2)  # (..., 1, T)
 
 
@@ -28,7 +35,11 @@ def combine_masks(*masks):
         validation.tensor(f"masks[{i}]", m)
         if m.dtype != torch.bool:
             raise ValueError(f"masks[{i}] must be a bool tensor (True = may attend), got {m.dtype}")
-    shape = torch.broadcast_shapes(*(m.shape for m in masks))
+    try:
+        shape = torch.broadcast_shapes(*(m.shape for m in masks))
+    except RuntimeError:
+        shapes = ", ".join(str(tuple(m.shape)) for m in masks)
+        raise ValueError(f"masks must broadcast to one shape, got shapes {shapes}") from None
     out = torch.ones(shape, dtype=torch.bool, device=masks[0].device)
     for m in masks:
         out = out & m

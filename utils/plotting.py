@@ -23,3 +23,51 @@ def plot_pe_heatmap(max_len=100, d_model=128, base=10000.0, position=10):
     ax_vec.set(xlim=(0, d_model - 1), ylim=(-1.1, 1.1), xlabel="dimension",
                title=f"PE({position})")
     return fig
+
+
+# --- lesson 03/04: attention maps ---
+from utils.attention_map import as_tokens, attention_map  # noqa: E402  (append-only file)
+
+
+def plot_attention(tokens, weights, query=None, mask=None, title="attention weights"):
+    """Heatmap of weights (T_q, T_k) labelled by tokens, and, if `query` is given, that row as bars.
+
+    Cells where `mask` (bool, True = may attend) is False are marked with a dot.
+    """
+    keys = as_tokens(tokens)
+    w = np.asarray(weights, dtype=float)  # (T_q, T_k)
+    if w.ndim != 2 or w.shape[1] != len(keys):
+        raise ValueError(f"weights must have shape (T_q, {len(keys)}) for {len(keys)} tokens, got {w.shape}")
+    queries = keys if w.shape[0] == len(keys) else [str(i) for i in range(w.shape[0])]
+    if query is not None and not 0 <= query < w.shape[0]:
+        raise ValueError(f"query must be in [0, {w.shape[0]}), got {query}")
+    if query is None:
+        fig, ax_map = plt.subplots(figsize=(5.5, 4.5), layout="constrained")
+    else:
+        fig, (ax_map, ax_bar) = plt.subplots(1, 2, figsize=(10, 4.5), width_ratios=[1.1, 1],
+                                             layout="constrained")
+    im = ax_map.imshow(w, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+    ax_map.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
+    ax_map.set_yticks(range(len(queries)), queries)
+    ax_map.set(xlabel="key (attended to)", ylabel="query (attending)", title=title)
+    fig.colorbar(im, ax=ax_map, shrink=0.8)
+    if mask is not None:
+        blocked = np.argwhere(~np.broadcast_to(np.asarray(mask, dtype=bool), w.shape))
+        ax_map.plot(blocked[:, 1], blocked[:, 0], ".", color="white", ms=4, ls="none")
+    if query is not None:
+        ax_map.add_patch(plt.Rectangle((-0.5, query - 0.5), len(keys), 1, fill=False, ec="red", lw=2))
+        ax_bar.bar(range(len(keys)), w[query], color="tab:red")
+        ax_bar.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
+        ax_bar.set(ylim=(0, 1), ylabel="weight", title=f"query {query} ({queries[query]!r}): row sums to "
+                                                         f"{w[query].sum():.3f}")
+    return fig
+
+
+def plot_attention_explorer(tokens, scale=True, temperature=1.0, positional=False, mask="none",
+                            query=0, d_model=16, seed=0):
+    """The explorer's figure: the self-attention map of seeded embeddings (utils.attention_map)."""
+    weights, allowed = attention_map(tokens, scale=scale, temperature=temperature,
+                                     positional=positional, mask=mask, d_model=d_model, seed=seed)
+    title = (f"{'scaled' if scale else 'unscaled'}, temperature={temperature:g}, "
+             f"{'with' if positional else 'no'} PE, mask={mask}")
+    return plot_attention(tokens, weights.numpy(), query=query, mask=allowed.numpy(), title=title)

@@ -33,3 +33,27 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
 
     controls["max_len"].observe(clamp_position, names="value")
     return _explorer(plotting.plot_pe_heatmap, controls)
+
+
+# --- lesson 03/04: attention maps ---
+from utils.attention_map import MASKS, as_tokens  # noqa: E402  (append-only file)
+
+
+def attention_explorer(tokens="YOUR CAT IS A LOVELY CAT", scale=True, temperature=1.0, positional=False,
+                       mask="none", query=0, d_model=16, seed=0):
+    """Self-attention map of a sentence with controls: scaling, temperature, PE, mask, query token."""
+    toks = as_tokens(tokens)
+    style = {"description_width": "initial"}
+    controls = {
+        "scale": W.Checkbox(scale, description="scale by 1/√d_k", style=style),
+        "temperature": W.FloatLogSlider(temperature, base=10, min=-1.5, max=1, step=0.05,
+                                        description="temperature", continuous_update=False, style=style),
+        "positional": W.Checkbox(positional, description="add positional encoding", style=style),
+        "mask": W.Dropdown(options=list(MASKS), value=mask, description="mask", style=style),
+        "query": W.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(toks)], value=query,
+                            description="query token", style=style),
+    }
+    fixed = {"tokens": W.fixed(toks), "d_model": W.fixed(d_model), "seed": W.fixed(seed)}
+    layout = W.VBox([W.HBox([controls["scale"], controls["positional"], controls["temperature"]]),
+                     W.HBox([controls["mask"], controls["query"]])])
+    return _explorer(plotting.plot_attention_explorer, {**controls, **fixed}, layout)
