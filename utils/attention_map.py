@@ -31,7 +31,7 @@ def token_embeddings(tokens, d_model=16, seed=0):
     d_model = validation.positive_int("d_model", d_model)
     rows = []
     for tok in tokens:  # seeded by the word itself (crc32 is stable across runs, unlike hash())
-        g = torch.Generator().manual_seed(seed * 2**32 + zlib.crc32(tok.encode()))
+        g = torch.Generator().manual_seed(zlib.crc32(f"{seed}:{tok}".encode()))
         rows.append(torch.randn(d_model, generator=g, dtype=torch.float64))  # (d_model,)
     return torch.stack(rows)  # (T, d_model)
 
