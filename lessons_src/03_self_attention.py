@@ -1,0 +1,467 @@
+# %% [markdown]
+# # 03 · Self-attention
+#
+# **Goals.** By the end of this lesson you can
+#
+# - compute dot-product softmax attention for one query over a memory of key–value pairs, by hand and
+#   vectorised, and check it against `utils.attention.scaled_dot_product_attention`;
+# - explain queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
+# - build the parameter-free self-attention of the reading notes (`bmm(x, xᵀ)`, softmax, `bmm`) and read
+#   its matrix for "YOUR CAT IS A LOVELY CAT";
+# - prove and check that self-attention is permutation **equivariant** (not invariant), that positional
+#   encoding breaks this, and that learned projections W_q, W_k, W_v, W_o do not.
+#
+# **Prerequisites.** [01 · Positional encoding](01_positional_encoding.ipynb) and
+# [02 · Dot-product identities](02_dot_product_identities.ipynb) (softmax, temperature, the 1/√d_k scale).
+
+# %% tags=["colab-setup"]
+# On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    get_ipython().run_line_magic(
+        "pip", "install -q attention-by-hand@git+https://github.com/attention-by-hand/attention-by-hand"
+    )
+
+# %% [markdown]
+# Everything below runs on the CPU in a few seconds. We print rounded numbers so the notebook reads the
+# same every time it runs.
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from utils.attention import scaled_dot_product_attention
+from utils.attention_map import token_embeddings
+from utils.plotting import plot_attention, plot_attention_explorer
+from utils.positional import sinusoidal_encoding
+from utils.widgets import attention_explorer
+
+torch.set_printoptions(precision=4, sci_mode=False)
+np.set_printoptions(precision=4, suppress=True)
+
+# %% [markdown]
+# ## 1. One query over a memory of key–value pairs
+#
+# The lecture slides (seed 001) draw attention as a **query** q looking at a **memory** of key–value
+# pairs (k_1, v_1) … (k_4, v_4). Each key gets a score, the scores go through a softmax, and the
+# weights (0.6, 0.1, 0.2, 0.1 in the slide) mix the values into one **context vector**:
+#
+# $$\text{score}_i = \frac{q \cdot k_i}{\sqrt{d_k}}, \qquad
+#   \alpha = \operatorname{softmax}(\text{score}), \qquad c = \sum_i \alpha_i v_i .$$
+#
+# We build a memory whose weights are exactly the slide's. Softmax only sees differences between scores
+# (lesson 02), so any scores equal to log(α) plus a constant will do; we move each random key along q
+# until its score is log(α_i) + 1.
+
+# %%
+gen = torch.Generator().manual_seed(1)
+d_k, d_v, n = 4, 3, 4
+slide_weights = torch.tensor([0.6, 0.1, 0.2, 0.1], dtype=torch.float64)  # (n,)
+q = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_k,)
+K = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
+V = torch.randn(n, d_v, generator=gen, dtype=torch.float64)  # (n, d_v)
+target = slide_weights.log() + 1.0  # (n,) the scores we want
+K = K + ((target * math.sqrt(d_k) - K @ q) / (q @ q))[:, None] * q  # (n, d_k) now q·k_i/√d_k = target_i
+print("keys K:\n", K.numpy().round(4))
+
+# %% [markdown]
+# First with plain Python loops: one score per key, exponentiate, normalise, then a weighted sum of the
+# values, one coordinate at a time.
+
+# %%
+scores = [sum(q[j].item() * K[i, j].item() for j in range(d_k)) / math.sqrt(d_k) for i in range(n)]
+exps = [math.exp(s) for s in scores]
+alpha = [e / sum(exps) for e in exps]
+context = [sum(alpha[i] * V[i, j].item() for i in range(n)) for j in range(d_v)]
+print("weights:", [round(a, 4) for a in alpha])
+print("context vector c:", [round(c, 4) for c in context])
+assert np.allclose(alpha, slide_weights.numpy()), "the weights should be the slide's 0.6, 0.1, 0.2, 0.1"
+assert math.isclose(sum(alpha), 1.0)
+
+# %% [markdown]
+# Vectorised, the whole thing is two matrix products around a softmax: c = softmax(q Kᵀ/√d_k) V.
+
+# %%
+alpha_vec = torch.softmax(q @ K.T / math.sqrt(d_k), dim=-1)  # (n,)
+context_vec = alpha_vec @ V  # (d_v,)
+assert torch.allclose(alpha_vec, torch.tensor(alpha, dtype=torch.float64))
+assert torch.allclose(context_vec, torch.tensor(context, dtype=torch.float64))
+print("loops == vectorised: PASS")
+
+# %% [markdown]
+# `utils.attention.scaled_dot_product_attention(q, k, v, mask=None)` does the same for any number of
+# queries at once (shape (…, T_q, d_k)) and returns both the output and the weights. One query is a
+# batch of one row.
+
+# %%
+out, weights = scaled_dot_product_attention(q[None], K, V)  # (1, d_v), (1, n)
+assert torch.allclose(out[0], context_vec) and torch.allclose(weights[0], alpha_vec)
+print("vectorised == utils: PASS")
+
+# %% [markdown]
+# ## 2. Queries, keys and values: a soft dictionary
+#
+# The reading notes (seed 003) borrow the words from Python dictionaries: the **query** is what we look
+# for, the **key** is what each entry is looked up by, the **value** is what the entry returns.
+# A dictionary look-up is *hard*: it returns the value of exactly one key. Attention is *soft*: it returns
+# a blend of all values, weighted by how well each key matches the query.
+#
+# Divide the scores by a temperature τ. As τ → 0 the softmax tends to a one-hot vector on the best
+# matching key (the arg max), and attention becomes the hard look-up. Here the query is a noisy copy of
+# the key of "cat".
+
+# %%
+words = ["dog", "cat", "car", "sky"]
+gen = torch.Generator().manual_seed(2)
+keys = torch.nn.functional.normalize(torch.randn(4, 8, generator=gen), dim=-1)  # (n, d_k) unit keys
+values = torch.arange(4.0)[:, None] * torch.ones(4, 2)  # (n, d_v) value of entry i is (i, i)
+hard = dict(zip(words, values))  # the Python dictionary
+query = keys[1] + 0.2 * torch.randn(8, generator=gen)  # (d_k,) close to the key of "cat"
+temperatures = [1.0, 0.3, 0.1, 0.01]
+soft = {}
+for tau in temperatures:  # dividing q by tau divides every score by tau
+    out, w = scaled_dot_product_attention(query[None] / tau, keys, values)  # (1, d_v), (1, n)
+    soft[tau] = (out[0], w[0])
+    print(f"tau={tau:<5} weights={w[0].numpy().round(4)}  output={out[0].numpy().round(4)}")
+
+# %% [markdown]
+# At high temperature every entry contributes; at τ = 0.01 essentially only "cat" does, and the output is
+# the dictionary's answer `hard["cat"]`.
+
+# %%
+fig, axes = plt.subplots(1, len(temperatures), figsize=(11, 2.6), sharey=True, layout="constrained")
+for ax, tau in zip(axes, temperatures):
+    ax.bar(words, soft[tau][1].numpy(), color="tab:blue")
+    ax.set(title=f"τ = {tau}", ylim=(0, 1))
+axes[0].set_ylabel("attention weight")
+plt.show()
+
+# %%
+best = int(torch.argmax(keys @ query))  # the hard look-up picks the best-matching key
+assert words[best] == "cat"
+out_cold, w_cold = soft[0.01]
+assert w_cold[best] > 0.999, "at tau=0.01 the weight is almost one-hot"
+assert torch.allclose(out_cold, hard["cat"], atol=1e-2), "and the output is the dictionary's value"
+entropies = [-(soft[t][1] * soft[t][1].log()).sum().item() for t in temperatures]
+assert all(a > b for a, b in zip(entropies, entropies[1:])), "lower temperature, sharper weights"
+print("temperature -> 0 gives the hard look-up hard['cat']: PASS")
+
+# %% [markdown]
+# ## 3. Self-attention with no parameters
+#
+# In **self**-attention the queries, keys and values are all the same sentence X. The reading notes
+# (seed 004) give the simplest version in three lines of PyTorch, for a batch x of shape (b, t, k):
+#
+# ```python
+# raw_weights = torch.bmm(x, x.transpose(1, 2))  # (b, t, t)
+# weights = F.softmax(raw_weights, dim=2)         # (b, t, t)
+# y = torch.bmm(weights, x)                       # (b, t, k)
+# ```
+#
+# It has no 1/√d_k. Since `utils` divides by √d_k, the two agree when we multiply the queries by √d_k.
+
+# %%
+def simplest_self_attention(x):
+    """Seed 004's parameter-free self-attention: softmax(x xᵀ) x, without scaling."""
+    raw_weights = torch.bmm(x, x.transpose(1, 2))  # (b, t, t)
+    weights = torch.softmax(raw_weights, dim=2)  # (b, t, t)
+    return torch.bmm(weights, x), weights  # (b, t, k), (b, t, t)
+
+
+gen = torch.Generator().manual_seed(0)
+x = torch.randn(2, 5, 8, generator=gen, dtype=torch.float64)  # (b, t, k)
+y, w = simplest_self_attention(x)
+y_utils, w_utils = scaled_dot_product_attention(x * math.sqrt(8), x, x)  # (b, t, k), (b, t, t)
+assert torch.allclose(y, y_utils) and torch.allclose(w, w_utils)
+print("seed 004's bmm version == utils with q·√d_k: PASS")
+
+# %% [markdown]
+# The Transformer's version (seed 003) scales: Attention(Q, K, V) = softmax(QKᵀ/√d_k) V with Q = K = V = X.
+
+# %%
+def self_attention(X):
+    """Scaled, parameter-free self-attention: softmax(X Xᵀ / √d_model) X."""
+    d_model = X.shape[-1]
+    A = torch.softmax(X @ X.transpose(-2, -1) / math.sqrt(d_model), dim=-1)  # (..., seq, seq)
+    return A @ X, A  # (..., seq, d_model), (..., seq, seq)
+
+
+Y, A = self_attention(x)
+Y_utils, A_utils = scaled_dot_product_attention(x, x, x)
+assert torch.allclose(Y, Y_utils) and torch.allclose(A, A_utils)
+print("self_attention == utils: PASS")
+
+# %% [markdown]
+# ### YOUR CAT IS A LOVELY CAT
+#
+# Seed 003's example: seq = 6 and d_model = d_k = 512. Each word gets an embedding: here a fixed random
+# N(0, 1) vector per word (`utils.attention_map.token_embeddings`, seeded by the word, so both CATs get the
+# same vector, as a real embedding table would give them). No positional encoding yet.
+
+# %%
+sentence = "YOUR CAT IS A LOVELY CAT".split()
+seq, d_model = len(sentence), 512
+X = token_embeddings(sentence, d_model).float()  # (seq, d_model)
+Y, A = self_attention(X)  # (seq, d_model), (seq, seq)
+print(A.numpy().round(4))
+assert X.shape == (6, 512) and A.shape == (6, 6)
+
+# %% [markdown]
+# Every row is a probability distribution over the six words: it sums to 1.
+
+# %%
+row_sums = A.sum(dim=-1)  # (seq,)
+print("row sums:", row_sums.numpy().round(6))
+assert torch.allclose(row_sums, torch.ones(seq))
+
+# %% [markdown]
+# Our matrix is far more peaked than the seed's (whose numbers, it says, "are random"). That is what
+# random 512-dimensional vectors do: a word's score with itself is |x|²/√512 ≈ 512/22.6 ≈ 22.6, while
+# its score with an unrelated word is about N(0, 1); e^22 swamps everything else.
+
+# %%
+scores = X @ X.T / math.sqrt(d_model)  # (seq, seq)
+print("self scores:", scores.diagonal().numpy().round(1))
+different = [scores[i, j].item() for i in range(seq) for j in range(seq) if sentence[i] != sentence[j]]
+print("scores between different words: min", round(min(different), 1), "max", round(max(different), 1))
+assert scores.diagonal().min() > 20 and max(abs(s) for s in different) < 4
+assert all(A[i, i] > 0.9999 for i in (0, 2, 3, 4)), "words that occur once attend (almost) only to themselves"
+
+# %% [markdown]
+# Without positional encoding, the two CATs are the same vector, so they ask the same question and get
+# the same answer: rows 1 and 5 are identical, and each CAT splits its attention evenly between
+# "both" CATs. Self-attention cannot tell them apart.
+
+# %%
+print("row CAT (1):", A[1].numpy().round(4))
+print("row CAT (5):", A[5].numpy().round(4))
+assert torch.equal(A[1], A[5]) and torch.equal(Y[1], Y[5])
+assert torch.allclose(A[1, [1, 5]], torch.tensor([0.5, 0.5]), atol=1e-6)
+fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE")
+
+# %% [markdown]
+# ### Is the diagonal always the largest?
+#
+# Seed 003 says "we expect values along the diagonal to be the highest". By Cauchy–Schwarz,
+# x_i·x_j ≤ |x_i| |x_j|, so **if every embedding has the same length**, x_i·x_j ≤ |x_i|² = x_i·x_i and the
+# diagonal is indeed the largest in its row (tied only by an identical word, like the second CAT).
+# Our random vectors have nearly equal lengths, so the expectation holds here:
+
+# %%
+print("lengths |x_i|:", X.norm(dim=-1).numpy().round(2))
+assert all(A[i, i] >= A[i].max() for i in range(seq))
+print("diagonal is the row maximum in every row: PASS")
+
+# %% [markdown]
+# But nothing forces equal lengths. The smallest counterexample, in 2-D: a = (1, 0), b = (2, 1).
+# Then a·a = 1 but a·b = 2, so a attends more to b than to itself.
+
+# %%
+P2 = torch.tensor([[1.0, 0.0], [2.0, 1.0]])  # (seq=2, d_model=2): rows a and b
+_, A2 = self_attention(P2)
+print(A2.numpy().round(4))
+assert A2[0, 1] > A2[0, 0], "row a: the off-diagonal weight is larger"
+
+# %% [markdown]
+# The same in our sentence: give LOVELY a longer embedding that points partly along YOUR (related words
+# have related embeddings), x_LOVELY ← x_LOVELY + 1.2·x_YOUR. Now YOUR attends to LOVELY, not to itself.
+
+# %%
+X_long = X.clone()  # (seq, d_model)
+X_long[4] = X[4] + 1.2 * X[0]  # (d_model,) longer, and aligned with YOUR
+_, A_long = self_attention(X_long)
+print("lengths:", X_long.norm(dim=-1).numpy().round(1))
+print("row YOUR:", A_long[0].numpy().round(4))
+assert A_long[0].argmax() == 4 and A_long[0, 4] > A_long[0, 0]
+print("counterexample: YOUR's largest weight is off the diagonal: PASS")
+
+# %% [markdown]
+# ## 4. Permutation equivariance (not invariance)
+#
+# Seed 003 says self-attention is "permutation invariant: if you rearrange the inputs, attention values
+# will remain the same". Seed 004 has the right word: **equivariant**. Let P be a permutation matrix
+# (PX reorders the rows of X). Softmax works row by row, and reordering both rows and columns of its input
+# reorders its output the same way, so
+#
+# $$A(PX) = \operatorname{softmax}\!\Big(\tfrac{PX\,(PX)^\top}{\sqrt{d}}\Big)
+#         = \operatorname{softmax}\!\Big(P\,\tfrac{XX^\top}{\sqrt{d}}\,P^\top\Big) = P\,A(X)\,P^\top,$$
+# $$\text{Attention}(PX) = A(PX)\,PX = P\,A(X)\,P^\top P\,X = P\,A(X)\,X = P\,\text{Attention}(X),$$
+#
+# using PᵀP = I. The outputs are the same vectors, in the permuted order. We check it for 20 random
+# permutations of the sentence.
+
+# %%
+gen = torch.Generator().manual_seed(0)
+for _ in range(20):
+    perm = torch.randperm(seq, generator=gen)
+    P = torch.eye(seq)[perm]  # (seq, seq) permutation matrix: P @ X == X[perm]
+    Y_p, A_p = self_attention(P @ X)
+    assert torch.allclose(Y_p, P @ Y, atol=1e-5), "Attention(PX) = P Attention(X)"
+    assert torch.allclose(A_p, P @ A @ P.T, atol=1e-6), "A(PX) = P A(X) Pᵀ"
+print("equivariant for 20 random permutations: PASS")
+
+# %% [markdown]
+# *Invariant* would mean Attention(PX) = Attention(X): the same output rows in the same places. That is
+# false — reverse the sentence and the first output row is now LOVELY-CAT's, not YOUR's:
+
+# %%
+reverse = torch.arange(seq - 1, -1, -1)  # (seq,) CAT LOVELY A IS CAT YOUR
+Y_rev, _ = self_attention(X[reverse])
+print("changed output rows:", int((~torch.isclose(Y_rev, Y, atol=1e-5).all(dim=-1)).sum()), "of", seq)
+assert not torch.allclose(Y_rev, Y), "not invariant"
+assert torch.allclose(Y_rev, Y[reverse], atol=1e-5), "but equivariant"
+
+# %% [markdown]
+# What *is* invariant is anything that forgets the order afterwards, e.g. a sum-pool over positions,
+# Σ_t Attention(X)_t: it is the same for every order of the words. Seed 003's worry ("The cat sat" and
+# "Sat cat the" look alike) is real: self-attention, then a sum, cannot tell them apart.
+
+# %%
+pooled = Y.sum(dim=0)  # (d_model,)
+for _ in range(20):
+    perm = torch.randperm(seq, generator=gen)
+    assert torch.allclose(self_attention(X[perm])[0].sum(dim=0), pooled, atol=1e-4)
+print("sum-pool of self-attention is permutation invariant: PASS")
+
+# %% [markdown]
+# ### Positional encoding breaks the symmetry
+#
+# Add the sinusoidal PE of lesson 01 to the embeddings. Permuting the words now changes which encoding
+# each word gets (PX + PE ≠ P(X + PE)), so the outputs are no longer a reordering of each other.
+
+# %%
+PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
+Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq)
+Y_rev_pe, _ = self_attention(X[reverse] + PE)
+print("max |Attention(PX + PE) - P Attention(X + PE)| =", round((Y_rev_pe - Y_pe[reverse]).abs().max().item(), 3))
+assert not torch.allclose(Y_rev_pe, Y_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
+
+# %% [markdown]
+# And the two CATs are now different vectors, so they get different rows: each CAT attends more to
+# itself than to the other one.
+
+# %%
+print("row CAT (1):", A_pe[1].numpy().round(4))
+print("row CAT (5):", A_pe[5].numpy().round(4))
+assert not torch.allclose(A_pe[1], A_pe[5], atol=1e-3)
+assert A_pe[1, 1] > A_pe[1, 5] and A_pe[5, 5] > A_pe[5, 1]
+fig = plot_attention(sentence, A_pe.numpy(), title="softmax((X+PE)(X+PE)ᵀ/√512)")
+
+# %% [markdown]
+# ### Learned projections keep equivariance
+#
+# "Self-attention requires no parameters" (seed 003) is true of this bare form only. The Transformer's
+# attention projects the input first and the output last:
+# Attention(XW_q, XW_k, XW_v) W_o, with four d_model × d_model matrices (plus biases):
+
+# %%
+torch.manual_seed(0)
+W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+n_params = sum(p.numel() for W in (W_q, W_k, W_v, W_o) for p in W.parameters())
+print(f"parameters in one attention layer at d_model={d_model}: {n_params:,}")
+assert n_params == 4 * (d_model * d_model + d_model)
+
+# %% [markdown]
+# They act on each position separately, (PX)W = P(XW), so the derivation above goes through unchanged:
+# the layer is still permutation equivariant. Only PE (or another position signal) breaks the symmetry.
+
+# %%
+@torch.no_grad()
+def projected_attention(X):
+    """Attention(X W_q, X W_k, X W_v) W_o: self-attention with the Transformer's learned projections."""
+    out, A = scaled_dot_product_attention(W_q(X), W_k(X), W_v(X))  # (seq, d_model), (seq, seq)
+    return W_o(out), A  # (seq, d_model), (seq, seq)
+
+
+Z, A_proj = projected_attention(X)
+for _ in range(20):
+    perm = torch.randperm(seq, generator=gen)
+    assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
+Z_pe, _ = projected_attention(X + PE)
+assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
+print("with W_q, W_k, W_v, W_o: still equivariant; with PE: not: PASS")
+
+# %% [markdown]
+# With W_q ≠ W_k the score of a word with itself, x W_q · x W_k, is not a squared length any more, so
+# the diagonal has no reason to be the largest:
+
+# %%
+print(A_proj.numpy().round(3))
+off = [i for i in range(seq) if A_proj[i].argmax() != i]
+print("rows whose largest weight is off the diagonal:", off)
+assert off, "with learned projections the diagonal is not special"
+
+# %% [markdown]
+# ## 5. The attention-map explorer
+#
+# The explorer draws the self-attention matrix of a sentence (seeded random embeddings, d_model = 16 so
+# that the weights are not all 0 or 1) and the row of one query as a bar chart. Try: turn the 1/√d_k
+# scaling off (weights become almost one-hot), raise the temperature (flatter), add positional encoding
+# (the two CATs part ways), and pick a mask (lesson 04). Here is its default state:
+
+# %%
+fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
+
+# %% [markdown]
+# And live (in Jupyter, Binder or Colab; on GitHub the widget does not run):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
+
+# %% [markdown]
+# ## Summary
+#
+# - Attention scores every key against the query, softmaxes the scores (scaled by 1/√d_k) and mixes the
+#   values: c = softmax(qKᵀ/√d_k) V. Loops, matrices and `utils` agree.
+# - It is a soft dictionary look-up; temperature → 0 makes it a hard one.
+# - Bare self-attention softmax(XXᵀ/√d)X has no parameters; its rows sum to 1, identical words get
+#   identical rows, and the diagonal is the largest only when all embeddings have the same length.
+# - It is permutation **equivariant**: Attention(PX) = P·Attention(X). A sum-pool on top is invariant.
+#   Positional encoding breaks the symmetry; learned W_q, W_k, W_v, W_o do not.
+#
+# ## Exercises
+#
+# Each cell below has a stub: replace `raise NotImplementedError` with your code and run the cell; the
+# checker prints PASS or what is wrong. Stuck? `check.attention_weights.hint()` gives a hint and
+# `check.attention_weights.solution()` shows one solution (likewise for the others).
+
+# %%
+from utils.exercises import lesson03 as check
+
+# %% [markdown]
+# **1.** The attention weights of one query q (shape (d_k,)) over keys K (shape (n, d_k)):
+# softmax(q Kᵀ / √d_k), a tensor of shape (n,).
+
+# %%
+def attention_weights(q, K):
+    raise NotImplementedError
+
+
+check.attention_weights(attention_weights)
+
+# %% [markdown]
+# **2.** Parameter-free scaled self-attention: given X of shape (seq, d_model), return
+# softmax(XXᵀ/√d_model) X, shape (seq, d_model).
+
+# %%
+def bare_self_attention(X):
+    raise NotImplementedError
+
+
+check.self_attention(bare_self_attention)
+
+# %% [markdown]
+# **3.** The permutation matrix of a permutation `perm` (a list of indices): P such that
+# `P @ X` equals `X[perm]` for every X with len(perm) rows. (Then Attention(PX) = P·Attention(X).)
+
+# %%
+def permutation_matrix(perm):
+    raise NotImplementedError
+
+
+check.permutation_matrix(permutation_matrix)
