@@ -12,7 +12,7 @@
 #   encoding breaks this, and that learned projections W_q, W_k, W_v, W_o do not.
 #
 # **Prerequisites.** [01 · Positional encoding](01_positional_encoding.ipynb) and
-# [02 · Dot-product identities](02_dot_product_identities.ipynb) (softmax, temperature, the 1/√d_k scale).
+# 02 · Dot-product identities (softmax, temperature, the 1/√d_k scale).
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.
