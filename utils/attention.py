@@ -54,17 +54,21 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
         raise ValueError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
     scores_shape = torch.Size((*batch, q.shape[-2], k.shape[-2]))
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
     if mask is not None:
         _check_mask(mask, scores_shape, q, k)
         mask = mask.to(q.device)
+    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., T_q, T_k) scaling q is cheaper than scores
+    empty_rows = None
+    if mask is not None:
         # A query with no allowed key attends to nothing: its row of weights is zero. Its scores are
         # left finite (softmax of an all -inf row is 0/0 = NaN, in the forward and the backward pass).
         has_key = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
-        scores = scores.masked_fill(~mask & has_key, float("-inf"))  # removed keys: exp(-inf) = 0
+        if not has_key.all():
+            empty_rows, mask = ~has_key, mask | ~has_key
+        scores = scores.masked_fill(~mask, float("-inf"))  # removed keys: exp(-inf) = 0
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
-    if mask is not None:
-        weights = weights.masked_fill(~has_key, 0.0)  # (..., T_q, T_k)
+    if empty_rows is not None:
+        weights = weights.masked_fill(empty_rows, 0.0)  # (..., T_q, T_k)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
