@@ -174,7 +174,7 @@ def simplest_self_attention(x):
 
 gen = torch.Generator().manual_seed(0)
 x = torch.randn(2, 5, 8, generator=gen, dtype=torch.float64)  # (b, t, k)
-y, w = simplest_self_attention(x)
+y, w = simplest_self_attention(x)  # (b, t, k), (b, t, t)
 y_utils, w_utils = scaled_dot_product_attention(x * math.sqrt(8), x, x)  # (b, t, k), (b, t, t)
 assert torch.allclose(y, y_utils) and torch.allclose(w, w_utils)
 print("seed 004's bmm version == utils with q·√d_k: PASS")
@@ -190,8 +190,8 @@ def self_attention(X):
     return A @ X, A  # (..., seq, d_model), (..., seq, seq)
 
 
-Y, A = self_attention(x)
-Y_utils, A_utils = scaled_dot_product_attention(x, x, x)
+Y, A = self_attention(x)  # (b, t, k), (b, t, t)
+Y_utils, A_utils = scaled_dot_product_attention(x, x, x)  # (b, t, k), (b, t, t)
 assert torch.allclose(Y, Y_utils) and torch.allclose(A, A_utils)
 print("self_attention == utils: PASS")
 
@@ -262,7 +262,7 @@ print("diagonal is the row maximum in every row: PASS")
 
 # %%
 P2 = torch.tensor([[1.0, 0.0], [2.0, 1.0]])  # (seq=2, d_model=2): rows a and b
-_, A2 = self_attention(P2)
+_, A2 = self_attention(P2)  # (2, 2)
 print(A2.numpy().round(4))
 assert A2[0, 1] > A2[0, 0], "row a: the off-diagonal weight is larger"
 
@@ -273,7 +273,7 @@ assert A2[0, 1] > A2[0, 0], "row a: the off-diagonal weight is larger"
 # %%
 X_long = X.clone()  # (seq, d_model)
 X_long[4] = X[4] + 1.2 * X[0]  # (d_model,) longer, and aligned with YOUR
-_, A_long = self_attention(X_long)
+_, A_long = self_attention(X_long)  # (seq, seq)
 print("lengths:", X_long.norm(dim=-1).numpy().round(1))
 print("row YOUR:", A_long[0].numpy().round(4))
 assert A_long[0].argmax() == 4 and A_long[0, 4] > A_long[0, 0]
@@ -297,9 +297,9 @@ print("counterexample: YOUR's largest weight is off the diagonal: PASS")
 # %%
 gen = torch.Generator().manual_seed(0)
 for _ in range(20):
-    perm = torch.randperm(seq, generator=gen)
+    perm = torch.randperm(seq, generator=gen)  # (seq,)
     P = torch.eye(seq)[perm]  # (seq, seq) permutation matrix: P @ X == X[perm]
-    Y_p, A_p = self_attention(P @ X)
+    Y_p, A_p = self_attention(P @ X)  # (seq, d_model), (seq, seq)
     assert torch.allclose(Y_p, P @ Y, atol=1e-5), "Attention(PX) = P Attention(X)"
     assert torch.allclose(A_p, P @ A @ P.T, atol=1e-6), "A(PX) = P A(X) Pᵀ"
 print("equivariant for 20 random permutations: PASS")
@@ -310,7 +310,7 @@ print("equivariant for 20 random permutations: PASS")
 
 # %%
 reverse = torch.arange(seq - 1, -1, -1)  # (seq,) CAT LOVELY A IS CAT YOUR
-Y_rev, _ = self_attention(X[reverse])
+Y_rev, _ = self_attention(X[reverse])  # (seq, d_model)
 print("changed output rows:", int((~torch.isclose(Y_rev, Y, atol=1e-5).all(dim=-1)).sum()), "of", seq)
 assert not torch.allclose(Y_rev, Y), "not invariant"
 assert torch.allclose(Y_rev, Y[reverse], atol=1e-5), "but equivariant"
@@ -323,7 +323,7 @@ assert torch.allclose(Y_rev, Y[reverse], atol=1e-5), "but equivariant"
 # %%
 pooled = Y.sum(dim=0)  # (d_model,)
 for _ in range(20):
-    perm = torch.randperm(seq, generator=gen)
+    perm = torch.randperm(seq, generator=gen)  # (seq,)
     assert torch.allclose(self_attention(X[perm])[0].sum(dim=0), pooled, atol=1e-4)
 print("sum-pool of self-attention is permutation invariant: PASS")
 
@@ -336,7 +336,7 @@ print("sum-pool of self-attention is permutation invariant: PASS")
 # %%
 PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
 Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq)
-Y_rev_pe, _ = self_attention(X[reverse] + PE)
+Y_rev_pe, _ = self_attention(X[reverse] + PE)  # (seq, d_model)
 print("max |Attention(PX + PE) - P Attention(X + PE)| =", round((Y_rev_pe - Y_pe[reverse]).abs().max().item(), 3))
 assert not torch.allclose(Y_rev_pe, Y_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
 
@@ -377,11 +377,11 @@ def projected_attention(X):
     return W_o(out), A  # (seq, d_model), (seq, seq)
 
 
-Z, A_proj = projected_attention(X)
+Z, A_proj = projected_attention(X)  # (seq, d_model), (seq, seq)
 for _ in range(20):
-    perm = torch.randperm(seq, generator=gen)
+    perm = torch.randperm(seq, generator=gen)  # (seq,)
     assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
-Z_pe, _ = projected_attention(X + PE)
+Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
 assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
 print("with W_q, W_k, W_v, W_o: still equivariant; with PE: not: PASS")
 

@@ -50,7 +50,7 @@ np.set_printoptions(precision=4, suppress=True)
 # %%
 gen = torch.Generator().manual_seed(0)
 s = torch.randn(5, generator=gen, dtype=torch.float64)  # (T_k,) one query's scores
-removed = s.clone()
+removed = s.clone()  # (T_k,)
 removed[2] = float("-inf")  # remove key 2
 w = torch.softmax(removed, dim=-1)  # (T_k,)
 keep = [0, 1, 3, 4]
@@ -72,7 +72,7 @@ mask = torch.tensor([True, True, False, True, True])  # (T_k,) True = may attend
 q, k = s[None, :], torch.eye(5, dtype=torch.float64) * math.sqrt(5)  # scores q·k_j/√5 = s_j
 _, w_utils = scaled_dot_product_attention(q, k, k, mask)  # (1, T_k)
 assert torch.allclose(w_utils[0], w)
-zero_score = s.clone()
+zero_score = s.clone()  # (T_k,)
 zero_score[2] = 0.0
 print("weight of key 2 with score 0 instead of -inf:", round(torch.softmax(zero_score, -1)[2].item(), 4))
 assert torch.softmax(zero_score, -1)[2] > 0.1
@@ -92,7 +92,7 @@ for sentence in sentences:
     for word in sentence.split():
         vocab.setdefault(word, len(vocab))
 T = max(len(s.split()) for s in sentences)
-tokens = torch.tensor([[vocab[w] for w in s.split()] + [0] * (T - len(s.split())) for s in sentences])
+tokens = torch.tensor([[vocab[w] for w in s.split()] + [0] * (T - len(s.split())) for s in sentences])  # (batch, T)
 print(tokens)  # (batch, T)
 
 # %% [markdown]
@@ -132,10 +132,10 @@ fig = plot_attention(tokens=["THE", "CAT", "SAT", "<pad>", "<pad>", "<pad>"], we
 real = tokens != 0  # (batch, T)
 wild = torch.randn(x.shape, generator=gen) * 100  # (batch, T, d_model)
 x_wild = torch.where(real[..., None], x, wild)  # (batch, T, d_model) same words, different pads
-out_wild, _ = scaled_dot_product_attention(x_wild, x_wild, x_wild, pad_mask)
+out_wild, _ = scaled_dot_product_attention(x_wild, x_wild, x_wild, pad_mask)  # (batch, T, d_model)
 assert torch.allclose(out_wild[real], out[real], atol=1e-6), "masked: pads cannot change real outputs"
-out_nomask, _ = scaled_dot_product_attention(x, x, x)
-out_nomask_wild, _ = scaled_dot_product_attention(x_wild, x_wild, x_wild)
+out_nomask, _ = scaled_dot_product_attention(x, x, x)  # (batch, T, d_model)
+out_nomask_wild, _ = scaled_dot_product_attention(x_wild, x_wild, x_wild)  # (batch, T, d_model)
 print("largest change at real positions, masked:  ", round((out_wild - out)[real].abs().max().item(), 6))
 print("largest change at real positions, no mask: ", round((out_nomask_wild - out_nomask)[real].abs().max().item(), 2))
 assert not torch.allclose(out_nomask_wild[real], out_nomask[real], atol=1e-2)
@@ -156,7 +156,7 @@ n = len(words)
 gen = torch.Generator().manual_seed(1)
 qk = torch.randn(n, 8, generator=gen, dtype=torch.float64)  # (n, d_k) queries = keys = values
 scores = qk @ qk.T / math.sqrt(8)  # (n, n)
-e = scores.clone()
+e = scores.clone()  # (n, n)
 for i in range(n):
     for j in range(n):
         if j >= i:  # seed 001's rule
@@ -229,9 +229,9 @@ def decoder_stack(x, mask):
 
 T_dec = 6
 x_dec = torch.randn(T_dec, d_model, generator=gen, dtype=torch.float64)  # (T, d_model)
-y_dec = decoder_stack(x_dec, causal_mask(T_dec))
+y_dec = decoder_stack(x_dec, causal_mask(T_dec))  # (T, d_model)
 for t in range(T_dec - 1):
-    changed = x_dec.clone()
+    changed = x_dec.clone()  # (T, d_model)
     changed[t + 1:] = torch.randn(T_dec - t - 1, d_model, generator=gen, dtype=torch.float64)  # new future
     assert torch.allclose(decoder_stack(changed, causal_mask(T_dec))[: t + 1], y_dec[: t + 1]), f"leak at t={t}"
     assert not torch.allclose(decoder_stack(changed, None)[: t + 1], decoder_stack(x_dec, None)[: t + 1])
@@ -284,12 +284,12 @@ assert empty_rows[0].tolist() == [True, True, True, False, False, False]
 
 # %%
 x_req = x_left.clone().requires_grad_()  # (1, T, d_model)
-ours, ours_w = scaled_dot_product_attention(x_req, x_req, x_req, left_mask)
+ours, ours_w = scaled_dot_product_attention(x_req, x_req, x_req, left_mask)  # (1, T, d_model), (1, T, T)
 ours.sum().backward()
 print("utils output, rows 0-3, first 4 features:\n", ours[0, :4, :4].detach().numpy().round(4))
 assert torch.all(ours[0, :3] == 0) and torch.all(ours_w[0, :3] == 0)
 assert not torch.isnan(ours).any() and not torch.isnan(x_req.grad).any()
-plain = torch.softmax((x_left @ x_left.transpose(-2, -1)).masked_fill(~left_mask, float("-inf")), dim=-1)
+plain = torch.softmax((x_left @ x_left.transpose(-2, -1)).masked_fill(~left_mask, float("-inf")), dim=-1)  # (1, T, T)
 assert torch.isnan(plain[0, :3]).all() and not torch.isnan(plain[0, 3:]).any()
 print("plain softmax: NaN in rows 0-2; utils: zeros, and finite gradients: PASS")
 
