@@ -306,7 +306,7 @@ print("equivariant for 20 random permutations: PASS")
 
 # %% [markdown]
 # *Invariant* would mean Attention(PX) = Attention(X): the same output rows in the same places. That is
-# false — reverse the sentence and the first output row is now LOVELY-CAT's, not YOUR's:
+# false — reverse the sentence and every position now holds a different word, so every output row changes:
 
 # %%
 reverse = torch.arange(seq - 1, -1, -1)  # (seq,) CAT LOVELY A IS CAT YOUR

@@ -25,7 +25,7 @@ def plot_pe_heatmap(max_len=100, d_model=128, base=10000.0, position=10):
     return fig
 
 
-# --- lesson 03/04: attention maps ---
+# --- lesson 03: attention-map explorer (lesson 04 uses its mask control) ---
 from utils.attention_map import as_tokens, attention_map  # noqa: E402  (append-only file)
 
 

@@ -35,7 +35,7 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
     return _explorer(plotting.plot_pe_heatmap, controls)
 
 
-# --- lesson 03/04: attention maps ---
+# --- lesson 03: attention-map explorer (lesson 04 uses its mask control) ---
 from utils.attention_map import MASKS, as_tokens  # noqa: E402  (append-only file)
 
 
@@ -45,10 +45,10 @@ def attention_explorer(tokens="YOUR CAT IS A LOVELY CAT", scale=True, temperatur
     toks = as_tokens(tokens)
     style = {"description_width": "initial"}
     controls = {
-        "scale": W.Checkbox(scale, description="scale by 1/√d_k", style=style),
-        "temperature": W.FloatLogSlider(temperature, base=10, min=-1.5, max=1, step=0.05,
+        "scale": W.Checkbox(value=scale, description="scale by 1/√d_k", style=style),
+        "temperature": W.FloatLogSlider(value=temperature, base=10, min=-1.5, max=1, step=0.05,
                                         description="temperature", continuous_update=False, style=style),
-        "positional": W.Checkbox(positional, description="add positional encoding", style=style),
+        "positional": W.Checkbox(value=positional, description="add positional encoding", style=style),
         "mask": W.Dropdown(options=list(MASKS), value=mask, description="mask", style=style),
         "query": W.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(toks)], value=query,
                             description="query token", style=style),
