@@ -164,3 +164,14 @@ def test_widget_builds_and_every_control_redraws(monkeypatch):
         np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), weights.numpy())
     assert drawn[-1][0] == dict(tokens=TOKENS, scale=False, temperature=3.0, positional=True,
                                 mask="causal+padding", query=5, d_model=16, seed=0)
+
+
+def test_left_padded_sentence_has_empty_rows_drawn_as_zeros():
+    tokens = "<pad> <pad> THE CAT SAT"
+    weights, allowed = attention_map(tokens, mask="causal+padding")
+    assert (~allowed.any(dim=1)).tolist() == [True, True, False, False, False]
+    assert torch.all(weights[:2] == 0) and not torch.isnan(weights).any()
+    fig = plotting.plot_attention_explorer(tokens, mask="causal+padding", query=0)
+    np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), weights.numpy())
+    assert [bar.get_height() for bar in fig.axes[1].patches] == [0.0] * 5
+    assert "row sums to 0.000" in fig.axes[1].get_title()
