@@ -1,6 +1,6 @@
 """Speed of utils attention vs torch, and of one explorer redraw; prints JSON (medians, interleaved runs).
 
-Usage: python benchmarks/attention.py [--repeats 30]
+Usage: python benchmarks/sdpa.py [--repeats 30]
 """
 
 import argparse
