@@ -116,7 +116,7 @@ for seq_len in (10, 100, 1000, 10000):
     print(f"seq_len {seq_len:5d}: last position {last:4d} = {last / largest_entry:7.1f} x the word vector's largest entry")
 
 # %%
-assert largest_entry < 5  # word-vector entries stay small (N(0, 1): beyond 5 is a one-in-3-million draw)
+assert largest_entry < 5  # word-vector entries stay small...
 assert (1000 - 1) / largest_entry > 200  # ...while position 999 dwarfs them, and it only grows
 print("integer positions are unbounded and swamp the word's own numbers: PASS")
 
@@ -126,7 +126,7 @@ print("integer positions are unbounded and swamp the word's own numbers: PASS")
 #
 # ## 3. Why not positions scaled to [0, 1]?
 #
-# Divide by the sentence length so that every position lies in $[0, 1]$: $pos / (seq\_len - 1)$. Now
+# Divide by the sentence length so that every position lies in $[0, 1]$: `pos / (seq_len - 1)`. Now
 # the values are bounded, but the step between two neighbours depends on how long the sentence is:
 
 # %%
@@ -144,7 +144,7 @@ print(f"a gap of 0.25 is 1 word in the 5-word sentence but {words_apart:.2f} wor
 
 # %% [markdown]
 # The same number means different things in different sentences, and 0.5 is word 2 of a five-word
-# sentence but no word at all of a 50-word one. The sinusoidal encoding below has no $seq\_len$ in
+# sentence but no word at all of a 50-word one. The sinusoidal encoding below has no `seq_len` in
 # it at all, so it cannot have this problem.
 #
 # ## 4. The sinusoidal formula
