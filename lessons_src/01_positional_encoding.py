@@ -1,9 +1,19 @@
 # %% [markdown]
 # # 01 · Positional encoding
 #
-# **Goals.** (placeholder: the real lesson replaces this file)
+# **Goals.** By the end of this lesson you will have
 #
-# **Prerequisites.** None.
+# - seen why a model with no recurrence cannot tell "A chases B" from "B chases A" on its own;
+# - seen why plain integer positions, or positions squeezed into [0, 1], are poor position signals;
+# - built the sinusoidal encoding of *Attention is all you need* (section 3.5) with loops, and checked
+#   it against the tested `utils.positional.sinusoidal_encoding`;
+# - reproduced seed 003's PE(0) and PE(1), and found two slips in that seed's figures;
+# - checked that the encoding is bounded, deterministic and unique for every position;
+# - added it to the word embeddings of "YOUR CAT IS A LOVELY CAT" and measured how big it is next to them;
+# - explored the PE table with sliders.
+#
+# **Prerequisites.** Python, a little NumPy and PyTorch (tensors, `@`, broadcasting). Lesson 00
+# (why attention) motivates this one but is not required.
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.
@@ -14,12 +24,495 @@ if "google.colab" in sys.modules:
         "pip", "install -q attention-by-hand@git+https://github.com/attention-by-hand/attention-by-hand"
     )
 
+# %% [markdown]
+# Everything we need: PyTorch for tensors, NumPy for the naive version, and this collection's `utils`.
+
 # %%
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from utils.positional import PositionalEncoding, angular_frequencies, sinusoidal_encoding
 from utils.plotting import plot_pe_heatmap
 from utils.widgets import pe_explorer
 
-fig = plot_pe_heatmap()
+torch.set_printoptions(precision=4, sci_mode=False)
+
+# %% [markdown]
+# ## 1. The ordering problem
+#
+# An RNN reads a sentence one word at a time, so its state after the last word depends on the order
+# the words came in. A Transformer reads all words at once. Take the simplest things it does with a
+# set of word vectors: **sum** them, or let each word **attend** to all the others,
+# $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$ (the parameter-free self-attention of lesson 03).
+# Neither looks at where a word sits. Here are "A chases B" and "B chases A" with random word vectors:
+
+# %%
+torch.manual_seed(0)
+d_model = 8
+vectors = {w: torch.randn(d_model) for w in ["A", "chases", "B"]}  # each (d_model,)
+X_ab = torch.stack([vectors["A"], vectors["chases"], vectors["B"]])  # (seq, d_model) "A chases B"
+X_ba = torch.stack([vectors["B"], vectors["chases"], vectors["A"]])  # (seq, d_model) "B chases A"
+
+
+def self_attention(X):
+    """Parameter-free self-attention: every word becomes a weighted average of all words."""
+    weights = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=-1)  # (seq, seq)
+    return weights @ X  # (seq, d_model)
+
+
+out_ab, out_ba = self_attention(X_ab), self_attention(X_ba)  # (seq, d_model) each
+print("sum over words, A chases B:", X_ab.sum(dim=0)[:4])
+print("sum over words, B chases A:", X_ba.sum(dim=0)[:4])
+print("attention output for 'A', A chases B:", out_ab[0, :4])
+print("attention output for 'A', B chases A:", out_ba[2, :4])
+assert torch.allclose(X_ab.sum(dim=0), X_ba.sum(dim=0), atol=1e-6)  # sum: order-blind
+assert torch.allclose(out_ab[[2, 1, 0]], out_ba, atol=1e-6)  # attention: the same vectors, shuffled
+print("sum and attention cannot tell the two sentences apart: PASS")
+
+# %% [markdown]
+# The sums are the same, and the word "A" comes out of attention as the same vector whether it is the
+# subject or the object (the whole output is just the input order, shuffled). A tiny RNN,
+# $h_t = \tanh(W_h h_{t-1} + W_x x_t)$, is not fooled:
+
+# %%
+torch.manual_seed(1)
+W_h, W_x = torch.randn(d_model, d_model) / 3, torch.randn(d_model, d_model) / 3  # (d_model, d_model) each
+
+
+def rnn_final_state(X):
+    h = torch.zeros(d_model)  # (d_model,)
+    for x_t in X:  # one word at a time, in order
+        h = torch.tanh(W_h @ h + W_x @ x_t)  # (d_model,)
+    return h
+
+
+gap = (rnn_final_state(X_ab) - rnn_final_state(X_ba)).norm().item()
+assert gap > 0.1  # the RNN's final state does depend on the order
+print(f"the RNN's final states for the two sentences are {gap:.3f} apart: PASS")
+
+# %% [markdown]
+# So we must put the position *into* each word's vector. The Transformer adds a position vector
+# $PE(pos)$ to the word vector before the first layer. What should $PE(pos)$ be? Seed 004 lists what
+# we want: **bounded**, **deterministic**, **unique for each position**, and a distance between two
+# steps that **means the same thing in sentences of different lengths**. Let us try the obvious
+# candidates first.
+#
+# ## 2. Why not integer positions?
+#
+# Use the position itself, 0, 1, 2, ... as the signal. The values are unbounded: they grow with the
+# sentence, while the entries of a word vector stay near 1 in size. Compare the last position of a
+# sentence with the largest entry of a typical word vector (entries drawn from $N(0, 1)$):
+
+# %%
+torch.manual_seed(0)
+d_model = 512
+word_vector = torch.randn(d_model)  # (d_model,) a typical word vector
+largest_entry = word_vector.abs().max().item()
+for seq_len in (10, 100, 1000, 10000):
+    last = seq_len - 1
+    print(f"seq_len {seq_len:5d}: last position {last:4d} = {last / largest_entry:7.1f} x the word vector's largest entry")
+
+# %%
+assert largest_entry < 5  # word-vector entries stay small...
+assert (1000 - 1) / largest_entry > 200  # ...while position 999 dwarfs them, and it only grows
+print("integer positions are unbounded and swamp the word's own numbers: PASS")
+
+# %% [markdown]
+# A model trained on sentences of up to 100 words would also meet values like 999 for the first time
+# at inference.
+#
+# ## 3. Why not positions scaled to [0, 1]?
+#
+# Divide by the sentence length so that every position lies in $[0, 1]$: `pos / (seq_len - 1)`. Now
+# the values are bounded, but the step between two neighbours depends on how long the sentence is:
+
+# %%
+steps = {}
+for seq_len in (5, 50):
+    scaled = torch.arange(seq_len) / (seq_len - 1)  # (seq_len,) positions squeezed into [0, 1]
+    steps[seq_len] = (scaled[1] - scaled[0]).item()
+    print(f"seq_len {seq_len:2d}: {scaled[:4].numpy().round(4)} ..., step between neighbours {steps[seq_len]:.4f}")
+
+# %%
+assert math.isclose(steps[5], 1 / 4, rel_tol=1e-6) and math.isclose(steps[50], 1 / 49, rel_tol=1e-6)
+words_apart = 0.25 / steps[50]  # a gap of 0.25 measured in words of the 50-word sentence
+assert words_apart > 12
+print(f"a gap of 0.25 is 1 word in the 5-word sentence but {words_apart:.2f} words in the 50-word one: PASS")
+
+# %% [markdown]
+# The same number means different things in different sentences, and 0.5 is word 2 of a five-word
+# sentence but no word at all of a 50-word one. The sinusoidal encoding below has no `seq_len` in
+# it at all, so it cannot have this problem.
+#
+# ## 4. The sinusoidal formula
+#
+# The paper gives every position a vector of $d_{model}$ numbers. Columns come in pairs $2i, 2i+1$
+# for $i = 0, \dots, d_{model}/2 - 1$; each pair is a sine and a cosine of the same angle:
+#
+# $$PE(pos, 2i) = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad
+#   PE(pos, 2i+1) = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right).$$
+#
+# Writing $w_i = 1/10000^{2i/d_{model}}$ (the pair's angular frequency), the angle is $w_i \cdot pos$.
+# Here it is with two loops, straight from the formula:
+
+# %%
+def pe_naive(max_len, d_model, base=10000.0):
+    """The PE table, one entry at a time."""
+    table = np.zeros((max_len, d_model))  # (max_len, d_model)
+    for pos in range(max_len):
+        for i in range(d_model // 2):
+            angle = pos / base ** (2 * i / d_model)
+            table[pos, 2 * i] = math.sin(angle)
+            table[pos, 2 * i + 1] = math.cos(angle)
+    return table
+
+
+print(np.round(pe_naive(4, 8), 4))
+
+# %% [markdown]
+# `utils.positional.sinusoidal_encoding(max_len, d_model)` computes the same table without loops
+# (in float64, then cast to float32 by default). The two agree at several sizes:
+
+# %%
+for max_len, d_model in [(4, 8), (50, 16), (100, 128), (30, 512)]:
+    naive = torch.from_numpy(pe_naive(max_len, d_model))  # (max_len, d_model) float64
+    fast64 = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)  # (max_len, d_model)
+    fast32 = sinusoidal_encoding(max_len, d_model)  # (max_len, d_model) float32, the default
+    assert fast32.dtype == torch.float32 and fast32.shape == (max_len, d_model)
+    assert torch.allclose(fast64, naive, rtol=0, atol=1e-12)
+    assert torch.allclose(fast32.double(), naive, rtol=0, atol=1e-7)
+print("naive loops == utils.positional.sinusoidal_encoding: PASS")
+
+# %% [markdown]
+# ## 5. PE(0) and PE(1): checking seed 003's numbers
+#
+# At position 0 every angle is 0, so every sine is 0 and every cosine is 1:
+# $PE(0) = (0, 1, 0, 1, \dots, 0, 1)$.
+
+# %%
+pe_512 = sinusoidal_encoding(2, 512, dtype=torch.float64)  # (2, d_model=512): rows PE(0), PE(1)
+print(pe_512[0, :8])
+assert torch.equal(pe_512[0, 0::2], torch.zeros(256)) and torch.equal(pe_512[0, 1::2], torch.ones(256))
+print("PE(0) = (0, 1, 0, 1, ..., 0, 1): PASS")
+
+# %% [markdown]
+# Seed 003 prints $PE(1) = (0.8414, 0.5403, 0.8218, 0.5696, \dots, 0.0001, 0.9999)$ for
+# $d_{model} = 512$. Compare its six figures with the exact values, cut to four decimals in two ways:
+# **truncated** (digits dropped) and **rounded**.
+
+# %%
+seed_003 = [0.8414, 0.5403, 0.8218, 0.5696, 0.0001, 0.9999]
+columns = [0, 1, 2, 3, 510, 511]  # the columns seed 003 shows
+exact = [pe_512[1, c].item() for c in columns]
+truncated = [math.floor(x * 10**4) / 10**4 for x in exact]  # every value here is positive
+rounded = [round(x, 4) for x in exact]
+print("column   exact PE(1)   truncated  rounded   seed 003")
+for c, x, t, r, s in zip(columns, exact, truncated, rounded, seed_003):
+    print(f"{c:6d}   {x:.8f}    {t:.4f}     {r:.4f}    {s:.4f}")
+
+# %%
+assert all(math.isclose(t, s, abs_tol=1e-12) for t, s in zip(truncated, seed_003))
+differ = [c for c, r, s in zip(columns, rounded, seed_003) if not math.isclose(r, s, abs_tol=1e-12)]
+assert differ == [0, 2, 3, 511]
+print(f"truncation reproduces seed 003's row; rounding does not (columns {differ} differ): PASS")
+
+# %% [markdown]
+# The seed's figures are **truncated**, not rounded: $\sin(1) = 0.841470\ldots$ rounds to 0.8415, and
+# the last entry, $0.99999999\ldots$, rounds to 1.0000.
+#
+# The seed's exponents are garbled too: it writes the first pair as $\sin(1/10000^{4/517})$ and the
+# last as $\sin(1/10000^{40/517})$. The formula's exponent is $2i/d_{model}$: 0 for the first pair
+# ($i = 0$) and $510/512$ for the last ($i = 255$). Only the formula gives the seed's own numbers:
+
+# %%
+garbled_first, garbled_last = math.sin(1 / 10000 ** (4 / 517)), math.sin(1 / 10000 ** (40 / 517))
+formula_first, formula_last = math.sin(1 / 10000 ** (2 * 0 / 512)), math.sin(1 / 10000 ** (2 * 255 / 512))
+print(f"first sine: garbled {garbled_first:.4f}, formula {formula_first:.4f}, seed 0.8414")
+print(f"last sine:  garbled {garbled_last:.4f}, formula {formula_last:.4f}, seed 0.0001")
+assert abs(garbled_first - 0.8414) > 0.03 and abs(garbled_last - 0.0001) > 0.4
+assert math.floor(formula_first * 10**4) == 8414 and math.floor(formula_last * 10**4) == 1
+print("the exponent is 2i/d_model, not 4/517 or 40/517: PASS")
+
+# %% [markdown]
+# ## 6. Bounded, deterministic, unique
+#
+# Build the table for 10,000 positions at $d_{model} = 512$. Every entry is a sine or a cosine, so it
+# lies in $[-1, 1]$; and since $\sin^2 + \cos^2 = 1$ for each of the 256 pairs, every row has the same
+# length $\sqrt{d_{model}/2} = 16$, however far along the sentence it is.
+
+# %%
+max_len, d_model = 10_000, 512
+pe = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)  # (max_len, d_model)
+row_norms = pe.norm(dim=1)  # (max_len,)
+print(f"smallest entry {pe.min():.4f}, largest {pe.max():.4f}; row norms from {row_norms.min():.6f} to {row_norms.max():.6f}")
+assert pe.abs().max() <= 1
+assert torch.allclose(row_norms, torch.full_like(row_norms, math.sqrt(d_model / 2)), atol=1e-9)
+print("bounded: every entry in [-1, 1], every row of norm 16: PASS")
+
+# %% [markdown]
+# **Deterministic**: no random numbers and nothing learned, so computing it again gives the very
+# same bits.
+
+# %%
+assert torch.equal(sinusoidal_encoding(max_len, d_model, dtype=torch.float64), pe)
+print("deterministic: PASS")
+
+# %% [markdown]
+# **Unique**: no two positions may share a vector. Comparing all $10{,}000^2/2$ pairs directly is
+# slow, but there is a shortcut. With $\sin a \sin b + \cos a \cos b = \cos(a - b)$, the squared
+# distance between positions $t$ and $t + k$ is
+#
+# $$\lVert PE(t) - PE(t+k) \rVert^2 = \sum_{i} \big(2 - 2\cos(w_i k)\big)
+#   = d_{model} - 2 \sum_{i=0}^{d_{model}/2 - 1} \cos(w_i k),$$
+#
+# which depends on the offset $k$ only, not on $t$ (lesson 02 takes this further). So one number per
+# offset covers every pair:
+
+# %%
+w = angular_frequencies(d_model)  # (d_model/2,) float64, w_i = 10000^(-2i/d_model)
+k = torch.arange(1, max_len, dtype=torch.float64)  # (max_len - 1,) every offset
+dist_by_offset = (d_model - 2 * torch.cos(k[:, None] * w).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
+print(f"distance at offsets 1, 2, 10, 100, 1000: {[round(dist_by_offset[j - 1].item(), 4) for j in (1, 2, 10, 100, 1000)]}")
+
+# %% [markdown]
+# Check the shortcut against brute force on the first 1,000 positions (`torch.cdist` computes every
+# pairwise distance), then read off the closest pair among all 10,000 positions:
+
+# %%
+n = 1000
+brute = torch.cdist(pe[:n], pe[:n])  # (n, n) every pairwise distance
+t, s = torch.triu_indices(n, n, offset=1)  # every pair t < s
+assert torch.allclose(brute[t, s], dist_by_offset[s - t - 1], atol=1e-6)
+closest = dist_by_offset.min().item()
+closest_offset = int(dist_by_offset.argmin()) + 1
+print(f"closest two of {max_len} positions: {closest:.4f} apart, at offset {closest_offset}")
+assert closest > 3 and closest_offset == 1
+assert torch.unique(sinusoidal_encoding(max_len, d_model), dim=0).shape[0] == max_len  # also in float32
+print("unique: no two of 10,000 positions share a vector; the closest are neighbours: PASS")
+
+# %% [markdown]
+# The same identity answers the $[0, 1]$ problem: neighbours are $3.7143$ apart everywhere, at the
+# start of a sentence or 9,000 words in, and in a sentence of any length.
+
+# %%
+neighbour_gaps = (pe[1:] - pe[:-1]).norm(dim=1)  # (max_len - 1,)
+print(f"neighbour distances range from {neighbour_gaps.min():.6f} to {neighbour_gaps.max():.6f}")
+assert (neighbour_gaps.max() - neighbour_gaps.min()) < 1e-9
+print("a step of one word means the same everywhere: PASS")
+
+# %% [markdown]
+# Why 256 pairs and not one? A single pair, $(\sin pos, \cos pos)$, repeats every $2\pi \approx 6.28$
+# positions, so positions 44 apart ($44 \approx 7 \cdot 2\pi$) or 710 apart ($\approx 113 \cdot 2\pi$)
+# get almost the same pair. The slower pairs tell them apart:
+
+# %%
+for offset in (44, 710):
+    first_pair = (pe[offset, :2] - pe[0, :2]).norm().item()  # columns 0, 1 only
+    all_pairs = (pe[offset] - pe[0]).norm().item()  # all d_model columns
+    print(f"positions 0 and {offset}: {first_pair:.5f} apart in the first pair, {all_pairs:.4f} in all 256")
+    assert first_pair < 0.02 and all_pairs > 10
+
+# %% [markdown]
+# Each pair's **wavelength**, $2\pi / w_i = 2\pi \cdot 10000^{2i/d_{model}}$, is a
+# constant factor $10000^{2/d_{model}}$ longer than the previous one: a geometric progression, a
+# straight line on a log scale. Together the fast and slow waves tell positions apart, like the digits
+# of a clock.
+
+# %%
+d_model = 512
+wavelengths = 2 * math.pi / angular_frequencies(d_model)  # (d_model/2,)
+ratios = wavelengths[1:] / wavelengths[:-1]  # (d_model/2 - 1,)
+assert torch.allclose(ratios, torch.full_like(ratios, 10000 ** (2 / d_model)))
+print(f"wavelengths from {wavelengths[0]:.4f} to {wavelengths[-1]:.1f} positions, each {ratios[0]:.5f} x the last")
+
+fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
+ax.semilogy(wavelengths.numpy(), color="black")
+ax.set(xlabel="pair i (columns 2i, 2i+1)", ylabel="wavelength (positions)",
+       title=f"Wavelength of each sin/cos pair, d_model={d_model}")
+plt.show()
+
+# %% [markdown]
+# ## 7. Computed once, reused for every sentence
+#
+# The table does not depend on the words, so it is computed once up to a maximum length and then
+# sliced (seed 003: "only computed once and reused for every sentence during training and
+# inference"). `utils.positional.PositionalEncoding` does exactly that. The table is a **buffer**,
+# not a parameter: it moves with the model (`.to(device)`), but no optimizer will ever change it.
+
+# %%
+pos_enc = PositionalEncoding(d_model=512, max_len=128)
+print(pos_enc)
+print("parameters:", [name for name, _ in pos_enc.named_parameters()])
+print("buffers:", [(name, tuple(b.shape)) for name, b in pos_enc.named_buffers()])
+assert list(pos_enc.parameters()) == []
+assert torch.equal(pos_enc.pe, sinusoidal_encoding(128, 512))
+zeros = torch.zeros(2, 6, 512)  # (batch, seq, d_model)
+assert torch.equal(pos_enc(zeros), pos_enc.pe[:6].expand(2, 6, 512))  # the forward pass only slices and adds
+print("a precomputed buffer, sliced per sentence: PASS")
+
+# %% [markdown]
+# A sentence longer than the table is an error, with a message that says how to fix it:
+
+# %%
+message = None
+try:
+    pos_enc(torch.zeros(1, 200, 512))  # (batch, seq=200, d_model)
+except ValueError as err:
+    message = str(err)
+    print("ValueError:", message)
+assert message is not None and "max_len=128" in message
+
+# %% [markdown]
+# ## 8. Adding PE to word embeddings: YOUR CAT IS A LOVELY CAT
+#
+# Seed 003's example: six words, $d_{model} = 512$. The input to the encoder is the word embedding
+# **plus** the position's vector.
+
+# %%
+sentence = "YOUR CAT IS A LOVELY CAT".split()
+vocab = {word: idx for idx, word in enumerate(dict.fromkeys(sentence))}
+tokens = torch.tensor([vocab[word] for word in sentence])  # (seq,) = (6,)
+print(vocab, tokens)
+
+# %% [markdown]
+# How big is PE next to the embedding? Seed 003 draws embedding entries in the thousands (952.207,
+# 5450.840, ...), and PE entries in the thousands too (1664.068, ...). Those cannot be sinusoidal PE
+# values, which never leave $[-1, 1]$; and next to embeddings that large, the real PE would vanish.
+# Compare the norm of $PE(pos)$, always 16 at $d_{model} = 512$, with the word vectors' norms for
+# three kinds of embedding: entries drawn from $N(0, 1/d_{model})$ then multiplied by
+# $\sqrt{d_{model}}$ as the paper does (section 3.4); PyTorch's default `nn.Embedding` entries,
+# $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers like the seed's.
+
+# %%
+seed_003_pe = [1664.068, 8080.133, 2620.399, 9386.405, 3120.159]  # seed 003's "PE" column for CAT
+assert max(abs(v) for v in seed_003_pe) > 1  # so these are not sinusoidal PE values
+d_model, seq = 512, len(sentence)
+pe_norm = sinusoidal_encoding(seq, d_model).norm(dim=1).mean().item()  # every row has norm 16
+torch.manual_seed(0)
+embeddings = {
+    "N(0, 1/d_model) x sqrt(d_model)": torch.randn(len(vocab), d_model) / math.sqrt(d_model) * math.sqrt(d_model),
+    "N(0, 1) x sqrt(d_model)": torch.randn(len(vocab), d_model) * math.sqrt(d_model),
+    "like seed 003: uniform in [0, 10000)": torch.rand(len(vocab), d_model) * 10000,
+}  # each (vocab, d_model)
+ratios = {}
+for name, table in embeddings.items():
+    word_norm = table[tokens].norm(dim=1).mean().item()  # mean over the sentence's (seq, d_model) rows
+    ratios[name] = pe_norm / word_norm
+    print(f"{name:38s} word norm {word_norm:10.1f}   PE norm {pe_norm:.1f}   PE / word = {ratios[name]:.5f}")
+
+# %%
+assert 0.65 < ratios["N(0, 1/d_model) x sqrt(d_model)"] < 0.77  # about 1/sqrt(2): comparable sizes
+assert 0.028 < ratios["N(0, 1) x sqrt(d_model)"] < 0.035  # about 16/512: PE is a small nudge
+assert ratios["like seed 003: uniform in [0, 10000)"] < 1e-3  # PE would be swamped
+print("PE is comparable to unit-variance embeddings, small next to large ones, lost next to the seed's: PASS")
+
+# %% [markdown]
+# With entries of variance 1 (the first row), a word vector has norm about $\sqrt{512} \approx 22.6$
+# and PE has norm 16: the ratio is about $1/\sqrt{2}$, so neither dominates the other, which is what
+# seed 003 asks for ("positional encodings don't dominate the word embeddings"). We use that
+# embedding and add PE with the module from section 7:
+
+# %%
+X = embeddings["N(0, 1/d_model) x sqrt(d_model)"][tokens]  # (seq, d_model) word vectors
+X_pe = pos_enc(X)  # (seq, d_model) word vectors + PE(0..5)
+assert torch.equal(X_pe, X + sinusoidal_encoding(seq, d_model))
+print(X_pe.shape)
+
+# %% [markdown]
+# The two CATs (positions 1 and 5) start as the very same vector. After adding PE they differ, by
+# exactly the distance between $PE(1)$ and $PE(5)$, the offset-4 distance from section 6:
+
+# %%
+cat_1, cat_5 = 1, 5
+gap = (X_pe[cat_1] - X_pe[cat_5]).norm().item()
+print(f"before PE: identical = {torch.equal(X[cat_1], X[cat_5])}; after PE: {gap:.4f} apart")
+assert torch.equal(X[cat_1], X[cat_5])
+assert not torch.allclose(X_pe[cat_1], X_pe[cat_5])
+assert math.isclose(gap, dist_by_offset[cat_5 - cat_1 - 1].item(), abs_tol=1e-4)
+print("the two CATs are now different vectors: PASS")
+
+# %% [markdown]
+# ## 9. The whole table at a glance
+#
+# Rows are positions, columns are dimensions. The left columns (fast waves) flip colour every few
+# rows; further right the waves are so slow that they barely change over 100 positions. The bottom
+# panel is one row, the vector $PE(10)$ that gets added to the 11th word.
+
+# %%
+fig = plot_pe_heatmap(max_len=100, d_model=128, position=10)
+image = fig.axes[0].images[0].get_array()  # what is drawn: the PE table
+assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
+
+# %% [markdown]
+# Now explore it live: change `d_model`, `max_len`, the `base` (10000 in the paper: a smaller base makes
+# every wave faster) and the highlighted `position`. (On GitHub the widget is not live; run the
+# notebook.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 pe_explorer()
+
+# %% [markdown]
+# ## Summary
+#
+# - Summing or attending over word vectors ignores their order, so position must be put into the
+#   vectors themselves.
+# - Integer positions grow without bound and swamp the embedding; positions scaled to $[0, 1]$ give a
+#   step between neighbours that depends on the sentence length.
+# - $PE(pos, 2i) = \sin(pos / 10000^{2i/d_{model}})$, $PE(pos, 2i+1) = \cos(\ldots)$: bounded in
+#   $[-1, 1]$ with every row of norm $\sqrt{d_{model}/2}$, deterministic, unique for each position, and
+#   with a distance between positions that depends only on how far apart they are.
+# - $PE(0) = (0, 1, 0, 1, \dots)$. Seed 003's $PE(1)$ figures are truncated, not rounded, and its
+#   exponents should read $2i/d_{model}$.
+# - The table is computed once (a buffer) and added to the embeddings; with unit-variance embeddings
+#   its norm is about $1/\sqrt{2}$ of theirs. The two CATs become different vectors.
+#
+# ## Exercises
+#
+# Each exercise gives a stub: replace `raise NotImplementedError` with your code and run the cell. The
+# checker prints PASS or tells you what is wrong. Stuck? `check.pe_value.hint()` gives a hint,
+# `check.pe_value.solution()` shows a solution (the same for the other exercises).
+
+# %%
+from utils.exercises import lesson01 as check
+
+# %% [markdown]
+# **1. One entry.** Write `pe_value(pos, dim, d_model)` returning $PE(pos, dim)$ with base 10000, for
+# any column `dim` (even or odd), using only `math`.
+
+# %%
+def pe_value(pos, dim, d_model):
+    """PE(pos, dim): a sine for even dim, a cosine for odd dim."""
+    raise NotImplementedError  # your code here
+
+
+check.pe_value(pe_value)
+
+# %% [markdown]
+# **2. The whole table, without loops.** Write `pe_table(max_len, d_model)` returning the
+# (max_len, d_model) table as a NumPy array (or a tensor), using broadcasting instead of Python loops.
+
+# %%
+def pe_table(max_len, d_model):
+    """The (max_len, d_model) PE table, without Python loops."""
+    raise NotImplementedError  # your code here
+
+
+check.pe_table(pe_table)
+
+# %% [markdown]
+# **3. The range of wavelengths.** The paper says the wavelengths "form a geometric progression from
+# $2\pi$ to $10000 \cdot 2\pi$". Write `wavelength_range(d_model, base)` returning the exact
+# (shortest, longest) wavelength, in positions, of the columns of a `d_model`-wide table. Is the
+# paper's upper end ever reached?
+
+# %%
+def wavelength_range(d_model, base=10000.0):
+    """(shortest, longest) wavelength in positions over the d_model/2 sin/cos pairs."""
+    raise NotImplementedError  # your code here
+
+
+check.wavelength_range(wavelength_range)

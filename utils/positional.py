@@ -17,6 +17,8 @@ def angular_frequencies(d_model, base=10000.0):
 def sinusoidal_encoding(max_len, d_model, base=10000.0, dtype=torch.float32):
     """PE table (max_len, d_model): column 2i is sin(pos * w_i), column 2i+1 is cos(pos * w_i)."""
     max_len = validation.positive_int("max_len", max_len)
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float32, got {dtype!r}")
     w = angular_frequencies(d_model, base)  # (d_model/2,)
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     angles = pos * w  # (max_len, d_model/2)
@@ -31,10 +33,16 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model, max_len=512, base=10000.0, dropout=0.0):
         super().__init__()
-        self.d_model, self.max_len = d_model, max_len
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        table = sinusoidal_encoding(max_len, d_model, base)  # (max_len, d_model); validates the sizes
+        self.d_model, self.max_len, self.base = int(d_model), int(max_len), float(base)
         # Computed once and reused for every sentence (seed 003): a buffer, not a parameter.
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
+        self.register_buffer("pe", table, persistent=False)
         self.dropout = nn.Dropout(dropout)
+
+    def extra_repr(self):
+        return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base:g}"
 
     def forward(self, x):
         validation.tensor("x", x, min_dim=2, floating=True)

@@ -1,17 +1,20 @@
 """Thin ipywidgets wrappers around `utils.plotting` (API common to ipywidgets 7.7 and 8, for Colab)."""
 
+import math
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from utils import plotting
+from utils import plotting, validation
 
 
 def _explorer(render, controls, layout=None):
     """Lay out `controls` above an output area that `render(**values)` redraws on every change."""
 
     def show(**values):
-        render(**values)
-        plt.show()
+        fig = render(**values)
+        plt.show()  # inline backend: display the figure in the output area
+        plt.close(fig)  # other backends: do not pile up one open figure per slider step
 
     out = W.interactive_output(show, controls)
     return W.VBox([layout or W.HBox(list(controls.values())), out])
@@ -19,11 +22,20 @@ def _explorer(render, controls, layout=None):
 
 def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
     """Sliders for max_len, d_model, base and a highlighted position over the PE heatmap."""
+    max_len = validation.positive_int("max_len", max_len)  # bad arguments raise here, by name
+    d_model = validation.even_positive_int("d_model", d_model)
+    base = validation.positive_float("base", base)
+    plotting.check_position(position, max_len)
     style = {"description_width": "initial"}
+    log_base = math.log10(base)
+    # Table sizes redraw on release (continuous_update=False); the position slider follows the drag.
     controls = {
-        "max_len": W.IntSlider(max_len, 2, 500, 1, description="max_len", continuous_update=False, style=style),
-        "d_model": W.IntSlider(d_model, 2, 512, 2, description="d_model", continuous_update=False, style=style),
-        "base": W.FloatLogSlider(base, base=10, min=1, max=5, step=0.25, description="base",
+        "max_len": W.IntSlider(max_len, 1, max(500, max_len), 1, description="max_len",
+                               continuous_update=False, style=style),
+        "d_model": W.IntSlider(d_model, 2, max(512, d_model), 2, description="d_model",
+                               continuous_update=False, style=style),
+        "base": W.FloatLogSlider(base, base=10, min=min(0.0, log_base), max=max(5.0, log_base),
+                                 step=0.25, description="base", readout_format=".5g",
                                  continuous_update=False, style=style),
         "position": W.IntSlider(position, 0, max_len - 1, 1, description="position", style=style),
     }
