@@ -146,7 +146,7 @@ plt.show()
 # %% [markdown]
 # The **vectors** do know the direction ($PE_{t+k} \ne PE_{t-k}$); only the plain dot product
 # forgets it. A learned bilinear form can recover it: with $J$ block-diagonal with blocks
-# $\begin{psmallmatrix}0 & 1\\-1 & 0\end{psmallmatrix}$, each pair gives
+# $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$, each pair gives
 # $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
 # $PE_t^\top J\, PE_{t+k} = -\sum_i \sin(\omega_i k)$: **odd** in $k$. Attention's $q^\top k$ with
 # learned $W_q, W_k$ is such a bilinear form, $x_t^\top W_q W_k^\top x_s$.
@@ -222,9 +222,11 @@ print("PASS: M_k orthogonal, M_a M_b = M_(a+b), M_-k = M_k^T, M_0 = I")
 # %% [markdown]
 # The dot-product identity of section 1 follows in one line:
 # $PE_t \cdot PE_{t+k} = PE_t^\top M_k\, PE_t$, and only the diagonal blocks' $\cos(\omega_i k)$
-# survive because $\begin{psmallmatrix}s & c\end{psmallmatrix}
-# \begin{psmallmatrix}\cos b & \sin b\\ -\sin b & \cos b\end{psmallmatrix}
-# \begin{psmallmatrix}s \\ c\end{psmallmatrix} = (s^2 + c^2)\cos b$.
+# survive because, for one pair with $(s, c) = (\sin a, \cos a)$,
+#
+# $$\begin{pmatrix}s & c\end{pmatrix}
+#   \begin{pmatrix}\cos b & \sin b\\ -\sin b & \cos b\end{pmatrix}
+#   \begin{pmatrix}s \\ c\end{pmatrix} = (s^2 + c^2)\cos b = \cos b.$$
 
 # %%
 t, k = 42, 11

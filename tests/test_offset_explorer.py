@@ -115,3 +115,24 @@ def test_widget_builds_and_redraws_with_new_values(monkeypatch):
     sliders["d_model"].value = 16  # pair 30 no longer exists: the slider is clamped, the render still works
     assert sliders["pair i"].max == 7 and sliders["pair i"].value == 7
     assert calls[-1]["d_model"] == 16 and calls[-1]["pair"] == 7
+
+
+def test_offset_dot_products_reads_the_table():
+    t, dots = plotting.offset_dot_products(32, 100.0, k=-4, num_t=10)
+    np.testing.assert_array_equal(t, np.arange(4, 14))  # t + k >= 0
+    pe = sinusoidal_encoding(14, 32, 100.0, dtype=torch.float64).numpy()
+    np.testing.assert_allclose(dots, [pe[i] @ pe[i - 4] for i in range(4, 14)], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(d_model=5, k=1), ValueError, r"d_model must be even.*got 5"),
+        (dict(d_model=8, k="3"), TypeError, r"k must be an int offset, got str '3'"),
+        (dict(d_model=8, k=3, num_t=0), ValueError, r"num_t must be a positive int, got 0"),
+        (dict(d_model=8, k=3, base=-1.0), ValueError, r"base must be > 0, got -1.0"),
+    ],
+)
+def test_offset_dot_products_bad_input(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        plotting.offset_dot_products(**kwargs)
