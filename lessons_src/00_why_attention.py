@@ -47,8 +47,8 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # %% [markdown]
 # ## 1. Two small models
 #
-# **The RNN.** A vanilla (Elman) RNN with a tanh non-linearity: starting from $h_0 = 0$, step $t$
-# reads the input $x_t$ and the previous state,
+# **The RNN.** A vanilla (Elman) RNN with a tanh non-linearity: starting from a zero state
+# $h_{-1} = 0$, step $t = 0, 1, \dots$ reads the input $x_t$ and the previous state,
 #
 # $$h_t = \tanh(x_t W_{ih}^\top + b_{ih} + h_{t-1} W_{hh}^\top + b_{hh}).$$
 #
@@ -65,7 +65,7 @@ rnn = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True)  # reads (
 def rnn_by_hand(x, rnn):
     """All hidden states of a one-layer tanh RNN, one step at a time; x is (seq, d_model)."""
     W_ih, W_hh, b_ih, b_hh = rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
-    h = torch.zeros(W_hh.shape[0])  # (d_hidden,) h_0
+    h = torch.zeros(W_hh.shape[0])  # (d_hidden,) the zero state h_{-1}
     states = []
     for t in range(x.shape[0]):  # step t cannot start before step t-1 has finished
         h = torch.tanh(x[t] @ W_ih.T + b_ih + h @ W_hh.T + b_hh)  # (d_hidden,)
@@ -402,7 +402,7 @@ from utils.exercises import lesson00 as check  # noqa: E402
 # %% [markdown]
 # **Exercise 1.** Write the RNN forward pass: given `x` (seq, input_size) and the weights
 # `W_ih` (hidden, input_size), `W_hh` (hidden, hidden) and biases `b_ih`, `b_hh` (hidden,), return
-# every hidden state, a (seq, hidden) tensor, starting from $h_0 = 0$. The checker compares it with
+# every hidden state, a (seq, hidden) tensor, starting from a zero state. The checker compares it with
 # `nn.RNN`.
 
 # %%

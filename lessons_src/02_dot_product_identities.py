@@ -474,6 +474,7 @@ assert abs(soft_index.item() - 1.0) < 1e-6
 xg = x.clone().requires_grad_(True)  # (5,)
 (torch.arange(5.0) * torch.softmax(xg / 1.0, -1)).sum().backward()
 assert xg.grad.norm() > 0.1  # at T = 1 the gradient is far from zero
+assert xg.argmax().grad_fn is None and not xg.argmax().is_floating_point()  # arg-max: an int, no gradient
 tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
 assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
 print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))

@@ -19,7 +19,7 @@ def _inputs(seq, input_size=3, seed=1):
 
 
 def _rnn_forward_solution(x, W_ih, W_hh, b_ih, b_hh):
-    h = torch.zeros(W_hh.shape[0], dtype=x.dtype)  # (hidden,) h_0 = 0
+    h = torch.zeros(W_hh.shape[0], dtype=x.dtype)  # (hidden,) the zero state before step 0
     states = []
     for t in range(x.shape[0]):  # one step after the other: step t needs h from step t - 1
         h = torch.tanh(x[t] @ W_ih.T + b_ih + h @ W_hh.T + b_hh)  # (hidden,)
@@ -36,7 +36,7 @@ def _rnn_forward_no_tanh(x, W_ih, W_hh, b_ih, b_hh):  # a linear recurrence
     return torch.stack(states)
 
 
-def _rnn_forward_no_memory(x, W_ih, W_hh, b_ih, b_hh):  # forgets h: every step starts from h_0 = 0
+def _rnn_forward_no_memory(x, W_ih, W_hh, b_ih, b_hh):  # forgets h: every step starts from the zero state
     return torch.tanh(x @ W_ih.T + b_ih + b_hh)
 
 
