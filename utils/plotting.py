@@ -62,7 +62,9 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
     by_offset = np.cos(np.outer(offsets, w)).sum(axis=1)  # (2*max_offset+1,) sum_i cos(w_i j)
     expected = float(np.cos(w * k).sum())
 
-    fig, (ax_t, ax_k, ax_rot) = plt.subplots(1, 3, figsize=(13, 4), layout="constrained")
+    # Fixed margins instead of layout="constrained": the layout pass would double the redraw time.
+    fig, (ax_t, ax_k, ax_rot) = plt.subplots(1, 3, figsize=(13, 4), gridspec_kw=dict(
+        left=0.05, right=0.985, bottom=0.13, top=0.85, wspace=0.28, width_ratios=[1, 1, 0.8]))
     ax_t.plot(ts, dots, color="C0", lw=2, label="PE_t . PE_t+k")
     ax_t.axhline(expected, color="C1", lw=1, ls="--", label="sum_i cos(w_i k)")
     ax_t.legend(loc="lower right", fontsize=8)
