@@ -178,8 +178,9 @@ assert len(set(attention_path)) == 1  # the same for every n
 #
 # **Sequential operations.** We also count them, two ways. A forward hook on the cell counts how
 # often it runs: once per position, and each run needs the previous one's result. A
-# `TorchFunctionMode` counts every PyTorch call a forward pass makes: for the RNN loop it grows
-# with $n$; for attention it is a fixed number of (batched) calls, whatever $n$ is.
+# `TorchFunctionMode` counts every PyTorch call a forward pass makes, which bounds its longest chain
+# of dependent operations: for the RNN loop it grows with $n$; for attention it is a fixed number
+# of (batched) calls, whatever $n$ is.
 
 # %%
 class CountCalls(TorchFunctionMode):
@@ -226,8 +227,8 @@ ax_path.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="auto
             title="Path length between two positions")
 ax_ops.plot(ns, rnn_calls, "o-", label="RNN (cell loop)")
 ax_ops.plot(ns, attention_calls, "s-", label="self-attention")
-ax_ops.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="sequential PyTorch calls",
-           title="Operations that run one after another")
+ax_ops.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="PyTorch calls per forward pass",
+           title="Operations, one call after another")
 for ax in (ax_path, ax_ops):
     ax.set_xticks(ns, [str(n) for n in ns])
     ax.legend()
