@@ -57,3 +57,30 @@ class PositionalEncoding(nn.Module):
                 f"{self.max_len}); build it with max_len >= {seq}"
             )
         return self.dropout(x + self.pe[:seq].to(x.dtype))  # (..., seq, d_model)
+
+
+# --- lesson 02: dot-product identities ---
+
+import math  # noqa: E402
+import numbers  # noqa: E402
+
+
+def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
+    """M_k (d_model, d_model), block-diagonal 2x2 rotations by w_i k, with PE_{t+k} = M_k @ PE_t.
+
+    Convention: PE_t is a column vector here, so for the table's rows, PE[t + k] = PE[t] @ M_k.T.
+    Block i acts on columns (2i, 2i+1) = (sin, cos): [[cos(w_i k), sin(w_i k)], [-sin(w_i k), cos(w_i k)]].
+    """
+    if isinstance(k, bool) or not isinstance(k, numbers.Real):
+        raise TypeError(f"k must be a real number (an offset in positions), got {type(k).__name__} {k!r}")
+    if not math.isfinite(k):
+        raise ValueError(f"k must be a finite offset, got {k!r}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float64, got {dtype!r}")
+    w = angular_frequencies(d_model, base)  # (d_model/2,)
+    cos, sin = torch.cos(w * float(k)), torch.sin(w * float(k))  # (d_model/2,) each
+    m = torch.zeros(len(w) * 2, len(w) * 2, dtype=torch.float64)  # (d_model, d_model)
+    idx = torch.arange(0, len(w) * 2, 2)  # (d_model/2,) the sin column of each pair
+    m[idx, idx], m[idx, idx + 1] = cos, sin  # new sin = sin cos(wk) + cos sin(wk)
+    m[idx + 1, idx], m[idx + 1, idx + 1] = -sin, cos  # new cos = cos cos(wk) - sin sin(wk)
+    return m.to(dtype)  # (d_model, d_model)

@@ -69,3 +69,25 @@ def attention_explorer(tokens="YOUR CAT IS A LOVELY CAT", scale=True, temperatur
     layout = W.VBox([W.HBox([controls["scale"], controls["positional"], controls["temperature"]]),
                      W.HBox([controls["mask"], controls["query"]])])
     return _explorer(plotting.plot_attention_explorer, {**controls, **fixed}, layout)
+# --- lesson 02: dot-product identities ---
+
+
+def offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3):
+    """Sliders for d_model, base, offset k, frequency pair and position t over plot_offset_explorer."""
+    style = {"description_width": "initial"}
+    controls = {
+        "d_model": W.IntSlider(d_model, 2, 512, 2, description="d_model", continuous_update=False, style=style),
+        "base": W.FloatLogSlider(base, base=10, min=1, max=5, step=0.25, description="base",
+                                 continuous_update=False, style=style),
+        "k": W.IntSlider(k, -60, 60, 1, description="offset k", style=style),
+        "pair": W.IntSlider(pair, 0, d_model // 2 - 1, 1, description="pair i", style=style),
+        "t": W.IntSlider(t, 0, 50, 1, description="position t", style=style),
+    }
+
+    def clamp_pair(change):  # the frequency pair must exist at the new d_model
+        controls["pair"].max = change["new"] // 2 - 1
+
+    controls["d_model"].observe(clamp_pair, names="value")
+    rows = W.VBox([W.HBox([controls[n] for n in ("d_model", "base")]),
+                   W.HBox([controls[n] for n in ("k", "pair", "t")])])
+    return _explorer(plotting.plot_offset_explorer, controls, layout=rows)
