@@ -125,3 +125,46 @@ def test_evaluate_and_accuracy_by_position():
     pos = accuracy_by_position(model, 8, batch_size=8)
     assert pos.shape == (8,) and torch.isnan(pos[:2]).all() and not torch.isnan(pos[2:]).any()
     assert evaluate(model, [8], batch_size=8) == evaluate(model, [8], batch_size=8)  # fixed eval set
+
+
+def test_plot_accuracy_vs_length_draws_the_numbers():
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    from utils.plotting import plot_accuracy_vs_length
+    acc = {"a": {8: 1.0, 16: 0.9, 32: 0.5}, "b": {16: 1.0, 8: 0.95, 32: math.nan}}
+    fig = plot_accuracy_vs_length(acc, 16, chance=0.1, dashed=("b",))
+    ax = fig.axes[0]
+    lines = {l.get_label(): l for l in ax.lines}
+    assert list(lines["a"].get_xdata()) == [8, 16, 32] and list(lines["a"].get_ydata()) == [1.0, 0.9, 0.5]
+    assert np.isnan(lines["b"].get_ydata()[2]) and lines["b"].get_linestyle() == "--"
+    assert list(lines["chance (0.10)"].get_ydata()) == [0.1, 0.1]
+    span = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert len(span) == 1 and (span[0].get_x(), span[0].get_width()) == (0, 16)
+    with pytest.raises(ValueError, match="accuracy must be a non-empty dict"):
+        plot_accuracy_vs_length({}, 16)
+
+
+def test_plot_attention_maps_draws_each_map():
+    import numpy as np
+
+    from utils.plotting import plot_attention_maps
+    maps = [np.eye(4), np.full((4, 4), 0.25)]
+    fig = plot_attention_maps(maps, ["x", "y"], train_len=2)
+    assert [ax.get_title() for ax in fig.axes] == ["x", "y"]
+    for ax, m in zip(fig.axes, maps):
+        assert np.array_equal(ax.images[0].get_array(), m)
+    with pytest.raises(ValueError, match="one per title"):
+        plot_attention_maps(maps, ["x"])
+
+
+def test_attention_on_source_reads_the_shifted_diagonal():
+    from utils.extrapolation import attention_on_source
+    torch.manual_seed(0)
+    model = LengthModel(16, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
+    got = attention_on_source(model, 10, batch_size=4, seed=5)  # (2, 2, 10)
+    assert got.shape == (2, 2, 10) and torch.isnan(got[..., :2]).all()
+    tokens, _ = delayed_copy_batch(4, 10, 16, 2, torch.Generator().manual_seed(5))
+    model(tokens)
+    w = model.attention_maps()[1]  # (4, 2, 10, 10)
+    assert torch.isclose(got[1, 0, 7], w[:, 0, 7, 5].mean())

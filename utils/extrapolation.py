@@ -148,3 +148,16 @@ def accuracy_by_position(model, length, vocab_size=16, shift=2, batch_size=256, 
     acc = (pred == targets).float().mean(0)  # (length,)
     acc[:shift] = math.nan
     return acc
+
+
+@torch.no_grad()
+def attention_on_source(model, length, vocab_size=16, shift=2, batch_size=64, seed=99, clamp=False):
+    """(layers, heads, length): mean weight that query t puts on key t - shift, the token it must copy."""
+    gen = torch.Generator().manual_seed(seed)
+    tokens, _ = delayed_copy_batch(batch_size, length, vocab_size, shift, gen)  # (batch, length)
+    model(tokens, clamp=clamp)
+    maps = torch.stack(model.attention_maps(), dim=1)  # (batch, layers, heads, length, length)
+    t = torch.arange(shift, length)
+    on_source = torch.full(maps.shape[1:4], math.nan)  # (layers, heads, length)
+    on_source[..., shift:] = maps[..., t, t - shift].mean(0)  # (layers, heads, length - shift)
+    return on_source
