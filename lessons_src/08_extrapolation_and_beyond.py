@@ -150,9 +150,23 @@ print("PASS: after rotation, q.k depends only on the offset n - m")
 
 # %% [markdown]
 # With additive sinusoidal PE the model only gets (x_m + PE_m)ᵀ W_qᵀ W_k (x_n + PE_n), whose
-# position part PE_mᵀ W_qᵀ W_k PE_n depends on m and n separately for a general learned W_qᵀ W_k:
-# lesson 02's offset-only identity holds for PE_m · PE_n, not after arbitrary projections. RoPE
-# puts the offset-only property where attention actually compares positions.
+# position part PE_mᵀ W_qᵀ W_k PE_n depends on m and n separately for a general W_q, W_k:
+# lesson 02's offset-only identity holds for PE_m · PE_n, not after projections. Check it with
+# random projection matrices and the offset n − m = 3:
+
+# %%
+W_q, W_k = torch.randn(2, d, d, dtype=torch.float64, generator=g)  # (d_model, d_k) each
+ms = torch.arange(0, 60, 6)  # (M,) absolute positions m
+plain = (pe[ms] * pe[ms + 3]).sum(-1)  # (M,) PE_m . PE_{m+3}
+projected = ((pe[ms] @ W_q) * (pe[ms + 3] @ W_k)).sum(-1)  # (M,) (PE_m W_q) . (PE_{m+3} W_k)
+print("PE_m . PE_m+3         :", [round(v, 3) for v in plain.tolist()])
+print("(PE_m W_q).(PE_m+3 W_k):", [round(v, 2) for v in projected.tolist()])
+assert (plain.max() - plain.min()).abs() < 1e-12 and projected.max() - projected.min() > 1.0
+print("PASS: the offset-only property of PE.PE does not survive the projections W_q, W_k")
+
+# %% [markdown]
+# RoPE rotates *after* the projections, so the offset-only property holds where attention actually
+# compares positions.
 
 # %% [markdown]
 # ## 3. The experiment

@@ -41,7 +41,7 @@ def plot_accuracy_vs_length(accuracy, train_len, chance=None, dashed=(), ax=None
     for name, by_length in accuracy.items():
         lengths = sorted(by_length)
         ax.plot(lengths, [by_length[n] for n in lengths], marker="o", ms=4, label=name,
-                ls="--" if name in dashed else "-")
+                ls="--" if name in dashed else "-", zorder=2 if name in dashed else 3)
     if chance is not None:
         ax.axhline(chance, color="black", lw=0.8, ls=":", label=f"chance ({chance:.2f})")
     ax.set(xlabel="test sequence length", ylabel="token accuracy", ylim=(0, 1.03),
