@@ -300,6 +300,7 @@ for name in by_position:
           f"16..31 {pos_acc(name, TRAIN_LEN, 2 * TRAIN_LEN):.2f}, 32..47 {pos_acc(name, 2 * TRAIN_LEN, AT_3L):.2f}")
 assert pos_acc("sinusoidal", SHIFT, TRAIN_LEN) > 0.95 and pos_acc("sinusoidal", TRAIN_LEN, AT_3L) < 0.35
 assert pos_acc("learned (clamped)", TRAIN_LEN, AT_3L) < 0.35
+assert abs(pos_acc("sinusoidal", TRAIN_LEN, AT_3L) - pos_acc("none", TRAIN_LEN, AT_3L)) < 0.1  # no better than no PE
 print("PASS: sinusoidal and clamped-learned stay right at the positions they saw and fail at the ones they did not")
 assert pos_acc("rope", TRAIN_LEN, AT_3L) > pos_acc("sinusoidal", TRAIN_LEN, AT_3L) + 0.3
 assert pos_acc("rope", SHIFT, TRAIN_LEN) < mean_acc("rope", IN_RANGE) - 0.1  # even seen positions lose some
@@ -308,8 +309,8 @@ print("PASS: RoPE loses accuracy at seen and unseen positions of a long sequence
 
 # %% [markdown]
 # Two different failures. Sinusoidal PE (and the clamped learned table) is right at positions 2..15
-# and near chance at positions 16..47 *of the same sequence*: the failure is about **positions** it
-# never saw. RoPE has no unseen positions in that sense (only offsets matter), and its accuracy is
+# and about as bad as the no-PE model at positions 16..47 *of the same sequence*: the failure is
+# about **positions** it never saw. RoPE has no unseen positions in that sense (only offsets matter), and its accuracy is
 # about equally lower at every position of a long sequence, the seen ones included: its failure comes
 # with **length**, and section 4 finds where.
 #
