@@ -154,4 +154,41 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
                title=f"pair {pair}: w={wi:.3g}, w k={wi * k:.3g} rad")
     ax_rot.legend(loc="lower left", fontsize=7)
     fig.suptitle(f"PE_t . PE_t+k = sum_i cos(w_i k) = {expected:.3f}   (d_model={d_model}, base={base:g})")
+# --- lesson 08: length extrapolation ---
+
+
+def plot_accuracy_vs_length(accuracy, train_len, chance=None, dashed=(), ax=None):
+    """One line per model ({name: {test length: accuracy}}) with the training range 1..train_len shaded.
+
+    NaN accuracies (a model that cannot run at that length) leave a gap; names in `dashed` are dashed.
+    """
+    if not isinstance(accuracy, dict) or not accuracy:
+        raise ValueError(f"accuracy must be a non-empty dict {{name: {{length: accuracy}}}}, got {accuracy!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    ax.axvspan(0, train_len, color="0.9", label=f"training lengths (<= {train_len})")
+    for name, by_length in accuracy.items():
+        lengths = sorted(by_length)
+        ax.plot(lengths, [by_length[n] for n in lengths], marker="o", ms=4, label=name,
+                ls="--" if name in dashed else "-", zorder=2 if name in dashed else 3)
+    if chance is not None:
+        ax.axhline(chance, color="black", lw=0.8, ls=":", label=f"chance ({chance:.2f})")
+    ax.set(xlabel="test sequence length", ylabel="token accuracy", ylim=(0, 1.03),
+           xlim=(0, max(max(d) for d in accuracy.values()) + 1))
+    ax.legend(loc="lower left", fontsize=8)
+    return ax.figure
+
+
+def plot_attention_maps(maps, titles, train_len=None):
+    """A row of attention maps (query x key), with dashed lines where positions pass train_len."""
+    maps = [np.asarray(m, dtype=float) for m in maps]
+    if not maps or any(m.ndim != 2 for m in maps) or len(titles) != len(maps):
+        raise ValueError(f"maps must be 2-D arrays, one per title; got {len(maps)} maps, {len(titles)} titles")
+    fig, axes = plt.subplots(1, len(maps), figsize=(4.2 * len(maps), 4), layout="constrained", squeeze=False)
+    for ax, m, title in zip(axes[0], maps, titles):
+        ax.imshow(m, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+        if train_len is not None:
+            ax.axvline(train_len - 0.5, color="white", ls="--", lw=1)
+            ax.axhline(train_len - 0.5, color="white", ls="--", lw=1)
+        ax.set(title=title, xlabel="key position", ylabel="query position")
     return fig

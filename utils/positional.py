@@ -84,3 +84,91 @@ def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
     m[idx, idx], m[idx, idx + 1] = cos, sin  # new sin = sin cos(wk) + cos sin(wk)
     m[idx + 1, idx], m[idx + 1, idx + 1] = -sin, cos  # new cos = cos cos(wk) - sin sin(wk)
     return m.to(dtype)  # (d_model, d_model)
+# --- lesson 08: learned absolute positions, rotary position embedding (RoPE), 2-D encodings ---
+
+
+class LearnedPositionalEncoding(nn.Module):
+    """Adds a trained vector per position (an nn.Embedding of max_len rows); it has none past max_len."""
+
+    def __init__(self, max_len, d_model, dropout=0.0):
+        super().__init__()
+        self.max_len = validation.positive_int("max_len", max_len)
+        self.d_model = validation.positive_int("d_model", d_model)
+        self.embedding = nn.Embedding(max_len, d_model)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, clamp=False):
+        """x (..., seq, d_model) + the vector of each position; clamp=True reuses row max_len-1 past it."""
+        validation.tensor("x", x, min_dim=2, floating=True)
+        seq, width = x.shape[-2], x.shape[-1]
+        if width != self.d_model:
+            raise ValueError(
+                f"x must end in d_model={self.d_model} features, got shape {tuple(x.shape)}"
+            )
+        if seq > self.max_len and not clamp:
+            raise ValueError(
+                f"sequence length {seq} exceeds this LearnedPositionalEncoding's max_len={self.max_len}: "
+                f"it learned vectors for positions 0..{self.max_len - 1} only and has none for "
+                f"positions {self.max_len}..{seq - 1} (pass clamp=True to reuse the last one)"
+            )
+        positions = torch.arange(seq, device=x.device).clamp(max=self.max_len - 1)  # (seq,)
+        return self.dropout(x + self.embedding(positions).to(x.dtype))  # (..., seq, d_model)
+
+
+def _positions(name, positions, length=None):
+    """Return `positions` as a 1-D float64 tensor (ints, floats or a list), checking its length."""
+    if isinstance(positions, (list, tuple, range)):
+        positions = torch.tensor(list(positions), dtype=torch.float64)
+    validation.tensor(name, positions)
+    if positions.dim() != 1:
+        raise ValueError(f"{name} must be 1-D (one position per row), got shape {tuple(positions.shape)}")
+    if positions.dtype == torch.bool or positions.is_complex():
+        raise ValueError(f"{name} must hold integer or real positions, got dtype {positions.dtype}")
+    if not torch.isfinite(positions).all():
+        raise ValueError(f"{name} must be finite, got {positions.tolist()}")
+    if length is not None and len(positions) != length:
+        raise ValueError(f"{name} must hold one position per row of x ({length}), got {len(positions)}")
+    return positions.to(torch.float64)
+
+
+def rotary_angles(positions, d_model, base=10000.0):
+    """theta[t, i] = positions[t] * w_i: the angle that pair i of a vector at positions[t] turns by."""
+    w = angular_frequencies(d_model, base)  # (d_model/2,)
+    return _positions("positions", positions)[:, None] * w  # (T, d_model/2), float64
+
+
+def apply_rotary(x, positions=None, base=10000.0):
+    """RoPE: turn pair (x[..., 2i], x[..., 2i+1]) of row t by positions[t] * w_i, i.e. x_t -> M_{pos_t} x_t.
+
+    M_k is lesson 02's block-diagonal rotation with PE_{t+k} = M_k PE_t, so
+    apply_rotary(PE_t, k) = PE_{t+k} and (M_m q) . (M_n k) = q . M_{n-m} k depends on n - m only.
+    (The RoFormer paper turns each pair the other way; any fixed direction gives the same property.)
+    """
+    validation.tensor("x", x, min_dim=2, floating=True)
+    seq, d_model = x.shape[-2], x.shape[-1]
+    if d_model % 2:
+        raise ValueError(f"x must have an even last dimension (pairs are rotated), got shape {tuple(x.shape)}")
+    positions = torch.arange(seq, dtype=torch.float64) if positions is None else _positions(
+        "positions", positions, seq)
+    theta = rotary_angles(positions, d_model, base)  # (seq, d_model/2)
+    cos, sin = theta.cos().to(x), theta.sin().to(x)  # (seq, d_model/2) each
+    x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., seq, d_model/2) each
+    out = torch.empty_like(x)  # (..., seq, d_model)
+    out[..., 0::2] = x_even * cos + x_odd * sin  # sin(a+b) = sin a cos b + cos a sin b
+    out[..., 1::2] = x_odd * cos - x_even * sin  # cos(a+b) = cos a cos b - sin a sin b
+    return out
+
+
+def sinusoidal_encoding_2d(height, width, d_model, base=10000.0, dtype=torch.float32):
+    """2-D PE (height * width, d_model) in row-major order: first half encodes the row, second half the column."""
+    height = validation.positive_int("height", height)
+    width = validation.positive_int("width", width)
+    d_model = validation.positive_int("d_model", d_model)
+    if d_model % 4:
+        raise ValueError(f"d_model must be divisible by 4 (sin/cos pairs for rows and columns), got {d_model}")
+    rows = sinusoidal_encoding(height, d_model // 2, base, torch.float64)  # (height, d_model/2)
+    cols = sinusoidal_encoding(width, d_model // 2, base, torch.float64)  # (width, d_model/2)
+    grid = torch.cat([rows[:, None, :].expand(height, width, -1),
+                      cols[None, :, :].expand(height, width, -1)], dim=-1)  # (height, width, d_model)
+    return grid.reshape(height * width, d_model).to(dtype)  # (height * width, d_model)

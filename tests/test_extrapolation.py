@@ -1,0 +1,170 @@
+"""utils.extrapolation: the delayed-copy task, the model with each PE, training and evaluation."""
+
+import math
+
+import pytest
+import torch
+
+from utils.extrapolation import (IGNORE, PAD, PE_KINDS, LengthModel, RotarySelfAttention,
+                                 accuracy_by_position, delayed_copy_batch, evaluate, train)
+from utils.multihead import MultiHeadAttention
+
+
+def test_delayed_copy_targets_are_the_input_shifted():
+    g = torch.Generator().manual_seed(0)
+    tokens, targets = delayed_copy_batch(4, torch.tensor([5, 3, 9, 9]), 10, 2, g)  # (4, 9)
+    assert tokens.shape == targets.shape == (4, 9)
+    for b, n in enumerate([5, 3, 9, 9]):
+        assert (tokens[b, :n] >= 1).all() and (tokens[b, :n] < 10).all() and (tokens[b, n:] == PAD).all()
+        assert (targets[b, :2] == IGNORE).all() and (targets[b, n:] == IGNORE).all()
+        assert torch.equal(targets[b, 2:n], tokens[b, :n - 2])
+    t2, _ = delayed_copy_batch(4, torch.tensor([5, 3, 9, 9]), 10, 2, torch.Generator().manual_seed(0))
+    assert torch.equal(tokens, t2)  # seeded: the same batch again
+    tokens, _ = delayed_copy_batch(3, 6, 10, 1, g)
+    assert tokens.shape == (3, 6) and (tokens != PAD).all()
+
+
+@pytest.mark.parametrize("args, exc, match", [
+    ((0, 5, 10, 2), ValueError, "batch_size must be a positive int, got 0"),
+    ((2, 5, 2, 2), ValueError, "vocab_size must be >= 3"),
+    ((2, 5, 10, 0), ValueError, "shift must be a positive int, got 0"),
+    ((2, 2, 10, 2), ValueError, "lengths must be 2 ints > shift=2, got \\[2, 2\\]"),
+    ((2, torch.tensor([4, 5, 6]), 10, 2), ValueError, "lengths must be 2 ints"),
+    ((2, torch.tensor([4.0, 5.0]), 10, 2), ValueError, "lengths must be 2 ints"),
+    ((2, 5.0, 10, 2), TypeError, "lengths must be a torch.Tensor, got float"),
+])
+def test_delayed_copy_bad_input(args, exc, match):
+    with pytest.raises(exc, match=match):
+        delayed_copy_batch(*args, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("pe", PE_KINDS)
+def test_model_shapes_and_attention_maps(pe):
+    torch.manual_seed(0)
+    model = LengthModel(10, pe, train_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
+    tokens = torch.randint(1, 10, (3, 8))
+    assert model(tokens).shape == (3, 8, 10)
+    maps = model.attention_maps()
+    assert len(maps) == 2 and all(m.shape == (3, 2, 8, 8) for m in maps)
+    assert torch.allclose(maps[0].sum(-1), torch.ones(3, 2, 8))
+    if pe == "learned":
+        with pytest.raises(ValueError, match="max_len=8"):
+            model(torch.randint(1, 10, (3, 12)))
+        assert model(torch.randint(1, 10, (3, 12)), clamp=True).shape == (3, 12, 10)
+    else:
+        assert model(torch.randint(1, 10, (3, 20))).shape == (3, 20, 10)  # runs past train_len
+
+
+def test_padding_is_masked():
+    torch.manual_seed(0)
+    model = LengthModel(10, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32).eval()
+    tokens = torch.tensor([[3, 4, 5, 6, PAD, PAD]])
+    model(tokens)
+    assert (model.attention_maps()[0][..., 4:] == 0).all()
+    # real positions do not see how much padding follows
+    assert torch.allclose(model(tokens)[:, :4], model(tokens[:, :4]), atol=1e-5)
+
+
+def test_no_pe_model_is_permutation_equivariant():
+    torch.manual_seed(0)
+    model = LengthModel(10, "none", train_len=8, d_model=16, num_heads=2, d_ff=32).eval()
+    tokens = torch.randint(1, 10, (2, 7))
+    perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
+    assert torch.allclose(model(tokens)[:, perm], model(tokens[:, perm]), atol=1e-5)
+
+
+def test_rotary_attention_at_one_position_is_plain_attention():
+    torch.manual_seed(0)
+    plain, rope = MultiHeadAttention(16, 4), RotarySelfAttention(16, 4)
+    rope.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 1, 16)  # position 0: the rotation is the identity
+    assert torch.allclose(plain(x, x, x)[0], rope(x, x, x)[0], atol=1e-6)
+
+
+def test_rotary_attention_scores_depend_only_on_offset():
+    torch.manual_seed(0)
+    rope = RotarySelfAttention(16, 2)
+    x = torch.randn(1, 1, 16).expand(1, 12, 16)  # the same token at every position
+    _, w = rope(x, x, x)  # (1, 2, 12, 12)
+    # log w[m, n] = score(n - m) - logsumexp(row m): relative to the diagonal it is score(n - m) - score(0)
+    rel = torch.log(w[0]) - torch.log(torch.diagonal(w[0], dim1=-2, dim2=-1))[..., None]  # (2, 12, 12)
+    for m in range(11):
+        assert torch.allclose(rel[:, m + 1, 1:], rel[:, m, :-1], atol=1e-4), f"row {m} vs {m + 1}"
+    plain = MultiHeadAttention(16, 2)
+    plain.load_state_dict(rope.state_dict())
+    _, w_plain = plain(x, x, x)  # without rotation every key looks the same: uniform rows
+    assert torch.allclose(w_plain, torch.full_like(w_plain, 1 / 12))
+
+
+def test_model_bad_input():
+    with pytest.raises(ValueError, match="pe must be one of .*'sinusoidal'.*got 'alibi'"):
+        LengthModel(10, "alibi", train_len=8)
+    with pytest.raises(ValueError, match="train_len must be a positive int, got 0"):
+        LengthModel(10, "none", train_len=0)
+    with pytest.raises(ValueError, match="steps must be a positive int, got 0"):
+        train("none", 0)
+
+
+def test_training_is_deterministic_and_learns():
+    kw = dict(train_len=6, vocab_size=5, d_model=16, num_heads=2, d_ff=32, num_layers=1, batch_size=16)
+    m1, l1 = train("sinusoidal", 60, **kw)
+    m2, l2 = train("sinusoidal", 60, **kw)
+    assert l1 == l2 and len(l1) == 60
+    assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
+    assert sum(l1[-10:]) / 10 < sum(l1[:10]) / 10  # the loss goes down
+    assert not m1.training
+
+
+def test_evaluate_and_accuracy_by_position():
+    torch.manual_seed(0)
+    model = LengthModel(16, "learned", train_len=8, d_model=16, num_heads=2, d_ff=32).eval()
+    acc = evaluate(model, [4, 8, 12], batch_size=8)
+    assert list(acc) == [4, 8, 12] and 0 <= acc[4] <= 1 and 0 <= acc[8] <= 1 and math.isnan(acc[12])
+    clamped = evaluate(model, [4, 8, 12], batch_size=8, clamp=True)
+    assert clamped[4] == acc[4] and 0 <= clamped[12] <= 1
+    pos = accuracy_by_position(model, 8, batch_size=8)
+    assert pos.shape == (8,) and torch.isnan(pos[:2]).all() and not torch.isnan(pos[2:]).any()
+    assert evaluate(model, [8], batch_size=8) == evaluate(model, [8], batch_size=8)  # fixed eval set
+
+
+def test_plot_accuracy_vs_length_draws_the_numbers():
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    from utils.plotting import plot_accuracy_vs_length
+    acc = {"a": {8: 1.0, 16: 0.9, 32: 0.5}, "b": {16: 1.0, 8: 0.95, 32: math.nan}}
+    fig = plot_accuracy_vs_length(acc, 16, chance=0.1, dashed=("b",))
+    ax = fig.axes[0]
+    lines = {l.get_label(): l for l in ax.lines}
+    assert list(lines["a"].get_xdata()) == [8, 16, 32] and list(lines["a"].get_ydata()) == [1.0, 0.9, 0.5]
+    assert np.isnan(lines["b"].get_ydata()[2]) and lines["b"].get_linestyle() == "--"
+    assert list(lines["chance (0.10)"].get_ydata()) == [0.1, 0.1]
+    span = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert len(span) == 1 and (span[0].get_x(), span[0].get_width()) == (0, 16)
+    with pytest.raises(ValueError, match="accuracy must be a non-empty dict"):
+        plot_accuracy_vs_length({}, 16)
+
+
+def test_plot_attention_maps_draws_each_map():
+    import numpy as np
+
+    from utils.plotting import plot_attention_maps
+    maps = [np.eye(4), np.full((4, 4), 0.25)]
+    fig = plot_attention_maps(maps, ["x", "y"], train_len=2)
+    assert [ax.get_title() for ax in fig.axes] == ["x", "y"]
+    for ax, m in zip(fig.axes, maps):
+        assert np.array_equal(ax.images[0].get_array(), m)
+    with pytest.raises(ValueError, match="one per title"):
+        plot_attention_maps(maps, ["x"])
+
+
+def test_attention_on_source_reads_the_shifted_diagonal():
+    from utils.extrapolation import attention_on_source
+    torch.manual_seed(0)
+    model = LengthModel(16, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
+    got = attention_on_source(model, 10, batch_size=4, seed=5)  # (2, 2, 10)
+    assert got.shape == (2, 2, 10) and torch.isnan(got[..., :2]).all()
+    tokens, _ = delayed_copy_batch(4, 10, 16, 2, torch.Generator().manual_seed(5))
+    model(tokens)
+    w = model.attention_maps()[1]  # (4, 2, 10, 10)
+    assert torch.isclose(got[1, 0, 7], w[:, 0, 7, 5].mean())
