@@ -45,6 +45,7 @@ def main(argv=None):
     # The kernel imports this checkout's utils, even from a second working tree.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     os.environ.setdefault("PYTHONHASHSEED", "0")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep, not spin
     srcs = lesson_sources(args.lessons)
     if not srcs:
         sys.exit(f"no lesson in lessons_src/ starts with {args.lessons}")
