@@ -88,6 +88,8 @@ def plot_attention_explorer(tokens, scale=True, temperature=1.0, positional=Fals
     title = (f"{'scaled' if scale else 'unscaled'}, temperature={temperature:g}, "
              f"{'with' if positional else 'no'} PE, mask={mask}")
     return plot_attention(tokens, weights.numpy(), query=query, mask=allowed.numpy(), title=title)
+
+
 # --- lesson 02: dot-product identities ---
 
 import math  # noqa: E402
@@ -154,6 +156,9 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
                title=f"pair {pair}: w={wi:.3g}, w k={wi * k:.3g} rad")
     ax_rot.legend(loc="lower left", fontsize=7)
     fig.suptitle(f"PE_t . PE_t+k = sum_i cos(w_i k) = {expected:.3f}   (d_model={d_model}, base={base:g})")
+    return fig
+
+
 # --- lesson 08: length extrapolation ---
 
 

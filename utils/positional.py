@@ -84,6 +84,8 @@ def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
     m[idx, idx], m[idx, idx + 1] = cos, sin  # new sin = sin cos(wk) + cos sin(wk)
     m[idx + 1, idx], m[idx + 1, idx + 1] = -sin, cos  # new cos = cos cos(wk) - sin sin(wk)
     return m.to(dtype)  # (d_model, d_model)
+
+
 # --- lesson 08: learned absolute positions, rotary position embedding (RoPE), 2-D encodings ---
 
 

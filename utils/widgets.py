@@ -69,6 +69,8 @@ def attention_explorer(tokens="YOUR CAT IS A LOVELY CAT", scale=True, temperatur
     layout = W.VBox([W.HBox([controls["scale"], controls["positional"], controls["temperature"]]),
                      W.HBox([controls["mask"], controls["query"]])])
     return _explorer(plotting.plot_attention_explorer, {**controls, **fixed}, layout)
+
+
 # --- lesson 02: dot-product identities ---
 
 
