@@ -2,7 +2,6 @@
 
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -91,11 +90,12 @@ def test_bad_input(kwargs, err, match):
 
 
 def test_widget_builds_and_redraws_with_new_values(monkeypatch):
-    calls, render = [], plotting.plot_offset_explorer
+    calls, figures, render = [], [], plotting.plot_offset_explorer
 
     def recording_render(**values):
         calls.append(values)
-        return render(**values)
+        figures.append(render(**values))
+        return figures[-1]
 
     monkeypatch.setattr(plotting, "plot_offset_explorer", recording_render)
     box = widgets.offset_explorer()
@@ -103,13 +103,11 @@ def test_widget_builds_and_redraws_with_new_values(monkeypatch):
     assert set(sliders) == {"d_model", "base", "offset k", "pair i", "position t"}
     assert box.children[1].__class__.__name__ == "Output"
     assert calls == [dict(d_model=64, base=10000.0, k=10, pair=0, t=3)]  # the default state, drawn once
-    figs_before = len(plt.get_fignums())
 
     sliders["offset k"].value = 25
     assert calls[-1]["k"] == 25 and len(calls) == 2
-    assert len(plt.get_fignums()) == figs_before + 1  # a new figure was drawn
-    drawn = plt.figure(plt.get_fignums()[-1])
-    assert "k=25" in drawn.axes[0].get_title()
+    assert figures[-1] is not figures[0]  # a new figure was drawn for the new value
+    assert "k=25" in figures[-1].axes[0].get_title()
 
     sliders["pair i"].value = 30
     sliders["d_model"].value = 16  # pair 30 no longer exists: the slider is clamped, the render still works
