@@ -4,6 +4,7 @@ outside Colab, so the notebooks need no re-execution).
 
 Usage: python scripts/colab_setup.py           # rewrite every lesson that differs
        python scripts/colab_setup.py --check   # only report; exit 1 when a lesson differs
+       python scripts/colab_setup.py --badges  # print each lesson's README "open" cell (Colab, Binder)
 """
 
 import argparse
@@ -16,7 +17,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from utils.links import colab_setup_source  # noqa: E402
+from utils.links import badges, colab_setup_source  # noqa: E402
 
 TAG = "colab-setup"
 MARKER = f'# %% tags=["{TAG}"]'
@@ -59,7 +60,12 @@ def c_tags(cell):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report lessons that differ; change nothing")
+    parser.add_argument("--badges", action="store_true", help="print the README badges of every lesson")
     args = parser.parse_args(argv)
+    if args.badges:
+        for ipynb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+            print(f"{ipynb.stem}: {badges(f'notebooks/{ipynb.name}')}")
+        return
     stale = []
     for src in sorted((ROOT / "lessons_src").glob("[0-9][0-9]_*.py")):
         text = src.read_text()

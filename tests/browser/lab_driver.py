@@ -142,12 +142,15 @@ def running_lab(root=ROOT, timeout=120):
     finally:
         with contextlib.suppress(Exception):
             lab.shutdown_kernels()
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        with contextlib.suppress(Exception):
+            lab.api("shutdown", method="POST")  # stops its kernels too
+        for stop in (lambda: None, proc.terminate, proc.kill):
+            stop()
+            try:
+                proc.wait(timeout=10)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         log.close()
         shutil.rmtree(home, ignore_errors=True)
 
