@@ -174,3 +174,11 @@ def test_filling_in_works_on_a_lesson_shaped_notebook(tmp_path):
     (tmp_path / "ref").mkdir()
     report = grade.grade(filled_in(src, tmp_path / "ref", "{}.reference"), timeout=60)
     assert statuses(report) == {"double": PASS, "square": PASS}
+
+
+def test_a_kernel_that_dies_is_reported(tmp_path):
+    answers = {"double": "import os\nos._exit(1)"}
+    report = grade.grade(learner_notebook(tmp_path / "dies.ipynb", answers), timeout=60)
+    assert report["status"] == "kernel died", report
+    assert grade.exit_code([report]) == 2
+    assert "kernel died" in grade.table(report)

@@ -69,18 +69,14 @@ def grade(path, timeout=600):
                           "traceback": []},
         resources={"metadata": {"path": str(path.resolve().parent)}})
     start = time.perf_counter()
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "PYTHONHASHSEED": "0"}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel inherits them
+    # The learner's kernel imports this checkout's utils, whatever folder the notebook is in.
+    env = dict(os.environ, PYTHONHASHSEED="0",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     try:
-        client.execute()
+        client.execute(env=env)
     except (CellTimeoutError, DeadKernelError, RuntimeError, TimeoutError) as err:
         report["errors"].append({"cell": None, "error": f"{type(err).__name__}: {err}".strip()[:300]})
         report["status"] = "kernel died" if isinstance(err, DeadKernelError) else "error"
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     report["seconds"] = round(time.perf_counter() - start, 1)
     if report["errors"] and report["status"] == "ok":
         report["status"] = "error"
