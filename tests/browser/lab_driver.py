@@ -260,6 +260,15 @@ ARM_JS = """root => {
 }"""
 
 
+LABEL_JS = """el => {
+    const clean = s => (s || '').replace(/\\u200b/g, '').trim();
+    const box = el.closest('.widget-inline-hbox, .widget-toggle-buttons');
+    let text = box ? clean(box.querySelector(':scope > .widget-label')?.innerText) : '';
+    if (!text && box) text = clean(box.querySelector('.widget-label-basic')?.innerText);
+    return text || clean(el.getAttribute('aria-label')) || clean(el.innerText) || clean(el.getAttribute('title'));
+}"""
+
+
 def widget_roots(page):
     """Every top-level widget that has controls and draws images into an Output area."""
     roots = page.locator(WIDGET_ROOT).all()
@@ -271,10 +280,7 @@ def controls(root):
     found = []
 
     def label(loc):
-        box = loc.locator("xpath=ancestor-or-self::*[contains(@class,'widget-inline-hbox')][1]")
-        lab = box.locator(".widget-label") if box.count() else None
-        text = lab.first.inner_text().strip() if lab is not None and lab.count() else ""
-        return text or (loc.get_attribute("aria-label") or loc.inner_text() or "").strip()
+        return loc.evaluate(LABEL_JS)
 
     for h in root.locator(".noUi-handle").all():
         found.append(("slider", label(h), h))
