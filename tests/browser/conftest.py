@@ -31,14 +31,14 @@ def browser_available():
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab(browser_available):
-    """A JupyterLab server on 127.0.0.1 serving this repo; shut down at the end, even after a failure."""
+    """A JupyterLab server on 127.0.0.1 serving this repo; shut down after the module, even after a failure."""
     with lab_driver.running_lab() as server:
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(browser_available):
     from playwright.sync_api import sync_playwright
 
