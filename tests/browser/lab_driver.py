@@ -121,7 +121,9 @@ def running_lab(root=ROOT, timeout=120):
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           "--LabApp.extension_manager=readonly", "--ServerApp.open_browser=False", "--allow-root"]
+           "--LabApp.extension_manager=readonly", "--ServerApp.open_browser=False", "--allow-root",
+           # checkpoints (written when a notebook opens) go to the private folder, not into the repo
+           f"--FileCheckpoints.checkpoint_dir={home / 'checkpoints'}"]
     log = open(home / "server.log", "wb")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
                             start_new_session=True)
