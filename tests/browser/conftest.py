@@ -1,0 +1,61 @@
+"""Fixtures for the browser tests: one private JupyterLab server and one headless Chromium per session.
+
+Without /usr/bin/chromium the tests skip (saying how to install it); with REQUIRE_BROWSER=1 (set by
+.ci/run) that skip is a failure, so CI always runs them.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+import lab_driver
+
+
+def _missing_browser():
+    if not Path(lab_driver.CHROMIUM).exists():
+        return lab_driver.INSTALL_HINT
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is missing: pip install -r requirements.txt"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser_available():
+    reason = _missing_browser()
+    if reason:
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            pytest.fail(f"REQUIRE_BROWSER=1 but the browser tests cannot run: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def lab(browser_available):
+    """A JupyterLab server on 127.0.0.1 serving this repo; shut down after the module, even after a failure."""
+    with lab_driver.running_lab() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser(browser_available):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = lab_driver.launch_browser(p)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser, lab):
+    """A fresh tab; its kernels are shut down afterwards, and nothing it did is saved."""
+    tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        yield tab
+    finally:
+        tab.close(run_before_unload=False)
+        lab.shutdown_kernels()

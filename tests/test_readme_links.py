@@ -1,0 +1,34 @@
+"""Every lesson row of README.md carries its "Open in Colab" and "Launch Binder" links, built from
+utils.links (the one place the repository URL is written)."""
+
+from pathlib import Path
+
+import pytest
+
+from utils import links
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def readme_row(notebook):
+    rows = [line for line in (ROOT / "README.md").read_text().splitlines()
+            if line.startswith("|") and f"({notebook})" in line]
+    return rows[0] if rows else None
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_row_has_colab_and_binder_links(path):
+    notebook = f"notebooks/{path.name}"
+    row = readme_row(notebook)
+    assert row, f"README.md has no lesson-table row linking {notebook}"
+    assert f"]({links.colab_url(notebook)})" in row, f"{path.stem}: no Open in Colab link; use utils.links.badges()"
+    assert f"]({links.binder_url(notebook)})" in row, f"{path.stem}: no Launch Binder link; use utils.links.badges()"
+
+
+def test_readme_has_an_instructors_section():
+    text = (ROOT / "README.md").read_text()
+    assert "## For instructors" in text
+    for command in ("pytest", "python -m utils.grade", "python scripts/build_notebooks.py",
+                    "python scripts/build_site.py"):
+        assert command in text, f"the instructors' section does not show `{command}`"

@@ -1,0 +1,102 @@
+"""Every explorer in utils.widgets, generically: it builds from its defaults, shows its controls above
+an output, and changing any control (slider, dropdown, checkbox, toggle, text) redraws a different
+figure. Uses only ipywidgets API common to 7.7 and 8; tests/test_ipywidgets7.py reruns it on 7.7.1."""
+
+import inspect
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from utils import widgets
+
+EXPLORERS = [f for name, f in vars(widgets).items()
+             if name.endswith("_explorer") and not name.startswith("_") and inspect.isfunction(f)]
+SLIDERS = (W.IntSlider, W.FloatSlider, W.FloatLogSlider)
+CHOICES = (W.Dropdown, W.ToggleButtons, W.RadioButtons, W.SelectionSlider)
+TOGGLES = (W.Checkbox, W.ToggleButton)
+TEXTS = (W.Text, W.Textarea)
+
+
+def needs_arguments(f):
+    return any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in inspect.signature(f).parameters.values())
+
+
+def controls(widget):
+    """Every value control in the widget tree, depth first."""
+    if isinstance(widget, SLIDERS + CHOICES + TOGGLES + TEXTS):
+        return [widget]
+    return [c for child in getattr(widget, "children", ()) for c in controls(child)]
+
+
+def outputs(widget):
+    if isinstance(widget, W.Output):
+        return [widget]
+    return [o for child in getattr(widget, "children", ()) for o in outputs(child)]
+
+
+def next_value(c):
+    """A value one step away from the control's current one."""
+    if isinstance(c, W.FloatLogSlider):
+        up = c.value * c.base ** c.step
+        return up if np.log(up) / np.log(c.base) <= c.max + 1e-9 else c.value / c.base ** c.step
+    if isinstance(c, SLIDERS):
+        return c.value + c.step if c.value + c.step <= c.max else c.value - c.step
+    if isinstance(c, CHOICES):
+        labels = list(c.options)
+        values = [v[1] if isinstance(v, tuple) else v for v in labels]
+        return values[(values.index(c.value) + 1) % len(values)]
+    if isinstance(c, TOGGLES):
+        return not c.value
+    words = c.value.split()
+    return " ".join(words[:-1]) if len(words) > 1 else c.value[:-1] or "a"
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Record the pixels of every figure the explorers show (plt.show is what they call)."""
+    frames = []
+
+    def show(*args, **kwargs):
+        fig = plt.gcf()
+        fig.canvas.draw()
+        frames.append(np.asarray(fig.canvas.buffer_rgba()).copy())
+        plt.close(fig)
+
+    monkeypatch.setattr(widgets.plt, "show", show)
+    return frames
+
+
+def test_there_are_explorers():
+    assert EXPLORERS, "utils.widgets defines no *_explorer function"
+
+
+@pytest.mark.parametrize("explorer", EXPLORERS, ids=[f.__name__ for f in EXPLORERS])
+def test_explorer_has_controls_and_an_output(explorer, drawn):
+    if needs_arguments(explorer):
+        pytest.skip(f"{explorer.__name__} needs arguments (a model): its lesson's tests build it")
+    w = explorer()
+    assert isinstance(w, W.Box), f"{explorer.__name__} returned {type(w).__name__}, not a Box"
+    assert controls(w), f"{explorer.__name__} has no control"
+    assert outputs(w), f"{explorer.__name__} has no Output area"
+    assert drawn, f"{explorer.__name__} drew nothing at its default state"
+
+
+@pytest.mark.parametrize("explorer", EXPLORERS, ids=[f.__name__ for f in EXPLORERS])
+def test_every_control_redraws_a_different_figure(explorer, drawn):
+    if needs_arguments(explorer):
+        pytest.skip(f"{explorer.__name__} needs arguments (a model): its lesson's tests build it")
+    w = explorer()
+    for c in controls(w):
+        if getattr(c, "disabled", False):
+            continue
+        before, old = len(drawn), c.value
+        c.value = next_value(c)
+        label = f"{explorer.__name__}: {type(c).__name__} {c.description!r} {old!r} -> {c.value!r}"
+        assert c.value != old, f"{label}: the value did not change"
+        assert len(drawn) > before, f"{label}: nothing was redrawn"
+        prev = drawn[before - 1]
+        assert any(f.shape != prev.shape or not np.array_equal(f, prev) for f in drawn[before:]), (
+            f"{label}: the figure did not change")
