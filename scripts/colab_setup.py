@@ -29,10 +29,15 @@ def fix_source(text):
     lines = text.split("\n")
     starts = [i for i, line in enumerate(lines) if CELL_START.match(line)] + [len(lines)]
     preamble, chunks = lines[:starts[0]], [lines[a:b] for a, b in zip(starts, starts[1:])]
-    chunks = [c for c in chunks if TAG not in c[0]]  # drop the old setup cell(s)
+    cell = [MARKER, *colab_setup_source().split("\n"), ""]
+    setup = [i for i, c in enumerate(chunks) if TAG in c[0]]
     code = [i for i, c in enumerate(chunks) if "[markdown]" not in c[0]]
-    at = code[0] if code else len(chunks)
-    chunks.insert(at, [MARKER, *colab_setup_source().split("\n"), ""])
+    if setup and setup == code[:1]:  # already the first code cell: rewrite it where it stands
+        chunks[setup[0]] = cell
+    else:
+        chunks = [c for c in chunks if TAG not in c[0]]  # drop misplaced setup cells
+        code = [i for i, c in enumerate(chunks) if "[markdown]" not in c[0]]
+        chunks.insert(code[0] if code else len(chunks), cell)
     return "\n".join(preamble + [line for c in chunks for line in c])
 
 

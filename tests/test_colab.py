@@ -65,6 +65,10 @@ def test_rewrite_inserts_replaces_and_is_idempotent():
         assert colab_setup.fix_source(fixed) == fixed
         nb = jupytext.reads(fixed, fmt="py:percent")
         assert [c.source for c in nb.cells] == ["# T", links.colab_setup_source(), "x = 1"]
+    # an existing setup cell is rewritten where it stands: the markdown after it stays after it
+    intro = '# %% [markdown]\n# # T\n\n# %% tags=["colab-setup"]\nprint("old")\n\n# %% [markdown]\n# intro\n\n# %%\nx = 1\n'
+    nb = jupytext.reads(colab_setup.fix_source(intro), fmt="py:percent")
+    assert [c.source for c in nb.cells] == ["# T", links.colab_setup_source(), "intro", "x = 1"]
     nb = jupytext.reads(bare, fmt="py:percent")
     assert colab_setup.fix_notebook(nb) and not colab_setup.fix_notebook(nb)
     assert first_code_cell(nb).source == links.colab_setup_source() and len(tagged(nb)) == 1
