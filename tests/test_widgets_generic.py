@@ -3,6 +3,7 @@ an output, and changing any control (slider, dropdown, checkbox, toggle, text) r
 figure. Uses only ipywidgets API common to 7.7 and 8; tests/test_ipywidgets7.py reruns it on 7.7.1."""
 
 import inspect
+import io
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
@@ -56,16 +57,13 @@ def next_value(c):
 
 @pytest.fixture
 def drawn(monkeypatch):
-    """Record the pixels of every figure the explorers show (plt.show is what they call)."""
+    """Record the pixels of every figure the explorers show (the PNG they pass to display)."""
     frames = []
 
-    def show(*args, **kwargs):
-        fig = plt.gcf()
-        fig.canvas.draw()
-        frames.append(np.asarray(fig.canvas.buffer_rgba()).copy())
-        plt.close(fig)
+    def display(image):
+        frames.append(plt.imread(io.BytesIO(image.data), format="png"))
 
-    monkeypatch.setattr(widgets.plt, "show", show)
+    monkeypatch.setattr(widgets, "display", display)
     return frames
 
 
