@@ -58,11 +58,12 @@ def test_source_padding_changes_nothing():
     torch.testing.assert_close(model(src, tgt), base, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("shape", [(1, 4, 3), (3, 9, 6)])
-def test_equals_torch_transformer_with_copied_weights(shape):
+def test_equals_torch_transformer_with_copied_weights(shape, norm_first):
     batch, S, T = shape
     torch.manual_seed(1)
-    cfg = make_model().config
+    cfg = make_model(norm_first=norm_first).config
     ref = TorchSeq2Seq(cfg).train()  # train mode (dropout 0): keeps torch off its zero-filling fast path
     ours = copy_into_ours(ref)
     src, tgt = tokens(batch, S, 20, 3, n_pad=1), tokens(batch, T, 30, 4, n_pad=1)

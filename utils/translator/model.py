@@ -11,14 +11,14 @@ from utils.masks import causal_mask, combine_masks, padding_mask
 from utils.positional import sinusoidal_encoding
 
 CONFIG_KEYS = ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "num_layers",
-               "dropout", "max_len", "pad_id")
+               "dropout", "max_len", "pad_id", "norm_first")
 
 
 class Seq2SeqTransformer(nn.Module):
     """Embeddings x sqrt(d_model) + sinusoidal PE -> Encoder / Decoder -> linear projection to target logits."""
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=64, num_heads=4, d_ff=256, num_layers=2,
-                 dropout=0.0, max_len=64, pad_id=0):
+                 dropout=0.0, max_len=64, pad_id=0, norm_first=False):
         super().__init__()
         for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
                             ("num_heads", num_heads), ("d_ff", d_ff), ("num_layers", num_layers),
@@ -33,14 +33,14 @@ class Seq2SeqTransformer(nn.Module):
             raise ValueError(f"pad_id must be an int id inside both vocabularies, got {pad_id!r}")
         self.config = {"src_vocab_size": src_vocab_size, "tgt_vocab_size": tgt_vocab_size, "d_model": d_model,
                        "num_heads": num_heads, "d_ff": d_ff, "num_layers": num_layers, "dropout": float(dropout),
-                       "max_len": max_len, "pad_id": pad_id}
+                       "max_len": max_len, "pad_id": pad_id, "norm_first": bool(norm_first)}
         self.d_model, self.pad_id, self.max_len = d_model, pad_id, max_len
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)  # (max_len, d_model)
         self.dropout = nn.Dropout(dropout)
-        self.encoder = Encoder(d_model, num_heads, d_ff, num_layers, dropout)
-        self.decoder = Decoder(d_model, num_heads, d_ff, num_layers, dropout)
+        self.encoder = Encoder(d_model, num_heads, d_ff, num_layers, dropout, norm_first)
+        self.decoder = Decoder(d_model, num_heads, d_ff, num_layers, dropout, norm_first)
         self.generator = nn.Linear(d_model, tgt_vocab_size)  # d_model -> logits over the Neo vocabulary
 
     def _check_tokens(self, name, tokens, vocab_size):

@@ -1,6 +1,7 @@
 """The same translator built on torch.nn.Transformer, to compare outputs (copied weights) and step times."""
 
 import math
+import warnings
 
 import torch
 from torch import nn
@@ -11,7 +12,7 @@ from utils.translator.model import Seq2SeqTransformer
 
 
 class TorchSeq2Seq(nn.Module):
-    """Embeddings x sqrt(d_model) + sinusoidal PE -> torch.nn.Transformer (post-norm, no final norms) -> linear."""
+    """Embeddings x sqrt(d_model) + sinusoidal PE -> torch.nn.Transformer (post-norm: no final norms) -> linear."""
 
     def __init__(self, config):
         super().__init__()
@@ -20,11 +21,13 @@ class TorchSeq2Seq(nn.Module):
         self.src_embed = nn.Embedding(c["src_vocab_size"], c["d_model"])
         self.tgt_embed = nn.Embedding(c["tgt_vocab_size"], c["d_model"])
         self.register_buffer("pe", Seq2SeqTransformer(**c).pe.clone(), persistent=False)
-        self.transformer = nn.Transformer(c["d_model"], c["num_heads"], c["num_layers"], c["num_layers"],
-                                          c["d_ff"], c["dropout"], batch_first=True)
-        # Our post-norm stacks (like the paper) have no final LayerNorm; nn.Transformer adds one to each.
-        self.transformer.encoder.norm = None
-        self.transformer.decoder.norm = None
+        with warnings.catch_warnings():  # norm_first: torch warns that its nested-tensor fast path is off
+            warnings.simplefilter("ignore", UserWarning)
+            self.transformer = nn.Transformer(c["d_model"], c["num_heads"], c["num_layers"], c["num_layers"],
+                                              c["d_ff"], c["dropout"], batch_first=True, norm_first=c["norm_first"])
+        if not c["norm_first"]:  # our post-norm stacks (as in the paper) end without nn.Transformer's final norms
+            self.transformer.encoder.norm = None
+            self.transformer.decoder.norm = None
         self.generator = nn.Linear(c["d_model"], c["tgt_vocab_size"])
 
     def forward(self, src, tgt):
@@ -46,4 +49,7 @@ def copy_into_ours(torch_model):
         ours.encoder.layers[i] = EncoderLayer.from_torch(layer)
     for i, layer in enumerate(torch_model.transformer.decoder.layers):
         ours.decoder.layers[i] = DecoderLayer.from_torch(layer)
+    if torch_model.config["norm_first"]:
+        ours.encoder.norm.load_state_dict(torch_model.transformer.encoder.norm.state_dict())
+        ours.decoder.norm.load_state_dict(torch_model.transformer.decoder.norm.state_dict())
     return ours.train(torch_model.training)
