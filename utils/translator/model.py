@@ -37,6 +37,10 @@ class Seq2SeqTransformer(nn.Module):
         self.d_model, self.pad_id, self.max_len = d_model, pad_id, max_len
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
+        for emb in (self.src_embed, self.tgt_embed):
+            # std d_model^-0.5, so that after the x sqrt(d_model) scaling embeddings are about as large as
+            # the PE (entries in [-1, 1]); torch's default N(0, 1) would drown the positions 8x at d_model=64.
+            nn.init.normal_(emb.weight, std=d_model ** -0.5)
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)  # (max_len, d_model)
         self.dropout = nn.Dropout(dropout)
         self.encoder = Encoder(d_model, num_heads, d_ff, num_layers, dropout, norm_first)
