@@ -321,13 +321,19 @@ for p, h in wrong[:5]:
     print(" ", " ".join(p.src), "\n    model:    ", " ".join(h), "\n    reference:", " ".join(p.tgt))
 
 # %% [markdown]
-# `translate` is the learner-facing helper. Unknown words and empty input get errors that say what
-# to do.
+# `translate` is the learner-facing helper: a sentence in, a sentence out (greedy decoding). Try your
+# own; `grammar.reference_translation` gives the rule-based answer to compare with.
 
 # %%
 for text in ["the quick wolf follows some young cats", "a small apple watches the black horses behind a boat"]:
-    print(f"{text}\n  -> {translate(model, text, ds.src_vocab, ds.tgt_vocab)}")
-    assert translate(model, text, ds.src_vocab, ds.tgt_vocab).split() == grammar.reference_translation(text.split())[0]
+    output = translate(model, text, ds.src_vocab, ds.tgt_vocab)
+    reference = " ".join(grammar.reference_translation(text.split())[0])
+    print(f"{text}\n  model:     {output}\n  reference: {reference}  ({'right' if output == reference else 'WRONG'})")
+    src_ids = torch.tensor([ds.src_vocab.encode(text.split(), eos=True)])  # (1, S)
+    assert output.split() == ds.tgt_vocab.decode(greedy_decode(model, src_ids, 1, 2)[0])
+
+# %% [markdown]
+# Unknown words and empty input get errors that say what to do.
 
 # %%
 for bad in ["the dog sees a zebra", ""]:
