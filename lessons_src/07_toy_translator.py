@@ -293,8 +293,8 @@ with torch.no_grad():
             break
 step_by_step = ds.tgt_vocab.decode(ys[0].tolist())
 assert step_by_step == ds.tgt_vocab.decode(greedy_decode(model, src1, 1, 2)[0])
-assert step_by_step == list(sentence.tgt)
-print("PASS: the step-by-step output equals greedy_decode and the reference translation")
+print("PASS: the step-by-step output equals greedy_decode")
+print("reference:", " ".join(sentence.tgt), "| same:", step_by_step == list(sentence.tgt))
 
 # %% [markdown]
 # ## 6. Held-out results
@@ -361,11 +361,12 @@ print(f"best: layer {best_layer}, head {best_head}: {acc.max():.3f}")
 assert acc.max() >= 0.80
 
 # %% [markdown]
-# The best head on a held-out sentence, with the gold alignment as circles (a static picture of the
-# explorer's first state, so the lesson reads without running):
+# The best head on the first held-out sentence that the model translates right (so the gold alignment
+# applies to its output), with the gold alignment as circles: a static picture of the explorer's first
+# state, so the lesson reads without running.
 
 # %%
-example = " ".join(ds.test[1].src)
+example = next(" ".join(p.src) for p, h in zip(ds.test, result["hypotheses"]) if list(p.tgt) == h)
 m = cross_attention_map(model, example, ds.src_vocab, ds.tgt_vocab)
 fig = plot_cross_attention(m["weights"][best_layer][best_head], m["src"], m["tgt"], m["gold"],
                            title=f"layer {best_layer}, head {best_head}")
