@@ -44,7 +44,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import tempfile
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -54,7 +53,7 @@ from utils.translator import grammar, recipe
 from utils.translator.attention_maps import cross_attention_map
 from utils.translator.checkpoint import load_checkpoint, save_checkpoint
 from utils.translator.data import make_dataset, to_tensors
-from utils.translator.decode import greedy_decode, translate
+from utils.translator.decode import beam_search, greedy_decode, translate
 from utils.translator.evaluate import evaluate
 from utils.translator.model import Seq2SeqTransformer, parameter_counts
 from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours
@@ -321,6 +320,21 @@ for p, h in wrong[:5]:
     print(" ", " ".join(p.src), "\n    model:    ", " ".join(h), "\n    reference:", " ".join(p.tgt))
 
 # %% [markdown]
+# **Beam search** keeps the `beam_size` most probable partial translations at each step instead of one
+# (scored by the sum of log-probabilities); `beam_size=1` is greedy decoding. Does it repair the
+# mistakes above?
+
+# %%
+fixed = 0
+for p, h in wrong:
+    src_ids = torch.tensor([ds.src_vocab.encode(p.src, eos=True)])  # (1, S)
+    assert beam_search(model, src_ids, 1, 2, beam_size=1) == greedy_decode(model, src_ids, 1, 2)[0]  # k = 1: greedy
+    beam = ds.tgt_vocab.decode(beam_search(model, src_ids, 1, 2, beam_size=4))
+    fixed += beam == list(p.tgt)
+    print(f"beam (k=4): {' '.join(beam)}  ({'right' if beam == list(p.tgt) else 'still wrong'})")
+print(f"beam search repairs {fixed} of {len(wrong)}")
+
+# %% [markdown]
 # `translate` is the learner-facing helper: a sentence in, a sentence out (greedy decoding). Try your
 # own; `grammar.reference_translation` gives the rule-based answer to compare with.
 
@@ -408,7 +422,8 @@ assert same
 # - `Seq2SeqTransformer` = embeddings × √d_model + PE → `Encoder` → `Decoder` (causal and padding masks)
 #   → linear; it matches `torch.nn.Transformer` with copied weights.
 # - With the warm-up schedule it learns this language pair in about a minute of CPU time and generalises
-#   to the held-out combinations; greedy decoding stops at `<eos>` or a length guard.
+#   to the held-out combinations; greedy decoding stops at `<eos>` or a length guard, and beam search
+#   keeps several candidates instead of one.
 # - Some cross-attention heads learn, unasked, to look at the source word being translated.
 #
 # ## Exercises

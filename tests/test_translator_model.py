@@ -137,3 +137,47 @@ def test_forward_bad_input(src, tgt, error, match):
     tgt = tokens(1, 3, 30, 0) if tgt is None else tgt
     with pytest.raises(error, match=match):
         model(src, tgt)
+
+
+def test_beam_search():
+    from utils.translator.decode import beam_search
+
+    scripted = ScriptedModel(20, 30, 32, 4, 64, 1)
+    src = tokens(1, 4, 20, 0)
+    assert beam_search(scripted, src, 1, 2, beam_size=3, max_len=10) == [5, 6, 7]
+    model = make_model()
+    for seed in range(3):
+        src = tokens(1, 5, 20, seed)
+        # beam size 1 is greedy decoding (a random model: the length guard stops it)
+        assert beam_search(model, src, 1, 2, beam_size=1, max_len=6) == greedy_decode(model, src, 1, 2, max_len=6)[0]
+    with pytest.raises(ValueError, match=r"src must hold one sentence, shape \(1, S\), got \(2, 5\)"):
+        beam_search(model, tokens(2, 5, 20, 0), 1, 2)
+    with pytest.raises(ValueError, match="beam_size must be a positive int"):
+        beam_search(model, src, 1, 2, beam_size=0)
+
+
+def test_beam_search_finds_a_more_probable_translation_than_greedy():
+    """A model where the greedy first choice (token 5, p=0.5) leads to a poor continuation."""
+    from utils.translator.decode import beam_search
+
+    class Trap(Seq2SeqTransformer):
+        def decode(self, tgt, memory, src_mask):
+            V = self.config["tgt_vocab_size"]
+            probs = torch.full((tgt.shape[0], tgt.shape[1], V), 1e-6)
+            for b in range(tgt.shape[0]):
+                for t in range(tgt.shape[1]):
+                    seq = tgt[b, :t + 1].tolist()
+                    if seq == [1]:
+                        probs[b, t, 5], probs[b, t, 6] = 0.5, 0.4
+                    elif seq == [1, 5]:
+                        probs[b, t, 7:17] = 0.1  # ten equally likely words: 0.5 * 0.1 = 0.05
+                    elif seq == [1, 6]:
+                        probs[b, t, 8] = 1.0  # 0.4 * 1.0 = 0.4
+                    else:
+                        probs[b, t, 2] = 1.0  # then <eos>
+            return probs.log()
+
+    model = Trap(20, 30, 32, 4, 64, 1)
+    src = tokens(1, 3, 20, 0)
+    assert greedy_decode(model, src, 1, 2, max_len=5)[0][0] == 5
+    assert beam_search(model, src, 1, 2, beam_size=2, max_len=5) == [6, 8]

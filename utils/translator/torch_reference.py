@@ -3,7 +3,6 @@
 import math
 import warnings
 
-import torch
 from torch import nn
 
 from utils.blocks import DecoderLayer, EncoderLayer
