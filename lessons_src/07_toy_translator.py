@@ -139,6 +139,7 @@ print("example test sentence:", " ".join(ds.test[0].src))
 # A source sentence gets an `<eos>`; a target sentence is framed as `<bos> y_1 … y_n <eos>`.
 
 # %%
+BOS, EOS = ds.tgt_vocab.bos_id, ds.tgt_vocab.eos_id  # 1 and 2
 ids = ds.tgt_vocab.encode(ds.train[0].tgt, bos=True, eos=True)
 print(ids)
 print(ds.tgt_vocab.decode(ids))
@@ -291,7 +292,7 @@ with torch.no_grad():
         if ys[0, -1] == ds.tgt_vocab.eos_id:
             break
 step_by_step = ds.tgt_vocab.decode(ys[0].tolist())
-assert step_by_step == ds.tgt_vocab.decode(greedy_decode(model, src1, 1, 2)[0])
+assert step_by_step == ds.tgt_vocab.decode(greedy_decode(model, src1, BOS, EOS)[0])
 print("PASS: the step-by-step output equals greedy_decode")
 print("reference:", " ".join(sentence.tgt), "| same:", step_by_step == list(sentence.tgt))
 
@@ -328,8 +329,8 @@ for p, h in wrong[:5]:
 fixed = 0
 for p, h in wrong:
     src_ids = torch.tensor([ds.src_vocab.encode(p.src, eos=True)])  # (1, S)
-    assert beam_search(model, src_ids, 1, 2, beam_size=1) == greedy_decode(model, src_ids, 1, 2)[0]  # k = 1: greedy
-    beam = ds.tgt_vocab.decode(beam_search(model, src_ids, 1, 2, beam_size=4))
+    assert beam_search(model, src_ids, BOS, EOS, beam_size=1) == greedy_decode(model, src_ids, BOS, EOS)[0]  # k = 1: greedy
+    beam = ds.tgt_vocab.decode(beam_search(model, src_ids, BOS, EOS, beam_size=4))
     fixed += beam == list(p.tgt)
     print(f"beam (k=4): {' '.join(beam)}  ({'right' if beam == list(p.tgt) else 'still wrong'})")
 print(f"beam search repairs {fixed} of {len(wrong)}")
@@ -344,7 +345,7 @@ for text in ["the quick wolf follows some young cats", "a small apple watches th
     reference = " ".join(grammar.reference_translation(text.split())[0])
     print(f"{text}\n  model:     {output}\n  reference: {reference}  ({'right' if output == reference else 'WRONG'})")
     src_ids = torch.tensor([ds.src_vocab.encode(text.split(), eos=True)])  # (1, S)
-    assert output.split() == ds.tgt_vocab.decode(greedy_decode(model, src_ids, 1, 2)[0])
+    assert output.split() == ds.tgt_vocab.decode(greedy_decode(model, src_ids, BOS, EOS)[0])
 
 # %% [markdown]
 # Unknown words and empty input get errors that say what to do.
