@@ -181,9 +181,8 @@ assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus
 #
 # One detail matters a lot at this size: the embeddings start with standard deviation d_model^-1/2,
 # so that after the × √d_model scaling they are about as large as the PE (entries in [-1, 1]).
-# torch's default `nn.Embedding` init is N(0, 1), which after scaling would be 8 times larger than the
-# PE at d_model = 64, drowning the word positions; with that init this translator learned several
-# times more slowly in our trials.
+# torch's default `nn.Embedding` init is N(0, 1), which after scaling would be 8 times larger at
+# d_model = 64 and drown the word positions (exercise 4 measures what that costs).
 
 # %%
 torch.manual_seed(recipe.MODEL_SEED)
@@ -193,6 +192,17 @@ for part, n in counts.items():
     print(f"{part:>18}: {n:7,d}")
 print(f"{'total':>18}: {sum(counts.values()):7,d}")
 assert sum(counts.values()) == sum(p.numel() for p in model.parameters())
+
+# %% [markdown]
+# The scales at initialisation: scaled embeddings vs PE entries, with our init and with torch's default.
+
+# %%
+d = model.d_model
+ours_std = (model.src_embed.weight * d ** 0.5).std().item()
+default_std = (torch.nn.Embedding(len(ds.src_vocab), d).weight * d ** 0.5).std().item()
+pe_std = model.pe[:15].std().item()
+print(f"std of embedding x sqrt(d_model): ours {ours_std:.2f}, torch default {default_std:.2f}; PE {pe_std:.2f}")
+assert 0.8 < ours_std < 1.2 and default_std > 6 * pe_std
 
 # %% [markdown]
 # Three kinds of attention (seed 004), each with its mask: encoder self-attention (padding),
@@ -467,5 +477,7 @@ def my_alignment_accuracy(weights, gold):
 check.alignment_accuracy(my_alignment_accuracy)
 
 # %% [markdown]
-# **4. (open)** Set `label_smoothing=0.1` in `train`, or halve `steps`, retrain, and compare the held-out
-# exact match and the best head's alignment accuracy. Which heads align best, and in which layer?
+# **4. (open)** Retrain with one change at a time and compare the held-out exact match and the best
+# head's alignment accuracy: `label_smoothing=0.1`; half the steps; or torch's default embedding init
+# (`torch.nn.init.normal_(model.src_embed.weight, std=1.0)`, the same for `tgt_embed`) — how much
+# slower does it learn? Which heads align best, and in which layer?
