@@ -197,3 +197,44 @@ def plot_attention_maps(maps, titles, train_len=None):
             ax.axhline(train_len - 0.5, color="white", ls="--", lw=1)
         ax.set(title=title, xlabel="key position", ylabel="query position")
     return fig
+
+
+# --- lesson 07: toy translator ---
+
+
+def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-attention"):
+    """Heatmap of cross-attention weights (T_tgt x T_src) with the gold alignment drawn as white circles.
+
+    gold[j] is the source index Neo word j translates (len(gold) <= T_tgt; None: no markers).
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 2 or w.shape != (len(tgt_words), len(src_words)):
+        raise ValueError(f"weights must have shape (len(tgt_words)={len(tgt_words)}, "
+                         f"len(src_words)={len(src_words)}), got {w.shape}")
+    if gold is not None and (len(gold) > len(tgt_words) or any(not 0 <= g < len(src_words) for g in gold)):
+        raise ValueError(f"gold must give at most {len(tgt_words)} source indices in [0, {len(src_words)}), "
+                         f"got {list(gold)}")
+    fig, ax = plt.subplots(figsize=(1.2 + 0.5 * len(src_words), 1.0 + 0.42 * len(tgt_words)), layout="constrained")
+    im = ax.imshow(w, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    if gold is not None and len(gold):
+        ax.scatter(list(gold), range(len(gold)), s=110, facecolors="none", edgecolors="orange", linewidths=2,
+                   label="gold alignment")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)
+    ax.set_xticks(range(len(src_words)), src_words, rotation=60, ha="right")
+    ax.set_yticks(range(len(tgt_words)), tgt_words)
+    ax.set(xlabel="source word (key)", ylabel="predicted Neo word (query)", title=title)
+    fig.colorbar(im, ax=ax, shrink=0.8, label="weight")
+    return fig
+
+
+def plot_training_history(losses, lrs, tokens_per_step=None):
+    """Two panels: the training loss per step and the learning rate of the warm-up schedule per step."""
+    steps = np.arange(1, len(losses) + 1)
+    if len(lrs) != len(losses):
+        raise ValueError(f"losses and lrs must have the same length, got {len(losses)} and {len(lrs)}")
+    fig, (ax_loss, ax_lr) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
+    ax_loss.plot(steps, losses, lw=0.8, color="tab:blue")
+    ax_loss.set(yscale="log", xlabel="step", ylabel="cross-entropy (nats per target token)", title="training loss")
+    ax_lr.plot(steps, lrs, color="tab:red")
+    ax_lr.set(xlabel="step", ylabel="learning rate", title="warm-up, then 1/sqrt(step) decay")
+    return fig

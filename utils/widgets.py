@@ -99,3 +99,38 @@ def offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3):
     rows = W.VBox([W.HBox([controls[n] for n in ("d_model", "base")]),
                    W.HBox([controls[n] for n in ("k", "pair", "t")])])
     return _explorer(plotting.plot_offset_explorer, controls, layout=rows)
+
+
+# --- lesson 07: toy translator ---
+
+
+def cross_attention_explorer(model, src_vocab, tgt_vocab, sentence="the big dog sees a red cat", layer=0, head=0):
+    """A text box for a sentence plus layer and head pickers over the model's cross-attention map."""
+    from utils.translator.attention_maps import cross_attention_map
+
+    cfg = model.config
+    controls = {
+        "sentence": W.Text(sentence, description="sentence", continuous_update=False,
+                           layout=W.Layout(width="520px")),
+        "layer": W.Dropdown(options=list(range(cfg["num_layers"])), value=layer, description="layer"),
+        "head": W.Dropdown(options=list(range(cfg["num_heads"])), value=head, description="head"),
+    }
+    cache = {}
+
+    def render(sentence, layer, head):
+        if sentence not in cache:
+            try:
+                cache[sentence] = cross_attention_map(model, sentence, src_vocab, tgt_vocab)
+            except ValueError as err:  # unknown words, empty input: say so in the figure, never raise
+                fig, ax = plt.subplots(figsize=(8, 1.2))
+                ax.axis("off")
+                ax.text(0, 0.5, f"{err}", wrap=True, va="center", fontsize=10)
+                return fig
+        m = cache[sentence]
+        note = "" if m["gold"] is not None else (
+            "  (outside the grammar: no gold)" if m["reference"] is None else "  (differs from the reference: no gold)")
+        return plotting.plot_cross_attention(m["weights"][layer][head], m["src"], m["tgt"], m["gold"],
+                                             title=f"layer {layer}, head {head}{note}")
+
+    layout = W.VBox([controls["sentence"], W.HBox([controls["layer"], controls["head"]])])
+    return _explorer(render, controls, layout)

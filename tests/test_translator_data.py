@@ -1,0 +1,152 @@
+"""The generated language pair: determinism, disjoint splits, held-out combinations, gold alignments, vocab."""
+
+import numpy as np
+import pytest
+import torch
+
+from utils.translator import grammar
+from utils.translator.data import batches, make_dataset, make_pair, pad_sequences, to_tensors
+from utils.translator.vocab import Vocab
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return make_dataset(seed=3, n_train=800, n_val=100, n_test=100)
+
+
+def test_same_seed_same_data_other_seed_other_data(ds):
+    again = make_dataset(seed=3, n_train=800, n_val=100, n_test=100)
+    assert (again.train, again.val, again.test, again.heldout_pairs) == (ds.train, ds.val, ds.test, ds.heldout_pairs)
+    other = make_dataset(seed=4, n_train=800, n_val=100, n_test=100)
+    assert other.train != ds.train
+
+
+def test_split_sizes_and_disjointness(ds):
+    assert (len(ds.train), len(ds.val), len(ds.test)) == (800, 100, 100)
+    keys = [{" ".join(p.src) for p in split} for split in (ds.train, ds.val, ds.test)]
+    assert sum(map(len, keys)) == 1000, "sentences repeat inside a split"
+    assert not (keys[0] & keys[1]) and not (keys[0] & keys[2]) and not (keys[1] & keys[2])
+
+
+def test_heldout_combinations_only_in_test(ds):
+    held = set(ds.heldout_pairs)
+    assert len(held) == 12
+    for p in ds.train + ds.val:
+        assert not grammar.adjective_noun_pairs(p.src) & held, p.src
+    for p in ds.test:
+        assert grammar.adjective_noun_pairs(p.src) & held, p.src
+    # every held-out adjective and noun is still seen in training, in other combinations
+    train_words = {w for p in ds.train for w in p.src}
+    for adj, noun in held:
+        assert adj in train_words and noun in train_words
+
+
+def test_vocabulary_sizes_and_sentence_lengths(ds):
+    assert 40 <= len(ds.src_vocab.words()) <= 150 and 40 <= len(ds.tgt_vocab.words()) <= 150
+    lengths = [len(p.src) for p in ds.train]
+    assert 3 <= min(lengths) and max(lengths) <= 15
+
+
+def test_gold_alignment_is_a_permutation_with_reordering():
+    pair = make_pair("the big dog sees a red cat near the tree".split())
+    assert pair.tgt == ("lo", "kano", "grando", "la", "arbora", "pres", "una", "mira", "ruba", "vidat")
+    assert pair.alignment == (0, 2, 1, 8, 9, 7, 4, 6, 5, 3)
+    assert sorted(pair.alignment) == list(range(len(pair.src)))
+
+
+def test_agreement_needs_context():
+    # the determiner and adjective depend on the noun's gender and number, the final verb on the subject
+    assert make_pair("some quick foxes chase the old wolf".split()).tgt == (
+        "une", "vulpe", "rape", "lo", "lupo", "veko", "chasant")
+    assert make_pair("a quick fox chases the old wolves".split()).tgt == (
+        "una", "vulpa", "rapa", "li", "lupi", "veki", "chasat")
+
+
+@pytest.mark.parametrize("sentence, match", [
+    ("dog sees a cat", "word 0: expected a determiner"),
+    ("the dog sees", "word 3: expected a determiner .* got the end of the sentence"),
+    ("the dog see a cat", "word 2: the verb 'see' does not agree with the singular subject"),
+    ("a dogs see a cat", "word 0: 'a' cannot go with the plural noun 'dogs'"),
+    ("the dog sees a cat the", "word 5: expected a preposition"),
+    ("the dog sees a big", "word 5: expected an adjective or a noun"),
+    ("the dog sees a cat near the tree now", "word 8: expected the end"),
+])
+def test_ungrammatical_sentences_are_named(sentence, match):
+    with pytest.raises(grammar.GrammarError, match=match):
+        grammar.reference_translation(sentence.split())
+
+
+def test_vocab_round_trip(ds):
+    for vocab, words in ((ds.src_vocab, ds.train[0].src), (ds.tgt_vocab, ds.train[0].tgt)):
+        ids = vocab.encode(words, bos=True, eos=True)
+        assert ids[0] == vocab.bos_id and ids[-1] == vocab.eos_id
+        assert vocab.decode(ids + [vocab.pad_id] * 3) == list(words)
+        assert vocab.itos[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"]
+    assert ds.src_vocab.encode(["dog", "zebra"]) == [ds.src_vocab.stoi["dog"], ds.src_vocab.unk_id]
+    assert ds.src_vocab.unknown(["dog", "zebra", "okapi", "zebra"]) == ["zebra", "okapi"]
+
+
+def test_decode_stops_at_eos(ds):
+    v = ds.tgt_vocab
+    assert v.decode([v.stoi["lo"], v.eos_id, v.stoi["kano"]]) == ["lo"]
+
+
+def test_tensors_and_batches(ds):
+    src, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)
+    assert src.dtype == tgt.dtype == torch.long and src.shape[0] == tgt.shape[0] == 800
+    assert (tgt[:, 0] == ds.tgt_vocab.bos_id).all()
+    assert ((src == ds.src_vocab.eos_id).sum(1) == 1).all() and ((tgt == ds.tgt_vocab.eos_id).sum(1) == 1).all()
+    b1 = [b for _, b in zip(range(3), batches(src, tgt, 32, seed=1))]
+    b2 = [b for _, b in zip(range(3), batches(src, tgt, 32, seed=1))]
+    for (s1, t1), (s2, t2) in zip(b1, b2):
+        assert torch.equal(s1, s2) and torch.equal(t1, t2) and s1.shape[0] == 32
+        assert (s1[:, -1] != 0).any() and (t1[:, -1] != 0).any(), "an all-padding column was kept"
+    assert torch.equal(pad_sequences([[5], [6, 7]], 0), torch.tensor([[5, 0], [6, 7]]))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"n_train": 0}, ValueError, "n_train must be a positive int"),
+    ({"n_test": 1.5}, TypeError, "n_test must be an int"),
+    ({"seed": "a"}, TypeError, "seed must be an int"),
+    ({"n_heldout_pairs": 99}, ValueError, "n_heldout_pairs must be in"),
+])
+def test_make_dataset_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make_dataset(**kwargs)
+
+
+@pytest.mark.parametrize("words, match", [
+    (["a", "a"], "words must be distinct"),
+    (["a b"], "without spaces"),
+    (["<pad>"], "not a special token"),
+])
+def test_vocab_bad_input(words, match):
+    with pytest.raises(ValueError, match=match):
+        Vocab(words)
+
+
+def test_vocab_encode_and_decode_bad_input(ds):
+    with pytest.raises(TypeError, match="words must be a list of words, got the str"):
+        ds.src_vocab.encode("the dog")
+    with pytest.raises(ValueError, match=r"ids must be in \[0, 61\), got 99"):
+        ds.src_vocab.decode([99])
+
+
+def test_batches_and_padding_bad_input():
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        next(batches(torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, 3, dtype=torch.long), 0, seed=0))
+    with pytest.raises(ValueError, match="same number of sentences, got 4 and 5"):
+        next(batches(torch.zeros(4, 3, dtype=torch.long), torch.zeros(5, 3, dtype=torch.long), 2, seed=0))
+    with pytest.raises(ValueError, match="seqs must hold at least one"):
+        pad_sequences([], 0)
+    with pytest.raises(ValueError, match="pairs must hold at least one"):
+        to_tensors([], None, None)
+
+
+def test_sampler_covers_the_grammar():
+    rng = np.random.default_rng(0)
+    sentences = [grammar.sample_sentence(rng) for _ in range(2000)]
+    for s in sentences:
+        grammar.reference_translation(s)  # every sample parses
+    lengths = {len(s) for s in sentences}
+    assert min(lengths) == 5 and max(lengths) == 14  # 4 + 1 + 4 + 1 + 4

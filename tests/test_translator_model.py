@@ -1,0 +1,183 @@
+"""Seq2SeqTransformer: shapes, mask leakage, equality with torch.nn.Transformer, decoding, bad input."""
+
+import pytest
+import torch
+
+from utils.translator.decode import greedy_decode, translate
+from utils.translator.model import Seq2SeqTransformer, parameter_counts
+from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours
+from utils.translator.vocab import Vocab
+
+PAD = 0
+
+
+def make_model(**kw):
+    torch.manual_seed(0)
+    cfg = dict(src_vocab_size=20, tgt_vocab_size=30, d_model=32, num_heads=4, d_ff=64, num_layers=2)
+    cfg.update(kw)
+    return Seq2SeqTransformer(**cfg).eval()
+
+
+def tokens(batch, T, vocab, seed, n_pad=0):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randint(4, vocab, (batch, T), generator=g)  # (batch, T)
+    if n_pad:
+        t[0, -n_pad:] = PAD  # the first sentence is shorter
+    return t
+
+
+def test_logits_shape_and_parameter_counts():
+    model = make_model()
+    logits = model(tokens(3, 7, 20, 0), tokens(3, 5, 30, 1))
+    assert logits.shape == (3, 5, 30)
+    counts = parameter_counts(model)
+    assert sum(counts.values()) == sum(p.numel() for p in model.parameters())
+    assert counts["source embedding"] == 20 * 32 and counts["output projection"] == 32 * 30 + 30
+    assert [w.shape for w in model.cross_attention()] == [(3, 4, 5, 7)] * 2
+
+
+@pytest.mark.parametrize("t", [0, 2, 5])
+def test_future_target_tokens_do_not_change_earlier_logits(t):
+    model = make_model()
+    src, tgt = tokens(2, 6, 20, 0), tokens(2, 7, 30, 1)
+    changed = tgt.clone()
+    changed[:, t + 1:] = tokens(2, 7, 30, 2)[:, t + 1:]
+    a, b = model(src, tgt), model(src, changed)  # (2, 7, 30)
+    torch.testing.assert_close(a[:, :t + 1], b[:, :t + 1], atol=1e-6, rtol=0)
+    assert not torch.allclose(a[:, t + 1:], b[:, t + 1:]), "changing later tokens should change later logits"
+
+
+def test_source_padding_changes_nothing():
+    model = make_model()
+    src, tgt = tokens(2, 6, 20, 0, n_pad=2), tokens(2, 5, 30, 1)
+    base = model(src, tgt)
+    more_pad = torch.cat([src, torch.full((2, 3), PAD)], dim=1)  # (2, 9): three extra padding columns
+    torch.testing.assert_close(model(more_pad, tgt), base, atol=1e-5, rtol=0)
+    with torch.no_grad():
+        model.src_embed.weight[PAD] += 5.0  # a different vector at every padded position
+    torch.testing.assert_close(model(src, tgt), base, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("shape", [(1, 4, 3), (3, 9, 6)])
+def test_equals_torch_transformer_with_copied_weights(shape, norm_first):
+    batch, S, T = shape
+    torch.manual_seed(1)
+    cfg = make_model(norm_first=norm_first).config
+    ref = TorchSeq2Seq(cfg).train()  # train mode (dropout 0): keeps torch off its zero-filling fast path
+    ours = copy_into_ours(ref)
+    src, tgt = tokens(batch, S, 20, 3, n_pad=1), tokens(batch, T, 30, 4, n_pad=1)
+    got, expected = ours(src, tgt), ref(src, tgt)
+    real = tgt != PAD  # compare real target positions
+    torch.testing.assert_close(got[real], expected[real], atol=1e-5, rtol=1e-5)
+
+
+class ScriptedModel(Seq2SeqTransformer):
+    """A model whose next token is scripted: 5, 6, 7, <eos>=2, then 9 forever."""
+
+    def decode(self, tgt, memory, src_mask):
+        script = [5, 6, 7, 2] + [9] * 100
+        logits = torch.zeros(tgt.shape[0], tgt.shape[1], self.config["tgt_vocab_size"])
+        for t in range(tgt.shape[1]):
+            logits[:, t, script[t]] = 1.0
+        return logits
+
+
+def test_greedy_decoding_stops_at_eos_and_at_the_length_guard():
+    model = ScriptedModel(20, 30, 32, 4, 64, 1)
+    src = tokens(2, 4, 20, 0)
+    assert greedy_decode(model, src, bos_id=1, eos_id=2, max_len=10) == [[5, 6, 7]] * 2
+    assert greedy_decode(model, src, bos_id=1, eos_id=2, max_len=2) == [[5, 6]] * 2
+    # a random model rarely says <eos>: the guard bounds the output length
+    out = greedy_decode(make_model(), src, bos_id=1, eos_id=2, max_len=6)
+    assert all(len(o) <= 6 for o in out)
+
+
+def test_translate_bad_input():
+    src_vocab, tgt_vocab = Vocab([f"s{i}" for i in range(16)]), Vocab([f"t{i}" for i in range(26)])
+    model = make_model()
+    assert isinstance(translate(model, "s1 s2", src_vocab, tgt_vocab, max_len=4), str)
+    with pytest.raises(ValueError, match="sentence is empty"):
+        translate(model, "   ", src_vocab, tgt_vocab)
+    with pytest.raises(ValueError, match=r"never saw: \['zebra', 'okapi'\]; known words include: s0, s1"):
+        translate(model, "s1 zebra okapi", src_vocab, tgt_vocab)
+    with pytest.raises(TypeError, match="sentence must be a str, got list"):
+        translate(model, ["s1"], src_vocab, tgt_vocab)
+    with pytest.raises(TypeError, match="src_vocab must be a Vocab"):
+        translate(model, "s1", ["s1"], tgt_vocab)
+    with pytest.raises(ValueError, match="this model takes at most 63"):
+        translate(model, " ".join(["s1"] * 70), src_vocab, tgt_vocab)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"d_model": 30, "num_heads": 4}, ValueError, "d_model must be divisible by num_heads"),
+    ({"d_model": 33}, ValueError, "d_model must be even"),
+    ({"num_layers": 0}, ValueError, "num_layers must be a positive int"),
+    ({"src_vocab_size": 2.5}, TypeError, "src_vocab_size must be an int"),
+    ({"dropout": 1.0}, ValueError, r"dropout must be a number in \[0, 1\)"),
+    ({"pad_id": 40}, ValueError, "pad_id must be an int id inside both vocabularies"),
+])
+def test_model_config_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make_model(**kwargs)
+
+
+@pytest.mark.parametrize("src, tgt, error, match", [
+    ([[4, 5]], None, TypeError, "src must be a torch.Tensor, got list"),
+    (torch.ones(2, 3), None, ValueError, "src must be an integer tensor"),
+    (torch.ones(3, dtype=torch.long), None, ValueError, r"src must have shape \(batch, seq\)"),
+    (torch.full((1, 3), 20), None, ValueError, r"src ids must be in \[0, 20\), got min 20"),
+    (torch.ones(1, 65, dtype=torch.long), None, ValueError, "src has 65 positions, more than max_len=64"),
+    (None, torch.full((1, 3), -1), ValueError, r"tgt ids must be in \[0, 30\)"),
+    (None, torch.ones(2, 3, dtype=torch.long), ValueError, "same batch size, got 1 and 2"),
+])
+def test_forward_bad_input(src, tgt, error, match):
+    model = make_model()
+    src = tokens(1, 4, 20, 0) if src is None else src
+    tgt = tokens(1, 3, 30, 0) if tgt is None else tgt
+    with pytest.raises(error, match=match):
+        model(src, tgt)
+
+
+def test_beam_search():
+    from utils.translator.decode import beam_search
+
+    scripted = ScriptedModel(20, 30, 32, 4, 64, 1)
+    src = tokens(1, 4, 20, 0)
+    assert beam_search(scripted, src, 1, 2, beam_size=3, max_len=10) == [5, 6, 7]
+    model = make_model()
+    for seed in range(3):
+        src = tokens(1, 5, 20, seed)
+        # beam size 1 is greedy decoding (a random model: the length guard stops it)
+        assert beam_search(model, src, 1, 2, beam_size=1, max_len=6) == greedy_decode(model, src, 1, 2, max_len=6)[0]
+    with pytest.raises(ValueError, match=r"src must hold one sentence, shape \(1, S\), got \(2, 5\)"):
+        beam_search(model, tokens(2, 5, 20, 0), 1, 2)
+    with pytest.raises(ValueError, match="beam_size must be a positive int"):
+        beam_search(model, src, 1, 2, beam_size=0)
+
+
+def test_beam_search_finds_a_more_probable_translation_than_greedy():
+    """A model where the greedy first choice (token 5, p=0.5) leads to a poor continuation."""
+    from utils.translator.decode import beam_search
+
+    class Trap(Seq2SeqTransformer):
+        def decode(self, tgt, memory, src_mask):
+            V = self.config["tgt_vocab_size"]
+            probs = torch.full((tgt.shape[0], tgt.shape[1], V), 1e-6)
+            for b in range(tgt.shape[0]):
+                for t in range(tgt.shape[1]):
+                    seq = tgt[b, :t + 1].tolist()
+                    if seq == [1]:
+                        probs[b, t, 5], probs[b, t, 6] = 0.5, 0.4
+                    elif seq == [1, 5]:
+                        probs[b, t, 7:17] = 0.1  # ten equally likely words: 0.5 * 0.1 = 0.05
+                    elif seq == [1, 6]:
+                        probs[b, t, 8] = 1.0  # 0.4 * 1.0 = 0.4
+                    else:
+                        probs[b, t, 2] = 1.0  # then <eos>
+            return probs.log()
+
+    model = Trap(20, 30, 32, 4, 64, 1)
+    src = tokens(1, 3, 20, 0)
+    assert greedy_decode(model, src, 1, 2, max_len=5)[0][0] == 5
+    assert beam_search(model, src, 1, 2, beam_size=2, max_len=5) == [6, 8]

@@ -1,0 +1,172 @@
+"""Training (the loss falls in a few seconds), the warm-up schedule, checkpoints, evaluation and bad input."""
+
+import pytest
+import torch
+
+from utils.translator.checkpoint import load_checkpoint, save_checkpoint
+from utils.translator.data import make_dataset, to_tensors
+from utils.translator.decode import translate
+from utils.translator.evaluate import alignment_accuracy, bleu, evaluate, exact_match, token_accuracy
+from utils.translator.model import Seq2SeqTransformer
+from utils.translator.train import loss_fn, noam_lr, shift_targets, train
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return make_dataset(seed=1, n_train=600, n_val=50, n_test=40)
+
+
+@pytest.fixture(scope="module")
+def trained(ds):
+    """A tiny model after 60 steps: enough for the loss to fall, not to translate."""
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), d_model=32, num_heads=2, d_ff=64,
+                               num_layers=1)
+    src, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)
+    history = train(model, src, tgt, steps=60, batch_size=32, warmup=20, seed=0, num_threads=1, progress=False)
+    return model, history
+
+
+def test_loss_falls(trained):
+    _, history = trained
+    losses = history["loss"]
+    assert len(losses) == 60 and len(history["lr"]) == 60 and history["seconds"] > 0
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    assert last < 0.7 * first, f"loss went from {first:.3f} to {last:.3f}"
+    assert all(t > 0 for t in history["tokens"])
+
+
+def test_training_is_deterministic(ds):
+    src, tgt = to_tensors(ds.train[:200], ds.src_vocab, ds.tgt_vocab)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(5)
+        model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1)
+        runs.append(train(model, src, tgt, steps=5, batch_size=16, seed=2, num_threads=1, progress=False)["loss"])
+    assert runs[0] == runs[1]
+
+
+def test_teacher_forcing_shift():
+    tgt = torch.tensor([[1, 7, 8, 2, 0], [1, 9, 2, 0, 0]])  # <bos> ... <eos> <pad>
+    decoder_input, labels = shift_targets(tgt)
+    assert decoder_input.tolist() == [[1, 7, 8, 2], [1, 9, 2, 0]]
+    assert labels.tolist() == [[7, 8, 2, 0], [9, 2, 0, 0]]
+
+
+def test_loss_ignores_padding():
+    logits = torch.randn(1, 3, 5)
+    labels = torch.tensor([[2, 4, 0]])
+    other = logits.clone()
+    other[0, 2] = torch.randn(5)  # the padded position's logits do not matter
+    assert torch.equal(loss_fn(logits, labels, pad_id=0), loss_fn(other, labels, pad_id=0))
+    assert loss_fn(logits, labels, 0, label_smoothing=0.1) != loss_fn(logits, labels, 0)
+
+
+def test_warmup_schedule():
+    d_model, warmup = 512, 4000  # the paper's values: the peak lr is d_model^-0.5 * warmup^-0.5
+    lrs = [noam_lr(s, d_model, warmup) for s in range(1, 20001)]
+    peak = max(range(len(lrs)), key=lrs.__getitem__) + 1
+    assert peak == warmup
+    assert lrs[warmup - 1] == pytest.approx(512 ** -0.5 * 4000 ** -0.5)
+    assert lrs[0] < lrs[99] < lrs[warmup - 1] > lrs[-1]
+
+
+def test_checkpoint_round_trip(trained, ds, tmp_path):
+    model, _ = trained
+    path = tmp_path / "translator.pt"
+    save_checkpoint(path, model, ds.src_vocab, ds.tgt_vocab)
+    loaded, src_vocab, tgt_vocab = load_checkpoint(path)
+    assert src_vocab == ds.src_vocab and tgt_vocab == ds.tgt_vocab and loaded.config == model.config
+    for p in ds.test[:5]:
+        sentence = " ".join(p.src)
+        assert translate(loaded, sentence, src_vocab, tgt_vocab) == translate(model, sentence, ds.src_vocab, ds.tgt_vocab)
+    fresh = Seq2SeqTransformer(**model.config)
+    load_checkpoint(path, model=fresh)
+    for a, b in zip(fresh.state_dict().values(), model.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_checkpoint_bad_input(trained, ds, tmp_path):
+    model, _ = trained
+    path = tmp_path / "translator.pt"
+    save_checkpoint(path, model, ds.src_vocab, ds.tgt_vocab)
+    other = Seq2SeqTransformer(**{**model.config, "d_model": 64, "num_layers": 2})
+    with pytest.raises(ValueError, match="d_model: checkpoint 32 vs model 64, num_layers: checkpoint 1 vs model 2"):
+        load_checkpoint(path, model=other)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+    torch.save({"something": torch.zeros(1)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a translator checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
+    with pytest.raises(TypeError, match="model must be a Seq2SeqTransformer or None, got Linear"):
+        load_checkpoint(path, model=torch.nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="model must be a Seq2SeqTransformer, got str"):
+        save_checkpoint(path, "model", ds.src_vocab, ds.tgt_vocab)
+    with pytest.raises(ValueError, match="tgt_vocab has 61 tokens but the model was built for 96"):
+        save_checkpoint(path, model, ds.src_vocab, ds.src_vocab)
+    with pytest.raises(TypeError, match="src_vocab must be a Vocab, got list"):
+        save_checkpoint(path, model, ["a"], ds.tgt_vocab)
+
+
+def test_metrics_on_hand_made_examples():
+    refs = [["a", "b", "c"], ["d", "e"]]
+    hyps = [["a", "b", "c"], ["d", "x", "y"]]
+    assert exact_match(hyps, refs) == 0.5
+    assert token_accuracy(hyps, refs) == pytest.approx(4 / 5)
+    long_refs = [list("abcdef"), list("ghijk")]
+    assert bleu(long_refs, long_refs) == pytest.approx(100.0)
+    assert 0 < bleu([list("abcdef"), list("ghijx")], long_refs) < 100
+    with pytest.raises(ValueError):
+        exact_match(hyps, refs[:1])
+
+
+def test_evaluate_and_alignment_accuracy_shapes(trained, ds):
+    model, _ = trained
+    result = evaluate(model, ds.test[:20], ds.src_vocab, ds.tgt_vocab)
+    assert 0 <= result["exact_match"] <= 1 and 0 <= result["token_accuracy"] <= 1 and 0 <= result["bleu"] <= 100
+    assert result["alignment_accuracy"].shape == (1, 2)
+    assert result["best_head_alignment_accuracy"] == float(result["alignment_accuracy"].max())
+
+
+def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds):
+    """Force every head to put its weight on the gold source word: accuracy 1; on another word: 0."""
+    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1)
+    pairs = ds.test[:8]
+    gold = [list(p.alignment) for p in pairs]
+
+    def fake_cross(shift):
+        def hook(module, args, output):
+            out, w = output
+            w = torch.zeros_like(w)  # (B, h, T, S)
+            for b, g in enumerate(gold):
+                for j, s in enumerate(g):
+                    w[b, :, j, (s + shift) % len(pairs[b].src)] = 1.0
+            return out, w
+        return hook
+
+    for shift, expected in ((0, 1.0), (1, 0.0)):
+        handle = model.decoder.layers[0].cross_attn.register_forward_hook(fake_cross(shift))
+        acc = alignment_accuracy(model, pairs, ds.src_vocab, ds.tgt_vocab)
+        handle.remove()
+        assert torch.equal(acc, torch.full((1, 2), expected))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"steps": 0}, ValueError, "steps must be a positive int"),
+    ({"label_smoothing": 1.5}, ValueError, r"label_smoothing must be in \[0, 1\)"),
+    ({"num_threads": 0}, ValueError, "num_threads must be a positive int"),
+    ({"batch_size": 0}, ValueError, "batch_size must be a positive int"),
+])
+def test_train_bad_input(trained, ds, kwargs, error, match):
+    model, _ = trained
+    src, tgt = to_tensors(ds.train[:50], ds.src_vocab, ds.tgt_vocab)
+    args = {"steps": 1, "progress": False, "num_threads": 1, **kwargs}
+    with pytest.raises(error, match=match):
+        train(Seq2SeqTransformer(**model.config), src, tgt, **args)
+
+
+def test_schedule_and_shift_bad_input():
+    with pytest.raises(ValueError, match="step must be a positive int"):
+        noam_lr(0, 64, 100)
+    with pytest.raises(ValueError, match=r"tgt must have shape \(batch, T\) with T >= 2"):
+        shift_targets(torch.tensor([[1]]))

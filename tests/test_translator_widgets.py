@@ -1,0 +1,107 @@
+"""The cross-attention heatmap and training-history plots (what is drawn) and the explorer widget."""
+
+import ipywidgets as W
+import numpy as np
+import pytest
+import torch
+
+from utils import plotting
+from utils.plotting import plot_cross_attention, plot_training_history
+from utils.translator.attention_maps import cross_attention_map
+from utils.translator.data import make_dataset
+from utils.translator.model import Seq2SeqTransformer
+from utils.widgets import cross_attention_explorer
+
+
+@pytest.fixture(scope="module")
+def setup():
+    ds = make_dataset(seed=0, n_train=50, n_val=10, n_test=10)
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 2).eval()
+    return model, ds
+
+
+def test_heatmap_draws_the_weights_and_the_gold_markers():
+    w = np.random.default_rng(0).dirichlet(np.ones(4), size=3)  # (3, 4)
+    fig = plot_cross_attention(w, ["a", "b", "c", "<eos>"], ["x", "y", "<eos>"], gold=[2, 0], title="t")
+    ax = fig.axes[0]
+    np.testing.assert_allclose(ax.images[0].get_array(), w)
+    np.testing.assert_array_equal(ax.collections[0].get_offsets(), [[2, 0], [0, 1]])  # (source, target)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c", "<eos>"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y", "<eos>"]
+    assert ax.get_title() == "t"
+    no_gold = plot_cross_attention(w, list("abcd"), list("xyz"))
+    assert len(no_gold.axes[0].collections) == 0
+
+
+@pytest.mark.parametrize("weights, gold, match", [
+    (np.ones((2, 4)), None, r"weights must have shape \(len\(tgt_words\)=3, len\(src_words\)=4\), got \(2, 4\)"),
+    (np.ones((3, 4)), [0, 9], r"gold must give at most 3 source indices in \[0, 4\), got \[0, 9\]"),
+    (np.ones((3, 4)), [0, 1, 2, 3], "gold must give at most 3"),
+])
+def test_heatmap_bad_input(weights, gold, match):
+    with pytest.raises(ValueError, match=match):
+        plot_cross_attention(weights, list("abcd"), list("xyz"), gold)
+
+
+def test_training_history_draws_loss_and_lr():
+    fig = plot_training_history([3.0, 2.0, 1.0], [0.1, 0.2, 0.3])
+    loss_line, lr_line = fig.axes[0].lines[0], fig.axes[1].lines[0]
+    np.testing.assert_array_equal(loss_line.get_ydata(), [3.0, 2.0, 1.0])
+    np.testing.assert_array_equal(lr_line.get_xdata(), [1, 2, 3])
+    with pytest.raises(ValueError, match="losses and lrs must have the same length, got 3 and 2"):
+        plot_training_history([3.0, 2.0, 1.0], [0.1, 0.2])
+
+
+def test_cross_attention_map(setup):
+    model, ds = setup
+    m = cross_attention_map(model, "the big dog sees a red cat", ds.src_vocab, ds.tgt_vocab)
+    assert m["src"] == "the big dog sees a red cat <eos>".split()
+    assert m["reference"] == "lo kano grando una mira ruba vidat".split()
+    assert len(m["weights"]) == 2 and m["weights"][0].shape == (2, len(m["tgt"]), len(m["src"]))
+    np.testing.assert_allclose(m["weights"][1].sum(-1), 1.0, atol=1e-5)
+    assert m["gold"] is None  # an untrained model does not produce the reference, so no gold overlay
+    outside = cross_attention_map(model, "dog the sees", ds.src_vocab, ds.tgt_vocab)
+    assert outside["reference"] is None and outside["gold"] is None
+    with pytest.raises(ValueError, match="never saw"):
+        cross_attention_map(model, "the zebra", ds.src_vocab, ds.tgt_vocab)
+
+
+def test_gold_is_overlaid_when_the_model_is_right(setup, monkeypatch):
+    model, ds = setup
+    reference = "lo kano grando una mira ruba vidat".split()
+    ids = ds.tgt_vocab.encode(reference)
+    monkeypatch.setattr("utils.translator.attention_maps.greedy_decode", lambda *a, **k: [ids])
+    m = cross_attention_map(model, "the big dog sees a red cat", ds.src_vocab, ds.tgt_vocab)
+    assert m["gold"] == [0, 2, 1, 4, 6, 5, 3]
+    assert m["tgt"][:-1] == reference
+
+
+def test_explorer_controls_and_redraw(setup, monkeypatch):
+    model, ds = setup
+    drawn = []
+    real = plotting.plot_cross_attention
+
+    def spy(weights, src, tgt, gold=None, title=""):
+        fig = real(weights, src, tgt, gold, title)
+        drawn.append((np.asarray(weights), title, fig.axes[0].images[0].get_array()))
+        return fig
+
+    monkeypatch.setattr(plotting, "plot_cross_attention", spy)
+    box = cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, sentence="the big dog sees a red cat")
+    controls, out = box.children
+    text, pickers = controls.children
+    layer, head = pickers.children
+    assert isinstance(text, W.Text) and isinstance(out, W.Output)
+    assert list(layer.options) == [0, 1] and list(head.options) == [0, 1]
+    assert drawn and drawn[-1][1].startswith("layer 0, head 0")
+    head.value = 1
+    layer.value = 1
+    m = cross_attention_map(model, "the big dog sees a red cat", ds.src_vocab, ds.tgt_vocab)
+    assert drawn[-1][1].startswith("layer 1, head 1")
+    np.testing.assert_allclose(drawn[-1][2], m["weights"][1][1])  # the image is that head's map
+    n = len(drawn)
+    text.value = "some foxes see the tree"
+    assert len(drawn) == n + 1 and drawn[-1][2].shape[1] == 6  # 5 words + <eos>
+    text.value = "the zebra"  # bad input is reported in the figure, not raised
+    assert len(drawn) == n + 1

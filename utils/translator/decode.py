@@ -1,0 +1,91 @@
+"""Greedy decoding (one token at a time, stopping at <eos> or a length guard) and translate()."""
+
+import torch
+
+from utils import validation
+from utils.translator.vocab import Vocab
+
+
+@torch.no_grad()
+def greedy_decode(model, src, bos_id, eos_id, max_len=None):
+    """Translate a batch src (batch, S): list of id lists, each ending before <eos> (or cut at max_len)."""
+    was_training = model.training
+    model.eval()
+    max_len = validation.positive_int("max_len", max_len if max_len is not None else model.max_len - 1)
+    max_len = min(max_len, model.max_len - 1)  # the <bos> takes one position of the PE table
+    memory, src_mask = model.encode(src)  # (batch, S, d_model), (batch, 1, S)
+    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)  # (batch, 1): every target starts at <bos>
+    done = torch.zeros(src.shape[0], dtype=torch.bool)  # (batch,)
+    for _ in range(max_len):
+        logits = model.decode(ys, memory, src_mask)  # (batch, t, vocab)
+        next_id = logits[:, -1].argmax(-1)  # (batch,): the most likely next token
+        next_id = next_id.masked_fill(done, model.pad_id)  # finished sentences only get padding
+        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (batch, t + 1)
+        done |= next_id == eos_id
+        if done.all():
+            break
+    model.train(was_training)
+    out = []
+    for row in ys[:, 1:].tolist():
+        out.append(row[:row.index(eos_id)] if eos_id in row else row)
+    return out
+
+
+def check_sentence(sentence, src_vocab):
+    """The words of `sentence`; a ValueError for empty input or unknown words (listing some known ones)."""
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__} {sentence!r}")
+    if not isinstance(src_vocab, Vocab):
+        raise TypeError(f"src_vocab must be a Vocab, got {type(src_vocab).__name__}")
+    words = sentence.lower().split()
+    if not words:
+        raise ValueError("sentence is empty: type a few words, e.g. 'the big dog sees a cat'")
+    unknown = src_vocab.unknown(words)
+    if unknown:
+        known = ", ".join(src_vocab.words()[:12])
+        raise ValueError(f"sentence has words the model never saw: {unknown}; known words include: {known}, ...")
+    return words
+
+
+def translate(model, sentence, src_vocab, tgt_vocab, max_len=None):
+    """Greedy translation of one sentence (a str of space-separated words) into a str."""
+    words = check_sentence(sentence, src_vocab)
+    if len(words) + 1 > model.max_len:
+        raise ValueError(f"sentence has {len(words)} words; this model takes at most {model.max_len - 1}")
+    src = torch.tensor([src_vocab.encode(words, eos=True)])  # (1, S)
+    ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)[0]
+    return " ".join(tgt_vocab.decode(ids))
+
+
+@torch.no_grad()
+def beam_search(model, src, bos_id, eos_id, beam_size=4, max_len=None):
+    """Ids of the most probable translation of one sentence src (1, S) among `beam_size` partial ones kept
+    at each step (sum of log-probabilities); beam_size=1 is greedy decoding."""
+    beam_size = validation.positive_int("beam_size", beam_size)
+    validation.tensor("src", src)
+    if src.dim() != 2 or src.shape[0] != 1:
+        raise ValueError(f"src must hold one sentence, shape (1, S), got {tuple(src.shape)}")
+    max_len = validation.positive_int("max_len", max_len if max_len is not None else model.max_len - 1)
+    max_len = min(max_len, model.max_len - 1)
+    was_training = model.training
+    model.eval()
+    memory, src_mask = model.encode(src)  # (1, S, d_model), (1, 1, S)
+    beams, finished = [([bos_id], 0.0)], []  # (ids so far, log-probability)
+    for _ in range(max_len):
+        k = len(beams)
+        ys = torch.tensor([ids for ids, _ in beams])  # (k, t)
+        logp = model.decode(ys, memory.expand(k, -1, -1), src_mask.expand(k, -1, -1))[:, -1].log_softmax(-1)  # (k, V)
+        total = torch.tensor([score for _, score in beams])[:, None] + logp  # (k, V)
+        top = total.flatten().topk(min(beam_size, total.numel()))
+        vocab = total.shape[1]  # flat index i = (beam i // vocab) extended by token (i % vocab)
+        beams = [(ys[i // vocab].tolist() + [i % vocab], score)
+                 for score, i in zip(top.values.tolist(), top.indices.tolist())]
+        finished += [(ids[1:-1], score) for ids, score in beams if ids[-1] == eos_id]
+        beams = [(ids, score) for ids, score in beams if ids[-1] != eos_id]
+        # log-probabilities are <= 0, so a live beam can only lose score: stop once none can win
+        if not beams or (finished and max(s for _, s in finished) >= beams[0][1]):
+            break
+    model.train(was_training)
+    if not finished:  # the length guard stopped every beam
+        finished = [(ids[1:], score) for ids, score in beams]
+    return max(finished, key=lambda f: f[1])[0]

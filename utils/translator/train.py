@@ -1,0 +1,76 @@
+"""Training with teacher forcing: cross-entropy over every target position, Adam with the paper's warm-up."""
+
+import time
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from utils import validation
+from utils.translator.data import batches
+
+
+def shift_targets(tgt):
+    """tgt (batch, T) = <bos> y_1 .. y_n <eos> -> decoder input tgt[:, :-1] and labels tgt[:, 1:]."""
+    validation.tensor("tgt", tgt)
+    if tgt.dim() != 2 or tgt.shape[1] < 2:
+        raise ValueError(f"tgt must have shape (batch, T) with T >= 2 (<bos> ... <eos>), got {tuple(tgt.shape)}")
+    return tgt[:, :-1], tgt[:, 1:]  # (batch, T-1) each: input t predicts label t
+
+
+def noam_lr(step, d_model, warmup, factor=1.0):
+    """lrate = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (paper, section 5.3); step >= 1."""
+    step = validation.positive_int("step", step)
+    validation.positive_int("warmup", warmup)
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def make_optimizer(model, warmup=400, factor=1.0):
+    """Adam(beta1=0.9, beta2=0.98, eps=1e-9) and a LambdaLR scheduler following noam_lr."""
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    d_model = model.config["d_model"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: noam_lr(i + 1, d_model, warmup, factor))
+    return opt, sched
+
+
+def loss_fn(logits, labels, pad_id, label_smoothing=0.0):
+    """Mean cross-entropy over the non-padding labels; logits (batch, T, vocab), labels (batch, T)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=pad_id,
+                           label_smoothing=label_smoothing)
+
+
+def train(model, src, tgt, steps, batch_size=64, warmup=400, factor=1.0, label_smoothing=0.0, seed=0,
+          num_threads=2, progress=True):
+    """Train `model` in place for `steps` steps on padded tensors src (N, S), tgt (N, T); return the history.
+
+    The history holds per-step "loss", "lr" and "tokens" (target positions trained on), and "seconds".
+    """
+    steps = validation.positive_int("steps", steps)
+    if not 0 <= label_smoothing < 1:
+        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
+    torch.set_num_threads(validation.positive_int("num_threads", num_threads))
+    torch.manual_seed(seed)
+    pad_id = model.config["pad_id"]
+    opt, sched = make_optimizer(model, warmup, factor)
+    data = batches(src, tgt, batch_size, seed, pad_id)
+    history = {"loss": [], "lr": [], "tokens": []}
+    model.train()
+    start = time.perf_counter()
+    bar = tqdm(range(steps), desc="training", disable=not progress, mininterval=0.5)
+    for _ in bar:
+        s, t = next(data)  # (B, S), (B, T)
+        decoder_input, labels = shift_targets(t)  # (B, T-1) each
+        logits = model(s, decoder_input)  # (B, T-1, vocab)
+        loss = loss_fn(logits, labels, pad_id, label_smoothing)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        history["lr"].append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+        history["loss"].append(loss.item())
+        history["tokens"].append(int((labels != pad_id).sum()))
+        if len(history["loss"]) % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    history["seconds"] = time.perf_counter() - start
+    model.eval()
+    return history
