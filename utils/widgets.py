@@ -33,3 +33,17 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
 
     controls["max_len"].observe(clamp_position, names="value")
     return _explorer(plotting.plot_pe_heatmap, controls)
+
+
+# --- lesson 05: multi-head attention ---
+
+def head_explorer(weights, tokens=None, head=0):
+    """A slider that picks one head of weights (num_heads, T_q, T_k); shown beside the head average."""
+    weights = plotting._check_head_weights(weights)
+    num_heads = weights.shape[0]
+    controls = {"head": W.IntSlider(head, 0, num_heads - 1, 1, description="head")}
+
+    def render(head):
+        return plotting.plot_head_attention(weights, head, tokens)
+
+    return _explorer(render, controls)
