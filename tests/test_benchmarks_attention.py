@@ -16,9 +16,10 @@ def test_quick_benchmark_prints_the_expected_json():
     for key in ("worst_ratio_vs_need_weights", "worst_ratio_vs_no_weights", "worst_encoder_ratio"):
         assert result[key] > 0
     mha_keys = {"batch", "seq", "d_model", "num_heads", "masked", "ours_ms", "torch_need_weights_ms",
-                "torch_no_weights_ms", "ratio_vs_need_weights", "ratio_vs_no_weights"}
+                "torch_no_weights_ms", "ratio_vs_need_weights", "ratio_vs_no_weights", "min_ratio_vs_need_weights",
+                "min_ratio_vs_no_weights"}
     assert {r["masked"] for r in result["multihead_attention"]} == {False, True}
     for row in result["multihead_attention"]:
         assert mha_keys <= row.keys() and row["ours_ms"] > 0
     for row in result["encoder_layer"]:
-        assert {"ours_ms", "torch_ms", "ratio", "d_ff"} <= row.keys() and row["ratio"] > 0
+        assert {"ours_ms", "torch_ms", "ratio", "min_ratio", "d_ff"} <= row.keys() and row["ratio"] > 0
