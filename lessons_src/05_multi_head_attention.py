@@ -154,7 +154,7 @@ torch_mha = nn.MultiheadAttention(d_model, num_heads, batch_first=True).eval()
 copy = MultiHeadAttention.from_torch(torch_mha).eval()
 tokens = torch.tensor([[5, 3, 8, 0, 0], [4, 4, 1, 7, 2]])  # (batch, T), 0 = padding
 mask = padding_mask(tokens, 0) & causal_mask(T)  # (batch, T, T): True = may attend
-ref, ref_avg = torch_mha(x, x, x, key_padding_mask=tokens == 0, attn_mask=~causal_mask(T))
+ref, ref_avg = torch_mha(x, x, x, key_padding_mask=tokens == 0, attn_mask=~causal_mask(T))  # (batch, T, d_model), (batch, T, T)
 got, got_heads = copy(x, x, x, mask=mask)  # (batch, T, d_model), (batch, num_heads, T, T)
 print("torch weights", tuple(ref_avg.shape), " ours", tuple(got_heads.shape))
 assert torch.allclose(got, ref, atol=1e-6)
@@ -173,7 +173,7 @@ q = split_heads(x @ Wq_t.T + bq, num_heads)  # (batch, num_heads, T, d_k)
 k = split_heads(x @ Wk_t.T + bk, num_heads)  # (batch, num_heads, T, d_k)
 v = split_heads(x @ Wv_t.T + bv, num_heads)  # (batch, num_heads, T, d_k)
 h_out, _ = scaled_dot_product_attention(q, k, v, mask.unsqueeze(1))  # (batch, num_heads, T, d_k)
-by_hand = merge_heads(h_out) @ torch_mha.out_proj.weight.detach().T + torch_mha.out_proj.bias.detach()
+by_hand = merge_heads(h_out) @ torch_mha.out_proj.weight.detach().T + torch_mha.out_proj.bias.detach()  # (batch, T, d_model)
 assert torch.allclose(by_hand, ref, atol=1e-6)
 print("PASS: project / split / attend / concat / W_o with torch's weights == torch")
 
@@ -249,7 +249,7 @@ def make_batch(n, generator):
     x = torch.zeros(n, T, d_model)  # (n, T, d_model)
     x[..., :4] = torch.randn(n, T, 4, generator=generator)  # content
     where = torch.rand(n, T - 1, generator=generator).argsort(-1)[:, :2]  # (n, 2) positions of A, B
-    rows = torch.arange(n)
+    rows = torch.arange(n)  # (n,)
     x[rows, where[:, 0], 4] = 1.0  # tag A
     x[rows, where[:, 1], 5] = 1.0  # tag B
     x[:, -1, :4] = 0.0
@@ -345,7 +345,7 @@ def train(num_heads, steps=120, seed=0):
         losses.append(loss.item())
     x, y = make_batch(2000, torch.Generator().manual_seed(2))  # held out
     with torch.no_grad():
-        test = ((model(x, x, x)[0][:, -1, :4] - y) ** 2).mean().item()
+        test = ((model(x, x, x)[0][:, -1, :4] - y) ** 2).mean().item()  # (2000, 4) -> a number
     return model, losses, test
 
 

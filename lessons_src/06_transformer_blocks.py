@@ -73,7 +73,7 @@ print("PASS: utils FeedForward == max(0, x W_1 + b_1) W_2 + b_2, and == applying
 # knows the order except through the positional encoding.)
 
 # %%
-perm = torch.tensor([3, 0, 4, 1, 2])
+perm = torch.tensor([3, 0, 4, 1, 2])  # (T,): a reordering of the positions
 assert torch.allclose(ffn(x[:, perm]), ffn(x)[:, perm], atol=1e-6)
 print("PASS: FFN(x[:, perm]) == FFN(x)[:, perm] for perm =", perm.tolist())
 
@@ -182,7 +182,7 @@ padded = torch.cat([F.pad(short, (0, 0, 0, 3)), long])  # (2, 6, d_model): short
 def batch_norm_tokens(x):
     """Batch norm over every token of the batch, per feature (what BatchNorm1d does to (batch*T, d))."""
     flat = x.reshape(-1, x.shape[-1])  # (batch * T, d_model)
-    return nn.functional.batch_norm(flat, None, None, training=True).reshape(x.shape)
+    return nn.functional.batch_norm(flat, None, None, training=True).reshape(x.shape)  # (batch, T, d_model)
 
 
 ln_alone, ln_batched = F.layer_norm(short, (4,)), F.layer_norm(padded, (4,))[:1, :3]
@@ -236,7 +236,7 @@ def rms_through_stack(norm_first, num_layers=24, d_model=64, seed=4):
         for layer in encoder.layers:
             x = layer(x)  # (batch, T, d_model)
             rms.append(x.pow(2).mean().sqrt().item())
-        final = encoder.norm(x).pow(2).mean().sqrt().item()
+        final = encoder.norm(x).pow(2).mean().sqrt().item()  # RMS after the final norm (Identity if post-norm)
     return np.array(rms), final
 
 
@@ -259,9 +259,10 @@ plt.show()
 # %% [markdown]
 # Post-norm ends every layer with a LayerNorm, so the stream is pinned at RMS 1 (γ = 1, β = 0 at
 # initialisation). Pre-norm never normalises the stream itself: every layer *adds* its output to
-# it, so its scale grows with depth, and each new layer's contribution is a shrinking fraction of
-# the total — which is why the stack needs the final LayerNorm (restoring RMS 1), and why pre-norm
-# stacks train stably without the careful warm-up post-norm needs.
+# it, so its scale grows with depth — which is why a pre-norm stack needs the final LayerNorm
+# (`Encoder.norm`, restoring RMS 1). In exchange, the identity path from input to output is never
+# interrupted by a normalisation, which is the usual explanation for why deep pre-norm stacks are
+# easier to train.
 
 # %%
 assert np.allclose(post_rms, 1.0, atol=1e-3)
