@@ -8,6 +8,10 @@
 # \qquad \mathrm{head}_i = \mathrm{Attention}(Q W^Q_i,\; K W^K_i,\; V W^V_i),
 # \qquad d_k = d_v = d_{model} / h .$$
 #
+# (Seed 003 prints $\mathrm{head}_i = \mathrm{Attention}(QW^Q, KW^K_i, VW^V)$, dropping the
+# subscript $i$ on $W^Q$ and $W^V$: every head has its own slice of all three, as the loop over
+# heads below makes explicit.)
+#
 # **Goals.** By the end of this lesson you will have
 # 1. built multi-head attention step by step — project, split, attend, concatenate, $W^O$ — with
 #    every shape printed, and checked it against `utils.multihead` and `torch.nn.MultiheadAttention`

@@ -229,3 +229,16 @@ def test_from_torch_rejects_wrong_modules():
         MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4, batch_first=True))
     with pytest.raises(ValueError, match="no add_bias_kv"):
         MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True))
+
+
+def test_masked_gradients_equal_torch():
+    """The in-place masking of the scores keeps autograd correct."""
+    theirs, ours = pair(16, 4, torch.float64, seed=7)
+    x = torch.randn(3, 6, 16, dtype=torch.float64, requires_grad=True)
+    x_t = x.detach().clone().requires_grad_(True)
+    tokens = lengths_mask(3, 6, seed=8)
+    mask = causal_mask(6) & padding_mask(tokens, 0)  # (batch, T, T)
+    ours(x, x, x, mask=mask)[0].pow(2).sum().backward()
+    theirs(x_t, x_t, x_t, attn_mask=~causal_mask(6), key_padding_mask=tokens == 0)[0].pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, x_t.grad, atol=1e-10, rtol=0)
+    torch.testing.assert_close(ours.W_k.weight.grad, theirs.in_proj_weight.grad[16:32], atol=1e-10, rtol=0)
