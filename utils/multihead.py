@@ -28,7 +28,10 @@ def _attend(q, k, v, mask=None, dropout_p=0.0):
     over the (batch, h, T_q, T_k) scores: q is scaled instead of the scores, the mask is applied in place."""
     scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # (batch, h, T_q, T_k)
     if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))  # removed keys get exp(-inf) = 0
+        # Add 0 or -inf in place: removed keys get exp(-inf) = 0. Unlike masked_fill, adding a
+        # constant costs nothing in the backward pass. The bias is mask-sized, often (batch, 1, 1, T_k).
+        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
+        scores.add_(bias)
     weights = torch.softmax(scores, dim=-1)  # (batch, h, T_q, T_k)
     if mask is not None:
         empty = ~mask.any(dim=-1, keepdim=True)  # queries with nothing to attend to (small: mask-sized)
