@@ -42,12 +42,13 @@ def _check_torch_layer(layer, kind, norm_first):
 
 def _copy_common(ours, layer):
     """Copy the feed-forward and LayerNorm weights that encoder and decoder layers share."""
+    ours = ours.to(layer.linear1.weight.dtype)  # first, so float64 weights are not rounded to float32
     ours.ff.linear1.load_state_dict(layer.linear1.state_dict())
     ours.ff.linear2.load_state_dict(layer.linear2.state_dict())
     for name in ("norm1", "norm2", "norm3"):
         if hasattr(ours, name):
             getattr(ours, name).load_state_dict(getattr(layer, name).state_dict())
-    return ours.to(layer.linear1.weight.dtype).train(layer.training)
+    return ours.train(layer.training)
 
 
 class EncoderLayer(nn.Module):
@@ -139,6 +140,11 @@ class Encoder(nn.Module):
             x = layer(x, mask)  # (batch, T_src, d_model)
         return self.norm(x)
 
+    @classmethod
+    def from_torch(cls, stack):
+        """A copy of a torch.nn.TransformerEncoder (its layers and its final norm, if any)."""
+        return _stack_from_torch(cls, stack, nn.TransformerEncoder, EncoderLayer)
+
 
 class Decoder(nn.Module):
     """A stack of num_layers decoder layers; pre-norm stacks end with a final LayerNorm."""
@@ -153,3 +159,27 @@ class Decoder(nn.Module):
         for layer in self.layers:
             x = layer(x, memory, tgt_mask, memory_mask)  # (batch, T_tgt, d_model)
         return self.norm(x)
+
+    @classmethod
+    def from_torch(cls, stack):
+        """A copy of a torch.nn.TransformerDecoder (its layers and its final norm, if any)."""
+        return _stack_from_torch(cls, stack, nn.TransformerDecoder, DecoderLayer)
+
+
+def _stack_from_torch(cls, stack, kind, layer_cls):
+    """Copy a torch Transformer{Encoder,Decoder}: each layer with from_torch, then the final norm."""
+    if not isinstance(stack, kind):
+        raise TypeError(f"stack must be a torch.nn.{kind.__name__}, got {type(stack).__name__}")
+    first = stack.layers[0]
+    attn = first.self_attn
+    ours = cls(attn.embed_dim, attn.num_heads, first.linear1.out_features, len(stack.layers),
+               first.dropout.p, first.norm_first)
+    ours.layers = nn.ModuleList(layer_cls.from_torch(layer) for layer in stack.layers)
+    if stack.norm is None:
+        ours.norm = nn.Identity()
+    elif isinstance(stack.norm, nn.LayerNorm):
+        ours.norm = nn.LayerNorm(attn.embed_dim, eps=stack.norm.eps, dtype=stack.norm.weight.dtype)
+        ours.norm.load_state_dict(stack.norm.state_dict())
+    else:
+        raise ValueError(f"stack.norm must be None or a torch.nn.LayerNorm, got {type(stack.norm).__name__}")
+    return ours.to(first.linear1.weight.dtype).train(stack.training)

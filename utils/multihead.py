@@ -1,10 +1,13 @@
 """Multi-head attention: project, split into heads, attend in each, concatenate, project with W_o."""
 
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from utils import validation
-from utils.attention import scaled_dot_product_attention
+from utils.attention import _check_mask
 
 
 def split_heads(x, num_heads):
@@ -17,6 +20,26 @@ def merge_heads(x):
     """(batch, num_heads, T, d_k) -> (batch, T, num_heads * d_k): the Concat of the paper."""
     batch, num_heads, T, d_k = x.shape
     return x.transpose(1, 2).reshape(batch, T, num_heads * d_k)
+
+
+def _attend(q, k, v, mask=None, dropout_p=0.0):
+    """softmax(q k^T / sqrt(d_k)) v for (batch, h, T, d_k) heads: the same numbers as
+    utils.attention.scaled_dot_product_attention (a fully masked row gives zeros), with fewer passes
+    over the (batch, h, T_q, T_k) scores: q is scaled instead of the scores, the mask is applied in place."""
+    scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # (batch, h, T_q, T_k)
+    if mask is not None:
+        # Add 0 or -inf in place: removed keys get exp(-inf) = 0. Unlike masked_fill, adding a
+        # constant costs nothing in the backward pass. The bias is mask-sized, often (batch, 1, 1, T_k).
+        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
+        scores.add_(bias)
+    weights = torch.softmax(scores, dim=-1)  # (batch, h, T_q, T_k)
+    if mask is not None:
+        empty = ~mask.any(dim=-1, keepdim=True)  # queries with nothing to attend to (small: mask-sized)
+        if empty.any():
+            weights = weights.masked_fill(empty, 0.0)  # softmax of all -inf is NaN: make the row zeros
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights  # (batch, h, T_q, d_k), (batch, h, T_q, T_k)
 
 
 class MultiHeadAttention(nn.Module):
@@ -45,17 +68,56 @@ class MultiHeadAttention(nn.Module):
                 f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
             )
 
-    def forward(self, query, key, value, mask=None):
-        """Return (output (batch, T_q, d_model), per-head weights (batch, num_heads, T_q, T_k))."""
+    def _check_inputs(self, query, key, value):
         for name, x in (("query", query), ("key", key), ("value", value)):
             self._check_input(name, x)
-        if mask is not None and mask.dim() == 3:
-            mask = mask.unsqueeze(1)  # (batch, 1, T_q or 1, T_k): the same mask for every head
-        q = split_heads(self.W_q(query), self.num_heads)  # (batch, h, T_q, d_k)
-        k = split_heads(self.W_k(key), self.num_heads)  # (batch, h, T_k, d_k)
-        v = split_heads(self.W_v(value), self.num_heads)  # (batch, h, T_k, d_k)
+        if key.shape != value.shape:
+            raise ValueError(
+                f"key and value must have the same shape (batch, T_k, d_model), "
+                f"got key {tuple(key.shape)} and value {tuple(value.shape)}"
+            )
+        if query.shape[0] != key.shape[0]:
+            raise ValueError(
+                f"query and key must have the same batch size, got query {tuple(query.shape)} "
+                f"and key {tuple(key.shape)}"
+            )
+
+    def _project(self, query, key, value):
+        """Q W_q, K W_k, V W_v split into heads; one fused matrix product when the inputs are shared."""
+        h, d = self.num_heads, self.d_model
+        lins = (self.W_q, self.W_k, self.W_v)
+        if query is key and key is value:  # self-attention: one (d_model, 3 d_model) product
+            groups = [(query, lins)]
+        elif key is value:  # cross-attention: Q on its own, K and V from the same memory
+            groups = [(query, lins[:1]), (key, lins[1:])]
+        else:
+            groups = [(x, (lin,)) for x, lin in zip((query, key, value), lins)]
+        heads = []
+        for x, group in groups:
+            if len(group) == 1:
+                y = group[0](x)  # (batch, T, d_model)
+            else:
+                weight = torch.cat([lin.weight for lin in group])  # (n * d_model, d_model)
+                bias = None if group[0].bias is None else torch.cat([lin.bias for lin in group])
+                y = F.linear(x, weight, bias)  # (batch, T, n * d_model)
+            batch, T = x.shape[:2]
+            y = y.view(batch, T, len(group), h, d // h).permute(2, 0, 3, 1, 4)  # (n, batch, h, T, d_k)
+            heads.extend(y.unbind(0))
+        return heads  # q (batch, h, T_q, d_k), k and v (batch, h, T_k, d_k)
+
+    def forward(self, query, key, value, mask=None):
+        """Return (output (batch, T_q, d_model), per-head weights (batch, num_heads, T_q, T_k))."""
+        self._check_inputs(query, key, value)
+        batch, T_q, T_k = query.shape[0], query.shape[1], key.shape[1]
+        if mask is not None:
+            validation.tensor("mask", mask)
+            if mask.dim() == 3:
+                mask = mask.unsqueeze(1)  # (batch, 1, T_q or 1, T_k): the same mask for every head
+            scores_shape = torch.Size((batch, self.num_heads, T_q, T_k))
+            _check_mask(mask, scores_shape, query, key)
+        q, k, v = self._project(query, key, value)  # (batch, h, T, d_k) each
         p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)  # (batch, h, T_q, d_k)
+        heads, weights = _attend(q, k, v, mask, dropout_p=p)  # (batch, h, T_q, d_k)
         return self.W_o(merge_heads(heads)), weights  # (batch, T_q, d_model), (batch, h, T_q, T_k)
 
     @classmethod

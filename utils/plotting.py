@@ -43,6 +43,7 @@ def plot_pe_heatmap(max_len=100, d_model=128, base=10000.0, position=10):
 
 
 # --- lesson 03: attention-map explorer (lesson 04 uses its mask control) ---
+
 from utils.attention_map import as_tokens, attention_map  # noqa: E402  (append-only file)
 
 
@@ -237,4 +238,56 @@ def plot_training_history(losses, lrs, tokens_per_step=None):
     ax_loss.set(yscale="log", xlabel="step", ylabel="cross-entropy (nats per target token)", title="training loss")
     ax_lr.plot(steps, lrs, color="tab:red")
     ax_lr.set(xlabel="step", ylabel="learning rate", title="warm-up, then 1/sqrt(step) decay")
+    return fig
+
+
+# --- lesson 05: multi-head attention ---
+
+def _attention_image(ax, weights, tokens, title, vmax=1.0):
+    """One attention map (T_q, T_k) on `ax`, with token labels when given."""
+    T_q, T_k = weights.shape
+    im = ax.imshow(weights, cmap="viridis", vmin=0, vmax=vmax, interpolation="nearest")
+    if tokens is not None:
+        q_tokens, k_tokens = tokens if isinstance(tokens, tuple) else (tokens, tokens)
+        ax.set_xticks(range(T_k), k_tokens, rotation=90)
+        ax.set_yticks(range(T_q), q_tokens)
+    ax.set(title=title, xlabel="key", ylabel="query")
+    return im
+
+
+def _check_head_weights(weights):
+    """(num_heads, T_q, T_k) array of attention weights, or raise naming the argument."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 3:
+        raise ValueError(f"weights must have shape (num_heads, T_q, T_k), got {weights.shape}")
+    return weights
+
+
+def plot_head_grid(weights, tokens=None, ncols=4):
+    """Every head's attention map side by side: weights (num_heads, T_q, T_k), one panel per head."""
+    weights = _check_head_weights(weights)
+    num_heads = weights.shape[0]
+    ncols = min(ncols, num_heads)
+    nrows = -(-num_heads // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.2 * nrows), squeeze=False,
+                             layout="constrained")
+    for i, ax in enumerate(axes.flat):
+        if i < num_heads:
+            im = _attention_image(ax, weights[i], tokens, f"head {i}")
+        else:
+            ax.axis("off")
+    fig.colorbar(im, ax=axes, shrink=0.8)
+    return fig
+
+
+def plot_head_attention(weights, head=0, tokens=None):
+    """The chosen head's attention map next to the average over heads (what torch returns by default)."""
+    weights = _check_head_weights(weights)
+    num_heads = weights.shape[0]
+    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < num_heads:
+        raise ValueError(f"head must be an int in [0, num_heads={num_heads}), got {head!r}")
+    fig, (ax_head, ax_mean) = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")
+    _attention_image(ax_head, weights[head], tokens, f"head {head} of {num_heads}")
+    im = _attention_image(ax_mean, weights.mean(axis=0), tokens, "average over heads")
+    fig.colorbar(im, ax=[ax_head, ax_mean], shrink=0.8)
     return fig

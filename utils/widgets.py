@@ -54,6 +54,7 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
 
 
 # --- lesson 03: attention-map explorer (lesson 04 uses its mask control) ---
+
 from utils.attention_map import MASKS, as_tokens  # noqa: E402  (append-only file)
 
 
@@ -134,3 +135,17 @@ def cross_attention_explorer(model, src_vocab, tgt_vocab, sentence="the big dog 
 
     layout = W.VBox([controls["sentence"], W.HBox([controls["layer"], controls["head"]])])
     return _explorer(render, controls, layout)
+
+
+# --- lesson 05: multi-head attention ---
+
+def head_explorer(weights, tokens=None, head=0):
+    """A slider that picks one head of weights (num_heads, T_q, T_k); shown beside the head average."""
+    weights = plotting._check_head_weights(weights)
+    num_heads = weights.shape[0]
+    controls = {"head": W.IntSlider(head, 0, num_heads - 1, 1, description="head")}
+
+    def render(head):
+        return plotting.plot_head_attention(weights, head, tokens)
+
+    return _explorer(render, controls)

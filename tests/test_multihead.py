@@ -1,0 +1,244 @@
+"""utils.multihead against torch.nn.MultiheadAttention with copied weights, and its bad-input errors."""
+
+import pytest
+import torch
+from torch import nn
+
+from utils.attention import scaled_dot_product_attention
+from utils.masks import causal_mask, padding_mask
+from utils.multihead import MultiHeadAttention, _attend, merge_heads, split_heads
+
+ATOL = {torch.float32: 1e-5, torch.float64: 1e-10}
+SHAPES = [(1, 1, 1), (2, 5, 5), (3, 4, 9), (4, 7, 3)]  # (batch, T_q, T_k)
+
+
+def pair(d_model, num_heads, dtype=torch.float32, seed=0, bias=True):
+    """A torch MultiheadAttention (eval) and our copy of it."""
+    torch.manual_seed(seed)
+    theirs = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=True, dtype=dtype).eval()
+    return theirs, MultiHeadAttention.from_torch(theirs)
+
+
+def lengths_mask(batch, T_k, seed=1):
+    """A random key padding pattern with at least one real key per row: (True = pad) for torch."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, T_k + 1, (batch,), generator=g)
+    tokens = (torch.arange(T_k) < lengths[:, None]).long()  # (batch, T_k), 0 = pad
+    return tokens
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("num_heads", [1, 2, 4, 8])
+@pytest.mark.parametrize("batch,T_q,T_k", SHAPES)
+def test_cross_attention_equals_torch(dtype, num_heads, batch, T_q, T_k):
+    theirs, ours = pair(16, num_heads, dtype)
+    q = torch.randn(batch, T_q, 16, dtype=dtype)  # (batch, T_q, d_model)
+    kv = torch.randn(batch, T_k, 16, dtype=dtype)  # (batch, T_k, d_model)
+    out, w = ours(q, kv, kv)
+    ref, ref_w = theirs(q, kv, kv, need_weights=True, average_attn_weights=True)
+    assert w.shape == (batch, num_heads, T_q, T_k)
+    torch.testing.assert_close(out, ref, atol=ATOL[dtype], rtol=0)
+    torch.testing.assert_close(w.mean(1), ref_w, atol=ATOL[dtype], rtol=0)
+    _, ref_heads = theirs(q, kv, kv, need_weights=True, average_attn_weights=False)
+    torch.testing.assert_close(w, ref_heads, atol=ATOL[dtype], rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("num_heads", [1, 2, 4, 8])
+def test_self_attention_with_distinct_key_and_value_tensors(dtype, num_heads):
+    """The three projection paths (fused QKV, fused KV, separate) all equal torch."""
+    theirs, ours = pair(32, num_heads, dtype)
+    x = torch.randn(3, 6, 32, dtype=dtype)  # (batch, T, d_model)
+    y = torch.randn(3, 4, 32, dtype=dtype)
+    z = torch.randn(3, 4, 32, dtype=dtype)
+    for args in [(x, x, x), (x, x.clone(), x.clone()), (x, y, y), (x, y, z)]:
+        torch.testing.assert_close(ours(*args)[0], theirs(*args)[0], atol=ATOL[dtype], rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("num_heads", [1, 2, 4, 8])
+@pytest.mark.parametrize("batch,T_q,T_k", SHAPES)
+def test_key_padding_mask_equals_torch(dtype, num_heads, batch, T_q, T_k):
+    theirs, ours = pair(16, num_heads, dtype, seed=2)
+    q = torch.randn(batch, T_q, 16, dtype=dtype)
+    kv = torch.randn(batch, T_k, 16, dtype=dtype)
+    tokens = lengths_mask(batch, T_k)
+    out, w = ours(q, kv, kv, mask=padding_mask(tokens, 0))  # ours: True = may attend
+    ref, ref_w = theirs(q, kv, kv, key_padding_mask=tokens == 0)  # torch: True = NOT allowed
+    torch.testing.assert_close(out, ref, atol=ATOL[dtype], rtol=0)
+    torch.testing.assert_close(w.mean(1), ref_w, atol=ATOL[dtype], rtol=0)
+    assert (w[(tokens == 0)[:, None, None, :].expand_as(w)] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("num_heads", [1, 2, 4, 8])
+@pytest.mark.parametrize("T", [1, 4, 9])
+def test_causal_and_combined_masks_equal_torch(dtype, num_heads, T):
+    theirs, ours = pair(16, num_heads, dtype, seed=3)
+    x = torch.randn(3, T, 16, dtype=dtype)  # (batch, T, d_model)
+    causal = causal_mask(T)  # (T, T)
+    out, _ = ours(x, x, x, mask=causal)
+    ref, _ = theirs(x, x, x, attn_mask=~causal)
+    torch.testing.assert_close(out, ref, atol=ATOL[dtype], rtol=0)
+    tokens = lengths_mask(3, T, seed=4)
+    both = causal & padding_mask(tokens, 0)  # (batch, T, T): every row keeps key 0
+    out, w = ours(x, x, x, mask=both)
+    ref, ref_w = theirs(x, x, x, attn_mask=~causal, key_padding_mask=tokens == 0)
+    torch.testing.assert_close(out, ref, atol=ATOL[dtype], rtol=0)
+    torch.testing.assert_close(w.mean(1), ref_w, atol=ATOL[dtype], rtol=0)
+
+
+def test_per_head_4d_mask_matches_torch_3d_attn_mask():
+    theirs, ours = pair(16, 4, torch.float64, seed=5)
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    g = torch.Generator().manual_seed(0)
+    mask = torch.rand(2, 4, 5, 5, generator=g) > 0.5
+    mask[..., 0] = True  # every query keeps at least one key
+    out, _ = ours(x, x, x, mask=mask)
+    ref, _ = theirs(x, x, x, attn_mask=~mask.reshape(8, 5, 5))  # torch: (batch * heads, T_q, T_k)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
+
+
+def test_fully_masked_query_row_gives_zero_weights_not_nan():
+    _, ours = pair(8, 2)
+    x = torch.randn(1, 3, 8)
+    mask = torch.tensor([[True, True, True], [False, False, False], [True, False, False]])
+    out, w = ours(x, x, x, mask=mask)
+    assert not torch.isnan(out).any() and (w[0, :, 1] == 0).all()
+    assert torch.allclose(w[0, :, [0, 2]].sum(-1), torch.ones(2, 2))
+
+
+def test_no_bias_variant_equals_torch():
+    theirs, ours = pair(16, 4, torch.float64, bias=False)
+    assert ours.W_q.bias is None and ours.W_o.bias is None
+    x = torch.randn(2, 3, 16, dtype=torch.float64)
+    torch.testing.assert_close(ours(x, x, x)[0], theirs(x, x, x)[0], atol=1e-10, rtol=0)
+
+
+def test_private_attend_equals_utils_attention():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, n, 4, generator=g, dtype=torch.float64) for n in (5, 6, 6))
+    mask = torch.rand(2, 1, 5, 6, generator=g) > 0.4
+    mask[0, 0, 2] = False  # a query with nothing to attend to
+    for m in (None, mask):
+        a, wa = _attend(q, k, v, m)
+        b, wb = scaled_dot_product_attention(q, k, v, m)
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+        torch.testing.assert_close(wa, wb, atol=1e-12, rtol=0)
+
+
+def test_split_and_merge_heads_are_inverse():
+    x = torch.randn(2, 5, 12)  # (batch, T, d_model)
+    heads = split_heads(x, 3)  # (batch, 3, T, 4)
+    assert heads.shape == (2, 3, 5, 4)
+    assert torch.equal(heads[:, 1], x[..., 4:8])  # head 1 owns columns 4..7
+    assert torch.equal(merge_heads(heads), x)
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4, 8])
+def test_gradients_reach_every_parameter_and_match_torch(num_heads):
+    theirs, ours = pair(16, num_heads, torch.float64, seed=6)
+    x = torch.randn(2, 5, 16, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(2, 4, 16, dtype=torch.float64)
+    ours(x, y, y)[0].pow(2).sum().backward()
+    theirs(x, y, y)[0].pow(2).sum().backward()
+    for name, p in ours.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+    g = {n: p.grad for n, p in theirs.named_parameters()}
+    in_w = torch.cat([ours.W_q.weight.grad, ours.W_k.weight.grad, ours.W_v.weight.grad])
+    in_b = torch.cat([ours.W_q.bias.grad, ours.W_k.bias.grad, ours.W_v.bias.grad])
+    torch.testing.assert_close(in_w, g["in_proj_weight"], atol=1e-10, rtol=0)
+    torch.testing.assert_close(in_b, g["in_proj_bias"], atol=1e-10, rtol=0)
+    torch.testing.assert_close(ours.W_o.weight.grad, g["out_proj.weight"], atol=1e-10, rtol=0)
+
+
+def test_fused_self_attention_gradients_reach_wq_wk_wv():
+    _, ours = pair(16, 4)
+    x = torch.randn(2, 5, 16)
+    ours(x, x, x)[0].sum().backward()
+    for lin in (ours.W_q, ours.W_k, ours.W_v, ours.W_o):
+        assert lin.weight.grad.abs().sum() > 0 and lin.bias.grad.abs().sum() > 0
+
+
+def test_dropout_only_in_training_mode():
+    theirs = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True).train()
+    ours = MultiHeadAttention.from_torch(theirs)
+    assert ours.training and ours.dropout == 0.5
+    x = torch.randn(1, 6, 8)
+    torch.manual_seed(0)
+    _, w = ours(x, x, x)
+    assert (w == 0).any()  # some weights dropped
+    ours.eval()
+    _, w = ours(x, x, x)
+    assert (w > 0).all()
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+def test_d_model_not_divisible_by_num_heads():
+    with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads.*d_model=10.*num_heads=3"):
+        MultiHeadAttention(10, 3)
+
+
+def test_non_int_sizes():
+    with pytest.raises(TypeError, match="num_heads must be an int, got float"):
+        MultiHeadAttention(8, 2.0)
+    with pytest.raises(ValueError, match="d_model must be a positive int, got 0"):
+        MultiHeadAttention(0, 1)
+
+
+def test_wrong_rank_width_and_type():
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(ValueError, match=r"query must have shape \(batch, seq, d_model=8\), got \(3, 8\)"):
+        mha(x[0], x, x)
+    with pytest.raises(ValueError, match=r"key must have shape \(batch, seq, d_model=8\), got \(2, 3, 6\)"):
+        mha(x, x[..., :6], x)
+    with pytest.raises(TypeError, match="value must be a torch.Tensor, got list"):
+        mha(x, x, [[1.0]])
+    with pytest.raises(ValueError, match="query must be a floating-point tensor, got dtype torch.int64"):
+        mha(x.long(), x, x)
+
+
+def test_mismatched_key_value_and_batch():
+    mha = MultiHeadAttention(8, 2)
+    x, y = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    with pytest.raises(ValueError, match=r"key and value must have the same shape.*\(2, 3, 8\).*\(2, 4, 8\)"):
+        mha(x, x, y)
+    with pytest.raises(ValueError, match=r"query and key must have the same batch size"):
+        mha(torch.randn(1, 3, 8), x, x)
+
+
+def test_bad_masks():
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(ValueError, match="mask must be a bool tensor"):
+        mha(x, x, x, mask=torch.ones(3, 3))
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 4\) must broadcast"):
+        mha(x, x, x, mask=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="mask must be a torch.Tensor, got list"):
+        mha(x, x, x, mask=[[True]])
+
+
+def test_from_torch_rejects_wrong_modules():
+    with pytest.raises(TypeError, match="m must be a torch.nn.MultiheadAttention, got Linear"):
+        MultiHeadAttention.from_torch(nn.Linear(4, 4))
+    with pytest.raises(ValueError, match="batch_first=True, got batch_first=False"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2))
+    with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4, batch_first=True))
+    with pytest.raises(ValueError, match="no add_bias_kv"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True))
+
+
+def test_masked_gradients_equal_torch():
+    """The in-place masking of the scores keeps autograd correct."""
+    theirs, ours = pair(16, 4, torch.float64, seed=7)
+    x = torch.randn(3, 6, 16, dtype=torch.float64, requires_grad=True)
+    x_t = x.detach().clone().requires_grad_(True)
+    tokens = lengths_mask(3, 6, seed=8)
+    mask = causal_mask(6) & padding_mask(tokens, 0)  # (batch, T, T)
+    ours(x, x, x, mask=mask)[0].pow(2).sum().backward()
+    theirs(x_t, x_t, x_t, attn_mask=~causal_mask(6), key_padding_mask=tokens == 0)[0].pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, x_t.grad, atol=1e-10, rtol=0)
+    torch.testing.assert_close(ours.W_k.weight.grad, theirs.in_proj_weight.grad[16:32], atol=1e-10, rtol=0)
