@@ -30,7 +30,7 @@ import sys
 
 if "google.colab" in sys.modules:
     get_ipython().run_line_magic(
-        "pip", "install -q attention-by-hand@git+https://github.com/attention-by-hand/attention-by-hand"
+        "pip", "install -q 'attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand'"
     )
 
 # %% [markdown]
