@@ -1,5 +1,7 @@
 """utils.blocks against torch.nn.Transformer{Encoder,Decoder}{Layer,} with copied weights, and bad input."""
 
+import functools
+
 import pytest
 import torch
 from torch import nn
@@ -11,20 +13,16 @@ ATOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 D_MODEL, D_FF = 16, 32
 
 
-def torch_encoder_layer(num_heads, norm_first, dtype=torch.float32, seed=0):
+def torch_layer(kind, num_heads, norm_first, dtype=torch.float32, seed=0):
+    """A seeded torch layer of class `kind` in eval mode, its LayerNorms perturbed away from (1, 0)."""
     torch.manual_seed(seed)
-    layer = nn.TransformerEncoderLayer(D_MODEL, num_heads, D_FF, dropout=0.0, batch_first=True,
-                                       norm_first=norm_first, dtype=dtype)
+    layer = kind(D_MODEL, num_heads, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=dtype)
     _perturb_norms(layer)
     return layer.eval()
 
 
-def torch_decoder_layer(num_heads, norm_first, dtype=torch.float32, seed=0):
-    torch.manual_seed(seed)
-    layer = nn.TransformerDecoderLayer(D_MODEL, num_heads, D_FF, dropout=0.0, batch_first=True,
-                                       norm_first=norm_first, dtype=dtype)
-    _perturb_norms(layer)
-    return layer.eval()
+torch_encoder_layer = functools.partial(torch_layer, nn.TransformerEncoderLayer)
+torch_decoder_layer = functools.partial(torch_layer, nn.TransformerDecoderLayer)
 
 
 def _perturb_norms(module):

@@ -1,12 +1,16 @@
 """Pure plotting functions: each draws a figure from numbers and returns it (widgets wrap them)."""
 
+import math
 import numbers
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 from matplotlib.ticker import MaxNLocator
 
-from utils.positional import sinusoidal_encoding
+from utils import validation
+from utils.attention_map import as_tokens, attention_map
+from utils.positional import angular_frequencies, sinusoidal_encoding
 
 
 def check_position(position, max_len):
@@ -43,9 +47,6 @@ def plot_pe_heatmap(max_len=100, d_model=128, base=10000.0, position=10):
 
 
 # --- lesson 03: attention-map explorer (lesson 04 uses its mask control) ---
-
-from utils.attention_map import as_tokens, attention_map  # noqa: E402  (append-only file)
-
 
 def plot_attention(tokens, weights, query=None, mask=None, title="attention weights"):
     """Heatmap of weights (T_q, T_k) labelled by tokens, and, if `query` is given, that row as bars.
@@ -92,14 +93,6 @@ def plot_attention_explorer(tokens, scale=True, temperature=1.0, positional=Fals
 
 
 # --- lesson 02: dot-product identities ---
-
-import math  # noqa: E402
-
-import torch  # noqa: E402
-
-from utils import validation  # noqa: E402
-from utils.positional import angular_frequencies  # noqa: E402
-
 
 def offset_dot_products(d_model, base=10000.0, k=10, num_t=60):
     """(t, PE_t . PE_{t+k}) for num_t positions t with t, t + k >= 0, read off the PE table (float64)."""
@@ -162,7 +155,6 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
 
 # --- lesson 08: length extrapolation ---
 
-
 def plot_accuracy_vs_length(accuracy, train_len, chance=None, dashed=(), ax=None):
     """One line per model ({name: {test length: accuracy}}) with the training range 1..train_len shaded.
 
@@ -201,7 +193,6 @@ def plot_attention_maps(maps, titles, train_len=None):
 
 
 # --- lesson 07: toy translator ---
-
 
 def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-attention"):
     """Heatmap of cross-attention weights (T_tgt x T_src) with the gold alignment drawn as white circles.

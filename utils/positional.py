@@ -1,5 +1,8 @@
 """Sinusoidal positional encoding (Vaswani et al. 2017, section 3.5)."""
 
+import math
+import numbers
+
 import torch
 from torch import nn
 
@@ -61,10 +64,6 @@ class PositionalEncoding(nn.Module):
 
 # --- lesson 02: dot-product identities ---
 
-import math  # noqa: E402
-import numbers  # noqa: E402
-
-
 def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
     """M_k (d_model, d_model), block-diagonal 2x2 rotations by w_i k, with PE_{t+k} = M_k @ PE_t.
 
@@ -87,7 +86,6 @@ def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
 
 
 # --- lesson 08: learned absolute positions, rotary position embedding (RoPE), 2-D encodings ---
-
 
 class LearnedPositionalEncoding(nn.Module):
     """Adds a trained vector per position (an nn.Embedding of max_len rows); it has none past max_len."""

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Image, display
 
 from utils import plotting, validation
+from utils.attention_map import MASKS, as_tokens
 
 
 def _explorer(render, controls, layout=None):
@@ -55,9 +56,6 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
 
 # --- lesson 03: attention-map explorer (lesson 04 uses its mask control) ---
 
-from utils.attention_map import MASKS, as_tokens  # noqa: E402  (append-only file)
-
-
 def attention_explorer(tokens="YOUR CAT IS A LOVELY CAT", scale=True, temperature=1.0, positional=False,
                        mask="none", query=0, d_model=16, seed=0):
     """Self-attention map of a sentence with controls: scaling, temperature, PE, mask, query token."""
@@ -79,7 +77,6 @@ def attention_explorer(tokens="YOUR CAT IS A LOVELY CAT", scale=True, temperatur
 
 
 # --- lesson 02: dot-product identities ---
-
 
 def offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3):
     """Sliders for d_model, base, offset k, frequency pair and position t over plot_offset_explorer."""
@@ -103,7 +100,6 @@ def offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3):
 
 
 # --- lesson 07: toy translator ---
-
 
 def cross_attention_explorer(model, src_vocab, tgt_vocab, sentence="the big dog sees a red cat", layer=0, head=0):
     """A text box for a sentence plus layer and head pickers over the model's cross-attention map."""
