@@ -60,11 +60,13 @@ def plot_attention(tokens, weights, query=None, mask=None, title="attention weig
     queries = keys if w.shape[0] == len(keys) else [str(i) for i in range(w.shape[0])]
     if query is not None and not 0 <= query < w.shape[0]:
         raise ValueError(f"query must be in [0, {w.shape[0]}), got {query}")
+    # Fixed margins, not layout="constrained": the layout solver was the largest part of a redraw.
     if query is None:
-        fig, ax_map = plt.subplots(figsize=(5.5, 4.5), layout="constrained")
+        fig, ax_map = plt.subplots(figsize=(5.5, 4.5), gridspec_kw=dict(left=0.2, right=0.97, bottom=0.22,
+                                                                         top=0.9))
     else:
-        fig, (ax_map, ax_bar) = plt.subplots(1, 2, figsize=(10, 4.5), width_ratios=[1.1, 1],
-                                             layout="constrained")
+        fig, (ax_map, ax_bar) = plt.subplots(1, 2, figsize=(10, 4.5), gridspec_kw=dict(
+            width_ratios=[1.1, 1], left=0.11, right=0.98, bottom=0.22, top=0.9, wspace=0.3))
     im = ax_map.imshow(w, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
     ax_map.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
     ax_map.set_yticks(range(len(queries)), queries)
