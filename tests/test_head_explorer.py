@@ -36,6 +36,8 @@ def test_head_grid_draws_one_panel_per_head():
 def test_plots_reject_bad_input():
     with pytest.raises(ValueError, match=r"weights must have shape \(num_heads, T_q, T_k\), got \(4, 5\)"):
         plotting.plot_head_grid(np.ones((4, 5)))
+    with pytest.raises(TypeError, match=r"head must be an int, got float 1\.5"):
+        plotting.plot_head_attention(np.full((3, 2, 2), 0.5), head=1.5)
     with pytest.raises(ValueError, match=r"head must be an int in \[0, num_heads=3\), got 3"):
         plotting.plot_head_attention(weights(), head=3)
 

@@ -79,6 +79,8 @@ def test_rotation_picture_shows_the_pair_at_t_and_t_plus_k(d_model, pair, t, k):
         (dict(k=True), TypeError, r"k must be an int offset, got bool"),
         (dict(pair=32), ValueError, r"pair must be an int in \[0, d_model/2=32\), got 32"),
         (dict(pair=-1), ValueError, r"pair must be an int in \[0, d_model/2=32\), got -1"),
+        (dict(pair=True), TypeError, r"pair must be an int, got bool True"),
+        (dict(pair=1.0), TypeError, r"pair must be an int, got float 1\.0"),
         (dict(t=-2), ValueError, r"t must be an int >= 0.*got -2"),
         (dict(t=2.0), ValueError, r"t must be an int >= 0.*got 2.0"),
         (dict(max_offset=0), ValueError, r"max_offset must be a positive int, got 0"),

@@ -44,8 +44,8 @@ def test_default_figure_matches_the_lesson():
 
 
 @pytest.mark.parametrize("position, error, match", [
-    (-1, ValueError, r"position must be in \[0, max_len=20\), got -1"),
-    (20, ValueError, r"position must be in \[0, max_len=20\), got 20"),
+    (-1, ValueError, r"position must be an int in \[0, max_len=20\), got -1"),
+    (20, ValueError, r"position must be an int in \[0, max_len=20\), got 20"),
     (2.5, TypeError, r"position must be an int, got float 2\.5"),
     (True, TypeError, r"position must be an int, got bool True"),
     ("3", TypeError, r"position must be an int, got str '3'"),
@@ -128,7 +128,7 @@ def test_sliders_reach_the_given_arguments():
     (dict(d_model=7), ValueError, "d_model must be even"),
     (dict(max_len=0), ValueError, "max_len must be a positive int"),
     (dict(base=-1.0), ValueError, "base must be > 0"),
-    (dict(position=100), ValueError, r"position must be in \[0, max_len=100\)"),
+    (dict(position=100), ValueError, r"position must be an int in \[0, max_len=100\)"),
     (dict(position=1.5), TypeError, "position must be an int"),
 ])
 def test_explorer_rejects_bad_arguments_by_name(kwargs, error, match):
@@ -151,3 +151,20 @@ def test_slider_change_replaces_the_drawn_image_in_a_kernel():
     NotebookClient(nb, kernel_name="python3", timeout=120).execute()
     printed = [cell.outputs[0]["text"].strip() for cell in nb.cells[1:]]
     assert printed == ["1", "1 True", "1 True"], printed
+
+
+@pytest.mark.parametrize("value, err, match", [
+    (0, None, None), (np.int64(4), None, None),
+    (5, ValueError, r"row must be an int in \[0, rows=5\), got 5"),
+    (-1, ValueError, r"row must be an int in \[0, rows=5\), got -1"),
+    (True, TypeError, r"row must be an int, got bool True"),
+    (2.0, TypeError, r"row must be an int, got float 2\.0"),
+])
+def test_validation_index_accepts_only_ints_in_range(value, err, match):
+    from utils import validation
+
+    if err is None:
+        assert validation.index("row", value, 5, "rows") == value and type(validation.index("row", value, 5, "rows")) is int
+    else:
+        with pytest.raises(err, match=match):
+            validation.index("row", value, 5, "rows")

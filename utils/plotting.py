@@ -1,7 +1,6 @@
 """Pure plotting functions: each draws a figure from numbers and returns it (widgets wrap them)."""
 
 import math
-import numbers
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -13,18 +12,10 @@ from utils.attention_map import as_tokens, attention_map
 from utils.positional import angular_frequencies, sinusoidal_encoding
 
 
-def check_position(position, max_len):
-    """Raise unless `position` is an int row index of a table with `max_len` rows."""
-    if isinstance(position, bool) or not isinstance(position, numbers.Integral):
-        raise TypeError(f"position must be an int, got {type(position).__name__} {position!r}")
-    if not 0 <= position < max_len:
-        raise ValueError(f"position must be in [0, max_len={max_len}), got {position}")
-
-
 def plot_pe_heatmap(max_len=100, d_model=128, base=10000.0, position=10):
     """Heatmap of the PE table (position x dimension) with one position's vector drawn below it."""
     pe = sinusoidal_encoding(max_len, d_model, base).numpy()  # (max_len, d_model); checks the sizes
-    check_position(position, max_len)
+    validation.index("position", position, max_len, "max_len")
     # Fixed margins: a constrained layout would nearly double the work of every slider redraw.
     fig, (ax_map, ax_vec) = plt.subplots(
         2, 1, figsize=(8, 6), height_ratios=[3, 1],
@@ -113,8 +104,7 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
     d_model = validation.even_positive_int("d_model", d_model)
     base = validation.positive_float("base", base)
     max_offset = validation.positive_int("max_offset", max_offset)
-    if isinstance(pair, bool) or not isinstance(pair, (int, np.integer)) or not 0 <= pair < d_model // 2:
-        raise ValueError(f"pair must be an int in [0, d_model/2={d_model // 2}), got {pair!r}")
+    pair = validation.index("pair", pair, d_model // 2, "d_model/2")
     if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
         raise ValueError(f"t must be an int >= 0 (a position), got {t!r}")
     ts, dots = offset_dot_products(d_model, base, k)  # (num_t,), (num_t,)
@@ -277,8 +267,7 @@ def plot_head_attention(weights, head=0, tokens=None):
     """The chosen head's attention map next to the average over heads (what torch returns by default)."""
     weights = _check_head_weights(weights)
     num_heads = weights.shape[0]
-    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < num_heads:
-        raise ValueError(f"head must be an int in [0, num_heads={num_heads}), got {head!r}")
+    head = validation.index("head", head, num_heads, "num_heads")
     fig, (ax_head, ax_mean) = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")
     _attention_image(ax_head, weights[head], tokens, f"head {head} of {num_heads}")
     im = _attention_image(ax_mean, weights.mean(axis=0), tokens, "average over heads")

@@ -14,6 +14,15 @@ def positive_int(name, value):
     return int(value)
 
 
+def index(name, value, size, size_name):
+    """Return `value` if it is an int in [0, size) (an index into `size_name` = size things), else raise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be an int in [0, {size_name}={size}), got {value!r}")
+    return int(value)
+
+
 def even_positive_int(name, value):
     """Return `value` if it is an even int >= 2 (sin/cos come in pairs), else raise."""
     value = positive_int(name, value)

@@ -32,7 +32,7 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
     max_len = validation.positive_int("max_len", max_len)  # bad arguments raise here, by name
     d_model = validation.even_positive_int("d_model", d_model)
     base = validation.positive_float("base", base)
-    plotting.check_position(position, max_len)
+    validation.index("position", position, max_len, "max_len")
     style = {"description_width": "initial"}
     log_base = math.log10(base)
     # Table sizes redraw on release (continuous_update=False); the position slider follows the drag.
