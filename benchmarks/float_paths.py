@@ -6,6 +6,9 @@ A probe's "bits" is a hash of its exact float results; a configuration that chan
 another floating-point path. `.ci/run` reruns the notebooks under configurations found here.
 
 Usage: python benchmarks/float_paths.py [--steps 40]
+       python benchmarks/float_paths.py --check "MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=default" [--check ...]
+The second form compares only those configurations with the default and exits 1 if one of them
+changes no bits (a rerun under it would test nothing).
 """
 
 import argparse
@@ -65,22 +68,36 @@ def probes(steps):
     return out
 
 
+def parse_env(text):
+    """'A=1 B=2' -> {'A': '1', 'B': '2'}."""
+    pairs = [item.partition("=") for item in text.split()]
+    bad = [k for k, eq, _ in pairs if not eq or not k]
+    if bad:
+        raise SystemExit(f"--check takes space-separated NAME=VALUE settings, got {text!r}")
+    return {k: v for k, _, v in pairs}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--check", action="append", default=[], metavar="'NAME=VALUE ...'")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(probes(args.steps)))
         return
+    configs = {"default": {}, **{text: parse_env(text) for text in args.check}} if args.check else CONFIGS
     results = {}
-    for name, env in CONFIGS.items():
+    for name, env in configs.items():
         proc = subprocess.run([sys.executable, __file__, "--child", "--steps", str(args.steps)],
                               env={**os.environ, **env}, capture_output=True, text=True, check=True)
         results[name] = json.loads(proc.stdout.splitlines()[-1])
     base = results["default"]
     changed = {name: sorted(k for k in r if r[k] != base[k]) for name, r in results.items() if name != "default"}
     print(json.dumps({"hashes": results, "changes_bits": changed}, indent=1))
+    inert = [name for name in args.check if not changed[name]]
+    if inert:
+        sys.exit(f"these settings change no bits here, so a rerun under them tests nothing: {inert}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def main(argv=None):
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     os.environ.setdefault("PYTHONHASHSEED", "0")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep, not spin
+    os.environ.pop("MPLBACKEND", None)  # kernels draw inline only when it is unset
     srcs = lesson_sources(args.lessons)
     if not srcs:
         sys.exit(f"no lesson in lessons_src/ starts with {args.lessons}")
