@@ -5,6 +5,7 @@ Usage: python scripts/build_notebooks.py            # every lesson
 """
 
 import argparse
+import difflib
 import os
 import sys
 import time
@@ -24,9 +25,34 @@ def lesson_sources(prefixes=()):
     return [p for p in srcs if not prefixes or any(p.name.startswith(x) for x in prefixes)]
 
 
+def keep_cell_ids(nb, old):
+    """Give `nb`'s cells the ids of `old`'s where they are the same cell (unchanged, or edited in place).
+
+    Cells are aligned by (type, source): unchanged cells keep their id wherever they moved to, and a run
+    of edited cells replacing as many old ones keeps the old ids, so only new cells get new ids.
+    """
+    key = [(c.cell_type, c.source) for c in nb.cells]
+    old_key = [(c.cell_type, c.source) for c in old.cells]
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_key, key, autojunk=False).get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            for old_cell, cell in zip(old.cells[i1:i2], nb.cells[j1:j2]):
+                if "id" in old_cell:
+                    cell["id"] = old_cell["id"]
+    return nb
+
+
+def read_source(src):
+    """The lesson as a notebook (inputs only), with the cell ids of its committed notebook if there is one."""
+    nb = jupytext.read(src)
+    committed = ROOT / "notebooks" / (src.stem + ".ipynb")
+    if committed.exists():
+        keep_cell_ids(nb, nbformat.read(committed, as_version=4))
+    return nb
+
+
 def build(src, timeout=900):
     """Read the .py lesson, execute it in a fresh python3 kernel, and write the .ipynb beside it."""
-    nb = jupytext.read(src)
+    nb = read_source(src)
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata.pop("jupytext", None)
     nb.metadata["jupytext"] = {"formats": "notebooks///ipynb,lessons_src///py:percent"}

@@ -51,9 +51,17 @@ def test_binder_pins_agree_with_requirements_txt():
     assert not extra, f"binder/requirements.txt has packages requirements.txt lacks: {sorted(extra)}"
 
 
-def test_binder_installs_utils_the_cpu_torch_and_jupyterlab_with_widgets():
+def test_binder_installs_utils_after_the_cached_dependency_layer():
+    options, _ = parse(ROOT / "binder" / "requirements.txt")
+    assert not {"-e .", "."} & set(options), "installing the repo in requirements.txt defeats Binder's layer cache"
+    post_build = ROOT / "binder" / "postBuild"
+    assert post_build.stat().st_mode & 0o111, "binder/postBuild must be executable"
+    lines = [line.strip() for line in post_build.read_text().splitlines()]
+    assert "pip install --no-deps --no-build-isolation -e ." in lines, "postBuild must install this repo's utils"
+
+
+def test_binder_installs_the_cpu_torch_and_jupyterlab_with_widgets():
     options, binder = parse(ROOT / "binder" / "requirements.txt")
-    assert "-e ." in options or "." in options, "binder must install this repo's utils (-e .)"
     assert f"--extra-index-url {CPU_INDEX}" in options, "torch must come from PyTorch's CPU wheel index"
     assert binder["torch"].local == "cpu", f"torch=={binder['torch']} is not the +cpu build"
     assert not [n for n in binder if n.startswith("nvidia-") or n == "triton"], "no CUDA packages on Binder"

@@ -147,13 +147,21 @@ def test_everything_a_lesson_imports_is_on_colab_after_the_setup_cell():
 
 
 def test_the_repository_url_is_written_in_one_place():
-    """Only utils/links.py spells the URL; the generated setup cells, README and site derive from it."""
+    """Only utils/links.py spells the URL; the generated setup cells, README and site derive from it.
+    CITATION.cff, which GitHub reads as data, spells it too and is checked equal below."""
     generated = {"lessons_src", "notebooks"}
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     needle = links.REPOSITORY.removeprefix("https://")
-    spelled = [f for f in files if Path(f).parts[0] not in generated and f not in ("utils/links.py", "README.md")
+    spelled = [f for f in files if Path(f).parts[0] not in generated and f not in ("utils/links.py", "README.md", "CITATION.cff")
                and (ROOT / f).is_file() and needle in (ROOT / f).read_text(errors="ignore")]
     assert not spelled, f"these files spell the repository URL; import it from utils.links: {spelled}"
+
+
+def test_citation_names_the_same_repository():
+    import yaml
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["repository-code"] == links.REPOSITORY, "CITATION.cff: repository-code differs from utils.links"
 
 
 def test_links_are_built_from_the_constant():

@@ -1,0 +1,47 @@
+"""scripts/build_notebooks.py keeps cell ids, so a rebuild changes only the cells that were edited."""
+
+import importlib.util
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = importlib.util.spec_from_file_location("build_notebooks", ROOT / "scripts" / "build_notebooks.py")
+build_notebooks = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(build_notebooks)
+SOURCES = build_notebooks.lesson_sources()
+
+
+def ids(nb):
+    return [c.get("id") for c in nb.cells]
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_rebuilding_unchanged_source_keeps_every_cell_id(src):
+    committed = nbformat.read(ROOT / "notebooks" / (src.stem + ".ipynb"), as_version=4)
+    rebuilt = build_notebooks.read_source(src)
+    assert ids(rebuilt) == ids(committed)
+
+
+def test_only_edited_and_new_cells_change_ids():
+    src = SOURCES[0]
+    committed = nbformat.read(ROOT / "notebooks" / (src.stem + ".ipynb"), as_version=4)
+    nb = jupytext.read(src)
+    nb.cells[3].source += "\n# an edit"
+    nb.cells.insert(5, nbformat.v4.new_markdown_cell("A new paragraph."))
+    del nb.cells[-1]
+    build_notebooks.keep_cell_ids(nb, committed)
+    old = ids(committed)
+    assert ids(nb)[:5] == old[:5]  # unchanged, and cell 3 edited in place
+    assert ids(nb)[5] not in old  # the inserted cell is new
+    assert ids(nb)[6:] == old[5:-1]  # the rest kept their ids after the shift; the last was deleted
+    assert len(set(ids(nb))) == len(nb.cells)
+
+
+def test_fresh_ids_without_a_committed_notebook():
+    nb = jupytext.read(SOURCES[0])
+    before = ids(nb)
+    build_notebooks.keep_cell_ids(nb, nbformat.v4.new_notebook())
+    assert ids(nb) == before
