@@ -174,6 +174,10 @@ assert attention_path == [1] * len(ns)  # one layer, whatever n
 print("PASS: path from x_0 to the last output = n cell applications for the RNN, 1 layer for attention")
 
 # %% [markdown]
+# (The graph shows that the attention layer's output was computed from $x_0$; section 4 also checks
+# that output $n - 1$ really depends on $x_0$, through its gradient.)
+
+# %% [markdown]
 # **Sequential operations.** We also count the operations a forward pass makes, two ways. A
 # forward hook on the cell counts how often it runs: once per position, and each run needs the
 # previous one's result. `utils.layer_costs.count_calls` counts every PyTorch call a forward pass
@@ -214,7 +218,7 @@ ax_ops.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="PyTor
            title="Operations, one call after another")
 for ax in (ax_path, ax_ops):
     ax.set_xticks(ns, [str(n) for n in ns])
-    ax.minorticks_off()
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
     ax.legend()
 plt.show()
 
@@ -274,6 +278,19 @@ assert uni_first_from_last == [None] * len(ns)  # no route: the one-way RNN neve
 assert bi_first_from_last == ns and bi_last_from_first == ns  # both directions: n cell applications
 assert bi_runs == [2 * n for n in ns]
 print("PASS: the bidirectional RNN reaches both ways, but through n cell applications, with 2n cell runs")
+
+# %% [markdown]
+# And the gradient across those $n$ steps (section 5 explains it) still vanishes: from the loss at
+# output 64 back to $x_0$, against output 1 back to $x_0$, in float64, median over 8 sequences:
+
+# %%
+X_bi = torch.randn(8, 65, d_model, generator=torch.Generator().manual_seed(6), dtype=torch.float64)  # (8, 65, d_model)
+birnn64 = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True, bidirectional=True).double()
+birnn64.load_state_dict(birnn.state_dict())  # the same weights, in float64
+bi_fall = grad_norm_to_first(birnn64, X_bi, 64) / grad_norm_to_first(birnn64, X_bi, 1)
+print(f"bidirectional RNN: ||d L_64 / d x_0|| / ||d L_1 / d x_0|| = {bi_fall:.0e}")
+assert bi_fall < 1e-10
+print("PASS: across 64 steps the bidirectional RNN's gradient falls by more than 10 orders of magnitude")
 
 # %% [markdown]
 # ## 4. The paper's Table 1, counted
@@ -381,7 +398,7 @@ ax_flops.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="FLO
              title="Work per layer: attention's grows like n^2\n(the two convolutions coincide)")
 for ax in (ax_path, ax_flops):
     ax.set_xticks(ns, [str(n) for n in ns])
-    ax.minorticks_off()
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
     ax.legend(fontsize=8)
 plt.show()
 
@@ -427,12 +444,14 @@ for d_hidden, (norms, radii) in init.items():
 for d_hidden, (norms, radii) in init.items():
     assert (norms - 1).abs().min() > 1e-3  # no norm so close to 1 that rounding could flip the count
     assert radii.max() < 1  # every spectral radius is below 1
-assert all(init[16][0].median() < init[d][0].median() for d in [32, 64, 256])
-assert 0 < int((init[16][0] < 1).sum()) < 25 and int((init[64][0] < 1).sum()) == 0
+medians = [norms.median() for norms, _ in init.values()]
+assert all(a < b for a, b in zip(medians, medians[1:]))  # the median norm grows with the width
+assert 0 < int((init[16][0] < 1).sum()) < 25 and init[16][0][0] < 1  # seed 0 is among those below 1
+assert int((init[64][0] < 1).sum()) == int((init[256][0] < 1).sum()) == 0
 assert abs(init[256][0].median() / (2 / math.sqrt(3)) - 1) < 0.05
 assert abs(init[256][1].median() / (1 / math.sqrt(3)) - 1) < 0.06
-print("PASS: ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16, in none at 64; median within 5% of "
-      "2/sqrt(3) at 256")
+print("PASS: ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16 (seed 0 among them), in none at 64 "
+      "or 256; the median grows with d_hidden, within 5% of 2/sqrt(3) at 256")
 print("PASS: rho(W_hh) < 1 in all 50 seeds at every width; median within 6% of 1/sqrt(3) at 256")
 
 # %%
@@ -564,13 +583,56 @@ print(f"PASS: over 20 seeds ({above_one} with ||W_hh||_2 > 1) the per-step facto
       "W_hh's gain within [0.85, 1.05] x rho(W_hh); factor within 15% of rho(W_hh) x mean(1 - h^2)")
 
 # %% [markdown]
+# **And exploding?** The YOUR CAT deck's other failure is the opposite one. Scale the same
+# initialisations' $W_{hh}$ up by $c$: its gain grows like $c$, but the states saturate, tanh's slope
+# falls, and the product of the two decides. Seeds 0 to 4:
+
+# %%
+scales, blow_up = [1, 2, 4, 6], {}
+for c in scales:
+    for seed in range(5):
+        torch.manual_seed(seed)
+        rnn_s = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True).double()
+        with torch.no_grad():
+            rnn_s.weight_hh_l0.mul_(c)
+        p = {name: value.median().item() for name, value in step_factors(rnn_s, X[:, :129]).items()}
+        blow_up[c, seed] = dict(radius=torch.linalg.eigvals(rnn_s.weight_hh_l0.detach()).abs().max().item(),
+                                growth=grad_norm_to_first(rnn_s, X, 128) / grad_norm_to_first(rnn_s, X, 1), **p)
+print("  c   rho(W_hh)      tanh part      W_hh part      factor         gradient n=128 / n=1  (min to max over 5 seeds)")
+for c in scales:
+    rs = [blow_up[c, seed] for seed in range(5)]
+    cols = [f"{min(r[key] for r in rs):5.2f}-{max(r[key] for r in rs):<5.2f}"
+            for key in ["radius", "tanh_part", "W_hh_part", "factor"]]
+    print(f"{c:3d}   " + "    ".join(cols) + f"    {min(r['growth'] for r in rs):.0e} to {max(r['growth'] for r in rs):.0e}")
+
+# %% [markdown]
+# At $c = 2$ the spectral radius is above 1 in every seed, yet the gradient still vanishes: the
+# slope of tanh fell. From $c = 4$ the product passes 1 in some seeds, and there the gradient
+# explodes; at $c = 6$ in most seeds, not all (the counts below): how far the states saturate
+# decides. Gradient clipping and gated cells
+# such as the LSTM were the usual repairs for both failures.
+
+# %%
+exploding = {c: sum(blow_up[c, s]["factor"] > 1 for s in range(5)) for c in scales}
+print("seeds (of 5) whose per-step factor is above 1, by c:", exploding)
+assert all(blow_up[2, s]["radius"] > 1 and blow_up[2, s]["growth"] < 1e-6 for s in range(5))
+assert exploding[1] == exploding[2] == 0 and exploding[6] >= 3
+assert all((blow_up[c, s]["factor"] > 1) == (blow_up[c, s]["growth"] > 1) for c in scales for s in range(5))
+assert all(blow_up[c, s]["tanh_part"] > blow_up[c2, s]["tanh_part"]
+           for c, c2 in zip(scales, scales[1:]) for s in range(5))
+print("PASS: W_hh x 2: rho > 1 in 5 of 5 seeds, yet the gradient falls by over 6 orders of magnitude in 128 steps")
+print("PASS: the gradient grows exactly where the per-step factor is above 1 (at c = 6 in at least 3 of 5 seeds); "
+      "tanh's slope falls as c grows")
+
+# %% [markdown]
 # ### 5.4 In float32, when is it exactly zero?
 #
 # Models train in float32, whose smallest positive number is $2^{-149} \approx 1.4 \times 10^{-45}$.
 # Two things reach zero, at different distances. The gradient's **norm**, as computed, squares
 # each entry first, and a square below $2^{-150}$ rounds to 0: once every entry is below
 # $2^{-75} \approx 2.6 \times 10^{-23}$, the norm reads exactly 0 while the gradient is not. The
-# **gradient itself** is exactly 0 only when its entries fall below $2^{-149}$. We find both
+# **gradient itself** is exactly 0 only when its entries fall below about $2^{-149}$ (what is under
+# half of it rounds to 0). We find both
 # distances (with the largest $|\text{entry}|$ for the second), and predict each from the float64
 # run: the first $n$ at which float64's largest entry crosses the same line.
 
@@ -612,9 +674,9 @@ for seed in range(8):
     attention_s = SelfAttention(d_model).double()
     scaled = [grad_norm_to_first(attention_s, X, n) * (n + 1) for n in grad_ns]
     spread.append((min(scaled), max(scaled)))
-    print(f"seed {seed}: gradient x (n+1) between {min(scaled):.2f} and {max(scaled):.2f} for n = 1 ... 128")
-worst = max(hi / lo for lo, hi in spread)
-print(f"largest max/min ratio over the 8 seeds: {worst:.2f}")
+print("\n".join(f"seed {seed}: gradient x (n+1) between {lo:.2f} and {hi:.2f} for n = 1 ... 128"
+                for seed, (lo, hi) in enumerate(spread)))
+print(f"largest max/min ratio over the 8 seeds: {max(hi / lo for lo, hi in spread):.2f}")
 
 # %%
 assert all(hi / lo < 2.5 for lo, hi in spread)
@@ -622,9 +684,7 @@ assert attention_grad[-1] / attention_grad[0] > 1e-2  # ours falls by less than 
 print("PASS: in all 8 initialisations attention's gradient x (n+1) stays within a factor 2.5 from n = 1 to 128")
 
 # %% [markdown]
-# That is dilution, not vanishing: no path gets longer. (With larger recurrent weights,
-# $\rho(W_{hh}) \cdot \overline{\tanh'} > 1$, the RNN's product can instead *explode*, the YOUR CAT
-# deck's other failure; gradient clipping and gated cells such as the LSTM were the usual repairs.)
+# That is dilution, not vanishing: no path gets longer.
 #
 # ## 6. Sequential against parallel, in time
 #
@@ -656,7 +716,7 @@ for name, ts in timings.items():
 ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="ms (median of 5)",
        title="Forward time on one CPU thread")
 ax.set_xticks(time_ns, [str(n) for n in time_ns])
-ax.minorticks_off()
+ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
 ax.legend()
 plt.show()
 
@@ -681,7 +741,8 @@ plt.show()
 # - The gradient through a vanilla tanh RNN shrinks by a fixed factor per step: the gain of
 #   $W_{hh}$, close to its spectral radius, times the mean slope of tanh. PyTorch's default
 #   initialisation usually puts $\|W_{hh}\|_2$ *above* 1, but $\rho(W_{hh})$ below 1, so the gradient
-#   still vanishes. Through attention it is only shared among the $n+1$ positions.
+#   still vanishes; with $W_{hh}$ scaled up it explodes only once that product passes 1. Through
+#   attention it is only shared among the $n+1$ positions.
 #
 # ## Exercises
 #
