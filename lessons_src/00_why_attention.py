@@ -47,8 +47,7 @@ from utils.layer_costs import CausalConv, count_calls, count_flops, layers_to_co
 from utils.rnn import default_init_W_hh, first_vanished, grad_norm_to_first, step_factors
 
 torch.set_printoptions(precision=4, sci_mode=False)
-COLOR = {"RNN": "C0", "self-attention": "C1", "convolution": "C2", "dilated convolution": "C3",
-         "bidirectional RNN": "C4"}  # one colour per kind of layer, in every figure
+COLOR = {"RNN": "C0", "self-attention": "C1", "convolution": "C2", "dilated convolution": "C3"}  # in every figure
 
 # %% [markdown]
 # ## 1. Two small models
@@ -305,7 +304,8 @@ print("PASS: across 64 steps the bidirectional RNN's gradient falls by more than
 # | convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k(n))$ |
 # | self-attention (restricted) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
 #
-# We count the first three rows from small layers. The paper's section 4 explains the
+# We count the first three rows from small layers (the fourth, attention restricted to a
+# neighbourhood of $r$ positions, is left out). The paper's section 4 explains the
 # convolutional entry: a layer of width $k < n$ connects each output to only $k$ inputs, so
 # connecting the two ends needs a stack of $O(n/k)$ layers with contiguous kernels, or
 # $O(\log_k(n))$ with **dilated** ones, where layer $l$ skips $k^l - 1$ positions between the inputs
@@ -347,9 +347,10 @@ for what in ["flops", "calls", "path"]:
 # %% [markdown]
 # Each count against its exact formula, at every $n$ (with $d = d_{model} = 16$, $k = 3$):
 # self-attention's projections cost $3 \cdot 2 n d^2$ and its two $n \times n$ products
-# $2 \cdot 2 n^2 d$; the RNN's two matrices $2 \cdot 2 n d^2$; a convolution $2 k n d^2$, dilated or
-# not. The paths: $n$ steps; 1 layer; $\lceil (n-1)/(k-1) \rceil$ contiguous layers, since each
-# reaches $k - 1$ positions further back; the fewest $L$ with $k^L \ge n$ dilated layers.
+# $2 \cdot 2 n^2 d$ (the paper's $O(n^2 \cdot d)$ counts only these); the RNN's two matrices
+# $2 \cdot 2 n d^2$; a convolution $2 k n d^2$, dilated or not. The paths: $n$ steps; 1 layer;
+# $\lceil (n-1)/(k-1) \rceil$ contiguous layers, since each reaches $k - 1$ positions further back;
+# the fewest $L$ with $k^L \ge n$ dilated layers.
 
 # %%
 def fewest_dilated_layers(n, k):
@@ -432,11 +433,12 @@ for d_hidden, (norms, radii) in init.items():
           f"{radii.median():.2f} [{radii.min():.2f}, {radii.max():.2f}]")
 
 # %% [markdown]
-# So "$\|W_{hh}\|_2 < 1$ at initialisation" is false in general: the column "below 1" counts the
-# seeds where it held, fewer than half at $d_{hidden} = 16$ (seed 0, ours, is one of them) and none
-# from $d_{hidden} = 64$ on, while the median norm grows with the width. Random matrix theory says why: a $d \times d$ matrix with independent entries of
-# variance $\sigma^2$ has, for large $d$, largest singular value near $2\sigma\sqrt{d}$ (Geman, 1980)
-# and eigenvalues filling the disc of radius $\sigma\sqrt{d}$ (the circular law; Tao and Vu, 2010).
+# So the common assumption "$\|W_{hh}\|_2 < 1$ at initialisation" is false in general: the column
+# "below 1" counts the seeds where it held, fewer than half at $d_{hidden} = 16$ (seed 0, ours, is
+# one of them) and none from $d_{hidden} = 64$ on, while the median norm grows with the width.
+# Random matrix theory says why: a $d \times d$ matrix with independent entries of variance
+# $\sigma^2$ has, for large $d$, largest singular value near $2\sigma\sqrt{d}$ (Geman, 1980) and
+# eigenvalues filling the disc of radius $\sigma\sqrt{d}$ (the circular law; Tao and Vu, 2010).
 # Uniform weights in $[-1/\sqrt{d}, 1/\sqrt{d}]$ have $\sigma^2 = 1/(3d)$: $\|W_{hh}\|_2 \to 2/\sqrt{3}
 # \approx 1.15$, while $\rho(W_{hh}) \to 1/\sqrt{3} \approx 0.58$.
 
@@ -458,11 +460,11 @@ print("PASS: rho(W_hh) < 1 in all 50 seeds at every width; median within 6% of 1
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
 for i, (d_hidden, (norms, radii)) in enumerate(init.items()):
     jitter = torch.linspace(-0.15, 0.15, len(norms))
-    ax.plot(i + jitter, norms, "o", ms=3, color="C0", label="||W_hh||_2 (largest singular value)" if i == 0 else None)
-    ax.plot(i + jitter, radii, "s", ms=3, color="C1", label="rho(W_hh) (largest |eigenvalue|)" if i == 0 else None)
+    ax.plot(i + jitter, norms, "o", ms=3, color="C9", label="||W_hh||_2 (largest singular value)" if i == 0 else None)
+    ax.plot(i + jitter, radii, "s", ms=3, color="C5", label="rho(W_hh) (largest |eigenvalue|)" if i == 0 else None)
 ax.axhline(1, color="black", lw=1)
-ax.axhline(2 / math.sqrt(3), color="C0", ls=":", lw=1, label="2/sqrt(3), large-d limit")
-ax.axhline(1 / math.sqrt(3), color="C1", ls=":", lw=1, label="1/sqrt(3), large-d limit")
+ax.axhline(2 / math.sqrt(3), color="C9", ls=":", lw=1, label="2/sqrt(3), large-d limit")
+ax.axhline(1 / math.sqrt(3), color="C5", ls=":", lw=1, label="1/sqrt(3), large-d limit")
 ax.set_xticks(range(len(init)), [f"d_hidden={d}" for d in init])
 ax.set(ylabel="value, one dot per seed", title="PyTorch's default W_hh: norm mostly above 1, radius always below")
 ax.legend(fontsize=8, loc="center right")
@@ -509,7 +511,8 @@ print(f"the RNN's gradient falls by x{measured_rate:.2f} per step, {orders:.0f} 
 # %%
 parts = {name: value.median().item() for name, value in step_factors(rnn64, X[:, :129]).items()}
 print(f"per-step factor, from the Jacobians  {parts['factor']:.3f}   (from the gradient curve: {measured_rate:.3f})")
-print(f"  slope of tanh                      {parts['tanh_part']:.3f}   (mean of 1 - h^2: {parts['mean_tanh_prime']:.3f})")
+print(f"  slope of tanh                      {parts['tanh_part']:.3f}   "
+      f"(mean of 1 - h^2: {parts['mean_tanh_prime']:.3f})")
 print(f"  gain of W_hh                       {parts['W_hh_part']:.3f}   (rho(W_hh) = {W_hh_radius:.3f}, "
       f"||W_hh||_2 = {W_hh_norm:.3f})")
 print(f"rho(W_hh) x mean(1 - h^2) = {W_hh_radius * parts['mean_tanh_prime']:.3f}")
@@ -582,6 +585,21 @@ assert all(abs(r["factor"] / (r["radius"] * r["mean_tanh_prime"]) - 1) < 0.15 fo
 print(f"PASS: over 20 seeds ({above_one} with ||W_hh||_2 > 1) the per-step factor is below 0.6; "
       "W_hh's gain within [0.85, 1.05] x rho(W_hh); factor within 15% of rho(W_hh) x mean(1 - h^2)")
 
+# %%
+fig, (ax_norm, ax_pred) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+ax_norm.plot([r["norm"] for r in rows], factors, "o", color=COLOR["RNN"])
+ax_norm.axvline(1, color="black", lw=1)
+ax_norm.set(xlabel="||W_hh||_2", ylabel="per-step factor of the gradient", ylim=(0, 1.05),
+            title="Below 1 on both sides of ||W_hh||_2 = 1")
+predicted = [r["radius"] * r["mean_tanh_prime"] for r in rows]
+ax_pred.plot(predicted, factors, "o", color=COLOR["RNN"])
+ax_pred.plot([0.3, 0.6], [0.3, 0.6], ":", color="black", label="measured = predicted")
+ax_pred.set(xlabel="rho(W_hh) x mean(1 - h^2)", ylabel="per-step factor of the gradient",
+            title="Predicted from the eigenvalues and tanh's slope")
+ax_pred.legend()
+fig.suptitle("20 initialisations, one dot each")
+plt.show()
+
 # %% [markdown]
 # **And exploding?** The YOUR CAT deck's other failure is the opposite one. Scale the same
 # initialisations' $W_{hh}$ up by $c$: its gain grows like $c$, but the states saturate, tanh's slope
@@ -598,12 +616,14 @@ for c in scales:
         p = {name: value.median().item() for name, value in step_factors(rnn_s, X[:, :129]).items()}
         blow_up[c, seed] = dict(radius=torch.linalg.eigvals(rnn_s.weight_hh_l0.detach()).abs().max().item(),
                                 growth=grad_norm_to_first(rnn_s, X, 128) / grad_norm_to_first(rnn_s, X, 1), **p)
-print("  c   rho(W_hh)      tanh part      W_hh part      factor         gradient n=128 / n=1  (min to max over 5 seeds)")
+print("min-max over 5 seeds:")
+print("  c   rho(W_hh)      tanh part      W_hh part      factor         gradient n=128 / n=1")
 for c in scales:
     rs = [blow_up[c, seed] for seed in range(5)]
     cols = [f"{min(r[key] for r in rs):5.2f}-{max(r[key] for r in rs):<5.2f}"
             for key in ["radius", "tanh_part", "W_hh_part", "factor"]]
-    print(f"{c:3d}   " + "    ".join(cols) + f"    {min(r['growth'] for r in rs):.0e} to {max(r['growth'] for r in rs):.0e}")
+    growth = [r["growth"] for r in rs]
+    print(f"{c:3d}   " + "    ".join(cols) + f"    {min(growth):.0e} to {max(growth):.0e}")
 
 # %% [markdown]
 # At $c = 2$ the spectral radius is above 1 in every seed, yet the gradient still vanishes: the
