@@ -1,0 +1,137 @@
+"""What a sequence layer costs, counted from the layer itself (the columns of Table 1 of Vaswani et al., 2017):
+its arithmetic, its chain of dependent operations, and the path between two positions."""
+
+import time
+from collections import deque
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.overrides import TorchFunctionMode
+from torch.utils.flop_counter import FlopCounterMode
+
+from utils import validation
+
+
+def path_length(output, leaf, hops=None):
+    """Fewest autograd-graph nodes from `output` back to the leaf tensor `leaf` (None if unreachable).
+
+    With `hops` (tensors, e.g. the outputs of every cell application), count only the nodes that made them.
+    """
+    validation.tensor("output", output)
+    validation.tensor("leaf", leaf)
+    if output.grad_fn is None:
+        raise ValueError("output must be computed from tensors that require grad (it has no grad_fn)")
+    if not leaf.requires_grad or leaf.grad_fn is not None:
+        raise ValueError("leaf must be a leaf tensor that requires grad (made with requires_grad_(True))")
+    if hops is not None:
+        if not isinstance(hops, (list, tuple)):
+            raise TypeError(f"hops must be a list of tensors, got {type(hops).__name__}")
+        for i, t in enumerate(hops):
+            validation.tensor(f"hops[{i}]", t)
+    marked = None if hops is None else {t.grad_fn for t in hops if t.grad_fn is not None}
+    cost = (lambda node: 1) if marked is None else (lambda node: int(node in marked))
+    start = output.grad_fn
+    depth, queue = {start: cost(start)}, deque([start])
+    while queue:  # 0-1 breadth-first search: a free edge goes to the front of the queue
+        node = queue.popleft()
+        if getattr(node, "variable", None) is leaf:  # the AccumulateGrad node of our input
+            return depth[node] - (marked is None)  # counting all nodes: the leaf's own node is not a step
+        for parent, _ in node.next_functions:
+            if parent is None:
+                continue
+            d = depth[node] + cost(parent)
+            if parent not in depth or d < depth[parent]:
+                depth[parent] = d
+                queue.appendleft(parent) if d == depth[node] else queue.append(parent)
+    return None
+
+
+class CountCalls(TorchFunctionMode):
+    """Counts the top-level PyTorch function calls made inside a `with` block."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_calls(fn, *args):
+    """Number of PyTorch function calls fn(*args) makes (without recording gradients)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    with torch.no_grad(), CountCalls() as counter:
+        fn(*args)
+    return counter.calls
+
+
+def count_flops(fn, *args):
+    """Floating-point operations of the matrix products and convolutions in fn(*args) (2 per multiply-add)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        fn(*args)
+    return counter.get_total_flops()
+
+
+class CausalConv(nn.Module):
+    """A 1-D convolution over positions: output t reads inputs t, t - dilation, ..., t - (kernel_size - 1) dilation."""
+
+    def __init__(self, d_model, kernel_size, dilation=1):
+        super().__init__()
+        validation.positive_int("d_model", d_model)
+        validation.positive_int("kernel_size", kernel_size)
+        validation.positive_int("dilation", dilation)
+        self.pad = (kernel_size - 1) * dilation
+        self.conv = nn.Conv1d(d_model, d_model, kernel_size, dilation=dilation)
+
+    def forward(self, x):  # x: (batch, seq, d_model)
+        validation.tensor("x", x, min_dim=3, floating=True)
+        if x.dim() != 3 or x.shape[-1] != self.conv.in_channels:
+            raise ValueError(f"x must have shape (batch, seq, {self.conv.in_channels}), got {tuple(x.shape)}")
+        x = F.pad(x.transpose(1, 2), (self.pad, 0))  # (batch, d_model, pad + seq): zeros before position 0
+        return self.conv(x).transpose(1, 2)  # (batch, seq, d_model)
+
+
+def layers_to_connect(make_layer, n, d_model, max_layers=64, seed=0):
+    """Fewest layers make_layer(0), make_layer(1), ... stacked before output n-1 depends on input 0 (None if
+    max_layers are not enough). Dependence = a gradient that is not exactly 0, in float64."""
+    if not callable(make_layer):
+        raise TypeError(f"make_layer must be callable (layer index -> module), got {type(make_layer).__name__}")
+    validation.positive_int("n", n)
+    validation.positive_int("d_model", d_model)
+    validation.positive_int("max_layers", max_layers)
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, n, d_model, generator=gen, dtype=torch.float64, requires_grad=True)  # (1, n, d_model)
+    y = x
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        for depth in range(1, max_layers + 1):
+            layer = make_layer(depth - 1)
+            if not isinstance(layer, nn.Module):
+                raise TypeError(f"make_layer({depth - 1}) must return a torch.nn.Module, got {type(layer).__name__}")
+            y = layer.double()(y)  # (1, n, d_model)
+            if y.shape != x.shape:
+                raise ValueError(f"make_layer({depth - 1}) must map (1, n, d_model) = {tuple(x.shape)} to the same "
+                                 f"shape, got {tuple(y.shape)}")
+            (grad,) = torch.autograd.grad(y[0, -1].sum(), x, retain_graph=True)  # (1, n, d_model)
+            if grad[0, 0].abs().max() > 0:
+                return depth
+    return None
+
+
+def median_time(fn, repeats=5):
+    """Median wall-clock seconds of fn() over `repeats` runs."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    validation.positive_int("repeats", repeats)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+

@@ -1,0 +1,124 @@
+"""Measurements on a vanilla tanh RNN: its recurrent weight over many initialisations, the gradient
+that reaches position 0, and the factor by which that gradient shrinks at each step back."""
+
+import numbers
+
+import torch
+from torch import nn
+
+from utils import validation
+
+
+def _check_rnn(rnn):
+    """Raise unless `rnn` is a one-layer, one-direction, batch_first tanh nn.RNN."""
+    if not isinstance(rnn, nn.RNN):
+        raise TypeError(f"rnn must be a torch.nn.RNN, got {type(rnn).__name__}")
+    if rnn.nonlinearity != "tanh" or rnn.num_layers != 1 or rnn.bidirectional or not rnn.batch_first:
+        raise ValueError(
+            "rnn must be nn.RNN(..., nonlinearity='tanh', num_layers=1, bidirectional=False, "
+            f"batch_first=True), got nonlinearity={rnn.nonlinearity!r}, num_layers={rnn.num_layers}, "
+            f"bidirectional={rnn.bidirectional}, batch_first={rnn.batch_first}"
+        )
+    return rnn
+
+
+def _check_batch(name, x, size=None):
+    """Raise unless `x` is a floating (batch, seq, size) tensor."""
+    validation.tensor(name, x, min_dim=3, floating=True)
+    if x.dim() != 3 or (size is not None and x.shape[-1] != size):
+        want = f"(batch, seq, {size})" if size is not None else "(batch, seq, d_model)"
+        raise ValueError(f"{name} must have shape {want}, got {tuple(x.shape)}")
+    return x
+
+
+def _check_seeds(seeds):
+    """Raise unless `seeds` is a non-empty list or range of ints."""
+    if not isinstance(seeds, (list, tuple, range)):
+        raise TypeError(f"seeds must be a list or range of ints, got {type(seeds).__name__}")
+    if len(seeds) == 0:
+        raise ValueError("seeds must hold at least one seed, got an empty sequence")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"seeds must hold ints, got {type(s).__name__} {s!r}")
+    return list(seeds)
+
+
+def default_init_W_hh(d_hidden, seeds):
+    """Spectral norm ||W_hh||_2 and spectral radius max|eigenvalue| of W_hh in nn.RNN(d_hidden, d_hidden)
+    as PyTorch initialises it, one entry per seed: two float64 tensors of shape (len(seeds),)."""
+    validation.positive_int("d_hidden", d_hidden)
+    seeds = _check_seeds(seeds)
+    norms, radii = [], []
+    with torch.random.fork_rng():  # leave the caller's random state as it was
+        for seed in seeds:
+            torch.manual_seed(seed)
+            W_hh = nn.RNN(d_hidden, d_hidden).weight_hh_l0.detach().double()  # (d_hidden, d_hidden)
+            norms.append(torch.linalg.matrix_norm(W_hh, ord=2))
+            radii.append(torch.linalg.eigvals(W_hh).abs().max())
+    return torch.stack(norms), torch.stack(radii)
+
+
+def _check_ord(ord):
+    """Raise unless `ord` is 2 (Euclidean norm) or inf (largest |entry|)."""
+    if ord not in (2, float("inf")):
+        raise ValueError(f"ord must be 2 (Euclidean norm) or float('inf') (largest |entry|), got {ord!r}")
+    return ord
+
+
+def grad_norm_to_first(model, x, n, ord=2):
+    """Median over the batch of || d (sum of the output at position n) / d x_0 ||_ord; x is (batch, seq, d_model)
+    and model(x) returns (batch, seq, d) or a tuple starting with it, like nn.RNN."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    _check_batch("x", x)
+    validation.index("n", n, x.shape[1], "seq")
+    _check_ord(ord)
+    x = x[:, : n + 1].detach().clone().requires_grad_(True)  # (batch, n+1, d_model)
+    y = model(x)
+    y = y[0] if isinstance(y, tuple) else y  # (batch, n+1, d)
+    (grad,) = torch.autograd.grad(y[:, -1].sum(), x)  # the batch's sequences are independent
+    return torch.linalg.vector_norm(grad[:, 0], ord=ord, dim=-1).median().item()
+
+
+def first_vanished(model, x, ns, threshold=0.0, ord=2):
+    """The first n in `ns` whose grad_norm_to_first(model, x, n, ord) is <= threshold (0.0: exactly zero), or None."""
+    if not isinstance(ns, (list, tuple, range)):
+        raise TypeError(f"ns must be a list or range of ints, got {type(ns).__name__}")
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+        raise TypeError(f"threshold must be a number, got {type(threshold).__name__} {threshold!r}")
+    if not threshold >= 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold!r}")
+    for n in ns:
+        if grad_norm_to_first(model, x, n, ord) <= threshold:
+            return n
+    return None
+
+
+def step_factors(rnn, x):
+    """Backpropagate the loss sum(h_last) step by step through `rnn` on x (batch, seq, input_size).
+
+    Returns a dict of (batch,) tensors, each a geometric mean over the seq - 1 steps back:
+    "factor" = ||g_{t-1}|| / ||g_t|| for g_t = dL/dh_t, split exactly as "tanh_part" = ||g_t * (1 - h_t^2)|| / ||g_t||
+    times "W_hh_part" = ||(g_t * (1 - h_t^2)) W_hh|| / ||g_t * (1 - h_t^2)||; and "mean_tanh_prime",
+    the plain mean of 1 - h_t^2 over those steps and units.
+    """
+    _check_rnn(rnn)
+    _check_batch("x", x, rnn.input_size)
+    if x.shape[1] < 2:
+        raise ValueError(f"x must have at least 2 positions (one step back), got shape {tuple(x.shape)}")
+    W_hh = rnn.weight_hh_l0.detach().to(x.dtype)  # (d_hidden, d_hidden)
+    with torch.no_grad():
+        h, _ = rnn(x)  # (batch, seq, d_hidden)
+        g = torch.ones(h.shape[0], h.shape[2], dtype=x.dtype)  # (batch, d_hidden) dL/dh_last
+        log_tanh, log_W = [], []
+        for t in range(h.shape[1] - 1, 0, -1):  # g_{t-1} = (g_t * (1 - h_t^2)) W_hh, row vectors
+            g_d = g * (1 - h[:, t] ** 2)  # (batch, d_hidden)
+            g_next = g_d @ W_hh  # (batch, d_hidden)
+            log_tanh.append((g_d.norm(dim=1) / g.norm(dim=1)).log())
+            log_W.append((g_next.norm(dim=1) / g_d.norm(dim=1)).log())
+            g = g_next / g_next.norm(dim=1, keepdim=True)  # only the direction matters: no underflow
+        tanh_part = torch.stack(log_tanh).mean(0).exp()  # (batch,)
+        W_hh_part = torch.stack(log_W).mean(0).exp()  # (batch,)
+        mean_tanh_prime = (1 - h[:, 1:] ** 2).mean(dim=(1, 2))  # (batch,)
+    return {"factor": tanh_part * W_hh_part, "tanh_part": tanh_part, "W_hh_part": W_hh_part,
+            "mean_tanh_prime": mean_tanh_prime}
