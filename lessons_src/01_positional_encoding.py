@@ -7,7 +7,7 @@
 # - seen why plain integer positions, or positions squeezed into [0, 1], are poor position signals;
 # - built the sinusoidal encoding of *Attention is all you need* (section 3.5) with loops, and checked
 #   it against the tested `utils.positional.sinusoidal_encoding`;
-# - reproduced the PE(0) and PE(1) of the YOUR CAT slide deck, and found two slips in its figures;
+# - reproduced the $PE(0)$ and $PE(1)$ of the YOUR CAT slide deck, and found two slips in its figures;
 # - seen what changes when the sin/cos pairs are numbered from 1, as in the COMP7607 slides, instead of
 #   from 0, as in the paper;
 # - checked that the encoding is bounded, deterministic and unique for every position;
@@ -217,7 +217,7 @@ for max_len, d_model in [(4, 8), (50, 16), (100, 128), (30, 512)]:
 print("naive loops == utils.positional.sinusoidal_encoding: PASS")
 
 # %% [markdown]
-# ## 5. PE(0) and PE(1): checking the YOUR CAT slide deck's numbers
+# ## 5. $PE(0)$ and $PE(1)$: checking the YOUR CAT slide deck's numbers
 #
 # At position 0 every angle is 0, so every sine is 0 and every cosine is 1:
 # $PE(0) = (0, 1, 0, 1, \dots, 0, 1)$.
@@ -231,7 +231,8 @@ print("PE(0) = (0, 1, 0, 1, ..., 0, 1): PASS")
 # %% [markdown]
 # The slide deck "Transformers / Attention is all you need" (the one with the YOUR CAT IS A LOVELY CAT
 # example; "the YOUR CAT deck" from here on) prints
-# $PE(1) = (0.8414, 0.5403, 0.8218, 0.5696, \dots, 0.0001, 0.9999)$ for $d_{model} = 512$. Compare its six figures with the exact values, cut to four decimals in two ways:
+# $PE(1) = (0.8414, 0.5403, 0.8218, 0.5696, \dots, 0.0001, 0.9999)$ for $d_{model} = 512$.
+# Compare its six figures with the exact values, cut to four decimals in two ways:
 # **truncated** (digits dropped) and **rounded**.
 
 # %%

@@ -312,8 +312,9 @@ print("y_t depends on x_s exactly when s <= t, in 5 of 5 stacks: PASS")
 #
 # Take one sentence pair: the Chinese greeting 中秋节快乐 and its English translation "Happy mid autumn
 # festival". The decoder must predict the target $y = (y_1, \dots, y_5)$ = (Happy, mid, autumn,
-# festival, `<eos>`). Its input is the target **shifted right** by one: $(\langle bos \rangle, y_1,
-# \dots, y_4)$. Side by side with the causal mask, position $i$ holds $y_{i-1}$, sees $y_{<i}$, and
+# festival, `<eos>`). Its input is the target **shifted right** by one,
+# $(y_0, y_1, \dots, y_4)$ with $y_0 = \langle bos \rangle$. Side by side with the causal mask
+# (positions numbered from 1 like the $y_i$), position $i$ holds $y_{i-1}$, sees $y_{<i}$, and
 # predicts $y_i$:
 
 # %%
@@ -321,11 +322,11 @@ target = ["Happy", "mid", "autumn", "festival", "<eos>"]  # y_1 .. y_T, what the
 decoder_input = ["<bos>"] + target[:-1]  # <bos>, y_1 .. y_{T-1}, what it reads
 T_y = len(target)
 mask_y = causal_mask(T_y)  # (T_y, T_y)
-print(f"{'i':>2}  {'input':9} {'mask row':9} {'position i sees':32} predicts")
-for i in range(T_y):
+print(f"{'i':>2}  {'holds':9} {'mask row':9} {'position i sees':32} predicts")
+for i in range(T_y):  # Python counts from 0; the table counts from 1, like y_1 .. y_T
     seen = " ".join(decoder_input[j] for j in range(T_y) if mask_y[i, j])
     row = "".join(str(int(m)) for m in mask_y[i])
-    print(f"{i:>2}  {decoder_input[i]:9} {row:9} {seen:32} {target[i]}")
+    print(f"{i + 1:>2}  {decoder_input[i]:9} {row:9} {seen:32} {target[i]}")
 
 # %% [markdown]
 # `utils.next_token.shift_right(targets, bos_id)` does the same to token ids (lesson 07's translator
@@ -338,9 +339,9 @@ assert shift_right(target_ids, bos_id=ids["<bos>"]).tolist() == [ids[word] for w
 print("shift_right(target) == <bos> + target[:-1]: PASS")
 
 # %% [markdown]
-# Now the check. Shift the *positions* of the targets, $0, \dots, T-1$, the same way ($-1$ marks
-# `<bos>`): then `holds[j]` says which target sits at input position $j$, and the mask says which $j$
-# position $i$ sees. With the shift, every position sees only targets before its own. Remove the shift
+# Now the check, counting from 0 as Python does. Shift the *indices* of the targets,
+# $0, \dots, T-1$, the same way ($-1$ marks `<bos>`): then `holds[j]` says which target sits at input
+# position $j$, and the mask says which $j$ position $i$ sees. With the shift, every position sees only targets before its own. Remove the shift
 # and every position sees its own answer:
 
 # %%
