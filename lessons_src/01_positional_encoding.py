@@ -375,7 +375,7 @@ print(f"wavelengths from {wavelengths[0]:.4f} to {wavelengths[-1]:.1f} positions
 fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
 ax.semilogy(wavelengths.numpy(), color="black")
 ax.set(xlabel="pair i (columns 2i, 2i+1)", ylabel="wavelength (positions)",
-       title=f"Wavelength of each sin/cos pair, d_model={d_model}")
+       title=f"Geometric wavelengths, 2π to just under 10000·2π (d_model={d_model})")
 plt.show()
 
 # %% [markdown]
