@@ -7,13 +7,20 @@
 # - seen why plain integer positions, or positions squeezed into [0, 1], are poor position signals;
 # - built the sinusoidal encoding of *Attention is all you need* (section 3.5) with loops, and checked
 #   it against the tested `utils.positional.sinusoidal_encoding`;
-# - reproduced seed 003's PE(0) and PE(1), and found two slips in that seed's figures;
+# - reproduced the $PE(0)$ and $PE(1)$ of the YOUR CAT slide deck, and found two slips in its figures;
+# - seen what changes when the sin/cos pairs are numbered from 1, as in the COMP7607 slides, instead of
+#   from 0, as in the paper;
 # - checked that the encoding is bounded, deterministic and unique for every position;
 # - added it to the word embeddings of "YOUR CAT IS A LOVELY CAT" and measured how big it is next to them;
 # - explored the PE table with sliders.
 #
 # **Prerequisites.** Python, a little NumPy and PyTorch (tensors, `@`, broadcasting). Lesson 00
 # (why attention) motivates this one but is not required.
+#
+# **Conventions, for this lesson and all the following ones.** As in the paper, vectors are **rows**.
+# A sentence of $T$ tokens is a matrix $X$ of shape `(T, d_model)`, one row per token, and a linear
+# map multiplies from the right: $xW$, $XW$ (the paper writes $QW_i^Q$ in section 3.2.2 and
+# $\max(0, xW_1 + b_1)W_2 + b_2$ in section 3.3). A batch adds a leading axis: `(batch, T, d_model)`.
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.
@@ -49,12 +56,18 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$ (the parameter-free self-attention of lesson 03).
 # Neither looks at where a word sits. Here are "A chases B" and "B chases A" with random word vectors:
 
-# %%
-torch.manual_seed(0)
+# %% tags=["nbval-ignore-output"]
+SEEDS = range(5)  # every claim about random numbers is checked over these seeds
 d_model = 8
-vectors = {w: torch.randn(d_model) for w in ["A", "chases", "B"]}  # each (d_model,)
-X_ab = torch.stack([vectors["A"], vectors["chases"], vectors["B"]])  # (seq, d_model) "A chases B"
-X_ba = torch.stack([vectors["B"], vectors["chases"], vectors["A"]])  # (seq, d_model) "B chases A"
+
+
+def sentences(seed):
+    """Random word vectors for A, chases, B; returns X for "A chases B" and "B chases A", (seq, d_model) each."""
+    torch.manual_seed(seed)
+    vectors = {w: torch.randn(d_model) for w in ["A", "chases", "B"]}  # each (d_model,)
+    X_ab = torch.stack([vectors["A"], vectors["chases"], vectors["B"]])  # (seq, d_model) "A chases B"
+    X_ba = torch.stack([vectors["B"], vectors["chases"], vectors["A"]])  # (seq, d_model) "B chases A"
+    return X_ab, X_ba
 
 
 def self_attention(X):
@@ -63,62 +76,79 @@ def self_attention(X):
     return weights @ X  # (seq, d_model)
 
 
+X_ab, X_ba = sentences(seed=0)  # (seq, d_model) each
 out_ab, out_ba = self_attention(X_ab), self_attention(X_ba)  # (seq, d_model) each
 print("sum over words, A chases B:", X_ab.sum(dim=0)[:4])
 print("sum over words, B chases A:", X_ba.sum(dim=0)[:4])
 print("attention output for 'A', A chases B:", out_ab[0, :4])
 print("attention output for 'A', B chases A:", out_ba[2, :4])
-assert torch.allclose(X_ab.sum(dim=0), X_ba.sum(dim=0), atol=1e-6)  # sum: order-blind
-assert torch.allclose(out_ab[[2, 1, 0]], out_ba, atol=1e-6)  # attention: the same vectors, shuffled
-print("sum and attention cannot tell the two sentences apart: PASS")
 
 # %% [markdown]
 # The sums are the same, and the word "A" comes out of attention as the same vector whether it is the
-# subject or the object (the whole output is just the input order, shuffled). A tiny RNN,
-# $h_t = \tanh(W_h h_{t-1} + W_x x_t)$, is not fooled:
+# subject or the object (the whole output is just the input order, shuffled). That is no accident of
+# these vectors: it holds for any, as 5 random draws confirm.
 
 # %%
-torch.manual_seed(1)
-W_h, W_x = torch.randn(d_model, d_model) / 3, torch.randn(d_model, d_model) / 3  # (d_model, d_model) each
+for seed in SEEDS:
+    X_ab, X_ba = sentences(seed)  # (seq, d_model) each
+    assert torch.allclose(X_ab.sum(dim=0), X_ba.sum(dim=0), atol=1e-6)  # sum: order-blind
+    assert torch.allclose(self_attention(X_ab)[[2, 1, 0]], self_attention(X_ba), atol=1e-6)  # shuffled
+print("sum and attention cannot tell the two sentences apart, in 5 of 5 draws (within 1e-6): PASS")
 
+# %% [markdown]
+# A tiny RNN, $h_t = \tanh(h_{t-1} W_h + x_t W_x)$ (row vectors, as everywhere here), is not fooled:
+# its final state depends on the order, for each of 5 random draws of the words and the weights.
 
-def rnn_final_state(X):
+# %%
+def rnn_final_state(X, W_h, W_x):
+    """Read the rows of X (seq, d_model) in order; return the last state (d_model,)."""
     h = torch.zeros(d_model)  # (d_model,)
     for x_t in X:  # one word at a time, in order
-        h = torch.tanh(W_h @ h + W_x @ x_t)  # (d_model,)
+        h = torch.tanh(h @ W_h + x_t @ W_x)  # (d_model,)
     return h
 
 
-gap = (rnn_final_state(X_ab) - rnn_final_state(X_ba)).norm().item()
-assert gap > 0.1  # the RNN's final state does depend on the order
-print(f"the RNN's final states for the two sentences are {gap:.3f} apart: PASS")
+gaps = []
+for seed in SEEDS:
+    X_ab, X_ba = sentences(seed)  # (seq, d_model) each
+    W_h, W_x = torch.randn(d_model, d_model) / 3, torch.randn(d_model, d_model) / 3  # (d_model, d_model) each
+    gaps.append((rnn_final_state(X_ab, W_h, W_x) - rnn_final_state(X_ba, W_h, W_x)).norm().item())
+assert min(gaps) > 0.1
+print("the RNN's final states for the two sentences differ by more than 0.1, in 5 of 5 draws: PASS")
+
+# %% tags=["nbval-ignore-output"]
+print("distance between the two final states, per draw:", [round(g, 3) for g in gaps])
 
 # %% [markdown]
 # So we must put the position *into* each word's vector. The Transformer adds a position vector
-# $PE(pos)$ to the word vector before the first layer. What should $PE(pos)$ be? Seed 004 lists what
-# we want: **bounded**, **deterministic**, **unique for each position**, and a distance between two
+# $PE(pos)$ to the word vector before the first layer. What should $PE(pos)$ be? The reading notes on
+# the paper list what we want: **bounded**, **deterministic**, **unique for each position**, and a distance between two
 # steps that **means the same thing in sentences of different lengths**. Let us try the obvious
-# candidates first.
+# candidates first; Liang Hong's slides and the reading notes both reject them.
 #
 # ## 2. Why not integer positions?
 #
 # Use the position itself, 0, 1, 2, ... as the signal. The values are unbounded: they grow with the
 # sentence, while the entries of a word vector stay near 1 in size. Compare the last position of a
-# sentence with the largest entry of a typical word vector (entries drawn from $N(0, 1)$):
+# sentence with the largest entry of a typical word vector (entries drawn from $N(0, 1)$, 5 draws):
 
-# %%
-torch.manual_seed(0)
+# %% tags=["nbval-ignore-output"]
 d_model = 512
-word_vector = torch.randn(d_model)  # (d_model,) a typical word vector
-largest_entry = word_vector.abs().max().item()
+largest_entries = []
+for seed in SEEDS:
+    torch.manual_seed(seed)
+    word_vector = torch.randn(d_model)  # (d_model,) a typical word vector
+    largest_entries.append(word_vector.abs().max().item())
+largest_entry = max(largest_entries)
+print(f"largest entry of a word vector, over 5 draws: from {min(largest_entries):.2f} to {largest_entry:.2f}")
 for seq_len in (10, 100, 1000, 10000):
     last = seq_len - 1
-    print(f"seq_len {seq_len:5d}: last position {last:4d} = {last / largest_entry:7.1f} x the word vector's largest entry")
+    print(f"seq_len {seq_len:5d}: last position {last:4d} = {last / largest_entry:7.1f} x the largest of them")
 
 # %%
-assert largest_entry < 5  # word-vector entries stay small...
-assert (1000 - 1) / largest_entry > 200  # ...while position 999 dwarfs them, and it only grows
-print("integer positions are unbounded and swamp the word's own numbers: PASS")
+assert largest_entry < 5  # word-vector entries stay small, in every draw...
+assert (1000 - 1) / largest_entry > 150  # ...while position 999 dwarfs them, and it only grows
+print("in 5 of 5 draws every word-vector entry is below 5, while position 999 is above 150 x that: PASS")
 
 # %% [markdown]
 # A model trained on sentences of up to 100 words would also meet values like 999 for the first time
@@ -187,7 +217,7 @@ for max_len, d_model in [(4, 8), (50, 16), (100, 128), (30, 512)]:
 print("naive loops == utils.positional.sinusoidal_encoding: PASS")
 
 # %% [markdown]
-# ## 5. PE(0) and PE(1): checking seed 003's numbers
+# ## 5. $PE(0)$ and $PE(1)$: checking the YOUR CAT slide deck's numbers
 #
 # At position 0 every angle is 0, so every sine is 0 and every cosine is 1:
 # $PE(0) = (0, 1, 0, 1, \dots, 0, 1)$.
@@ -199,39 +229,41 @@ assert torch.equal(pe_512[0, 0::2], torch.zeros(256)) and torch.equal(pe_512[0, 
 print("PE(0) = (0, 1, 0, 1, ..., 0, 1): PASS")
 
 # %% [markdown]
-# Seed 003 prints $PE(1) = (0.8414, 0.5403, 0.8218, 0.5696, \dots, 0.0001, 0.9999)$ for
-# $d_{model} = 512$. Compare its six figures with the exact values, cut to four decimals in two ways:
+# The slide deck "Transformers / Attention is all you need" (the one with the YOUR CAT IS A LOVELY CAT
+# example; "the YOUR CAT deck" from here on) prints
+# $PE(1) = (0.8414, 0.5403, 0.8218, 0.5696, \dots, 0.0001, 0.9999)$ for $d_{model} = 512$.
+# Compare its six figures with the exact values, cut to four decimals in two ways:
 # **truncated** (digits dropped) and **rounded**.
 
 # %%
-seed_003 = [0.8414, 0.5403, 0.8218, 0.5696, 0.0001, 0.9999]
-columns = [0, 1, 2, 3, 510, 511]  # the columns seed 003 shows
+deck_pe1 = [0.8414, 0.5403, 0.8218, 0.5696, 0.0001, 0.9999]  # PE(1) as the YOUR CAT deck prints it
+columns = [0, 1, 2, 3, 510, 511]  # the columns the deck shows
 exact = [pe_512[1, c].item() for c in columns]
 truncated = [math.floor(x * 10**4) / 10**4 for x in exact]  # every value here is positive
 rounded = [round(x, 4) for x in exact]
-print("column   exact PE(1)   truncated  rounded   seed 003")
-for c, x, t, r, s in zip(columns, exact, truncated, rounded, seed_003):
+print("column   exact PE(1)   truncated  rounded   deck")
+for c, x, t, r, s in zip(columns, exact, truncated, rounded, deck_pe1):
     print(f"{c:6d}   {x:.8f}    {t:.4f}     {r:.4f}    {s:.4f}")
 
 # %%
-assert all(math.isclose(t, s, abs_tol=1e-12) for t, s in zip(truncated, seed_003))
-differ = [c for c, r, s in zip(columns, rounded, seed_003) if not math.isclose(r, s, abs_tol=1e-12)]
+assert all(math.isclose(t, s, abs_tol=1e-12) for t, s in zip(truncated, deck_pe1))
+differ = [c for c, r, s in zip(columns, rounded, deck_pe1) if not math.isclose(r, s, abs_tol=1e-12)]
 assert differ == [0, 2, 3, 511]
-print(f"truncation reproduces seed 003's row; rounding does not (columns {differ} differ): PASS")
+print(f"truncation reproduces the deck's row; rounding does not (columns {differ} differ): PASS")
 
 # %% [markdown]
-# The seed's figures are **truncated**, not rounded: $\sin(1) = 0.841470\ldots$ rounds to 0.8415, and
+# The deck's figures are **truncated**, not rounded: $\sin(1) = 0.841470\ldots$ rounds to 0.8415, and
 # the last entry, $0.99999999\ldots$, rounds to 1.0000.
 #
-# The seed's exponents are garbled too: it writes the first pair as $\sin(1/10000^{4/517})$ and the
+# The deck's exponents are garbled too: it writes the first pair as $\sin(1/10000^{4/517})$ and the
 # last as $\sin(1/10000^{40/517})$. The formula's exponent is $2i/d_{model}$: 0 for the first pair
-# ($i = 0$) and $510/512$ for the last ($i = 255$). Only the formula gives the seed's own numbers:
+# ($i = 0$) and $510/512$ for the last ($i = 255$). Only the formula gives the deck's own numbers:
 
 # %%
 garbled_first, garbled_last = math.sin(1 / 10000 ** (4 / 517)), math.sin(1 / 10000 ** (40 / 517))
 formula_first, formula_last = math.sin(1 / 10000 ** (2 * 0 / 512)), math.sin(1 / 10000 ** (2 * 255 / 512))
-print(f"first sine: garbled {garbled_first:.4f}, formula {formula_first:.4f}, seed 0.8414")
-print(f"last sine:  garbled {garbled_last:.4f}, formula {formula_last:.4f}, seed 0.0001")
+print(f"first sine: garbled {garbled_first:.4f}, formula {formula_first:.4f}, deck 0.8414")
+print(f"last sine:  garbled {garbled_last:.4f}, formula {formula_last:.4f}, deck 0.0001")
 assert abs(garbled_first - 0.8414) > 0.03 and abs(garbled_last - 0.0001) > 0.4
 assert math.floor(formula_first * 10**4) == 8414 and math.floor(formula_last * 10**4) == 1
 print("the exponent is 2i/d_model, not 4/517 or 40/517: PASS")
@@ -294,8 +326,19 @@ assert torch.unique(sinusoidal_encoding(max_len, d_model), dim=0).shape[0] == ma
 print("unique: no two of 10,000 positions share a vector; the closest are neighbours: PASS")
 
 # %% [markdown]
-# The same identity answers the $[0, 1]$ problem: neighbours are $3.7143$ apart everywhere, at the
-# start of a sentence or 9,000 words in, and in a sentence of any length.
+# That was one width. The same shortcut checks 5 more, from $d_{model} = 16$ to $1024$: in each, the
+# closest two of the 10,000 positions are neighbours, and no two coincide.
+
+# %%
+for d in (16, 64, 128, 256, 1024):
+    dist_d = (d - 2 * torch.cos(k[:, None] * angular_frequencies(d)).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
+    print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}")
+    assert dist_d.min() > 1 and int(dist_d.argmin()) == 0
+print("unique at 6 of 6 widths, the closest always neighbours: PASS")
+
+# %% [markdown]
+# The same identity answers the $[0, 1]$ problem: two neighbours are the same distance apart
+# everywhere, at the start of a sentence or 9,000 words in, and in a sentence of any length.
 
 # %%
 neighbour_gaps = (pe[1:] - pe[:-1]).norm(dim=1)  # (max_len - 1,)
@@ -304,15 +347,16 @@ assert (neighbour_gaps.max() - neighbour_gaps.min()) < 1e-9
 print("a step of one word means the same everywhere: PASS")
 
 # %% [markdown]
-# Why 256 pairs and not one? A single pair, $(\sin pos, \cos pos)$, repeats every $2\pi \approx 6.28$
-# positions, so positions 44 apart ($44 \approx 7 \cdot 2\pi$) or 710 apart ($\approx 113 \cdot 2\pi$)
-# get almost the same pair. The slower pairs tell them apart:
+# Why 256 pairs and not one? A single pair, $(\sin pos, \cos pos)$, repeats every $2\pi$ positions,
+# so positions 44 apart (close to $7 \cdot 2\pi$) or 710 apart (close to $113 \cdot 2\pi$) get almost
+# the same pair. The slower pairs tell them apart:
 
 # %%
-for offset in (44, 710):
+for offset, turns in ((44, 7), (710, 113)):
     first_pair = (pe[offset, :2] - pe[0, :2]).norm().item()  # columns 0, 1 only
     all_pairs = (pe[offset] - pe[0]).norm().item()  # all d_model columns
-    print(f"positions 0 and {offset}: {first_pair:.5f} apart in the first pair, {all_pairs:.4f} in all 256")
+    print(f"{turns} x 2 pi = {turns * 2 * math.pi:.2f}; positions 0 and {offset}: "
+          f"{first_pair:.5f} apart in the first pair, {all_pairs:.4f} in all 256")
     assert first_pair < 0.02 and all_pairs > 10
 
 # %% [markdown]
@@ -331,14 +375,73 @@ print(f"wavelengths from {wavelengths[0]:.4f} to {wavelengths[-1]:.1f} positions
 fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
 ax.semilogy(wavelengths.numpy(), color="black")
 ax.set(xlabel="pair i (columns 2i, 2i+1)", ylabel="wavelength (positions)",
-       title=f"Wavelength of each sin/cos pair, d_model={d_model}")
+       title=f"Geometric wavelengths, 2π to just under 10000·2π (d_model={d_model})")
 plt.show()
 
 # %% [markdown]
-# ## 7. Computed once, reused for every sentence
+# ## 7. Numbering the pairs from 0 or from 1
+#
+# The paper's pairs are $i = 0, \dots, d_{model}/2 - 1$, with exponents $2i/d_{model}$ from 0 to
+# $(d_{model} - 2)/d_{model}$. The COMP7607 slides write the same vector for position $i$ (there $i$
+# is the position) with the pairs numbered $1, \dots, d/2$:
+#
+# $$\Big(\sin\big(i/10000^{2 \cdot 1/d}\big),\ \cos\big(i/10000^{2 \cdot 1/d}\big),\ \dots,\
+#   \sin\big(i/10000^{2 \cdot (d/2)/d}\big),\ \cos\big(i/10000^{2 \cdot (d/2)/d}\big)\Big),$$
+#
+# so their exponents run from $2/d$ to exactly 1. Build both tables and compare:
+
+# %%
+def pe_from_one(max_len, d_model, base=10000.0):
+    """The table with the pairs numbered k = 1 .. d_model/2, as in the COMP7607 slides."""
+    k = torch.arange(1, d_model // 2 + 1, dtype=torch.float64)  # (d_model/2,)
+    angles = torch.arange(max_len, dtype=torch.float64)[:, None] / base ** (2 * k / d_model)  # (max_len, d_model/2)
+    table = torch.empty(max_len, d_model, dtype=torch.float64)  # (max_len, d_model)
+    table[:, 0::2], table[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return table
+
+
+print(f"{'d_model':>7}  {'paper: shortest, longest wavelength':>36}  {'slides: shortest, longest':>28}")
+gaps_at_ends = []
+for d in (4, 16, 64, 128, 512, 1024):
+    paper, slides = sinusoidal_encoding(50, d, dtype=torch.float64), pe_from_one(50, d)  # (50, d) each
+    assert torch.allclose(slides[:, :-2], paper[:, 2:], rtol=0, atol=1e-12)  # the same pairs, moved by one
+    k_paper = torch.arange(d // 2, dtype=torch.float64)  # (d/2,) i = 0 .. d/2 - 1
+    k_slides = k_paper + 1  # (d/2,) k = 1 .. d/2
+    paper_wl = 2 * math.pi * 10000 ** (2 * k_paper / d)  # (d/2,) wavelengths
+    slides_wl = 2 * math.pi * 10000 ** (2 * k_slides / d)  # (d/2,)
+    assert math.isclose(paper_wl[0], 2 * math.pi) and paper_wl[-1] < 10000 * 2 * math.pi
+    assert slides_wl[0] > 2 * math.pi and math.isclose(slides_wl[-1], 10000 * 2 * math.pi, rel_tol=1e-12)
+    print(f"{d:7d}  {paper_wl[0]:16.4f} {paper_wl[-1]:18.1f}  {slides_wl[0]:12.4f} {slides_wl[-1]:15.1f}")
+    gaps_at_ends.append((slides_wl[0] / paper_wl[0]).item())  # = 10000^(2/d), shrinking towards 1
+assert all(a > b for a, b in zip(gaps_at_ends, gaps_at_ends[1:]))
+print("at 6 of 6 widths: numbering from 1 drops the paper's fastest pair and adds a slower one at the end; "
+      "its fastest wave is longer than 2 pi, its slowest is exactly 10000 x 2 pi: PASS")
+
+# %% [markdown]
+# The shift moves every pair by one place: the slides' table is the paper's without its fastest pair
+# (wavelength exactly $2\pi$), with one slower pair added at the end, whose wavelength is exactly
+# $10000 \cdot 2\pi$. The paper's own sentence, wavelengths "from $2\pi$ to $10000 \cdot 2\pi$"
+# (section 3.5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; no numbering
+# reaches both. As $d_{model}$ grows, the two tables' ends approach each other.
+#
+# `utils` numbers the pairs **from 0**, as the paper's formula does: its fastest pair has angular
+# frequency exactly 1, so $PE(1)$ starts with $\sin 1$. So does the YOUR CAT deck's $PE(1)$ (0.8414);
+# numbered from 1, $PE(1)$ would start with the deck's *third* number, 0.8218.
+
+# %%
+assert angular_frequencies(512)[0].item() == 1.0
+assert sinusoidal_encoding(2, 512, dtype=torch.float64)[1, 0].item() == math.sin(1.0)
+from_one_first = pe_from_one(2, 512)[1, 0].item()
+print(f"PE(1), first column: utils sin(1) = {math.sin(1.0):.6f}; numbered from 1: {from_one_first:.6f}")
+assert math.floor(math.sin(1.0) * 10**4) / 10**4 == deck_pe1[0]
+assert math.floor(from_one_first * 10**4) / 10**4 == deck_pe1[2] != deck_pe1[0]
+print("utils and the YOUR CAT deck number the pairs from 0, as the paper does: PASS")
+
+# %% [markdown]
+# ## 8. Computed once, reused for every sentence
 #
 # The table does not depend on the words, so it is computed once up to a maximum length and then
-# sliced (seed 003: "only computed once and reused for every sentence during training and
+# sliced (the YOUR CAT deck: "only computed once and reused for every sentence during training and
 # inference"). `utils.positional.PositionalEncoding` does exactly that. The table is a **buffer**,
 # not a parameter: it moves with the model (`.to(device)`), but no optimizer will ever change it.
 
@@ -366,9 +469,9 @@ except ValueError as err:
 assert message is not None and "max_len=128" in message
 
 # %% [markdown]
-# ## 8. Adding PE to word embeddings: YOUR CAT IS A LOVELY CAT
+# ## 9. Adding PE to word embeddings: YOUR CAT IS A LOVELY CAT
 #
-# Seed 003's example: six words, $d_{model} = 512$. The input to the encoder is the word embedding
+# The YOUR CAT deck's example: six words, $d_{model} = 512$. The input to the encoder is the word embedding
 # **plus** the position's vector.
 
 # %%
@@ -378,64 +481,78 @@ tokens = torch.tensor([vocab[word] for word in sentence])  # (seq,) = (6,)
 print(vocab, tokens)
 
 # %% [markdown]
-# How big is PE next to the embedding? Seed 003 draws embedding entries in the thousands (952.207,
-# 5450.840, ...), and PE entries in the thousands too (1664.068, ...). Those cannot be sinusoidal PE
-# values, which never leave $[-1, 1]$; and next to embeddings that large, the real PE would vanish.
-# Compare the norm of $PE(pos)$, always 16 at $d_{model} = 512$, with the word vectors' norms for
-# three kinds of embedding: entries drawn from $N(0, 1/d_{model})$ then multiplied by
+# How big is PE next to the embedding? The YOUR CAT deck draws embedding entries in the thousands
+# (952.207, 5450.840, ...), and PE entries in the thousands too (1664.068, ...). Those cannot be
+# sinusoidal PE values, which never leave $[-1, 1]$; and next to embeddings that large, the real PE
+# would vanish. Compare the norm of $PE(pos)$, always 16 at $d_{model} = 512$, with the word vectors'
+# norms for three kinds of embedding: entries drawn from $N(0, 1/d_{model})$ then multiplied by
 # $\sqrt{d_{model}}$ as the paper does (section 3.4); PyTorch's default `nn.Embedding` entries,
-# $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers like the seed's.
+# $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers like the deck's. Each is drawn 5 times.
 
 # %%
-seed_003_pe = [1664.068, 8080.133, 2620.399, 9386.405, 3120.159]  # seed 003's "PE" column for CAT
-assert max(abs(v) for v in seed_003_pe) > 1  # so these are not sinusoidal PE values
+deck_pe_cat = [1664.068, 8080.133, 2620.399, 9386.405, 3120.159]  # the deck's "PE" column for CAT
+assert max(abs(v) for v in deck_pe_cat) > 1  # so these are not sinusoidal PE values
 d_model, seq = 512, len(sentence)
 pe_norm = sinusoidal_encoding(seq, d_model).norm(dim=1).mean().item()  # every row has norm 16
-torch.manual_seed(0)
-embeddings = {
-    "N(0, 1/d_model) x sqrt(d_model)": torch.randn(len(vocab), d_model) / math.sqrt(d_model) * math.sqrt(d_model),
-    "N(0, 1) x sqrt(d_model)": torch.randn(len(vocab), d_model) * math.sqrt(d_model),
-    "like seed 003: uniform in [0, 10000)": torch.rand(len(vocab), d_model) * 10000,
-}  # each (vocab, d_model)
-ratios = {}
-for name, table in embeddings.items():
-    word_norm = table[tokens].norm(dim=1).mean().item()  # mean over the sentence's (seq, d_model) rows
-    ratios[name] = pe_norm / word_norm
-    print(f"{name:38s} word norm {word_norm:10.1f}   PE norm {pe_norm:.1f}   PE / word = {ratios[name]:.5f}")
+
+
+def embedding_tables(seed):
+    """Three (vocab, d_model) embedding tables of very different sizes, drawn with `seed`."""
+    torch.manual_seed(seed)
+    return {
+        "N(0, 1/d_model) x sqrt(d_model)": torch.randn(len(vocab), d_model) / math.sqrt(d_model) * math.sqrt(d_model),
+        "N(0, 1) x sqrt(d_model)": torch.randn(len(vocab), d_model) * math.sqrt(d_model),
+        "like the deck: uniform in [0, 10000)": torch.rand(len(vocab), d_model) * 10000,
+    }
+
+
+ratios = {}  # kind -> PE norm / word norm, one per seed
+for seed in SEEDS:
+    for name, table in embedding_tables(seed).items():
+        word_norm = table[tokens].norm(dim=1).mean().item()  # mean over the sentence's (seq, d_model) rows
+        ratios.setdefault(name, []).append(pe_norm / word_norm)
+
+# %% tags=["nbval-ignore-output"]
+for name, r in ratios.items():
+    print(f"{name:38s} PE / word norm from {min(r):.5f} to {max(r):.5f} over 5 draws")
 
 # %%
-assert 0.65 < ratios["N(0, 1/d_model) x sqrt(d_model)"] < 0.77  # about 1/sqrt(2): comparable sizes
-assert 0.028 < ratios["N(0, 1) x sqrt(d_model)"] < 0.035  # about 16/512: PE is a small nudge
-assert ratios["like seed 003: uniform in [0, 10000)"] < 1e-3  # PE would be swamped
-print("PE is comparable to unit-variance embeddings, small next to large ones, lost next to the seed's: PASS")
+print(f"PE norm {pe_norm:.1f}; sqrt(512) = {math.sqrt(512):.1f}; 16 / sqrt(512) = {16 / math.sqrt(512):.3f}; "
+      f"16 / 512 = {16 / 512:.5f}")
+assert all(0.65 < r < 0.77 for r in ratios["N(0, 1/d_model) x sqrt(d_model)"])  # about 1/sqrt(2): comparable
+assert all(0.028 < r < 0.035 for r in ratios["N(0, 1) x sqrt(d_model)"])  # about 16/512: a small nudge
+assert all(r < 1e-3 for r in ratios["like the deck: uniform in [0, 10000)"])  # PE would be swamped
+print("in 5 of 5 draws: PE / word norm in (0.65, 0.77) for unit variance, in (0.028, 0.035) for "
+      "N(0, 1) x sqrt(d_model), below 0.001 next to the deck's numbers: PASS")
 
 # %% [markdown]
-# With entries of variance 1 (the first row), a word vector has norm about $\sqrt{512} \approx 22.6$
-# and PE has norm 16: the ratio is about $1/\sqrt{2}$, so neither dominates the other, which is what
-# seed 003 asks for ("positional encodings don't dominate the word embeddings"). We use that
-# embedding and add PE with the module from section 7:
+# With entries of variance 1 (the first kind), a word vector has norm about $\sqrt{512}$ and PE has
+# norm 16: the ratio is about $1/\sqrt{2}$ (printed above), so neither dominates the other, which is
+# what the YOUR CAT deck asks for ("positional encodings don't dominate the word embeddings"). We use
+# that embedding and add PE with the module from section 8:
 
 # %%
-X = embeddings["N(0, 1/d_model) x sqrt(d_model)"][tokens]  # (seq, d_model) word vectors
+X = embedding_tables(seed=0)["N(0, 1/d_model) x sqrt(d_model)"][tokens]  # (seq, d_model) word vectors
 X_pe = pos_enc(X)  # (seq, d_model) word vectors + PE(0..5)
 assert torch.equal(X_pe, X + sinusoidal_encoding(seq, d_model))
 print(X_pe.shape)
 
 # %% [markdown]
 # The two CATs (positions 1 and 5) start as the very same vector. After adding PE they differ, by
-# exactly the distance between $PE(1)$ and $PE(5)$, the offset-4 distance from section 6:
+# exactly the distance between $PE(1)$ and $PE(5)$, the offset-4 distance from section 6, whatever the
+# embedding (5 draws):
 
 # %%
 cat_1, cat_5 = 1, 5
-gap = (X_pe[cat_1] - X_pe[cat_5]).norm().item()
-print(f"before PE: identical = {torch.equal(X[cat_1], X[cat_5])}; after PE: {gap:.4f} apart")
-assert torch.equal(X[cat_1], X[cat_5])
-assert not torch.allclose(X_pe[cat_1], X_pe[cat_5])
-assert math.isclose(gap, dist_by_offset[cat_5 - cat_1 - 1].item(), abs_tol=1e-4)
-print("the two CATs are now different vectors: PASS")
+offset_4 = dist_by_offset[cat_5 - cat_1 - 1].item()
+for seed in SEEDS:
+    X = embedding_tables(seed)["N(0, 1/d_model) x sqrt(d_model)"][tokens]  # (seq, d_model)
+    X_pe = pos_enc(X)  # (seq, d_model)
+    assert torch.equal(X[cat_1], X[cat_5]) and not torch.allclose(X_pe[cat_1], X_pe[cat_5])
+    assert math.isclose((X_pe[cat_1] - X_pe[cat_5]).norm().item(), offset_4, abs_tol=1e-4)
+print(f"the two CATs: identical before PE, {offset_4:.4f} apart after it (within 1e-4), in 5 of 5 draws: PASS")
 
-# %% [markdown]
-# ## 9. The whole table at a glance
+# ## 10. The whole table at a glance
 #
 # Rows are positions, columns are dimensions. The left columns (fast waves) flip colour every few
 # rows; further right the waves are so slow that they barely change over 100 positions. The bottom
@@ -451,8 +568,7 @@ assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
 # every wave faster) and the highlighted `position`. (On GitHub the widget is not live; run the
 # notebook.)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 pe_explorer()
 
 # %% [markdown]
@@ -465,8 +581,13 @@ pe_explorer()
 # - $PE(pos, 2i) = \sin(pos / 10000^{2i/d_{model}})$, $PE(pos, 2i+1) = \cos(\ldots)$: bounded in
 #   $[-1, 1]$ with every row of norm $\sqrt{d_{model}/2}$, deterministic, unique for each position, and
 #   with a distance between positions that depends only on how far apart they are.
-# - $PE(0) = (0, 1, 0, 1, \dots)$. Seed 003's $PE(1)$ figures are truncated, not rounded, and its
-#   exponents should read $2i/d_{model}$.
+# - $PE(0) = (0, 1, 0, 1, \dots)$. The YOUR CAT deck's $PE(1)$ figures are truncated, not rounded,
+#   and its exponents should read $2i/d_{model}$.
+# - The paper numbers the pairs from $i = 0$ (fastest wavelength $2\pi$), and so do `utils` and the
+#   YOUR CAT deck; the COMP7607 slides number them from 1, which drops the $2\pi$ wave and makes the
+#   slowest exactly $10000 \cdot 2\pi$.
+# - Vectors are rows: a sentence is `(T, d_model)` and maps act as $xW$, here and in every later
+#   lesson.
 # - The table is computed once (a buffer) and added to the embeddings; with unit-variance embeddings
 #   its norm is about $1/\sqrt{2}$ of theirs. The two CATs become different vectors.
 #
@@ -493,7 +614,7 @@ check.pe_value(pe_value)
 
 # %% [markdown]
 # **2. The whole table, without loops.** Write `pe_table(max_len, d_model)` returning the
-# (max_len, d_model) table as a NumPy array (or a tensor), using broadcasting instead of Python loops.
+# `(max_len, d_model)` table as a NumPy array (or a tensor), using broadcasting instead of Python loops.
 
 # %%
 def pe_table(max_len, d_model):
@@ -506,8 +627,8 @@ check.pe_table(pe_table)
 # %% [markdown]
 # **3. The range of wavelengths.** The paper says the wavelengths "form a geometric progression from
 # $2\pi$ to $10000 \cdot 2\pi$". Write `wavelength_range(d_model, base)` returning the exact
-# (shortest, longest) wavelength, in positions, of the columns of a `d_model`-wide table. Is the
-# paper's upper end ever reached?
+# (shortest, longest) wavelength, in positions, of the columns of a `d_model`-wide table, with the
+# pairs numbered from 0 as in the paper and `utils`, for any `base`.
 
 # %%
 def wavelength_range(d_model, base=10000.0):
@@ -516,3 +637,18 @@ def wavelength_range(d_model, base=10000.0):
 
 
 check.wavelength_range(wavelength_range)
+
+# %% [markdown]
+# ## Sources
+#
+# - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.5 (the sinusoidal encoding,
+#   its geometric progression of wavelengths, and why it was chosen), section 3.4 (embeddings
+#   multiplied by $\sqrt{d_{model}}$), sections 3.2.2 and 3.3 (the row-vector convention, $xW$).
+# - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the positional-encoding
+#   vector with the pairs numbered $1, \dots, d/2$.
+# - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, its
+#   embedding and PE figures, $PE(0)$ and $PE(1)$ at $d_{model} = 512$, and the precomputed table.
+# - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the formula with $i$
+#   from 0, and why neither integer positions nor positions in $[0, 1]$ will do.
+# - Reading notes on the paper (June 2020): "A chases B" vs "B chases A", and the four properties a
+#   position signal should have (bounded, deterministic, unique, consistent across lengths).

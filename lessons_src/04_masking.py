@@ -3,19 +3,23 @@
 #
 # **Goals.** By the end of this lesson you can
 #
-# - remove a key from attention exactly, by setting its score to −∞ before the softmax;
+# - remove a key from attention exactly, by setting its score to $-\infty$ before the softmax;
 # - build a padding mask for a batch of sentences of different lengths, and check that the pad tokens
 #   cannot change the outputs at real positions;
-# - build the causal mask of a decoder, see why the lecture's formula (−∞ for j ≥ i) produces NaN, and fix it
-#   (keep j ≤ i);
+# - build the causal mask of a decoder, see why the COMP7607 slides' formula ($-\infty$ for $j \ge i$)
+#   produces NaN, and fix it (keep $j \le i$);
 # - test for leakage: with the causal mask, the future cannot change the past;
+# - see why letting position $i$ see itself leaks nothing: the decoder's input is the target shifted
+#   right by one, and without that shift a model learns to copy its answer;
 # - combine causal and padding masks, and know what a query with nothing to attend to returns.
 #
 # **Prerequisites.** [03 · Self-attention](03_self_attention.ipynb).
 #
-# **Convention.** A mask is a boolean tensor, `True` = *may attend*, broadcastable to the scores'
-# shape (…, T_q, T_k), as in `torch.nn.functional.scaled_dot_product_attention`.
-# (`torch.nn.MultiheadAttention` uses the opposite: `True` = *may not*.)
+# **Conventions.** As in lesson 01, a sentence is a matrix of shape `(T, d_model)`, one row per token,
+# and a linear map acts on the right, $xW$. A mask is a boolean tensor, `True` = *may attend*,
+# broadcastable to the scores' shape `(..., T_q, T_k)`, as in
+# `torch.nn.functional.scaled_dot_product_attention`. (`torch.nn.MultiheadAttention` uses the opposite:
+# `True` = *may not*.)
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.
@@ -35,17 +39,21 @@ import torch.nn.functional as F
 
 from utils.attention import scaled_dot_product_attention
 from utils.masks import causal_mask, combine_masks, padding_mask
+from utils.next_token import chance, fit_next_token, shift_right
 from utils.plotting import plot_attention, plot_attention_explorer
 from utils.widgets import attention_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
 np.set_printoptions(precision=4, suppress=True)
+SEEDS = range(5)  # every claim about random numbers is checked over these seeds
 
 # %% [markdown]
-# ## 1. −∞ before the softmax removes a position exactly
+# ## 1. $-\infty$ before the softmax removes a position exactly
 #
-# softmax(s)_j = e^{s_j} / Σ_l e^{s_l}. With s_j = −∞, e^{s_j} = 0: key j gets weight exactly 0, and the
-# other weights renormalise among themselves, as if key j had never been there.
+# $\mathrm{softmax}(s)_j = e^{s_j} / \sum_l e^{s_l}$. With $s_j = -\infty$, $e^{s_j} = 0$: key $j$ gets
+# weight exactly 0, and the other weights renormalise among themselves, as if key $j$ had never been
+# there. (The YOUR CAT slide deck says the same: set a score to $-\infty$ before the softmax and those
+# positions do not interact.)
 
 # %%
 gen = torch.Generator().manual_seed(0)
@@ -61,8 +69,8 @@ assert torch.allclose(w[keep], torch.softmax(s[keep], dim=-1)), "the rest renorm
 
 # %% [markdown]
 # It is the same as taking the softmax, zeroing key 2 and renormalising; and it is what `utils` does
-# with a mask that is False at key 2. Setting the score to 0 instead of −∞ does *not* remove the key
-# (e⁰ = 1).
+# with a mask that is False at key 2. Setting the score to 0 instead of $-\infty$ does *not* remove the
+# key ($e^0 = 1$).
 
 # %%
 full = torch.softmax(s, dim=-1)  # (T_k,)
@@ -75,15 +83,32 @@ assert torch.allclose(w_utils[0], w)
 zero_score = s.clone()  # (T_k,)
 zero_score[2] = 0.0
 print("weight of key 2 with score 0 instead of -inf:", round(torch.softmax(zero_score, -1)[2].item(), 4))
-assert torch.softmax(zero_score, -1)[2] > 0.1
+
+# %% [markdown]
+# One set of scores proves little. Repeat both facts for 5 seeds and 5 numbers of keys, removing a
+# random key each time:
+
+# %%
+zero_score_weights = []
+for seed, T_k in zip(SEEDS, (3, 5, 8, 13, 40)):
+    g = torch.Generator().manual_seed(seed)
+    s_r = torch.randn(T_k, generator=g, dtype=torch.float64) * 3  # (T_k,) scores
+    j = int(torch.randint(T_k, (1,), generator=g))
+    others = [l for l in range(T_k) if l != j]
+    w_r = torch.softmax(s_r.index_fill(0, torch.tensor([j]), float("-inf")), dim=-1)  # (T_k,)
+    assert w_r[j] == 0.0 and torch.allclose(w_r[others], torch.softmax(s_r[others], dim=-1))
+    zero_score_weights.append(torch.softmax(s_r.index_fill(0, torch.tensor([j]), 0.0), dim=-1)[j].item())
+assert min(zero_score_weights) > 0
+print(f"-inf: weight exactly 0 and the rest renormalised, for 5 of 5 seeds (T_k = 3 to 40): PASS")
+print(f"score 0: the key keeps a weight between {min(zero_score_weights):.3f} and {max(zero_score_weights):.3f}: PASS")
 
 # %% [markdown]
 # ## 2. Padding masks
 #
 # Sentences in a batch have different lengths, but a tensor is rectangular: we pad the short ones with a
 # `<pad>` token (id 0). The pad tokens are not words, so no query may attend to them: the padding mask is
-# True on real tokens, with shape (batch, 1, T) so that it broadcasts over every query row of the scores
-# (batch, T_q, T_k).
+# True on real tokens, with shape `(batch, 1, T)` so that it broadcasts over every query row of the
+# scores `(batch, T_q, T_k)`.
 
 # %%
 sentences = ["YOUR CAT IS A LOVELY CAT", "THE CAT SAT", "A CAT"]
@@ -108,47 +133,63 @@ print(pad_mask.int())
 assert torch.equal(pad_mask, naive) and pad_mask.shape == (3, 1, 6)
 
 # %% [markdown]
-# Embed the tokens (a seeded embedding table, d_model = 16) and run masked self-attention.
+# Embed the tokens (a seeded embedding table, $d_{model} = 16$) and run masked self-attention. The
+# weights of "THE CAT SAT":
 
-# %%
+# %% tags=["nbval-ignore-output"]
 d_model = 16
 torch.manual_seed(0)
 embedding = torch.nn.Embedding(len(vocab), d_model)
 with torch.no_grad():
     x = embedding(tokens)  # (batch, T, d_model)
 out, weights = scaled_dot_product_attention(x, x, x, pad_mask)  # (batch, T, d_model), (batch, T, T)
-print("weights of 'THE CAT SAT':\n", weights[1].numpy().round(3))
-assert torch.all(weights[1][:, 3:] == 0), "no query attends to a pad"
+print(weights[1].numpy().round(3))
+
+# %%
+assert torch.all(weights.masked_select(~pad_mask.expand(3, T, T)) == 0), "no query attends to a pad"
 assert torch.allclose(weights.sum(-1), torch.ones(3, T))
+print("no query attends to a pad, and every row of weights sums to 1 (within 1e-6): PASS")
 fig = plot_attention(tokens=["THE", "CAT", "SAT", "<pad>", "<pad>", "<pad>"], weights=weights[1].numpy(),
                      mask=pad_mask[1].expand(T, T).numpy(), title="THE CAT SAT, padding mask")
 
 # %% [markdown]
-# The claim that matters: **outputs at real positions do not depend on what the pad tokens are.** Replace
-# every pad vector by something wild and compare. Without the mask they do change. (The outputs *at* pad
-# positions are meaningless either way; later lessons ignore them in the loss.)
+# The claim that matters: **outputs at real positions do not depend on what the pad tokens are.**
+# Replace every pad vector by something wild, 5 times over, and compare. Without the mask they do
+# change. (The outputs *at* pad positions are meaningless either way; later lessons ignore them in the
+# loss.)
 
 # %%
 real = tokens != 0  # (batch, T)
-wild = torch.randn(x.shape, generator=gen) * 100  # (batch, T, d_model)
-x_wild = torch.where(real[..., None], x, wild)  # (batch, T, d_model) same words, different pads
-out_wild, _ = scaled_dot_product_attention(x_wild, x_wild, x_wild, pad_mask)  # (batch, T, d_model)
-assert torch.allclose(out_wild[real], out[real], atol=1e-6), "masked: pads cannot change real outputs"
 out_nomask, _ = scaled_dot_product_attention(x, x, x)  # (batch, T, d_model)
-out_nomask_wild, _ = scaled_dot_product_attention(x_wild, x_wild, x_wild)  # (batch, T, d_model)
-print("largest change at real positions, masked:  ", round((out_wild - out)[real].abs().max().item(), 6))
-print("largest change at real positions, no mask: ", round((out_nomask_wild - out_nomask)[real].abs().max().item(), 2))
-assert not torch.allclose(out_nomask_wild[real], out_nomask[real], atol=1e-2)
+changes_masked, changes_nomask = [], []
+for seed in SEEDS:
+    g = torch.Generator().manual_seed(seed)
+    wild = torch.randn(x.shape, generator=g) * 100  # (batch, T, d_model)
+    x_wild = torch.where(real[..., None], x, wild)  # (batch, T, d_model) same words, different pads
+    out_wild, _ = scaled_dot_product_attention(x_wild, x_wild, x_wild, pad_mask)  # (batch, T, d_model)
+    out_nomask_wild, _ = scaled_dot_product_attention(x_wild, x_wild, x_wild)  # (batch, T, d_model)
+    changes_masked.append((out_wild - out)[real].abs().max().item())
+    changes_nomask.append((out_nomask_wild - out_nomask)[real].abs().max().item())
+assert max(changes_masked) < 1e-6 and min(changes_nomask) > 0.1
+print("with the mask, 5 of 5 wild pads change no real output (max |change| < 1e-6): PASS")
+print("without it, 5 of 5 change the real outputs (max |change| > 0.1): PASS")
+
+# %% [markdown]
+# The largest changes, seed by seed:
+
+# %% tags=["nbval-ignore-output"]
+print("masked:  ", [f"{c:.1e}" for c in changes_masked])
+print("no mask: ", [f"{c:.2f}" for c in changes_nomask])
 
 # %% [markdown]
 # ## 3. The causal mask
 #
-# A decoder generates one word at a time, so while training, position i must not see the words after
-# it. The lecture (seed 001) writes this as
+# A decoder generates one word at a time, so while training, position $i$ must not see the words after
+# it. The COMP7607 slides (lecture 4, "Transformer as Decoder") write this as
 #
 # $$e_{ij} = \begin{cases} q_i^\top k_j, & j < i \\ -\infty, & j \geq i \end{cases}$$
 #
-# with a table for "Happy mid autumn festival" whose first row is all −∞. Let us run exactly that.
+# with a table for "Happy mid autumn festival" whose first row is all $-\infty$. Let us run exactly that.
 
 # %%
 words = ["Happy", "mid", "autumn", "festival"]
@@ -159,38 +200,44 @@ scores = qk @ qk.T / math.sqrt(8)  # (n, n)
 e = scores.clone()  # (n, n)
 for i in range(n):
     for j in range(n):
-        if j >= i:  # seed 001's rule
+        if j >= i:  # the slides' rule
             e[i, j] = float("-inf")
-seed_weights = torch.softmax(e, dim=-1)  # (n, n)
-print(seed_weights.numpy().round(4))
+slides_weights = torch.softmax(e, dim=-1)  # (n, n)
+print(slides_weights.numpy().round(4))
 
 # %% [markdown]
-# The first row is all −∞: softmax computes 0/0 = **NaN**. And j ≥ i also removes the diagonal, so every
-# other word cannot see itself either (for "mid", the whole distribution sits on "Happy").
+# The first row is all $-\infty$: the softmax computes $0/0$ = **NaN**. And $j \ge i$ also removes the
+# diagonal, so no other word can see itself either (for "mid", the whole distribution sits on "Happy").
 
 # %%
-assert torch.isnan(seed_weights[0]).all(), "row 0 is NaN"
-assert not torch.isnan(seed_weights[1:]).any() and torch.all(seed_weights.diagonal()[1:] == 0)
-assert seed_weights[1, 0] == 1.0
+assert torch.isnan(slides_weights[0]).all(), "row 0 is NaN"
+assert not torch.isnan(slides_weights[1:]).any() and torch.all(slides_weights.diagonal()[1:] == 0)
+assert slides_weights[1, 0] == 1.0
+print("j < i: row 0 is NaN, the diagonal is 0, and 'mid' puts weight 1 on 'Happy': PASS")
 
 # %% [markdown]
 # One NaN row is enough to ruin training: it flows into the output and the loss, and backprop carries it
-# into the gradient of the value projection W_v (every value row meets the NaN weights of row 0).
+# into the gradient of the value projection `W_v` (every value row meets the NaN weights of row 0).
+# The same in 5 initialisations of the weights:
 
 # %%
-torch.manual_seed(0)
-W_q, W_v = torch.nn.Linear(8, 8, dtype=torch.float64), torch.nn.Linear(8, 8, dtype=torch.float64)
-seed_mask = torch.ones(n, n, dtype=torch.bool).triu()  # (n, n) True where seed 001 puts -inf (j >= i)
-e_q = (W_q(qk) @ qk.T / math.sqrt(8)).masked_fill(seed_mask, float("-inf"))  # (n, n)
-loss = (torch.softmax(e_q, dim=-1) @ W_v(qk)).square().sum()  # (,) any loss will do
-loss.backward()
-print("loss:", loss.item())
-print("NaN entries in W_v's gradient:", int(W_v.weight.grad.isnan().sum()), "of", W_v.weight.numel())
-assert torch.isnan(loss) and W_v.weight.grad.isnan().all()
+slides_mask = torch.ones(n, n, dtype=torch.bool).triu()  # (n, n) True where the slides put -inf (j >= i)
+nan_grads = []
+for seed in SEEDS:
+    torch.manual_seed(seed)
+    W_q, W_v = torch.nn.Linear(8, 8, dtype=torch.float64), torch.nn.Linear(8, 8, dtype=torch.float64)
+    e_q = (W_q(qk) @ qk.T / math.sqrt(8)).masked_fill(slides_mask, float("-inf"))  # (n, n)
+    loss = (torch.softmax(e_q, dim=-1) @ W_v(qk)).square().sum()  # (,) any loss will do
+    loss.backward()
+    assert torch.isnan(loss)
+    nan_grads.append(int(W_v.weight.grad.isnan().sum()))
+print("NaN entries in W_v's gradient, per seed:", nan_grads, "of", W_v.weight.numel())
+assert nan_grads == [W_v.weight.numel()] * 5
+print("the loss and every entry of W_v's gradient are NaN, in 5 of 5 initialisations: PASS")
 
 # %% [markdown]
-# The fix: keep the diagonal. Position i may attend to every j **≤ i**, itself included, and −∞ only for
-# j > i. By hand, then `utils.masks.causal_mask`:
+# The fix: keep the diagonal. Position $i$ may attend to every $j \le i$, itself included, and
+# $-\infty$ only for $j > i$. By hand, then `utils.masks.causal_mask`:
 
 # %%
 naive_causal = torch.zeros(n, n, dtype=torch.bool)  # (n, n)
@@ -206,52 +253,147 @@ print(causal_weights.numpy().round(4))
 assert not torch.isnan(causal_weights).any()
 assert torch.allclose(causal_weights.sum(-1), torch.ones(n, dtype=torch.float64))
 assert torch.all(causal_weights.triu(1) == 0) and causal_weights[0, 0] == 1, "Happy sees only itself"
+print("j <= i: no NaN, rows sum to 1, nothing above the diagonal, 'Happy' sees only itself: PASS")
 fig = plot_attention(words, causal_weights.numpy(), mask=causal_mask(n).numpy(), title="causal mask, j ≤ i")
 
 # %% [markdown]
 # ## 4. A leakage test
 #
-# If the mask works, changing the tokens after position t cannot change any output at positions ≤ t.
-# We check it for every t, through two stacked attention layers with learned projections (a decoder is a
-# stack: the mask must hold through all of it). Without the mask, the past changes.
+# If the mask works, changing the tokens after position $t$ cannot change any output at positions
+# $\le t$. We check it for every $t$, through two stacked attention layers with learned projections (a
+# decoder is a stack: the mask must hold through all of it), for 5 initialisations and inputs. Without
+# the mask, the past changes.
 
 # %%
-torch.manual_seed(0)
-layers = [[torch.nn.Linear(d_model, d_model, dtype=torch.float64) for _ in range(3)] for _ in range(2)]
-
-
-def decoder_stack(x, mask):
-    """Two self-attention layers Attention(xW_q, xW_k, xW_v) with residuals: (T, d_model) -> (T, d_model)."""
+def decoder_stack(x, mask, layers):
+    """Attention(xW_q, xW_k, xW_v) with a residual, once per layer: (T, d_model) -> (T, d_model)."""
     for W_q, W_k, W_v in layers:
         x = x + scaled_dot_product_attention(W_q(x), W_k(x), W_v(x), mask)[0]  # (T, d_model)
     return x
 
 
 T_dec = 6
-x_dec = torch.randn(T_dec, d_model, generator=gen, dtype=torch.float64)  # (T, d_model)
-y_dec = decoder_stack(x_dec, causal_mask(T_dec))  # (T, d_model)
-for t in range(T_dec - 1):
-    changed = x_dec.clone()  # (T, d_model)
-    changed[t + 1:] = torch.randn(T_dec - t - 1, d_model, generator=gen, dtype=torch.float64)  # new future
-    assert torch.allclose(decoder_stack(changed, causal_mask(T_dec))[: t + 1], y_dec[: t + 1]), f"leak at t={t}"
-    assert not torch.allclose(decoder_stack(changed, None)[: t + 1], decoder_stack(x_dec, None)[: t + 1])
-print(f"causal: no leakage for any t in 0..{T_dec - 2}; without the mask, the past changes for every t: PASS")
+stacks = []  # (layers, input) per seed
+for seed in SEEDS:
+    torch.manual_seed(seed)
+    layers = [[torch.nn.Linear(d_model, d_model, dtype=torch.float64) for _ in range(3)] for _ in range(2)]
+    x_dec = torch.randn(T_dec, d_model, dtype=torch.float64)  # (T, d_model)
+    stacks.append((layers, x_dec))
+    y_dec = decoder_stack(x_dec, causal_mask(T_dec), layers)  # (T, d_model)
+    y_open = decoder_stack(x_dec, None, layers)  # (T, d_model)
+    for t in range(T_dec - 1):
+        changed = x_dec.clone()  # (T, d_model)
+        changed[t + 1:] = torch.randn(T_dec - t - 1, d_model, dtype=torch.float64)  # a new future
+        assert torch.allclose(decoder_stack(changed, causal_mask(T_dec), layers)[: t + 1], y_dec[: t + 1]), t
+        assert not torch.allclose(decoder_stack(changed, None, layers)[: t + 1], y_open[: t + 1])
+print(f"causal: no leakage for any t in 0..{T_dec - 2}, in 5 of 5 seeds; "
+      "without the mask, the past changes for every t: PASS")
 
 # %% [markdown]
-# The same fact as a picture of dependencies: the Jacobian block ∂y_t/∂x_s is zero whenever s > t, so
-# the matrix of their norms is lower triangular.
+# The same fact as a picture of dependencies: the Jacobian block $\partial y_t / \partial x_s$ is zero
+# whenever $s > t$ (and not zero for $s \le t$), so the matrix of their norms is lower triangular, for
+# each of the 5 stacks:
 
 # %%
-J = torch.autograd.functional.jacobian(lambda x: decoder_stack(x, causal_mask(T_dec)), x_dec)  # (T, d, T, d)
-dependence = J.abs().sum(dim=(1, 3))  # (T, T): row t, column s
+for layers, x_dec in stacks:
+    J = torch.autograd.functional.jacobian(lambda x: decoder_stack(x, causal_mask(T_dec), layers), x_dec)  # (T, d, T, d)
+    dependence = J.abs().sum(dim=(1, 3))  # (T, T): row t, column s
+    assert torch.equal(dependence > 0, causal_mask(T_dec))
 print((dependence > 0).int())
-assert torch.equal(dependence > 0, causal_mask(T_dec))
+print("y_t depends on x_s exactly when s <= t, in 5 of 5 stacks: PASS")
 
 # %% [markdown]
-# ## 5. Causal and padding masks together
+# ## 5. Seeing yourself leaks nothing: the input is shifted right
 #
-# A decoder on a padded batch needs both: query i may attend to key j when j ≤ i **and** j is a real token.
-# `utils.masks.combine_masks` takes the logical AND with broadcasting: (T, T) & (batch, 1, T) → (batch, T, T).
+# The causal mask lets position $i$ see itself. Is that not a leak? It depends on what sits at position
+# $i$ of the decoder's input. The paper (section 3.1) answers it: the masking, "combined with fact that
+# the output embeddings are offset by one position, ensures that the predictions for position $i$ can
+# depend only on the known outputs at positions less than $i$."
+#
+# Take one sentence pair: the Chinese greeting 中秋节快乐 and its English translation "Happy mid autumn
+# festival". The decoder must predict the target $y = (y_1, \dots, y_5)$ = (Happy, mid, autumn,
+# festival, `<eos>`). Its input is the target **shifted right** by one,
+# $(y_0, y_1, \dots, y_4)$ with $y_0 = \langle bos \rangle$. Side by side with the causal mask
+# (positions numbered from 1 like the $y_i$), position $i$ holds $y_{i-1}$, sees $y_{<i}$, and
+# predicts $y_i$:
+
+# %%
+target = ["Happy", "mid", "autumn", "festival", "<eos>"]  # y_1 .. y_T, what the decoder must predict
+decoder_input = ["<bos>"] + target[:-1]  # <bos>, y_1 .. y_{T-1}, what it reads
+T_y = len(target)
+mask_y = causal_mask(T_y)  # (T_y, T_y)
+print(f"{'i':>2}  {'holds':9} {'mask row':9} {'position i sees':32} predicts")
+for i in range(T_y):  # Python counts from 0; the table counts from 1, like y_1 .. y_T
+    seen = " ".join(decoder_input[j] for j in range(T_y) if mask_y[i, j])
+    row = "".join(str(int(m)) for m in mask_y[i])
+    print(f"{i + 1:>2}  {decoder_input[i]:9} {row:9} {seen:32} {target[i]}")
+
+# %% [markdown]
+# `utils.next_token.shift_right(targets, bos_id)` does the same to token ids (lesson 07's translator
+# reads its targets this way):
+
+# %%
+ids = {word: idx for idx, word in enumerate(["<bos>"] + target)}
+target_ids = torch.tensor([ids[word] for word in target])  # (T_y,)
+assert shift_right(target_ids, bos_id=ids["<bos>"]).tolist() == [ids[word] for word in decoder_input]
+print("shift_right(target) == <bos> + target[:-1]: PASS")
+
+# %% [markdown]
+# Now the check, counting from 0 as Python does. Shift the *indices* of the targets,
+# $0, \dots, T-1$, the same way ($-1$ marks `<bos>`): then `holds[j]` says which target sits at input
+# position $j$, and the mask says which $j$ position $i$ sees. With the shift, every position sees only targets before its own. Remove the shift
+# and every position sees its own answer:
+
+# %%
+def targets_seen(holds, mask):
+    """For each position i, the indices of the targets it can read through the mask."""
+    return [holds[mask[i]].tolist() for i in range(len(holds))]
+
+
+shifted = targets_seen(shift_right(torch.arange(T_y), bos_id=-1), mask_y)
+unshifted = targets_seen(torch.arange(T_y), mask_y)
+print("shifted:  ", shifted)
+print("unshifted:", unshifted)
+assert all(max(seen) < i for i, seen in enumerate(shifted))
+assert [i for i, seen in enumerate(unshifted) if i in seen] == list(range(T_y))
+print("shifted: position i sees only y_<i; unshifted: all 5 positions see their own answer: PASS")
+
+# %% [markdown]
+# Would a model use that answer? Train the smallest decoder there is, `utils.next_token.CausalAttentionLM`:
+# an embedding plus PE, one causally masked attention layer and a linear read-out, so position $i$'s
+# prediction can only use what the mask lets it see. The data are **uniformly random** tokens (8 kinds,
+# 6 per sequence): there is nothing to learn, so an honest model cannot beat chance, accuracy $1/8$ and
+# cross-entropy $\ln 8$. Train 300 steps, for 5 seeds, with and without the shift, and measure on
+# sequences it has never seen:
+
+# %%
+acc_chance, ce_chance = chance(8)
+results = {shift: [fit_next_token(shift=shift, seed=seed) for seed in SEEDS] for shift in (True, False)}
+
+# %% tags=["nbval-ignore-output"]
+print(f"chance: accuracy {acc_chance:.3f}, cross-entropy {ce_chance:.3f}")
+for shift, runs in results.items():
+    accs, ces = [a for a, _ in runs], [c for _, c in runs]
+    print(f"{'shifted  ' if shift else 'unshifted'}: accuracy {min(accs):.3f} to {max(accs):.3f}, "
+          f"cross-entropy {min(ces):.3f} to {max(ces):.3f} over 5 seeds")
+
+# %%
+assert all(abs(a - acc_chance) < 0.03 and c > ce_chance - 0.02 for a, c in results[True])
+assert all(a > 0.95 and c < 0.2 for a, c in results[False])
+print("shifted: accuracy within 0.03 of 1/8 and cross-entropy above ln 8 - 0.02, in 5 of 5 seeds: PASS")
+print("unshifted: accuracy above 0.95 on random tokens, in 5 of 5 seeds: it copies its input: PASS")
+
+# %% [markdown]
+# Without the shift, the model "predicts" random tokens almost perfectly: it has learned to copy
+# the token at its own position, which the diagonal of the mask shows it. At generation time that token
+# is exactly the one it has to produce, so there is nothing to copy. With the shift the same mask is
+# honest: the model does no better than chance, because nothing it sees tells it the next random token.
+#
+# ## 6. Causal and padding masks together
+#
+# A decoder on a padded batch needs both: query $i$ may attend to key $j$ when $j \le i$ **and** $j$ is a
+# real token. `utils.masks.combine_masks` takes the logical AND with broadcasting:
+# `(T, T) & (batch, 1, T) -> (batch, T, T)`.
 
 # %%
 both = combine_masks(causal_mask(T), pad_mask)  # (batch, T, T)
@@ -269,6 +411,7 @@ print("mask for 'THE CAT SAT':\n", both[1].int())
 # query of a short sentence is a pad and may attend to nothing: a **fully-masked row**.
 
 # %%
+assert both.any(dim=-1).all()  # right padding: every query row has a key
 left = torch.tensor([[0, 0, 0, vocab["THE"], vocab["CAT"], vocab["SAT"]]])  # (1, T) left-padded
 left_mask = combine_masks(causal_mask(T), padding_mask(left, 0))  # (1, T, T)
 with torch.no_grad():
@@ -279,50 +422,57 @@ print("queries with nothing to attend to:", empty_rows[0].nonzero().flatten().to
 assert empty_rows[0].tolist() == [True, True, True, False, False, False]
 
 # %% [markdown]
-# A plain softmax over an all −∞ row gives NaN, as in section 3. `utils` returns **zero weights and a zero
-# output** for such a row (the query attends to nothing), with no NaN in the forward or backward pass:
+# A plain softmax over an all $-\infty$ row gives NaN, as in section 3. `utils` returns **zero weights
+# and a zero output** for such a row (the query attends to nothing), with no NaN in the forward or
+# backward pass. Its first 4 rows and features:
 
-# %%
+# %% tags=["nbval-ignore-output"]
 x_req = x_left.clone().requires_grad_()  # (1, T, d_model)
 ours, ours_w = scaled_dot_product_attention(x_req, x_req, x_req, left_mask)  # (1, T, d_model), (1, T, T)
 ours.sum().backward()
-print("utils output, rows 0-3, first 4 features:\n", ours[0, :4, :4].detach().numpy().round(4))
+print(ours[0, :4, :4].detach().numpy().round(4))
+
+# %%
 assert torch.all(ours[0, :3] == 0) and torch.all(ours_w[0, :3] == 0)
 assert not torch.isnan(ours).any() and not torch.isnan(x_req.grad).any()
 plain = torch.softmax((x_left @ x_left.transpose(-2, -1)).masked_fill(~left_mask, float("-inf")), dim=-1)  # (1, T, T)
 assert torch.isnan(plain[0, :3]).all() and not torch.isnan(plain[0, 3:]).any()
-print("plain softmax: NaN in rows 0-2; utils: zeros, and finite gradients: PASS")
+print("plain softmax: NaN in rows 0-2; utils: exact zeros there, and finite gradients: PASS")
 
 # %% [markdown]
 # What does torch do? Run both of its attention functions on the same input and print what they return.
 # `F.scaled_dot_product_attention` (same mask convention as ours):
 
-# %%
+# %% tags=["nbval-ignore-output"]
 torch_out = F.scaled_dot_product_attention(x_left, x_left, x_left, attn_mask=left_mask)  # (1, T, d_model)
-print("F.scaled_dot_product_attention, rows 0-3, first 4 features:\n", torch_out[0, :4, :4].numpy().round(4))
-torch_zero_rows = (torch_out[0] == 0).all(dim=-1)  # (T,)
-assert torch_zero_rows.tolist() == [True, True, True, False, False, False]
+print(torch_out[0, :4, :4].numpy().round(4))
+
+# %%
+assert (torch_out[0] == 0).all(dim=-1).tolist() == [True, True, True, False, False, False]
 assert torch.allclose(torch_out, ours.detach(), atol=1e-6)
-print("in this torch version, F.scaled_dot_product_attention also returns zeros for a fully-masked row")
+print("F.scaled_dot_product_attention (this torch version) also returns zeros for the fully-masked rows, "
+      "and equals utils elsewhere (within 1e-6): PASS")
 
 # %% [markdown]
 # and `torch.nn.MultiheadAttention` (whose boolean `attn_mask` means the opposite, True = *may not*
 # attend, so we pass `~left_mask`):
 
-# %%
+# %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
 mha = torch.nn.MultiheadAttention(d_model, num_heads=1, batch_first=True)
 mha_out, mha_w = mha(x_left, x_left, x_left, attn_mask=~left_mask)  # (1, T, d_model), (1, T, T)
-print("nn.MultiheadAttention, rows 0-3, first 4 features:\n", mha_out[0, :4, :4].detach().numpy().round(4))
+print(mha_out[0, :4, :4].detach().numpy().round(4))
+
+# %%
 assert torch.isnan(mha_out[0, :3]).all() and torch.isnan(mha_w[0, :3]).all()
 assert not torch.isnan(mha_out[0, 3:]).any()
-print("nn.MultiheadAttention returns NaN for the fully-masked rows (and the rest is fine)")
+print("nn.MultiheadAttention returns NaN for the fully-masked rows (and the rest is finite): PASS")
 
 # %% [markdown]
 # So the same situation gives zeros in one torch function and NaN in another. `utils` always gives zeros:
 # a query that may attend to nothing receives nothing.
 #
-# ## 6. The explorer, with its mask control
+# ## 7. The explorer, with its mask control
 #
 # The attention-map explorer of lesson 03 has a mask dropdown: none, causal, padding (tokens equal to
 # `<pad>`) and causal+padding. Masked cells are dotted and have weight 0; every other row sums to 1.
@@ -331,21 +481,27 @@ print("nn.MultiheadAttention returns NaN for the fully-masked rows (and the rest
 # %%
 fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask="causal+padding", query=5)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% [markdown]
+# Now live (on GitHub the widget is not live; run the notebook):
+
+# %% tags=["nbval-ignore-output"]
 attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask="causal+padding", query=5)
 
 # %% [markdown]
 # ## Summary
 #
-# - A score of −∞ before the softmax gives that key weight exactly 0; the rest renormalise. A score of 0
-#   does not remove anything.
-# - Padding mask: (batch, 1, T), True on real tokens; outputs at real positions do not depend on the pads.
-# - Causal mask: True for j ≤ i. Seed 001's j < i masks the diagonal, turns the first row into NaN and,
-#   through the loss, every gradient.
-# - With the causal mask the future cannot change the past, at every position and through a stack of layers.
-# - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN, `nn.MultiheadAttention` → NaN,
-#   `F.scaled_dot_product_attention` (this torch version) → zeros, `utils` → zeros.
+# - A score of $-\infty$ before the softmax gives that key weight exactly 0; the rest renormalise. A
+#   score of 0 does not remove anything.
+# - Padding mask: `(batch, 1, T)`, True on real tokens; outputs at real positions do not depend on the
+#   pads.
+# - Causal mask: True for $j \le i$. The COMP7607 slides' $j < i$ masks the diagonal, turns the first
+#   row into NaN and, through the loss, every gradient.
+# - With the causal mask the future cannot change the past, at every position and through a stack of
+#   layers.
+# - Seeing itself leaks nothing because the decoder's input is the target shifted right: position $i$
+#   holds $y_{i-1}$, sees $y_{<i}$ and predicts $y_i$. Without the shift a model copies its answer.
+# - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN, `nn.MultiheadAttention` →
+#   NaN, `F.scaled_dot_product_attention` (this torch version) → zeros, `utils` → zeros.
 #
 # ## Exercises
 #
@@ -356,7 +512,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask="causal+padding"
 from utils.exercises import lesson04 as check
 
 # %% [markdown]
-# **1.** The causal mask: a bool tensor of shape (n, n), True where query i may attend to key j.
+# **1.** The causal mask: a bool tensor of shape `(n, n)`, True where query $i$ may attend to key $j$.
 
 # %%
 def my_causal_mask(n):
@@ -366,8 +522,8 @@ def my_causal_mask(n):
 check.causal_mask(my_causal_mask)
 
 # %% [markdown]
-# **2.** The padding mask of a batch of token ids (batch, T): bool, True on real tokens, shaped
-# (batch, 1, T) so that it broadcasts over the queries.
+# **2.** The padding mask of a batch of token ids `(batch, T)`: bool, True on real tokens, shaped
+# `(batch, 1, T)` so that it broadcasts over the queries.
 
 # %%
 def my_padding_mask(tokens, pad_id):
@@ -377,8 +533,9 @@ def my_padding_mask(tokens, pad_id):
 check.padding_mask(my_padding_mask)
 
 # %% [markdown]
-# **3.** A masked softmax over the last dimension: scores (…, T_k) and a bool mask of the same shape.
-# Masked keys get weight 0, the others renormalise, and a row with no allowed key gives all zeros (no NaN).
+# **3.** A masked softmax over the last dimension: scores `(..., T_k)` and a bool mask of the same shape.
+# Masked keys get weight 0, the others renormalise, and a row with no allowed key gives all zeros (no
+# NaN).
 
 # %%
 def masked_softmax(scores, mask):
@@ -386,3 +543,16 @@ def masked_softmax(scores, mask):
 
 
 check.masked_softmax(masked_softmax)
+
+# %% [markdown]
+# ## Sources
+#
+# - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.1 (the decoder's masked
+#   self-attention and the output embeddings offset by one position) and section 3.2.3 (masking by
+#   setting illegal connections to $-\infty$ before the softmax).
+# - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the causal mask for "Happy
+#   mid autumn festival", written with $j < i$, which this lesson corrects to $j \le i$.
+# - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, and
+#   setting scores to $-\infty$ before the softmax so that positions do not interact.
+# - Reading notes on the paper (June 2020): masked self-attention in the decoder "prevent[s] looking
+#   forward".

@@ -34,7 +34,7 @@ def wavelength_range_solution(d_model, base=10000.0):
     return shortest, longest
 
 
-# --- known wrong answers (the tests check that each one is caught) ---
+# --- known wrong answers (each one must be caught by its checker) ---
 
 
 def _value_sin_cos_swapped(pos, dim, d_model):

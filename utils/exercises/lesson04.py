@@ -20,10 +20,10 @@ def _as_bool(got, what):
     hint="""
     Query i may attend to key j when j <= i: itself and everything before it. That is the lower
     triangle of an all-True matrix, diagonal included: torch.ones(n, n, dtype=torch.bool).tril().
-    (Seed 001's j < i would drop the diagonal and leave row 0 empty.)
+    (The COMP7607 slides' j < i would drop the diagonal and leave row 0 empty.)
     """,
     reference=_causal_mask,
-    wrong=[lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),  # seed 001: j < i
+    wrong=[lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),  # the COMP7607 slides: j < i
            lambda n: torch.ones(n, n, dtype=torch.bool).triu(),  # the future instead of the past
            lambda n: torch.ones(n, n).tril()],  # float, not bool
 )
