@@ -9,7 +9,7 @@
 # **Goals.** By the end you can
 # - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ does not depend on $t$ (the Gram
 #   matrix is Toeplitz) and depends on $|k|$ only: distance-aware, not direction-aware;
-# - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = M_k\, PE_t$ and check that it
+# - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$ and check that it
 #   is a rotation;
 # - find where the dot product's decay with distance is *not* monotone;
 # - measure the near-orthogonality of random high-dimensional vectors, and see why PE is added to
@@ -156,32 +156,34 @@ plt.show()
 # forgets it. A learned bilinear form can recover it: with $J$ block-diagonal with blocks
 # $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$, each pair gives
 # $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
-# $PE_t^\top J\, PE_{t+k} = -\sum_i \sin(\omega_i k)$: **odd** in $k$. Attention's $q^\top k$ with
-# learned $W_q, W_k$ is such a bilinear form, $x_t^\top W_q W_k^\top x_s$.
+# $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
+# $k$. Attention's score $q_t k_s^\top$ with learned $W_q, W_k$ is such a bilinear form,
+# $x_t W_q W_k^\top x_s^\top$.
 
 # %%
 J = torch.block_diag(*[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2))  # (d_model, d_model)
-g_table = pe[t0 + ks] @ J.T @ pe[t0]  # (200,) PE_{t0}^T J PE_{t0+k}
+g_table = pe[t0 + ks] @ J.T @ pe[t0]  # (200,) PE_{t0} J PE_{t0+k}^T
 assert torch.allclose(g_table, -torch.sin(ks[:, None].double() * w).sum(1), atol=1e-10)
 assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(float(g_table[ks == 5])) > 1
 assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
 print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f_table[ks == -5]):.4f}")
-print(f"PE_t^T J PE_t+5 = {float(g_table[ks == 5]):.4f}, PE_t^T J PE_t-5 = {float(g_table[ks == -5]):.4f}")
+print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
 
 # %% [markdown]
-# ## 3. $PE_{t+k} = M_k\, PE_t$: the fixed linear transformation is a rotation
+# ## 3. $PE_{t+k} = PE_t\, M_k$: the fixed linear transformation is a rotation
 #
 # The reading notes quote the paper (section 3.5): "for any fixed offset $k$, $PE_{pos+k}$ can be
-# represented as a linear function of $PE_{pos}$". The angle-addition formulas give that function. For pair $i$, with
-# $a = \omega_i t$ and $b = \omega_i k$:
+# represented as a linear function of $PE_{pos}$". The angle-addition formulas give that function.
+# For pair $i$, with $a = \omega_i t$ and $b = \omega_i k$, and the pair written as a row, as the
+# table stores it:
 #
-# $$\begin{pmatrix}\sin(a+b)\\ \cos(a+b)\end{pmatrix}
-#   = \begin{pmatrix}\cos b & \sin b\\ -\sin b & \cos b\end{pmatrix}
-#     \begin{pmatrix}\sin a\\ \cos a\end{pmatrix}.$$
+# $$\begin{pmatrix}\sin(a+b) & \cos(a+b)\end{pmatrix}
+#   = \begin{pmatrix}\sin a & \cos a\end{pmatrix}
+#     \begin{pmatrix}\cos b & -\sin b\\ \sin b & \cos b\end{pmatrix}.$$
 #
-# So $M_k$ is block-diagonal, with a $2\times 2$ rotation by $\omega_i k$ in block $i$. It does not
-# depend on $t$: the same matrix moves *every* position $k$ steps on. (Convention: $PE_t$ is a column
-# here; for the table's rows it reads `pe[t] @ M_k.T == pe[t + k]`.) First naively, block by block:
+# So $PE_{t+k} = PE_t\, M_k$ with $M_k$ block-diagonal, a $2\times 2$ rotation by $\omega_i k$ in
+# block $i$. It does not depend on $t$: the same matrix moves *every* position $k$ steps on; in code,
+# `pe[t] @ M_k == pe[t + k]`. First naively, block by block:
 
 # %%
 def rotation_naive(k, d_model, base=10000.0):
@@ -190,8 +192,8 @@ def rotation_naive(k, d_model, base=10000.0):
     M = torch.zeros(d_model, d_model, dtype=torch.float64)  # (d_model, d_model)
     for i in range(d_model // 2):
         b = float(w[i]) * k
-        M[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[math.cos(b), math.sin(b)],
-                                                             [-math.sin(b), math.cos(b)]])
+        M[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[math.cos(b), -math.sin(b)],
+                                                             [math.sin(b), math.cos(b)]])
     return M
 
 
@@ -210,8 +212,8 @@ for k in offsets:
     M = relative_rotation(k, d_model, dtype=torch.float64)  # (d_model, d_model)
     src = pe[max(0, -k): max_len - max(0, k)]  # (max_len - |k|, d_model) rows t
     dst = pe[max(0, k): max_len - max(0, -k)]  # (max_len - |k|, d_model) rows t + k
-    assert (src @ M.T - dst).abs().max() < 1e-12
-print(f"PASS: PE_t M_k^T == PE_t+k for every row t of the table and k in {offsets} (max |diff| < 1e-12)")
+    assert (src @ M - dst).abs().max() < 1e-12
+print(f"PASS: PE_t M_k == PE_t+k for every row t of the table and k in {offsets} (max |diff| < 1e-12)")
 
 # %% [markdown]
 # A rotation is **orthogonal** ($M_k M_k^\top = I$: it keeps lengths and dot products, which is
@@ -229,17 +231,17 @@ print("PASS: M_k orthogonal, M_a M_b = M_(a+b), M_-k = M_k^T, M_0 = I")
 
 # %% [markdown]
 # The dot-product identity of section 1 follows in one line:
-# $PE_t \cdot PE_{t+k} = PE_t^\top M_k\, PE_t$, and only the diagonal blocks' $\cos(\omega_i k)$
-# survive because, for one pair with $(s, c) = (\sin a, \cos a)$,
+# $PE_t \cdot PE_{t+k} = PE_{t+k}\, PE_t^\top = PE_t\, M_k\, PE_t^\top$, and only the diagonal
+# blocks' $\cos(\omega_i k)$ survive because, for one pair with $(s, c) = (\sin a, \cos a)$,
 #
 # $$\begin{pmatrix}s & c\end{pmatrix}
-#   \begin{pmatrix}\cos b & \sin b\\ -\sin b & \cos b\end{pmatrix}
-#   \begin{pmatrix}s \\ c\end{pmatrix} = (s^2 + c^2)\cos b = \cos b.$$
+#   \begin{pmatrix}\cos b & -\sin b\\ \sin b & \cos b\end{pmatrix}
+#   \begin{pmatrix}s & c\end{pmatrix}^\top = (s^2 + c^2)\cos b = \cos b.$$
 
 # %%
 t, k = 42, 11
 assert math.isclose(float(pe[t] @ Mk(k) @ pe[t]), float(torch.cos(w * k).sum()), abs_tol=1e-10)
-print(f"PE_{t}^T M_{k} PE_{t} = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w_i * {k})")
+print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w_i * {k})")
 
 # %% [markdown]
 # ## 4. The dot product decays with distance — but not monotonically
@@ -367,9 +369,10 @@ print("PASS: at d <= 32 adding recovers fewer words than concatenation in every 
 fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
 for i, (label, style) in enumerate([("added: e + PE_t (width d)", "o-"), ("concatenated: [e; PE_t] (width 2d)", "s--")]):
     lo, med, hi = zip(*[spread([run[i] for run in recovery[d]]) for d in word_dims])
-    ax.plot(word_dims, med, style, color=f"C{i}", label=label + ", median over seeds")
+    ax.plot(word_dims, med, style, color=f"C{i}", label=label + ", median over seeds (band: range)")
     ax.fill_between(word_dims, lo, hi, color=f"C{i}", alpha=0.2)
-ax.set(xscale="log", xlabel="d", ylabel="word recovered", title="Adding loses little once d is large")
+ax.set(xscale="log", xlabel="d", ylabel="word recovered",
+       title="Adding loses little once d is large (from d = 64 the two curves coincide)")
 ax.set_xticks(word_dims, [str(d) for d in word_dims])
 ax.legend()
 plt.show()
@@ -440,7 +443,7 @@ plt.show()
 
 # %% [markdown]
 # What that does to attention. The COMP7607 slides score a query against a key as
-# $q^\top k / \sqrt{d_k}$; without the division, at $d_k = 512$ the scores have standard deviation
+# $q^\top k / \sqrt{d_k}$ (column vectors; $q\,k^\top / \sqrt{d_k}$ in our rows); without the division, at $d_k = 512$ the scores have standard deviation
 # $\sqrt{512}$. We draw 1000 queries, each against its own 10 keys, five seeds, and look at the gap
 # between the largest and the second-largest of the 10 scores. The top key gets $e^{\text{gap}}$
 # times the runner-up's weight, so a gap of a few units already makes softmax nearly one-hot, and
@@ -619,7 +622,7 @@ offset_explorer()
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$, so $PE\,PE^\top$ is
 #   Toeplitz; even in $k$, so the dot product knows distance, not direction (a learned bilinear
 #   form can recover direction).
-# - $PE_{t+k} = M_k PE_t$ with $M_k$ block-diagonal $2\times2$ rotations by $\omega_i k$:
+# - $PE_{t+k} = PE_t M_k$ with $M_k$ block-diagonal $2\times2$ rotations by $\omega_i k$:
 #   orthogonal, $M_a M_b = M_{a+b}$ (`utils.positional.relative_rotation`).
 # - The dot product decays with $|k|$, smoothly but not monotonically (first rise at $k = 11$ for
 #   $d_{model} = 128$, later for wider encodings).
@@ -653,7 +656,7 @@ check.offset_dot(offset_dot)
 
 # %% [markdown]
 # **Exercise 2.** Write `rotation(k, d_model, base)` returning $M_k$, a (d_model, d_model) tensor
-# with $M_k\, PE_t = PE_{t+k}$ ($PE_t$ a column), built from its $2\times2$ blocks.
+# with $PE_t\, M_k = PE_{t+k}$ (rows, as the table stores them), built from its $2\times2$ blocks.
 
 # %%
 def rotation(k, d_model, base=10000.0):
