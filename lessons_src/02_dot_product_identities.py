@@ -37,7 +37,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from utils.dot_products import pe_variance_share, random_pairs, random_scores, soft_argmax_gradient, spread, word_recovery
+from utils.dot_products import (pe_variance_share, random_pairs, random_scores, soft_argmax_gradient, spread,
+                                word_recovery)
 from utils.exercises import lesson02 as check
 from utils.plotting import plot_offset_explorer
 from utils.positional import angular_frequencies, relative_rotation, sinusoidal_encoding
@@ -367,7 +368,8 @@ print("PASS: at d <= 32 adding recovers fewer words than concatenation in every 
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
-for i, (label, style) in enumerate([("added: e + PE_t (width d)", "o-"), ("concatenated: [e; PE_t] (width 2d)", "s--")]):
+variants = [("added: e + PE_t (width d)", "o-"), ("concatenated: [e; PE_t] (width 2d)", "s--")]
+for i, (label, style) in enumerate(variants):
     lo, med, hi = zip(*[spread([run[i] for run in recovery[d]]) for d in word_dims])
     ax.plot(word_dims, med, style, color=f"C{i}", label=label + ", median over seeds (band: range)")
     ax.fill_between(word_dims, lo, hi, color=f"C{i}", alpha=0.2)
@@ -442,14 +444,14 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# What that does to attention. The COMP7607 slides score a query against a key as
-# $q^\top k / \sqrt{d_k}$ (column vectors; $q\,k^\top / \sqrt{d_k}$ in our rows); without the division, at $d_k = 512$ the scores have standard deviation
-# $\sqrt{512}$. We draw 1000 queries, each against its own 10 keys, five seeds, and look at the gap
-# between the largest and the second-largest of the 10 scores. The top key gets $e^{\text{gap}}$
-# times the runner-up's weight, so a gap of a few units already makes softmax nearly one-hot, and
-# its gradient then almost vanishes (the softmax Jacobian is $\mathrm{diag}(p) - p^\top p$ for the
-# row vector $p$, near zero for one-hot $p$). Dividing by $\sqrt{d_k}$ divides the gap by the same
-# factor and brings the scores back to unit variance.
+# What that does to attention. The COMP7607 slides score a query against a key as $q^\top k /
+# \sqrt{d_k}$ (column vectors; $q\,k^\top / \sqrt{d_k}$ in our rows). Without the division, at $d_k
+# = 512$ the scores have standard deviation $\sqrt{512}$. We draw 1000 queries, each against its own
+# 10 keys, five seeds, and look at the gap between the largest and the second-largest of the 10
+# scores. The top key gets $e^{\text{gap}}$ times the runner-up's weight, so a gap of a few units
+# already makes softmax nearly one-hot, and its gradient then almost vanishes (the softmax Jacobian
+# is $\mathrm{diag}(p) - p^\top p$ for the row vector $p$, near zero for one-hot $p$). Dividing by
+# $\sqrt{d_k}$ divides the gap by the same factor and brings the scores back to unit variance.
 
 # %%
 def jacobian_norm(p):
