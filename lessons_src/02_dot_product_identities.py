@@ -9,13 +9,16 @@
 # **Goals.** By the end you can
 # - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ does not depend on $t$ (the Gram
 #   matrix is Toeplitz) and depends on $|k|$ only: distance-aware, not direction-aware;
-# - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = M_k\, PE_t$ and check that it
+# - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$ and check that it
 #   is a rotation;
 # - find where the dot product's decay with distance is *not* monotone;
 # - measure the near-orthogonality of random high-dimensional vectors, and see why PE is added to
-#   word embeddings rather than concatenated;
+#   word embeddings rather than concatenated (and for which sentence lengths that argument holds);
 # - measure $\mathrm{Var}(q \cdot k) = d_k$ and see why scores are divided by $\sqrt{d_k}$;
-# - use softmax's shift invariance, its temperature, and its limit, the arg-max.
+# - use softmax's shift invariance, its temperature, and its limit, the arg-max — and see the
+#   arg-max's gradient vanish on the way.
+#
+# Every statement about random vectors is measured over five seeds, and the spread is printed.
 #
 # **Prerequisites.** Lesson 01 (the sinusoidal formula and `utils.positional.sinusoidal_encoding`).
 
@@ -32,12 +35,17 @@ if "google.colab" in sys.modules:
 import math
 
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
 
+from utils.dot_products import (pe_variance_share, random_pairs, random_scores, soft_argmax_gradient, spread,
+                                word_recovery)
+from utils.exercises import lesson02 as check
+from utils.plotting import plot_offset_explorer
 from utils.positional import angular_frequencies, relative_rotation, sinusoidal_encoding
+from utils.widgets import offset_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
+SEEDS = [0, 1, 2, 3, 4]  # every measurement on random vectors is repeated over these five seeds
 
 # %% [markdown]
 # ## 1. $PE_t \cdot PE_{t+k}$ depends on the offset $k$ only
@@ -103,11 +111,11 @@ print("PASS: PE PE^T is Toeplitz and equals sum_i cos(w_i (t - s)) for d_model i
 # random vectors or the normalised position $t / n$ repeated across columns, is not Toeplitz.
 
 # %%
-gen = torch.Generator().manual_seed(0)
-R = torch.randn(50, 16, generator=gen, dtype=torch.float64)  # (50, 16) random "encodings"
+random_tables = [random_pairs(50, 16, seed)[0] for seed in SEEDS]  # five (50, 16) random "encodings"
 L = (torch.arange(50, dtype=torch.float64) / 50)[:, None].repeat(1, 16)  # (50, 16) linear t/n
-assert not is_toeplitz(R @ R.T) and not is_toeplitz(L @ L.T)
-print("random rows -> Toeplitz?", is_toeplitz(R @ R.T), "| linear t/n rows -> Toeplitz?", is_toeplitz(L @ L.T))
+print("random rows -> Toeplitz?", [is_toeplitz(R @ R.T) for R in random_tables],
+      "| linear t/n rows -> Toeplitz?", is_toeplitz(L @ L.T))
+assert not any(is_toeplitz(R @ R.T) for R in random_tables) and not is_toeplitz(L @ L.T)
 
 # %% [markdown]
 # The Gram matrix as an image: the stripes run along the diagonals.
@@ -124,8 +132,9 @@ plt.show()
 # ## 2. Distance-aware, not direction-aware
 #
 # Cosine is even, so $\sum_i \cos(\omega_i k) = \sum_i \cos(-\omega_i k)$: the word $k$ places
-# **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Seed 000
-# marks this: the encoding is *distance aware*, but its dot product is *not direction aware*.
+# **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
+# Hong's slides derive this same sum and weigh it against two properties, *distance aware* and
+# *direction aware*: the dot product has the first and not the second.
 # Here is $f(k) = PE_t \cdot PE_{t+k}$ against $k$, measured from the table at $t = 100$ on both sides.
 
 # %%
@@ -148,32 +157,34 @@ plt.show()
 # forgets it. A learned bilinear form can recover it: with $J$ block-diagonal with blocks
 # $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$, each pair gives
 # $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
-# $PE_t^\top J\, PE_{t+k} = -\sum_i \sin(\omega_i k)$: **odd** in $k$. Attention's $q^\top k$ with
-# learned $W_q, W_k$ is such a bilinear form, $x_t^\top W_q W_k^\top x_s$.
+# $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
+# $k$. Attention's score $q_t k_s^\top$ with learned $W_q, W_k$ is such a bilinear form,
+# $x_t W_q W_k^\top x_s^\top$.
 
 # %%
 J = torch.block_diag(*[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2))  # (d_model, d_model)
-g_table = pe[t0 + ks] @ J.T @ pe[t0]  # (200,) PE_{t0}^T J PE_{t0+k}
+g_table = pe[t0 + ks] @ J.T @ pe[t0]  # (200,) PE_{t0} J PE_{t0+k}^T
 assert torch.allclose(g_table, -torch.sin(ks[:, None].double() * w).sum(1), atol=1e-10)
 assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(float(g_table[ks == 5])) > 1
 assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
 print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f_table[ks == -5]):.4f}")
-print(f"PE_t^T J PE_t+5 = {float(g_table[ks == 5]):.4f}, PE_t^T J PE_t-5 = {float(g_table[ks == -5]):.4f}")
+print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
 
 # %% [markdown]
-# ## 3. $PE_{t+k} = M_k\, PE_t$: the fixed linear transformation is a rotation
+# ## 3. $PE_{t+k} = PE_t\, M_k$: the fixed linear transformation is a rotation
 #
-# Seed 004 quotes the paper: "for any fixed offset $k$, $PE_{pos+k}$ can be represented as a linear
-# function of $PE_{pos}$". The angle-addition formulas give that function. For pair $i$, with
-# $a = \omega_i t$ and $b = \omega_i k$:
+# The reading notes quote the paper (section 3.5): "for any fixed offset $k$, $PE_{pos+k}$ can be
+# represented as a linear function of $PE_{pos}$". The angle-addition formulas give that function.
+# For pair $i$, with $a = \omega_i t$ and $b = \omega_i k$, and the pair written as a row, as the
+# table stores it:
 #
-# $$\begin{pmatrix}\sin(a+b)\\ \cos(a+b)\end{pmatrix}
-#   = \begin{pmatrix}\cos b & \sin b\\ -\sin b & \cos b\end{pmatrix}
-#     \begin{pmatrix}\sin a\\ \cos a\end{pmatrix}.$$
+# $$\begin{pmatrix}\sin(a+b) & \cos(a+b)\end{pmatrix}
+#   = \begin{pmatrix}\sin a & \cos a\end{pmatrix}
+#     \begin{pmatrix}\cos b & -\sin b\\ \sin b & \cos b\end{pmatrix}.$$
 #
-# So $M_k$ is block-diagonal, with a $2\times 2$ rotation by $\omega_i k$ in block $i$. It does not
-# depend on $t$: the same matrix moves *every* position $k$ steps on. (Convention: $PE_t$ is a column
-# here; for the table's rows it reads `pe[t] @ M_k.T == pe[t + k]`.) First naively, block by block:
+# So $PE_{t+k} = PE_t\, M_k$ with $M_k$ block-diagonal, a $2\times 2$ rotation by $\omega_i k$ in
+# block $i$. It does not depend on $t$: the same matrix moves *every* position $k$ steps on; in code,
+# `pe[t] @ M_k == pe[t + k]`. First naively, block by block:
 
 # %%
 def rotation_naive(k, d_model, base=10000.0):
@@ -182,8 +193,8 @@ def rotation_naive(k, d_model, base=10000.0):
     M = torch.zeros(d_model, d_model, dtype=torch.float64)  # (d_model, d_model)
     for i in range(d_model // 2):
         b = float(w[i]) * k
-        M[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[math.cos(b), math.sin(b)],
-                                                             [-math.sin(b), math.cos(b)]])
+        M[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[math.cos(b), -math.sin(b)],
+                                                             [math.sin(b), math.cos(b)]])
     return M
 
 
@@ -197,13 +208,13 @@ print(M[:4, :4])
 # It maps every row of the table to the row $k$ steps later, for positive and negative $k$:
 
 # %%
-for k in [1, 5, 37, -3, -60]:
+offsets = [1, 5, 37, -3, -60]
+for k in offsets:
     M = relative_rotation(k, d_model, dtype=torch.float64)  # (d_model, d_model)
     src = pe[max(0, -k): max_len - max(0, k)]  # (max_len - |k|, d_model) rows t
     dst = pe[max(0, k): max_len - max(0, -k)]  # (max_len - |k|, d_model) rows t + k
-    err = (src @ M.T - dst).abs().max().item()
-    print(f"k={k:4d}: max |PE_t M_k^T - PE_t+k| over {len(src)} rows = {err:.1e}")
-    assert err < 1e-12
+    assert (src @ M - dst).abs().max() < 1e-12
+print(f"PASS: PE_t M_k == PE_t+k for every row t of the table and k in {offsets} (max |diff| < 1e-12)")
 
 # %% [markdown]
 # A rotation is **orthogonal** ($M_k M_k^\top = I$: it keeps lengths and dot products, which is
@@ -221,22 +232,22 @@ print("PASS: M_k orthogonal, M_a M_b = M_(a+b), M_-k = M_k^T, M_0 = I")
 
 # %% [markdown]
 # The dot-product identity of section 1 follows in one line:
-# $PE_t \cdot PE_{t+k} = PE_t^\top M_k\, PE_t$, and only the diagonal blocks' $\cos(\omega_i k)$
-# survive because, for one pair with $(s, c) = (\sin a, \cos a)$,
+# $PE_t \cdot PE_{t+k} = PE_{t+k}\, PE_t^\top = PE_t\, M_k\, PE_t^\top$, and only the diagonal
+# blocks' $\cos(\omega_i k)$ survive because, for one pair with $(s, c) = (\sin a, \cos a)$,
 #
 # $$\begin{pmatrix}s & c\end{pmatrix}
-#   \begin{pmatrix}\cos b & \sin b\\ -\sin b & \cos b\end{pmatrix}
-#   \begin{pmatrix}s \\ c\end{pmatrix} = (s^2 + c^2)\cos b = \cos b.$$
+#   \begin{pmatrix}\cos b & -\sin b\\ \sin b & \cos b\end{pmatrix}
+#   \begin{pmatrix}s & c\end{pmatrix}^\top = (s^2 + c^2)\cos b = \cos b.$$
 
 # %%
 t, k = 42, 11
 assert math.isclose(float(pe[t] @ Mk(k) @ pe[t]), float(torch.cos(w * k).sum()), abs_tol=1e-10)
-print(f"PE_{t}^T M_{k} PE_{t} = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w_i * {k})")
+print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w_i * {k})")
 
 # %% [markdown]
 # ## 4. The dot product decays with distance — but not monotonically
 #
-# Seed 004 says the dot product "decays symmetrically and smoothly". Symmetric: yes (section 2).
+# The reading notes say the dot product "decays symmetrically and smoothly". Symmetric: yes (section 2).
 # Smooth: yes, it is a sum of cosines. But it does not fall at every step: the fast pairs (small
 # $i$, $\omega_i$ near 1) wobble with period about $2\pi$, and when enough of them swing back the sum
 # rises again. We list every $k$ where $f(k+1) > f(k)$.
@@ -261,25 +272,58 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
+# The rise is not special to $d_{model} = 128$. For every width below, $f$ first rises within the
+# first 200 offsets, and later the wider the encoding; in every case $f(200)$ ends below $0.7\,f(0)$:
+
+# %%
+first_rise = {}
+for d in [16, 32, 64, 128, 256, 512, 1024]:
+    f_d = torch.cos(ks[:, None] * angular_frequencies(d)).sum(1)  # (201,) f(k) at width d
+    first_rise[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0])
+    print(f"d_model={d:5d}: first rise at k = {first_rise[d]:3d};  f(200) / f(0) = {f_d[200] / f_d[0]:.2f}")
+    assert f_d[200] < 0.7 * f_d[0]
+assert list(first_rise.values()) == sorted(first_rise.values())  # later for wider encodings
+
+# %% [markdown]
 # ## 5. Random high-dimensional vectors are nearly orthogonal
 #
 # For two independent random directions $a, b$ in $\mathbb{R}^d$ (say Gaussian entries), the cosine
 # similarity $\cos\theta = a\cdot b / (|a||b|)$ has mean 0 and $\mathbb{E}[\cos^2\theta] = 1/d$ (by
 # symmetry, each of the $d$ coordinates of a unit vector contributes $1/d$ to its squared length).
-# So its standard deviation is exactly $1/\sqrt d$: in 512 dimensions two random vectors are
-# almost always within a few degrees of perpendicular. We measure it with 4000 pairs per $d$.
+# So its standard deviation is exactly $1/\sqrt d$. We measure it with 4000 pairs per $d$ and
+# seed, for each of the five seeds, and print the median and the range over seeds of
+# $\mathrm{std}(\cos\theta)\cdot\sqrt d$, which should be 1; at $d = 512$ we also count the pairs
+# within 5° and within 10° of perpendicular.
+
+# %% tags=["nbval-ignore-output"]
+dims = [2, 8, 32, 128, 512, 2048]
+cos_ratio = {d: [] for d in dims}  # std(cos) * sqrt(d), one value per seed
+near_90 = {5: [], 10: []}  # at d = 512: share of pairs within 5 and 10 degrees of perpendicular
+cos_samples = {}  # seed 0's samples, for the figure
+for d in dims:
+    for seed in SEEDS:
+        a, b = random_pairs(4000, d, seed)  # (4000, d) each
+        cos = torch.nn.functional.cosine_similarity(a, b, dim=1)  # (4000,)
+        cos_ratio[d].append(cos.std().item() * math.sqrt(d))
+        cos_samples.setdefault(d, cos)
+        if d == 512:
+            for deg in near_90:
+                near_90[deg].append((cos.abs() < math.sin(math.radians(deg))).double().mean().item())
+    lo, med, hi = spread(cos_ratio[d])
+    print(f"d={d:5d}: std of cos x sqrt(d): median {med:.3f}, range {lo:.3f} .. {hi:.3f} over {len(SEEDS)} seeds")
+for deg, shares in near_90.items():
+    lo, med, hi = spread(shares)
+    print(f"d=  512: pairs within {deg:2d} degrees of perpendicular: median {med:.2%}, range {lo:.2%} .. {hi:.2%}")
 
 # %%
-gen = torch.Generator().manual_seed(0)
-dims = [2, 8, 32, 128, 512, 2048]
-cos_samples = {}
-for d in dims:
-    a = torch.randn(4000, d, generator=gen, dtype=torch.float64)  # (4000, d)
-    b = torch.randn(4000, d, generator=gen, dtype=torch.float64)  # (4000, d)
-    cos_samples[d] = torch.nn.functional.cosine_similarity(a, b, dim=1)  # (4000,)
-    std = cos_samples[d].std().item()
-    print(f"d={d:5d}: std of cos = {std:.4f}, 1/sqrt(d) = {1 / math.sqrt(d):.4f}, ratio {std * math.sqrt(d):.3f}")
-    assert abs(std * math.sqrt(d) - 1) < 0.05  # within 5% of 1/sqrt(d)
+assert all(abs(r - 1) < 0.05 for d in dims for r in cos_ratio[d])
+assert min(near_90[5]) > 0.93 and min(near_90[10]) > 0.999
+print(f"PASS: std of cos = 1/sqrt(d) within 5% for d in {dims}, in each of {len(SEEDS)} seeds (4000 pairs each)")
+print(f"PASS: at d = 512, in every seed over 93% of pairs are within 5 degrees of perpendicular, over 99.9% within 10")
+
+# %% [markdown]
+# So in 512 dimensions about 95% of random pairs lie within 5° of perpendicular, and virtually all
+# within 10°. The histograms (seed 0) show the cosine concentrating around 0 as $d$ grows:
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
@@ -291,82 +335,107 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ### Why PE is added, not concatenated (seed 004)
+# ### Why PE is added, not concatenated
 #
-# Adding $PE_t$ to a word embedding $e$ mixes them in one vector. Concatenating, $[e; PE_t]$, keeps
-# them apart for sure but doubles the width of every layer. In high dimensions the random-looking
-# word embeddings and the encodings are nearly orthogonal, so the sum still tells the words apart.
-# Experiment: a vocabulary of $V = 1000$ random word vectors (entries $\mathcal N(0,1)$, so
-# $|e| \approx \sqrt d$, comparable to $|PE_t| = \sqrt{d/2}$); each token is $x = e_w + PE_t$ at a
-# random position $t < 64$; we decode the word as $\arg\max_v x \cdot e_v$. Concatenation decodes
-# exactly as well as the bare embeddings (the PE block is orthogonal to them), so it is the baseline.
+# The reading notes explain that PE is "added but not concatenated" by the "near orthogonality in
+# high dim space". Adding $PE_t$ to a word embedding $e$ mixes them in one vector. Concatenating,
+# $[e; PE_t]$, keeps them apart for sure but doubles the width of every layer. In high dimensions the
+# random-looking word embeddings and the encodings are nearly orthogonal, so the sum still tells the
+# words apart. Experiment: a vocabulary of $V = 1000$ random word vectors (entries
+# $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable to $|PE_t| = \sqrt{d/2}$); each of 2000
+# tokens is $x = e_w + PE_t$ at a random position $t < 64$; we decode the word as
+# $\arg\max_v x \cdot e_v$. Concatenation decodes exactly as well as the bare embeddings (the PE
+# block is orthogonal to $[e_v; 0]$), so it is the baseline. `word_recovery(d, seed)` returns both
+# shares; we run it for five seeds per width.
 
-# %%
-gen = torch.Generator().manual_seed(4)
-V, T, N = 1000, 64, 2000
+# %% tags=["nbval-ignore-output"]
 word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
-acc_add, acc_concat = [], []
-for d in word_dims:
-    E = torch.randn(V, d, generator=gen, dtype=torch.float64)  # (V, d) word embeddings
-    P = sinusoidal_encoding(T, d, dtype=torch.float64)  # (T, d)
-    words = torch.randint(0, V, (N,), generator=gen)  # (N,)
-    pos = torch.randint(0, T, (N,), generator=gen)  # (N,)
-    x_add = E[words] + P[pos]  # (N, d)
-    x_cat = torch.cat([E[words], P[pos]], dim=1)  # (N, 2d)
-    E_cat = torch.cat([E, torch.zeros(V, d, dtype=torch.float64)], dim=1)  # (V, 2d) words live in the first half
-    acc_add.append(((x_add @ E.T).argmax(1) == words).double().mean().item())
-    acc_concat.append(((x_cat @ E_cat.T).argmax(1) == words).double().mean().item())
-    print(f"d={d:4d}: word recovered from e + PE: {acc_add[-1]:6.1%}   from [e; PE] (width {2 * d}): {acc_concat[-1]:6.1%}")
-assert all(a == c == 1.0 for d, a, c in zip(word_dims, acc_add, acc_concat) if d >= 64)
-assert acc_add[word_dims.index(8)] < acc_concat[word_dims.index(8)] - 0.05  # in low d, adding costs
-
-# %% [markdown]
-# And the encoding itself uses little of the space: over the positions of a sentence, the slow
-# pairs (large $i$) hardly move ($\sin \approx 0$, $\cos \approx 1$), so nearly all of PE's variation
-# lives in the first, fast dimensions; the rest is a nearly constant offset that a layer can absorb.
+recovery = {d: [word_recovery(d, seed) for seed in SEEDS] for d in word_dims}  # (added, concatenated) per seed
+for d, runs in recovery.items():
+    lo, med, hi = spread([added for added, _ in runs])
+    lo_c, med_c, hi_c = spread([concat for _, concat in runs])
+    print(f"d={d:4d}: word recovered from e + PE: median {med:6.1%} ({lo:6.1%} .. {hi:6.1%});"
+          f"  from [e; PE] (width {2 * d:4d}): median {med_c:6.1%} ({lo_c:6.1%} .. {hi_c:6.1%})")
 
 # %%
-P = sinusoidal_encoding(100, 512, dtype=torch.float64)  # (100, 512) positions of a 100-token sentence
-var = P.var(dim=0)  # (512,) variance of each column over positions
-share = (var.cumsum(0) / var.sum())  # (512,)
-print(f"share of PE's variance over positions 0..99 in the first 64 / 128 / 256 of 512 columns: "
-      f"{share[63]:.1%} / {share[127]:.1%} / {share[255]:.1%}")
-assert share[255] > 0.98
+assert all(added == concat == 1.0 for d in word_dims if d >= 128 for added, concat in recovery[d])
+assert all(added > 0.995 for added, _ in recovery[64])
+assert all(added < concat for d in [4, 8, 16, 32] for added, concat in recovery[d])
+assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d])
+print(f"PASS: from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds; at d = 64 over 99.5%")
+print("PASS: at d <= 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
+      "more than 10 points fewer")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
-ax.plot(word_dims, acc_add, "o-", label="added: e + PE_t (width d)")
-ax.plot(word_dims, acc_concat, "s--", label="concatenated: [e; PE_t] (width 2d)")
-ax.set(xscale="log", xlabel="d", ylabel="word recovered", title="Adding loses little once d is large")
+variants = [("added: e + PE_t (width d)", "o-"), ("concatenated: [e; PE_t] (width 2d)", "s--")]
+for i, (label, style) in enumerate(variants):
+    lo, med, hi = zip(*[spread([run[i] for run in recovery[d]]) for d in word_dims])
+    ax.plot(word_dims, med, style, color=f"C{i}", label=label + ", median over seeds (band: range)")
+    ax.fill_between(word_dims, lo, hi, color=f"C{i}", alpha=0.2)
+ax.set(xscale="log", xlabel="d", ylabel="word recovered",
+       title="Adding loses little once d is large (from d = 64 the two curves coincide)")
 ax.set_xticks(word_dims, [str(d) for d in word_dims])
 ax.legend()
 plt.show()
 
 # %% [markdown]
+# The reading notes add that "PE only takes small number of dimensions". Over the positions of a
+# short sentence that is right: the slow pairs (large $i$) hardly move ($\sin \approx 0$,
+# $\cos \approx 1$), so PE's variation lives in the first, fast columns and the rest is a nearly
+# constant offset that a layer can absorb. But the slow pairs do turn over longer spans: the slowest
+# has wavelength $2\pi \cdot 10000$. `pe_variance_share(n, d_model)` gives the cumulative share of the
+# table's variance over positions $0 \dots n-1$, column by column; we read it at three lengths.
+
+# %%
+for n in [100, 1000, 10000]:
+    share = pe_variance_share(n, 512)  # (512,) cumulative share of variance
+    needed = int((share < 0.95).sum()) + 1  # columns that hold 95% of the variance
+    print(f"positions 0..{n - 1:5d}: share in the first 64 / 128 / 256 of 512 columns: "
+          f"{share[63]:5.1%} / {share[127]:5.1%} / {share[255]:5.1%};  95% needs the first {needed} columns")
+    if n == 100:
+        assert share[255] > 0.98 and needed < 256
+    if n == 10000:
+        assert share[255] < 0.6 and needed > 400
+
+# %% [markdown]
+# So "PE takes few dimensions" holds for sentences of about a hundred tokens: there the first half of
+# the columns carries nearly all of its variation. Over a thousand positions it carries about three
+# quarters, and over ten thousand barely more than half: the encoding then spreads over almost all
+# the columns.
+
+# %% [markdown]
 # ## 6. $\mathrm{Var}(q\cdot k) = d_k$, and why scores are divided by $\sqrt{d_k}$
 #
-# Let $q, k \in \mathbb{R}^{d_k}$ have independent entries with mean 0 and variance 1. Each product
-# $q_j k_j$ has mean 0 and variance $\mathbb{E}[q_j^2]\mathbb{E}[k_j^2] = 1$, and the $d_k$ products
-# are independent, so
+# The paper (section 3.2.1 and its footnote 4) argues it like this. Let $q, k \in \mathbb{R}^{d_k}$
+# have independent entries with mean 0 and variance 1. Each product $q_j k_j$ has mean 0 and
+# variance $\mathbb{E}[q_j^2]\mathbb{E}[k_j^2] = 1$, and the $d_k$ products are independent, so
 #
 # $$\mathrm{Var}(q \cdot k) = \sum_{j=1}^{d_k} \mathrm{Var}(q_j k_j) = d_k, \qquad
 #   \mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1.$$
+#
+# We measure it from 10 000 pairs per $d_k$ and seed, five seeds.
+
+# %% tags=["nbval-ignore-output"]
+dks = [16, 64, 256, 512]
+var_ratio = {d_k: [] for d_k in dks}  # Var(q.k) / d_k, one value per seed
+for d_k in dks:
+    for seed in SEEDS:
+        q, k = random_pairs(10000, d_k, seed)  # (10000, d_k) each
+        var_ratio[d_k].append((q * k).sum(1).var().item() / d_k)  # variance of 10000 dot products, over d_k
+    lo, med, hi = spread(var_ratio[d_k])
+    print(f"d_k={d_k:4d}: Var(q.k) / d_k: median {med:.3f}, range {lo:.3f} .. {hi:.3f} over {len(SEEDS)} seeds")
 
 # %%
-gen = torch.Generator().manual_seed(6)
-dks = [16, 64, 256, 512]
-measured = []
-for d_k in dks:
-    q = torch.randn(10000, d_k, generator=gen, dtype=torch.float64)  # (10000, d_k)
-    k = torch.randn(10000, d_k, generator=gen, dtype=torch.float64)  # (10000, d_k)
-    measured.append(((q * k).sum(1)).var().item())  # variance of 10000 dot products
-    print(f"d_k={d_k:4d}: Var(q.k) = {measured[-1]:8.2f}, ratio to d_k {measured[-1] / d_k:.3f}")
-    assert abs(measured[-1] / d_k - 1) < 0.05
+assert all(abs(r - 1) < 0.05 for d_k in dks for r in var_ratio[d_k])
+print(f"PASS: Var(q.k) = d_k within 5% for d_k in {dks}, in each of {len(SEEDS)} seeds (10000 pairs each)")
 
 # %%
 fig, ax = plt.subplots(figsize=(4.5, 3.2), layout="constrained")
 ax.plot(dks, dks, color="0.6", lw=1, label="d_k")
-ax.plot(dks, measured, "o", label="measured Var(q.k)")
+lo, med, hi = zip(*[spread([r * d_k for r in var_ratio[d_k]]) for d_k in dks])
+ax.errorbar(dks, med, yerr=[[m - l for m, l in zip(med, lo)], [h - m for m, h in zip(med, hi)]], fmt="o",
+            color="C0", capsize=3, label="measured Var(q.k), range over seeds")
 ax.set(xscale="log", yscale="log", xlabel="d_k", ylabel="variance", title="Var(q.k) = d_k")
 ax.minorticks_off()
 ax.set_xticks(dks, [str(d) for d in dks])
@@ -375,35 +444,62 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# What that does to attention: at $d_k = 512$ the unscaled scores have standard deviation
-# $\sqrt{512} \approx 22.6$, so the largest of a handful of scores is typically tens of units
-# above the next, and softmax puts almost all weight on it: nearly one-hot. Its gradient then
-# almost vanishes (the softmax Jacobian is $\mathrm{diag}(p) - pp^\top$, near zero for one-hot $p$).
-# Dividing by $\sqrt{d_k}$ brings the scores back to unit variance. We compare over 1000 queries,
-# each against 10 keys.
+# What that does to attention. The COMP7607 slides score a query against a key as $q^\top k /
+# \sqrt{d_k}$ (column vectors; $q\,k^\top / \sqrt{d_k}$ in our rows). Without the division, at $d_k
+# = 512$ the scores have standard deviation $\sqrt{512}$. We draw 1000 queries, each against its own
+# 10 keys, five seeds, and look at the gap between the largest and the second-largest of the 10
+# scores. The top key gets $e^{\text{gap}}$ times the runner-up's weight, so a gap of a few units
+# already makes softmax nearly one-hot, and its gradient then almost vanishes (the softmax Jacobian
+# is $\mathrm{diag}(p) - p^\top p$ for the row vector $p$, near zero for one-hot $p$). Dividing by
+# $\sqrt{d_k}$ divides the gap by the same factor and brings the scores back to unit variance.
 
 # %%
-gen = torch.Generator().manual_seed(7)
-d_k, T, n_q = 512, 10, 1000
-q = torch.randn(n_q, d_k, generator=gen)  # (n_q, d_k)
-K = torch.randn(n_q, T, d_k, generator=gen)  # (n_q, T, d_k) ten keys per query
-scores = torch.einsum("nd,ntd->nt", q, K)  # (n_q, T)
-p_raw = torch.softmax(scores, dim=-1)  # (n_q, T)
-p_scaled = torch.softmax(scores / math.sqrt(d_k), dim=-1)  # (n_q, T)
-
-
 def jacobian_norm(p):
-    """Frobenius norm of the softmax Jacobian diag(p) - p p^T, one per row of p."""
+    """Frobenius norm of the softmax Jacobian diag(p) - p^T p, one per row of p."""
     return (torch.diag_embed(p) - p[:, :, None] * p[:, None, :]).flatten(1).norm(dim=1)  # (n_q,)
 
 
-for name, p in [("unscaled q.k", p_raw), ("q.k / sqrt(d_k)", p_scaled)]:
-    top = p.max(dim=-1).values  # (n_q,) largest weight per query
-    print(f"{name:16s}: median largest weight {top.median():.4f}; share of queries with one weight > 0.99:"
-          f" {(top > 0.99).double().mean():6.1%}; median Jacobian norm {jacobian_norm(p).median():.2e}")
-assert p_raw.max(-1).values.median() > 0.999 and (p_raw.max(-1).values > 0.99).double().mean() > 0.7
-assert p_scaled.max(-1).values.median() < 0.4 and (p_scaled.max(-1).values > 0.99).sum() == 0
-assert jacobian_norm(p_raw).median() < 1e-3 < 0.1 < jacobian_norm(p_scaled).median()
+# %% tags=["nbval-ignore-output"]
+d_k, T, n_q = 512, 10, 1000
+gaps, runs = [], {"unscaled q.k": [], "q.k / sqrt(d_k)": []}
+for seed in SEEDS:
+    scores = random_scores(n_q, T, d_k, seed)  # (n_q, T) unscaled q.k
+    top2 = scores.topk(2, dim=-1).values  # (n_q, 2) the two largest scores per query
+    gaps.append(top2[:, 0] - top2[:, 1])  # (n_q,)
+    for name, s in [("unscaled q.k", scores), ("q.k / sqrt(d_k)", scores / math.sqrt(d_k))]:
+        p = torch.softmax(s, dim=-1)  # (n_q, T)
+        top = p.max(dim=-1).values  # (n_q,) largest weight per query
+        runs[name].append((top.median().item(), (top > 0.99).double().mean().item(), top.max().item(),
+                           jacobian_norm(p).median().item()))
+    print(f"seed {seed}: gap between the two largest unscaled scores: median {gaps[-1].median():5.2f}, "
+          f"mean {gaps[-1].mean():5.2f}")
+for name, stats in runs.items():
+    med_top, one_hot, max_top, jac = zip(*stats)
+    print(f"{name:16s}: median largest weight {spread(med_top)[1]:.4f}; queries with one weight > 0.99:"
+          f" {spread(one_hot)[0]:5.1%} .. {spread(one_hot)[2]:5.1%}; median Jacobian norm"
+          f" {spread(jac)[0]:.1e} .. {spread(jac)[2]:.1e}  (range over seeds)")
+
+# %%
+all_gaps = torch.cat(gaps)  # (5 n_q,)
+assert all(8 < g.median() < 11 and 10.5 < g.mean() < 13.5 for g in gaps)
+assert 0.35 < all_gaps.median() / math.sqrt(d_k) < 0.5
+med_top, one_hot, max_top, jac = zip(*runs["unscaled q.k"])
+assert min(med_top) > 0.999 and min(one_hot) > 0.6 and max(jac) < 1e-3
+med_top, one_hot, max_top, jac = zip(*runs["q.k / sqrt(d_k)"])
+assert max(med_top) < 0.4 and max(max_top) < 0.99 and min(jac) > 0.1
+print(f"PASS: std of the unscaled scores sqrt({d_k}) = {math.sqrt(d_k):.1f}; the two largest of {T} differ by "
+      f"about {all_gaps.median():.0f} (median, each seed in [8, 11]) and {all_gaps.mean():.0f} on average "
+      f"(each seed in [10.5, 13.5]); scaled, the median gap is about {all_gaps.median() / math.sqrt(d_k):.1f}")
+print("PASS: unscaled, in every seed the median largest weight is > 0.999, over 60% of queries put > 0.99 on one "
+      "key, and the median Jacobian norm is < 1e-3")
+print("PASS: scaled, in every seed the median largest weight is < 0.4, no query puts > 0.99 on one key, and the "
+      "median Jacobian norm is > 0.1")
+
+# %% [markdown]
+# So the largest of 10 unscaled scores is typically several units, not tens, above the next (the
+# mean is pulled above the median by a long tail of larger gaps) — and that is already enough for a
+# nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a fraction of a unit and the
+# weights stay soft.
 
 # %% [markdown]
 # ## 7. Softmax: shift invariance, temperature, soft arg-max
@@ -433,10 +529,11 @@ assert torch.isnan(softmax_naive(big)).all() and torch.allclose(shifted, torch.s
 # **Temperature.** $\mathrm{softmax}(x / T)$: a high temperature $T$ flattens the weights towards
 # uniform ($1/n$ each), a low one sharpens them towards the largest score.
 #
-# **Soft arg-max (seed 004).** As $T \to 0$, $\mathrm{softmax}(x/T) \to$ the one-hot vector of
-# $\arg\max x$ (when the maximum is unique): every other weight is
-# $e^{(x_j - x_{max})/T} \to 0$. Arg-max itself jumps and has zero gradient almost everywhere;
-# softmax is the smooth, differentiable version, so attention can be trained by gradient descent.
+# **Soft arg-max.** The reading notes call softmax a "softened" version of the arg-max. As
+# $T \to 0$, $\mathrm{softmax}(x/T) \to$ the one-hot vector of $\arg\max x$ (when the maximum is
+# unique): every other weight is $e^{(x_j - x_{max})/T} \to 0$. Arg-max itself jumps and has zero
+# gradient almost everywhere; softmax is the smooth, differentiable version, so attention can be
+# trained by gradient descent.
 
 # %%
 x = torch.tensor([1.0, 3.0, 2.5, 0.0, 2.0])  # (5,)
@@ -460,24 +557,46 @@ fig.suptitle(f"x = {x.tolist()}: temperature from flat to one-hot")
 plt.show()
 
 # %% [markdown]
-# The soft arg-max is differentiable: the expected index $\sum_i i\,\mathrm{softmax}(x/T)_i$ tends
-# to $\arg\max x = 1$ as $T$ falls, and its gradient with respect to $x$ is non-zero, while the
-# hard arg-max gives no gradient at all. With a tie for the maximum the limit splits the weight.
+# The soft arg-max is the expected index $\sum_i i\,\mathrm{softmax}(x/T)_i$; it tends to
+# $\arg\max x = 1$ as $T$ falls. It is differentiable for every $T > 0$, unlike the hard arg-max,
+# which gives no gradient at all. But how large is that gradient? Once $T$ is well below the gap
+# between the two largest scores ($3 - 2.5 = 0.5$ here), the runner-up's weight is about
+# $e^{-0.5/T}$, and the gradient shrinks with it, roughly like $e^{-0.5/T}/T$.
+# `soft_argmax_gradient(x, T)` returns it (by autograd); we compute in float64, and once in float32.
 
 # %%
-for T_ in [1.0, 0.1, 0.01]:
-    xg = x.clone().requires_grad_(True)  # (5,)
-    soft_index = (torch.arange(5.0) * torch.softmax(xg / T_, -1)).sum()  # scalar
-    soft_index.backward()
-    print(f"T={T_:5.2f}: soft arg-max = {soft_index.item():.4f}, |d/dx| = {xg.grad.norm():.4f}")
-assert abs(soft_index.item() - 1.0) < 1e-6
-xg = x.clone().requires_grad_(True)  # (5,)
-(torch.arange(5.0) * torch.softmax(xg / 1.0, -1)).sum().backward()
-assert xg.grad.norm() > 0.1  # at T = 1 the gradient is far from zero
-assert xg.argmax().grad_fn is None and not xg.argmax().is_floating_point()  # arg-max: an int, no gradient
+x64 = x.double()  # (5,)
+gap = float(x64.topk(2).values[0] - x64.topk(2).values[1])  # 0.5
+grad_norms = {}
+for T_ in [1.0, 0.3, 0.1, 0.03, 0.01]:
+    soft_index = float((torch.arange(5.0, dtype=torch.float64) * torch.softmax(x64 / T_, -1)).sum())
+    grad_norms[T_] = soft_argmax_gradient(x64, T_).norm().item()
+    print(f"T={T_:5.2f}: soft arg-max = {soft_index:.4f}, |d/dx| = {grad_norms[T_]:.1e}"
+          f"  (e^(-gap/T) / T = {math.exp(-gap / T_) / T_:.1e})")
+float32_norm = soft_argmax_gradient(x, 0.003).norm().item()
+print(f"T= 0.003 in float32: |d/dx| = {float32_norm}")
+
+# %%
+assert abs(soft_index - 1.0) < 1e-6  # at T = 0.01 the soft arg-max is the arg-max
+assert grad_norms[1.0] > 0.1  # at T = 1 the gradient is far from zero
+small_T = [0.1, 0.03, 0.01]
+assert all(grad_norms[a] > grad_norms[b] > 0 for a, b in zip(small_T, small_T[1:]))  # shrinking, never 0 in float64
+assert all(0.9 < grad_norms[T_] / (math.exp(-gap / T_) / T_) < 2 for T_ in small_T)  # like e^(-gap/T) / T
+assert grad_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
+assert x.argmax().grad_fn is None and not x.argmax().is_floating_point()  # arg-max: an int, no gradient
+print("PASS: for T in {0.1, 0.03, 0.01} the gradient norm falls, stays > 0 in float64, and lies within "
+      "0.9x .. 2x of e^(-gap/T) / T; below 1e-18 at T = 0.01; exactly 0 in float32 at T = 0.003")
 tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
 assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
 print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
+
+# %% [markdown]
+# So the soft arg-max is smooth, but its gradient vanishes as it approaches the hard arg-max: at
+# $T = 0.01$ it is about $10^{-20}$, far too small to learn from, and in float32 it becomes exactly 0
+# a little further on. It is the same trade-off as the unscaled scores of section 6: a sharper
+# softmax (low temperature, or large unscaled scores, which act like a temperature of $1/\sqrt{d_k}$
+# relative to the scaled ones) is closer to a hard choice and passes back less gradient. With a tie
+# for the maximum, the limit splits the weight.
 
 # %% [markdown]
 # ## 8. Explore: the offset explorer
@@ -489,14 +608,10 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # Run the notebook to get the sliders.
 
 # %%
-from utils.plotting import plot_offset_explorer  # noqa: E402
-from utils.widgets import offset_explorer  # noqa: E402
-
 fig = plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3)
 plt.show()
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 offset_explorer()
 
 # %% [markdown]
@@ -509,25 +624,26 @@ offset_explorer()
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$, so $PE\,PE^\top$ is
 #   Toeplitz; even in $k$, so the dot product knows distance, not direction (a learned bilinear
 #   form can recover direction).
-# - $PE_{t+k} = M_k PE_t$ with $M_k$ block-diagonal $2\times2$ rotations by $\omega_i k$:
+# - $PE_{t+k} = PE_t M_k$ with $M_k$ block-diagonal $2\times2$ rotations by $\omega_i k$:
 #   orthogonal, $M_a M_b = M_{a+b}$ (`utils.positional.relative_rotation`).
 # - The dot product decays with $|k|$, smoothly but not monotonically (first rise at $k = 11$ for
-#   $d_{model} = 128$).
-# - Random vectors in $d$ dimensions have cosine similarity with standard deviation $1/\sqrt d$;
-#   that is why adding PE to word embeddings loses little when $d$ is large.
-# - $\mathrm{Var}(q\cdot k) = d_k$; unscaled softmax at $d_k = 512$ is nearly one-hot with a
-#   vanishing gradient, which the $1/\sqrt{d_k}$ scale prevents.
+#   $d_{model} = 128$, later for wider encodings).
+# - Random vectors in $d$ dimensions have cosine similarity with standard deviation $1/\sqrt d$
+#   (five seeds, within 5%); that is why adding PE to word embeddings loses little when $d$ is
+#   large. PE itself occupies few columns only over short spans: over 100 positions, half the
+#   columns hold nearly all its variance; over 10 000, the variance spreads over almost all of them.
+# - $\mathrm{Var}(q\cdot k) = d_k$; at $d_k = 512$ the largest of 10 unscaled scores is typically
+#   several units above the next, enough to make softmax nearly one-hot with a vanishing gradient,
+#   which the $1/\sqrt{d_k}$ scale prevents.
 # - softmax is shift-invariant (subtract the max for stability), sharpens as the temperature falls,
-#   and tends to the arg-max's one-hot vector.
+#   and tends to the arg-max's one-hot vector; on the way its gradient shrinks towards 0.
 #
 # ## Exercises
 #
 # Each cell below has a stub; replace `raise NotImplementedError` with your code and run the cell.
+# The checkers come from `utils.exercises.lesson02`, imported as `check` in the first code cell.
 # Stuck? `check.offset_dot.hint()` prints a hint and `check.offset_dot.solution()` a solution
 # (likewise for the other exercises).
-
-# %%
-from utils.exercises import lesson02 as check  # noqa: E402
 
 # %% [markdown]
 # **Exercise 1.** Write `offset_dot(k, d_model, base)` returning the number $PE_t \cdot PE_{t+k}$
@@ -542,7 +658,7 @@ check.offset_dot(offset_dot)
 
 # %% [markdown]
 # **Exercise 2.** Write `rotation(k, d_model, base)` returning $M_k$, a (d_model, d_model) tensor
-# with $M_k\, PE_t = PE_{t+k}$ ($PE_t$ a column), built from its $2\times2$ blocks.
+# with $PE_t\, M_k = PE_{t+k}$ (rows, as the table stores them), built from its $2\times2$ blocks.
 
 # %%
 def rotation(k, d_model, base=10000.0):
@@ -561,3 +677,16 @@ def stable_softmax(x, temperature=1.0):
 
 
 check.stable_softmax(stable_softmax)
+
+# %% [markdown]
+# ## Sources
+#
+# - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: section 3.2.1 and footnote 4
+#   ($\mathrm{Var}(q \cdot k) = d_k$, the $1/\sqrt{d_k}$ scale), section 3.5 (sinusoidal encoding,
+#   "a linear function of $PE_{pos}$").
+# - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 17 March 2023): the sum
+#   $\sum_i \cos(\omega_i \Delta t)$, distance aware versus direction aware.
+# - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the scaled score
+#   $q^\top k / \sqrt{d_k}$.
+# - Reading notes on the paper (June 2020): the fixed linear transformation, "decays symmetrically
+#   and smoothly", added not concatenated, near orthogonality, softmax as a softened arg-max.

@@ -1,4 +1,4 @@
-"""relative_rotation(k, d_model): the M_k with PE_{t+k} = M_k @ PE_t, checked against the PE table."""
+"""relative_rotation(k, d_model): the M_k with PE_{t+k} = PE_t @ M_k (rows), checked against the PE table."""
 
 import math
 
@@ -13,21 +13,23 @@ SIZES = [(2, 1.0), (4, 10000.0), (16, 10000.0), (64, 100.0), (128, 10000.0)]
 @pytest.mark.parametrize("d_model, base", SIZES)
 @pytest.mark.parametrize("k", [0, 1, 3, 17, -1, -5])
 def test_maps_every_row_to_the_row_k_later(d_model, base, k):
-    # Convention: M_k @ PE_t (PE_t a column) = PE_{t+k}; for the table's rows, PE[t] @ M_k.T = PE[t+k].
+    # Convention: rows, as the table stores them: PE[t] @ M_k = PE[t+k]; for columns, M_k.T @ PE_t.
     max_len = 40
     pe = sinusoidal_encoding(max_len, d_model, base, dtype=torch.float64)  # (max_len, d_model)
     m = relative_rotation(k, d_model, base, dtype=torch.float64)  # (d_model, d_model)
     src = pe[max(0, -k): max_len - max(0, k)]  # rows t whose t + k is in the table
     dst = pe[max(0, k): max_len - max(0, -k)]  # rows t + k
-    torch.testing.assert_close(src @ m.T, dst, atol=1e-12, rtol=0)
-    torch.testing.assert_close((m @ src.T).T, dst, atol=1e-12, rtol=0)
+    torch.testing.assert_close(src @ m, dst, atol=1e-12, rtol=0)
+    torch.testing.assert_close((m.T @ src.T).T, dst, atol=1e-12, rtol=0)
+    if k != 0:
+        assert not torch.allclose(src @ m.T, dst, atol=1e-6)  # the transpose moves the other way
 
 
 def test_maps_a_position_beyond_the_table_and_fractional_offsets():
     w = angular_frequencies(8)  # (4,)
     pe_at = lambda t: torch.stack([torch.sin(w * t), torch.cos(w * t)], dim=1).reshape(-1)  # (8,)
     m = relative_rotation(2.5, 8, dtype=torch.float64)  # (8, 8)
-    torch.testing.assert_close(m @ pe_at(1000.0), pe_at(1002.5), atol=1e-9, rtol=0)
+    torch.testing.assert_close(pe_at(1000.0) @ m, pe_at(1002.5), atol=1e-9, rtol=0)
 
 
 def test_block_diagonal_with_rotation_blocks():
@@ -37,7 +39,7 @@ def test_block_diagonal_with_rotation_blocks():
     for i in range(d_model // 2):
         c, s = math.cos(w[i].item() * k), math.sin(w[i].item() * k)
         block = m[2 * i: 2 * i + 2, 2 * i: 2 * i + 2]  # (2, 2)
-        torch.testing.assert_close(block, torch.tensor([[c, s], [-s, c]], dtype=torch.float64))
+        torch.testing.assert_close(block, torch.tensor([[c, -s], [s, c]], dtype=torch.float64))
     off = m.clone()
     for i in range(d_model // 2):
         off[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = 0

@@ -65,10 +65,10 @@ class PositionalEncoding(nn.Module):
 # --- lesson 02: dot-product identities ---
 
 def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
-    """M_k (d_model, d_model), block-diagonal 2x2 rotations by w_i k, with PE_{t+k} = M_k @ PE_t.
+    """M_k (d_model, d_model), block-diagonal 2x2 rotations by w_i k, with PE_{t+k} = PE_t @ M_k (rows).
 
-    Convention: PE_t is a column vector here, so for the table's rows, PE[t + k] = PE[t] @ M_k.T.
-    Block i acts on columns (2i, 2i+1) = (sin, cos): [[cos(w_i k), sin(w_i k)], [-sin(w_i k), cos(w_i k)]].
+    Row vectors, as the table stores them: PE[t + k] = PE[t] @ M_k. Block i acts on columns
+    (2i, 2i+1) = (sin, cos): [[cos(w_i k), -sin(w_i k)], [sin(w_i k), cos(w_i k)]].
     """
     if isinstance(k, bool) or not isinstance(k, numbers.Real):
         raise TypeError(f"k must be a real number (an offset in positions), got {type(k).__name__} {k!r}")
@@ -80,8 +80,8 @@ def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
     cos, sin = torch.cos(w * float(k)), torch.sin(w * float(k))  # (d_model/2,) each
     m = torch.zeros(len(w) * 2, len(w) * 2, dtype=torch.float64)  # (d_model, d_model)
     idx = torch.arange(0, len(w) * 2, 2)  # (d_model/2,) the sin column of each pair
-    m[idx, idx], m[idx, idx + 1] = cos, sin  # new sin = sin cos(wk) + cos sin(wk)
-    m[idx + 1, idx], m[idx + 1, idx + 1] = -sin, cos  # new cos = cos cos(wk) - sin sin(wk)
+    m[idx, idx], m[idx + 1, idx] = cos, sin  # new sin = sin cos(wk) + cos sin(wk)  (column idx)
+    m[idx, idx + 1], m[idx + 1, idx + 1] = -sin, cos  # new cos = -sin sin(wk) + cos cos(wk)  (column idx+1)
     return m.to(dtype)  # (d_model, d_model)
 
 
@@ -139,10 +139,10 @@ def rotary_angles(positions, d_model, base=10000.0):
 
 
 def apply_rotary(x, positions=None, base=10000.0):
-    """RoPE: turn pair (x[..., 2i], x[..., 2i+1]) of row t by positions[t] * w_i, i.e. x_t -> M_{pos_t} x_t.
+    """RoPE: turn pair (x[..., 2i], x[..., 2i+1]) of row t by positions[t] * w_i, i.e. x_t -> x_t M_{pos_t}.
 
-    M_k is lesson 02's block-diagonal rotation with PE_{t+k} = M_k PE_t, so
-    apply_rotary(PE_t, k) = PE_{t+k} and (M_m q) . (M_n k) = q . M_{n-m} k depends on n - m only.
+    M_k is lesson 02's block-diagonal rotation with PE_{t+k} = PE_t M_k (rows), so
+    apply_rotary(PE_t, k) = PE_{t+k} and (q M_m) . (k M_n) = q . (k M_{n-m}) depends on n - m only.
     (The RoFormer paper turns each pair the other way; any fixed direction gives the same property.)
     """
     validation.tensor("x", x, min_dim=2, floating=True)

@@ -53,8 +53,8 @@ def _rotation_solution(k, d_model, base=10000.0):
     m = torch.zeros(d_model, d_model, dtype=torch.float64)  # (d_model, d_model)
     for i in range(d_model // 2):
         c, s = math.cos(w[i] * k), math.sin(w[i] * k)
-        m[2 * i, 2 * i], m[2 * i, 2 * i + 1] = c, s  # sin(a + b) = sin a cos b + cos a sin b
-        m[2 * i + 1, 2 * i], m[2 * i + 1, 2 * i + 1] = -s, c  # cos(a + b) = cos a cos b - sin a sin b
+        m[2 * i, 2 * i], m[2 * i + 1, 2 * i] = c, s  # column 2i: sin(a + b) = sin a cos b + cos a sin b
+        m[2 * i, 2 * i + 1], m[2 * i + 1, 2 * i + 1] = -s, c  # column 2i+1: cos(a + b) = -sin a sin b + cos a cos b
     return m
 
 
@@ -69,14 +69,15 @@ def _rotation_angle_k(k, d_model, base=10000.0):  # every pair rotated by k, for
 @exercise(
     hint="""
     Work one pair (sin(w t), cos(w t)) at a time: by the angle-addition formulas the pair at t + k is
-    (sin(wt)cos(wk) + cos(wt)sin(wk), cos(wt)cos(wk) - sin(wt)sin(wk)), a 2x2 matrix times the pair at t.
+    (sin(wt)cos(wk) + cos(wt)sin(wk), cos(wt)cos(wk) - sin(wt)sin(wk)), the row pair at t times a 2x2
+    matrix: its first column holds (cos(wk), sin(wk)), its second (-sin(wk), cos(wk)).
     Place block i at rows and columns 2i, 2i+1 of a zero (d_model, d_model) matrix.
     """,
     reference=_rotation_solution,
     wrong=[_rotation_backwards, _rotation_angle_k],
 )
 def rotation(answer):
-    """answer(k, d_model, base) must return M_k (d_model, d_model) with M_k @ PE_t = PE_{t+k}."""
+    """answer(k, d_model, base) must return M_k (d_model, d_model) with PE_t @ M_k = PE_{t+k} (rows)."""
     for k, d_model, base in [(1, 4, 10000.0), (3, 16, 10000.0), (-2, 16, 10000.0), (10, 64, 100.0)]:
         m = torch.as_tensor(answer(k, d_model, base), dtype=torch.float64)  # (d_model, d_model)
         if tuple(m.shape) != (d_model, d_model):
@@ -84,8 +85,8 @@ def rotation(answer):
         pe = sinusoidal_encoding(20 + abs(k), d_model, base, dtype=torch.float64)  # (20+|k|, d_model)
         src = pe[max(0, -k): len(pe) - max(0, k)]  # rows t
         dst = pe[max(0, k): len(pe) - max(0, -k)]  # rows t + k
-        miss = compare_arrays((m @ src.T).T, dst, what=f"M_k @ PE_t (k={k}, d_model={d_model}; row r is "
-                                                      f"t = r + {max(0, -k)}) compared with PE_(t+k)")
+        miss = compare_arrays(src @ m, dst, what=f"PE_t @ M_k (k={k}, d_model={d_model}; row r is "
+                                                f"t = r + {max(0, -k)}) compared with PE_(t+k)")
         if miss:
             return miss
         miss = compare_arrays(m, relative_rotation(k, d_model, base, dtype=torch.float64),
