@@ -501,13 +501,16 @@ def projected_attention(X):
     return W_o(out), A  # (seq, d_model), (seq, seq)
 
 
-Z, A_proj = projected_attention(X)  # (seq, d_model), (seq, seq)
-for _ in range(20):
-    perm = torch.randperm(seq, generator=gen)  # (seq,)
-    assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
-Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
-assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
-print("with W_q, W_k, W_v, W_o: still equivariant; with PE: not: PASS")
+for init in range(5):  # five initialisations of the four layers, 20 permutations each
+    torch.manual_seed(init)
+    W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+    Z, _ = projected_attention(X)  # (seq, d_model)
+    for _ in range(20):
+        perm = torch.randperm(seq, generator=gen)  # (seq,)
+        assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
+    Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
+    assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
+print("with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with PE: not: PASS")
 
 # %% [markdown]
 # ## 5. Why the Transformer projects queries and keys
