@@ -294,8 +294,10 @@ print("identical CATs: identical rows and identical columns in all 20 embedding 
 # ### What every attention matrix must satisfy
 #
 # The YOUR CAT slide deck prints a 6 × 6 attention matrix for this sentence, with the note "all values are
-# random". Random numbers can still be checked: any self-attention matrix of this sentence without
-# positional encoding (the deck adds PE only later) must have
+# random". The deck says Q, K and V "are just the input sentence", and also that each row captures "the
+# position in the sentence (represented by the positional encodings)". Random numbers can still be
+# checked: every attention matrix has properties 1 and 2 below, and every self-attention matrix of this
+# sentence *without* positional encoding also has 3 and 4:
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
 # 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
@@ -334,12 +336,14 @@ print("your prediction:", sorted(my_prediction) or "none yet", "| broken:", sort
 # %% [markdown]
 # The rows sum to 1 (two give 1.001, the rounding), no weight is negative, but the two CATs have
 # different rows (CAT at position 1 gives itself 0.278, the other CAT 0.115) and different columns. So the
-# deck's matrix cannot be the attention of this sentence without positional encoding. Our matrix $A$ has
-# all four properties:
+# deck's matrix cannot come from the word embeddings alone. With positional encoding added it could: the
+# two CATs are then different vectors, and section 4 shows each CAT attending more to itself than to the
+# other, as the deck's do. Our matrix $A$ (no PE) has all four properties:
 
 # %%
 ours = attention_properties(A, sentence, atol=1e-6)
 assert broken == {3, 4}, "the deck's matrix breaks exactly properties 3 and 4"
+assert deck_matrix[1, 1] > deck_matrix[1, 5] and deck_matrix[5, 5] > deck_matrix[5, 1], "each CAT prefers itself"
 assert all(ours.values()), "the computed matrix has all four properties"
 print("deck: rows sum to 1 within ±0.003, none negative, but CAT rows and columns differ; ours: all four: PASS")
 
@@ -457,14 +461,16 @@ print("max |Attention(PX + PE) - P Attention(X + PE)| =", round((Y_rev_pe - Y_pe
 assert not torch.allclose(Y_rev_pe, Y_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
 
 # %% [markdown]
-# And the two CATs are now different vectors, so they get different rows: each CAT attends more to
-# itself than to the other one — here, and in all 20 embedding tables.
+# And the two CATs are now different vectors, so they get different rows and columns (properties 3 and 4
+# of section 3 no longer apply; 1 and 2 still hold): each CAT attends more to itself than to the other
+# one — here, and in all 20 embedding tables.
 
 # %%
 print("row CAT (1):", A_pe[1].numpy().round(4))
 print("row CAT (5):", A_pe[5].numpy().round(4))
 assert not torch.allclose(A_pe[1], A_pe[5], atol=1e-3)
 assert A_pe[1, 1] > A_pe[1, 5] and A_pe[5, 5] > A_pe[5, 1]
+assert list(attention_properties(A_pe, sentence, atol=1e-5).values()) == [True, True, False, False]
 PE64 = sinusoidal_encoding(seq, d_model, dtype=torch.float64)  # (seq, d_model)
 margins = []
 for s in range(20):
