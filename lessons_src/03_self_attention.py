@@ -8,11 +8,14 @@
 # - explain queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
 # - build the parameter-free self-attention of the reading notes (`bmm(x, xᵀ)`, softmax, `bmm`) and read
 #   its matrix for "YOUR CAT IS A LOVELY CAT";
+# - name the properties *every* attention matrix has, and find the one a slide deck's matrix breaks;
 # - prove and check that self-attention is permutation **equivariant** (not invariant), that positional
-#   encoding breaks this, and that learned projections W_q, W_k, W_v, W_o do not.
+#   encoding breaks this, and that learned projections $W_q, W_k, W_v, W_o$ do not;
+# - see why the Transformer projects queries and keys: random $W_q, W_k$ give a map ruled by chance,
+#   trained ones make an adjective look at its noun.
 #
 # **Prerequisites.** [01 · Positional encoding](01_positional_encoding.ipynb) and
-# 02 · Dot-product identities (softmax, temperature, the 1/√d_k scale).
+# 02 · Dot-product identities (softmax, temperature, the $1/\sqrt{d_k}$ scale).
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.
@@ -24,7 +27,7 @@ if "google.colab" in sys.modules:
     )
 
 # %% [markdown]
-# Everything below runs on the CPU in a few seconds. We print rounded numbers so the notebook reads the
+# Everything below runs on the CPU, with no downloads. We print rounded numbers so the notebook reads the
 # same every time it runs.
 
 # %%
@@ -36,6 +39,8 @@ import torch
 
 from utils.attention import scaled_dot_product_attention
 from utils.attention_map import token_embeddings
+from utils.attention_patterns import (attention_properties, projected_weights, random_projections,
+                                      sentence_map, train_adjective_noun, weight_on)
 from utils.plotting import plot_attention, plot_attention_explorer
 from utils.positional import sinusoidal_encoding
 from utils.widgets import attention_explorer
@@ -46,16 +51,17 @@ np.set_printoptions(precision=4, suppress=True)
 # %% [markdown]
 # ## 1. One query over a memory of key–value pairs
 #
-# The lecture slides (seed 001) draw attention as a **query** q looking at a **memory** of key–value
-# pairs (k_1, v_1) … (k_4, v_4). Each key gets a score, the scores go through a softmax, and the
-# weights (0.6, 0.1, 0.2, 0.1 in the slide) mix the values into one **context vector**:
+# The COMP7607 lecture slides ("Transformers", lecture 4) draw attention as a **query** $q$ looking at a
+# **memory** of key–value pairs $(k_1, v_1) \dots (k_4, v_4)$. Each key gets a score, the scores go
+# through a softmax, and the
+# weights (0.6, 0.1, 0.2, 0.1 in the slide) mix the values into one **context vector** $c$:
 #
 # $$\text{score}_i = \frac{q \cdot k_i}{\sqrt{d_k}}, \qquad
 #   \alpha = \operatorname{softmax}(\text{score}), \qquad c = \sum_i \alpha_i v_i .$$
 #
 # We build a memory whose weights are exactly the slide's. Softmax only sees differences between scores
-# (lesson 02), so any scores equal to log(α) plus a constant will do; we move each random key along q
-# until its score is log(α_i) + 1.
+# (lesson 02), so any scores equal to $\log \alpha$ plus a constant will do; we move each random key along $q$
+# until its score is $\log \alpha_i + 1$.
 
 # %%
 gen = torch.Generator().manual_seed(1)
@@ -83,7 +89,7 @@ assert np.allclose(alpha, slide_weights.numpy()), "the weights should be the sli
 assert math.isclose(sum(alpha), 1.0)
 
 # %% [markdown]
-# Vectorised, the whole thing is two matrix products around a softmax: c = softmax(q Kᵀ/√d_k) V.
+# Vectorised, the whole thing is two matrix products around a softmax: $c = \operatorname{softmax}(q K^\top/\sqrt{d_k})\,V$.
 
 # %%
 alpha_vec = torch.softmax(q @ K.T / math.sqrt(d_k), dim=-1)  # (n,)
@@ -94,7 +100,7 @@ print("loops == vectorised: PASS")
 
 # %% [markdown]
 # `utils.attention.scaled_dot_product_attention(q, k, v, mask=None)` does the same for any number of
-# queries at once (shape (…, T_q, d_k)) and returns both the output and the weights. One query is a
+# queries at once (shape $(\dots, T_q, d_k)$) and returns both the output and the weights. One query is a
 # batch of one row.
 
 # %%
@@ -105,12 +111,12 @@ print("vectorised == utils: PASS")
 # %% [markdown]
 # ## 2. Queries, keys and values: a soft dictionary
 #
-# The reading notes (seed 003) borrow the words from Python dictionaries: the **query** is what we look
+# The YOUR CAT slide deck borrows the words from Python dictionaries: the **query** is what we look
 # for, the **key** is what each entry is looked up by, the **value** is what the entry returns.
 # A dictionary look-up is *hard*: it returns the value of exactly one key. Attention is *soft*: it returns
 # a blend of all values, weighted by how well each key matches the query.
 #
-# Divide the scores by a temperature τ. As τ → 0 the softmax tends to a one-hot vector on the best
+# Divide the scores by a temperature $\tau$. As $\tau \to 0$ the softmax tends to a one-hot vector on the best
 # matching key (the arg max), and attention becomes the hard look-up. Here the query is a noisy copy of
 # the key of "cat".
 
@@ -129,7 +135,7 @@ for tau in temperatures:  # dividing q by tau divides every score by tau
     print(f"tau={tau:<5} weights={w[0].numpy().round(4)}  output={out[0].numpy().round(4)}")
 
 # %% [markdown]
-# At high temperature every entry contributes; at τ = 0.01 essentially only "cat" does, and the output is
+# At high temperature every entry contributes; at $\tau = 0.01$ essentially only "cat" does, and the output is
 # the dictionary's answer `hard["cat"]`.
 
 # %%
@@ -154,7 +160,7 @@ print("temperature -> 0 gives the hard look-up hard['cat']: PASS")
 # ## 3. Self-attention with no parameters
 #
 # In **self**-attention the queries, keys and values are all the same sentence X. The reading notes
-# (seed 004) give the simplest version in three lines of PyTorch, for a batch x of shape (b, t, k):
+# on the paper give the simplest version in three lines of PyTorch, for a batch x of shape (b, t, k):
 #
 # ```python
 # raw_weights = torch.bmm(x, x.transpose(1, 2))  # (b, t, t)
@@ -162,11 +168,12 @@ print("temperature -> 0 gives the hard look-up hard['cat']: PASS")
 # y = torch.bmm(weights, x)                       # (b, t, k)
 # ```
 #
-# It has no 1/√d_k. Since `utils` divides by √d_k, the two agree when we multiply the queries by √d_k.
+# It has no $1/\sqrt{d_k}$. Since `utils` divides by $\sqrt{d_k}$, the two agree when we multiply the queries by
+# $\sqrt{d_k}$.
 
 # %%
 def simplest_self_attention(x):
-    """Seed 004's parameter-free self-attention: softmax(x xᵀ) x, without scaling."""
+    """The reading notes' parameter-free self-attention: softmax(x xᵀ) x, without scaling."""
     raw_weights = torch.bmm(x, x.transpose(1, 2))  # (b, t, t)
     weights = torch.softmax(raw_weights, dim=2)  # (b, t, t)
     return torch.bmm(weights, x), weights  # (b, t, k), (b, t, t)
@@ -177,10 +184,11 @@ x = torch.randn(2, 5, 8, generator=gen, dtype=torch.float64)  # (b, t, k)
 y, w = simplest_self_attention(x)  # (b, t, k), (b, t, t)
 y_utils, w_utils = scaled_dot_product_attention(x * math.sqrt(8), x, x)  # (b, t, k), (b, t, t)
 assert torch.allclose(y, y_utils) and torch.allclose(w, w_utils)
-print("seed 004's bmm version == utils with q·√d_k: PASS")
+print("the reading notes' bmm version == utils with q·√d_k: PASS")
 
 # %% [markdown]
-# The Transformer's version (seed 003) scales: Attention(Q, K, V) = softmax(QKᵀ/√d_k) V with Q = K = V = X.
+# The Transformer's version (the paper, section 3.2.1, equation 1) scales:
+# $\text{Attention}(Q, K, V) = \operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, here with $Q = K = V = X$.
 
 # %%
 def self_attention(X):
@@ -198,8 +206,9 @@ print("self_attention == utils: PASS")
 # %% [markdown]
 # ### YOUR CAT IS A LOVELY CAT
 #
-# Seed 003's example: seq = 6 and d_model = d_k = 512. Each word gets an embedding: here a fixed random
-# N(0, 1) vector per word (`utils.attention_map.token_embeddings`, seeded by the word, so both CATs get the
+# The YOUR CAT slide deck's example: $seq = 6$ and $d_{model} = d_k = 512$. Each word gets an embedding: here a
+# fixed random
+# $N(0, 1)$ vector per word (`utils.attention_map.token_embeddings`, seeded by the word, so both CATs get the
 # same vector, as a real embedding table would give them). No positional encoding yet.
 
 # %%
@@ -219,46 +228,151 @@ print("row sums:", row_sums.numpy().round(6))
 assert torch.allclose(row_sums, torch.ones(seq))
 
 # %% [markdown]
-# Our matrix is far more peaked than the seed's (whose numbers, it says, "are random"). That is what
-# random 512-dimensional vectors do: a word's score with itself is |x|²/√512 ≈ 512/22.6 ≈ 22.6, while
-# its score with an unrelated word is about N(0, 1); e^22 swamps everything else.
+# Our matrix is far more peaked than the slide deck's (whose numbers, it says, "are random"). That is
+# what random 512-dimensional vectors do: a word's score with itself is $|x|^2/\sqrt{512}$, and
+# $|x|^2$ averages $d_{model} = 512$, so the self-score averages $512/\sqrt{512} = \sqrt{512}$; its score
+# with an unrelated word is a sum of 512 products of independent $N(0, 1)$ numbers divided by $\sqrt{512}$,
+# about $N(0, 1)$. Then $e^{\text{self-score}}$ swamps everything else in the row.
 
 # %%
 scores = X @ X.T / math.sqrt(d_model)  # (seq, seq)
+print(f"expected self score: sqrt(512) = {math.sqrt(d_model):.1f}")
 print("self scores:", scores.diagonal().numpy().round(1))
 different = [scores[i, j].item() for i in range(seq) for j in range(seq) if sentence[i] != sentence[j]]
 print("scores between different words: min", round(min(different), 1), "max", round(max(different), 1))
-assert scores.diagonal().min() > 20 and max(abs(s) for s in different) < 4
-assert all(A[i, i] > 0.9999 for i in (0, 2, 3, 4)), "words that occur once attend (almost) only to themselves"
+
+# %% [markdown]
+# One sentence's embeddings are one draw. The claim is about random embeddings in general, so we check it
+# over 20 embedding tables (`token_embeddings(..., seed=s)`, s = 0 … 19) and print the spread.
+
+# %%
+self_scores, other_scores, single_diag = [], [], []
+for s in range(20):
+    X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model) float64
+    scores_s = X_s @ X_s.T / math.sqrt(d_model)  # (seq, seq)
+    self_scores += scores_s.diagonal().tolist()
+    other_scores += [scores_s[i, j].item() for i in range(seq) for j in range(seq) if sentence[i] != sentence[j]]
+    single_diag += [torch.softmax(scores_s, dim=-1)[i, i].item() for i in (0, 2, 3, 4)]
+other = torch.tensor(other_scores)
+print(f"self scores over 20 tables ({len(self_scores)} values): {min(self_scores):.1f} to {max(self_scores):.1f}")
+print(f"scores between different words ({len(other)} values): mean {other.mean():.1f}, std {other.std():.1f}, "
+      f"range {other.min():.1f} to {other.max():.1f}")
+print(f"weight a once-occurring word puts on itself: min {min(single_diag):.4f} over {len(single_diag)} rows")
+assert min(self_scores) > 15 and max(self_scores) < 30, "self scores near sqrt(512)"
+assert abs(other.mean()) < 0.2 and 0.8 < other.std() < 1.2 and other.abs().max() < 5, "other scores ~ N(0, 1)"
+assert min(single_diag) > 0.9999, "words that occur once attend (almost) only to themselves"
+print("in all 20 tables: self scores near sqrt(512), other scores ~ N(0, 1), near-identity map: PASS")
 
 # %% [markdown]
 # Without positional encoding, the two CATs are the same vector, so they ask the same question and get
-# the same answer: rows 1 and 5 are identical, and each CAT splits its attention evenly between
+# the same answer: rows 1 and 5 are identical. They are also the same *key*, so every word gives them the
+# same weight: columns 1 and 5 are identical too. That is why each CAT splits its attention evenly between
 # "both" CATs. Self-attention cannot tell them apart.
 
 # %%
 print("row CAT (1):", A[1].numpy().round(4))
 print("row CAT (5):", A[5].numpy().round(4))
-assert torch.equal(A[1], A[5]) and torch.equal(Y[1], Y[5])
+assert torch.allclose(A[1], A[5], atol=1e-6) and torch.allclose(Y[1], Y[5], atol=1e-5), "identical rows"
+assert torch.allclose(A[:, 1], A[:, 5], atol=1e-6), "identical columns"
 assert torch.allclose(A[1, [1, 5]], torch.tensor([0.5, 0.5]), atol=1e-6)
-fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE")
+fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: nearly the identity")
+
+# %% [markdown]
+# This is no accident of the draw. Row $i$ is $\operatorname{softmax}_j(x_i \cdot x_j / \sqrt{d})$: if
+# $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every row the scores in columns 1
+# and 5 are equal, so their weights are too. The same holds for *any* attention without position
+# information, also with projections ($x_1 W_q = x_5 W_q$, $x_1 W_k = x_5 W_k$), which section 5 uses. Over
+# the 20 embedding tables:
+
+# %%
+for s in range(20):
+    A_s = self_attention(token_embeddings(sentence, d_model, seed=s))[1]  # (seq, seq)
+    assert torch.allclose(A_s[1], A_s[5], atol=1e-12) and torch.allclose(A_s[:, 1], A_s[:, 5], atol=1e-12)
+print("identical CATs: identical rows and identical columns in all 20 embedding tables: PASS")
+
+# %% [markdown]
+# ### What every attention matrix must satisfy
+#
+# The YOUR CAT slide deck prints a 6 × 6 attention matrix for this sentence, with the note "all values are
+# random". The deck says Q, K and V "are just the input sentence", and also that each row captures "the
+# position in the sentence (represented by the positional encodings)". Random numbers can still be
+# checked: every attention matrix has properties 1 and 2 below, and every self-attention matrix of this
+# sentence *without* positional encoding also has 3 and 4:
+#
+# 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
+# 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
+#    0.0005, so within ±0.003),
+# 3. identical rows for the two CATs,
+# 4. identical columns for the two CATs.
+#
+# Here is the deck's matrix, typed in as printed:
+
+# %%
+deck_matrix = torch.tensor([  # (seq, seq) from the YOUR CAT slide deck, "all values are random"
+    [0.268, 0.119, 0.134, 0.148, 0.179, 0.152],  # YOUR
+    [0.124, 0.278, 0.201, 0.128, 0.154, 0.115],  # CAT
+    [0.147, 0.132, 0.262, 0.097, 0.218, 0.145],  # IS
+    [0.210, 0.128, 0.206, 0.212, 0.119, 0.125],  # A
+    [0.146, 0.158, 0.152, 0.143, 0.227, 0.174],  # LOVELY
+    [0.195, 0.114, 0.203, 0.103, 0.157, 0.229],  # CAT
+], dtype=torch.float64)
+
+# %% [markdown]
+# **Predict first.** Look at the matrix: which of the properties 1–4 does it break? Write their numbers in
+# the set below (e.g. `{2}`) and only then run the check.
+
+# %%
+my_prediction = set()  # your answer, e.g. {1, 3}
+
+# %%
+deck_checks = attention_properties(deck_matrix, sentence, atol=0.003)  # name -> holds?
+for k, (name, holds) in enumerate(deck_checks.items(), start=1):
+    print(f"{k}. {name}: {'holds' if holds else 'BROKEN'}")
+broken = {k for k, holds in enumerate(deck_checks.values(), start=1) if not holds}
+print("row sums:", deck_matrix.sum(dim=-1).numpy().round(3))
+print("your prediction:", sorted(my_prediction) or "none yet", "| broken:", sorted(broken),
+      "| right!" if my_prediction == broken else "")
+
+# %% [markdown]
+# The rows sum to 1 (two give 1.001, the rounding), no weight is negative, but the two CATs have
+# different rows (CAT at position 1 gives itself 0.278, the other CAT 0.115) and different columns. So the
+# deck's matrix cannot come from the word embeddings alone. With positional encoding added it could: the
+# two CATs are then different vectors, and section 4 shows each CAT attending more to itself than to the
+# other, as the deck's do. Our matrix $A$ (no PE) has all four properties:
+
+# %%
+ours = attention_properties(A, sentence, atol=1e-6)
+assert broken == {3, 4}, "the deck's matrix breaks exactly properties 3 and 4"
+assert deck_matrix[1, 1] > deck_matrix[1, 5] and deck_matrix[5, 5] > deck_matrix[5, 1], "each CAT prefers itself"
+assert all(ours.values()), "the computed matrix has all four properties"
+print("deck: rows sum to 1 within ±0.003, none negative, but CAT rows and columns differ; ours: all four: PASS")
 
 # %% [markdown]
 # ### Is the diagonal always the largest?
 #
-# Seed 003 says "we expect values along the diagonal to be the highest". By Cauchy–Schwarz,
-# x_i·x_j ≤ |x_i| |x_j|, so **if every embedding has the same length**, x_i·x_j ≤ |x_i|² = x_i·x_i and the
-# diagonal is indeed the largest in its row (tied only by an identical word, like the second CAT).
-# Our random vectors have nearly equal lengths, so the expectation holds here:
+# The YOUR CAT slide deck says "we expect values along the diagonal to be the highest". By Cauchy–Schwarz,
+# $x_i \cdot x_j \le |x_i|\,|x_j|$, so **if every embedding has the same length**,
+# $x_i \cdot x_j \le |x_i|^2 = x_i \cdot x_i$ and the diagonal is indeed the largest in its row (tied only
+# by an identical word, like the second CAT). Random 512-dimensional vectors have nearly equal lengths,
+# so the expectation holds for them: here, and in all 20 embedding tables.
 
 # %%
-print("lengths |x_i|:", X.norm(dim=-1).numpy().round(2))
-assert all(A[i, i] >= A[i].max() for i in range(seq))
-print("diagonal is the row maximum in every row: PASS")
+print("lengths |x_i|:", X.norm(dim=-1).numpy().round(1))
+assert all(A[i, i] >= A[i].max() - 1e-6 for i in range(seq))  # ties (the two CATs) up to rounding
+ratios, diag_is_max = [], 0
+for s in range(20):
+    X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model)
+    A_s = self_attention(X_s)[1]  # (seq, seq)
+    lengths = X_s.norm(dim=-1)  # (seq,)
+    ratios.append((lengths.max() / lengths.min()).item())
+    diag_is_max += all(A_s[i, i] >= A_s[i].max() - 1e-12 for i in range(seq))
+print(f"longest/shortest embedding over 20 tables: {min(ratios):.2f} to {max(ratios):.2f}")
+assert diag_is_max == 20
+print(f"diagonal is the row maximum in every row, in {diag_is_max} of 20 tables: PASS")
 
 # %% [markdown]
-# But nothing forces equal lengths. The smallest counterexample, in 2-D: a = (1, 0), b = (2, 1).
-# Then a·a = 1 but a·b = 2, so a attends more to b than to itself.
+# But nothing forces equal lengths. The smallest counterexample, in 2-D: $a = (1, 0)$, $b = (2, 1)$.
+# Then $a \cdot a = 1$ but $a \cdot b = 2$, so $a$ attends more to $b$ than to itself.
 
 # %%
 P2 = torch.tensor([[1.0, 0.0], [2.0, 1.0]])  # (seq=2, d_model=2): rows a and b
@@ -268,7 +382,9 @@ assert A2[0, 1] > A2[0, 0], "row a: the off-diagonal weight is larger"
 
 # %% [markdown]
 # The same in our sentence: give LOVELY a longer embedding that points partly along YOUR (related words
-# have related embeddings), x_LOVELY ← x_LOVELY + 1.2·x_YOUR. Now YOUR attends to LOVELY, not to itself.
+# have related embeddings), $x_{LOVELY} \leftarrow x_{LOVELY} + 1.2\,x_{YOUR}$. Its score with YOUR gains
+# $1.2\,|x_{YOUR}|^2/\sqrt{512}$, more than YOUR's own self-score, so YOUR attends to LOVELY, not to
+# itself — in this table and in all 20.
 
 # %%
 X_long = X.clone()  # (seq, d_model)
@@ -277,21 +393,25 @@ _, A_long = self_attention(X_long)  # (seq, seq)
 print("lengths:", X_long.norm(dim=-1).numpy().round(1))
 print("row YOUR:", A_long[0].numpy().round(4))
 assert A_long[0].argmax() == 4 and A_long[0, 4] > A_long[0, 0]
-print("counterexample: YOUR's largest weight is off the diagonal: PASS")
+for s in range(20):
+    X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model)
+    X_s[4] = X_s[4] + 1.2 * X_s[0]  # (d_model,)
+    assert self_attention(X_s)[1][0].argmax() == 4
+print("counterexample: YOUR's largest weight is on LOVELY, in all 20 embedding tables: PASS")
 
 # %% [markdown]
 # ## 4. Permutation equivariance (not invariance)
 #
-# Seed 003 says self-attention is "permutation invariant: if you rearrange the inputs, attention values
-# will remain the same". Seed 004 has the right word: **equivariant**. Let P be a permutation matrix
-# (PX reorders the rows of X). Softmax works row by row, and reordering both rows and columns of its input
+# The YOUR CAT slide deck says self-attention is "permutation invariant: if you rearrange the inputs,
+# attention values will remain the same". The reading notes have the right word: **equivariant**. Let $P$ be a permutation matrix
+# ($PX$ reorders the rows of $X$). Softmax works row by row, and reordering both rows and columns of its input
 # reorders its output the same way, so
 #
 # $$A(PX) = \operatorname{softmax}\!\Big(\tfrac{PX\,(PX)^\top}{\sqrt{d}}\Big)
 #         = \operatorname{softmax}\!\Big(P\,\tfrac{XX^\top}{\sqrt{d}}\,P^\top\Big) = P\,A(X)\,P^\top,$$
 # $$\text{Attention}(PX) = A(PX)\,PX = P\,A(X)\,P^\top P\,X = P\,A(X)\,X = P\,\text{Attention}(X),$$
 #
-# using PᵀP = I. The outputs are the same vectors, in the permuted order. We check it for 20 random
+# using $P^\top P = I$. The outputs are the same vectors, in the permuted order. We check it for 20 random
 # permutations of the sentence.
 
 # %%
@@ -305,7 +425,7 @@ for _ in range(20):
 print("equivariant for 20 random permutations: PASS")
 
 # %% [markdown]
-# *Invariant* would mean Attention(PX) = Attention(X): the same output rows in the same places. That is
+# *Invariant* would mean $\text{Attention}(PX) = \text{Attention}(X)$: the same output rows in the same places. That is
 # false — reverse the sentence and every position now holds a different word, so every output row changes:
 
 # %%
@@ -317,7 +437,7 @@ assert torch.allclose(Y_rev, Y[reverse], atol=1e-5), "but equivariant"
 
 # %% [markdown]
 # What *is* invariant is anything that forgets the order afterwards, e.g. a sum-pool over positions,
-# Σ_t Attention(X)_t: it is the same for every order of the words. Seed 003's worry ("The cat sat" and
+# $\sum_t \text{Attention}(X)_t$: it is the same for every order of the words. The slide deck's worry ("The cat sat" and
 # "Sat cat the" look alike) is real: self-attention, then a sum, cannot tell them apart.
 
 # %%
@@ -331,32 +451,42 @@ print("sum-pool of self-attention is permutation invariant: PASS")
 # ### Positional encoding breaks the symmetry
 #
 # Add the sinusoidal PE of lesson 01 to the embeddings. Permuting the words now changes which encoding
-# each word gets (PX + PE ≠ P(X + PE)), so the outputs are no longer a reordering of each other.
+# each word gets ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
 
 # %%
 PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
 Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq)
 Y_rev_pe, _ = self_attention(X[reverse] + PE)  # (seq, d_model)
-print("max |Attention(PX + PE) - P Attention(X + PE)| =", round((Y_rev_pe - Y_pe[reverse]).abs().max().item(), 3))
+print("max |Attention(PX + PE) - P Attention(X + PE)| =", round((Y_rev_pe - Y_pe[reverse]).abs().max().item(), 2))
 assert not torch.allclose(Y_rev_pe, Y_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
 
 # %% [markdown]
-# And the two CATs are now different vectors, so they get different rows: each CAT attends more to
-# itself than to the other one.
+# And the two CATs are now different vectors, so they get different rows and columns (properties 3 and 4
+# of section 3 no longer apply; 1 and 2 still hold): each CAT attends more to itself than to the other
+# one — here, and in all 20 embedding tables.
 
 # %%
 print("row CAT (1):", A_pe[1].numpy().round(4))
 print("row CAT (5):", A_pe[5].numpy().round(4))
 assert not torch.allclose(A_pe[1], A_pe[5], atol=1e-3)
 assert A_pe[1, 1] > A_pe[1, 5] and A_pe[5, 5] > A_pe[5, 1]
+assert list(attention_properties(A_pe, sentence, atol=1e-5).values()) == [True, True, False, False]
+PE64 = sinusoidal_encoding(seq, d_model, dtype=torch.float64)  # (seq, d_model)
+margins = []
+for s in range(20):
+    A_s = self_attention(token_embeddings(sentence, d_model, seed=s) + PE64)[1]  # (seq, seq)
+    margins += [(A_s[1, 1] - A_s[1, 5]).item(), (A_s[5, 5] - A_s[5, 1]).item()]
+print(f"own weight minus the other CAT's, over 20 tables: {min(margins):.2f} to {max(margins):.2f}")
+assert min(margins) > 0
+print("with PE, each CAT attends more to itself than to the other CAT, in all 20 tables: PASS")
 fig = plot_attention(sentence, A_pe.numpy(), title="softmax((X+PE)(X+PE)ᵀ/√512)")
 
 # %% [markdown]
 # ### Learned projections keep equivariance
 #
-# "Self-attention requires no parameters" (seed 003) is true of this bare form only. The Transformer's
+# "Self-attention requires no parameters" (the YOUR CAT slide deck) is true of this bare form only. The Transformer's
 # attention projects the input first and the output last:
-# Attention(XW_q, XW_k, XW_v) W_o, with four d_model × d_model matrices (plus biases):
+# $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$, with four $d_{model} \times d_{model}$ matrices (plus biases):
 
 # %%
 torch.manual_seed(0)
@@ -366,7 +496,7 @@ print(f"parameters in one attention layer at d_model={d_model}: {n_params:,}")
 assert n_params == 4 * (d_model * d_model + d_model)
 
 # %% [markdown]
-# They act on each position separately, (PX)W = P(XW), so the derivation above goes through unchanged:
+# They act on each position separately, $(PX)W = P(XW)$, so the derivation above goes through unchanged:
 # the layer is still permutation equivariant. Only PE (or another position signal) breaks the symmetry.
 
 # %%
@@ -377,29 +507,119 @@ def projected_attention(X):
     return W_o(out), A  # (seq, d_model), (seq, seq)
 
 
-Z, A_proj = projected_attention(X)  # (seq, d_model), (seq, seq)
-for _ in range(20):
-    perm = torch.randperm(seq, generator=gen)  # (seq,)
-    assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
-Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
-assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
-print("with W_q, W_k, W_v, W_o: still equivariant; with PE: not: PASS")
+for init in range(5):  # five initialisations of the four layers, 20 permutations each
+    torch.manual_seed(init)
+    W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+    Z, _ = projected_attention(X)  # (seq, d_model)
+    for _ in range(20):
+        perm = torch.randperm(seq, generator=gen)  # (seq,)
+        assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
+    Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
+    assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
+print("with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with PE: not: PASS")
 
 # %% [markdown]
-# With W_q ≠ W_k the score of a word with itself, x W_q · x W_k, is not a squared length any more, so
-# the diagonal has no reason to be the largest:
+# ## 5. Why the Transformer projects queries and keys
+#
+# Without projections the query and the key of a word are the same vector, so its score with itself is a
+# squared length: bare self-attention mostly looks at the word itself, and nothing can be learned. The
+# Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
+# $d_{model} \times d_k$ matrices. Take $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first
+# *random* matrices, entries $N(0, 1/d_{model})$, so that $x W$ has unit-variance entries like $x$:
+#
+# $$A = \operatorname{softmax}\!\Big(\frac{(X W_q)(X W_k)^\top}{\sqrt{d_k}}\Big).$$
 
 # %%
-print(A_proj.numpy().round(3))
-off = [i for i in range(seq) if A_proj[i].argmax() != i]
-print("rows whose largest weight is off the diagonal:", off)
-assert off, "with learned projections the diagonal is not special"
+d_k = 64
+W_q_rand, W_k_rand = random_projections(d_model, d_k, seed=0)  # (d_model, d_k) each
+A_rand = sentence_map(sentence, W_q_rand, W_k_rand)  # (seq, seq)
+assert torch.allclose(A_rand, projected_weights(X.double(), W_q_rand, W_k_rand), atol=1e-6)
+print(A_rand.numpy().round(2))
+fig = plot_attention(sentence, A_rand.numpy(), title="random W_q, W_k: where each word looks is chance")
 
 # %% [markdown]
-# ## 5. The attention-map explorer
+# The near-identity is gone, but nothing has taken its place: where a word looks is decided by the draw of
+# $W_q, W_k$. Over 20 random draws, the diagonal is the row maximum in roughly one row in six, what chance
+# gives with six columns (a tie between the two CATs counted for the diagonal), and LOVELY's weight on
+# the two CATs is all over the place:
+
+# %%
+diag_rows, lovely_on_cat = 0, []
+for s in range(20):
+    A_s = sentence_map(sentence, *random_projections(d_model, d_k, seed=s))  # (seq, seq)
+    diag_rows += sum(bool(A_s[i, i] >= A_s[i].max() - 1e-9) for i in range(seq))
+    lovely_on_cat += weight_on(A_s, sentence, "LOVELY", "CAT")
+    assert all(attention_properties(A_s, sentence, atol=1e-9).values()), "still identical CAT rows, columns"
+print(f"rows whose largest weight is on the diagonal: {diag_rows} of {20 * seq}")
+print(f"LOVELY's weight on the two CATs over 20 draws: min {min(lovely_on_cat):.2f}, "
+      f"median {float(np.median(lovely_on_cat)):.2f}, max {max(lovely_on_cat):.2f}")
+assert 0.05 * 20 * seq < diag_rows < 0.3 * 20 * seq, "the diagonal is no longer special"
+assert min(lovely_on_cat) < 0.3 and max(lovely_on_cat) > 0.7, "LOVELY's attention to CAT is a matter of chance"
+print("random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.3 to above 0.7: PASS")
+
+# %% [markdown]
+# ### Training $W_q$ and $W_k$ on a task that needs a look elsewhere
 #
-# The explorer draws the self-attention matrix of a sentence (seeded random embeddings, d_model = 16 so
-# that the weights are not all 0 or 1) and the row of one query as a bar chart. Try: turn the 1/√d_k
+# Now give the projections a reason. A tiny task: random six-word sentences from a vocabulary of 6 nouns,
+# 6 adjectives and 8 other words, each with one noun (once or twice), one or two adjectives and filler
+# words. At every adjective, the attention output $(AX)_i$ (values are the embeddings themselves) must
+# name the sentence's noun: it is scored against the six noun embeddings and trained with cross-entropy.
+# No one tells the adjective where to look; only $W_q$ and $W_k$ are trained, starting from the random
+# matrices above. YOUR CAT IS A LOVELY CAT uses only words of this vocabulary. The loop, 50 Adam steps of
+# 32 sentences each, is `utils.attention_patterns.train_adjective_noun`; we train from 8 seeds (seed s starts
+# from `random_projections(seed=s)` and draws its own sentences).
+
+# %% tags=["nbval-ignore-output"]
+trained = {s: train_adjective_noun(seed=s, d_model=d_model, d_k=d_k, steps=50, batch_size=32)
+           for s in range(8)}  # seed -> (W_q, W_k, losses)
+lovely_trained = {s: weight_on(sentence_map(sentence, W_q_s, W_k_s), sentence, "LOVELY", "CAT")[0]
+                  for s, (W_q_s, W_k_s, _) in trained.items()}
+for s, (_, _, losses) in trained.items():
+    before = weight_on(sentence_map(sentence, *random_projections(d_model, d_k, seed=s)), sentence, "LOVELY", "CAT")
+    print(f"seed {s}: loss {losses[0]:.3f} -> {losses[-1]:.4f}; "
+          f"LOVELY's weight on the CATs {before[0]:.2f} -> {lovely_trained[s]:.4f}")
+print(f"after training, over 8 seeds: min {min(lovely_trained.values()):.4f}")
+
+# %% [markdown]
+# In every training seed, LOVELY now puts (almost) all its weight on the two CATs:
+
+# %%
+assert min(lovely_trained.values()) > 0.95
+assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "the loss fell"
+print("trained W_q, W_k: LOVELY puts > 0.95 of its weight on CAT, in 8 of 8 training seeds: PASS")
+
+# %% [markdown]
+# Here is the map of the first seed. Read LOVELY's row: half its weight on each CAT. Training did not
+# break the rule of section 3: without positional encoding the two CATs are still one key, so they still
+# get identical columns and LOVELY cannot prefer one of them. The rows of YOUR, IS and A were never part of
+# the task; where they look is whatever the training left, and differs from seed to seed.
+
+# %%
+A_trained = sentence_map(sentence, *trained[0][:2])  # (seq, seq)
+fig = plot_attention(sentence, A_trained.numpy(), title="trained W_q, W_k: LOVELY looks at CAT")
+
+# %%
+lovely, your_targets = sentence.index("LOVELY"), set()
+for s, (W_q_s, W_k_s, _) in trained.items():
+    A_s = sentence_map(sentence, W_q_s, W_k_s)  # (seq, seq)
+    assert all(attention_properties(A_s, sentence, atol=1e-6).values())
+    assert abs(A_s[lovely, 1] - A_s[lovely, 5]) < 1e-6
+    your_targets.add(sentence[int(A_s[0].argmax())])  # the word YOUR looks at most
+assert len(your_targets) >= 2, "YOUR's row was never trained: it differs between seeds"
+print("after training, in all 8 seeds: identical CAT rows and columns, LOVELY splits evenly: PASS")
+print("YOUR's most-attended word is not the same in all 8 seeds: PASS")
+
+# %% [markdown]
+# This is what the projections are for. Without them the map is fixed by the embeddings (nearly the
+# identity); with random ones it is noise; trained, $W_q$ turns "I am an adjective" into a question and
+# $W_k$ turns "I am a noun" into a matching answer, so one word can look at another. Lessons 05–07 build
+# on this mechanism, with several heads and with PE.
+
+# %% [markdown]
+# ## 6. The attention-map explorer
+#
+# The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
+# that the weights are not all 0 or 1) and the row of one query as a bar chart. Try: turn the $1/\sqrt{d_k}$
 # scaling off (weights become almost one-hot), raise the temperature (flatter), add positional encoding
 # (the two CATs part ways), and pick a mask (lesson 04). Here is its default state:
 
@@ -409,20 +629,23 @@ fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # %% [markdown]
 # And live (in Jupyter, Binder or Colab; on GitHub the widget does not run):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 
 # %% [markdown]
 # ## Summary
 #
-# - Attention scores every key against the query, softmaxes the scores (scaled by 1/√d_k) and mixes the
-#   values: c = softmax(qKᵀ/√d_k) V. Loops, matrices and `utils` agree.
-# - It is a soft dictionary look-up; temperature → 0 makes it a hard one.
-# - Bare self-attention softmax(XXᵀ/√d)X has no parameters; its rows sum to 1, identical words get
+# - Attention scores every key against the query, softmaxes the scores (scaled by $1/\sqrt{d_k}$) and mixes the
+#   values: $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. Loops, matrices and `utils` agree.
+# - It is a soft dictionary look-up; temperature $\to 0$ makes it a hard one.
+# - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters; its rows sum to 1, identical words get
 #   identical rows, and the diagonal is the largest only when all embeddings have the same length.
-# - It is permutation **equivariant**: Attention(PX) = P·Attention(X). A sum-pool on top is invariant.
-#   Positional encoding breaks the symmetry; learned W_q, W_k, W_v, W_o do not.
+# - It is permutation **equivariant**: $\text{Attention}(PX) = P\,\text{Attention}(X)$. A sum-pool on top is invariant.
+#   Positional encoding breaks the symmetry; learned $W_q, W_k, W_v, W_o$ do not.
+# - Every self-attention matrix without PE has non-negative weights, rows summing to 1, and identical rows and
+#   columns for identical words; the YOUR CAT deck's "random" matrix breaks the last two.
+# - Random $W_q, W_k$ replace the near-identity by chance; trained ones let a word look at another
+#   (an adjective at its noun), which is why the Transformer has them.
 #
 # ## Exercises
 #
@@ -434,8 +657,8 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 from utils.exercises import lesson03 as check
 
 # %% [markdown]
-# **1.** The attention weights of one query q (shape (d_k,)) over keys K (shape (n, d_k)):
-# softmax(q Kᵀ / √d_k), a tensor of shape (n,).
+# **1.** The attention weights of one query $q$ (shape `(d_k,)`) over keys $K$ (shape `(n, d_k)`):
+# $\operatorname{softmax}(q K^\top / \sqrt{d_k})$, a tensor of shape `(n,)`.
 
 # %%
 def attention_weights(q, K):
@@ -445,8 +668,8 @@ def attention_weights(q, K):
 check.attention_weights(attention_weights)
 
 # %% [markdown]
-# **2.** Parameter-free scaled self-attention: given X of shape (seq, d_model), return
-# softmax(XXᵀ/√d_model) X, shape (seq, d_model).
+# **2.** Parameter-free scaled self-attention: given $X$ of shape `(seq, d_model)`, return
+# $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})\,X$, shape `(seq, d_model)`.
 
 # %%
 def bare_self_attention(X):
@@ -457,7 +680,7 @@ check.self_attention(bare_self_attention)
 
 # %% [markdown]
 # **3.** The permutation matrix of a permutation `perm` (a list of indices): P such that
-# `P @ X` equals `X[perm]` for every X with len(perm) rows. (Then Attention(PX) = P·Attention(X).)
+# `P @ X` equals `X[perm]` for every X with len(perm) rows. (Then $\text{Attention}(PX) = P\,\text{Attention}(X)$.)
 
 # %%
 def permutation_matrix(perm):
@@ -465,3 +688,16 @@ def permutation_matrix(perm):
 
 
 check.permutation_matrix(permutation_matrix)
+
+# %% [markdown]
+# ## Sources
+#
+# - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.2.1 and equation 1 (scaled
+#   dot-product attention), section 3.2.2 (the projections $W^Q_i, W^K_i, W^V_i, W^O$ and $d_k = d_{model}/h = 64$).
+# - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the query over a memory of
+#   key–value pairs with weights 0.6, 0.1, 0.2, 0.1.
+# - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, its
+#   attention matrix ("all values are random"), the dictionary analogy, and the sentences corrected here
+#   ("permutation invariant", "requires no parameters", "we expect values along the diagonal to be the
+#   highest").
+# - Reading notes on the paper (June 2020): the `bmm` self-attention and "permutation equivariant".

@@ -50,7 +50,7 @@ def _self_attention(X):
     Softmax each ROW (dim=-1: one query's weights over all keys), then multiply by X.
     """,
     reference=_self_attention,
-    wrong=[lambda X: torch.softmax(X @ X.T, dim=-1) @ X,  # unscaled (seed 004's version)
+    wrong=[lambda X: torch.softmax(X @ X.T, dim=-1) @ X,  # unscaled (the reading notes' version)
            lambda X: torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=0) @ X,  # softmax over queries
            lambda X: X],
 )
