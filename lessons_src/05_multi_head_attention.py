@@ -49,6 +49,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from utils.attention import scaled_dot_product_attention
 from utils.masks import causal_mask, padding_mask
+from utils.head_training import heldout_error, train_heads
 from utils.multihead import MultiHeadAttention, merge_heads, split_heads
 from utils.plotting import plot_head_attention, plot_head_grid
 from utils.positional import sinusoidal_encoding
@@ -187,18 +188,20 @@ print("PASS: project / split / attend / concat / W_o with torch's weights == tor
 # %% [markdown]
 # ### Two conventions for one boolean mask
 #
-# PyTorch has two attention APIs, and they read a boolean mask in opposite ways:
+# PyTorch's attention functions read a boolean mask in two opposite ways:
 #
 # | API | `True` means |
 # |---|---|
 # | `torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=...)` | may attend (as `utils`) |
 # | `torch.nn.MultiheadAttention(...)(query, key, value, attn_mask=..., key_padding_mask=...)` | **not** allowed |
-# | `torch.nn.Transformer`, `TransformerEncoderLayer`, `TransformerDecoderLayer` (`src_mask`, `tgt_mask`, `memory_mask`, `*_key_padding_mask`) | **not** allowed (they pass the masks to their `nn.MultiheadAttention`) |
+# | `torch.nn.Transformer`, `TransformerEncoderLayer`, `TransformerDecoderLayer` (`src_mask`, `tgt_mask`, `src_key_padding_mask`, …) | **not** allowed, like the `nn.MultiheadAttention` inside them |
 #
 # Hand the same causal mask (`True` on and below the diagonal) to both, with the queries, keys and
 # values of the previous cell. `F.scaled_dot_product_attention` takes it as it is;
 # `nn.MultiheadAttention` needs `~allowed`. Given `allowed` itself, it does the opposite of
 # causal: each query sees only *later* tokens, and the last query sees nothing at all (NaN).
+# For the Transformer layers, compare a bool mask with a float mask, which is unambiguous in every
+# API: it is *added* to the scores, 0 where allowed and $-\infty$ where blocked.
 
 # %%
 allowed = causal_mask(T)  # (T, T) bool, True = may attend
@@ -210,13 +213,21 @@ assert torch.allclose(by_sdpa, by_utils, atol=1e-6)
 assert torch.allclose(by_mha, copy(x, x, x, mask=allowed)[0], atol=1e-6)
 assert torch.all(w_wrong[:, :-1][allowed[:-1].expand(batch, -1, -1)] == 0)  # no weight where we allow it
 assert torch.isnan(w_wrong[:, -1]).all()  # the last query: every key blocked
-assert all(isinstance(layer.self_attn, nn.MultiheadAttention)
-           for layer in (nn.TransformerEncoderLayer(d_model, num_heads), nn.TransformerDecoderLayer(d_model, num_heads)))
+blocked = torch.zeros(T, T).masked_fill(~allowed, float("-inf"))  # (T, T) float mask: added to the scores
+encoder = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
+decoder = nn.TransformerDecoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
+assert torch.allclose(encoder(x, src_mask=~allowed), encoder(x, src_mask=blocked), atol=1e-6)
+assert torch.allclose(decoder(x, x, tgt_mask=~allowed), decoder(x, x, tgt_mask=blocked), atol=1e-6)
+pad_blocked = torch.zeros(batch, T).masked_fill(tokens == 0, float("-inf"))  # (batch, T) float: -inf on padding
+assert torch.allclose(encoder(x, src_key_padding_mask=tokens == 0), encoder(x, src_key_padding_mask=pad_blocked),
+                      atol=1e-6)
 print("nn.MultiheadAttention given `allowed` (True = may attend) uninverted; weight > 0 in sequence 0:")
 print((w_wrong[0, :-1] > 0).int())
 print("last row:", w_wrong[0, -1].detach())
 print("PASS: F.scaled_dot_product_attention(attn_mask=allowed) == utils (True = may attend)")
 print("PASS: nn.MultiheadAttention(attn_mask=~allowed) == utils; with `allowed` it blocks exactly what we allow")
+print("PASS: nn.TransformerEncoderLayer (src_mask=~allowed, src_key_padding_mask=tokens == 0) and "
+      "nn.TransformerDecoderLayer (tgt_mask=~allowed) == float masks with -inf where blocked (True = not allowed)")
 
 # %% [markdown]
 # ## 2. Same cost as one wide head
@@ -403,38 +414,15 @@ print("PASS: for w = 0.5, 0.6, 0.75, 0.9 and 1.0 the best read-out of a fixed sp
 
 # %% [markdown]
 # Now **train** both from random weights on the same batches (120 steps of Adam) and compare the
-# held-out error, for 5 initialisations each. The same `train` function serves section 4.
+# held-out error, for 5 initialisations each. `train_heads(make_batch, rows, num_heads, seed)` is a
+# plain training loop (in `utils.head_training`) that scores output features 0–3 at the query
+# positions `rows`; `heldout_error` scores a trained model on sequences it never saw.
 
 # %% tags=["nbval-ignore-output"]
-def train(make_batch, rows, num_heads, seed, steps=120, batch=128, lr=3e-2):
-    """Train MultiHeadAttention(d_model, num_heads) from initialisation `seed`, scoring output
-    features 0-3 at `rows`; return the model and its training losses."""
-    torch.manual_seed(seed)
-    width = make_batch(1, torch.Generator().manual_seed(0))[0].shape[-1]
-    model = MultiHeadAttention(width, num_heads)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    data = torch.Generator().manual_seed(1)  # the same batches for every model
-    losses = []
-    for _ in range(steps):
-        x, y = make_batch(batch, data)  # (batch, T, d_model), (batch, len(rows), 4)
-        loss = ((model(x, x, x)[0][:, rows, :4] - y) ** 2).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return model, losses
-
-
-def test_error(model, x, y, rows):
-    """Mean squared error of output features 0-3 at `rows` on held-out (x, y)."""
-    with torch.no_grad():
-        return ((model(x, x, x)[0][:, rows, :4] - y) ** 2).mean().item()
-
-
 seeds = range(5)
 x_test, y_test = make_two_places(2000, torch.Generator().manual_seed(2))  # held out
-runs = {h: [train(make_two_places, ask_rows, h, seed) for seed in seeds] for h in (1, 2)}
-errors = {h: [test_error(model, x_test, y_test, ask_rows) for model, _ in runs[h]] for h in (1, 2)}
+runs = {h: [train_heads(make_two_places, ask_rows, h, seed) for seed in seeds] for h in (1, 2)}
+errors = {h: [heldout_error(model, x_test, y_test, ask_rows) for model, _ in runs[h]] for h in (1, 2)}
 for h in (1, 2):
     e = np.array(errors[h])
     print(f"{h} head(s): held-out error mean {e.mean():.4f}, min {e.min():.4f}, max {e.max():.4f} "
@@ -500,7 +488,7 @@ def without_content_in_keys(model):
     return copy
 
 
-cut = [test_error(without_content_in_keys(model), x_test, y_test, ask_rows) for model, _ in runs[1]]
+cut = [heldout_error(without_content_in_keys(model), x_test, y_test, ask_rows) for model, _ in runs[1]]
 print("one head, keys without content:", np.round(cut, 3), " (trained as is:", np.round(errors[1], 3), ")")
 
 # %%
@@ -568,9 +556,9 @@ def make_neighbours(n, generator):
 
 x_nb, y_nb = make_neighbours(1000, torch.Generator().manual_seed(2))  # held out
 nb_seeds = range(3)
-nb_runs = {h: [train(make_neighbours, neighbour_rows, h, seed, steps=300, batch=64)[0] for seed in nb_seeds]
+nb_runs = {h: [train_heads(make_neighbours, neighbour_rows, h, seed, steps=300, batch=64)[0] for seed in nb_seeds]
            for h in (1, 2)}
-nb_errors = {h: [test_error(m, x_nb, y_nb, neighbour_rows) for m in nb_runs[h]] for h in (1, 2)}
+nb_errors = {h: [heldout_error(m, x_nb, y_nb, neighbour_rows) for m in nb_runs[h]] for h in (1, 2)}
 for h in (1, 2):
     e = np.array(nb_errors[h])
     print(f"{h} head(s): held-out error mean {e.mean():.4f}, min {e.min():.4f}, max {e.max():.4f} "
