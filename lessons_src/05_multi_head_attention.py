@@ -503,10 +503,9 @@ assert all(e > 0.5 for e in cut)
 print(f"PASS: in all {len(cut)} initialisations, the single head with content removed from its keys scores above 0.5")
 
 # %% [markdown]
-# Two heads need no such trick. On a held-out sequence, the asking token's row in each trained
-# head peaks on a different tagged token — the division of labour we wrote by hand. Count the
-# initialisations where each head puts more than 0.8 of the weight (on average over the held-out
-# set) on its own tag:
+# With two heads, training usually finds the division of labour we wrote by hand: each head's
+# asking row goes to a different tagged token. Count the initialisations where one head puts more
+# than 0.8 of the weight (on average over the held-out set) on A and the other more than 0.8 on B:
 
 # %% tags=["nbval-ignore-output"]
 def tag_weights(model):
