@@ -8,9 +8,9 @@
 # \qquad \mathrm{head}_i = \mathrm{Attention}(Q W^Q_i,\; K W^K_i,\; V W^V_i),
 # \qquad d_k = d_v = d_{model} / h .$$
 #
-# (Seed 003 prints $\mathrm{head}_i = \mathrm{Attention}(QW^Q, KW^K_i, VW^V)$, dropping the
-# subscript $i$ on $W^Q$ and $W^V$: every head has its own slice of all three, as the loop over
-# heads below makes explicit.)
+# (This is section 3.2.2 of the paper. The YOUR CAT slide deck prints
+# $\mathrm{head}_i = \mathrm{Attention}(QW^Q, KW^K_i, VW^V)$, dropping the subscript $i$ on $W^Q$
+# and $W^V$: every head has its own slice of all three, as the loop over heads below makes explicit.)
 #
 # **Goals.** By the end of this lesson you will have
 # 1. built multi-head attention step by step — project, split, attend, concatenate, $W^O$ — with
@@ -18,9 +18,11 @@
 #    with copied weights;
 # 2. counted parameters and multiply–adds and seen that `h` heads cost exactly what one head of
 #    width `d_model` costs;
-# 3. seen what "multiple copies improve the *resolution* of attention" (seed 001) means: a task
-#    where one head must blur two places together and two heads read both sharply;
-# 4. explored per-head attention maps with a head picker.
+# 3. seen what "multiple copies improve the *resolution* of attention" (the COMP7607 slides) means:
+#    a task where no fixed split of one head's weight between two places does better than an
+#    error of ½, while two heads read both places sharply;
+# 4. read PyTorch's two opposite conventions for boolean masks;
+# 5. explored per-head attention maps over a whole sentence with a head picker.
 #
 # **Prerequisites.** 03 (self-attention: `softmax(QKᵀ/√d_k)V`) and 04 (masks; `True` = may attend).
 
@@ -34,8 +36,7 @@ if "google.colab" in sys.modules:
     )
 
 # %% [markdown]
-# The usual imports. One thread keeps the small computations below fast and their printed digits
-# identical from run to run.
+# The usual imports. The tensors in this lesson are tiny, so one thread is plenty.
 
 # %%
 import math
@@ -43,13 +44,16 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from utils.attention import scaled_dot_product_attention
 from utils.masks import causal_mask, padding_mask
+from utils.head_training import heldout_error, train_heads
 from utils.multihead import MultiHeadAttention, merge_heads, split_heads
 from utils.plotting import plot_head_attention, plot_head_grid
+from utils.positional import sinusoidal_encoding
 from utils.widgets import head_explorer
 
 torch.set_num_threads(1)
@@ -128,7 +132,7 @@ for i in range(num_heads):
     naive_heads.append(a_i @ v_i)  # (batch, T, d_k)
 naive = torch.cat(naive_heads, dim=-1) @ W_o  # (batch, T, d_model)
 assert torch.allclose(naive, output, atol=1e-6)
-print("PASS: loop over heads == vectorised heads, max |diff| =", f"{(naive - output).abs().max():.1e}")
+print("PASS: loop over heads == vectorised heads (max |diff| < 1e-6)")
 
 # %% [markdown]
 # ### Equal to `utils` and to PyTorch
@@ -150,7 +154,8 @@ print("PASS: utils.MultiHeadAttention == the step-by-step version (output and pe
 # PyTorch's `nn.MultiheadAttention` keeps $W^Q, W^K, W^V$ stacked in one `in_proj_weight`
 # (3·d_model × d_model) and $W^O$ in `out_proj`. `MultiHeadAttention.from_torch` copies them.
 # PyTorch returns the weights *averaged over heads* by default; ours keeps every head.
-# Mind the mask convention: PyTorch's boolean masks mean `True` = **not** allowed, ours `True` = may attend.
+# Mind the mask convention: `nn.MultiheadAttention` reads a boolean mask as `True` = **not** allowed,
+# the opposite of ours, so the masks are inverted on the way in (more on this below).
 
 # %%
 torch.manual_seed(1)
@@ -163,8 +168,8 @@ got, got_heads = copy(x, x, x, mask=mask)  # (batch, T, d_model), (batch, num_he
 print("torch weights", tuple(ref_avg.shape), " ours", tuple(got_heads.shape))
 assert torch.allclose(got, ref, atol=1e-6)
 assert torch.allclose(got_heads.mean(dim=1), ref_avg, atol=1e-6)
-print("PASS: equal to torch.nn.MultiheadAttention with copied weights (masked), "
-      f"max |diff| = {(got - ref).abs().max():.1e}")
+print("PASS: equal to torch.nn.MultiheadAttention with copied weights, padding and causal masks "
+      "(max |diff| < 1e-6; head-averaged weights too)")
 
 # %% [markdown]
 # And the step-by-step recipe applied to PyTorch's own matrices (biases included) gives PyTorch's
@@ -179,7 +184,51 @@ v = split_heads(x @ Wv_t.T + bv, num_heads)  # (batch, num_heads, T, d_k)
 h_out, _ = scaled_dot_product_attention(q, k, v, mask.unsqueeze(1))  # (batch, num_heads, T, d_k)
 by_hand = merge_heads(h_out) @ torch_mha.out_proj.weight.detach().T + torch_mha.out_proj.bias.detach()  # (batch, T, d_model)
 assert torch.allclose(by_hand, ref, atol=1e-6)
-print("PASS: project / split / attend / concat / W_o with torch's weights == torch")
+print("PASS: project / split / attend / concat / W_o with torch's weights == torch (max |diff| < 1e-6)")
+
+# %% [markdown]
+# ### Two conventions for one boolean mask
+#
+# PyTorch's attention functions read a boolean mask in two opposite ways:
+#
+# | API | `True` means |
+# |---|---|
+# | `torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=...)` | may attend (as `utils`) |
+# | `torch.nn.MultiheadAttention(...)(query, key, value, attn_mask=..., key_padding_mask=...)` | **not** allowed |
+# | `torch.nn.Transformer`, `TransformerEncoderLayer`, `TransformerDecoderLayer` (`src_mask`, `tgt_mask`, `src_key_padding_mask`, …) | **not** allowed, like the `nn.MultiheadAttention` inside them |
+#
+# Hand the same causal mask (`True` on and below the diagonal) to both, with the queries, keys and
+# values of the previous cell. `F.scaled_dot_product_attention` takes it as it is;
+# `nn.MultiheadAttention` needs `~allowed`. Given `allowed` itself, it does the opposite of
+# causal: each query sees only *later* tokens, and the last query sees nothing at all (NaN).
+# For the Transformer layers, compare a bool mask with a float mask, which is unambiguous in every
+# API: it is *added* to the scores, 0 where allowed and $-\infty$ where blocked.
+
+# %%
+allowed = causal_mask(T)  # (T, T) bool, True = may attend
+by_sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # (batch, num_heads, T, d_k)
+by_utils, _ = scaled_dot_product_attention(q, k, v, allowed)  # (batch, num_heads, T, d_k)
+by_mha, _ = torch_mha(x, x, x, attn_mask=~allowed)  # (batch, T, d_model): inverted for nn.MultiheadAttention
+_, w_wrong = torch_mha(x, x, x, attn_mask=allowed)  # (batch, T, T): the same tensor, not inverted
+assert torch.allclose(by_sdpa, by_utils, atol=1e-6)
+assert torch.allclose(by_mha, copy(x, x, x, mask=allowed)[0], atol=1e-6)
+assert torch.all(w_wrong[:, :-1][allowed[:-1].expand(batch, -1, -1)] == 0)  # no weight where we allow it
+assert torch.isnan(w_wrong[:, -1]).all()  # the last query: every key blocked
+blocked = torch.zeros(T, T).masked_fill(~allowed, float("-inf"))  # (T, T) float mask: added to the scores
+encoder = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
+decoder = nn.TransformerDecoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
+assert torch.allclose(encoder(x, src_mask=~allowed), encoder(x, src_mask=blocked), atol=1e-6)
+assert torch.allclose(decoder(x, x, tgt_mask=~allowed), decoder(x, x, tgt_mask=blocked), atol=1e-6)
+pad_blocked = torch.zeros(batch, T).masked_fill(tokens == 0, float("-inf"))  # (batch, T) float: -inf on padding
+assert torch.allclose(encoder(x, src_key_padding_mask=tokens == 0), encoder(x, src_key_padding_mask=pad_blocked),
+                      atol=1e-6)
+print("nn.MultiheadAttention given `allowed` (True = may attend) uninverted; weight > 0 in sequence 0:")
+print((w_wrong[0, :-1] > 0).int())
+print("last row:", w_wrong[0, -1].detach())
+print("PASS: F.scaled_dot_product_attention(attn_mask=allowed) == utils (True = may attend)")
+print("PASS: nn.MultiheadAttention(attn_mask=~allowed) == utils; with `allowed` it blocks exactly what we allow")
+print("PASS: nn.TransformerEncoderLayer (src_mask=~allowed, src_key_padding_mask=tokens == 0) and "
+      "nn.TransformerDecoderLayer (tgt_mask=~allowed) == float masks with -inf where blocked (True = not allowed)")
 
 # %% [markdown]
 # ## 2. Same cost as one wide head
@@ -231,8 +280,10 @@ print("PASS: the same multiply-adds for 1, 2, 4 and 8 heads, equal to the formul
 # %% [markdown]
 # ## 3. What "improving the resolution" means
 #
-# Seed 001 says multiple heads "improve the resolution of the attention mechanism". Here is a
-# task where that is literally true. Each sequence has 6 tokens of `d_model = 8` features:
+# The COMP7607 slides say multiple heads "improve the resolution of the attention mechanism"; the
+# paper (section 3.2.2) says "with a single attention head, averaging inhibits" attending to
+# different places at once. Here is a task where that is literally true. Each sequence has 6
+# tokens of `d_model = 8` features:
 #
 # * features 0–3: random **content** on every token;
 # * feature 4 = 1 tags one token **A**, feature 5 = 1 tags another token **B** (random positions);
@@ -240,16 +291,17 @@ print("PASS: the same multiply-adds for 1, 2, 4 and 8 heads, equal to the formul
 #
 # The last token must output **A's content features 0–1 and B's content features 2–3**. It needs
 # to look at two places at once. One head has one softmax: its weights on A and B share a total
-# of 1, so the best it can do is a blend of the two. Two heads can each look at one place.
+# of 1. Two heads can each look at one place.
 #
 # First, by hand: two heads whose weights we write down ourselves.
 
 # %%
 d_model, T = 8, 6
+ask_rows = slice(T - 1, T)  # the rows whose output is scored: the asking token
 
 
-def make_batch(n, generator):
-    """n sequences (n, T, d_model) and the targets (n, 4) of the two-places task."""
+def make_two_places(n, generator):
+    """n sequences (n, T, d_model) of the two-places task and their targets (n, 1, 4)."""
     x = torch.zeros(n, T, d_model)  # (n, T, d_model)
     x[..., :4] = torch.randn(n, T, 4, generator=generator)  # content
     where = torch.rand(n, T - 1, generator=generator).argsort(-1)[:, :2]  # (n, 2) positions of A, B
@@ -259,19 +311,25 @@ def make_batch(n, generator):
     x[:, -1, :4] = 0.0
     x[:, -1, 6] = 1.0  # the asking token
     target = torch.cat([x[rows, where[:, 0], :2], x[rows, where[:, 1], 2:4]], dim=-1)  # (n, 4)
-    return x, target
+    return x, target.unsqueeze(1)
 
 
-x_demo, y_demo = make_batch(1, torch.Generator().manual_seed(3))
+def tag_labels(x):
+    """Labels A3, B1, ask5, ·0 ... for the tokens of one sequence x (T, d_model)."""
+    return [("A" if x[t, 4] else "B" if x[t, 5] else "ask" if x[t, 6] else "·") + str(t) for t in range(len(x))]
+
+
+x_demo, y_demo = make_two_places(1, torch.Generator().manual_seed(3))
 print(x_demo[0])
-print("target:", y_demo[0])
+print("target:", y_demo[0, 0])
 
 # %% [markdown]
 # Head 0 (columns 0–3 of each projection) asks "where is tag A?": the asking feature becomes a
 # query along direction 0, the tag-A feature a key along direction 0, scaled by `s = 40` so the
 # softmax is nearly one-hot. Its values carry content features 0–1. Head 1 does the same for tag B
 # and content features 2–3. $W^O$ puts head 0's two values into output features 0–1 and head 1's
-# into 2–3.
+# into 2–3. (`nn.Linear` stores the transpose of our $W$: entry `[j, i]` of `.weight` is row `i`,
+# column `j` of $W$.)
 
 # %%
 s = 40.0
@@ -288,27 +346,28 @@ with torch.no_grad():
     two_heads.W_o.weight[0, 0] = two_heads.W_o.weight[1, 1] = 1.0  # output 0-1 <- head 0
     two_heads.W_o.weight[2, 4] = two_heads.W_o.weight[3, 5] = 1.0  # output 2-3 <- head 1
 out, w_two = two_heads(x_demo, x_demo, x_demo)  # (1, T, d_model), (1, 2, T, T)
-print("asking token's output:", out[0, -1, :4].detach(), "\ntarget:               ", y_demo[0])
-assert torch.allclose(out[0, -1, :4], y_demo[0], atol=1e-6)
-print("PASS: two heads retrieve A's and B's features exactly")
+print("asking token's output:", out[0, -1, :4].detach(), "\ntarget:               ", y_demo[0, 0])
+assert torch.allclose(out[0, -1, :4], y_demo[0, 0], atol=1e-6)
+print("PASS: two heads retrieve A's and B's features (max |diff| < 1e-6)")
 
 # %% [markdown]
 # The per-head maps of the asking token (last row) show why: each head puts all its weight on
-# one place.
+# one place. (The other rows are not part of the task.)
 
 # %%
-labels = [("A" if x_demo[0, t, 4] else "B" if x_demo[0, t, 5] else "ask" if x_demo[0, t, 6] else "·")
-          + str(t) for t in range(T)]
+labels = tag_labels(x_demo[0])
 fig = plot_head_grid(w_two[0].detach().numpy(), tokens=labels)
+fig.suptitle("Last row (the asking token): head 0 reads A, head 1 reads B")
+plt.show()
 where_a, where_b = int(x_demo[0, :, 4].argmax()), int(x_demo[0, :, 5].argmax())
 assert w_two[0, 0, -1, where_a] > 0.999 and w_two[0, 1, -1, where_b] > 0.999
-print(f"PASS: head 0 puts {w_two[0, 0, -1, where_a]:.4f} on A, head 1 puts {w_two[0, 1, -1, where_b]:.4f} on B")
+print("PASS: head 0 puts > 0.999 of the asking token's weight on A, head 1 > 0.999 on B")
 
 # %% [markdown]
 # With a single head the same trick cannot work: the one softmax can split its weight between A and
 # B (say ½ each), but then *every* value is blended — the output's features 0–1 become
-# ½·A + ½·B instead of A. A linear $W^V$ cannot fix that, since it treats every token alike.
-# Here is that single head, built by hand: one query that matches both tags equally.
+# ½·A + ½·B instead of A. Here is that single head, built by hand: one query that matches both
+# tags equally.
 
 # %%
 one_head = MultiHeadAttention(d_model, num_heads=1)
@@ -322,86 +381,271 @@ with torch.no_grad():
 out_one, w_one = one_head(x_demo, x_demo, x_demo)  # (1, T, d_model), (1, 1, T, T)
 blend = 0.5 * (x_demo[0, where_a, :4] + x_demo[0, where_b, :4])  # (4,)
 print("weights of the asking token:", w_one[0, 0, -1].detach())
-print("output:", out_one[0, -1, :4].detach(), "\n½(A+B):", blend, "\ntarget:", y_demo[0])
+print("output:", out_one[0, -1, :4].detach(), "\n½(A+B):", blend, "\ntarget:", y_demo[0, 0])
 assert torch.allclose(out_one[0, -1, :4], blend, atol=1e-6)
-assert (out_one[0, -1, :4] - y_demo[0]).abs().max() > 0.5
-print("PASS: one head splits its weight ½/½ and returns the blend ½(A+B), far from the target")
+assert (out_one[0, -1, :4] - y_demo[0, 0]).abs().max() > 0.5
+print("PASS: one head splits its weight ½/½ and returns the blend ½(A+B), more than 0.5 from the target")
 
 # %% [markdown]
-# Instead of arguing about the best possible single head, **train** both from random weights on
-# the same batches (120 steps of Adam) and compare the held-out error.
+# **No fixed split does better than an error of ½.** Say the head gives weight $w$ to A and
+# $1 - w$ to B in every sequence, and its values are any linear map of the content (the
+# combined $W^V W^O$). Output feature 0 is then $m \cdot (wA + (1-w)B)$ for some vector $m$ (weight
+# on the other tokens would only add their unrelated content), and
+# the best $m$ leaves a mean squared error of $(1-w)^2 / (w^2 + (1-w)^2)$ on features 0–1
+# (the part of B that leaks in) and $w^2 / (w^2 + (1-w)^2)$ on features 2–3. Their mean is
+# $\tfrac12$ for **every** $w$ — a fixed split only moves the error between the features.
+# Check it: fit the best linear read-out (least squares, with a bias) of the blend for five
+# splits, on 20 000 sequences.
+
+# %% tags=["nbval-ignore-output"]
+x_big, y_big = make_two_places(20_000, torch.Generator().manual_seed(4))
+big_rows = torch.arange(len(x_big))  # (n,)
+A = x_big[big_rows, x_big[..., 4].argmax(-1), :4]  # (n, 4) content of A
+B = x_big[big_rows, x_big[..., 5].argmax(-1), :4]  # (n, 4) content of B
+fixed_split = {}
+for w in (0.5, 0.6, 0.75, 0.9, 1.0):
+    blend = torch.cat([w * A + (1 - w) * B, torch.ones(len(A), 1)], dim=-1)  # (n, 5): blend and a bias
+    readout = torch.linalg.lstsq(blend, y_big[:, 0]).solution  # (5, 4)
+    fixed_split[w] = ((blend @ readout - y_big[:, 0]) ** 2).mean().item()
+print("best error for weight w on A:", {w: round(e, 4) for w, e in fixed_split.items()})
 
 # %%
-def train(num_heads, steps=120, seed=0):
-    """Train MultiHeadAttention(8, num_heads) on the two-places task; return losses and test error."""
-    torch.manual_seed(seed)
-    model = MultiHeadAttention(d_model, num_heads)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
-    data = torch.Generator().manual_seed(1)
-    losses = []
-    for _ in range(steps):
-        x, y = make_batch(128, data)  # (128, T, d_model), (128, 4)
-        out, _ = model(x, x, x)  # (128, T, d_model)
-        loss = ((out[:, -1, :4] - y) ** 2).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    x, y = make_batch(2000, torch.Generator().manual_seed(2))  # held out
-    with torch.no_grad():
-        test = ((model(x, x, x)[0][:, -1, :4] - y) ** 2).mean().item()  # (2000, 4) -> a number
-    return model, losses, test
+assert all(abs(e - 0.5) < 0.02 for e in fixed_split.values())
+print("PASS: for w = 0.5, 0.6, 0.75, 0.9 and 1.0 the best read-out of a fixed split scores 0.5 (within 0.02)")
 
+# %% [markdown]
+# Now **train** both from random weights on the same batches (120 steps of Adam) and compare the
+# held-out error, for 5 initialisations each. `train_heads(make_batch, rows, num_heads, seed)` is a
+# plain training loop (in `utils.head_training`) that scores output features 0–3 at the query
+# positions `rows`; `heldout_error` scores a trained model on sequences it never saw.
 
-one_model, one_losses, one_test = train(num_heads=1)
-two_model, two_losses, two_test = train(num_heads=2)
-print(f"held-out mean squared error: one head {one_test:.3f}, two heads {two_test:.4f} "
-      "(predicting 0 would score 1.0)")
+# %% tags=["nbval-ignore-output"]
+seeds = range(5)
+x_test, y_test = make_two_places(2000, torch.Generator().manual_seed(2))  # held out
+runs = {h: [train_heads(make_two_places, ask_rows, h, seed) for seed in seeds] for h in (1, 2)}
+errors = {h: [heldout_error(model, x_test, y_test, ask_rows) for model, _ in runs[h]] for h in (1, 2)}
+for h in (1, 2):
+    e = np.array(errors[h])
+    print(f"{h} head(s): held-out error mean {e.mean():.4f}, min {e.min():.4f}, max {e.max():.4f} "
+          f"over {len(e)} initialisations")
+print("(predicting 0 would score 1.0)")
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
-ax.semilogy(one_losses, label="1 head (d_k = 8)")
-ax.semilogy(two_losses, label="2 heads (d_k = 4)")
-ax.set(xlabel="training step", ylabel="mean squared error", title="Two places at once: same parameter count")
+assert all(0.25 < e < 0.4 for e in errors[1]) and all(e < 0.05 for e in errors[2])
+assert all(one > 5 * two for one, two in zip(errors[1], errors[2]))
+assert (sum(p.numel() for p in runs[1][0][0].parameters())
+        == sum(p.numel() for p in runs[2][0][0].parameters()))
+print(f"PASS: in all {len(seeds)} initialisations, two heads score below 0.05 and one head between 0.25 and 0.4, "
+      "with the same number of parameters")
+
+# %% [markdown]
+# Every training run, one colour per number of heads; the dashed line is the ½ of any fixed split.
+
+# %%
+colors = {1: "tab:blue", 2: "tab:orange"}
+fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
+for h, style in ((1, "-"), (2, "--")):
+    for i, (_, losses) in enumerate(runs[h]):
+        ax.semilogy(losses, style, color=colors[h], lw=1, alpha=0.8,
+                    label=f"{h} head{'s' if h > 1 else ''} (d_k = {d_model // h})" if i == 0 else None)
+ax.axhline(0.5, color="gray", ls=":", label="best fixed split (½)")
+ax.set(xlabel="training step", ylabel="mean squared error",
+       title="Same parameters: two heads reach ~0, one head levels off below ½")
 ax.legend()
 plt.show()
 
+# %% [markdown]
+# **Why does one trained head beat ½?** Because its split is not fixed. The asking token's query is
+# the same in every sequence, but the keys $x W^K$ read every token's *content* as well as its
+# tag, so how much weight A and B receive depends on what they contain — and the softmax is not
+# linear. The weights themselves carry information about the content, which no fixed blend can.
+# Measure it for each trained single head: the weight the asking token gives A (and B) changes from
+# one held-out sequence to the next.
+
+# %% tags=["nbval-ignore-output"]
+test_rows = torch.arange(len(x_test))  # (2000,)
+spread = []
+for seed, (model, _) in zip(seeds, runs[1]):
+    with torch.no_grad():
+        w_asking = model(x_test, x_test, x_test)[1][:, 0, -1]  # (2000, T): the asking row
+    on_a = w_asking[test_rows, x_test[..., 4].argmax(-1)]  # (2000,)
+    on_b = w_asking[test_rows, x_test[..., 5].argmax(-1)]  # (2000,)
+    spread.append((on_a.max() - on_a.min()).item())
+    spread.append((on_b.max() - on_b.min()).item())
+    print(f"initialisation {seed}: weight on A from {on_a.min():.3f} to {on_a.max():.3f} (mean {on_a.mean():.3f}); "
+          f"on B from {on_b.min():.3f} to {on_b.max():.3f} (mean {on_b.mean():.3f})")
+
 # %%
-assert sum(p.numel() for p in one_model.parameters()) == sum(p.numel() for p in two_model.parameters())
-assert one_test > 0.1 and two_test < 0.01 and two_test < one_test / 20
-print(f"PASS: same parameters; two heads are {one_test / two_test:.0f}x more accurate than one")
+assert all(r > 0.2 for r in spread)
+print(f"PASS: in all {len(seeds)} initialisations, the trained single head's weight on A (and on B) "
+      "varies by more than 0.2 between held-out sequences")
 
 # %% [markdown]
-# The trained heads found the same division of labour we wrote by hand. On a held-out sequence,
-# the asking token's row in each head peaks on a different tagged token:
+# Take that route away: set the content rows of $W^K$ to zero (`W_k.weight[:, :4]` in the
+# `nn.Linear` layout), so the weights depend only on the tags. The split is fixed again, and the
+# same trained heads fall back to an error of at least ½, as the argument above says.
+
+# %% tags=["nbval-ignore-output"]
+def without_content_in_keys(model):
+    """A copy of `model` whose keys ignore content features 0-3: its attention weights then depend only on the tags."""
+    copy = MultiHeadAttention(model.d_model, model.num_heads)
+    copy.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        copy.W_k.weight[:, :4] = 0.0
+    return copy
+
+
+cut = [heldout_error(without_content_in_keys(model), x_test, y_test, ask_rows) for model, _ in runs[1]]
+print("one head, keys without content:", np.round(cut, 3), " (trained as is:", np.round(errors[1], 3), ")")
 
 # %%
-x_show, _ = make_batch(1, torch.Generator().manual_seed(7))
+assert all(e > 0.5 for e in cut)
+print(f"PASS: in all {len(cut)} initialisations, the single head with content removed from its keys scores above 0.5")
+
+# %% [markdown]
+# With two heads, training usually finds the division of labour we wrote by hand: each head's
+# asking row goes to a different tagged token. Count the initialisations where one head puts more
+# than 0.8 of the weight (on average over the held-out set) on A and the other more than 0.8 on B:
+
+# %% tags=["nbval-ignore-output"]
+def tag_weights(model):
+    """Mean weight of the asking token on A and on B, per head: (num_heads, 2)."""
+    with torch.no_grad():
+        w = model(x_test, x_test, x_test)[1][:, :, -1]  # (2000, num_heads, T)
+    on_a = w[test_rows, :, x_test[..., 4].argmax(-1)].mean(0)  # (num_heads,)
+    on_b = w[test_rows, :, x_test[..., 5].argmax(-1)].mean(0)  # (num_heads,)
+    return torch.stack([on_a, on_b], dim=-1)
+
+
+split = [tag_weights(model) for model, _ in runs[2]]
+for seed, t in zip(seeds, split):
+    print(f"initialisation {seed}: weight on (A, B) head 0 {np.round(t[0].numpy(), 3)}, head 1 {np.round(t[1].numpy(), 3)}")
+
+# %%
+def divides(t):
+    """True if one head puts > 0.8 on A (< 0.2 on B) and another > 0.8 on B (< 0.2 on A)."""
+    return bool(((t[:, 0] > 0.8) & (t[:, 1] < 0.2)).any() and ((t[:, 1] > 0.8) & (t[:, 0] < 0.2)).any())
+
+
+divided = sum(divides(t) for t in split)
+assert divided >= 4
+assert all(((t[:, 0] > 0.2) & (t[:, 1] > 0.2)).any() for t in split if not divides(t))
+print(f"PASS: in {divided} of {len(split)} initialisations one head puts > 0.8 on A and the other > 0.8 on B "
+      "(in the rest, a head still shares its weight between A and B)")
+
+# %% [markdown]
+# ## 4. Heads across a whole sentence
+#
+# In the task above only the last row mattered. Now *every* word asks: word $t$ must output the
+# **previous** word's content features 0–1 and the **next** word's features 2–3 (the first and last
+# words, which miss a neighbour, are not scored). Again two places per query, now for every query.
+#
+# Attention alone does not know where a word is, so each token is its 4 content features followed
+# by the sinusoidal positional encoding of lesson 01 (12 columns, so `d_model = 16` and two heads
+# of `d_k = 8`). Lesson 02 showed that $PE_{t+k}$ is a fixed rotation of $PE_t$, so a linear $W^Q$
+# can turn "I am at $t$" into "I look for $t - 1$".
+
+# %% tags=["nbval-ignore-output"]
+sentence = "the big dog sees a red cat near the old tree".split()
+T_s, d_pe = len(sentence), 12
+PE = sinusoidal_encoding(T_s, d_pe)  # (T_s, d_pe)
+neighbour_rows = slice(1, T_s - 1)  # words with a neighbour on each side
+
+
+def make_neighbours(n, generator):
+    """n sequences (n, T_s, 4 + d_pe): random content then PE; targets (n, T_s - 2, 4)."""
+    content = torch.randn(n, T_s, 4, generator=generator)  # (n, T_s, 4)
+    x = torch.cat([content, PE.expand(n, T_s, d_pe)], dim=-1)  # (n, T_s, 16)
+    target = torch.cat([content[:, :-2, :2], content[:, 2:, 2:]], dim=-1)  # (n, T_s - 2, 4): previous, next
+    return x, target
+
+
+x_nb, y_nb = make_neighbours(1000, torch.Generator().manual_seed(2))  # held out
+nb_seeds = range(5)
+nb_runs = {h: [train_heads(make_neighbours, neighbour_rows, h, seed, steps=300, batch=64)[0] for seed in nb_seeds]
+           for h in (1, 2)}
+nb_errors = {h: [heldout_error(m, x_nb, y_nb, neighbour_rows) for m in nb_runs[h]] for h in (1, 2)}
+for h in (1, 2):
+    e = np.array(nb_errors[h])
+    print(f"{h} head(s): held-out error mean {e.mean():.4f}, min {e.min():.4f}, max {e.max():.4f} "
+          f"over {len(e)} initialisations")
+
+# %% [markdown]
+# How much weight each head puts on the previous and on the next word, averaged over the scored
+# words of the held-out sentences:
+
+# %% tags=["nbval-ignore-output"]
+def neighbour_weights(model):
+    """Mean weight on the previous and on the next word, per head: (num_heads, 2)."""
+    with torch.no_grad():
+        w = model(x_nb, x_nb, x_nb)[1].mean(0)  # (num_heads, T_s, T_s)
+    t = torch.arange(1, T_s - 1)  # (T_s - 2,)
+    return torch.stack([w[:, t, t - 1].mean(-1), w[:, t, t + 1].mean(-1)], dim=-1)
+
+
+nb_split = {h: [neighbour_weights(m) for m in nb_runs[h]] for h in (1, 2)}
+for h in (1, 2):
+    for seed, t in zip(nb_seeds, nb_split[h]):
+        pairs = ", ".join(f"head {i}: ({p:.2f}, {n:.2f})" for i, (p, n) in enumerate(t.tolist()))
+        print(f"{h} head(s), initialisation {seed}: weight on (previous, next) word, {pairs}")
+
+# %%
+assert all(e < 0.01 for e in nb_errors[2]) and all(0.45 < e < 0.55 for e in nb_errors[1])
+assert all(((t[:, 0] > 0.9) & (t[:, 1] < 0.05)).any() and ((t[:, 1] > 0.9) & (t[:, 0] < 0.05)).any()
+           for t in nb_split[2])
+assert all((t[0, 0] > 0.9 and t[0, 1] < 0.05) or (t[0, 1] > 0.9 and t[0, 0] < 0.05) for t in nb_split[1])
+print(f"PASS: in all {len(nb_seeds)} initialisations, one of the two heads puts > 0.9 on the previous word and "
+      "the other > 0.9 on the next word (error < 0.01)")
+print("PASS: a single head picks one neighbour (> 0.9 on it, < 0.05 on the other) and scores between 0.45 and 0.55")
+
+# %% [markdown]
+# A single head reads one neighbour sharply and misses the other: a fixed split with $w = 1$, whose
+# error is the ½ of section 3. Here are the trained two heads on our sentence (each word gets a
+# random 4-number embedding, the same for both "the"s). Every row of one head is the word before,
+# every row of the other the word after:
+
+# %%
+embedding = {word: torch.randn(4, generator=torch.Generator().manual_seed(10 + i))
+             for i, word in enumerate(sorted(set(sentence)))}  # a random (4,) vector per word
+x_sentence = torch.cat([torch.stack([embedding[w] for w in sentence]), PE], dim=-1).unsqueeze(0)  # (1, T_s, 16)
 with torch.no_grad():
-    _, w_trained = two_model(x_show, x_show, x_show)  # (1, 2, T, T)
-w_trained = w_trained[0].numpy()  # (2, T, T)
-labels = [("A" if x_show[0, t, 4] else "B" if x_show[0, t, 5] else "ask" if x_show[0, t, 6] else "·")
-          + str(t) for t in range(T)]
-peaks = sorted(labels[int(w_trained[h, -1].argmax())][0] for h in range(2))
-print("asking row, head 0:", np.round(w_trained[0, -1], 3))
-print("asking row, head 1:", np.round(w_trained[1, -1], 3))
-assert peaks == ["A", "B"]
-print("PASS: one trained head looks at A, the other at B")
+    w_sentence = nb_runs[2][0](x_sentence, x_sentence, x_sentence)[1][0].numpy()  # (2, T_s, T_s)
+fig = plot_head_grid(w_sentence, tokens=sentence)
+fig.suptitle("Each head reads one neighbour: one the word before, the other the word after")
+plt.show()
+
+# %% [markdown]
+# PyTorch's `nn.MultiheadAttention` returns the *average* over heads by default
+# (`average_attn_weights=True`). On this sentence the average shows two faint diagonals, about
+# half the weight on each neighbour — it looks like one unsure head, while each real head is sharp:
+
+# %% tags=["nbval-ignore-output"]
+t = np.arange(1, T_s - 1)
+average = w_sentence.mean(0)  # (T_s, T_s)
+print("average over heads, weight on previous / next word, per scored word:")
+print(np.round(average[t, t - 1], 2), "\n", np.round(average[t, t + 1], 2))
+
+# %%
+assert np.all(np.abs(average[t, t - 1] - 0.5) < 0.1) and np.all(np.abs(average[t, t + 1] - 0.5) < 0.1)
+assert np.all(w_sentence.max(axis=0)[t, t - 1] > 0.8) and np.all(w_sentence.max(axis=0)[t, t + 1] > 0.8)
+print("PASS: on every scored word the head average gives each neighbour 0.5 (within 0.1), "
+      "while some single head gives it > 0.8")
 
 # %% [markdown]
 # ### Head explorer
 #
-# The static figure shows the default state (head 0 of the trained model); the live widget
-# below lets you pick a head. Only the asking token's row (the last) is trained, so the other rows
-# are whatever they happen to be — that is normal for heads, whose maps only mean something for
-# the queries a task uses.
+# The static figure shows the default state (head 0 beside the head average); the live widget
+# below lets you pick a head. The first and last rows were not trained, so they are whatever they
+# happen to be — head maps only mean something for the queries a task uses.
 
 # %%
-fig = plot_head_attention(w_trained, head=0, tokens=labels)
+fig = plot_head_attention(w_sentence, head=0, tokens=sentence)
+fig.suptitle("One head: one sharp diagonal; the average over heads: two faint ones")
+plt.show()
 
-# %%
-# NBVAL_IGNORE_OUTPUT
-head_explorer(w_trained, tokens=labels)
+# %% tags=["nbval-ignore-output"]
+head_explorer(w_sentence, tokens=sentence)
+
 
 # %% [markdown]
 # ## Summary
@@ -411,10 +655,15 @@ head_explorer(w_trained, tokens=labels)
 #   `utils.multihead.MultiHeadAttention` and `torch.nn.MultiheadAttention` with copied weights.
 # * It has the same parameters ($4 d_{model}^2 + 4 d_{model}$) and multiply–adds as one head of
 #   width `d_model`: the heads divide the width, they do not multiply the work.
-# * What it buys is `h` independent softmaxes: one head must blend the places it attends to, `h`
-#   heads can each read one place sharply — the "resolution" of seed 001.
-# * PyTorch averages the heads' weights by default (`average_attn_weights=True`) and uses
-#   `True` = *not allowed* in its boolean masks; `utils` keeps per-head weights and `True` = may attend.
+# * What it buys is `h` independent softmaxes. A head with a fixed split between two places scores
+#   no better than ½ on the two-places task, whatever the split; a trained single head gets below
+#   that only because its weights depend on the content, and two heads solve the task — the
+#   "resolution" of the COMP7607 slides. On a sentence, two heads become "previous word" and
+#   "next word".
+# * PyTorch averages the heads' weights by default (`average_attn_weights=True`), which can make
+#   two sharp heads look like one unsure one; `utils` keeps per-head weights.
+# * Boolean masks: `True` = may attend in `utils` and `F.scaled_dot_product_attention`;
+#   `True` = *not allowed* in `nn.MultiheadAttention` and the `nn.Transformer*` layers.
 #
 # ## Exercises
 #
@@ -458,3 +707,19 @@ def my_param_count(d_model, num_heads, bias):
 
 
 check.param_count(my_param_count)
+
+
+# %% [markdown]
+# ## Sources
+#
+# * Vaswani et al., 2017, "Attention Is All You Need", NeurIPS — section 3.2.2 (multi-head
+#   attention: the formula, $d_k = d_v = d_{model}/h$, the cost similar to one full-width head,
+#   "with a single attention head, averaging inhibits this").
+# * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong) — multiple heads
+#   "improve the 'resolution' of the attention mechanism".
+# * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT example) —
+#   the multi-head formula, printed with $W^Q$ and $W^V$ missing their subscript $i$.
+# * Reading notes on the paper (June 2020) — "split into parallel heads and embed into different
+#   representation spaces".
+# * PyTorch documentation of `torch.nn.MultiheadAttention`, `torch.nn.Transformer` and
+#   `torch.nn.functional.scaled_dot_product_attention` — their boolean-mask conventions.
