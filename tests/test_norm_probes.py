@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from utils.blocks import Encoder, EncoderLayer
-from utils.norm_probes import VARIANT_STYLE, activation_rms, layer_grad_norms, plot_per_layer, probe_at_init
+from utils.norm_probes import (VARIANT_STYLE, activation_rms, layer_grad_norms, plot_loss_curves, plot_per_layer,
+                               probe_at_init, train_copy_task, warmup_lr)
 
 matplotlib.use("Agg")
 
@@ -96,6 +97,60 @@ def test_plot_per_layer_draws_one_styled_line_per_variant():
     (lambda: plot_per_layer({"pre-norm": np.ones(3)}, "y", "t"), ValueError, "(seeds, num_layers)"),
 ])
 def test_bad_input_names_the_argument(call, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
+        call()
+    matplotlib.pyplot.close("all")
+
+
+def test_warmup_lr_rises_linearly_then_stays():
+    assert [warmup_lr(step, 0.01, 4) for step in range(6)] == pytest.approx([0.0025, 0.005, 0.0075, 0.01, 0.01, 0.01])
+    assert warmup_lr(0, 0.5, 1) == 0.5  # warmup_steps=1: no warm-up
+
+
+def test_train_copy_task_learns_and_is_seeded():
+    a = train_copy_task(True, lr=0.01, warmup_steps=1, steps=40, num_layers=2, d_model=16, seed=0)
+    b = train_copy_task(True, lr=0.01, warmup_steps=1, steps=40, num_layers=2, d_model=16, seed=0)
+    assert a.shape == (40,) and np.array_equal(a, b)
+    assert a[0] > 2.0 and a[-5:].mean() < 0.5  # starts near ln 16, learns to copy
+
+
+def test_train_copy_task_applies_the_warmup(monkeypatch):
+    seen = []
+    original = torch.optim.Adam.step
+
+    def record(self, *args, **kwargs):
+        seen.append(self.param_groups[0]["lr"])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", record)
+    train_copy_task(False, lr=0.02, warmup_steps=4, steps=6, num_layers=1, d_model=8)
+    assert seen == pytest.approx([0.005, 0.01, 0.015, 0.02, 0.02, 0.02])
+
+
+def test_plot_loss_curves_one_line_per_seed_in_the_variant_colour():
+    losses = {"post-norm": np.ones((3, 5)), "pre-norm": np.zeros((2, 5))}
+    ax = plot_loss_curves(losses, "title", chance=np.log(16))
+    lines = ax.get_lines()
+    assert len(lines) == 3 + 2 + 1
+    assert all(matplotlib.colors.same_color(line.get_color(), VARIANT_STYLE["pre-norm"]["color"]) for line in lines[3:5])
+    assert lines[-1].get_ydata()[0] == pytest.approx(np.log(16))
+    matplotlib.pyplot.close("all")
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: warmup_lr(-1, 0.01, 4), ValueError, "step"),
+    (lambda: warmup_lr(1.5, 0.01, 4), TypeError, "step"),
+    (lambda: warmup_lr(0, 0.0, 4), ValueError, "lr"),
+    (lambda: warmup_lr(0, 0.01, 0), ValueError, "warmup_steps"),
+    (lambda: train_copy_task("yes", 0.01, 1), TypeError, "norm_first"),
+    (lambda: train_copy_task(True, -0.01, 1), ValueError, "lr"),
+    (lambda: train_copy_task(True, 0.01, 1, steps=0), ValueError, "steps"),
+    (lambda: train_copy_task(True, 0.01, 1, d_model=10), ValueError, "d_model"),
+    (lambda: plot_loss_curves({}, "t"), TypeError, "losses"),
+    (lambda: plot_loss_curves({"no-norm": np.ones((1, 3))}, "t"), ValueError, "no-norm"),
+    (lambda: plot_loss_curves({"post-norm": np.ones(3)}, "t"), ValueError, "(seeds, steps)"),
+])
+def test_training_helpers_bad_input(call, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         call()
     matplotlib.pyplot.close("all")

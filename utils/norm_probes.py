@@ -75,6 +75,45 @@ def probe_at_init(norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, 
     return rms, final, layer_grad_norms(encoder, loss)
 
 
+def warmup_lr(step, lr, warmup_steps):
+    """Learning rate at step `step` (0-based): rises linearly to `lr` over `warmup_steps` steps, then stays.
+    warmup_steps=1 means no warm-up (the full rate from the first step)."""
+    validation.index("step", step, float("inf"), "infinity")
+    lr = validation.positive_float("lr", lr)
+    warmup_steps = validation.positive_int("warmup_steps", warmup_steps)
+    return lr * min(1.0, (step + 1) / warmup_steps)
+
+
+def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_model=32, seed=0,
+                    vocab=16, T=8, batch=16):
+    """Train Embedding -> Encoder (4 heads, d_ff = 2 d_model) -> Linear with Adam (betas 0.9, 0.98, as in
+    the paper) and `warmup_lr` to output each input token again; return the loss of every step."""
+    validation.boolean("norm_first", norm_first)
+    for name, value in [("steps", steps), ("num_layers", num_layers), ("d_model", d_model), ("vocab", vocab),
+                        ("T", T), ("batch", batch)]:
+        validation.positive_int(name, value)
+    if d_model % 4:
+        raise ValueError(f"d_model must be divisible by num_heads=4, got {d_model}")
+    warmup_lr(0, lr, warmup_steps)  # checks lr and warmup_steps
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Embedding(vocab, d_model),
+                          Encoder(d_model, 4, 2 * d_model, num_layers, norm_first=norm_first),
+                          nn.Linear(d_model, vocab))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
+    data = torch.Generator().manual_seed(1000 + seed)
+    losses = []
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = warmup_lr(step, lr, warmup_steps)
+        tokens = torch.randint(0, vocab, (batch, T), generator=data)  # (batch, T)
+        loss = F.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return np.array(losses)
+
+
 def plot_per_layer(values, ylabel, title, ax=None, logy=False):
     """Median over seeds (line) and min-max band per layer for each variant in `values`
     (a dict 'post-norm'/'pre-norm' -> array (seeds, num_layers))."""
@@ -97,5 +136,30 @@ def plot_per_layer(values, ylabel, title, ax=None, logy=False):
     if logy:
         ax.set_yscale("log")
     ax.set(xlabel="layer", ylabel=ylabel, title=title)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_loss_curves(losses, title, ax=None, chance=None):
+    """One thin line per seed for each variant in `losses` (a dict 'post-norm'/'pre-norm' -> array
+    (seeds, steps)), in the variant's colour; an optional dotted line at the chance-level loss."""
+    if not isinstance(losses, dict) or not losses:
+        raise TypeError(f"losses must be a non-empty dict of variant -> array, got {type(losses).__name__}")
+    unknown = set(losses) - set(VARIANT_STYLE)
+    if unknown:
+        raise ValueError(f"losses keys must be among {sorted(VARIANT_STYLE)}, got {sorted(unknown)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
+    for name, curves in losses.items():
+        curves = np.asarray(curves, dtype=float)
+        if curves.ndim != 2:
+            raise ValueError(f"losses[{name!r}] must be 2-D (seeds, steps), got shape {curves.shape}")
+        style = VARIANT_STYLE[name]
+        for i, curve in enumerate(curves):
+            ax.plot(np.arange(1, len(curve) + 1), curve, color=style["color"], ls=style["ls"], lw=1.2, alpha=0.8,
+                    label=f"{name} ({len(curves)} seeds)" if i == 0 else None)
+    if chance is not None:
+        ax.axhline(chance, color="gray", ls=":", lw=1, label="chance level")
+    ax.set(xlabel="training step", ylabel="loss", title=title)
     ax.legend(fontsize=8)
     return ax
