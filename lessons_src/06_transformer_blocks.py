@@ -326,8 +326,8 @@ print("PASS: with both sublayers silenced, a pre-norm layer is exactly the ident
 
 # %% [markdown]
 # What changes between the two, at initialisation? Two things, measured on randomly initialised
-# encoder stacks (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, with a random
-# input and a random linear read-out trained against random classes by cross-entropy:
+# encoder stacks (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random
+# input; the loss is the cross-entropy of a random linear read-out against random classes:
 #
 # * the **scale of the activations**: the root-mean-square (RMS) of the stream after every layer;
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
