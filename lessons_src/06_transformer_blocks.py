@@ -42,6 +42,7 @@ from torch import nn
 from utils.blocks import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward
 from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention
+from utils.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer, probe_at_init, train_copy_task
 
 torch.set_num_threads(1)
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -80,16 +81,16 @@ print("PASS: FFN(x[:, perm]) == FFN(x)[:, perm] for perm =", perm.tolist())
 # %% [markdown]
 # ## 2. Layer normalisation
 #
-# Seed 001 (after Ba et al., 2016) normalises each token's vector **over its H features**:
+# The COMP7607 slides (after Ba et al., 2016) normalise each token's vector **over its H features**:
 #
 # $$\mathbf h = \mathbf g \odot N(\mathbf x) + \mathbf b, \qquad N(\mathbf x) = \frac{\mathbf x - \mu}{\sigma},
 # \qquad \mu = \frac1H\sum_{i=1}^H x_i, \qquad \sigma = \sqrt{\frac1H\sum_{i=1}^H (x_i-\mu)^2}.$$
 #
-# $\mathbf g$ (PyTorch's `weight`, seed 003's γ) and $\mathbf b$ (`bias`, β) are learned, one number
-# per feature, so the network can undo the normalisation where it needs to. Two details decide
-# whether this matches PyTorch: σ uses the **biased** variance (divide by H, not H − 1), and PyTorch
-# adds a small ε inside the square root, $\sqrt{\sigma^2 + \varepsilon}$ (seed 003 writes it that
-# way), so a constant vector gives 0 rather than 0/0.
+# $\mathbf g$ (PyTorch's `weight`, the YOUR CAT slide deck's γ) and $\mathbf b$ (`bias`, β) are
+# learned, one number per feature. Two details decide whether this matches PyTorch: σ uses the
+# **biased** variance (divide by H, not H − 1), and PyTorch adds a small ε inside the square root,
+# $\sqrt{\sigma^2 + \varepsilon}$ (the YOUR CAT slide deck writes it that way), so a constant vector
+# gives 0 rather than 0/0.
 
 # %%
 def layer_norm(x, g, b, eps=1e-5):
@@ -108,31 +109,130 @@ with torch.no_grad():
 x = 3.0 * torch.randn(4, 7, H) + 2.0  # (batch, T, H)
 ours = layer_norm(x, ln.weight, ln.bias)  # (batch, T, H)
 assert torch.allclose(ours, ln(x), atol=1e-5)
-print("PASS: the formula == torch.nn.LayerNorm, max |diff| =", f"{(ours - ln(x)).abs().max():.1e}")
+print("PASS: the formula == torch.nn.LayerNorm (max |diff| < 1e-5)")
 
 # %% [markdown]
-# Both details are visible. With the unbiased variance (`torch.var`'s default, H − 1) the result is
-# off by a factor $\sqrt{H/(H-1)}$; dropping ε changes only the 6th decimal here but turns a constant
-# token into NaN.
+# Both details are visible. With the unbiased variance (`torch.var`'s default, H − 1) every output
+# (less b) is scaled by the factor $\sqrt{(H-1)/H}$; dropping ε changes nothing visible on
+# ordinary tokens but turns a constant token into NaN.
 
 # %%
 unbiased = ln.weight * (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True) + ln.bias  # (batch, T, H)
-print(f"unbiased variance: max |diff| = {(unbiased - ln(x)).abs().max():.3f}")
+factor = np.sqrt((H - 1) / H)
+assert torch.allclose(unbiased - ln.bias, factor * (ln(x) - ln.bias), atol=1e-4)
 assert (unbiased - ln(x)).abs().max() > 0.05
 constant = torch.full((1, H), 4.0)  # (1, H): every feature equal
 no_eps = layer_norm(constant, 1.0, 0.0, eps=0.0)
 print("constant token without eps:", no_eps, " with eps:", layer_norm(constant, 1.0, 0.0))
 assert torch.isnan(no_eps).all() and (layer_norm(constant, 1.0, 0.0) == 0).all()
 assert (layer_norm(x, ln.weight, ln.bias, eps=0.0) - ln(x)).abs().max() < 1e-4  # tiny on ordinary tokens
-print("PASS: biased variance and eps inside the square root are both needed to match PyTorch")
+print(f"PASS: the unbiased variance scales every output by sqrt((H-1)/H) = {factor:.3f} (to 1e-4); without eps "
+      "a constant token gives NaN, an ordinary one moves by < 1e-4")
+
+# %% [markdown]
+# ### What the normalised values look like — not "between 0 and 1"
+#
+# The YOUR CAT slide deck says γ and β "introduce some fluctuations in the data, because maybe having
+# all values between 0 and 1 may be too restrictive". Both halves are off. $N(\mathbf x)$ has **mean 0
+# and variance 1 over each token's features** — so every token has negative values, and (since the
+# mean of the squares is 1) at least one value with $|v| \ge 1$, up to $\sqrt{H-1}$ when one feature
+# sticks out. (With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$, a hair under 1 for tokens
+# whose spread is tiny.) Check it on random tokens of several widths H, scales and offsets, 5 seeds
+# each:
+
+# %% tags=["nbval-ignore-output"]
+def normalised(x):
+    """N(x): LayerNorm without g and b (g = 1, b = 0)."""
+    return F.layer_norm(x, x.shape[-1:])  # (..., H)
+
+
+stats = []  # per (seed, H): |mean|, |variance - its exact value|, share outside [0, 1], max |value|, any < 0
+for seed in range(5):
+    for H_ in (4, 16, 64, 512):
+        g_ = torch.Generator().manual_seed(seed)
+        scale, shift = torch.rand(2, generator=g_) * torch.tensor([10.0, 20.0])  # any scale and offset
+        tokens = (scale + 0.1) * torch.randn(200, H_, generator=g_) + shift  # (200 tokens, H)
+        n = normalised(tokens)  # (200, H)
+        var = tokens.var(-1, unbiased=False)  # (200,): sigma^2 of each token
+        exact = var / (var + 1e-5)  # (200,): the variance N(x) must have
+        stats.append((n.mean(-1).abs().max().item(), (n.var(-1, unbiased=False) - exact).abs().max().item(),
+                      ((n < 0) | (n > 1)).float().mean().item(), n.abs().amax(-1).min().item(),
+                      bool((n.amin(-1) < 0).all())))
+means, variances, outside, smallest_max, all_negative = map(np.array, zip(*stats))
+spike = normalised(100.0 * torch.eye(512)[:1])  # (1, 512): one feature sticks out
+print(f"share of normalised values outside [0, 1]: {outside.min():.2f} to {outside.max():.2f} over 20 runs")
+print(f"largest |value| of a token is at least {smallest_max.min():.2f}; a one-spike token at H = 512 "
+      f"reaches {spike.max():.1f} (sqrt(511) = {np.sqrt(511):.1f})")
+
+# %% [markdown]
+# In every run more than half the values fall outside $[0, 1]$, and no token stays inside it.
+
+# %%
+assert means.max() < 1e-5 and variances.max() < 1e-4  # mean 0, variance sigma^2 / (sigma^2 + eps) per token
+assert all_negative.all() and smallest_max.min() >= 0.99  # every token has a value < 0 and one with |v| >= 1
+assert outside.min() > 0.5
+assert abs(spike.max().item() - np.sqrt(511)) < 1e-2
+print("PASS: over 5 seeds x H in (4, 16, 64, 512), every token's normalised values have mean 0 (to 1e-5) and "
+      "variance sigma^2 / (sigma^2 + eps) (to 1e-4), every token has a negative value and one with |v| >= 0.99, "
+      "and more than half of all values lie outside [0, 1]; the bound sqrt(H - 1) is reached")
+
+# %% [markdown]
+# **What γ and β are for.** They are not noise: they are fixed, learned numbers, the same for every
+# token. Output feature $j$ is $g_j N(\mathbf x)_j + b_j$, so over many tokens it has spread
+# $|g_j|$ and centre $b_j$ — the network chooses each feature's scale and offset instead of being
+# stuck with 1 and 0. What they *cannot* do is give a token back its own mean and scale:
+# $\mathrm{LN}(a\mathbf x + c) = \mathrm{LN}(\mathbf x)$ for every $a > 0$ and $c$ (exactly without ε,
+# which only blurs it slightly), and g, b are shared by all tokens. (So "the network can undo the normalisation" holds per feature, not per token.)
+
+# %% tags=["nbval-ignore-output"]
+torch.manual_seed(8)
+g, b = torch.ones(16), torch.zeros(16)  # (16,), (16,): gamma and beta of 16 features
+g[:3], b[:3] = torch.tensor([0.2, 1.0, 3.0]), torch.tensor([-2.0, 0.0, 5.0])  # set the first three
+tokens = torch.randn(4000, 16)  # (4000 tokens, 16 features)
+h = layer_norm(tokens, g, b)  # (4000, 16)
+print("features 0-2, std over 4000 tokens:", h[:, :3].std(0), "\nfeatures 0-2, mean:               ",
+      h[:, :3].mean(0))
+
+# %%
+assert torch.allclose(h.std(0), g.abs(), rtol=0.05) and torch.allclose(h.mean(0), b, atol=0.2)
+lost = []  # max |LN(a x + c) - LN(x)| per seed, a, c (float64, so 0.5 x + 42 keeps its digits)
+for seed in range(5):
+    gen = torch.Generator().manual_seed(seed)
+    x5 = torch.randn(3, 16, generator=gen, dtype=torch.float64)  # (3 tokens, 16 features), in float64
+    g5 = torch.rand(16, generator=gen, dtype=torch.float64) + 0.5  # (16,)
+    b5 = torch.randn(16, generator=gen, dtype=torch.float64)  # (16,)
+    lost += [(layer_norm(a * x5 + c, g5, b5, eps=0.0) - layer_norm(x5, g5, b5, eps=0.0)).abs().max().item()
+             for a in (0.5, 3.0, 100.0) for c in (-7.0, 0.0, 42.0)]  # eps = 0: the identity is exact
+assert max(lost) < 1e-9
+print("PASS: feature j of the output has std |g_j| (within 5 %) and mean b_j (within 0.2) over 4000 tokens, for all 16 features; "
+      "LN(a x + c) == LN(x) (to 1e-9 in float64, with eps = 0) for a in (0.5, 3, 100), c in (-7, 0, 42), 5 seeds")
+
+# %% [markdown]
+# The histograms: the normalised values of 200 tokens (H = 64) spread well beyond $[0, 1]$ (shaded);
+# after γ and β, each feature has its own centre and spread.
+
+# %%
+fig, (ax_n, ax_h) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
+n = normalised(torch.randn(200, 64, generator=torch.Generator().manual_seed(0))).flatten()  # (200 * 64,)
+ax_n.axvspan(0, 1, color="gold", alpha=0.3, label="[0, 1]: where the slides put them")
+ax_n.hist(n, bins=60, color="gray")
+ax_n.set(title="N(x): mean 0, variance 1, most values outside [0, 1]", xlabel="normalised value",
+         ylabel="count")
+ax_n.legend(fontsize=8)
+for j, (color, hatch) in enumerate([("tab:purple", "//"), ("tab:green", ""), ("tab:orange", "..")]):
+    ax_h.hist(h[:, j], bins=60, color=color, alpha=0.6, hatch=hatch,
+              label=f"feature {j}: g = {g[j]:.1f}, b = {b[j]:.0f}")
+ax_h.set(title="g ⊙ N(x) + b: g sets each feature's spread, b its centre", xlabel="output value")
+ax_h.legend(fontsize=8)
+plt.show()
 
 # %% [markdown]
 # ### Batch norm or layer norm: which axis?
 #
-# Seed 003 draws a batch of 3 items, each with 4 features (its numbers, below). **Batch norm**
-# computes μ and σ² of each *feature* across the items of the batch (down the columns here);
-# **layer norm** computes them for each *item* across its features (along the rows). In the
-# picture, a black outline marks one group of numbers that share a μ and σ.
+# The YOUR CAT slide deck draws a batch of 3 items, each with 4 features (its numbers, below).
+# **Batch norm** computes μ and σ² of each *feature* across the items of the batch (down the
+# columns here); **layer norm** computes them for each *item* across its features (along the rows).
+# In the picture, a black outline marks one group of numbers that share a μ and σ.
 
 # %%
 batch3 = torch.tensor([[50.147, 3314.825, 8463.361, 8.021],  # item 1
@@ -140,24 +240,26 @@ batch3 = torch.tensor([[50.147, 3314.825, 8463.361, 8.021],  # item 1
                        [9.370, 4606.674, 944.705, 21189.444]])  # item 3: (items, features)
 batch_normed = nn.BatchNorm1d(4, affine=False).train()(batch3)  # statistics per feature (column)
 layer_normed = nn.LayerNorm(4, elementwise_affine=False)(batch3)  # statistics per item (row)
-print("batch norm: column means", batch_normed.mean(0), "\nlayer norm: row means   ", layer_normed.mean(1))
 assert torch.allclose(batch_normed.mean(dim=0), torch.zeros(4), atol=1e-4)
 assert torch.allclose(batch_normed.var(dim=0, unbiased=False), torch.ones(4), atol=1e-3)
 assert torch.allclose(layer_normed.mean(dim=1), torch.zeros(3), atol=1e-4)
 assert torch.allclose(layer_normed.var(dim=1, unbiased=False), torch.ones(3), atol=1e-3)
-print("PASS: batch norm zero-means and unit-scales every column (feature), layer norm every row (item)")
+print("PASS: batch norm gives every column (feature) mean 0 and variance 1, layer norm every row (item) "
+      "(to 1e-4 and 1e-3)")
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), layout="constrained")
-panels = [(batch3, "seed 003's batch (raw)"), (batch_normed, "batch norm: per feature ↓"),
-          (layer_normed, "layer norm: per item →")]
-for ax, (values, title) in zip(axes, panels):
-    im = ax.imshow(values, cmap="RdBu_r", vmin=-2 if values is not batch3 else None,
-                   vmax=2 if values is not batch3 else None)
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.2), layout="constrained")
+panels = [(batch3, "the slide deck's raw batch", None),
+          (batch_normed, "batch norm: mean 0 per column", 2), (layer_normed, "layer norm: mean 0 per row", 2)]
+for ax, (values, title, limit) in zip(axes, panels):
+    im = ax.imshow(values, cmap="RdBu_r" if limit else "Greys", vmin=-limit if limit else 0, vmax=limit)
+    fig.colorbar(im, ax=ax, shrink=0.8, label="value")
     ax.set(title=title, xticks=range(4), yticks=range(3), yticklabels=["item 1", "item 2", "item 3"],
            xlabel="feature")
     for (i, j), v in np.ndenumerate(values.numpy()):
-        ax.text(j, i, f"{v:.0f}" if values is batch3 else f"{v:.2f}", ha="center", va="center", fontsize=8)
+        dark = v > 12000 if limit is None else abs(v) > 1.3
+        ax.text(j, i, f"{v:.0f}" if limit is None else f"{v:.2f}", ha="center", va="center", fontsize=8,
+                color="white" if dark else "black")
 # outline one group of shared statistics in each: a column for batch norm, a row for layer norm
 axes[1].add_patch(plt.Rectangle((-0.5, -0.5), 1, 3, fill=False, lw=3, color="black"))
 axes[2].add_patch(plt.Rectangle((-0.5, -0.5), 4, 1, fill=False, lw=3, color="black"))
@@ -170,40 +272,43 @@ plt.show()
 # padded to the longest. Batch norm's statistics for a feature are taken over every token of every
 # sentence in the batch — padding included — so a sentence's output depends on *which other
 # sentences* share its batch and how much padding they bring. Layer norm looks at one token at a
-# time, so a sentence's output is the same alone or in any batch.
+# time, so a sentence's output is the same alone or in any batch. Check it for 5 random pairs of a
+# 3-token and a 6-token sentence:
 
-# %%
-torch.manual_seed(2)
-short = torch.randn(1, 3, 4)  # (1, 3, d_model): a 3-token sentence
-long = torch.randn(1, 6, 4)  # (1, 6, d_model): a 6-token sentence
-padded = torch.cat([F.pad(short, (0, 0, 0, 3)), long])  # (2, 6, d_model): short padded with zeros
-
-
+# %% tags=["nbval-ignore-output"]
 def batch_norm_tokens(x):
     """Batch norm over every token of the batch, per feature (what BatchNorm1d does to (batch*T, d))."""
     flat = x.reshape(-1, x.shape[-1])  # (batch * T, d_model)
     return nn.functional.batch_norm(flat, None, None, training=True).reshape(x.shape)  # (batch, T, d_model)
 
 
-ln_alone, ln_batched = F.layer_norm(short, (4,)), F.layer_norm(padded, (4,))[:1, :3]
-bn_alone, bn_batched = batch_norm_tokens(short), batch_norm_tokens(padded)[:1, :3]
-print(f"layer norm: alone vs batched, max |diff| = {(ln_alone - ln_batched).abs().max():.1e}")
-print(f"batch norm: alone vs batched, max |diff| = {(bn_alone - bn_batched).abs().max():.2f}")
-assert torch.allclose(ln_alone, ln_batched, atol=1e-6)
-assert (bn_alone - bn_batched).abs().max() > 0.1
-print("PASS: layer norm gives a sentence the same output in any batch; batch norm does not")
+ln_changes, bn_changes = [], []
+for seed in range(5):
+    torch.manual_seed(seed)
+    short = torch.randn(1, 3, 4)  # (1, 3, d_model): a 3-token sentence
+    long = torch.randn(1, 6, 4)  # (1, 6, d_model): a 6-token sentence
+    padded = torch.cat([F.pad(short, (0, 0, 0, 3)), long])  # (2, 6, d_model): short padded with zeros
+    ln_changes.append((F.layer_norm(short, (4,)) - F.layer_norm(padded, (4,))[:1, :3]).abs().max().item())
+    bn_changes.append((batch_norm_tokens(short) - batch_norm_tokens(padded)[:1, :3]).abs().max().item())
+print(f"batch norm: the short sentence's output moves by {min(bn_changes):.1f} to {max(bn_changes):.1f} "
+      "(max |change| per pair) when it is batched")
+
+# %%
+assert max(ln_changes) < 1e-6 and min(bn_changes) > 0.1
+print("PASS: in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched "
+      "(to 1e-6); batch norm changes it by more than 0.1")
 
 # %% [markdown]
 # ## 3. Residual connections, post-norm and pre-norm
 #
 # Each sublayer `f` (attention or FFN) is wrapped in a **residual connection**: the layer outputs
 # `x + f(x)`, so the input always has a direct path through, and `f` only has to learn a change.
-# The paper then normalises, **post-norm**: `LayerNorm(x + f(x))`. Most code today normalises the
-# sublayer's *input* instead, **pre-norm**: `x + f(LayerNorm(x))` — and then needs one final
-# LayerNorm after the last layer. *The Annotated Transformer* uses the pre-norm form in its code
-# (while quoting the paper's post-norm formula), a well-known source of confusion. `utils` has both:
-# `EncoderLayer(..., norm_first=False)` is the paper's, `norm_first=True` is pre-norm, exactly like
-# PyTorch's switch of the same name.
+# The paper (section 3.1) then normalises, **post-norm**: `LayerNorm(x + f(x))`. Most code today
+# normalises the sublayer's *input* instead, **pre-norm**: `x + f(LayerNorm(x))` — and then needs one
+# final LayerNorm after the last layer. *The Annotated Transformer* uses the pre-norm form in its
+# code (while quoting the paper's post-norm formula), a well-known source of confusion. `utils` has
+# both: `EncoderLayer(..., norm_first=False)` is the paper's, `norm_first=True` is pre-norm, exactly
+# like PyTorch's switch of the same name.
 #
 # The residual path is literally the identity: if a pre-norm layer's sublayers output zero (zero
 # output weights), the layer returns its input unchanged.
@@ -220,61 +325,160 @@ assert torch.equal(layer(x), x)
 print("PASS: with both sublayers silenced, a pre-norm layer is exactly the identity: x + 0")
 
 # %% [markdown]
-# What changes between the two is the **scale of the activations** through a deep stack. Push the
-# same input through 24 randomly initialised encoder layers of each kind and measure the
-# root-mean-square of the stream after every layer.
+# What changes between the two, at initialisation? Two things, measured on randomly initialised
+# encoder stacks (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random
+# input; the loss is the cross-entropy of a random linear read-out against random classes:
+#
+# * the **scale of the activations**: the root-mean-square (RMS) of the stream after every layer;
+# * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
+#   all parameters $\theta_\ell$ of layer $\ell$.
+#
+# `probe_at_init` (in `utils.norm_probes`) builds one stack and returns both.
 
 # %%
-def rms_through_stack(norm_first, num_layers=24, d_model=64, seed=4):
-    """RMS of the activations after each layer of a random Encoder (batch 4, T 10)."""
-    torch.manual_seed(seed)
-    encoder = Encoder(d_model, num_heads=4, d_ff=4 * d_model, num_layers=num_layers,
-                      norm_first=norm_first).eval()
-    x = torch.randn(4, 10, d_model)  # (batch, T, d_model)
-    rms = []
-    with torch.no_grad():
-        for layer in encoder.layers:
-            x = layer(x)  # (batch, T, d_model)
-            rms.append(x.pow(2).mean().sqrt().item())
-        final = encoder.norm(x).pow(2).mean().sqrt().item()  # RMS after the final norm (Identity if post-norm)
-    return np.array(rms), final
+depths, seeds = (6, 12, 24, 48), range(5)
+probes = {(name, L): [probe_at_init(norm_first, num_layers=L, d_model=32, seed=s) for s in seeds]
+          for name, norm_first in [("post-norm", False), ("pre-norm", True)] for L in depths}
+rms = {key: np.array([p[0] for p in runs]) for key, runs in probes.items()}  # (seeds, L): RMS after each layer
+final_rms = {key: np.array([p[1] for p in runs]) for key, runs in probes.items()}  # (seeds,): after the final norm
+grads = {key: np.array([p[2] for p in runs]) for key, runs in probes.items()}  # (seeds, L): gradient norm per layer
+print({key: value.shape for key, value in grads.items() if key[1] == 24})
 
+# %% [markdown]
+# The activations first. Post-norm ends every layer with a LayerNorm, so the stream is pinned at
+# RMS 1 (γ = 1, β = 0 at initialisation). Pre-norm never normalises the stream itself: every layer
+# *adds* its output to it, so its scale grows with depth — which is why a pre-norm stack needs the
+# final LayerNorm (`Encoder.norm`, restoring RMS 1).
 
-post_rms, post_final = rms_through_stack(norm_first=False)
-pre_rms, pre_final = rms_through_stack(norm_first=True)
-print("post-norm RMS after layers 1, 12, 24:", np.round(post_rms[[0, 11, 23]], 3))
-print("pre-norm  RMS after layers 1, 12, 24:", np.round(pre_rms[[0, 11, 23]], 3),
-      f" after the final LayerNorm: {pre_final:.3f}")
+# %% tags=["nbval-ignore-output"]
+growth = {L: rms["pre-norm", L][:, -1] / rms["pre-norm", L][:, 0] for L in depths}  # (seeds,) per depth
+for L in depths:
+    print(f"{L:2d} layers: pre-norm RMS grows {growth[L].min():.1f}x to {growth[L].max():.1f}x from layer 1 to "
+          f"layer {L} (5 seeds); stream RMS before the final norm {rms['pre-norm', L][:, -1].min():.1f} to "
+          f"{rms['pre-norm', L][:, -1].max():.1f}")
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
-layers = np.arange(1, 25)
-ax.plot(layers, post_rms, "o-", label="post-norm: LN(x + f(x))  (paper)")
-ax.plot(layers, pre_rms, "s-", label="pre-norm: x + f(LN(x))")
-ax.axhline(1, color="gray", lw=0.8, ls="--")
-ax.set(xlabel="layer", ylabel="RMS of the activations", title="Activation scale through 24 encoder layers")
-ax.legend()
+for L in depths:
+    assert np.allclose(rms["post-norm", L], 1.0, atol=1e-3)
+    assert (np.diff(rms["pre-norm", L], axis=1) > 0).all() and (growth[L] > 1.5).all()
+    assert np.allclose(final_rms["pre-norm", L], 1.0, atol=1e-3)
+assert all(growth[a].max() < growth[b].min() for a, b in zip(depths, depths[1:]))  # deeper: more growth
+print("PASS: in all 20 stacks per variant (6-48 layers, 5 seeds), post-norm keeps RMS 1 (to 1e-3) after every "
+      "layer; pre-norm's RMS rises after every layer, more for deeper stacks (every seed), and the final "
+      "LayerNorm brings it back to 1")
+
+# %% [markdown]
+# Now the gradients. In post-norm every gradient reaching the last layer has passed through only
+# that layer's LayerNorm, of a stream of RMS 1. In pre-norm it has passed through the **final**
+# LayerNorm, which divides by the stream's RMS — the number that grew above — so the top of a
+# pre-norm stack gets gradients that many times smaller. Going down a pre-norm stack, layers see an
+# ever smaller stream, and their gradients grow.
+
+# %% tags=["nbval-ignore-output"]
+ratio = {L: grads["post-norm", L][:, -1] / grads["pre-norm", L][:, -1] for L in depths}  # (seeds,)
+tracks = {L: ratio[L] / rms["pre-norm", L][:, -1] for L in depths}  # (seeds,): ratio / stream RMS
+post_top = sum(int((grads["post-norm", L].argmax(1) == L - 1).sum()) for L in depths)
+pre_first = sum(int((grads["pre-norm", L].argmax(1) == 0).sum()) for L in depths)
+pre_shrink = max((grads["pre-norm", L][:, -1] / grads["pre-norm", L][:, 0]).max() for L in depths)
+top = {name: [np.median(grads[name, L][:, -1]) for L in depths] for name in VARIANT_STYLE}  # median per depth
+for L in depths:
+    print(f"{L:2d} layers: last-layer gradient, post-norm / pre-norm = {ratio[L].min():.1f} to {ratio[L].max():.1f};"
+          f" that ratio / pre-norm stream RMS = {tracks[L].min():.2f} to {tracks[L].max():.2f}")
+print(f"post-norm: the last layer has the largest gradient in {post_top} of 20 stacks; pre-norm: the first "
+      f"layer does in {pre_first} of 20, and the last layer's gradient is at most {pre_shrink:.2f}x the first's")
+for name, medians in top.items():
+    print(f"{name}: median last-layer gradient at 6, 12, 24, 48 layers:", np.round(medians, 3))
+
+# %% [markdown]
+# The gap at the top grows with depth, and follows pre-norm's stream RMS closely: post-norm's
+# last-layer gradient stays about the same from 6 to 48 layers, pre-norm's keeps falling.
+
+# %%
+assert all((ratio[L] > 1).all() for L in depths)
+assert all(np.median(ratio[a]) < np.median(ratio[b]) for a, b in zip(depths, depths[1:]))
+assert all(((tracks[L] > 0.5) & (tracks[L] < 1.5)).all() for L in depths)
+assert post_top >= 15 and pre_first == 20 and pre_shrink < 1
+assert max(top["post-norm"]) < 1.5 * min(top["post-norm"]) and (np.diff(top["pre-norm"]) < 0).all()
+print("PASS: in 20 of 20 stacks per variant the last layer's gradient is larger with post-norm than with "
+      "pre-norm, by a median factor that grows with depth and stays within 0.5x-1.5x of pre-norm's stream RMS; "
+      "post-norm's largest gradient is at the last layer in at least 15 of 20; pre-norm's at the first in 20 of 20; "
+      "from 6 to 48 layers the median last-layer gradient stays within 1.5x for post-norm and falls at every "
+      "step for pre-norm")
+
+# %% [markdown]
+# The figure shows the 24-layer stacks (line: median over the 5 seeds, band: min to max) and the
+# ratio at every depth.
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), layout="constrained")
+plot_per_layer({name: rms[name, 24] for name in VARIANT_STYLE}, "RMS of the stream",
+               "Activations: post-norm stays at 1, pre-norm grows", ax=axes[0])
+plot_per_layer({name: grads[name, 24] for name in VARIANT_STYLE}, "gradient norm of the layer",
+               "Gradients: post-norm's top layers get the largest", ax=axes[1], logy=True)
+for L in depths:
+    axes[2].plot([L] * 5, ratio[L], "k^", ms=5, label="post / pre, last-layer gradient" if L == 6 else None)
+    axes[2].plot([L] * 5, rms["pre-norm", L][:, -1], ms=8, fillstyle="none",
+                 label="pre-norm stream RMS before the final norm" if L == 6 else None,
+                 **{**VARIANT_STYLE["pre-norm"], "ls": "none"})
+axes[2].set(xlabel="number of layers", xticks=depths, ylabel="factor",
+            title="The top-layer gap grows with depth, like pre-norm's RMS")
+axes[2].legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# Post-norm ends every layer with a LayerNorm, so the stream is pinned at RMS 1 (γ = 1, β = 0 at
-# initialisation). Pre-norm never normalises the stream itself: every layer *adds* its output to
-# it, so its scale grows with depth — which is why a pre-norm stack needs the final LayerNorm
-# (`Encoder.norm`, restoring RMS 1). In exchange, the identity path from input to output is never
-# interrupted by a normalisation, which is the usual explanation for why deep pre-norm stacks are
-# easier to train.
+# **Why this matters for training.** Xiong et al. (2020) derive the same picture in theory — at
+# initialisation, post-norm's gradients near the output are large and do not shrink with depth,
+# pre-norm's do — and argue that this is why post-norm Transformers need a learning-rate
+# **warm-up** (the paper's schedule, section 5.3, raises the rate linearly over its first 4000
+# steps): full-size Adam steps on those large gradients, from the very first step, make early
+# training unstable. Pre-norm Transformers trained without warm-up in their experiments.
+#
+# A small experiment shows the effect. Twelve-layer stacks (`d_model` = 32) learn to copy each
+# input token (16 possible tokens, so a model that has learned nothing has loss $\ln 16$), with Adam
+# at a learning rate of 0.01, either at the full rate from the first step or after a 20-step linear
+# warm-up; 5 seeds for post-norm without warm-up, 3 for each of the others. `train_copy_task` (in
+# `utils.norm_probes`) returns the loss of every step.
+
+# %% tags=["nbval-ignore-output"]
+setups = {("post-norm", "no warm-up"): (False, 1, range(5)), ("post-norm", "warm-up"): (False, 20, range(3)),
+          ("pre-norm", "no warm-up"): (True, 1, range(3)), ("pre-norm", "warm-up"): (True, 20, range(3))}
+curves = {key: np.array([train_copy_task(norm_first, lr=0.01, warmup_steps=warmup, steps=60, num_layers=12,
+                                         d_model=32, seed=s) for s in seeds])
+          for key, (norm_first, warmup, seeds) in setups.items()}  # (seeds, 60 steps) each
+end_loss = {key: c[:, -10:].mean(1) for key, c in curves.items()}  # (seeds,): mean loss of the last 10 steps
+for key, losses in end_loss.items():
+    print(f"{key[0]:9s} {key[1]:10s}: loss at the end, per seed:", np.round(losses, 3))
+stuck = int((end_loss["post-norm", "no warm-up"] > 2.0).sum())
+print(f"post-norm without warm-up stays near chance level (ln 16 = {np.log(16):.2f}) in {stuck} of 5 runs")
+
+# %% [markdown]
+# Without warm-up, post-norm runs can stay stuck at chance level; with the warm-up, and with
+# pre-norm either way, every run learns the task.
 
 # %%
-assert np.allclose(post_rms, 1.0, atol=1e-3)
-assert np.all(np.diff(pre_rms) > 0) and pre_rms[-1] > 2 * pre_rms[0]
-assert abs(pre_final - 1.0) < 1e-3
-print(f"PASS: post-norm stays at RMS 1; pre-norm grows {pre_rms[-1] / pre_rms[0]:.1f}x over 24 layers "
-      "and the final LayerNorm brings it back to 1")
+assert stuck >= 2
+assert all((end_loss[key] < 0.1).all() for key in setups if key != ("post-norm", "no warm-up"))
+print("PASS: at lr 0.01, 12 layers, 60 steps: post-norm without warm-up ends above loss 2.0 (chance: ln 16) "
+      "in at least 2 of 5 runs; post-norm with a 20-step warm-up and pre-norm with or without it end "
+      "below 0.1 in 3 of 3 runs each")
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained", sharey=True)
+for ax, schedule, title in zip(axes, ["no warm-up", "warm-up"],
+                               ["Full rate from step 1: post-norm can get stuck",
+                                "20-step warm-up: both learn"]):
+    plot_loss_curves({name: curves[name, schedule] for name in VARIANT_STYLE}, title, ax=ax,
+                     chance=np.log(16))
+plt.show()
+
+# %% [markdown]
+# This is one small setting — one depth, one learning rate, 60 steps — not a law; Xiong et al. (2020)
+# make the comparison on full-size translation and language models.
 
 # %% [markdown]
 # ## 4. The three kinds of attention
 #
-# Seed 004 lists three uses of the same multi-head attention:
+# The reading notes list three uses of the same multi-head attention:
 #
 # | where | queries from | keys and values from | mask |
 # |---|---|---|---|
@@ -303,14 +507,19 @@ for name, w in maps.items():
     print(f"{name:45s} weights {tuple(w.shape)}")
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
+fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained")
 src_labels, tgt_labels = [f"s{i}" for i in range(4)] + ["pad", "pad"], [f"t{i}" for i in range(4)]
-for ax, (name, w), (rows, cols) in zip(axes, maps.items(), [(src_labels, src_labels), (tgt_labels, tgt_labels),
-                                                            (tgt_labels, src_labels)]):
-    ax.imshow(w[0].mean(0).detach(), cmap="viridis", vmin=0, vmax=1)
-    ax.set(title=name, xticks=range(len(cols)), yticks=range(len(rows)), xlabel="key", ylabel="query")
+looks = ["the padding columns are 0", "nothing above the diagonal", "padding columns 0; rectangular"]
+for ax, (name, w), (rows, cols), look in zip(axes, maps.items(), [(src_labels, src_labels),
+                                                                  (tgt_labels, tgt_labels),
+                                                                  (tgt_labels, src_labels)], looks):
+    im = ax.imshow(w[0].mean(0).detach(), cmap="viridis", vmin=0, vmax=1)
+    ax.set(title=f"{name}:\n{look}", xticks=range(len(cols)), yticks=range(len(rows)), xlabel="key",
+           ylabel="query")
     ax.set_xticklabels(cols)
     ax.set_yticklabels(rows)
+fig.colorbar(im, ax=axes, shrink=0.8, label="attention weight (mean over heads)")
+plt.show()
 
 # %% [markdown]
 # Each map says what its mask promises: no one attends to the source padding, no target position
@@ -369,7 +578,11 @@ def decoder_layer_by_hand(layer, y, memory, tgt_mask=None, memory_mask=None):
 # %% [markdown]
 # Build PyTorch's layers (batch-first, ReLU, no dropout), copy their weights into ours with
 # `from_torch`, and compare all three — ours by hand, `utils`, PyTorch — for both norm placements,
-# with masks. PyTorch's boolean masks mean `True` = *not allowed*, so they get the negation of ours.
+# with masks. PyTorch has two boolean-mask conventions (lesson 05 shows both):
+# `torch.nn.functional.scaled_dot_product_attention` takes `True` = *may attend*, like ours, but
+# `nn.MultiheadAttention` and the `nn.Transformer*` layers used here take `True` = *not allowed* in
+# their `attn_mask` / `tgt_mask` and `*_key_padding_mask` arguments — so they get the negation of
+# ours, and passing ours unchanged gives a different answer.
 
 # %%
 torch.manual_seed(6)
@@ -394,9 +607,10 @@ for norm_first in (False, True):
     out = dec(tgt, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
     by_hand = decoder_layer_by_hand(dec, tgt, memory, tgt_mask, src_mask)
     assert torch.allclose(by_hand, out, atol=1e-6) and torch.allclose(out, theirs_out, atol=1e-5)
-    print(f"PASS (norm_first={norm_first}): by hand == utils == torch for the encoder layer "
-          f"(max |diff| {(memory - theirs_memory).abs().max():.0e}) and the decoder layer "
-          f"(max |diff| {(out - theirs_out).abs().max():.0e})")
+    unconverted = torch_enc(src, src_key_padding_mask=src_tokens != 0)  # our convention, not negated
+    assert not torch.allclose(unconverted, theirs_memory, atol=1e-3)
+    print(f"PASS (norm_first={norm_first}): by hand == utils (to 1e-6) == torch (to 1e-5) for the encoder and "
+          "the decoder layer; torch's masks needed the negation of ours")
 
 # %% [markdown]
 # Stacks work the same way: `utils.blocks.Encoder` / `Decoder` are `num_layers` copies of a layer,
@@ -418,11 +632,18 @@ print(f"PASS: a 3-layer pre-norm utils Encoder (with its final {type(stack.norm)
 # * The FFN is one small MLP applied to every position with the same weights; it commutes with
 #   permutations of the positions.
 # * LayerNorm normalises each token over its features: $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
-#   with the biased variance — exactly `torch.nn.LayerNorm`. Batch norm normalises each feature over
-#   the batch, which ties a sentence's output to its batch-mates and their padding.
+#   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
+#   variance 1 per token, not a range of $[0, 1]$; the learned $g$ (γ) and $b$ (β) give each feature
+#   its own scale and offset, the same for every token. Batch norm normalises each feature over the
+#   batch, which ties a sentence's output to its batch-mates and their padding.
 # * Residual connections give every sublayer an identity path. Post-norm (the paper,
 #   `LN(x + f(x))`) keeps the stream at unit scale; pre-norm (`x + f(LN(x))`, most code today and
 #   The Annotated Transformer's code) lets it grow with depth and needs a final LayerNorm.
+# * At initialisation, post-norm's top layers get larger gradients than pre-norm's, by a factor
+#   that grows with depth (pre-norm's final LayerNorm divides them by the grown stream) — the
+#   reason Xiong et al. (2020) give for post-norm's need of a learning-rate warm-up. In a small
+#   12-layer experiment, post-norm without warm-up could stay stuck at chance level; with a short
+#   warm-up, or with pre-norm, every run learned.
 # * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention
 #   with queries from the decoder and keys/values from the encoder.
 # * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's
@@ -471,3 +692,21 @@ def my_cross_attention(layer, y, memory, memory_mask):
 
 
 check.cross_attention(my_cross_attention)
+
+# %% [markdown]
+# ## Sources
+#
+# * Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.1 (residual connection
+#   and LayerNorm around each sublayer, post-norm), 3.2.3 (the three uses of attention), 3.3 (the
+#   position-wise feed-forward network), 5.3 (the warm-up schedule).
+# * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the layer-normalisation
+#   formula with $\mu$, $\sigma$, gain and bias.
+# * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked
+#   example): γ, β, ε inside the square root, the 3-item batch of the batch-norm comparison, and
+#   the "between 0 and 1" claim corrected above.
+# * Reading notes on the paper (June 2020): the three kinds of attention, queries from the decoder
+#   and keys and values from the encoder in cross-attention.
+# * Ba, Kiros and Hinton (2016), "Layer Normalization", arXiv:1607.06450.
+# * Xiong et al. (2020), "On Layer Normalization in the Transformer Architecture", ICML: gradients
+#   of post-norm and pre-norm Transformers at initialisation, and training without warm-up.
+# * Rush (2018), "The Annotated Transformer" (Harvard NLP): the pre-norm form in its code.

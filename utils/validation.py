@@ -51,3 +51,10 @@ def tensor(name, value, min_dim=0, floating=False):
     if floating and not value.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
     return value
+
+
+def boolean(name, value):
+    """Return `value` if it is a bool (True or False), else raise naming `name`."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__} {value!r}")
+    return value

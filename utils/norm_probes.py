@@ -1,0 +1,165 @@
+"""Probes of a freshly initialised Encoder: activation scale and gradient norm per layer (lesson 06)."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from utils import validation
+from utils.blocks import Encoder
+
+# One colour (and marker) per norm placement, used by every figure of lesson 06.
+VARIANT_STYLE = {
+    "post-norm": dict(color="tab:red", marker="o", ls="-"),
+    "pre-norm": dict(color="tab:blue", marker="s", ls="--"),
+}
+
+
+def _check_encoder_input(encoder, x):
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"encoder must be a utils.blocks.Encoder, got {type(encoder).__name__}")
+    validation.tensor("x", x, min_dim=3, floating=True)
+    d_model = encoder.layers[0].norm1.normalized_shape[0]
+    if x.shape[-1] != d_model:
+        raise ValueError(f"x must have shape (batch, T, d_model={d_model}), got {tuple(x.shape)}")
+
+
+def activation_rms(encoder, x):
+    """RMS of the stream after each layer (array of num_layers) and after the final norm (float)."""
+    _check_encoder_input(encoder, x)
+    rms = []
+    with torch.no_grad():
+        for layer in encoder.layers:
+            x = layer(x)  # (batch, T, d_model)
+            rms.append(x.pow(2).mean().sqrt().item())
+        final = encoder.norm(x).pow(2).mean().sqrt().item()
+    return np.array(rms), final
+
+
+def layer_grad_norms(encoder, loss):
+    """Norm of the gradient of `loss` with respect to all parameters of each layer (array of num_layers)."""
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"encoder must be a utils.blocks.Encoder, got {type(encoder).__name__}")
+    validation.tensor("loss", loss)
+    if loss.numel() != 1 or not loss.requires_grad:
+        raise ValueError(f"loss must be a scalar that requires grad, got shape {tuple(loss.shape)}, "
+                         f"requires_grad={loss.requires_grad}")
+    params = [list(layer.parameters()) for layer in encoder.layers]
+    grads = torch.autograd.grad(loss, [p for group in params for p in group], allow_unused=True)
+    norms, start = [], 0
+    for group in params:
+        chunk = [g for g in grads[start:start + len(group)] if g is not None]  # None: not used by loss
+        norms.append(sum(g.pow(2).sum().item() for g in chunk) ** 0.5)
+        start += len(group)
+    return np.array(norms)
+
+
+def probe_at_init(norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, num_classes=16):
+    """Build a random Encoder (4 heads, d_ff = 4 d_model) with seed `seed`, feed it random input, and
+    return (activation RMS per layer, RMS after the final norm, gradient norm per layer) for the
+    cross-entropy of a random linear readout against random classes."""
+    validation.boolean("norm_first", norm_first)
+    for name, value in [("num_layers", num_layers), ("d_model", d_model), ("batch", batch), ("T", T),
+                        ("num_classes", num_classes)]:
+        validation.positive_int(name, value)
+    if d_model % 4:
+        raise ValueError(f"d_model must be divisible by num_heads=4, got {d_model}")
+    torch.manual_seed(seed)
+    encoder = Encoder(d_model, 4, 4 * d_model, num_layers, norm_first=norm_first)
+    readout = nn.Linear(d_model, num_classes)
+    x = torch.randn(batch, T, d_model)  # (batch, T, d_model)
+    targets = torch.randint(0, num_classes, (batch, T))  # (batch, T)
+    rms, final = activation_rms(encoder, x)
+    loss = F.cross_entropy(readout(encoder(x)).flatten(0, 1), targets.flatten())
+    return rms, final, layer_grad_norms(encoder, loss)
+
+
+def warmup_lr(step, lr, warmup_steps):
+    """Learning rate at step `step` (0-based): rises linearly to `lr` over `warmup_steps` steps, then stays.
+    warmup_steps=1 means no warm-up (the full rate from the first step)."""
+    validation.index("step", step, float("inf"), "infinity")
+    lr = validation.positive_float("lr", lr)
+    warmup_steps = validation.positive_int("warmup_steps", warmup_steps)
+    return lr * min(1.0, (step + 1) / warmup_steps)
+
+
+def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_model=32, seed=0,
+                    vocab=16, T=8, batch=16):
+    """Train Embedding -> Encoder (4 heads, d_ff = 2 d_model) -> Linear with Adam (betas 0.9, 0.98, as in
+    the paper) and `warmup_lr` to output each input token again; return the loss of every step."""
+    validation.boolean("norm_first", norm_first)
+    for name, value in [("steps", steps), ("num_layers", num_layers), ("d_model", d_model), ("vocab", vocab),
+                        ("T", T), ("batch", batch)]:
+        validation.positive_int(name, value)
+    if d_model % 4:
+        raise ValueError(f"d_model must be divisible by num_heads=4, got {d_model}")
+    warmup_lr(0, lr, warmup_steps)  # checks lr and warmup_steps
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Embedding(vocab, d_model),
+                          Encoder(d_model, 4, 2 * d_model, num_layers, norm_first=norm_first),
+                          nn.Linear(d_model, vocab))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
+    data = torch.Generator().manual_seed(1000 + seed)
+    losses = []
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = warmup_lr(step, lr, warmup_steps)
+        tokens = torch.randint(0, vocab, (batch, T), generator=data)  # (batch, T)
+        loss = F.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return np.array(losses)
+
+
+def plot_per_layer(values, ylabel, title, ax=None, logy=False):
+    """Median over seeds (line) and min-max band per layer for each variant in `values`
+    (a dict 'post-norm'/'pre-norm' -> array (seeds, num_layers))."""
+    if not isinstance(values, dict) or not values:
+        raise TypeError(f"values must be a non-empty dict of variant -> array, got {type(values).__name__}")
+    unknown = set(values) - set(VARIANT_STYLE)
+    if unknown:
+        raise ValueError(f"values keys must be among {sorted(VARIANT_STYLE)}, got {sorted(unknown)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
+    for name, v in values.items():
+        v = np.asarray(v, dtype=float)
+        if v.ndim != 2:
+            raise ValueError(f"values[{name!r}] must be 2-D (seeds, num_layers), got shape {v.shape}")
+        layers = np.arange(1, v.shape[1] + 1)
+        style = VARIANT_STYLE[name]
+        ax.fill_between(layers, v.min(0), v.max(0), color=style["color"], alpha=0.2, lw=0)
+        ax.plot(layers, np.median(v, 0), label=f"{name} (median, band: min-max over {len(v)} seeds)",
+                ms=4, **style)
+    if logy:
+        ax.set_yscale("log")
+    ax.set(xlabel="layer", ylabel=ylabel, title=title)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_loss_curves(losses, title, ax=None, chance=None):
+    """One thin line per seed for each variant in `losses` (a dict 'post-norm'/'pre-norm' -> array
+    (seeds, steps)), in the variant's colour; an optional dotted line at the chance-level loss."""
+    if not isinstance(losses, dict) or not losses:
+        raise TypeError(f"losses must be a non-empty dict of variant -> array, got {type(losses).__name__}")
+    unknown = set(losses) - set(VARIANT_STYLE)
+    if unknown:
+        raise ValueError(f"losses keys must be among {sorted(VARIANT_STYLE)}, got {sorted(unknown)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
+    for name, curves in losses.items():
+        curves = np.asarray(curves, dtype=float)
+        if curves.ndim != 2:
+            raise ValueError(f"losses[{name!r}] must be 2-D (seeds, steps), got shape {curves.shape}")
+        style = VARIANT_STYLE[name]
+        for i, curve in enumerate(curves):
+            ax.plot(np.arange(1, len(curve) + 1), curve, color=style["color"], ls=style["ls"], lw=1.2, alpha=0.8,
+                    label=f"{name} ({len(curves)} seeds)" if i == 0 else None)
+    if chance is not None:
+        ax.axhline(chance, color="gray", ls=":", lw=1, label="chance level")
+    ax.set(xlabel="training step", ylabel="loss", title=title)
+    ax.legend(fontsize=8)
+    return ax
