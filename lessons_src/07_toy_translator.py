@@ -411,9 +411,9 @@ rest_right = all_but_heldout_right(unseen["hypotheses"], ds.test_unseen, ds.held
 print(f"unseen-forms test: every word right except the held-out forms in {rest_right:.3f} of the sentences")
 
 # %%
-assert result["exact_match"] >= 0.98 and result["token_accuracy"] >= 0.99 and result["bleu"] >= 95
+assert result["exact_match"] >= 0.98 and result["token_accuracy"] >= 0.98 and result["bleu"] >= 95
 assert unseen["exact_match"] <= 0.02 and rest_right >= 0.75
-print("PASS: in-distribution test: exact match >= 0.98, token accuracy >= 0.99, BLEU >= 95")
+print("PASS: in-distribution test: exact match >= 0.98, token accuracy >= 0.98, BLEU >= 95")
 print("PASS: unseen-forms test: exact match <= 0.02, yet every word except the held-out forms right in >= 75% "
       "of the sentences")
 

@@ -19,7 +19,7 @@ def plot_decoding_steps(probs, itos, chosen, top=4, ncols=4):
     steps = probs.shape[0]
     ncols = min(ncols, steps)
     nrows = -(-steps // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 1.5 * nrows), squeeze=False,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols, 1.5 * nrows), squeeze=False,
                              layout="constrained")
     for t, ax in enumerate(axes.flat):
         if t >= steps:
@@ -28,6 +28,9 @@ def plot_decoding_steps(probs, itos, chosen, top=4, ncols=4):
         order = np.argsort(-probs[t])[:top][::-1]  # most probable at the top
         colors = [CHOSEN if i == chosen[t] else OTHER for i in order]
         ax.barh(range(len(order)), probs[t, order], color=colors)
+        for k, i in enumerate(order):  # the value beside each bar: runners-up may be too small to see
+            ax.text(1.02, k, f"{probs[t, i]:.0e}" if probs[t, i] < 0.01 else f"{probs[t, i]:.2f}",
+                    va="center", fontsize=7, transform=ax.get_yaxis_transform())
         ax.set_yticks(range(len(order)), [itos[i] for i in order], fontsize=8)
         ax.set_xlim(0, 1)
         ax.tick_params(axis="x", labelsize=7)
