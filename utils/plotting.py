@@ -187,7 +187,7 @@ def plot_attention_maps(maps, titles, train_len=None):
 # --- lesson 07: toy translator ---
 
 def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-attention"):
-    """Heatmap of cross-attention weights (T_tgt x T_src) with the gold alignment drawn as white circles.
+    """Heatmap of cross-attention weights (T_tgt x T_src) with the gold alignment drawn as orange circles.
 
     gold[j] is the source index Neo word j translates, or None where it translates none (len(gold) <= T_tgt;
     gold=None: no markers).
