@@ -1,7 +1,11 @@
 """Train lesson 07's translator from scratch (its exact recipe) and print JSON: accuracy, time, memory, and
 the step time of our model vs the same sizes built from torch.nn.Transformer, timed side by side.
 
-Usage: python benchmarks/translator.py [--steps N] [--ratio-steps N]
+"heldout_exact_match" is on new sentences drawn like the training ones (in-distribution);
+"heldout_unseen_combinations_exact_match" on sentences that need an adjective or verb form (a word x gender x
+number combination) that no training sentence contains.
+
+Usage: python benchmarks/translator.py [--steps N] [--ratio-steps N] [--model-seed N]
 """
 
 import argparse
@@ -17,7 +21,7 @@ import torch  # noqa: E402
 
 from utils.translator import recipe  # noqa: E402
 from utils.translator.data import batches, make_dataset, to_tensors
-from utils.translator.evaluate import evaluate
+from utils.translator.evaluate import agreement_attention, all_but_heldout_right, evaluate
 from utils.translator.model import Seq2SeqTransformer
 from utils.translator.torch_reference import TorchSeq2Seq
 from utils.translator.train import loss_fn, make_optimizer, shift_targets, train
@@ -51,17 +55,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=recipe.TRAIN["steps"])
     parser.add_argument("--ratio-steps", type=int, default=100)
+    parser.add_argument("--model-seed", type=int, default=recipe.MODEL_SEED)
     args = parser.parse_args()
     cfg = dict(recipe.TRAIN, steps=args.steps)
     torch.set_num_threads(cfg["num_threads"])
     ds = make_dataset(**recipe.DATA)
     src, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)
-    torch.manual_seed(recipe.MODEL_SEED)
+    torch.manual_seed(args.model_seed)
     model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), **recipe.MODEL)
     cpu0 = time.process_time()
     history = train(model, src, tgt, progress=False, **cfg)
     cpu_train = time.process_time() - cpu0
     result = evaluate(model, ds.test, ds.src_vocab, ds.tgt_vocab)
+    unseen = evaluate(model, ds.test_unseen, ds.src_vocab, ds.tgt_vocab)
+    agree = agreement_attention(model, ds.test, ds.src_vocab, ds.tgt_vocab)
     ratio, med = step_time_ratio(model.config, src, tgt, args.ratio_steps, cfg["batch_size"])
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
     print(json.dumps({
@@ -69,9 +76,15 @@ def main():
         "train_cpu_seconds": round(cpu_train, 2),
         "steps": cfg["steps"],
         "steps_per_second": round(cfg["steps"] / history["seconds"], 2),
+        "model_seed": args.model_seed,
         "heldout_exact_match": round(result["exact_match"], 4),
         "token_accuracy": round(result["token_accuracy"], 4),
         "bleu": round(result["bleu"], 2),
+        "heldout_unseen_combinations_exact_match": round(unseen["exact_match"], 4),
+        "heldout_unseen_combinations_token_accuracy": round(unseen["token_accuracy"], 4),
+        "heldout_unseen_combinations_all_but_heldout_right": round(
+            all_but_heldout_right(unseen["hypotheses"], ds.test_unseen, ds.heldout_forms), 4),
+        "best_head_on_agreeing_noun": {role: round(float(a.max()), 3) for role, a in agree.items()},
         "best_head_alignment_accuracy": round(result["best_head_alignment_accuracy"], 4),
         "alignment_accuracy_per_layer_head": [[round(x, 3) for x in row] for row in result["alignment_accuracy"].tolist()],
         "peak_rss_mb": round(peak_rss_mb, 1),

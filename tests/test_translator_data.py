@@ -11,55 +11,79 @@ from utils.translator.vocab import Vocab
 
 @pytest.fixture(scope="module")
 def ds():
-    return make_dataset(seed=3, n_train=800, n_val=100, n_test=100)
+    return make_dataset(seed=3, n_train=800, n_val=100, n_test=100, n_test_unseen=100)
 
 
 def test_same_seed_same_data_other_seed_other_data(ds):
-    again = make_dataset(seed=3, n_train=800, n_val=100, n_test=100)
-    assert (again.train, again.val, again.test, again.heldout_pairs) == (ds.train, ds.val, ds.test, ds.heldout_pairs)
-    other = make_dataset(seed=4, n_train=800, n_val=100, n_test=100)
+    again = make_dataset(seed=3, n_train=800, n_val=100, n_test=100, n_test_unseen=100)
+    assert (again.train, again.val, again.test, again.test_unseen, again.heldout_forms) == (
+        ds.train, ds.val, ds.test, ds.test_unseen, ds.heldout_forms)
+    other = make_dataset(seed=4, n_train=800, n_val=100, n_test=100, n_test_unseen=100)
     assert other.train != ds.train
 
 
 def test_split_sizes_and_disjointness(ds):
-    assert (len(ds.train), len(ds.val), len(ds.test)) == (800, 100, 100)
-    keys = [{" ".join(p.src) for p in split} for split in (ds.train, ds.val, ds.test)]
-    assert sum(map(len, keys)) == 1000, "sentences repeat inside a split"
-    assert not (keys[0] & keys[1]) and not (keys[0] & keys[2]) and not (keys[1] & keys[2])
+    assert (len(ds.train), len(ds.val), len(ds.test), len(ds.test_unseen)) == (800, 100, 100, 100)
+    keys = [{" ".join(p.src) for p in split} for split in (ds.train, ds.val, ds.test, ds.test_unseen)]
+    assert sum(map(len, keys)) == 1100, "sentences repeat inside a split"
+    for i in range(4):
+        for j in range(i + 1, 4):
+            assert not keys[i] & keys[j]
 
 
-def test_heldout_combinations_only_in_test(ds):
-    held = set(ds.heldout_pairs)
-    assert len(held) == 12
-    for p in ds.train + ds.val:
-        assert not grammar.adjective_noun_pairs(p.src) & held, p.src
-    for p in ds.test:
-        assert grammar.adjective_noun_pairs(p.src) & held, p.src
-    # every held-out adjective and noun is still seen in training, in other combinations
-    train_words = {w for p in ds.train for w in p.src}
-    for adj, noun in held:
-        assert adj in train_words and noun in train_words
+def test_heldout_forms_only_in_the_unseen_test(ds):
+    held = {f.neo for f in ds.heldout_forms}
+    assert [f.kind for f in ds.heldout_forms] == ["adjective"] * 6 + ["verb"] * 3
+    assert len({f.english for f in ds.heldout_forms}) == 9  # each adjective and verb at most once
+    for p in ds.train + ds.val + ds.test:
+        assert not held & set(p.tgt), p.src
+    for p in ds.test_unseen:
+        assert held & set(p.tgt), p.src
+    # every (gender, number) is held out at least once among the adjectives, and each held-out word is
+    # still trained on in its three other forms
+    assert {(f.gender, f.number) for f in ds.heldout_forms if f.kind == "adjective"} == set(grammar.GENDER_NUMBER)
+    train_words = {w for p in ds.train for w in p.tgt}
+    for f in ds.heldout_forms:
+        form = grammar.adjective_form if f.kind == "adjective" else grammar.verb_form
+        assert form(f.english, f.gender, f.number) == f.neo
+        others = {form(f.english, g, n) for g, n in grammar.GENDER_NUMBER} - {f.neo}
+        assert len(others) == 3 and others <= train_words
 
 
 def test_vocabulary_sizes_and_sentence_lengths(ds):
-    assert 40 <= len(ds.src_vocab.words()) <= 150 and 40 <= len(ds.tgt_vocab.words()) <= 150
+    assert len(ds.src_vocab.words()) == 57 and len(ds.tgt_vocab.words()) == 108
+    assert set(ds.tgt_vocab.words()) == set(grammar.target_words())
     lengths = [len(p.src) for p in ds.train]
-    assert 3 <= min(lengths) and max(lengths) <= 15
+    assert 5 <= min(lengths) and max(lengths) <= 14
 
 
-def test_gold_alignment_is_a_permutation_with_reordering():
-    pair = make_pair("the big dog sees a red cat near the tree".split())
-    assert pair.tgt == ("lo", "kano", "grando", "la", "arbora", "pres", "una", "mira", "ruba", "vidat")
-    assert pair.alignment == (0, 2, 1, 8, 9, 7, 4, 6, 5, 3)
-    assert sorted(pair.alignment) == list(range(len(pair.src)))
+def test_target_lengths_differ_from_source_lengths(ds):
+    diffs = {len(p.tgt) - len(p.src) for p in ds.train}
+    assert diffs == {-2, -1, 0, 1, 2}
+    for p in ds.train:
+        # one Neo word per English word, minus every "a", plus "ke", plus one for "behind"
+        assert len(p.tgt) == len(p.src) - p.src.count("a") + 1 + p.src.count("behind")
+
+
+def test_gold_alignment_drops_inserts_and_splits_words():
+    pair = make_pair("the big dog sees a red cat behind the tree".split())
+    assert pair.tgt == ("lo", "kano", "grando", "la", "arbora", "na", "post", "mira", "ruba", "ke", "vidos")
+    assert pair.alignment == (0, 2, 1, 8, 9, 7, 7, 6, 5, None, 3)
+    assert pair.role == ("det", "noun", "adj", "det", "noun", "postp", "postp", "noun", "adj", "particle", "verb")
+    assert pair.agrees_with == (2, None, 2, 9, None, None, None, None, 6, None, 2)
+    assert 4 not in pair.alignment  # "a" has no Neo word
 
 
 def test_agreement_needs_context():
-    # the determiner and adjective depend on the noun's gender and number, the final verb on the subject
+    # determiner and adjectives take the noun's gender and number; the verb the subject's gender and number
     assert make_pair("some quick foxes chase the old wolf".split()).tgt == (
-        "une", "vulpe", "rape", "lo", "lupo", "veko", "chasant")
+        "une", "vulpe", "rape", "lo", "lupo", "veko", "ke", "chasant")
+    assert make_pair("some quick wolves chase a fox".split()).tgt == (
+        "uni", "lupi", "rapi", "vulpa", "ke", "chasont")
     assert make_pair("a quick fox chases the old wolves".split()).tgt == (
-        "una", "vulpa", "rapa", "li", "lupi", "veki", "chasat")
+        "vulpa", "rapa", "li", "lupi", "veki", "ke", "chasas")
+    # the English verb form carries the number, never the gender: both genders share "chases"
+    assert make_pair("the dog chases a cat".split()).tgt[-1] == "chasos"
 
 
 @pytest.mark.parametrize("sentence, match", [
@@ -89,6 +113,7 @@ def test_vocab_round_trip(ds):
 def test_decode_stops_at_eos(ds):
     v = ds.tgt_vocab
     assert v.decode([v.stoi["lo"], v.eos_id, v.stoi["kano"]]) == ["lo"]
+    assert "ke" in v and "na" in v and "post" in v
 
 
 def test_tensors_and_batches(ds):
@@ -108,7 +133,9 @@ def test_tensors_and_batches(ds):
     ({"n_train": 0}, ValueError, "n_train must be a positive int"),
     ({"n_test": 1.5}, TypeError, "n_test must be an int"),
     ({"seed": "a"}, TypeError, "seed must be an int"),
-    ({"n_heldout_pairs": 99}, ValueError, "n_heldout_pairs must be in"),
+    ({"n_test_unseen": 0}, ValueError, "n_test_unseen must be a positive int"),
+    ({"n_adjective_forms": 11}, ValueError, r"n_adjective_forms must be in \[0, 10\], got 11"),
+    ({"n_verb_forms": 1.0}, TypeError, "n_verb_forms must be an int"),
 ])
 def test_make_dataset_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -6,14 +6,16 @@ import torch
 from utils.translator.checkpoint import load_checkpoint, save_checkpoint
 from utils.translator.data import make_dataset, to_tensors
 from utils.translator.decode import translate
-from utils.translator.evaluate import alignment_accuracy, bleu, evaluate, exact_match, token_accuracy
+from utils.translator.evaluate import (agreement_attention, alignment_accuracy, all_but_heldout_right, bleu,
+                                       evaluate, exact_match, heldout_form_probability, heldout_substitutions,
+                                       token_accuracy)
 from utils.translator.model import Seq2SeqTransformer
-from utils.translator.train import loss_fn, noam_lr, shift_targets, train
+from utils.translator.train import ProgressLine, loss_fn, noam_lr, shift_targets, train
 
 
 @pytest.fixture(scope="module")
 def ds():
-    return make_dataset(seed=1, n_train=600, n_val=50, n_test=40)
+    return make_dataset(seed=1, n_train=600, n_val=50, n_test=40, n_test_unseen=40)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +104,7 @@ def test_checkpoint_bad_input(trained, ds, tmp_path):
         load_checkpoint(path, model=torch.nn.Linear(2, 2))
     with pytest.raises(TypeError, match="model must be a Seq2SeqTransformer, got str"):
         save_checkpoint(path, "model", ds.src_vocab, ds.tgt_vocab)
-    with pytest.raises(ValueError, match="tgt_vocab has 61 tokens but the model was built for 96"):
+    with pytest.raises(ValueError, match="tgt_vocab has 61 tokens but the model was built for 112"):
         save_checkpoint(path, model, ds.src_vocab, ds.src_vocab)
     with pytest.raises(TypeError, match="src_vocab must be a Vocab, got list"):
         save_checkpoint(path, model, ["a"], ds.tgt_vocab)
@@ -140,7 +142,8 @@ def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds):
             w = torch.zeros_like(w)  # (B, h, T, S)
             for b, g in enumerate(gold):
                 for j, s in enumerate(g):
-                    w[b, :, j, (s + shift) % len(pairs[b].src)] = 1.0
+                    if s is not None:  # "ke" translates no source word: it is not counted
+                        w[b, :, j, (s + shift) % len(pairs[b].src)] = 1.0
             return out, w
         return hook
 
@@ -170,3 +173,67 @@ def test_schedule_and_shift_bad_input():
         noam_lr(0, 64, 100)
     with pytest.raises(ValueError, match=r"tgt must have shape \(batch, T\) with T >= 2"):
         shift_targets(torch.tensor([[1]]))
+
+
+def test_agreement_attention_counts_the_noun_whose_gender_is_taken(ds):
+    """Force every head onto the noun a word agrees with: 1 for det, adj and verb; onto the word itself: 0."""
+    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1)
+    pairs = [p for p in ds.test if "det" in p.role and "adj" in p.role][:8]
+    assert len(pairs) == 8
+
+    def fake_cross(field):
+        def hook(module, args, output):
+            out, w = output
+            w = torch.zeros_like(w)  # (B, h, T, S)
+            for b, p in enumerate(pairs):
+                for j, s in enumerate(getattr(p, field)):
+                    w[b, :, j, 0 if s is None else s] = 1.0
+            return out, w
+        return hook
+
+    for field, expected in (("agrees_with", 1.0), ("alignment", 0.0)):
+        handle = model.decoder.layers[0].cross_attn.register_forward_hook(fake_cross(field))
+        scores = agreement_attention(model, pairs, ds.src_vocab, ds.tgt_vocab)
+        handle.remove()
+        assert set(scores) == {"det", "adj", "verb"}
+        for role, a in scores.items():
+            assert torch.equal(a, torch.full((1, 2), expected)), (field, role)
+    with pytest.raises(ValueError, match="no Neo word with a agrees_with"):
+        agreement_attention(model, pairs, ds.src_vocab, ds.tgt_vocab, roles=("postp",))
+
+
+def test_heldout_substitutions_and_rest_right():
+    from utils.translator.data import HeldoutForm, make_pair
+
+    forms = [HeldoutForm("adjective", "white", "m", "pl", "albi"), HeldoutForm("verb", "sees", "f", "sg", "vidas")]
+    p = make_pair("the white dogs see a cat".split())  # li kani albi mira ke vidont
+    q = make_pair("the cat sees the white dogs".split())  # la mira li kani albi ke vidas
+    assert "albi" in p.tgt and "albi" in q.tgt and "vidas" in q.tgt
+    hyps = [list(p.tgt), ["la", "mira", "li", "kani", "albo", "ke", "amas"]]
+    counts = heldout_substitutions(hyps, [p, q], forms)
+    assert counts == {"the held-out form": 1, "same stem, a trained ending": 1, "another word": 1,
+                      "sentence of another length": 0}
+    assert heldout_substitutions([["x"], ["y"]], [p, q], forms)["sentence of another length"] == 3
+    assert all_but_heldout_right(hyps, [p, q], forms) == 1.0
+    assert all_but_heldout_right([list(p.tgt), ["la"] * len(q.tgt)], [p, q], forms) == 0.5
+
+
+def test_heldout_form_probability_is_one_value_per_needed_position(trained, ds):
+    from utils.translator.data import HeldoutForm
+
+    model, _ = trained
+    forms = [HeldoutForm("adjective", "white", "m", "pl", "albi")]
+    pairs = [p for p in ds.train + ds.val if "albi" in p.tgt][:5]
+    probs = heldout_form_probability(model, pairs, ds.src_vocab, ds.tgt_vocab, forms)
+    assert probs.shape == (sum(p.tgt.count("albi") for p in pairs),)
+    assert ((probs > 0) & (probs < 1)).all()
+
+
+def test_progress_line_ends_as_the_finished_bar():
+    bar = ProgressLine(40, desc="training")
+    assert "0/40" in bar.text(0, None)
+    final = bar.text(40, 0.0123)
+    assert "100%" in final and "40/40" in final and "loss=0.012" in final
+    bar.close(40, 0.0123)
+    with pytest.raises(ValueError, match="total must be a positive int"):
+        ProgressLine(0)

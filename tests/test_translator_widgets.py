@@ -15,7 +15,7 @@ from utils.widgets import cross_attention_explorer
 
 @pytest.fixture(scope="module")
 def setup():
-    ds = make_dataset(seed=0, n_train=50, n_val=10, n_test=10)
+    ds = make_dataset(seed=0, n_train=50, n_val=10, n_test=10, n_test_unseen=10)
     torch.manual_seed(0)
     model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 2).eval()
     return model, ds
@@ -30,13 +30,16 @@ def test_heatmap_draws_the_weights_and_the_gold_markers():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c", "<eos>"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y", "<eos>"]
     assert ax.get_title() == "t"
+    with_none = plot_cross_attention(w, list("abcd"), list("xyz"), gold=[None, 3])  # row 0 translates no word
+    np.testing.assert_array_equal(with_none.axes[0].collections[0].get_offsets(), [[3, 1]])
+    assert len(fig.axes) == 2  # the heatmap and its colorbar
     no_gold = plot_cross_attention(w, list("abcd"), list("xyz"))
     assert len(no_gold.axes[0].collections) == 0
 
 
 @pytest.mark.parametrize("weights, gold, match", [
     (np.ones((2, 4)), None, r"weights must have shape \(len\(tgt_words\)=3, len\(src_words\)=4\), got \(2, 4\)"),
-    (np.ones((3, 4)), [0, 9], r"gold must give at most 3 source indices in \[0, 4\), got \[0, 9\]"),
+    (np.ones((3, 4)), [0, 9], r"gold must give at most 3 source indices in \[0, 4\) \(or None\), got \[0, 9\]"),
     (np.ones((3, 4)), [0, 1, 2, 3], "gold must give at most 3"),
 ])
 def test_heatmap_bad_input(weights, gold, match):
@@ -57,7 +60,7 @@ def test_cross_attention_map(setup):
     model, ds = setup
     m = cross_attention_map(model, "the big dog sees a red cat", ds.src_vocab, ds.tgt_vocab)
     assert m["src"] == "the big dog sees a red cat <eos>".split()
-    assert m["reference"] == "lo kano grando una mira ruba vidat".split()
+    assert m["reference"] == "lo kano grando mira ruba ke vidos".split()
     assert len(m["weights"]) == 2 and m["weights"][0].shape == (2, len(m["tgt"]), len(m["src"]))
     np.testing.assert_allclose(m["weights"][1].sum(-1), 1.0, atol=1e-5)
     assert m["gold"] is None  # an untrained model does not produce the reference, so no gold overlay
@@ -69,11 +72,11 @@ def test_cross_attention_map(setup):
 
 def test_gold_is_overlaid_when_the_model_is_right(setup, monkeypatch):
     model, ds = setup
-    reference = "lo kano grando una mira ruba vidat".split()
+    reference = "lo kano grando mira ruba ke vidos".split()
     ids = ds.tgt_vocab.encode(reference)
     monkeypatch.setattr("utils.translator.attention_maps.greedy_decode", lambda *a, **k: [ids])
     m = cross_attention_map(model, "the big dog sees a red cat", ds.src_vocab, ds.tgt_vocab)
-    assert m["gold"] == [0, 2, 1, 4, 6, 5, 3]
+    assert m["gold"] == [0, 2, 1, 6, 5, None, 3]  # "a" (4) has no Neo word, "ke" no English word
     assert m["tgt"][:-1] == reference
 
 
@@ -105,3 +108,43 @@ def test_explorer_controls_and_redraw(setup, monkeypatch):
     assert len(drawn) == n + 1 and drawn[-1][2].shape[1] == 6  # 5 words + <eos>
     text.value = "the zebra"  # bad input is reported in the figure, not raised
     assert len(drawn) == n + 1
+
+
+def test_decoding_steps_draws_the_top_words_of_each_step():
+    from utils.translator.figures import CHOSEN, OTHER, plot_decoding_steps
+
+    itos = ["<pad>", "<bos>", "<eos>", "a", "b", "c"]
+    probs = np.array([[0, 0, 0.1, 0.6, 0.2, 0.1], [0, 0, 0.7, 0.1, 0.1, 0.1], [0, 0, 0.9, 0, 0.05, 0.05]])
+    fig = plot_decoding_steps(probs, itos, chosen=[3, 2, 2], top=3, ncols=2)
+    ax = fig.axes[0]
+    bars = ax.patches
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == "a"  # the most probable at the top
+    np.testing.assert_allclose(sorted(b.get_width() for b in bars), [0.1, 0.2, 0.6])
+    assert [b.get_facecolor() for b in bars].count(plt_color(CHOSEN)) == 1
+    assert plt_color(OTHER) in [b.get_facecolor() for b in bars]
+    assert ax.get_title() == "step 1: a" and not fig.axes[3].axison  # 3 steps on a 2 x 2 grid
+    with pytest.raises(ValueError, match=r"probs must have shape \(steps, len\(itos\)=6\)"):
+        plot_decoding_steps(probs[:, :4], itos, [3, 2, 2])
+    with pytest.raises(ValueError, match=r"chosen must give one id per step \(3\), got 2"):
+        plot_decoding_steps(probs, itos, [3, 2])
+
+
+def plt_color(name):
+    import matplotlib.colors as mcolors
+
+    return mcolors.to_rgba(name)
+
+
+def test_head_scores_heatmaps_with_a_colorbar():
+    from utils.translator.figures import plot_head_scores
+
+    a, b = np.array([[0.1, 0.9], [0.5, 0.2]]), np.array([[1.0, 0.0], [0.3, 0.4]])
+    fig = plot_head_scores({"first": a, "second": b}, "title")
+    np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), a)
+    np.testing.assert_array_equal(fig.axes[1].images[0].get_array(), b)
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["first", "second"] and len(fig.axes) == 3  # + colorbar
+    assert "0.90" in [t.get_text() for t in fig.axes[0].texts]
+    with pytest.raises(ValueError, match="scores must be a non-empty dict"):
+        plot_head_scores({}, "t")
+    with pytest.raises(ValueError, match="scores must all be 2-D arrays of one shape"):
+        plot_head_scores({"a": a, "b": np.ones(3)}, "t")

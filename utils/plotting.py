@@ -187,21 +187,24 @@ def plot_attention_maps(maps, titles, train_len=None):
 # --- lesson 07: toy translator ---
 
 def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-attention"):
-    """Heatmap of cross-attention weights (T_tgt x T_src) with the gold alignment drawn as white circles.
+    """Heatmap of cross-attention weights (T_tgt x T_src) with the gold alignment drawn as orange circles.
 
-    gold[j] is the source index Neo word j translates (len(gold) <= T_tgt; None: no markers).
+    gold[j] is the source index Neo word j translates, or None where it translates none (len(gold) <= T_tgt;
+    gold=None: no markers).
     """
     w = np.asarray(weights, dtype=float)
     if w.ndim != 2 or w.shape != (len(tgt_words), len(src_words)):
         raise ValueError(f"weights must have shape (len(tgt_words)={len(tgt_words)}, "
                          f"len(src_words)={len(src_words)}), got {w.shape}")
-    if gold is not None and (len(gold) > len(tgt_words) or any(not 0 <= g < len(src_words) for g in gold)):
-        raise ValueError(f"gold must give at most {len(tgt_words)} source indices in [0, {len(src_words)}), "
-                         f"got {list(gold)}")
+    if gold is not None and (len(gold) > len(tgt_words)
+                             or any(g is not None and not 0 <= g < len(src_words) for g in gold)):
+        raise ValueError(f"gold must give at most {len(tgt_words)} source indices in [0, {len(src_words)}) "
+                         f"(or None), got {list(gold)}")
     fig, ax = plt.subplots(figsize=(1.2 + 0.5 * len(src_words), 1.0 + 0.42 * len(tgt_words)), layout="constrained")
     im = ax.imshow(w, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
-    if gold is not None and len(gold):
-        ax.scatter(list(gold), range(len(gold)), s=110, facecolors="none", edgecolors="orange", linewidths=2,
+    marked = [] if gold is None else [(g, j) for j, g in enumerate(gold) if g is not None]
+    if marked:
+        ax.scatter([g for g, _ in marked], [j for _, j in marked], s=110, facecolors="none", edgecolors="orange", linewidths=2,
                    label="gold alignment")
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)
     ax.set_xticks(range(len(src_words)), src_words, rotation=60, ha="right")

@@ -1,7 +1,8 @@
 """The seeded data set: train / validation / test splits of sentence pairs, and padded tensor batches.
 
-The test split holds adjective-noun combinations ("big cat") that never occur in training or validation,
-so held-out accuracy measures generalisation, not recall.
+Two test splits: `test` holds new sentences drawn like the training ones; `test_unseen` holds sentences
+whose translation needs a Neo word form (an adjective or a verb for one gender and number) that no
+training or validation sentence contains, so it measures generalisation to new combinations.
 """
 
 import dataclasses
@@ -16,71 +17,107 @@ from utils.translator.vocab import Vocab
 
 @dataclasses.dataclass(frozen=True)
 class Pair:
-    """A source sentence, its Neo translation, and alignment[j] = source index of Neo word j."""
+    """A source sentence, its Neo translation, alignment[j] = source index of Neo word j (None: no source
+    word), role[j] (det, noun, adj, postp, particle, verb) and agrees_with[j] (the source index of the noun
+    whose gender Neo word j takes, else None)."""
 
     src: tuple
     tgt: tuple
     alignment: tuple
+    role: tuple = ()
+    agrees_with: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldoutForm:
+    """A Neo word form kept out of training: an adjective or a verb for one (gender, number) of its noun."""
+
+    kind: str
+    english: str
+    gender: str
+    number: str
+    neo: str
 
 
 @dataclasses.dataclass
 class Dataset:
-    """The three splits, the held-out adjective-noun pairs and both vocabularies."""
+    """The splits, the held-out forms and both vocabularies.
+
+    test: new sentences drawn like the training ones (in-distribution); test_unseen: sentences whose
+    translation needs at least one held-out form, which no training or validation sentence contains.
+    """
 
     train: list
     val: list
     test: list
-    heldout_pairs: list
+    test_unseen: list
+    heldout_forms: list
     src_vocab: Vocab
     tgt_vocab: Vocab
 
 
 def make_pair(words):
     """A Pair from a grammatical source sentence (list of words) and its reference translation."""
-    tgt, alignment = grammar.reference_translation(words)
-    return Pair(tuple(words), tuple(tgt), tuple(alignment))
+    out = grammar.analyse(words)
+    return Pair(tuple(words), tuple(w for w, *_ in out), tuple(a for _, a, _, _ in out),
+                tuple(r for _, _, r, _ in out), tuple(g for *_, g in out))
 
 
-def choose_heldout_pairs(rng, n):
-    """n adjective-noun combinations to keep out of training: each noun at most once."""
-    if not 0 <= n <= len(grammar.NOUNS):
-        raise ValueError(f"n_heldout_pairs must be in [0, {len(grammar.NOUNS)}], got {n}")
-    nouns = rng.permutation(len(grammar.NOUNS))
-    adjs = rng.permutation(len(grammar.ADJECTIVES))
-    return sorted((grammar.ADJECTIVES[adjs[k % len(adjs)]][0], grammar.NOUNS[nouns[k]][0]) for k in range(n))
+def choose_heldout_forms(rng, n_adjective_forms, n_verb_forms):
+    """Adjective and verb forms to keep out of training: each adjective and each verb at most once, with the
+    four (gender, number) in turn, so each still has its three other forms in training."""
+    for name, value, limit in (("n_adjective_forms", n_adjective_forms, len(grammar.ADJECTIVES)),
+                               ("n_verb_forms", n_verb_forms, len(grammar.VERBS))):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        if not 0 <= value <= limit:
+            raise ValueError(f"{name} must be in [0, {limit}], got {value}")
+    forms = []
+    for kind, words, n_forms, form in (("adjective", grammar.ADJECTIVES, n_adjective_forms, grammar.adjective_form),
+                                       ("verb", grammar.VERBS, n_verb_forms, grammar.verb_form)):
+        first = int(rng.integers(4))  # the (gender, number) cycle through all four, from a random start
+        for i, k in enumerate(rng.permutation(len(words))[:n_forms]):
+            g, n = grammar.GENDER_NUMBER[(first + i) % 4]
+            forms.append(HeldoutForm(kind, words[k][0], g, n, form(words[k][0], g, n)))
+    return sorted(forms, key=lambda f: (f.kind, f.neo))
 
 
-def make_dataset(seed=0, n_train=20000, n_val=500, n_test=500, n_heldout_pairs=12):
+def make_dataset(seed=0, n_train=20000, n_val=500, n_test=500, n_test_unseen=500, n_adjective_forms=6,
+                 n_verb_forms=3):
     """Generate the splits deterministically from `seed`; all sentences are distinct across splits."""
-    for name, value in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test)):
+    for name, value in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test),
+                        ("n_test_unseen", n_test_unseen)):
         validation.positive_int(name, value)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
     rng = np.random.default_rng(seed)
-    heldout = choose_heldout_pairs(rng, n_heldout_pairs)
-    held = set(heldout)
-    seen, splits = set(), {"train": [], "val": [], "test": []}
-    wanted = {"train": n_train, "val": n_val, "test": n_test}
+    heldout = choose_heldout_forms(rng, n_adjective_forms, n_verb_forms)
+    held = {f.neo for f in heldout}
+    seen, splits = set(), {"train": [], "val": [], "test": [], "test_unseen": []}
+    wanted = {"train": n_train, "val": n_val, "test": n_test, "test_unseen": n_test_unseen}
+    in_distribution = ("train", "val", "test")
     tries = 0
     while any(len(splits[k]) < wanted[k] for k in splits):
         tries += 1
-        if tries > 50 * (n_train + n_val + n_test) + 10000:
+        if tries > 50 * sum(wanted.values()) + 10000:
             raise RuntimeError("could not generate enough distinct sentences; ask for fewer")
         words = grammar.sample_sentence(rng)
         key = " ".join(words)
         if key in seen:
             continue
-        if grammar.adjective_noun_pairs(words) & held:
-            split = "test"
-        else:
-            split = "train" if len(splits["train"]) < n_train else "val"
-        if len(splits[split]) >= wanted[split]:
+        pair = make_pair(words)
+        if held & set(pair.tgt):
+            split = "test_unseen"
+        else:  # fill train, then validation, then the in-distribution test, in the order drawn
+            split = next((k for k in in_distribution if len(splits[k]) < wanted[k]), None)
+        if split is None or len(splits[split]) >= wanted[split]:
             continue
         seen.add(key)
-        splits[split].append(make_pair(words))
+        splits[split].append(pair)
     src_vocab = Vocab(grammar.source_words())
     tgt_vocab = Vocab(grammar.target_words())
-    return Dataset(splits["train"], splits["val"], splits["test"], heldout, src_vocab, tgt_vocab)
+    return Dataset(splits["train"], splits["val"], splits["test"], splits["test_unseen"], heldout,
+                   src_vocab, tgt_vocab)
 
 
 def pad_sequences(seqs, pad_id):

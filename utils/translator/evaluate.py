@@ -3,6 +3,7 @@
 import sacrebleu
 import torch
 
+from utils.translator import grammar
 from utils.translator.data import to_tensors
 from utils.translator.decode import greedy_decode
 from utils.translator.train import shift_targets
@@ -35,12 +36,21 @@ def bleu(hypotheses, references):
                                  tokenize="none").score
 
 
+def _gold(pairs, field, shape):
+    """(B, T) long tensor of pairs' per-word source indices from `field` (-1 where None or past the end)."""
+    gold = torch.full(shape, -1, dtype=torch.long)  # (B, T)
+    for i, p in enumerate(pairs):
+        gold[i, :len(getattr(p, field))] = torch.tensor([-1 if a is None else a for a in getattr(p, field)])
+    return gold
+
+
 @torch.no_grad()
-def alignment_accuracy(model, pairs, src_vocab, tgt_vocab, batch_size=250):
-    """(num_layers, num_heads) tensor: how often a head's cross-attention arg-max is the gold source word.
+def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=None, batch_size=250):
+    """(num_layers, num_heads) tensor: how often a head's cross-attention arg-max is the source word that
+    `field` names ("alignment": the word translated; "agrees_with": the noun whose gender is taken).
 
     Teacher forcing on the reference: the query at decoder position j (the one that predicts Neo word j)
-    counts as right when its largest weight falls on source word alignment[j].
+    counts when field[j] is not None (and role[j] is in `roles`, if given).
     """
     model.eval()
     cfg = model.config
@@ -51,15 +61,32 @@ def alignment_accuracy(model, pairs, src_vocab, tgt_vocab, batch_size=250):
         src, tgt = to_tensors(chunk, src_vocab, tgt_vocab)  # (B, S), (B, T)
         decoder_input, _ = shift_targets(tgt)  # (B, T-1)
         model(src, decoder_input)
-        gold = torch.full(decoder_input.shape, -1, dtype=torch.long)  # (B, T-1); -1 where no Neo word
-        for i, p in enumerate(chunk):
-            gold[i, :len(p.alignment)] = torch.tensor(p.alignment)
+        gold = _gold(chunk, field, decoder_input.shape)  # (B, T-1); -1 where nothing to find
         has_gold = gold >= 0  # (B, T-1)
+        if roles is not None:
+            wanted = torch.zeros_like(has_gold)
+            for i, p in enumerate(chunk):
+                wanted[i, :len(p.role)] = torch.tensor([r in roles for r in p.role])
+            has_gold &= wanted
         total += int(has_gold.sum())
         for layer, w in enumerate(model.cross_attention()):  # w (B, h, T-1, S)
             hits = (w.argmax(-1) == gold[:, None]) & has_gold[:, None]  # (B, h, T-1)
             right[layer] += hits.sum(dim=(0, 2)).float()
+    if total == 0:
+        raise ValueError(f"pairs have no Neo word with a {field} (roles {roles}) to measure")
     return right / total
+
+
+def alignment_accuracy(model, pairs, src_vocab, tgt_vocab, batch_size=250):
+    """(num_layers, num_heads) tensor: how often a head's cross-attention arg-max is the gold source word
+    (over the Neo words that translate a source word)."""
+    return argmax_hits(model, pairs, src_vocab, tgt_vocab, "alignment", batch_size=batch_size)
+
+
+def agreement_attention(model, pairs, src_vocab, tgt_vocab, roles=("det", "adj", "verb")):
+    """{role: (num_layers, num_heads) tensor}: how often, when producing a word of that role, a head's
+    cross-attention arg-max is the noun whose gender the word takes."""
+    return {role: argmax_hits(model, pairs, src_vocab, tgt_vocab, "agrees_with", roles=(role,)) for role in roles}
 
 
 def evaluate(model, pairs, src_vocab, tgt_vocab):
@@ -70,3 +97,49 @@ def evaluate(model, pairs, src_vocab, tgt_vocab):
     return {"exact_match": exact_match(hyps, refs), "token_accuracy": token_accuracy(hyps, refs),
             "bleu": bleu(hyps, refs), "alignment_accuracy": align,
             "best_head_alignment_accuracy": float(align.max()), "hypotheses": hyps}
+
+
+def heldout_substitutions(hypotheses, pairs, heldout_forms):
+    """What the model wrote where the reference needs a held-out form, as counts: "the held-out form",
+    "same stem, a trained ending" (e.g. albo for albi), "another word", "sentence of another length"."""
+    forms = {f.neo: f for f in heldout_forms}
+    counts = dict.fromkeys(("the held-out form", "same stem, a trained ending", "another word",
+                            "sentence of another length"), 0)
+    for hyp, p in zip(hypotheses, pairs, strict=True):
+        for j, word in enumerate(p.tgt):
+            if word not in forms:
+                continue
+            f = forms[word]
+            stem = grammar.ADJ_INFO[f.english] if f.kind == "adjective" else grammar.VERB_INFO[f.english][1]
+            if len(hyp) != len(p.tgt):
+                counts["sentence of another length"] += 1
+            elif hyp[j] == word:
+                counts["the held-out form"] += 1
+            elif hyp[j].startswith(stem):
+                counts["same stem, a trained ending"] += 1
+            else:
+                counts["another word"] += 1
+    return counts
+
+
+def all_but_heldout_right(hypotheses, pairs, heldout_forms):
+    """Fraction of sentences translated right at every word except the held-out forms (same length)."""
+    held = {f.neo for f in heldout_forms}
+    good = sum(len(h) == len(p.tgt) and all(a == b or b in held for a, b in zip(h, p.tgt))
+               for h, p in zip(hypotheses, pairs, strict=True))
+    return good / len(pairs)
+
+
+@torch.no_grad()
+def heldout_form_probability(model, pairs, src_vocab, tgt_vocab, heldout_forms):
+    """Teacher forcing on the reference: the probability the model gives to the held-out form at every
+    position whose reference word is one (a 1-D tensor, one entry per such position)."""
+    held_ids = {tgt_vocab.stoi[f.neo] for f in heldout_forms}
+    model.eval()
+    src, tgt = to_tensors(pairs, src_vocab, tgt_vocab)  # (N, S), (N, T)
+    decoder_input, labels = shift_targets(tgt)  # (N, T-1) each
+    probs = model(src, decoder_input).softmax(-1)  # (N, T-1, vocab)
+    is_held = torch.zeros_like(labels, dtype=torch.bool)  # (N, T-1)
+    for i in held_ids:
+        is_held |= labels == i
+    return probs.gather(-1, labels[..., None])[..., 0][is_held]  # (positions,)

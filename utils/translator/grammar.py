@@ -1,13 +1,17 @@
 """A small English-like source language and its rule-based translation into "Neo", with gold alignments.
 
 Source:  NP VERB NP [PREP NP], NP = DET ADJ* NOUN      e.g. "the big dog sees a red cat near the tree"
-Neo:     NP' [NP' POSTP] NP' VERB', NP' = DET' NOUN' ADJ'*   (verb-final, adjectives after the noun)
+Neo:     NP' [NP' POSTP] NP' ke VERB', NP' = [DET'] NOUN' ADJ'*   (verb-final, adjectives after the noun)
 
-Neo nouns have a gender (masculine -o / -i, feminine -a / -e for singular / plural); its determiners and
-adjectives agree with the noun in gender and number, and its verb agrees with the subject's number.
-So a Neo word can depend on a source word far away (the determiner on the noun after the adjectives,
-the final verb on the subject), and the word order changes: cross-attention must learn to reorder.
-Every Neo word translates exactly one source word: its gold alignment.
+Neo nouns have a gender (masculine -o / -i, feminine -a / -e for singular / plural). Its determiners and
+adjectives agree with the noun in gender and number, and its verb agrees with the subject in gender and
+number (-os -as -ont -ant). English marks the number on the verb (finds / find) but never the gender, so
+the gender of a Neo determiner, adjective or verb must come from a noun elsewhere in the sentence.
+
+The pair is not word for word: Neo has no indefinite singular article ("a" translates to nothing),
+marks the object with the particle "ke" (a Neo word with no English source), and says "behind" with
+two words ("na post"). alignment[j] is the index of the English word Neo word j translates, or None
+for "ke".
 """
 
 # noun: (singular, plural, Neo stem, gender)
@@ -22,21 +26,24 @@ ADJECTIVES = [
     ("big", "grand"), ("small", "pik"), ("red", "rub"), ("old", "vek"), ("young", "jun"),
     ("happy", "fel"), ("black", "nigr"), ("white", "alb"), ("quick", "rap"), ("quiet", "kalm"),
 ]
-# verb: (3rd person singular, plural, Neo stem); Neo adds -at (singular subject) or -ant (plural)
+# verb: (3rd person singular, plural, Neo stem); Neo adds an ending for the subject's gender and number
 VERBS = [
     ("sees", "see", "vid"), ("likes", "like", "am"), ("follows", "follow", "sekv"), ("finds", "find", "trov"),
     ("hears", "hear", "aud"), ("watches", "watch", "spekt"), ("helps", "help", "help"), ("chases", "chase", "chas"),
 ]
-# preposition: (English, Neo postposition)
-PREPOSITIONS = [("near", "pres"), ("behind", "post"), ("under", "sub"), ("with", "kun")]
-# determiner -> Neo forms by (gender, number); "a" only takes singular nouns, "some" only plural ones
+# preposition: (English, Neo postposition as a tuple of words: "behind" takes two)
+PREPOSITIONS = [("near", ("pres",)), ("behind", ("na", "post")), ("under", ("sub",)), ("with", ("kun",))]
+# determiner -> Neo forms by (gender, number); "a" only takes singular nouns and has no Neo word,
+# "some" only takes plural nouns
 DETERMINERS = {
     "the": {("m", "sg"): "lo", ("f", "sg"): "la", ("m", "pl"): "li", ("f", "pl"): "le"},
-    "a": {("m", "sg"): "uno", ("f", "sg"): "una"},
+    "a": {("m", "sg"): None, ("f", "sg"): None},
     "some": {("m", "pl"): "uni", ("f", "pl"): "une"},
 }
 ENDINGS = {("m", "sg"): "o", ("f", "sg"): "a", ("m", "pl"): "i", ("f", "pl"): "e"}
-VERB_ENDINGS = {"sg": "at", "pl": "ant"}
+VERB_ENDINGS = {("m", "sg"): "os", ("f", "sg"): "as", ("m", "pl"): "ont", ("f", "pl"): "ant"}
+OBJECT_PARTICLE = "ke"
+GENDER_NUMBER = tuple(ENDINGS)  # the four (gender, number) combinations
 
 NOUN_INFO = {}  # English noun form -> (lemma, Neo stem, gender, number)
 for _sg, _pl, _stem, _g in NOUNS:
@@ -50,6 +57,16 @@ for _s, _p, _stem in VERBS:
 PREP_INFO = dict(PREPOSITIONS)
 
 
+def adjective_form(adjective, gender, number):
+    """The Neo form of an English adjective for a noun of this gender and number, e.g. ("big", "m", "sg") -> grando."""
+    return ADJ_INFO[adjective] + ENDINGS[(gender, number)]
+
+
+def verb_form(verb, gender, number):
+    """The Neo form of an English verb (either form) for a subject of this gender and number."""
+    return VERB_INFO[verb][1] + VERB_ENDINGS[(gender, number)]
+
+
 def source_words():
     """Every source-language word, in a fixed order."""
     return (list(DETERMINERS) + [a for a, _ in ADJECTIVES] + [w for n in NOUNS for w in n[:2]]
@@ -58,11 +75,11 @@ def source_words():
 
 def target_words():
     """Every Neo word, in a fixed order."""
-    dets = [w for forms in DETERMINERS.values() for w in forms.values()]
+    dets = [w for forms in DETERMINERS.values() for w in forms.values() if w is not None]
     nouns = [stem + ENDINGS[(g, n)] for _, _, stem, g in NOUNS for n in ("sg", "pl")]
     adjs = [stem + e for _, stem in ADJECTIVES for e in ENDINGS.values()]
     verbs = [stem + e for _, _, stem in VERBS for e in VERB_ENDINGS.values()]
-    return dets + nouns + adjs + verbs + [p for _, p in PREPOSITIONS]
+    return dets + nouns + adjs + verbs + [w for _, ws in PREPOSITIONS for w in ws] + [OBJECT_PARTICLE]
 
 
 class GrammarError(ValueError):
@@ -89,11 +106,13 @@ def _parse_np(words, i):
 
 
 def _np_target(words, np_):
-    """The Neo noun phrase DET' NOUN' ADJ'* with the index of the source word each comes from."""
+    """The Neo noun phrase [DET'] NOUN' ADJ'* as (word, source index, role, index of the noun it agrees with)."""
     _, stem, gender, number = NOUN_INFO[words[np_["noun"]]]
-    key = (gender, number)
-    out = [(DETERMINERS[words[np_["det"]]][key], np_["det"]), (stem + ENDINGS[key], np_["noun"])]
-    out += [(ADJ_INFO[words[a]] + ENDINGS[key], a) for a in np_["adjs"]]
+    key, noun = (gender, number), np_["noun"]
+    det = DETERMINERS[words[np_["det"]]][key]
+    out = [] if det is None else [(det, np_["det"], "det", noun)]
+    out.append((stem + ENDINGS[key], noun, "noun", None))
+    out += [(adjective_form(words[a], gender, number), a, "adj", noun) for a in np_["adjs"]]
     return out
 
 
@@ -121,28 +140,29 @@ def parse(words):
     return {"subj": subj, "verb": verb, "obj": obj, "prep": prep, "pobj": pobj}
 
 
-def reference_translation(words):
-    """(Neo words, gold alignment): alignment[j] is the index of the source word Neo word j translates."""
+def analyse(words):
+    """The Neo translation word by word: a list of (Neo word, source index or None, role, agrees_with).
+
+    role is one of det, noun, adj, postp, particle, verb; agrees_with is the source index of the noun
+    whose gender the word takes (determiners, adjectives, the verb), else None.
+    """
     words = list(words)
     tree = parse(words)
     out = _np_target(words, tree["subj"])
     if tree["prep"] is not None:
-        out += _np_target(words, tree["pobj"]) + [(PREP_INFO[words[tree["prep"]]], tree["prep"])]
-    out += _np_target(words, tree["obj"])
-    _, stem, _ = VERB_INFO[words[tree["verb"]]]
-    out.append((stem + VERB_ENDINGS[tree["subj"]["number"]], tree["verb"]))
-    return [w for w, _ in out], [a for _, a in out]
+        out += _np_target(words, tree["pobj"])
+        out += [(w, tree["prep"], "postp", None) for w in PREP_INFO[words[tree["prep"]]]]
+    out += _np_target(words, tree["obj"]) + [(OBJECT_PARTICLE, None, "particle", None)]
+    subj = tree["subj"]
+    out.append((verb_form(words[tree["verb"]], subj["gender"], subj["number"]), tree["verb"], "verb", subj["noun"]))
+    return out
 
 
-def adjective_noun_pairs(words):
-    """The (adjective, noun lemma) pairs of a parsed source sentence, e.g. {("big", "dog")}."""
-    tree = parse(words)
-    pairs = set()
-    for np_ in (tree["subj"], tree["obj"], tree["pobj"]):
-        if np_ is not None:
-            lemma = NOUN_INFO[words[np_["noun"]]][0]
-            pairs |= {(words[a], lemma) for a in np_["adjs"]}
-    return pairs
+def reference_translation(words):
+    """(Neo words, gold alignment): alignment[j] is the index of the source word Neo word j translates
+    (None for the particle "ke", which translates no English word)."""
+    out = analyse(words)
+    return [w for w, *_ in out], [a for _, a, *_ in out]
 
 
 def sample_noun_phrase(rng, number=None):
@@ -156,7 +176,8 @@ def sample_noun_phrase(rng, number=None):
 
 
 def sample_sentence(rng):
-    """A random grammatical source sentence (3 to 15 words) from a numpy Generator."""
+    """A random grammatical source sentence from a numpy Generator: 2-4 words per noun phrase, so
+    5 (NP VERB NP) to 14 (NP VERB NP PREP NP) words."""
     subj, number = sample_noun_phrase(rng)
     verb = VERBS[rng.integers(len(VERBS))]
     obj, _ = sample_noun_phrase(rng)

@@ -4,7 +4,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from utils import validation
 from utils.translator.data import batches
@@ -39,11 +39,73 @@ def loss_fn(logits, labels, pad_id, label_smoothing=0.0):
                            label_smoothing=label_smoothing)
 
 
+class ProgressLine:
+    """One progress bar line, redrawn in place: in a notebook a display updated by id (so the saved output
+    is the finished bar, never a frozen one), elsewhere a tqdm bar on stderr."""
+
+    def __init__(self, total, desc="training", interval=0.5):
+        self.total, self.desc, self.interval = validation.positive_int("total", total), desc, interval
+        self.start = self.last = time.perf_counter()
+        self.handle = self.bar = None
+        display = _notebook_display()
+        if display is not None:
+            self.handle = display(_Line(self.text(0, None)), display_id=True)
+        else:
+            self.bar = tqdm(total=total, desc=desc, mininterval=interval)
+
+    def text(self, n, loss):
+        """The bar as a line of text, e.g. 'training: 100%|##########| 1300/1300 [00:45<00:00, ...]'."""
+        postfix = None if loss is None else f"loss={loss:.3f}"
+        return tqdm.format_meter(n, self.total, time.perf_counter() - self.start, prefix=self.desc,
+                                 postfix=postfix, ascii=True, ncols=100)
+
+    def update(self, n, loss=None, force=False):
+        """Show that n of total steps are done (at most once per `interval` seconds unless `force`)."""
+        now = time.perf_counter()
+        if not force and now - self.last < self.interval:
+            return
+        self.last = now
+        if self.handle is not None:
+            self.handle.update(_Line(self.text(n, loss)))
+        else:
+            self.bar.update(n - self.bar.n)
+            if loss is not None:
+                self.bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+
+    def close(self, n, loss=None):
+        """Draw the final state: the finished bar stays as the output."""
+        self.update(n, loss, force=True)
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _Line:
+    """A plain-text display object (its repr is the line)."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _notebook_display():
+    """IPython's display function when running inside a Jupyter kernel, else None."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return display if shell is not None and hasattr(shell, "kernel") else None
+
+
 def train(model, src, tgt, steps, batch_size=64, warmup=400, factor=1.0, label_smoothing=0.0, seed=0,
           num_threads=2, progress=True):
     """Train `model` in place for `steps` steps on padded tensors src (N, S), tgt (N, T); return the history.
 
     The history holds per-step "loss", "lr" and "tokens" (target positions trained on), and "seconds".
+    With `progress`, a progress bar ends as the finished bar with the mean loss of the last 50 steps.
     """
     steps = validation.positive_int("steps", steps)
     if not 0 <= label_smoothing < 1:
@@ -56,8 +118,8 @@ def train(model, src, tgt, steps, batch_size=64, warmup=400, factor=1.0, label_s
     history = {"loss": [], "lr": [], "tokens": []}
     model.train()
     start = time.perf_counter()
-    bar = tqdm(range(steps), desc="training", disable=not progress, mininterval=0.5)
-    for _ in bar:
+    bar = ProgressLine(steps) if progress else None
+    for step in range(1, steps + 1):
         s, t = next(data)  # (B, S), (B, T)
         decoder_input, labels = shift_targets(t)  # (B, T-1) each
         logits = model(s, decoder_input)  # (B, T-1, vocab)
@@ -69,8 +131,10 @@ def train(model, src, tgt, steps, batch_size=64, warmup=400, factor=1.0, label_s
         sched.step()
         history["loss"].append(loss.item())
         history["tokens"].append(int((labels != pad_id).sum()))
-        if len(history["loss"]) % 50 == 0:
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+        if bar is not None:
+            bar.update(step, history["loss"][-1])
     history["seconds"] = time.perf_counter() - start
+    if bar is not None:
+        bar.close(steps, sum(history["loss"][-50:]) / len(history["loss"][-50:]))
     model.eval()
     return history
