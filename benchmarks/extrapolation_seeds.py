@@ -3,11 +3,18 @@
 Writes JSON (the lesson loads it to show mean and min-max over seeds) with the exact command, the setup
 and one summary per (task, variant, seed). Reproduce the committed file with
     python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out data/extrapolation_seeds.json
-Each run pins one thread (the thread count does not change the result), --jobs runs several at once.
+and the reruns under other floating-point paths, from which the lesson's tolerance is chosen, with
+    MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=default python benchmarks/extrapolation_seeds.py --seeds 0 1 \
+        --out data/extrapolation_seeds_avx2_default.json
+    MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=avx2 python benchmarks/extrapolation_seeds.py --seeds 0 1 \
+        --out data/extrapolation_seeds_compatible_avx2.json
+Each run pins one thread, as the lesson does (the thread count changes a run's last bits here, so the
+lesson's seed 0 reproduces the stored one on the same machine); --jobs runs several at once.
 """
 
 import argparse
 import json
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -18,6 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's utils
 from utils import extrapolation as ex  # noqa: E402
 
+FLOAT_PATH_VARIABLES = ("MKL_CBWR", "ATEN_CPU_CAPABILITY")  # they change matmul and softmax bits
 SETUP = dict(steps=400, train_len=16, vocab_size=16, shift=2, anchor=5, max_position=48,
              test_lengths=list(range(4, 49, 4)), absolute_test_lengths=list(range(8, 49, 8)))
 
@@ -64,8 +72,11 @@ def main():
         for task, pe, seed, out in pool.map(run, *zip(*jobs)):
             runs[task][pe][str(seed)] = rounded(out)
             print(f"{task:>8} {pe:>18} seed {seed}: loss {out['final_loss']:.3f}", file=sys.stderr)
-    result = {"command": "python benchmarks/extrapolation_seeds.py --seeds " + " ".join(map(str, args.seeds))
+    env = {k: os.environ[k] for k in FLOAT_PATH_VARIABLES if k in os.environ}
+    result = {"command": "".join(f"{k}={v} " for k, v in env.items())
+              + "python benchmarks/extrapolation_seeds.py --seeds " + " ".join(map(str, args.seeds))
               + (f" --out {args.out}" if args.out else ""),
+              "float_path": env,
               "torch": torch.__version__, "setup": SETUP, "seeds": args.seeds, "runs": runs}
     text = json.dumps(result, indent=1)
     if args.out:

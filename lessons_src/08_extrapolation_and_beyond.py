@@ -49,9 +49,9 @@ import numpy as np
 import torch
 
 from utils.exercises import lesson08 as check
-from utils.extrapolation import (PE_KINDS, LengthModel, accuracy_by_position, accuracy_ranges, copy_head,
-                                 evaluate, in_range, load_seed_runs, plot_accuracy_ranges, plot_copy_heads,
-                                 plot_position_accuracy, seed_range, task_batch, train)
+from utils.extrapolation import (PE_KINDS, SEED_RUNS, LengthModel, accuracy_by_position, accuracy_ranges,
+                                 copy_head, evaluate, in_range, largest_change, load_seed_runs, plot_accuracy_ranges,
+                                 plot_copy_heads, plot_position_accuracy, seed_range, task_batch, train)
 from utils.multihead import MultiHeadAttention
 from utils.positional import (LearnedPositionalEncoding, angular_frequencies, apply_rotary,
                               sinusoidal_encoding, sinusoidal_encoding_2d)
@@ -274,8 +274,17 @@ for name in NAMES:
 
 # %% [markdown]
 # The model trained above is seed 0 of these runs, but another computer's floating-point path takes it
-# along a slightly different trajectory. Check that it lies within the stored range, give or take a
-# tolerance (from reruns under other floating-point paths, which moved these accuracies by < 0.03):
+# along a slightly different trajectory. How far? The same script reran seeds 0 and 1 with two other
+# floating-point paths (other matrix-multiply and vector kernels); compare them with the stored runs:
+
+# %%
+for name in ("extrapolation_seeds_avx2_default.json", "extrapolation_seeds_compatible_avx2.json"):
+    rerun = load_seed_runs(SEED_RUNS.with_name(name))
+    print(f"{rerun['command']}\n    largest accuracy change against the stored runs: {largest_change(runs, rerun):.3f}")
+    assert largest_change(runs, rerun) < 0.05
+
+# %% [markdown]
+# So check the model trained above against the stored range with a tolerance of twice that bound:
 
 # %%
 TOL = 0.1
@@ -537,7 +546,8 @@ print("PASS: the same sinusoids extrapolate in length once their positions were 
 # Trained as the paper trains it (every sequence starts at position 0), sinusoidal PE did **not** let
 # the model handle longer sequences on delayed copy: the paper's §3.5 hope and the YOUR CAT deck's
 # "easier to extrapolate" failed here, as the COMP7607 slides' "(No)" says — and the clamped learned
-# table failed the same way, matching Table 3 row (E)'s "nearly identical". But the failure is about
+# table failed the same way (both below 0.5 at length 48 in every run), in line with Table 3 row (E),
+# where the two were nearly identical on translation. But the failure is about
 # positions never seen, not about sinusoids: with random start positions in training the same
 # sinusoids carried the rule to three times the training length, further than RoPE did. And where the
 # task needs absolute position, sinusoidal and learned encodings extrapolated and RoPE did not. It
@@ -545,7 +555,7 @@ print("PASS: the same sinusoids extrapolate in length once their positions were 
 # position interpolation were invented for that. Try the exercises' variants below.
 
 # %% [markdown]
-# ## 5. What's next: the same attention on images
+# ## 6. What's next: the same attention on images
 #
 # Liang Hong's slides end with "MAE: Masked Autoencoders Are Scalable Vision Learners". A vision
 # transformer (ViT; Dosovitskiy et al., 2021) cuts an image into square patches, flattens each patch
@@ -705,8 +715,8 @@ plt.show()
 # ## Exercises
 #
 # **1. RoPE by hand.** Write `my_rope(x, positions)` for x of shape (T, d) and positions (T,): turn
-# the pair (x[t, 2i], x[t, 2i+1]) of row t by the angle positions[t] · w_i, the same 2×2 block as
-# lesson 02's M_k (so that rotating PE_0 by t gives PE_t). Stuck? `check.rope_rotate.hint()`;
+# the pair `(x[t, 2i], x[t, 2i+1])` of row t by the angle `positions[t]` $\cdot\, w_i$, the same $2 \times 2$
+# block as lesson 02's $M_k$ (so that rotating $PE_0$ by $t$ gives $PE_t$). Stuck? `check.rope_rotate.hint()`;
 # the answer: `check.rope_rotate.solution()`.
 
 # %%
@@ -717,9 +727,9 @@ def my_rope(x, positions):
 check.rope_rotate(my_rope)
 
 # %% [markdown]
-# **2. Patches.** Write `my_patchify(image, patch)`: an (H, W) image to (H/patch · W/patch, patch²),
+# **2. Patches.** Write `my_patchify(image, patch)`: an (H, W) image to (H/patch $\cdot$ W/patch, patch²),
 # patches in reading order (left to right, then top to bottom), each patch flattened row by row — what
-# section 5 did in one line. `check.patchify.hint()` and `check.patchify.solution()` help.
+# section 6 did in one line. `check.patchify.hint()` and `check.patchify.solution()` help.
 
 # %%
 def my_patchify(image, patch):

@@ -291,3 +291,12 @@ def test_figures_use_one_colour_per_variant():
             plot_position_accuracy(bad, 8)
     with pytest.raises(ValueError, match="one per title"):
         plot_copy_heads([np.eye(3)], ["a", "b"], 2)
+
+
+def test_largest_change_compares_shared_runs_only():
+    from utils.extrapolation import largest_change
+    runs = {"runs": {"copy": {"rope": {"0": {"accuracy": {"4": 0.5, "8": 0.25}}, "1": {"accuracy": {"4": 0.9}}}}}}
+    rerun = {"runs": {"copy": {"rope": {"0": {"accuracy": {"4": 0.5, "8": 0.375}}, "7": {"accuracy": {"4": 0.0}}}}}}
+    assert largest_change(runs, rerun) == 0.125  # seed 7 is not in runs: skipped
+    with pytest.raises(ValueError, match="share no"):
+        largest_change(runs, {"runs": {"copy": {"rope": {"7": {"accuracy": {"4": 0.0}}}}}})

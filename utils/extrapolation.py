@@ -279,6 +279,17 @@ def accuracy_ranges(runs, task, names):
     return out
 
 
+def largest_change(runs, rerun):
+    """Largest |accuracy difference| between two stored experiments, over the seeds, tasks, variants, lengths both hold."""
+    diffs = [abs(a - runs["runs"][task][pe][seed]["accuracy"][n])
+             for task, by_pe in rerun["runs"].items() for pe, by_seed in by_pe.items()
+             for seed, r in by_seed.items() if seed in runs["runs"][task][pe]
+             for n, a in r["accuracy"].items()]
+    if not diffs:
+        raise ValueError("runs and rerun share no (task, variant, seed): nothing to compare")
+    return max(diffs)
+
+
 def in_range(value, stored, tol):
     """True when value lies in [min - tol, max + tol] of the (mean, min, max) triple `stored`."""
     return stored[1] - tol <= value <= stored[2] + tol
