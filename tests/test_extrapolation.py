@@ -168,3 +168,135 @@ def test_attention_on_source_reads_the_shifted_diagonal():
     model(tokens)
     w = model.attention_maps()[1]  # (4, 2, 10, 10)
     assert torch.isclose(got[1, 0, 7], w[:, 0, 7, 5].mean())
+
+
+# --- absolute copy, sinusoidal+offsets, the stored seeds and the figures -------------------------
+
+def test_absolute_copy_targets_are_the_anchor_token():
+    from utils.extrapolation import absolute_copy_batch, task_batch
+    tokens, targets = absolute_copy_batch(3, torch.tensor([6, 9, 7]), 10, 4, torch.Generator().manual_seed(1))
+    for b, n in enumerate([6, 9, 7]):
+        assert (targets[b, :4] == tokens[b, 4]).all() and (targets[b, 5:n] == tokens[b, 4]).all()
+        assert targets[b, 4] == IGNORE and (targets[b, n:] == IGNORE).all()
+    same = task_batch("absolute", 3, torch.tensor([6, 9, 7]), 10, 4, torch.Generator().manual_seed(1))
+    assert torch.equal(same[0], tokens) and torch.equal(same[1], targets)
+    copy = task_batch("copy", 3, 6, 10, 2, torch.Generator().manual_seed(1))
+    assert torch.equal(copy[1][:, 2:], copy[0][:, :-2])
+    with pytest.raises(ValueError, match="task must be one of .*got 'reverse'"):
+        task_batch("reverse", 3, 6, 10, 2, torch.Generator())
+    with pytest.raises(ValueError, match="lengths must be 2 ints > shift=4"):
+        absolute_copy_batch(2, 4, 10, 4, torch.Generator())
+
+
+def test_offsets_shift_the_sinusoidal_table():
+    torch.manual_seed(0)
+    model = LengthModel(10, "sinusoidal+offsets", train_len=8, d_model=16, num_heads=2, d_ff=32).eval()
+    tokens = torch.randint(1, 10, (2, 5))
+    base = model(tokens)
+    assert torch.equal(base, model(tokens, offsets=torch.tensor([0, 0])))
+    moved = model(tokens, offsets=torch.tensor([3, 0]))
+    assert not torch.allclose(moved[0], base[0]) and torch.allclose(moved[1], base[1])
+    # at offset 3 the model sees the table's rows 3..7: the same as adding them by hand
+    x = model.embed(tokens[:1]) + model.table[3:8]
+    h = model.encoder(x, torch.ones(1, 1, 5, dtype=torch.bool))
+    assert torch.allclose(model.readout(h), moved[:1], atol=1e-5)
+    for bad in (torch.tensor([0, -1]), torch.tensor([0, 1020]), torch.tensor([0.0, 1.0]), torch.tensor([1])):
+        with pytest.raises(ValueError, match="offsets must be 2 ints"):
+            model(tokens, offsets=bad)
+    with pytest.raises(ValueError, match="offsets apply to pe='sinusoidal\\+offsets' only"):
+        LengthModel(10, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32)(tokens, offsets=torch.tensor([1, 1]))
+
+
+def test_train_with_offsets_and_absolute_task():
+    kw = dict(train_len=6, vocab_size=5, d_model=16, num_heads=2, d_ff=32, num_layers=1, batch_size=8)
+    m1, l1 = train("sinusoidal+offsets", 5, **kw)
+    m2, l2 = train("sinusoidal", 5, **kw)
+    assert len(l1) == 5 and l1 != l2  # same seed, but the offsets change what the model sees
+    _, l3 = train("learned", 5, task="absolute", shift=3, **kw)
+    assert len(l3) == 5
+    with pytest.raises(ValueError, match="max_position must be >= train_len=6, got 4"):
+        train("sinusoidal+offsets", 5, max_position=4, **kw)
+    with pytest.raises(ValueError, match="task must be one of"):
+        train("none", 5, task="sort", **kw)
+    acc = evaluate(m1, [4, 8], vocab_size=5, batch_size=8, task="absolute")
+    assert set(acc) == {4, 8} and all(0 <= a <= 1 for a in acc.values())
+
+
+def test_copy_head_finds_the_head_and_measures_it():
+    from utils.extrapolation import attention_on_source, copy_head
+    torch.manual_seed(0)
+    model = LengthModel(16, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
+    h = copy_head(model, 20, 8)
+    w = attention_on_source(model, 20)  # (2, 2, 20)
+    best = w[..., 2:8].mean(-1)
+    assert (h["layer"], h["head"]) == divmod(int(best.argmax()), 2)
+    row = w[h["layer"], h["head"]]
+    assert math.isclose(h["seen"], row[2:8].mean().item(), rel_tol=1e-6)
+    assert math.isclose(h["unseen"], row[8:].mean().item(), rel_tol=1e-6)
+    assert math.isclose(h["lost"], 1 - row[2:].mean().item(), rel_tol=1e-6)
+    assert 0 <= h["far"] <= 1 and 0 <= h["at_train_len"] <= 1
+
+
+def test_stored_seed_runs_are_complete():
+    from utils.extrapolation import TASKS, load_seed_runs
+    runs = load_seed_runs()
+    assert len(runs["seeds"]) >= 3 and "extrapolation_seeds.py" in runs["command"]
+    for task in TASKS:
+        for pe in PE_KINDS:
+            assert sorted(runs["runs"][task][pe]) == sorted(str(s) for s in runs["seeds"]), (task, pe)
+    with pytest.raises(FileNotFoundError, match="recreate it with"):
+        load_seed_runs("/nonexistent/extrapolation_seeds.json")
+
+
+def test_seed_range_accuracy_ranges_and_in_range():
+    from utils.extrapolation import accuracy_ranges, in_range, seed_range
+    assert seed_range([0.5, 1.0, 0.0]) == (0.5, 0.0, 1.0)
+    with pytest.raises(ValueError, match="non-empty"):
+        seed_range([])
+    runs = {"runs": {"copy": {"learned": {"0": {"accuracy": {"4": 0.2, "8": 0.5}},
+                                          "1": {"accuracy": {"4": 0.4, "8": 0.7}}}}}}
+    got = accuracy_ranges(runs, "copy", ["learned (clamped)"])
+    assert got["learned (clamped)"][8] == pytest.approx((0.6, 0.5, 0.7))
+    assert in_range(0.45, (0.6, 0.5, 0.7), 0.1) and not in_range(0.35, (0.6, 0.5, 0.7), 0.1)
+
+
+def test_figures_use_one_colour_per_variant():
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import to_rgba
+
+    from utils.extrapolation import COLORS, plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
+    ranges = {"rope": {8: (0.9, 0.8, 1.0), 16: (0.5, 0.4, 0.6)}, "learned (clamped)": {8: (1.0, 1.0, 1.0), 16: (0.3, 0.2, 0.3)}}
+    fig = plot_accuracy_ranges(ranges, 8, chance=0.1, live={"rope": {8: 0.85, 16: 0.55}})
+    ax = fig.axes[0]
+    bars = {c.get_label(): c.lines[0] for c in ax.containers}  # errorbar containers: label -> data line
+    assert {k: to_rgba(l.get_color()) for k, l in bars.items()} == {
+        "rope (mean, min-max)": to_rgba(COLORS["rope"]), "learned (clamped) (mean, min-max)": to_rgba(COLORS["learned"])}
+    assert np.allclose(bars["rope (mean, min-max)"].get_ydata(), [0.9, 0.5])
+    assert bars["learned (clamped) (mean, min-max)"].get_linestyle() == "--"
+    hollow = [l for l in ax.lines if l.get_markerfacecolor() == "none" and len(l.get_xdata())]
+    assert len(hollow) == 1 and np.allclose(hollow[0].get_ydata(), [0.85, 0.55])
+    plt.close(fig)
+    fig = plot_position_accuracy({"none": torch.tensor([math.nan, 0.5, 0.2])}, 2)
+    assert to_rgba(fig.axes[0].lines[0].get_color()) == to_rgba(COLORS["none"])
+    plt.close(fig)
+    fig = plot_copy_heads([np.eye(4), np.full((4, 4), 0.25)], ["x", "y"], train_len=2)
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["x", "y"] and len(fig.axes) == 3  # two maps + colorbar
+    assert np.array_equal(fig.axes[1].images[0].get_array(), np.full((4, 4), 0.25))
+    plt.close(fig)
+    for bad in ({}, None):
+        with pytest.raises(ValueError, match="must be a non-empty dict"):
+            plot_accuracy_ranges(bad, 8)
+        with pytest.raises(ValueError, match="must be a non-empty dict"):
+            plot_position_accuracy(bad, 8)
+    with pytest.raises(ValueError, match="one per title"):
+        plot_copy_heads([np.eye(3)], ["a", "b"], 2)
+
+
+def test_largest_change_compares_shared_runs_only():
+    from utils.extrapolation import largest_change
+    runs = {"runs": {"copy": {"rope": {"0": {"accuracy": {"4": 0.5, "8": 0.25}}, "1": {"accuracy": {"4": 0.9}}}}}}
+    rerun = {"runs": {"copy": {"rope": {"0": {"accuracy": {"4": 0.5, "8": 0.375}}, "7": {"accuracy": {"4": 0.0}}}}}}
+    assert largest_change(runs, rerun) == 0.125  # seed 7 is not in runs: skipped
+    with pytest.raises(ValueError, match="share no"):
+        largest_change(runs, {"runs": {"copy": {"rope": {"7": {"accuracy": {"4": 0.0}}}}}})

@@ -1,8 +1,13 @@
-"""Lesson 08's length-extrapolation experiment: a delayed-copy task, a small encoder whose positional
-encoding is one of PE_KINDS, a training loop of a fixed number of steps, and accuracy per test length."""
+"""Lesson 08's length-extrapolation experiment: two tasks (delayed copy, absolute copy), a small encoder whose
+positional encoding is one of PE_KINDS, a training loop of a fixed number of steps, accuracy per test length,
+and the experiment's figures (one colour and marker per variant)."""
 
+import json
 import math
+from pathlib import Path
 
+import matplotlib.pyplot as plt
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -12,9 +17,15 @@ from utils.attention import scaled_dot_product_attention
 from utils.blocks import Encoder
 from utils.masks import padding_mask
 from utils.multihead import MultiHeadAttention, merge_heads, split_heads
-from utils.positional import LearnedPositionalEncoding, PositionalEncoding, apply_rotary
+from utils.positional import LearnedPositionalEncoding, PositionalEncoding, apply_rotary, sinusoidal_encoding
 
-PE_KINDS = ("sinusoidal", "learned", "none", "rope")
+PE_KINDS = ("sinusoidal", "learned", "none", "rope", "sinusoidal+offsets")
+TASKS = ("copy", "absolute")  # y_t = x_{t - k} (relative) or y_t = x_k (absolute), k = `shift`
+# One colour and marker per variant, in every figure of lesson 08.
+COLORS = {"sinusoidal": "tab:blue", "learned": "tab:orange", "learned (clamped)": "tab:orange",
+          "none": "tab:gray", "rope": "tab:green", "sinusoidal+offsets": "tab:purple"}
+MARKERS = {"sinusoidal": "o", "learned": "s", "learned (clamped)": "s", "none": "x", "rope": "^",
+           "sinusoidal+offsets": "D"}
 PAD = 0  # token id 0 pads; symbols are 1 .. vocab_size - 1
 IGNORE = -100  # target id that the loss and the accuracy skip (padding and the first `shift` positions)
 
@@ -44,6 +55,26 @@ def delayed_copy_batch(batch_size, lengths, vocab_size, shift, generator):
     return tokens, targets
 
 
+def absolute_copy_batch(batch_size, lengths, vocab_size, anchor, generator):
+    """Random symbols and targets y_t = x_anchor at every position t != anchor: (tokens, targets), (batch, T).
+
+    The answer sits at a fixed *absolute* index, so a model must know where position `anchor` is.
+    """
+    tokens, _ = delayed_copy_batch(batch_size, lengths, vocab_size, anchor, generator)  # (batch, T)
+    real = tokens != PAD  # (batch, T)
+    targets = tokens[:, anchor:anchor + 1].expand_as(tokens).clone()  # (batch, T): x_anchor everywhere
+    targets[:, anchor] = IGNORE  # copying itself is not the task
+    return tokens, targets.masked_fill(~real, IGNORE)
+
+
+def task_batch(task, batch_size, lengths, vocab_size, shift, generator):
+    """A batch of `task` ("copy": y_t = x_{t - shift}; "absolute": y_t = x_shift): (tokens, targets)."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    make = delayed_copy_batch if task == "copy" else absolute_copy_batch
+    return make(batch_size, lengths, vocab_size, shift, generator)
+
+
 class RotarySelfAttention(MultiHeadAttention):
     """Multi-head self-attention whose per-head q and k are rotated by their positions (RoPE)."""
 
@@ -64,8 +95,9 @@ class RotarySelfAttention(MultiHeadAttention):
 class LengthModel(nn.Module):
     """Embedding -> positional encoding `pe` -> pre-norm Encoder (lesson 06) -> a linear read-out per position.
 
-    pe: "sinusoidal" (added table), "learned" (added nn.Embedding of train_len rows), "none", or
-    "rope" (nothing added; q and k rotated inside every attention layer).
+    pe: "sinusoidal" (added table), "learned" (added nn.Embedding of train_len rows), "none",
+    "rope" (nothing added; q and k rotated inside every attention layer), or "sinusoidal+offsets" (the
+    sinusoidal table read from a start position per sequence, `offsets` in forward; 0 by default).
     """
 
     def __init__(self, vocab_size, pe, train_len, d_model=64, num_heads=4, d_ff=128, num_layers=2,
@@ -77,6 +109,9 @@ class LengthModel(nn.Module):
         self.embed = nn.Embedding(vocab_size, d_model)  # entries ~ N(0, 1), the size of PE's entries
         if pe == "sinusoidal":
             self.pe = PositionalEncoding(d_model, max_len=table_len)  # defined at every position
+        elif pe == "sinusoidal+offsets":
+            self.pe = None
+            self.register_buffer("table", sinusoidal_encoding(table_len, d_model), persistent=False)
         elif pe == "learned":
             self.pe = LearnedPositionalEncoding(train_len, d_model)  # a vector for 0 .. train_len-1 only
         else:
@@ -87,10 +122,24 @@ class LengthModel(nn.Module):
                 layer.self_attn = RotarySelfAttention(d_model, num_heads)
         self.readout = nn.Linear(d_model, vocab_size)
 
-    def forward(self, tokens, clamp=False):
-        """Logits (batch, T, vocab_size); clamp=True lets learned PE reuse its last vector past train_len."""
+    def forward(self, tokens, clamp=False, offsets=None):
+        """Logits (batch, T, vocab_size); clamp=True lets learned PE reuse its last vector past train_len.
+
+        offsets (batch,) ints: for "sinusoidal+offsets", sequence b is encoded at positions offsets[b] + t.
+        """
         x = self.embed(tokens)  # (batch, T, d_model)
-        if self.pe_kind == "learned":
+        if offsets is not None and self.pe_kind != "sinusoidal+offsets":
+            raise ValueError(f"offsets apply to pe='sinusoidal+offsets' only, this model has pe={self.pe_kind!r}")
+        if self.pe_kind == "sinusoidal+offsets":
+            T = tokens.shape[1]
+            start = torch.zeros(len(tokens), dtype=torch.long) if offsets is None else offsets  # (batch,)
+            validation.tensor("offsets", start, min_dim=1)
+            if start.shape != (len(tokens),) or start.is_floating_point() or start.min() < 0 \
+                    or start.max() + T > len(self.table):
+                raise ValueError(f"offsets must be {len(tokens)} ints in [0, {len(self.table) - T}], "
+                                 f"got {start.tolist()}")
+            x = x + self.table[start[:, None] + torch.arange(T)]  # (batch, T, d_model)
+        elif self.pe_kind == "learned":
             x = self.pe(x, clamp=clamp)  # (batch, T, d_model)
         elif self.pe is not None:
             x = self.pe(x)  # (batch, T, d_model)
@@ -102,9 +151,19 @@ class LengthModel(nn.Module):
         return [layer.self_attn_weights for layer in self.encoder.layers]
 
 
-def train(pe, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, lr=3e-3, seed=0, **model_kw):
-    """Train a LengthModel for exactly `steps` Adam steps on lengths shift+1 .. train_len; return (model, losses)."""
+def train(pe, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, lr=3e-3, seed=0, task="copy",
+          max_position=None, **model_kw):
+    """Train a LengthModel for exactly `steps` Adam steps on lengths shift+1 .. train_len; return (model, losses).
+
+    For pe="sinusoidal+offsets" each sequence starts at a random position, so that positions up to
+    max_position - 1 (default 3 * train_len) are seen in training; every other variant starts at 0.
+    """
     steps = validation.positive_int("steps", steps)
+    max_position = validation.positive_int("max_position", 3 * train_len if max_position is None else max_position)
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    if max_position < train_len:
+        raise ValueError(f"max_position must be >= train_len={train_len}, got {max_position}")
     torch.manual_seed(seed)
     model = LengthModel(vocab_size, pe, train_len, **model_kw)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -113,8 +172,11 @@ def train(pe, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, lr=3e-
     model.train()
     for _ in range(steps):
         lengths = torch.randint(shift + 1, train_len + 1, (batch_size,), generator=gen)  # (batch,)
-        tokens, targets = delayed_copy_batch(batch_size, lengths, vocab_size, shift, gen)  # (batch, T)
-        logits = model(tokens)  # (batch, T, vocab_size)
+        tokens, targets = task_batch(task, batch_size, lengths, vocab_size, shift, gen)  # (batch, T)
+        offsets = None
+        if pe == "sinusoidal+offsets":  # start anywhere in 0 .. max_position - length
+            offsets = (torch.rand(batch_size, generator=gen) * (max_position - lengths + 1)).long()  # (batch,)
+        logits = model(tokens, offsets=offsets)  # (batch, T, vocab_size)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
         opt.zero_grad()
         loss.backward()
@@ -124,12 +186,12 @@ def train(pe, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, lr=3e-
 
 
 @torch.no_grad()
-def evaluate(model, lengths, vocab_size=16, shift=2, batch_size=128, seed=1234, clamp=False):
+def evaluate(model, lengths, vocab_size=16, shift=2, batch_size=128, seed=1234, clamp=False, task="copy"):
     """{length: token accuracy on a fixed random batch}; NaN where the model has no encoding for a position."""
     out = {}
     for n in lengths:
         gen = torch.Generator().manual_seed(seed + n)
-        tokens, targets = delayed_copy_batch(batch_size, n, vocab_size, shift, gen)  # (batch, n)
+        tokens, targets = task_batch(task, batch_size, n, vocab_size, shift, gen)  # (batch, n)
         if model.pe_kind == "learned" and n > model.train_len and not clamp:
             out[n] = math.nan  # no vector for positions >= train_len: the model cannot run at this length
             continue
@@ -140,13 +202,14 @@ def evaluate(model, lengths, vocab_size=16, shift=2, batch_size=128, seed=1234, 
 
 
 @torch.no_grad()
-def accuracy_by_position(model, length, vocab_size=16, shift=2, batch_size=256, seed=4321, clamp=False):
-    """(length,) accuracy at each position t of sequences `length` long (NaN for t < shift)."""
+def accuracy_by_position(model, length, vocab_size=16, shift=2, batch_size=256, seed=4321, clamp=False,
+                         task="copy"):
+    """(length,) accuracy at each position t of sequences `length` long (NaN where t has no target)."""
     gen = torch.Generator().manual_seed(seed)
-    tokens, targets = delayed_copy_batch(batch_size, length, vocab_size, shift, gen)  # (batch, length)
+    tokens, targets = task_batch(task, batch_size, length, vocab_size, shift, gen)  # (batch, length)
     pred = model(tokens, clamp=clamp).argmax(-1)  # (batch, length)
     acc = (pred == targets).float().mean(0)  # (length,)
-    acc[:shift] = math.nan
+    acc[(targets == IGNORE).all(0)] = math.nan
     return acc
 
 
@@ -161,3 +224,131 @@ def attention_on_source(model, length, vocab_size=16, shift=2, batch_size=64, se
     on_source = torch.full(maps.shape[1:4], math.nan)  # (layers, heads, length)
     on_source[..., shift:] = maps[..., t, t - shift].mean(0)  # (layers, heads, length - shift)
     return on_source
+
+
+@torch.no_grad()
+def copy_head(model, length, train_len, vocab_size=16, shift=2, clamp=False):
+    """Find the head that best puts query t's weight on key t - shift at t < train_len, and measure it at `length`.
+
+    Returns {layer, head, seen, unseen, at_train_len, lost, far}: mean weight on key t - shift at positions
+    shift..train_len-1 and train_len..length-1 of length-`length` sequences, the same at length train_len,
+    the weight not on key t - shift, and the weight on keys at offsets |n - m| >= train_len (never seen).
+    """
+    w = attention_on_source(model, length, vocab_size, shift, clamp=clamp)  # (layers, heads, length)
+    in_range = w[..., shift:train_len].mean(-1)  # (layers, heads)
+    layer, head = divmod(int(in_range.argmax()), in_range.shape[1])
+    A = model.attention_maps()[layer][:, head].mean(0)  # (length, length): the same batch, averaged
+    offset = (torch.arange(length)[None, :] - torch.arange(length)[:, None]).abs()  # (length, length)
+    far = (A * (offset >= train_len)).sum(-1)[shift:]  # (length - shift,)
+    short = attention_on_source(model, train_len, vocab_size, shift, clamp=clamp)[layer, head, shift:]
+    row = w[layer, head]  # (length,)
+    return {"layer": layer, "head": head, "seen": row[shift:train_len].mean().item(),
+            "unseen": row[train_len:].mean().item(), "at_train_len": short.mean().item(),
+            "lost": 1 - row[shift:].mean().item(), "far": far.mean().item()}
+
+
+# --- the stored seeds (benchmarks/extrapolation_seeds.py) and the experiment's figures ---
+
+SEED_RUNS = Path(__file__).resolve().parents[1] / "data" / "extrapolation_seeds.json"
+
+
+def load_seed_runs(path=SEED_RUNS):
+    """The JSON written by benchmarks/extrapolation_seeds.py: {command, setup, seeds, runs[task][pe][seed]}."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: it ships with the repository's data/ folder; recreate it with "
+                                "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out data/extrapolation_seeds.json")
+    return json.loads(path.read_text())
+
+
+def seed_range(values):
+    """(mean, min, max) of a list of numbers, the summary every table and error bar of lesson 08 uses."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("values must be a non-empty list of numbers, got []")
+    return sum(values) / len(values), min(values), max(values)
+
+
+def accuracy_ranges(runs, task, names):
+    """{name: {test length: (mean, min, max) over seeds}}; "learned (clamped)" reads the learned runs."""
+    out = {}
+    for name in names:
+        by_seed = runs["runs"][task][name.replace(" (clamped)", "")]
+        lengths = next(iter(by_seed.values()))["accuracy"]
+        out[name] = {int(n): seed_range([r["accuracy"][n] for r in by_seed.values()]) for n in lengths}
+    return out
+
+
+def largest_change(runs, rerun):
+    """Largest |accuracy difference| between two stored experiments, over the seeds, tasks, variants, lengths both hold."""
+    diffs = [abs(a - runs["runs"][task][pe][seed]["accuracy"][n])
+             for task, by_pe in rerun["runs"].items() for pe, by_seed in by_pe.items()
+             for seed, r in by_seed.items() if seed in runs["runs"][task][pe]
+             for n, a in r["accuracy"].items()]
+    if not diffs:
+        raise ValueError("runs and rerun share no (task, variant, seed): nothing to compare")
+    return max(diffs)
+
+
+def in_range(value, stored, tol):
+    """True when value lies in [min - tol, max + tol] of the (mean, min, max) triple `stored`."""
+    return stored[1] - tol <= value <= stored[2] + tol
+
+
+def plot_accuracy_ranges(ranges, train_len, chance=None, live=None, title=None, ax=None):
+    """Mean over seeds with min-max error bars per variant ({name: {length: (mean, lo, hi)}}), shaded training range.
+
+    Variants are nudged sideways by up to 0.6 of a length so that equal values do not hide each other; `live`
+    ({name: {length: accuracy}}) adds one seed's values as hollow markers.
+    """
+    if not isinstance(ranges, dict) or not ranges:
+        raise ValueError(f"ranges must be a non-empty dict {{name: {{length: (mean, lo, hi)}}}}, got {ranges!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10.5, 4.5), layout="constrained")
+    ax.axvspan(0, train_len, color="0.92", label=f"training lengths (<= {train_len})")
+    for i, (name, by_length) in enumerate(ranges.items()):
+        dx = 0.3 * (i - (len(ranges) - 1) / 2)
+        x = np.array(sorted(by_length), dtype=float)
+        mean, lo, hi = (np.array([by_length[n][j] for n in sorted(by_length)]) for j in range(3))
+        ax.errorbar(x + dx, mean, yerr=[mean - lo, hi - mean], color=COLORS[name], marker=MARKERS[name], ms=5,
+                    capsize=2.5, lw=1.4, ls="--" if "clamped" in name else "-", label=f"{name} (mean, min-max)")
+        if live and name in live:
+            ax.plot(x + dx, [live[name][int(n)] for n in x], ls="none", marker=MARKERS[name], ms=9, mfc="none",
+                    mec=COLORS[name], mew=1)
+    if live:
+        ax.plot([], [], ls="none", marker="o", ms=9, mfc="none", mec="black", label="hollow: the model trained above")
+    if chance is not None:
+        ax.axhline(chance, color="black", lw=0.8, ls=":", label=f"chance ({chance:.2f})")
+    ax.set(xlabel="test sequence length", ylabel="token accuracy", ylim=(0, 1.04), title=title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    return ax.figure
+
+
+def plot_position_accuracy(by_position, train_len, title=None):
+    """Accuracy at each position t ({name: (length,) tensor}), one colour and marker per variant."""
+    if not isinstance(by_position, dict) or not by_position:
+        raise ValueError(f"by_position must be a non-empty dict {{name: (length,) tensor}}, got {by_position!r}")
+    fig, ax = plt.subplots(figsize=(10.5, 4), layout="constrained")
+    ax.axvspan(-0.5, train_len - 0.5, color="0.92", label="positions 0..15: seen in training\n(sinusoidal+offsets saw 0..47)")
+    for i, (name, acc) in enumerate(by_position.items()):
+        acc = np.asarray(acc, dtype=float)
+        ax.plot(np.arange(len(acc)), acc, color=COLORS[name], marker=MARKERS[name], ms=4, markevery=(i, 4),
+                ls="--" if "clamped" in name else "-", lw=1.2, label=name)
+    ax.set(xlabel=f"position t in a length-{len(acc)} sequence", ylabel="accuracy at t", ylim=(0, 1.04), title=title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    return fig
+
+
+def plot_copy_heads(maps, titles, train_len):
+    """A row of attention maps (query x key) on one colour scale with its colorbar; dashed where training stopped."""
+    maps = [np.asarray(m, dtype=float) for m in maps]
+    if not maps or any(m.ndim != 2 for m in maps) or len(titles) != len(maps):
+        raise ValueError(f"maps must be 2-D arrays, one per title; got {len(maps)} maps, {len(titles)} titles")
+    fig, axes = plt.subplots(1, len(maps), figsize=(3.9 * len(maps) + 0.8, 4), layout="constrained", squeeze=False)
+    for ax, m, title in zip(axes[0], maps, titles):
+        image = ax.imshow(m, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+        ax.axvline(train_len - 0.5, color="white", ls="--", lw=1)
+        ax.axhline(train_len - 0.5, color="white", ls="--", lw=1)
+        ax.set(title=title, xlabel="key position n", ylabel="query position m")
+    fig.colorbar(image, ax=list(axes[0]), label="attention weight", shrink=0.85)
+    return fig
