@@ -23,7 +23,7 @@
 # - See the same attention machinery run on image patches (ViT, MAE) and get their position
 #   encodings right.
 #
-# **Prerequisites.** 01 (the PE formula), 02 ($PE_{t+k} = M_k PE_t$), 03 (self-attention is
+# **Prerequisites.** 01 (the PE formula), 02 ($PE_{t+k} = PE_t M_k$), 03 (self-attention is
 # permutation-equivariant), 04 (padding masks), 05 (multi-head attention), 06 (encoder blocks).
 # Lesson 07's training loop helps but is not required.
 
@@ -100,10 +100,10 @@ except ValueError as err:
 # %% [markdown]
 # ## 2. RoPE, built from lesson 02's rotation
 #
-# Lesson 02 showed that $PE_{t+k} = M_k PE_t$, where $M_k$ is block-diagonal with one $2 \times 2$ block
-# per frequency,
+# Lesson 02 showed that $PE_{t+k} = PE_t M_k$ (rows, as everywhere in these lessons), where $M_k$ is
+# block-diagonal with one $2 \times 2$ block per frequency,
 #
-# $$M_k^{(i)} = \begin{pmatrix} \cos w_i k & \sin w_i k \\ -\sin w_i k & \cos w_i k \end{pmatrix}.$$
+# $$M_k^{(i)} = \begin{pmatrix} \cos w_i k & -\sin w_i k \\ \sin w_i k & \cos w_i k \end{pmatrix}.$$
 #
 # Build $M_k$ naively, with a loop over the blocks, and check the identity again.
 
@@ -114,24 +114,24 @@ def rotation_matrix(k, d):
     M = torch.zeros(d, d, dtype=torch.float64)  # (d, d)
     for i in range(d // 2):
         c, s = math.cos(w[i] * k), math.sin(w[i] * k)
-        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s
-        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
+        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, -s
+        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = s, c
     return M
 
 
 d = 16
 pe = sinusoidal_encoding(100, d, dtype=torch.float64)  # (100, d)
-assert torch.allclose(rotation_matrix(7, d) @ pe[30], pe[37], atol=1e-12)
-assert torch.allclose(rotation_matrix(30, d) @ pe[0], pe[30], atol=1e-12)
-print("PASS: M_7 PE_30 = PE_37 and M_30 PE_0 = PE_30")
+assert torch.allclose(pe[30] @ rotation_matrix(7, d), pe[37], atol=1e-12)
+assert torch.allclose(pe[0] @ rotation_matrix(30, d), pe[30], atol=1e-12)
+print("PASS: PE_30 M_7 = PE_37 and PE_0 M_30 = PE_30")
 
 # %% [markdown]
 # $M_k$ is a rotation: $M_k^\top = M_{-k}$ and $M_a M_b = M_{a+b}$. So if the query at position $m$ is
 # turned by $M_m$ and the key at position $n$ by $M_n$, their dot product is
 #
-# $$(M_m q)\cdot(M_n k) = q^\top M_m^\top M_n k = q^\top M_{n-m}\, k,$$
+# $$(q M_m)\cdot(k M_n) = q\, M_m M_n^\top k^\top = q\, M_{m-n}\, k^\top,$$
 #
-# which depends on the offset $n - m$ and not on $m$ itself. That is RoPE (Su et al., 2021, RoFormer):
+# which depends on the offset $m - n$ and not on $m$ itself. That is RoPE (Su et al., 2021, RoFormer):
 # rotate $q$ and $k$, never add anything. `utils.positional.apply_rotary(x, positions)` does the rotation
 # with slices instead of a matrix; check it against the loop-built $M$.
 
@@ -139,7 +139,7 @@ print("PASS: M_7 PE_30 = PE_37 and M_30 PE_0 = PE_30")
 g = torch.Generator().manual_seed(0)
 x = torch.randn(5, d, dtype=torch.float64, generator=g)  # (seq, d_k): five vectors
 positions = torch.tensor([0, 3, 17, 250, 4000])  # (seq,)
-naive = torch.stack([rotation_matrix(p, d) @ x[t] for t, p in enumerate(positions.tolist())])  # (seq, d_k)
+naive = torch.stack([x[t] @ rotation_matrix(p, d) for t, p in enumerate(positions.tolist())])  # (seq, d_k)
 fast = apply_rotary(x, positions)  # (seq, d_k)
 assert torch.allclose(naive, fast, atol=1e-12)
 assert torch.allclose(fast.norm(dim=-1), x.norm(dim=-1))  # a rotation keeps lengths
@@ -258,7 +258,7 @@ for name, acc in accuracy.items():
 # %% [markdown]
 # One seed per variant cannot support a ranking. `benchmarks/extrapolation_seeds.py` ran the same
 # experiment with seeds 0–4 for every variant and both tasks of this lesson (about 50 runs, too many to
-# repeat here) and stored a summary of each run in `data/extrapolation_seeds.json`. Load it, and show
+# repeat here) and stored a summary of each run in `utils/data/extrapolation_seeds.json`. Load it, and show
 # mean and [min–max] over the seeds:
 
 # %%
@@ -695,21 +695,6 @@ plt.show()
 #
 # (RoFormer writes the rotation with the angle's opposite sign; turning every $q$ and $k$ the other way
 # leaves the offset-only property intact.)
-#
-# ## Sources
-#
-# - Vaswani et al., 2017, "Attention Is All You Need", NeurIPS: §3.5 (positional encoding, the
-#   extrapolation hope) and Table 3 row (E) (learned vs sinusoidal).
-# - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): "Periodic: Hope this will
-#   work in extrapolation. (No)".
-# - Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked
-#   example): sinusoids make it "easier to extrapolate for longer sequences".
-# - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the pointer to MAE.
-# - Dosovitskiy et al., 2021, "An Image is Worth 16x16 Words: Transformers for Image Recognition at
-#   Scale", ICLR (learned 1-D position embeddings, appendix D.4).
-# - He et al., 2022, "Masked Autoencoders Are Scalable Vision Learners", CVPR (2-D sine-cosine
-#   embeddings).
-# - Su et al., 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding".
 
 # %% [markdown]
 # ## Exercises
@@ -744,3 +729,19 @@ check.patchify(my_patchify)
 # training length? Does RoPE's curve fall more slowly if training lengths go up to 24 (more offsets
 # seen)? Train "sinusoidal+offsets" with `max_position=32`: does it still work at positions 32..47,
 # which it then never saw?
+
+# %% [markdown]
+# ## Sources
+#
+# - Vaswani et al., 2017, "Attention Is All You Need", NeurIPS: §3.5 (positional encoding, the
+#   extrapolation hope) and Table 3 row (E) (learned vs sinusoidal).
+# - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): "Periodic: Hope this will
+#   work in extrapolation. (No)".
+# - Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked
+#   example): sinusoids make it "easier to extrapolate for longer sequences".
+# - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the pointer to MAE.
+# - Dosovitskiy et al., 2021, "An Image is Worth 16x16 Words: Transformers for Image Recognition at
+#   Scale", ICLR (learned 1-D position embeddings, appendix D.4).
+# - He et al., 2022, "Masked Autoencoders Are Scalable Vision Learners", CVPR (2-D sine-cosine
+#   embeddings).
+# - Su et al., 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding".

@@ -39,7 +39,7 @@ def test_known_numbers():
     assert torch.equal(pe[0, 0::2], torch.zeros(256)) and torch.equal(pe[0, 1::2], torch.ones(256))
     assert pe[1, 0].item() == pytest.approx(0.8414709848, abs=1e-10)  # sin(1)
     assert pe[1, 1].item() == pytest.approx(0.5403023059, abs=1e-10)  # cos(1)
-    # seed 003's PE(1) row, which truncates (not rounds) to four decimals
+    # the YOUR CAT slide deck's PE(1) row, which truncates (not rounds) to four decimals
     seed = [0.8414, 0.5403, 0.8218, 0.5696, 0.0001, 0.9999]
     shown = pe[1, [0, 1, 2, 3, 510, 511]].tolist()
     assert [math.floor(x * 1e4) for x in shown] == [round(s * 1e4) for s in seed]

@@ -104,7 +104,7 @@ class DecoderLayer(nn.Module):
         return out
 
     def _cross_attention(self, x, memory, mask):
-        # Q from the decoder, K and V from the encoder (seed 004).
+        # Q from the decoder, K and V from the encoder (the reading notes).
         out, self.cross_attn_weights = self.cross_attn(x, memory, memory, mask)
         return out
 

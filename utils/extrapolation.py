@@ -249,15 +249,15 @@ def copy_head(model, length, train_len, vocab_size=16, shift=2, clamp=False):
 
 # --- the stored seeds (benchmarks/extrapolation_seeds.py) and the experiment's figures ---
 
-SEED_RUNS = Path(__file__).resolve().parents[1] / "data" / "extrapolation_seeds.json"
+SEED_RUNS = Path(__file__).resolve().parent / "data" / "extrapolation_seeds.json"  # package data: on Colab too
 
 
 def load_seed_runs(path=SEED_RUNS):
     """The JSON written by benchmarks/extrapolation_seeds.py: {command, setup, seeds, runs[task][pe][seed]}."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: it ships with the repository's data/ folder; recreate it with "
-                                "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out data/extrapolation_seeds.json")
+        raise FileNotFoundError(f"{path} is missing: it ships with the utils package (utils/data/); recreate it with "
+                                "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/data/extrapolation_seeds.json")
     return json.loads(path.read_text())
 
 

@@ -40,7 +40,7 @@ class PositionalEncoding(nn.Module):
             raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
         table = sinusoidal_encoding(max_len, d_model, base)  # (max_len, d_model); validates the sizes
         self.d_model, self.max_len, self.base = int(d_model), int(max_len), float(base)
-        # Computed once and reused for every sentence (seed 003): a buffer, not a parameter.
+        # Computed once and reused for every sentence (the YOUR CAT slide deck): a buffer, not a parameter.
         self.register_buffer("pe", table, persistent=False)
         self.dropout = nn.Dropout(dropout)
 

@@ -1,0 +1,43 @@
+"""What a learner reads: no references to files they cannot see, no tooling words, a Sources list."""
+
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted((ROOT / "lessons_src").glob("[0-9][0-9]_*.py"))
+SEED_REF = re.compile(r"\bseeds? 00\d\b", re.I)
+# Tooling words a learner should never meet in a lesson's text or visible code.
+TOOLING = re.compile(r"nbval|noqa|\bCI\b|the tests? compares?|this machine|\b\d+ (CPU )?cores\b", re.I)
+
+
+def learner_text(path):
+    """Every cell's visible text (cell markers and tags are metadata, not text)."""
+    return [(i, c.cell_type, c.source) for i, c in enumerate(jupytext.read(path).cells)]
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_no_source_document_is_called_a_seed(src):
+    hits = [i for i, _, text in learner_text(src) if SEED_REF.search(text)]
+    assert not hits, f"{src.name} cells {hits} say 'seed 00N': name the source (see the Sources list)"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_no_tooling_words_in_learner_text(src):
+    hits = [(i, TOOLING.search(text).group()) for i, _, text in learner_text(src) if TOOLING.search(text)]
+    assert not hits, f"{src.name}: tooling words in cells {hits}; use cell tags, keep notes in CONTRIBUTING.md"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_lesson_ends_with_its_sources(src):
+    markdown = [text for _, kind, text in learner_text(src) if kind == "markdown"]
+    assert any(re.search(r"^#+ .*Sources", text, re.M) for text in markdown[-3:]), (
+        f"{src.name}: end the lesson with a 'Sources' section naming what it cites")
+
+
+def test_package_readme_and_exercises_never_say_seed():
+    files = [ROOT / "README.md", *(ROOT / "utils").rglob("*.py")]
+    hits = [f.relative_to(ROOT).as_posix() for f in files if SEED_REF.search(f.read_text())]
+    assert not hits, f"these files say 'seed 00N' to learners: {hits}"
