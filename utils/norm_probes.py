@@ -114,20 +114,27 @@ def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_mod
     return np.array(losses)
 
 
+def _variant_arrays(name, values, shape):
+    """Check a dict 'post-norm'/'pre-norm' -> 2-D array `shape`; return it with float arrays."""
+    if not isinstance(values, dict) or not values:
+        raise TypeError(f"{name} must be a non-empty dict of variant -> array, got {type(values).__name__}")
+    unknown = set(values) - set(VARIANT_STYLE)
+    if unknown:
+        raise ValueError(f"{name} keys must be among {sorted(VARIANT_STYLE)}, got {sorted(unknown)}")
+    arrays = {k: np.asarray(v, dtype=float) for k, v in values.items()}
+    for k, v in arrays.items():
+        if v.ndim != 2:
+            raise ValueError(f"{name}[{k!r}] must be 2-D {shape}, got shape {v.shape}")
+    return arrays
+
+
 def plot_per_layer(values, ylabel, title, ax=None, logy=False):
     """Median over seeds (line) and min-max band per layer for each variant in `values`
     (a dict 'post-norm'/'pre-norm' -> array (seeds, num_layers))."""
-    if not isinstance(values, dict) or not values:
-        raise TypeError(f"values must be a non-empty dict of variant -> array, got {type(values).__name__}")
-    unknown = set(values) - set(VARIANT_STYLE)
-    if unknown:
-        raise ValueError(f"values keys must be among {sorted(VARIANT_STYLE)}, got {sorted(unknown)}")
+    values = _variant_arrays("values", values, "(seeds, num_layers)")
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
     for name, v in values.items():
-        v = np.asarray(v, dtype=float)
-        if v.ndim != 2:
-            raise ValueError(f"values[{name!r}] must be 2-D (seeds, num_layers), got shape {v.shape}")
         layers = np.arange(1, v.shape[1] + 1)
         style = VARIANT_STYLE[name]
         ax.fill_between(layers, v.min(0), v.max(0), color=style["color"], alpha=0.2, lw=0)
@@ -143,17 +150,10 @@ def plot_per_layer(values, ylabel, title, ax=None, logy=False):
 def plot_loss_curves(losses, title, ax=None, chance=None):
     """One thin line per seed for each variant in `losses` (a dict 'post-norm'/'pre-norm' -> array
     (seeds, steps)), in the variant's colour; an optional dotted line at the chance-level loss."""
-    if not isinstance(losses, dict) or not losses:
-        raise TypeError(f"losses must be a non-empty dict of variant -> array, got {type(losses).__name__}")
-    unknown = set(losses) - set(VARIANT_STYLE)
-    if unknown:
-        raise ValueError(f"losses keys must be among {sorted(VARIANT_STYLE)}, got {sorted(unknown)}")
+    losses = _variant_arrays("losses", losses, "(seeds, steps)")
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
     for name, curves in losses.items():
-        curves = np.asarray(curves, dtype=float)
-        if curves.ndim != 2:
-            raise ValueError(f"losses[{name!r}] must be 2-D (seeds, steps), got shape {curves.shape}")
         style = VARIANT_STYLE[name]
         for i, curve in enumerate(curves):
             ax.plot(np.arange(1, len(curve) + 1), curve, color=style["color"], ls=style["ls"], lw=1.2, alpha=0.8,

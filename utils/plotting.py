@@ -249,14 +249,19 @@ def _check_head_weights(weights):
     return weights
 
 
+def panel_grid(count, ncols, panel_size):
+    """A figure with `count` panels in rows of at most `ncols`: (fig, axes) with axes 2-D, extras included."""
+    ncols = min(ncols, count)
+    nrows = -(-count // ncols)
+    width, height = panel_size
+    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained")
+
+
 def plot_head_grid(weights, tokens=None, ncols=4):
     """Every head's attention map side by side: weights (num_heads, T_q, T_k), one panel per head."""
     weights = _check_head_weights(weights)
     num_heads = weights.shape[0]
-    ncols = min(ncols, num_heads)
-    nrows = -(-num_heads // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.2 * nrows), squeeze=False,
-                             layout="constrained")
+    fig, axes = panel_grid(num_heads, ncols, (3.2, 3.2))
     for i, ax in enumerate(axes.flat):
         if i < num_heads:
             im = _attention_image(ax, weights[i], tokens, f"head {i}")

@@ -3,6 +3,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
+from utils.plotting import panel_grid
+
 CHOSEN, OTHER = "tab:blue", "tab:gray"  # the word greedy decoding picks, and the runners-up
 
 
@@ -17,10 +19,7 @@ def plot_decoding_steps(probs, itos, chosen, top=4, ncols=4):
     if len(chosen) != probs.shape[0]:
         raise ValueError(f"chosen must give one id per step ({probs.shape[0]}), got {len(chosen)}")
     steps = probs.shape[0]
-    ncols = min(ncols, steps)
-    nrows = -(-steps // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols, 1.5 * nrows), squeeze=False,
-                             layout="constrained")
+    fig, axes = panel_grid(steps, ncols, (2.9, 1.5))
     for t, ax in enumerate(axes.flat):
         if t >= steps:
             ax.axis("off")
