@@ -23,13 +23,18 @@
 # $\max(0, xW_1 + b_1)W_2 + b_2$ in section 3.3). A batch adds a leading axis: `(batch, T, d_model)`.
 
 # %% tags=["colab-setup"]
-# On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.
+# On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    get_ipython().run_line_magic(
-        "pip", "install -q 'attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand'"
-    )
+    requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
+                         capture_output=True, text=True)
+    if pip.returncode != 0:
+        reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
+        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
+                         "Check that this runtime is online, then run this cell again.")
 
 # %% [markdown]
 # Everything we need: PyTorch for tensors, NumPy for the naive version, and this collection's `utils`.

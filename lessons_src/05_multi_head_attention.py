@@ -27,13 +27,18 @@
 # **Prerequisites.** 03 (self-attention: `softmax(QKᵀ/√d_k)V`) and 04 (masks; `True` = may attend).
 
 # %% tags=["colab-setup"]
-# On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.
+# On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    get_ipython().run_line_magic(
-        "pip", "install -q 'attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand'"
-    )
+    requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
+                         capture_output=True, text=True)
+    if pip.returncode != 0:
+        reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
+        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
+                         "Check that this runtime is online, then run this cell again.")
 
 # %% [markdown]
 # The usual imports. The tensors in this lesson are tiny, so one thread is plenty.

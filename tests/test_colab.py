@@ -74,29 +74,43 @@ def test_rewrite_inserts_replaces_and_is_idempotent():
     assert first_code_cell(nb).source == links.colab_setup_source() and len(tagged(nb)) == 1
 
 
-def run_setup_cell(in_colab):
-    ip = mock.Mock()
+def run_setup_cell(in_colab, returncode=0, stderr=""):
+    """Execute the generated setup cell with pip (subprocess.run) mocked; return the calls made."""
+    run = mock.Mock(return_value=subprocess.CompletedProcess([], returncode, "", stderr))
     modules = {"google.colab": mock.Mock()} if in_colab else {}
-    with mock.patch.dict(sys.modules, modules):
+    with mock.patch.dict(sys.modules, modules), mock.patch("subprocess.run", run):
         if not in_colab:
             sys.modules.pop("google.colab", None)
-        exec(links.colab_setup_source(), {"get_ipython": lambda: ip})
-    return ip.run_line_magic.call_args_list
+        exec(links.colab_setup_source(), {})
+    return run.call_args_list
 
 
 def test_setup_cell_does_nothing_outside_colab():
     assert run_setup_cell(in_colab=False) == []
 
 
-def test_setup_cell_on_colab_pip_installs_utils_with_the_colab_extras_from_the_repository():
+def test_setup_cell_on_colab_pip_installs_the_fixed_release_with_the_colab_extras():
     (call,) = run_setup_cell(in_colab=True)
-    magic, line = call.args
-    assert magic == "pip"
-    args = shlex.split(line)  # %pip hands the line to a shell
-    assert args[:2] == ["install", "-q"] and len(args) == 3
-    req = Requirement(args[2])
+    args = call.args[0]
+    assert args[:5] == [sys.executable, "-m", "pip", "install", "-q"] and len(args) == 6
+    req = Requirement(args[5])
     assert req.name == links.PACKAGE and req.extras == {links.COLAB_EXTRA}
-    assert req.url == f"git+{links.REPOSITORY}"
+    assert req.url == f"git+{links.REPOSITORY}@{links.RELEASE}", "Colab must install the fixed release, not main"
+
+
+def test_a_failed_install_stops_with_one_line_saying_what_failed_and_what_to_do():
+    stderr = "ERROR: Could not find a version\nERROR: git clone failed: Could not resolve host: github.com\n"
+    with pytest.raises(SystemExit) as stop:
+        run_setup_cell(in_colab=True, returncode=1, stderr=stderr)
+    message = str(stop.value.code)
+    assert "\n" not in message, message
+    assert message.startswith("Setup failed: pip could not install") and links.RELEASE in message
+    assert "Could not resolve host: github.com" in message and "run this cell again" in message
+
+
+def test_links_and_install_name_the_same_release():
+    assert links.BRANCH == links.RELEASE
+    assert f"/{links.RELEASE}/" in links.colab_url("notebooks/x.ipynb")
 
 
 def pyproject():

@@ -3,7 +3,11 @@ the Colab setup cell of every lesson, the README's Colab/Binder links and the si
 """
 
 REPOSITORY = "https://github.com/attention-by-hand/attention-by-hand"
-BRANCH = "main"
+# The fixed release that the Colab setup cell installs and that the Colab/Binder links open, so a
+# learner's notebook and its utils always come from the same commit. To publish one: set it here, run
+# `python scripts/colab_setup.py`, commit, and tag that commit with this name (CONTRIBUTING.md).
+RELEASE = "v0.2.0"
+BRANCH = RELEASE  # what the links open
 PACKAGE = "attention-by-hand"  # the distribution name in pyproject.toml
 COLAB_EXTRA = "colab"  # [project.optional-dependencies] group: pinned packages Colab lacks
 
@@ -32,18 +36,24 @@ def badges(notebook):
 
 
 def pip_requirement():
-    """What the Colab setup cell installs: this repo's utils plus the pinned extras Colab lacks."""
-    return f"{PACKAGE}[{COLAB_EXTRA}] @ git+{REPOSITORY}"
+    """What the Colab setup cell installs: this repo's utils at RELEASE plus the pinned extras Colab lacks."""
+    return f"{PACKAGE}[{COLAB_EXTRA}] @ git+{REPOSITORY}@{RELEASE}"
 
 
 def colab_setup_source():
-    """The first code cell of every lesson (tagged colab-setup): does nothing outside Colab."""
+    """The first code cell of every lesson (tagged colab-setup): does nothing outside Colab, and on Colab
+    stops with one line saying what failed and what to do when the install fails."""
     return "\n".join([
-        "# On Google Colab, install this collection's `utils` first; elsewhere this cell does nothing.",
+        f"# On Google Colab, install this collection's `utils` ({RELEASE}) first; elsewhere this cell does nothing.",
+        "import subprocess",
         "import sys",
         "",
         'if "google.colab" in sys.modules:',
-        "    get_ipython().run_line_magic(",
-        f"        \"pip\", \"install -q '{pip_requirement()}'\"",
-        "    )",
+        f'    requirement = "{pip_requirement()}"',
+        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],',
+        "                         capture_output=True, text=True)",
+        "    if pip.returncode != 0:",
+        '        reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]',
+        '        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "',
+        '                         "Check that this runtime is online, then run this cell again.")',
     ])
