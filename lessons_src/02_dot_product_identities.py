@@ -389,7 +389,8 @@ plt.show()
 # short sentence that is right: the slow pairs (large $i$) hardly move ($\sin \approx 0$,
 # $\cos \approx 1$), so PE's variation lives in the first, fast columns and the rest is a nearly
 # constant offset that a layer can absorb. But the slow pairs do turn over longer spans: the slowest
-# has wavelength $2\pi \cdot 10000$. `pe_variance_share(n, d_model)` gives the cumulative share of the
+# ($i = 255$ at $d_{model} = 512$) has wavelength $2\pi \cdot 10000^{510/512}$, about 60,600 positions
+# (lesson 01 prints it). `pe_variance_share(n, d_model)` gives the cumulative share of the
 # table's variance over positions $0 \dots n-1$, column by column; we read it at three lengths.
 
 # %%
@@ -404,8 +405,9 @@ for n in [100, 1000, 10000]:
         assert share[255] < 0.6 and needed > 400
 
 # %% [markdown]
-# So "PE takes few dimensions" holds for sentences of about a hundred tokens: there the first half of
-# the columns carries nearly all of its variation. Over a thousand positions it carries about three
+# So for sentences of about a hundred tokens PE's variation sits in the first half of the columns,
+# though 95% of it still needs over 200 of the 512 (printed above): "few dimensions" overstates it even
+# there. Over a thousand positions it carries about three
 # quarters, and over ten thousand barely more than half: the encoding then spreads over almost all
 # the columns.
 

@@ -544,9 +544,9 @@ fig = plot_attention(sentence, A_rand.numpy(), title="random W_q, W_k: where eac
 
 # %% [markdown]
 # The near-identity is gone, but nothing has taken its place: where a word looks is decided by the draw of
-# $W_q, W_k$. Over 20 random draws, the diagonal is the row maximum in roughly one row in six, what chance
-# gives with six columns (a tie between the two CATs counted for the diagonal), and LOVELY's weight on
-# the two CATs is all over the place:
+# $W_q, W_k$. Over 20 random draws, the diagonal is the row maximum in about as many rows as chance gives
+# (the count is printed below): 1 in 5, since the two CATs' identical columns make five distinct keys
+# and a tie counts for the diagonal. LOVELY's weight on the two CATs is all over the place:
 
 # %%
 diag_rows, lovely_on_cat = 0, []

@@ -500,7 +500,8 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask="causal+padding"
 # - Padding mask: `(batch, 1, T)`, True on real tokens; outputs at real positions do not depend on the
 #   pads.
 # - Causal mask: True for $j \le i$. The COMP7607 slides' $j < i$ masks the diagonal, turns the first
-#   row into NaN and, through the loss, every gradient.
+#   row into NaN and, through the loss, every entry of the value projection's gradient (5 of 5
+#   initialisations).
 # - With the causal mask the future cannot change the past, at every position and through a stack of
 #   layers.
 # - Seeing itself leaks nothing because the decoder's input is the target shifted right: position $i$

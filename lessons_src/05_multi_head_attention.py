@@ -16,8 +16,9 @@
 # 1. built multi-head attention step by step — project, split, attend, concatenate, $W^O$ — with
 #    every shape printed, and checked it against `utils.multihead` and `torch.nn.MultiheadAttention`
 #    with copied weights;
-# 2. counted parameters and multiply–adds and seen that `h` heads cost exactly what one head of
-#    width `d_model` costs;
+# 2. counted parameters and multiply–adds and seen that `h` heads have exactly the parameters and
+#    matrix-product multiply–adds of one head of width `d_model` (only the element-wise softmax work
+#    grows, by `h`);
 # 3. seen what "multiple copies improve the *resolution* of attention" (the COMP7607 slides) means:
 #    a task where no fixed split of one head's weight between two places does better than an
 #    error of ½, while two heads read both places sharply;

@@ -238,11 +238,11 @@ assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus
 # `Decoder` over the target (causal ∧ padding mask) whose cross-attention reads the encoder's output
 # ("memory") through the source padding mask; and a linear layer to logits over the Neo vocabulary.
 #
-# One detail matters a lot at this size: the embeddings start with standard deviation
+# One detail of the initialisation: the embeddings start with standard deviation
 # $d_{\text{model}}^{-1/2}$, so that after the $\times\sqrt{d_{\text{model}}}$ scaling they are about
 # as large as the PE (entries in $[-1, 1]$). torch's default `nn.Embedding` init is $N(0, 1)$, which
-# after scaling would be $\sqrt{d_{\text{model}}}$ times larger and drown the word positions
-# (exercise 4 measures what that costs).
+# after scaling would be $\sqrt{d_{\text{model}}}$ times larger than the PE (checked below). What that
+# costs in training is not measured here: exercise 4 asks you to find out.
 
 # %%
 torch.manual_seed(recipe.MODEL_SEED)
@@ -533,8 +533,9 @@ print("PASS: when writing a determiner, some head looks at its noun >= 90% of th
 # come from the English noun — and a head looks right at it. An adjective comes *after* its noun in
 # Neo, and the verb comes last, after the subject: the decoder has already written the noun with its
 # gender, and its own (causal) self-attention can read it there, so no cross-attention head needs to
-# look at the English noun. For adjectives none does; for the verb, it differs from one training run
-# to another (printed above for this run).
+# look at the English noun. For adjectives none does; for the verb, this run's best head looks at the
+# subject noun only part of the time (printed above); how that varies between training runs is not
+# measured in this lesson.
 #
 # The best alignment head on the first in-distribution test sentence that the model translates right
 # (so the gold alignment applies to its output), with the gold alignment as circles: a static picture

@@ -8,7 +8,8 @@
 # model to extrapolate to sequence lengths longer than the ones encountered during training", after
 # finding that learned position embeddings "produced nearly identical results" (Table 3, row (E):
 # dev perplexity 4.92 and BLEU 25.7 with learned embeddings, against 4.92 and 25.8 with sinusoids).
-# Nobody measured the hope. We do: train small models on short sequences, test them on long ones.
+# Later work measured it on language models (Press et al., 2021, in the reading list at the end); we
+# measure it ourselves: train small models on short sequences, test them on long ones.
 #
 # **Goals.**
 # - Train five small encoders on lengths $\le 16$ that differ only in how they get position:
@@ -531,8 +532,9 @@ print(f"PASS: sinusoidal and learned >= 0.97 at every length up to {AT_3L}; RoPE
 # sequence lies to a token's left, since the sequence has edges — and it did so in every seed. It
 # lost past the training length instead. Second, the absolute encodings were right even at length 48:
 # the answer sits at position 5, which they know, and the query only has to find it. The
-# sinusoidal+offsets model, which was shown the same symbols at shifted positions, has no way to
-# know which one is index 5, and is no better than no PE. Which encoding "extrapolates" depends on
+# sinusoidal+offsets model, which was shown the same symbols at shifted positions, did not learn to find
+# index 5 within this training budget (its PE no longer marks index 5; it would have to count from the
+# sequence's edge, as RoPE did), and is no better than no PE. Which encoding "extrapolates" depends on
 # what the task needs from position.
 #
 # ### The verdict, from the numbers measured above
@@ -571,7 +573,8 @@ print("PASS: the same sinusoids extrapolate in length once their positions were 
 #   order, exactly the learned table of section 1. Its authors tried 2-D-aware embeddings and report
 #   no significant gain from them (Dosovitskiy et al., 2021, appendix D.4).
 # - **MAE** (He et al., 2022) uses *fixed 2-D sine-cosine* embeddings: half of each vector encodes the
-#   patch's row, half its column, with lesson 01's formula.
+#   patch's row, half its column, with lesson 01's formula (MAE's own code puts the column first and
+#   lists all sines before all cosines; neither changes the dot products below).
 #
 # Here: a $32 \times 32$ synthetic image with a bright square and a dimmer disc, cut into $8 \times 8$
 # patches, so 16 tokens.
@@ -588,8 +591,8 @@ print("patches:", tuple(patches.shape), "= (H/P * W/P, P*P)")
 assert torch.equal(patches[2], image[0:8, 16:24].reshape(-1))  # patch 2 = row 0, column 2
 
 # %% [markdown]
-# MAE's 2-D encoding gives the first half of each $d_{model}$ vector the sinusoidal PE of the patch's
-# row and the second half the PE of its column. Lesson 02's identity then holds in each half, so
+# An MAE-style 2-D encoding gives half of each $d_{model}$ vector the sinusoidal PE of the patch's row
+# and the other half the PE of its column (here: row first, lesson 01's interleaved pairs). Lesson 02's identity then holds in each half, so
 # $PE \cdot PE$ depends only on the 2-D offset $(\Delta row, \Delta col)$:
 
 # %%

@@ -161,7 +161,10 @@ def apply_rotary(x, positions=None, base=10000.0):
 
 
 def sinusoidal_encoding_2d(height, width, d_model, base=10000.0, dtype=torch.float32):
-    """2-D PE (height * width, d_model) in row-major order: first half encodes the row, second half the column."""
+    """2-D PE (height * width, d_model) in row-major order: first half encodes the row, second half the column.
+
+    MAE-style (He et al., 2022); MAE's own code puts the column first and lists sines before cosines,
+    which changes no dot product."""
     height = validation.positive_int("height", height)
     width = validation.positive_int("width", width)
     d_model = validation.positive_int("d_model", d_model)
