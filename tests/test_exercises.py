@@ -1,4 +1,5 @@
-"""Every exercise: its reference solution passes, each known wrong answer fails, a stub is 'not attempted'."""
+"""Every exercise: its reference solution passes, each named wrong answer fails with its own message,
+a stub is 'not attempted'; every lesson has 3-5 exercises, 2 or more of them transfer, 1 or more a prediction."""
 
 import importlib
 import pkgutil
@@ -27,12 +28,39 @@ def test_reference_solution_passes(exercise):
     assert result.status == ex.PASS, str(result)
 
 
+@pytest.mark.parametrize("module", MODULES, ids=[m.__name__.rsplit(".", 1)[-1] for m in MODULES])
+def test_each_lesson_has_three_to_five_exercises_two_transfer_one_prediction(module):
+    mine = [e for e in vars(module).values() if isinstance(e, ex.Exercise)]
+    kinds = [e.kind for e in mine]
+    assert 3 <= len(mine) <= 5, f"{module.__name__} has {len(mine)} exercises, expected 3 to 5"
+    assert kinds.count("transfer") >= 2, f"{module.__name__}: {kinds.count('transfer')} transfer exercises, need 2"
+    assert "prediction" in kinds, f"{module.__name__} has no prediction exercise"
+
+
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
-def test_wrong_answers_are_caught(exercise):
-    assert exercise.wrong, f"{exercise.name} lists no wrong answer to test its checker with"
-    for wrong in exercise.wrong:
-        result = exercise.evaluate(wrong)
-        assert result.status == ex.FAIL and result.message, f"{exercise.name} accepted a wrong answer"
+def test_named_wrong_answers_are_caught_in_the_learners_terms(exercise):
+    mistakes = exercise.wrong
+    assert len(mistakes) >= 3, f"{exercise.name} names {len(mistakes)} wrong answers, expected 3 or more"
+    assert all(isinstance(m, ex.Mistake) for m in mistakes), f"{exercise.name}: use mistake(name, answer, says)"
+    assert len({m.name for m in mistakes}) == len(mistakes), f"{exercise.name}: two mistakes share a name"
+    messages = set()
+    for m in mistakes:
+        result = exercise.evaluate(m.answer)
+        assert result.status == ex.FAIL, f"{exercise.name} accepted the mistake '{m.name}'"
+        assert m.says.lower() in result.message.lower(), (
+            f"{exercise.name}: for '{m.name}' the message should say '{m.says}', it says: {result.message}")
+        assert result.message.strip().lower() not in {"mismatch", "wrong", "incorrect"}
+        messages.add(result.message)
+    assert len(messages) == len(mistakes), f"{exercise.name}: two different mistakes get the same message"
+
+
+@pytest.mark.parametrize("exercise", [e for e in EXERCISES if e.kind == "prediction"],
+                         ids=[e.name for e in EXERCISES if e.kind == "prediction"])
+def test_prediction_explains_why(exercise, capsys):
+    assert exercise.explain, f"{exercise.name} is a prediction without an explanation"
+    exercise(exercise.reference)
+    out = capsys.readouterr().out
+    assert out.startswith("PASS") and exercise.explain.strip().splitlines()[0].strip() in out
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)

@@ -3,11 +3,15 @@ never raises, so a lesson always runs top to bottom; `hint()` and `solution()` h
 
 A lesson's exercises live in `utils/exercises/lessonNN.py`, each one written as
 
-    @exercise(hint="...", reference=solution_fn, wrong=[a_wrong_answer])
+    @exercise(hint="...", reference=solution_fn, kind="transfer",
+              wrong=[mistake("forget the 1/sqrt(d_k)", wrong_fn, says="sqrt(d_k)"), ...])
     def name(answer):
         ...                      # return None when right, or a message saying what is wrong
 
 and used in the notebook as `check.name(my_answer)`, `check.name.hint()`, `check.name.solution()`.
+Kinds: "practice" (the lesson's own computation), "transfer" (its idea on a case the lesson did not
+show) and "prediction" (a value written down before the demonstration that settles it; `reference`
+is then the right value and `explain` says why, printed with the verdict).
 """
 
 import dataclasses
@@ -34,6 +38,23 @@ class Result:
         return f"FAIL: {self.exercise}: {self.message}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Mistake:
+    """A wrong answer learners give, named in their terms; the checker's message for it contains `says`."""
+
+    name: str
+    answer: object
+    says: str
+
+
+def mistake(name, answer, says):
+    """A named wrong answer for `exercise(wrong=[...])`; the tests check its message contains `says`."""
+    return Mistake(name, answer, says)
+
+
+KINDS = ("practice", "transfer", "prediction")
+
+
 class NotAttempted(Exception):
     """Raised by a checker that finds the stub untouched."""
 
@@ -41,8 +62,11 @@ class NotAttempted(Exception):
 class Exercise:
     """A checker with its hint, its reference solution and known wrong answers (for the tests)."""
 
-    def __init__(self, check, hint, reference, wrong=()):
+    def __init__(self, check, hint, reference, wrong=(), kind="practice", explain=None):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         self.check_fn, self.hint_text, self.reference, self.wrong = check, hint, reference, list(wrong)
+        self.kind, self.explain = kind, explain
         module = check.__module__.rsplit(".", 1)[-1]
         self.name = f"{module}.{check.__name__}"
         self.__doc__ = check.__doc__
@@ -65,22 +89,29 @@ class Exercise:
         result = self.evaluate(answer)
         _RESULTS[self.name] = result
         print(result)
+        if self.explain and result.status != NOT_ATTEMPTED:
+            print(textwrap.dedent(self.explain).strip())
 
     def hint(self):
         """Print a hint."""
         print(textwrap.dedent(self.hint_text).strip())
 
     def solution(self):
-        """Print the reference solution's source."""
-        print(textwrap.dedent(inspect.getsource(self.reference)).strip())
+        """Print the reference solution's source (a prediction's right value and why)."""
+        if callable(self.reference):
+            print(textwrap.dedent(inspect.getsource(self.reference)).strip())
+        else:
+            print(f"{self.reference!r}")
+            if self.explain:
+                print(textwrap.dedent(self.explain).strip())
 
     def __repr__(self):
         return f"<exercise {self.name}: call it with your answer; .hint(), .solution()>"
 
 
-def exercise(hint, reference, wrong=()):
+def exercise(hint, reference, wrong=(), kind="practice", explain=None):
     """Decorator: turn a check function (answer -> None or a failure message) into an Exercise."""
-    return lambda check: Exercise(check, hint, reference, wrong)
+    return lambda check: Exercise(check, hint, reference, wrong, kind, explain)
 
 
 def results():
@@ -101,3 +132,16 @@ def compare_arrays(got, expected, what="value", atol=1e-4):
         where = ", ".join(f"{n} {i}" for n, i in zip(("row", "column", "index"), idx)) if len(idx) <= 2 else f"index {idx}"
         return f"{what} at {where}: expected {expected[idx]:.4f}, got {got[idx]:.4f}"
     return None
+
+
+def compare_with_mistakes(got, expected, what="value", mistakes=(), atol=1e-4):
+    """Like compare_arrays, but when `got` equals what a named mistake gives, say so in those words.
+
+    `mistakes` maps a mistake's name ("forget the 1/sqrt(d_k)") to the value that mistake produces."""
+    problem = compare_arrays(got, expected, what, atol)
+    if problem is None:
+        return None
+    for name, value in dict(mistakes).items():
+        if compare_arrays(got, value, what, atol) is None:
+            return f"{what} is what you get if you {name}"
+    return problem
