@@ -1,6 +1,12 @@
-"""The instructor's grader, `python -m utils.grade`: stubs are "not attempted", reference solutions
-PASS, a wrong answer FAILs with its message, a crashing cell is reported and the rest still graded."""
+"""The instructor's grader, `python -m utils.grade`: it decides every verdict itself, so a notebook that
+forges its results or replaces a checker gains nothing; stubs are NOT ATTEMPTED, right answers PASS, wrong
+ones FAIL with the checker's message; a notebook that errors, loops, prints megabytes or kills its kernel
+is reported and the others are still graded.
 
+The learner notebooks are small, built here, and answer lesson 03's real exercises (whatever they are
+named: the first three, in the lesson's order). One test grades a real lesson end to end."""
+
+import csv
 import json
 import re
 import subprocess
@@ -11,180 +17,312 @@ import nbformat
 import pytest
 
 from utils import grade
-from utils.exercises import FAIL, NOT_ATTEMPTED, PASS
+from utils.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson03
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-WITH_EXERCISES = [p for p in LESSONS if grade.LESSON_MODULE.search(p.read_text())]
-CHECK_CALL = re.compile(r"^(check)\.(\w+)\((\w+)\)\s*$", re.M)  # check.name(my_answer): lessons import their exercises as `check`
-
-# A learner's notebook in miniature: exercises defined inline the way utils/exercises/lessonNN.py does.
-EXERCISES = '''
-import types
-from utils.exercises import exercise
-
-def _double(x):
-    return 2 * x
-
-@exercise(hint="multiply by two", reference=_double, wrong=[lambda x: x + 2])
-def double(answer):
-    for x in (0, 1, 5):
-        if answer(x) != 2 * x:
-            return f"double({x}): expected {2 * x}, got {answer(x)}"
-
-def _square(x):
-    return x * x
-
-@exercise(hint="x times x", reference=_square, wrong=[lambda x: 2 * x])
-def square(answer):
-    for x in (0, 3):
-        if answer(x) != x * x:
-            return f"square({x}): expected {x * x}, got {answer(x)}"
-
-check = types.SimpleNamespace(double=double, square=square)
-'''
-STUB = "def my_{name}(x):\n    raise NotImplementedError"
+ALL = [attr for attr, obj in vars(lesson03).items() if isinstance(obj, Exercise)]
+# A is answered with a `def` (its reference is a function); B and C are the next two, in the lesson's order.
+A = next(attr for attr in ALL if callable(getattr(lesson03, attr).reference))
+B, C = [attr for attr in ALL if attr != A][:2]
+NAME = {attr: getattr(lesson03, attr).name for attr in ALL}  # "lesson03.attention_weights"
+SETUP = ("from utils.exercises import lesson03 as check\n"
+         f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C  # to write answers with")
 
 
-def learner_notebook(path, answers=None, crash=False):
-    """Write a notebook with two exercises; `answers` maps a name to the body of the learner's code."""
-    answers = answers or {}
-    cells = [nbformat.v4.new_markdown_cell("# A lesson"), nbformat.v4.new_code_cell(EXERCISES)]
-    if crash:
-        cells.append(nbformat.v4.new_code_cell("scores = [1, 2]\nscores[0] / 0"))
-    for name in ("double", "square"):
-        cells.append(nbformat.v4.new_code_cell(answers.get(name, STUB.format(name=name))))
-        cells.append(nbformat.v4.new_code_cell(f"check.{name}(my_{name})"))
-    nb = nbformat.v4.new_notebook(cells=cells)
+def wrong(attr):
+    """The first named mistake of an exercise, as the learner's answer."""
+    first = getattr(lesson03, attr).wrong[0]
+    return getattr(first, "answer", first)
+
+
+def says(attr, answer):
+    """What the pristine checker says about `answer`."""
+    return getattr(lesson03, attr).evaluate(answer).message
+
+
+def stub(attr, var):
+    """A stub as the lessons give it: a function raising NotImplementedError, or `...` for a prediction."""
+    if callable(getattr(lesson03, attr).reference):
+        return f"def {var}(*args):\n    raise NotImplementedError"
+    return f"{var} = ..."
+
+
+def notebook(path, *cells):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A learner's copy")] +
+                                  [nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
     return path
+
+
+WRONG = 'getattr(_{x}.wrong[0], "answer", _{x}.wrong[0])'
+
+
+def answers_notebook(path):
+    """A right (a def calling a helper defined two cells up), a wrong (a prediction-style value in its own
+    cell) and an untouched stub."""
+    return notebook(
+        path, SETUP,
+        "def helper(*args):\n    return None  # superseded below",
+        "def helper(*args):\n    return _A.reference(*args)",
+        f"def my_answer(*args):\n    return helper(*args)\n\n\ncheck.{A}(my_answer)",
+        f"my_prediction = {WRONG.format(x='B')}",
+        "print('an unrelated cell')",
+        f"check.{B}(my_prediction)",
+        stub(C, "my_c") + f"\n\n\ncheck.{C}(my_c)")
+
+
+def forged_notebook(path):
+    """Writes PASS into the results, replaces `check.X`, a checker's check_fn, the module's helpers and
+    Exercise.evaluate: its kernel says PASS three times, the grader does not."""
+    return notebook(
+        path, SETUP + "\nimport utils.exercises as ex\nfrom utils.exercises import lesson03",
+        stub(A, "my_a") + f"\n\ncheck.{A} = lambda *args: None\ncheck.{A}(my_a)\n"
+        f"ex._RESULTS[{NAME[A]!r}] = ex.Result({A!r}, 'PASS')",
+        f"lesson03.{B}.check_fn = lambda answer: None\nex.lesson03.{B}.check_fn = lambda answer: None\n"
+        "ex.lesson03.compare_arrays = lambda *args, **kwargs: None\n"
+        f"my_b = {WRONG.format(x='B')}\ncheck.{B}(my_b)",
+        "ex.Exercise.evaluate = lambda self, answer: ex.Result(self.name, 'PASS')\n"
+        f"my_c = {WRONG.format(x='C')}\ncheck.{C}(my_c)",
+        "ex.results = lambda: {name: {'status': 'PASS', 'message': ''} for name in " + repr(list(NAME.values())) + "}")
+
+
+def loop_notebook(path):
+    """A's answer never returns; B is right; C's answer cell raises."""
+    return notebook(
+        path, SETUP,
+        f"def my_a(*args):\n    while True:\n        pass\n\n\ncheck.{A}(my_a)",
+        f"my_b = _B.reference\ncheck.{B}(my_b)",
+        "my_c = name_never_defined",
+        f"check.{C}(my_c)")
+
+
+# These two stop (or lose) their kernel before it imports anything heavy: cheaper to run.
+def loud_notebook(path):
+    """Prints 50 MB, then answers A right."""
+    return notebook(path, "for i in range(500_000):\n    print('x' * 99)", SETUP, f"check.{A}(_A.reference)")
+
+
+def dying_notebook(path):
+    return notebook(path, "import os\nos._exit(1)", SETUP, f"check.{A}(_A.reference)")
 
 
 def statuses(report):
     return {e["exercise"].split(".")[-1]: e["status"] for e in report["exercises"]}
 
 
-def test_untouched_stubs_are_not_attempted(tmp_path):
-    report = grade.grade(learner_notebook(tmp_path / "stub.ipynb"), timeout=60)
-    assert report["status"] == "ok" and not report["errors"]
-    assert statuses(report) == {"double": NOT_ATTEMPTED, "square": NOT_ATTEMPTED}
-    assert grade.exit_code([report]) == 1
+def by_name(report):
+    return {e["exercise"].split(".")[-1]: e for e in report["exercises"]}
 
 
-def test_right_answers_pass(tmp_path):
-    answers = {"double": "def my_double(x):\n    return x + x", "square": "def my_square(x):\n    return x ** 2"}
-    report = grade.grade(learner_notebook(tmp_path / "right.ipynb", answers), timeout=60)
-    assert statuses(report) == {"double": PASS, "square": PASS}
-    assert grade.exit_code([report]) == 0
-    assert "2/2 exercises passed" in grade.table(report)
+# ---- the plan: which cells recreate an answer (no kernel, no child: milliseconds)
 
 
-def test_a_wrong_answer_fails_with_its_message(tmp_path):
-    answers = {"double": "def my_double(x):\n    return x + 1", "square": "def my_square(x):\n    return x * x"}
-    report = grade.grade(learner_notebook(tmp_path / "wrong.ipynb", answers), timeout=60)
-    assert statuses(report) == {"double": FAIL, "square": PASS}
-    (failed,) = [e for e in report["exercises"] if e["status"] == FAIL]
-    assert failed["message"] == "double(0): expected 0, got 1"
-    assert grade.exit_code([report]) == 1
-    assert "double(0): expected 0, got 1" in grade.table(report)
+def test_the_plan_reruns_the_latest_definitions_an_answer_needs(tmp_path):
+    nb = nbformat.read(answers_notebook(tmp_path / "a.ipynb"), as_version=4)
+    plan = grade.plan(nb)
+    assert plan["aliases"] == {"check": "lesson03"} and plan["modules"] == ["lesson03"]
+    assert sorted(plan["known"].values()) == sorted(NAME.values())
+    cells = {item["attr"]: [n for n, _ in item["cells"]] for item in plan["items"]}
+    # cells are numbered as the notebook shows them (1 = the markdown title, 2 = the imports)
+    assert cells == {A: [4, 5], B: [6, 8], C: [9]}  # not the superseded helper (3), not the print (7)
+    imports = [src for item in plan["items"] for _, src in item["imports"]]
+    assert f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C" in imports
 
 
-def test_a_crashing_cell_is_reported_and_the_rest_still_graded(tmp_path):
-    answers = {"double": "def my_double(x):\n    return 2 * x"}
-    report = grade.grade(learner_notebook(tmp_path / "crash.ipynb", answers, crash=True), timeout=60)
-    assert report["status"] == "error"
-    (err,) = report["errors"]
-    assert err["cell"] == 3 and err["error"].startswith("ZeroDivisionError") and "scores" in err["source"]
-    assert statuses(report) == {"double": PASS, "square": NOT_ATTEMPTED}
-    assert grade.exit_code([report]) == 2
-    assert "error in cell 3" in grade.table(report)
+def test_the_plan_knows_every_alias_and_reads_magics(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (
+        "%matplotlib inline\nimport utils.exercises.lesson03 as ex3\nfrom utils.exercises import lesson03",
+        f"!echo hi\nex3.{A}(None)", f"lesson03.{B}(None)", f"lesson03.{B}.hint()", "def broken(:\n    pass")])
+    plan = grade.plan(nb)
+    assert plan["aliases"] == {"ex3": "lesson03", "lesson03": "lesson03"}
+    assert [(item["attr"], item["target"]) for item in plan["items"]] == [(A, 2), (B, 3)]
+    assert plan["unparsable"] == [5]
 
 
-def test_a_cell_that_runs_too_long_is_stopped_and_reported(tmp_path):
-    answers = {"double": "import time\ndef my_double(x):\n    return 2 * x\ntime.sleep(30)"}
-    report = grade.grade(learner_notebook(tmp_path / "slow.ipynb", answers), timeout=3)
-    assert report["status"] == "error"
-    assert any("ran longer than 3" in e["error"] or "Interrupt" in e["error"] for e in report["errors"])
-    assert statuses(report)["double"] == PASS  # the kernel was interrupted, not lost
+def test_without_the_import_the_file_name_says_which_lesson(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    assert sorted(grade.plan(nb, tmp_path / "03_self_attention.ipynb")["known"].values()) == sorted(NAME.values())
+    assert grade.plan(nb, tmp_path / "mine.ipynb")["known"] == {}
 
 
-def test_command_line_grades_every_notebook_and_prints_json(tmp_path):
-    crash = learner_notebook(tmp_path / "crash.ipynb", crash=True)
-    right = learner_notebook(tmp_path / "right.ipynb", {"double": "my_double = lambda x: 2 * x",
-                                                       "square": "my_square = lambda x: x * x"})
-    missing = tmp_path / "missing.ipynb"
-    proc = subprocess.run([sys.executable, "-m", "utils.grade", "--json", "--timeout", "60",
-                           str(crash), str(right), str(missing)], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 2, proc.stderr[-2000:]
+# ---- grading notebooks: one command line run grades six, two at a time, as an instructor would
+# A cell may take TIMEOUT s: enough to import torch on two busy cores; an endless loop costs that much, once in
+# the kernel and once in the grader's child (at the same time).
+TIMEOUT = 20
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """`python -m utils.grade -j 2` on six notebooks, with every output option."""
+    tmp = tmp_path_factory.mktemp("learners")
+    paths = [loop_notebook(tmp / "loop.ipynb"), answers_notebook(tmp / "answers.ipynb"),
+             forged_notebook(tmp / "forged.ipynb"), loud_notebook(tmp / "loud.ipynb"),
+             dying_notebook(tmp / "dies.ipynb"), tmp / "missing.ipynb"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "utils.grade", "--json", "-j", "2", "--timeout", str(TIMEOUT), "--notebook-timeout", "600",
+         "--max-output", "1", "--csv", str(tmp / "grades.csv"), "--save-executed", str(tmp / "back"),
+         *map(str, paths)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.stdout, proc.stderr[-3000:]
     data = json.loads(proc.stdout)
-    by_name = {Path(r["notebook"]).name: r for r in data["notebooks"]}
-    assert [by_name[n]["status"] for n in ("crash.ipynb", "right.ipynb", "missing.ipynb")] == [
-        "error", "ok", "unreadable"]
-    assert statuses(by_name["right.ipynb"]) == {"double": PASS, "square": PASS}
-    assert data["exit_code"] == 2
+    reports = {Path(r["notebook"]).stem: r for r in data["notebooks"]}
+    return {"tmp": tmp, "proc": proc, "data": data, "reports": reports, "paths": paths}
 
 
-def test_command_line_table(tmp_path):
-    nb = learner_notebook(tmp_path / "stub.ipynb")
-    proc = subprocess.run([sys.executable, "-m", "utils.grade", str(nb)], cwd=ROOT,
-                          capture_output=True, text=True)
-    assert proc.returncode == 1
-    assert re.search(r"__main__\.double\s+NOT ATTEMPTED\s+fill in|__main__\.double\s+NOT ATTEMPTED\s+replace",
-                     proc.stdout), proc.stdout
-    assert "0/2 exercises passed" in proc.stdout
+def test_right_wrong_and_stub_answers(graded):
+    report = graded["reports"]["answers"]
+    assert report["status"] == "ok" and not report["errors"], report
+    ex = by_name(report)
+    assert statuses(report) == {**{x: NOT_ATTEMPTED for x in ALL}, A: PASS, B: FAIL, C: NOT_ATTEMPTED}
+    assert ex[B]["message"] == says(B, wrong(B)) and ex[B]["message"]
+    assert "replace `raise NotImplementedError`" in ex[C]["message"] or "fill in" in ex[C]["message"]
+    assert all(ex[x]["message"] == "its check call is not in the notebook" for x in ALL if x not in (A, B, C))
+    assert not any(e["note"] for e in report["exercises"])  # the kernel's own checkers agreed
 
 
-# Lessons 07 and 08 train models (about 90 s together). nbval and the browser tests already run them,
-# and tests/test_exercises.py covers their checkers: grading them a third time adds time, not coverage.
-TRAINING = {"07_toy_translator", "08_extrapolation_and_beyond"}
-GRADED = [p for p in LESSONS if p.stem not in TRAINING]
+def test_forged_verdicts_and_replaced_checkers_do_not_pass(graded):
+    report = graded["reports"]["forged"]
+    ex = by_name(report)
+    assert (ex[A]["status"], ex[B]["status"], ex[C]["status"]) == (NOT_ATTEMPTED, FAIL, FAIL), report
+    assert ex[B]["message"] == says(B, wrong(B)) and ex[C]["message"] == says(C, wrong(C))
+    for x in (A, B, C):
+        assert ex[x]["note"].startswith(f"the notebook claims PASS; the grader's check says {ex[x]['status']}")
+    assert report["status"] == "ok"
+    assert f"note on {NAME[B]}: the notebook claims PASS" in grade.table(report)
 
 
-@pytest.mark.parametrize("path", GRADED, ids=[p.stem for p in GRADED])
-def test_committed_lesson_runs_and_its_exercises_are_not_attempted(path):
-    report = grade.grade(path, timeout=900)
-    assert report["status"] == "ok", report["errors"]
-    if path in WITH_EXERCISES:
-        assert report["exercises"], f"{path.name} imports its exercises but none was found"
-    assert all(e["status"] == NOT_ATTEMPTED for e in report["exercises"]), report["exercises"]
+def test_an_endless_loop_is_stopped_and_the_rest_still_graded(graded):
+    report = graded["reports"]["loop"]
+    ex = by_name(report)
+    assert ex[A]["status"] == FAIL and ex[A]["message"].startswith(f"stopped after {TIMEOUT} s"), ex[A]
+    assert ex[B]["status"] == PASS  # checked by a fresh child after the first was killed
+    assert ex[C]["status"] == FAIL and "NameError" in ex[C]["message"] and "name_never_defined" in ex[C]["message"]
+    assert report["status"] == "timed out"
+    errors = [e["error"] for e in report["errors"]]
+    assert f"stopped: the cell ran longer than {TIMEOUT} s" in errors  # the loop, in the kernel
+    assert any("NameError" in e for e in errors)
 
 
-def filled_in(path, tmp_path, pick):
-    """A copy of a lesson where each `check.name(answer)` line is preceded by `answer = pick(check.name)`."""
+def test_a_notebook_that_outlasts_its_total_time_is_stopped(tmp_path):
+    path = notebook(tmp_path / "slow.ipynb", *["import time\ntime.sleep(2)"] * 20, "print('never reached')")
+    report = grade.grade(path, timeout=30, notebook_timeout=8)
+    assert report["status"] == "timed out" and report["exercises"] == []
+    assert any("ran longer than 8 s in total" in e["error"] for e in report["errors"]), report["errors"]
+    assert report["seconds"] < 30
+
+
+def test_a_notebook_printing_50_mb_is_cut_and_reported(graded):
+    report = graded["reports"]["loud"]
+    assert report["status"] == "too much output"
+    assert any("printed more than 1 MB" in e["error"] for e in report["errors"]), report["errors"]
+    assert statuses(report)[A] == PASS  # its check cell never ran in the kernel; the grader checked it anyway
+    saved = Path(report["saved"])
+    assert saved.stat().st_size < 2e6
+    outputs = nbformat.read(saved, as_version=4).cells[1].outputs
+    assert "output cut" in outputs[-1]["text"]
+
+
+def test_a_kernel_that_dies_and_a_missing_file_are_reported(graded):
+    dies, missing = graded["reports"]["dies"], graded["reports"]["missing"]
+    assert dies["status"] == "kernel died" and statuses(dies)[A] == PASS
+    assert missing["status"] == "unreadable" and "FileNotFoundError" in missing["errors"][0]["error"]
+    assert graded["proc"].returncode == graded["data"]["exit_code"] == 2
+
+
+def test_csv_has_a_row_per_notebook_and_exercise(graded):
+    with open(graded["tmp"] / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["notebook", "lesson", "exercise", "status", "message"]
+    answers = [r for r in rows if r["notebook"].endswith("answers.ipynb")]
+    assert [(r["exercise"], r["status"]) for r in answers] == [(x, statuses(graded["reports"]["answers"])[x])
+                                                               for x in ALL]
+    assert all(r["lesson"] == "lesson03" for r in answers)
+    (missing,) = [r for r in rows if r["notebook"].endswith("missing.ipynb")]
+    assert missing["exercise"] == "" and missing["status"] == "unreadable"
+    loud = [r for r in rows if r["notebook"].endswith("loud.ipynb") and not r["exercise"]]
+    assert loud and all(r["status"] == "too much output" and r["lesson"] == "lesson03" for r in loud)
+    assert len(rows) == sum(len(r["exercises"]) + len(r["errors"]) for r in graded["data"]["notebooks"])
+
+
+def test_saved_copies_end_with_the_graders_verdicts(graded):
+    back = graded["tmp"] / "back"
+    assert sorted(p.name for p in back.iterdir()) == sorted(
+        p.name for p in graded["paths"] if p.name != "missing.ipynb")
+    nb = nbformat.read(back / "forged.ipynb", as_version=4)
+    last = nb.cells[-1]
+    assert last.cell_type == "markdown" and last.source.startswith("## Grade: 0/")
+    assert f"| {NAME[B]} | FAIL |" in last.source
+    assert len(nb.cells) == len(nbformat.read(graded["tmp"] / "forged.ipynb", as_version=4).cells) + 1
+    answers = nbformat.read(back / "answers.ipynb", as_version=4)
+    assert f"PASS: {A}" in answers.cells[4].outputs[0]["text"]  # what the learner's checker printed, kept
+
+
+def test_one_job_gives_the_same_report_as_two(graded, capsys):
+    tmp = graded["tmp"]
+    code = grade.main(["--json", "-j", "1", "--timeout", str(TIMEOUT), "--max-output", "1",
+                       str(tmp / "answers.ipynb"), str(tmp / "missing.ipynb")])
+    data = json.loads(capsys.readouterr().out)
+
+    def comparable(report):
+        return {k: v for k, v in report.items() if k not in ("seconds", "saved")}
+
+    assert code == 2
+    assert [comparable(r) for r in data["notebooks"]] == [comparable(graded["reports"][n])
+                                                          for n in ("answers", "missing")]
+
+
+def test_the_table_and_exit_codes():
+    report = {"notebook": "n.ipynb", "status": "ok", "seconds": 1.0, "errors": [],
+              "exercises": [{"exercise": "lesson03.x", "lesson": "lesson03", "status": PASS, "message": "", "note": ""}]}
+    assert grade.exit_code([report]) == 0
+    assert "1/1 exercises passed" in grade.table(report)
+    assert grade.exit_code([dict(report, exercises=[])]) == 1
+    failed = dict(report, exercises=[dict(report["exercises"][0], status=FAIL, message="a | b")])
+    assert grade.exit_code([failed]) == 1 and "a \\| b" in grade.markdown(failed)
+    assert grade.exit_code([failed, dict(report, status="timed out")]) == 2
+
+
+def test_save_paths_never_collide(tmp_path):
+    paths = grade._save_paths([Path("a/03.ipynb"), Path("b/03.ipynb"), Path("04.ipynb")], tmp_path)
+    assert [p.name for p in paths] == ["03.ipynb", "03-2.ipynb", "04.ipynb"]
+
+
+# ---- the committed lessons
+
+CHECK_CALL = re.compile(r"^(\w+)\.(\w+)\((\w+)\)\s*$", re.M)  # check.name(my_answer)
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
+def test_the_grader_finds_every_exercise_of_every_lesson(path):
+    plan = grade.plan(nbformat.read(path, as_version=4), path)
+    if not plan["known"]:
+        pytest.skip(f"{path.name} has no exercises")
+    assert sorted(item["name"] for item in plan["items"]) == sorted(plan["known"].values()), \
+        "an exercise whose check call the grader cannot find would always be NOT ATTEMPTED"
+
+
+def filled_in(path):
+    """A lesson where each `check.name(answer)` is preceded by `answer = <the reference>`."""
     nb = nbformat.read(path, as_version=4)
+    aliases = grade.plan(nb)["aliases"]
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = CHECK_CALL.sub(
-                lambda m: f"{m[3]} = {pick.format(f'{m[1]}.{m[2]}')}\n{m[0]}", cell.source)
-    out = tmp_path / path.name
-    nbformat.write(nb, out)
-    return out
+                lambda m: (f"from utils.exercises.{aliases[m[1]]} import {m[2]} as _reference_{m[2]}\n"
+                           f"{m[3]} = _reference_{m[2]}.reference\n{m[0]}") if m[1] in aliases else m[0], cell.source)
+    return nb
 
 
-@pytest.mark.skipif(not WITH_EXERCISES, reason="no committed lesson has exercises yet")
-def test_reference_solutions_filled_in_pass_and_a_wrong_one_fails(tmp_path):
-    lesson = WITH_EXERCISES[0]
-    (tmp_path / "ref").mkdir()
-    (tmp_path / "wrong").mkdir()
-    report = grade.grade(filled_in(lesson, tmp_path / "ref", "{}.reference"), timeout=900)
-    assert report["status"] == "ok", report["errors"]
-    assert report["exercises"] and all(e["status"] == PASS for e in report["exercises"]), report["exercises"]
-    report = grade.grade(filled_in(lesson, tmp_path / "wrong", "{}.wrong[0]"), timeout=900)
-    assert report["exercises"] and all(e["status"] == FAIL and e["message"] for e in report["exercises"])
-
-
-def test_filling_in_works_on_a_lesson_shaped_notebook(tmp_path):
-    """The helper above, on the miniature (so it is tested even before a lesson has exercises)."""
-    src = learner_notebook(tmp_path / "lesson.ipynb")
-    (tmp_path / "ref").mkdir()
-    report = grade.grade(filled_in(src, tmp_path / "ref", "{}.reference"), timeout=60)
-    assert statuses(report) == {"double": PASS, "square": PASS}
-
-
-def test_a_kernel_that_dies_is_reported(tmp_path):
-    answers = {"double": "import os\nos._exit(1)"}
-    report = grade.grade(learner_notebook(tmp_path / "dies.ipynb", answers), timeout=60)
-    assert report["status"] == "kernel died", report
-    assert grade.exit_code([report]) == 2
-    assert "kernel died" in grade.table(report)
+def test_a_real_lessons_reference_solutions_pass_and_its_stubs_are_not_attempted():
+    """Lesson 03's answers, recreated from its own cells by the grader's child (its kernel run is what the
+    notebook tests already do)."""
+    lesson = next(p for p in LESSONS if p.name.startswith("03_"))
+    plan = grade.plan(filled_in(lesson), lesson)
+    stubs = grade.plan(nbformat.read(lesson, as_version=4), lesson)
+    both = dict(plan, items=plan["items"] + stubs["items"])
+    verdicts, error = grade.check_answers(both, lesson.parent, timeout=120)
+    assert error is None
+    n = len(plan["items"])
+    assert n == len(plan["known"]) and all(v == (PASS, "") for v in verdicts[:n]), verdicts
+    assert all(status == NOT_ATTEMPTED for status, _ in verdicts[n:]), verdicts

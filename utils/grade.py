@@ -392,25 +392,26 @@ def _stop(proc):
 def check_answers(the_plan, cwd, timeout=600, total=3600):
     """Verdicts [(status, message)] for the plan's items, each decided in a child process the grader controls.
 
-    An item that runs longer than `timeout` s is FAIL and the next ones get a fresh child; items not
-    reached within `total` s are FAIL. Returns (verdicts, error): error is a notebook-level message or None."""
+    An item that runs longer than `timeout` s is FAIL and the next ones get a fresh child; once the items
+    together have run `total` s, the rest are FAIL (a child's start-up is not counted). Returns
+    (verdicts, error): error is a notebook-level message, or None."""
     items = the_plan["items"]
     verdicts = [None] * len(items)
     if not items:
         return verdicts, None
     payload = {"modules": the_plan["modules"], "aliases": the_plan["aliases"], "items": items, "cwd": str(cwd),
                "sys_path": list(sys.path)}
-    end = time.monotonic() + total
+    budget = total
     start, error, unchecked = 0, None, "not checked"
-    while start < len(items) and error is None:
+    while start < len(items) and error is None and budget > 0:
         recv, send = multiprocessing.Pipe()
         proc = subprocess.Popen([sys.executable, "-c", BOOT, str(send.fileno())], pass_fds=(send.fileno(),),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, env=dict(os.environ, MPLBACKEND="Agg"))
         send.close()
-        current, expected, ended = None, start, False
-        limit_s = max(STARTUP, timeout)
-        limit = min(end, time.monotonic() + limit_s)
+        current, expected, ended, began = None, start, False, None
+        startup = max(STARTUP, timeout)
+        limit = time.monotonic() + startup
         try:
             recv.send(dict(payload, start=start))
             while True:
@@ -429,18 +430,20 @@ def check_answers(the_plan, cwd, timeout=600, total=3600):
                 if kind == "ready":
                     continue
                 if kind == "start" and msg[1:] == (expected,) and current is None:
-                    current = expected
+                    current, began = expected, time.monotonic()
+                    limit = began + min(timeout, budget)
                 elif (kind == "done" and len(msg) == 4 and msg[1] == current and msg[2] in STATUSES
                       and isinstance(msg[3], str)):
                     verdicts[current] = (msg[2], msg[3][:MAX_MESSAGE])
-                    current, expected = None, expected + 1
+                    budget -= time.monotonic() - began
+                    current, expected, began = None, expected + 1, None
+                    limit = time.monotonic() + startup
                 elif kind == "end" and current is None:
                     ended = True
                     break
                 else:
                     error = "the grader's child sent a message out of order"
                     break
-                limit = min(end, time.monotonic() + timeout)
         except (OSError, subprocess.TimeoutExpired):
             pass
         finally:
@@ -449,26 +452,22 @@ def check_answers(the_plan, cwd, timeout=600, total=3600):
             recv.close()
         if ended or error is not None:
             break
-        out_of_time = time.monotonic() >= end
-        if current is None:  # died or stalled between items, or before starting
-            if out_of_time:
-                unchecked = f"not checked: the grader's {total:g} s for this notebook ran out"
-                break
+        if current is None:  # it died or stalled between items, or before starting
             if expected == start:
                 error = ("the grader's child stopped before checking anything" +
-                         (f" (exit code {died})" if died is not None else f" (not ready after {limit_s:g} s)"))
-                break
+                         (f" (exit code {died})" if died is not None else f" (not ready after {startup:g} s)"))
             start = expected
             continue
-        if out_of_time:
-            verdicts[current] = (FAIL, f"stopped: the grader's {total:g} s for this notebook ran out")
-            unchecked = f"not checked: the grader's {total:g} s for this notebook ran out"
-            break
+        budget -= time.monotonic() - began
         if died is not None:
             verdicts[current] = (FAIL, f"your code stopped the grader's process (exit code {died})")
+        elif budget <= 0:
+            verdicts[current] = (FAIL, f"stopped: the {total:g} s the grader gives one notebook's exercises ran out")
         else:
             verdicts[current] = (FAIL, f"stopped after {timeout:g} s without finishing (an endless loop?)")
         start = current + 1
+    if budget <= 0:
+        unchecked = f"not checked: the {total:g} s the grader gives one notebook's exercises ran out"
     verdicts = [v if v is not None else (FAIL, unchecked) for v in verdicts]
     return verdicts, error
 
@@ -530,6 +529,9 @@ def _client_class():
 def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
     """Execute `nb` in place in a new kernel. Returns (status, errors, claims): claims are the verdicts
     the kernel recorded itself ({name: {"status", "message"}}), or None when they could not be read."""
+    import nbformat
+    from nbclient.exceptions import DeadKernelError
+
     n_cells = len(nb.cells)
     for cell in nb.cells:  # a cell the run does not reach must not show the learner's old outputs
         if cell.cell_type == "code":
@@ -555,9 +557,6 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
         elif client.stopped == "too much output":
             error = f"stopped: the notebook printed more than {max_output / 1e6:g} MB"
         errors.append({"cell": cell_index + 1, "source": first[:80], "error": error[:MAX_MESSAGE]})
-
-    import nbformat
-    from nbclient.exceptions import DeadKernelError
 
     client = _client_class()(
         nb, kernel_name="python3", allow_errors=True, record_timing=False, interrupt_on_timeout=True,
