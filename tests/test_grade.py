@@ -88,10 +88,11 @@ def forged_notebook(path):
 
 
 def loop_notebook(path):
-    """A's answer never returns; B is right; C's answer cell raises."""
+    """A's answer never returns (it sleeps, to leave the shared cores to the others); B is right; C's answer
+    cell raises."""
     return notebook(
         path, SETUP,
-        f"def my_a(*args):\n    while True:\n        pass\n\n\ncheck.{A}(my_a)",
+        f"import time\n\n\ndef my_a(*args):\n    while True:\n        time.sleep(0.05)\n\n\ncheck.{A}(my_a)",
         f"my_b = _B.reference\ncheck.{B}(my_b)",
         "my_c = name_never_defined",
         f"check.{C}(my_c)")
@@ -225,6 +226,8 @@ def test_a_notebook_printing_50_mb_is_cut_and_reported(graded):
 def test_a_kernel_that_dies_and_a_missing_file_are_reported(graded):
     dies, missing = graded["reports"]["dies"], graded["reports"]["missing"]
     assert dies["status"] == "kernel died" and statuses(dies)[A] == PASS
+    assert by_name(dies)[B] == {"exercise": NAME[B], "lesson": "lesson03", "status": NOT_ATTEMPTED,
+                                "message": "its check call is not in the notebook", "note": ""}
     assert missing["status"] == "unreadable" and "FileNotFoundError" in missing["errors"][0]["error"]
     assert graded["proc"].returncode == graded["data"]["exit_code"] == 2
 

@@ -346,8 +346,15 @@ BOOT = ("import sys; from multiprocessing.connection import Connection; conn = C
 
 def _child(conn, payload):
     """The grader's child process (started by check_answers): checks items[start:], sends each verdict."""
-    os.environ["MPLBACKEND"] = "Agg"
     sys.stdout = sys.stderr = open(os.devnull, "w")  # learner prints go nowhere; verdicts go over `conn`
+    parent = os.getppid()
+
+    def orphaned():  # the grader was stopped (Ctrl-C): do not outlive it, even inside an endless loop
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(3)
+
+    threading.Thread(target=orphaned, daemon=True).start()
     try:
         from utils import exercises
 
@@ -509,15 +516,19 @@ def _client_class():
                     raise _Stop(self.stopped)
             return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
 
-        def output(self, outs, msg, display_id, cell_index):
-            self.output_size += _size(msg.get("content", {}))
+        def process_message(self, msg, cell, cell_index):
+            kind = msg.get("msg_type")
+            if kind in ("status", "execute_input"):  # "status: idle" ends the cell: always processed
+                return super().process_message(msg, cell, cell_index)
+            self.output_size += _size(msg.get("content", {}))  # outputs, display updates, widget messages
             if self.output_size <= self.max_output:
-                return super().output(outs, msg, display_id, cell_index)
+                return super().process_message(msg, cell, cell_index)
             if self.stopped != "too much output":
                 self.stopped = "too much output"
-                outs.append(nbformat.v4.new_output(
+                cell.outputs.append(nbformat.v4.new_output(
                     "stream", name="stderr",
-                    text=f"\n[output cut: the notebook printed more than {self.max_output / 1e6:g} MB; it was stopped here]\n"))
+                    text=f"\n[output cut: the notebook printed more than {self.max_output / 1e6:g} MB; "
+                         "it was stopped here]\n"))
                 interrupted = self.km.interrupt_kernel()
                 if inspect.isawaitable(interrupted):
                     asyncio.ensure_future(interrupted)
@@ -615,9 +626,14 @@ def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=No
     started = time.perf_counter()
     try:
         nb = nbformat.read(path, as_version=4)
-        the_plan = plan(nb, path)
     except Exception as err:  # missing file, not JSON, not a notebook
         report.update(status="unreadable", errors=[{"cell": None, "error": f"{type(err).__name__}: {err}"}])
+        return report
+    try:
+        the_plan = plan(nb, path)
+    except Exception as err:  # a lesson's checkers would not import: the grader's problem, reported
+        report.update(status="error", errors=[{"cell": None, "error": f"the grader could not read the exercises: "
+                                                                      f"{type(err).__name__}: {err}"}])
         return report
     cwd = path.resolve().parent
     checked = {}
