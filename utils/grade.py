@@ -552,6 +552,11 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
     start = time.monotonic()
     deadline = start + notebook_timeout
 
+    running = {}  # the cell the kernel is running, to say which one killed it
+
+    def on_cell_execute(cell, cell_index, **_):
+        running.update(cell=cell_index + 1, source=next((ln for ln in cell.source.splitlines() if ln.strip()), "")[:80])
+
     def cell_timeout(cell):
         return max(1, min(timeout, deadline - time.monotonic()))
 
@@ -571,7 +576,7 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
 
     client = _client_class()(
         nb, kernel_name="python3", allow_errors=True, record_timing=False, interrupt_on_timeout=True,
-        timeout_func=cell_timeout, on_cell_executed=on_cell_executed, shutdown_kernel="immediate",
+        timeout_func=cell_timeout, on_cell_execute=on_cell_execute, on_cell_executed=on_cell_executed, shutdown_kernel="immediate",
         error_on_timeout={"ename": "CellTimeoutError", "evalue": "the cell ran too long", "traceback": []},
         resources={"metadata": {"path": str(cwd)}})
     client.setup_limits(deadline, max_output)
@@ -581,14 +586,15 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
         pass
     except DeadKernelError as err:
         flags.add("kernel died")
-        errors.append({"cell": None, "error": f"the kernel died: {err}"[:MAX_MESSAGE]})
+        errors.append({"cell": running.get("cell"), "source": running.get("source", ""),
+                       "error": f"the kernel died while running it ({err})"[:MAX_MESSAGE]})
     except Exception as err:  # the kernel would not start, or nbclient gave up
         flags.add("error")
         errors.append({"cell": None, "error": f"{type(err).__name__}: {err}".strip()[:MAX_MESSAGE]})
     if client.stopped == "timed out" and "timed out" not in flags:
         flags.add("timed out")
         errors.append({"cell": None, "error": f"stopped: the notebook ran longer than {notebook_timeout:g} s "
-                                              "in total; the cells after this point did not run"})
+                                              "in total; the remaining cells did not run"})
     if client.stopped == "too much output":
         flags.add("too much output")
         if not any("printed more than" in e["error"] for e in errors):
@@ -761,9 +767,9 @@ def main(argv=None):
     parser.add_argument("--save-executed", type=Path, metavar="DIR",
                         help="keep the executed notebooks in DIR, each ending with its verdict table")
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="grade N notebooks at a time")
-    parser.add_argument("--timeout", type=float, default=600,
+    parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
                         help="seconds per cell, and per exercise rerun by the grader (default 600)")
-    parser.add_argument("--notebook-timeout", type=float, default=3600,
+    parser.add_argument("--notebook-timeout", type=float, default=3600, metavar="SECONDS",
                         help="seconds for one notebook's whole run, and for all its exercises (default 3600)")
     parser.add_argument("--max-output", type=float, default=20, metavar="MB",
                         help="output a notebook may print before it is stopped (default 20)")
