@@ -48,6 +48,7 @@ import torch
 from torch import nn
 
 from utils.attention import scaled_dot_product_attention
+from utils.exercises import lesson00 as check
 from utils.layer_costs import CausalConv, count_calls, count_flops, layers_to_connect, median_time, path_length
 from utils.rnn import default_init_W_hh, first_vanished, grad_norm_to_first, step_factors
 
@@ -660,6 +661,14 @@ print("PASS: the gradient grows exactly where the per-step factor is above 1 (at
 # half of it rounds to 0). We find both
 # distances (with the largest $|\text{entry}|$ for the second), and predict each from the float64
 # run: the first $n$ at which float64's largest entry crosses the same line.
+#
+# **Predict first.** Before running the next cells, estimate the distance $n$ at which the float32
+# gradient **itself** is first exactly 0, from two numbers section 5.2 printed: the gradient at
+# $n = 1$ and the factor it shrinks by per step. Write a whole number; the check after the
+# measurement says whether you were close.
+
+# %%
+my_prediction = None  # your answer: the first n at which the float32 gradient is exactly 0, e.g. 50
 
 # %% tags=["nbval-ignore-output"]
 rnn32 = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True)
@@ -683,6 +692,19 @@ print("PASS: in float32 the gradient's norm reads 0 within 2 steps of where floa
       "2^-75 (n in [55, 80])")
 print("PASS: the gradient itself is exactly 0 within 3 steps of where float64's falls below 2^-149 (n in [115, 150]), "
       "more than 40 steps later")
+estimate = 1 + math.log(2.0 ** -149 / rnn_grad[0]) / math.log(parts["factor"])  # solve g_1 * factor^(n-1) = 2^-149
+print(f"estimate from section 5.2: 1 + log(2^-149 / {rnn_grad[0]:.2f}) / log({parts['factor']:.2f}) = {estimate:.0f}")
+answer, (lo, hi) = check.predict_underflow.reference, check.UNDERFLOW_BAND
+assert abs(rnn_grad[0] - 1) < 0.05 and abs(parts["factor"] - 0.45) < 0.01  # the two numbers the estimate uses
+assert abs(estimate - answer) <= 2 and abs(predicted_grad_zero - answer) <= 1 and lo <= grad_zero <= hi
+print(f"PASS: the estimate, float64's crossing and float32's zero all lie within [{lo}, {hi}], "
+      f"the band the check below accepts around n = {answer}")
+
+# %% [markdown]
+# How close was your prediction?
+
+# %%
+check.predict_underflow(my_prediction)
 
 # %% [markdown]
 # ### 5.5 Attention: diluted, not vanishing
@@ -771,34 +793,54 @@ plt.show()
 #
 # ## Exercises
 #
-# Replace `raise NotImplementedError` with your code and run the cell. Stuck?
-# `check.rnn_forward.hint()` prints a hint and `check.rnn_forward.solution()` a solution (likewise
-# for `check.grad_to_first`).
+# Two exercises apply the lesson's counting to layers it did not count, and one measures the
+# gradient of section 5 yourself; the prediction in section 5.4 was a fourth. Replace
+# `raise NotImplementedError` with your code and run the cell: the check prints PASS or says what
+# is wrong. Stuck? `check.stacked_rnn.hint()` prints a hint and `check.stacked_rnn.solution()` a
+# solution (likewise for the others).
+#
+# **Exercise 1 (a stacked RNN).** `nn.RNN(..., num_layers=L)` stacks $L$ RNN layers: layer 1 reads
+# the inputs, layer $l$ reads the states of layer $l - 1$, and the output is the top layer's states.
+# Count it the way sections 2 and 4 count a layer. Write `stacked_rnn(n, num_layers)` returning three
+# numbers for a sequence of length $n$: the cell applications in one forward pass; the sequential
+# steps, the longest chain of cell applications each needing the previous one's result (if every
+# cell ran as soon as its inputs were ready, the number of rounds); and the path length, the fewest
+# cell applications on a route from $x_0$ to the top layer's output at position $n - 1$.
 
 # %%
-from utils.exercises import lesson00 as check
+def stacked_rnn(n, num_layers):
+    """(cell runs, sequential steps, path length) of a num_layers-deep RNN over n positions."""
+    raise NotImplementedError  # your code here
+
+
+check.stacked_rnn(stacked_rnn)
 
 # %% [markdown]
-# **Exercise 1.** Write the RNN forward pass: given `x` (seq, input_size) and the weights
-# `W_ih` (hidden, input_size), `W_hh` (hidden, hidden) and biases `b_ih`, `b_hh` (hidden,), return
-# every hidden state, a (seq, hidden) tensor, starting from a zero state. The checker compares it with
-# `nn.RNN`.
+# **Exercise 2 (other dilations).** Section 4 stacked causal convolutions of width $k$ whose
+# dilation grows by a factor $k$ per layer ($1, k, k^2, \dots$), and contiguous ones (dilation 1
+# everywhere). Let it grow by any factor instead: layer $l = 0, 1, 2, \dots$ has width `kernel` and
+# dilation `growth ** l`, so its output $t$ reads inputs $t, t - \text{dilation}, \dots$. Write
+# `dilated_layers(n, kernel, growth)`: the fewest such layers before output $n - 1$ reads input 0
+# (`growth = 1` and `growth = kernel` must give section 4's two rows).
 
 # %%
-def rnn_forward(x, W_ih, W_hh, b_ih, b_hh):
-    raise NotImplementedError
+def dilated_layers(n, kernel, growth):
+    """The fewest causal layers (dilation growth**l in layer l) that connect output n - 1 to input 0."""
+    raise NotImplementedError  # your code here
 
 
-check.rnn_forward(rnn_forward)
+check.dilated_layers(dilated_layers)
 
 # %% [markdown]
-# **Exercise 2.** Given an `nn.RNN` and one unbatched sequence `x` (seq, input_size), return (as a
-# float) the norm of the gradient of the loss $L = \sum_j (\text{output at the last position})_j$
-# with respect to the **first** input $x_0$. Try it on longer and longer sequences afterwards.
+# **Exercise 3 (the gradient that reaches position 0).** Given an `nn.RNN` and one unbatched
+# sequence `x` (seq, input_size), return (as a float) the norm of the gradient of the loss
+# $L = \sum_j (\text{output at the last position})_j$ with respect to the **first** input $x_0$.
+# Try it on longer and longer sequences afterwards.
 
 # %%
 def grad_to_first(rnn, x):
-    raise NotImplementedError
+    """|| d L / d x_0 || for L the sum of the last position's output."""
+    raise NotImplementedError  # your code here
 
 
 check.grad_to_first(grad_to_first)

@@ -46,6 +46,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from utils.exercises import lesson01 as check
 from utils.positional import PositionalEncoding, angular_frequencies, sinusoidal_encoding
 from utils.plotting import plot_pe_heatmap
 from utils.widgets import pe_explorer
@@ -277,8 +278,14 @@ print("the exponent is 2i/d_model, not 4/517 or 40/517: PASS")
 # ## 6. Bounded, deterministic, unique
 #
 # Build the table for 10,000 positions at $d_{model} = 512$. Every entry is a sine or a cosine, so it
-# lies in $[-1, 1]$; and since $\sin^2 + \cos^2 = 1$ for each of the 256 pairs, every row has the same
-# length $\sqrt{d_{model}/2} = 16$, however far along the sentence it is.
+# lies in $[-1, 1]$. And the rows?
+#
+# **Predict first.** How long is the vector $PE(pos)$ at $d_{model} = 512$: what is its norm
+# $\lVert PE(pos) \rVert$, and does it grow along the sentence? Write a number in the next cell
+# before you run the one after it; section 5's $PE(0)$ is a good place to start.
+
+# %%
+my_prediction = None  # your answer: the norm of PE(pos) at d_model = 512, e.g. 3.5
 
 # %%
 max_len, d_model = 10_000, 512
@@ -288,6 +295,14 @@ print(f"smallest entry {pe.min():.4f}, largest {pe.max():.4f}; row norms from {r
 assert pe.abs().max() <= 1
 assert torch.allclose(row_norms, torch.full_like(row_norms, math.sqrt(d_model / 2)), atol=1e-9)
 print("bounded: every entry in [-1, 1], every row of norm 16: PASS")
+
+# %% [markdown]
+# Every row has the same length, however far along the sentence it is: since
+# $\sin^2 + \cos^2 = 1$ for each of the 256 pairs, $\lVert PE(pos) \rVert^2 = d_{model}/2$. Your
+# prediction:
+
+# %%
+check.predict_row_norm(my_prediction)
 
 # %% [markdown]
 # **Deterministic**: no random numbers and nothing learned, so computing it again gives the very
@@ -598,27 +613,13 @@ pe_explorer()
 #
 # ## Exercises
 #
-# Each exercise gives a stub: replace `raise NotImplementedError` with your code and run the cell. The
-# checker prints PASS or tells you what is wrong. Stuck? `check.pe_value.hint()` gives a hint,
-# `check.pe_value.solution()` shows a solution (the same for the other exercises).
-
-# %%
-from utils.exercises import lesson01 as check
-
-# %% [markdown]
-# **1. One entry.** Write `pe_value(pos, dim, d_model)` returning $PE(pos, dim)$ with base 10000, for
-# any column `dim` (even or odd), using only `math`.
-
-# %%
-def pe_value(pos, dim, d_model):
-    """PE(pos, dim): a sine for even dim, a cosine for odd dim."""
-    raise NotImplementedError  # your code here
-
-
-check.pe_value(pe_value)
-
-# %% [markdown]
-# **2. The whole table, without loops.** Write `pe_table(max_len, d_model)` returning the
+# One exercise builds the table the way `utils` does; two use its formula on questions the lesson
+# did not ask (the prediction in section 6 was a fourth). Each gives a stub: replace
+# `raise NotImplementedError` with your code and run the cell. The checker prints PASS or tells you
+# what is wrong. Stuck? `check.pe_table.hint()` gives a hint, `check.pe_table.solution()` shows a
+# solution (the same for the other exercises).
+#
+# **1. The whole table, without loops.** Write `pe_table(max_len, d_model)` returning the
 # `(max_len, d_model)` table as a NumPy array (or a tensor), using broadcasting instead of Python loops.
 
 # %%
@@ -630,18 +631,32 @@ def pe_table(max_len, d_model):
 check.pe_table(pe_table)
 
 # %% [markdown]
-# **3. The range of wavelengths.** The paper says the wavelengths "form a geometric progression from
-# $2\pi$ to $10000 \cdot 2\pi$". Write `wavelength_range(d_model, base)` returning the exact
-# (shortest, longest) wavelength, in positions, of the columns of a `d_model`-wide table, with the
-# pairs numbered from 0 as in the paper and `utils`, for any `base`.
+# **2. Which position is this?** Section 6 showed that no two positions share a vector, so the
+# vector must give its position away. Write `position_from_pe(pe_row)`: given one row $PE(t)$ of the
+# table (a NumPy array of length $d_{model}$, base 10000, $t$ between 0 and 5000), return the
+# integer $t$, without building the table.
 
 # %%
-def wavelength_range(d_model, base=10000.0):
-    """(shortest, longest) wavelength in positions over the d_model/2 sin/cos pairs."""
+def position_from_pe(pe_row):
+    """The position t whose encoding is pe_row."""
     raise NotImplementedError  # your code here
 
 
-check.wavelength_range(wavelength_range)
+check.position_from_pe(position_from_pe)
+
+# %% [markdown]
+# **3. Choose the base.** With the paper's base 10000, the slowest pair's wavelength at
+# $d_{model} = 512$ is the last one section 6 printed. Suppose you want it to be exactly `longest`
+# positions instead. Write `base_for_wavelength(d_model, longest)` returning the base that does it,
+# with the pairs numbered from 0 as in the paper and `utils`.
+
+# %%
+def base_for_wavelength(d_model, longest):
+    """The base whose slowest sin/cos pair has a wavelength of `longest` positions."""
+    raise NotImplementedError  # your code here
+
+
+check.base_for_wavelength(base_for_wavelength)
 
 # %% [markdown]
 # ## Sources

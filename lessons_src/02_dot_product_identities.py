@@ -299,6 +299,13 @@ assert list(first_rise.values()) == sorted(first_rise.values())  # later for wid
 # seed, for each of the five seeds, and print the median and the range over seeds of
 # $\mathrm{std}(\cos\theta)\cdot\sqrt d$, which should be 1; at $d = 512$ we also count the pairs
 # within 5° and within 10° of perpendicular.
+#
+# **Predict first.** In $d = 512$ dimensions, what share of random pairs lies within 5° of
+# perpendicular ($|\cos\theta| < \sin 5°$)? Write a share between 0 and 1 in the next cell before
+# you run the measurement.
+
+# %%
+my_prediction = None  # your answer: a share between 0 and 1, e.g. 0.3
 
 # %% tags=["nbval-ignore-output"]
 dims = [2, 8, 32, 128, 512, 2048]
@@ -325,6 +332,18 @@ assert all(abs(r - 1) < 0.05 for d in dims for r in cos_ratio[d])
 assert min(near_90[5]) > 0.93 and min(near_90[10]) > 0.999
 print(f"PASS: std of cos = 1/sqrt(d) within 5% for d in {dims}, in each of {len(SEEDS)} seeds (4000 pairs each)")
 print(f"PASS: at d = 512, in every seed over 93% of pairs are within 5 degrees of perpendicular, over 99.9% within 10")
+std_512, sin_5 = 1 / math.sqrt(512), math.sin(math.radians(5))
+bell = math.erf(sin_5 / std_512 / math.sqrt(2))  # share of a normal curve within sin(5 deg) / std of its mean
+print(f"std of cos at d = 512: 1/sqrt(512) = {std_512:.3f}; sin(5 deg) = {sin_5:.3f} = {sin_5 / std_512:.2f} std; "
+      f"a normal curve holds {bell:.3f} of its mass within that")
+lo, hi = check.NEAR_90_BAND
+assert abs(bell - check.predict_near_perpendicular.reference) < 0.005 and 1.9 < sin_5 / std_512 < 2.0
+assert all(lo <= s <= hi for s in near_90[5]) and abs(spread(near_90[5])[1] - bell) < 0.01
+print(f"PASS: in every seed the measured share lies in [{lo}, {hi}], the band the check below accepts; "
+      "its median is within 0.01 of the normal curve's")
+
+# %%
+check.predict_near_perpendicular(my_prediction)
 
 # %% [markdown]
 # So in 512 dimensions about 95% of random pairs lie within 5° of perpendicular, and virtually all
@@ -647,40 +666,50 @@ offset_explorer()
 #
 # ## Exercises
 #
-# Each cell below has a stub; replace `raise NotImplementedError` with your code and run the cell.
-# The checkers come from `utils.exercises.lesson02`, imported as `check` in the first code cell.
-# Stuck? `check.offset_dot.hint()` prints a hint and `check.offset_dot.solution()` a solution
+# Two exercises use the identities on questions the lesson did not ask, and one builds the stable
+# softmax of section 7 (the prediction in section 5 was a fourth). Each cell below has a stub;
+# replace `raise NotImplementedError` with your code and run the cell. The checkers come from
+# `utils.exercises.lesson02`, imported as `check` in the first code cell. Stuck?
+# `check.signed_offset.hint()` prints a hint and `check.signed_offset.solution()` a solution
 # (likewise for the other exercises).
 
 # %% [markdown]
-# **Exercise 1.** Write `offset_dot(k, d_model, base)` returning the number $PE_t \cdot PE_{t+k}$
-# (a Python float) without building the table.
+# **Exercise 1 (which way, and how far?).** Section 2 showed that the dot product
+# $PE_t \cdot PE_{t+k}$ cannot tell $k$ from $-k$. The two vectors can. Write
+# `signed_offset(pe_t, pe_t_plus_k)`: given two rows of the table (NumPy arrays of length
+# $d_{model}$, base 10000, $|k|$ at most 2000), return the integer $k$, positive when the second row
+# is the later position, without building the table.
 
 # %%
-def offset_dot(k, d_model, base=10000.0):
-    raise NotImplementedError
+def signed_offset(pe_t, pe_t_plus_k):
+    """The signed offset k between the rows PE_t and PE_{t+k}."""
+    raise NotImplementedError  # your code here
 
 
-check.offset_dot(offset_dot)
+check.signed_offset(signed_offset)
 
 # %% [markdown]
-# **Exercise 2.** Write `rotation(k, d_model, base)` returning $M_k$, a (d_model, d_model) tensor
-# with $PE_t\, M_k = PE_{t+k}$ (rows, as the table stores them), built from its $2\times2$ blocks.
+# **Exercise 2 (choose the temperature).** Section 7 turned the temperature and watched the weights
+# change. Now go the other way: write `temperature_for_weight(x, target)` returning the temperature
+# $T > 0$ at which $\mathrm{softmax}(x / T)$ gives the largest score of `x` (a 1-D tensor with one
+# largest entry) the weight `target` (between $1/n$ and 1), to within $10^{-4}$.
 
 # %%
-def rotation(k, d_model, base=10000.0):
-    raise NotImplementedError
+def temperature_for_weight(x, target):
+    """The temperature T at which softmax(x / T) gives the arg-max of x the weight `target`."""
+    raise NotImplementedError  # your code here
 
 
-check.rotation(rotation)
+check.temperature_for_weight(temperature_for_weight)
 
 # %% [markdown]
-# **Exercise 3.** Write `stable_softmax(x, temperature)`: $\mathrm{softmax}(x / T)$ along the last
-# axis of a tensor, which must not return `nan` for scores like $[1000, 1001, 1002]$.
+# **Exercise 3 (a stable softmax).** Write `stable_softmax(x, temperature)`: $\mathrm{softmax}(x / T)$
+# along the last axis of a tensor, which must not return `nan` for scores like $[1000, 1001, 1002]$.
 
 # %%
 def stable_softmax(x, temperature=1.0):
-    raise NotImplementedError
+    """softmax(x / temperature) along the last axis, without overflow."""
+    raise NotImplementedError  # your code here
 
 
 check.stable_softmax(stable_softmax)

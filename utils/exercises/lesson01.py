@@ -1,19 +1,76 @@
-"""Lesson 01 exercises: one PE value, the whole PE table without loops, the range of wavelengths."""
+"""Lesson 01 exercises: predict the length of PE(pos), the PE table without loops, read the position back
+out of PE(t), and choose the base that gives a wanted slowest wavelength."""
 
 import math
 
 import numpy as np
+import torch
 
-from utils.exercises import compare_arrays, exercise
+from utils.exercises import compare_arrays, exercise, mistake
 from utils.positional import sinusoidal_encoding
 
-# --- reference solutions (printed by `.solution()`) ---
+
+def _number(answer):
+    """A prediction as a float; a function (an untouched stub) is called so that it raises."""
+    if callable(answer):
+        answer = answer()
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        raise TypeError(f"write your prediction as a number, got {answer!r}")
+    return float(answer)
 
 
-def pe_value_solution(pos, dim, d_model):
-    i = dim // 2  # columns 2i and 2i+1 share the frequency w_i = 1 / 10000^(2i/d_model)
-    angle = pos / 10000 ** (2 * i / d_model)
-    return math.sin(angle) if dim % 2 == 0 else math.cos(angle)
+def _which(got_all, cases, mistakes, same):
+    """The named mistake that gives the learner's answers on every case, or None."""
+    for m in mistakes:
+        try:
+            if all(same(got, m.answer(*case)) for got, case in zip(got_all, cases)):
+                return m
+        except (ArithmeticError, ValueError):  # this mistake cannot even produce an answer here
+            continue
+    return None
+
+
+# --- 1. prediction: the length of PE(pos) at d_model = 512 ---------------------------------------
+
+ROW_NORM_MISTAKES = [
+    ("give every entry size 1", math.sqrt(512),
+     "not every entry has size 1: a sine and a cosine of the same angle share one unit of squared length, "
+     "sin^2 + cos^2 = 1, so each PAIR adds 1"),
+    ("forget the square root", 256.0,
+     "256 is the squared length (one per pair); the length is its square root"),
+    ("expect a unit vector", 1.0,
+     "nothing normalises PE: each of the 256 pairs adds 1 to the squared length"),
+    ("count every column once", 512.0,
+     "512 is the number of columns; the squared length adds sin^2 + cos^2 = 1 per pair, and the length "
+     "is a square root"),
+]
+
+
+@exercise(
+    hint="""
+    Look at PE(0) = (0, 1, 0, 1, ..., 0, 1) from section 5: what is its length? Then use
+    sin^2(a) + cos^2(a) = 1 for each pair of columns (2i, 2i + 1) at any position.
+    """,
+    reference=16.0,
+    kind="prediction",
+    explain="""
+    Each of the 256 pairs holds a sine and a cosine of one angle, and sin^2 + cos^2 = 1, so the squared
+    length is 256 at every position and the length is sqrt(256) = 16 = sqrt(d_model / 2).
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in ROW_NORM_MISTAKES],
+)
+def predict_row_norm(answer):
+    """The length |PE(pos)| of a row of the d_model = 512 table (the same for every pos?)."""
+    got = _number(answer)
+    if math.isclose(got, 16.0, abs_tol=0.05):
+        return None
+    for _, value, says in ROW_NORM_MISTAKES:
+        if math.isclose(got, value, rel_tol=0.01):
+            return f"you predicted {got:g}, the length is 16: {says}"
+    return f"you predicted {got:g}, the length is 16 at every position (work out |PE(0)| first)"
+
+
+# --- 2. practice: the whole table, without loops -----------------------------------------------
 
 
 def pe_table_solution(max_len, d_model):
@@ -26,32 +83,6 @@ def pe_table_solution(max_len, d_model):
     return table
 
 
-def wavelength_range_solution(d_model, base=10000.0):
-    # Pair i has angular frequency w_i = base^(-2i/d_model), so wavelength 2*pi / w_i.
-    # i runs from 0 to d_model/2 - 1, so the largest exponent is (d_model - 2) / d_model.
-    shortest = 2 * math.pi
-    longest = 2 * math.pi * base ** ((d_model - 2) / d_model)
-    return shortest, longest
-
-
-# --- known wrong answers (each one must be caught by its checker) ---
-
-
-def _value_sin_cos_swapped(pos, dim, d_model):
-    angle = pos / 10000 ** (2 * (dim // 2) / d_model)
-    return math.cos(angle) if dim % 2 == 0 else math.sin(angle)
-
-
-def _value_exponent_uses_dim(pos, dim, d_model):
-    angle = pos / 10000 ** (dim / d_model)  # odd columns get the next pair's frequency
-    return math.sin(angle) if dim % 2 == 0 else math.cos(angle)
-
-
-def _value_i_is_dim(pos, dim, d_model):
-    angle = pos / 10000 ** (2 * dim / d_model)  # i = dim instead of dim // 2
-    return math.sin(angle) if dim % 2 == 0 else math.cos(angle)
-
-
 def _table_halves(max_len, d_model):
     t = pe_table_solution(max_len, d_model)
     return np.concatenate([t[:, 0::2], t[:, 1::2]], axis=1)  # every sin, then every cos
@@ -61,7 +92,7 @@ def _table_from_one(max_len, d_model):
     return pe_table_solution(max_len + 1, d_model)[1:]  # positions 1..max_len
 
 
-def _table_float_exponent_without_two(max_len, d_model):
+def _table_exponent_without_two(max_len, d_model):
     pos = np.arange(max_len)[:, None]
     i = np.arange(d_model // 2)[None, :]
     angles = pos / 10000 ** (i / d_model)  # forgot the 2 in 2i/d_model
@@ -70,43 +101,26 @@ def _table_float_exponent_without_two(max_len, d_model):
     return table
 
 
-def _range_paper_rounded(d_model, base=10000.0):
-    return 2 * math.pi, 2 * math.pi * base  # the paper's "from 2pi to 10000 * 2pi" is a limit
+def _table_sin_cos_swapped(max_len, d_model):
+    t = pe_table_solution(max_len, d_model)
+    out = np.empty_like(t)
+    out[:, 0::2], out[:, 1::2] = t[:, 1::2], t[:, 0::2]
+    return out
 
 
-def _range_without_two_pi(d_model, base=10000.0):
-    return 1.0, base ** ((d_model - 2) / d_model)  # periods in radians per position, not positions
-
-
-# --- the checkers ---
-
-VALUE_CASES = [(0, 0, 512), (0, 1, 512), (1, 0, 512), (1, 1, 512), (1, 2, 512), (1, 3, 512),
-               (3, 5, 8), (50, 7, 16), (100, 127, 128), (1, 511, 512)]
-
-
-@exercise(
-    hint="""
-    Column `dim` belongs to the pair i = dim // 2, whose angle is pos / 10000 ** (2 * i / d_model).
-    Even columns take the sine of that angle, odd columns the cosine.
-    """,
-    reference=pe_value_solution,
-    wrong=[_value_sin_cos_swapped, _value_exponent_uses_dim, _value_i_is_dim],
-)
-def pe_value(answer):
-    """Check `answer(pos, dim, d_model)` -> PE(pos, dim) for 10000 as the base."""
-    for pos, dim, d_model in VALUE_CASES:
-        expected = pe_value_solution(pos, dim, d_model)
-        got = float(answer(pos, dim, d_model))
-        if not math.isclose(got, expected, abs_tol=1e-6):
-            advice = ""
-            if math.isclose(got, _value_sin_cos_swapped(pos, dim, d_model), abs_tol=1e-6):
-                advice = " (sin and cos look swapped: even columns are sin, odd columns cos)"
-            return (f"pe_value(pos={pos}, dim={dim}, d_model={d_model}): "
-                    f"expected {expected:.4f}, got {got:.4f}{advice}")
-    return None
-
-
-TABLE_CASES = [(1, 2), (7, 4), (50, 16), (128, 64)]
+TABLE_MISTAKES = [
+    mistake("put every sine first, then every cosine", _table_halves,
+            says="you put every sin first, then every cos (a layout some libraries use); the paper "
+                 "interleaves them: column 2i is sin, column 2i+1 is cos"),
+    mistake("start the positions at 1", _table_from_one,
+            says="row 0 must be position 0, PE(0) = (0, 1, 0, 1, ...): your rows start at position 1"),
+    mistake("forget the 2 in 2i/d_model", _table_exponent_without_two,
+            says="the exponent is 2i/d_model with i the PAIR index; you used i/d_model, so the waves are "
+                 "too fast"),
+    mistake("swap sin and cos", _table_sin_cos_swapped,
+            says="sin and cos are swapped: even columns (0, 2, ...) are sin, odd columns cos"),
+]
+TABLE_CASES = [(7, 4), (50, 16), (128, 64)]
 
 
 @exercise(
@@ -116,7 +130,7 @@ TABLE_CASES = [(1, 2), (7, 4), (50, 16), (128, 64)]
     (`table[:, 0::2]`) and the cosines into columns 1, 3, 5, ... (`table[:, 1::2]`).
     """,
     reference=pe_table_solution,
-    wrong=[_table_halves, _table_from_one, _table_float_exponent_without_two],
+    wrong=TABLE_MISTAKES,
 )
 def pe_table(answer):
     """Check `answer(max_len, d_model)` -> the (max_len, d_model) PE table, as NumPy or torch."""
@@ -125,37 +139,148 @@ def pe_table(answer):
         got = np.asarray(answer(max_len, d_model), dtype=float)
         problem = compare_arrays(got, expected, what=f"pe_table({max_len}, {d_model})", atol=1e-5)
         if problem:
-            if got.shape == expected.shape and np.allclose(got, _table_halves(max_len, d_model), atol=1e-5):
-                problem += ("; you put every sin first, then every cos (a layout some libraries use); "
-                            "the paper interleaves them: column 2i is sin, column 2i+1 is cos")
+            for m in TABLE_MISTAKES:
+                if compare_arrays(got, m.answer(max_len, d_model), atol=1e-5) is None:
+                    return f"{problem}; {m.says}"
             return problem
     return None
 
 
-RANGE_CASES = [(512, 10000.0), (128, 10000.0), (16, 100.0), (2, 10000.0)]
+# --- 3. transfer: read the position back out of PE(t) ---------------------------------------------
+
+
+def position_from_pe_solution(pe_row):
+    d_model = len(pe_row)
+    i = d_model // 2 - 1  # the slowest pair: its angle w t stays below pi for every t we need
+    w = 10000 ** (-2 * i / d_model)
+    angle = math.atan2(pe_row[2 * i], pe_row[2 * i + 1])  # sin in column 2i, cos in column 2i+1
+    return round(angle / w)
+
+
+def _position_first_pair(pe_row):  # (sin t, cos t) comes back every 2 pi positions
+    return round(math.atan2(pe_row[0], pe_row[1]) % (2 * math.pi))
+
+
+def _position_asin(pe_row):  # asin only returns angles in [-pi/2, pi/2]
+    return round(math.asin(pe_row[0]))
+
+
+def _position_cos_sin_swapped(pe_row):
+    d_model = len(pe_row)
+    i = d_model // 2 - 1
+    return round(math.atan2(pe_row[2 * i + 1], pe_row[2 * i]) / 10000 ** (-2 * i / d_model))
+
+
+def _position_exponent_one(pe_row):  # the slowest pair read with w = 1/10000
+    d_model = len(pe_row)
+    return round(math.atan2(pe_row[d_model - 2], pe_row[d_model - 1]) * 10000)
+
+
+POSITION_MISTAKES = [
+    mistake("read the first pair only", _position_first_pair,
+            says="the first pair (sin t, cos t) comes back every 2 pi = 6.28 positions, so it only gives t "
+                 "up to a multiple of 2 pi; a slow pair does not wrap"),
+    mistake("take asin of the first column", _position_asin,
+            says="asin returns angles in [-pi/2, pi/2] only, and the first column wraps every 2 pi "
+                 "positions; use atan2(sin, cos) on a pair that does not wrap"),
+    mistake("swap sin and cos in atan2", _position_cos_sin_swapped,
+            says="atan2 takes (sine, cosine): column 2i is the sine, column 2i+1 the cosine"),
+    mistake("give the slowest pair the frequency 1/10000", _position_exponent_one,
+            says="the slowest pair is i = d_model/2 - 1, with frequency 10000^(-(d_model - 2)/d_model), "
+                 "a little faster than 1/10000"),
+]
+POSITION_CASES = [(3, 16), (44, 16), (710, 64), (200, 512), (1234, 64), (5000, 16), (9, 128), (0, 8)]
+
+
+def _same_position(a, b):
+    return abs(a - b) < 1e-3
 
 
 @exercise(
     hint="""
-    A wave sin(w * pos) repeats every 2 * pi / w positions. Pair i has w_i = base ** (-2i / d_model),
-    and i runs from 0 to d_model/2 - 1: which i gives the shortest wavelength, which the longest?
+    One pair (sin(w t), cos(w t)) gives the angle w t with atan2(sin, cos), but only up to a multiple of
+    2 pi. Pick a pair whose angle stays below pi over the positions you need: the slowest one,
+    i = d_model/2 - 1, with w = 10000 ** (-2i / d_model). Then t = angle / w, rounded.
     """,
-    reference=wavelength_range_solution,
-    wrong=[_range_paper_rounded, _range_without_two_pi],
+    reference=position_from_pe_solution,
+    kind="transfer",
+    wrong=POSITION_MISTAKES,
 )
-def wavelength_range(answer):
-    """Check `answer(d_model, base)` -> (shortest, longest) wavelength, measured in positions."""
-    for d_model, base in RANGE_CASES:
-        expected = wavelength_range_solution(d_model, base)
-        got = tuple(float(x) for x in answer(d_model, base))
-        if len(got) != 2:
-            return f"wavelength_range({d_model}, {base:g}) must return (shortest, longest), got {got}"
-        for name, g, e in zip(("shortest", "longest"), got, expected):
-            if not math.isclose(g, e, rel_tol=1e-6):
-                advice = ""
-                if name == "longest" and math.isclose(g, 2 * math.pi * base, rel_tol=1e-6):
-                    advice = (" (2*pi*base is a limit no column reaches: the last pair is "
-                              "i = d_model/2 - 1, so its exponent is (d_model - 2)/d_model)")
-                return (f"wavelength_range({d_model}, {base:g}): {name} wavelength expected "
-                        f"{e:.4f}, got {g:.4f}{advice}")
+def position_from_pe(answer):
+    """answer(pe_row) -> the position t of the row PE(t) (NumPy, float64, length d_model)."""
+    rows = {(t, d): sinusoidal_encoding(t + 1, d, dtype=torch.float64).numpy()[t] for t, d in POSITION_CASES}
+    got_all = []
+    for t, d in POSITION_CASES:
+        got = answer(rows[t, d].copy())
+        got_all.append(float(got))
+    if all(_same_position(g, t) for g, (t, _) in zip(got_all, POSITION_CASES)):
+        return None
+    m = _which(got_all, [(rows[c],) for c in POSITION_CASES], POSITION_MISTAKES, _same_position)
+    for (t, d), got in zip(POSITION_CASES, got_all):
+        if not _same_position(got, t):
+            where = f"for PE({t}) at d_model = {d} you returned {got:g}"
+            return f"{where}: {m.says}" if m else where
+    return None
+
+
+# --- 4. transfer: the base that gives a wanted slowest wavelength --------------------------------
+
+
+def base_for_wavelength_solution(d_model, longest):
+    # Pair i has wavelength 2 pi * base^(2i/d_model); the slowest, i = d_model/2 - 1, has exponent
+    # (d_model - 2)/d_model. Solve 2 pi * base^((d_model - 2)/d_model) = longest for base.
+    return (longest / (2 * math.pi)) ** (d_model / (d_model - 2))
+
+
+def _base_without_two_pi(d_model, longest):  # 1/w taken as the wavelength
+    return longest ** (d_model / (d_model - 2))
+
+
+def _base_exponent_one(d_model, longest):  # the paper's "up to 10000 * 2 pi" read as exact
+    return longest / (2 * math.pi)
+
+
+def _base_exponent_upside_down(d_model, longest):
+    return (longest / (2 * math.pi)) ** ((d_model - 2) / d_model)
+
+
+BASE_MISTAKES = [
+    mistake("forget the 2 pi", _base_without_two_pi,
+            says="a wave sin(w pos) repeats every 2 pi / w positions, not 1 / w"),
+    mistake("give the slowest pair the exponent 1", _base_exponent_one,
+            says="the slowest pair is i = d_model/2 - 1, so its wavelength is 2 pi * base^((d_model - 2)/"
+                 "d_model); 2 pi * base is a limit no pair reaches"),
+    mistake("turn the exponent upside down", _base_exponent_upside_down,
+            says="from 2 pi * base^e = longest, base = (longest / 2 pi)^(1/e) with e = (d_model - 2)/d_model"),
+]
+BASE_CASES = [(512, 2 * math.pi * 10000 ** (510 / 512)), (64, 1000.0), (16, 100.0), (4, 50.0), (128, 5e5)]
+
+
+def _same_base(a, b):
+    return math.isclose(a, b, rel_tol=1e-6)
+
+
+@exercise(
+    hint="""
+    Pair i has angular frequency w_i = base ** (-2i / d_model), so its wavelength is 2 pi / w_i =
+    2 pi * base ** (2i / d_model). The slowest pair is the last one, i = d_model/2 - 1. Set its wavelength
+    equal to `longest` and solve for base.
+    """,
+    reference=base_for_wavelength_solution,
+    kind="transfer",
+    wrong=BASE_MISTAKES,
+)
+def base_for_wavelength(answer):
+    """answer(d_model, longest) -> the base whose slowest pair has a wavelength of `longest` positions."""
+    got_all = [float(answer(d, longest)) for d, longest in BASE_CASES]
+    expected = [base_for_wavelength_solution(*case) for case in BASE_CASES]
+    if all(_same_base(g, e) for g, e in zip(got_all, expected)):
+        return None
+    m = _which(got_all, BASE_CASES, BASE_MISTAKES, _same_base)
+    for (d, longest), got, exp in zip(BASE_CASES, got_all, expected):
+        if not _same_base(got, exp):
+            slowest = 2 * math.pi * got ** ((d - 2) / d) if got > 0 else float("nan")
+            where = (f"for d_model = {d}, longest = {longest:g}: your base {got:.6g} gives a slowest "
+                     f"wavelength of {slowest:.6g} positions (expected base {exp:.6g})")
+            return f"{where}; {m.says}" if m else where
     return None
