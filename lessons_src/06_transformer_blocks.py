@@ -720,10 +720,10 @@ check.rms_norm(my_rms_norm)
 # this lesson: `num_layers` post-norm encoder layers and as many decoder layers (every linear map with
 # its bias, every LayerNorm with its g and b), no final LayerNorm, the sinusoidal PE (no parameters),
 # and **one** `vocab_size` × `d_model` matrix shared by the source embedding, the target embedding
-# and the output projection (the paper, section 3.4; no output bias). The checker tries the base
-# model's sizes from Table 3 (`d_model` 512, `d_ff` 2048, 8 heads, 6 layers, a shared vocabulary of
-# about 37000 tokens) and others, and then compares with the 65 million that Table 3 reports. Does
-# `num_heads` change the count?
+# and the output projection (the paper, section 3.4), with no bias on the output projection. The
+# checker tries the base model's sizes from Table 3 (`d_model` 512, `d_ff` 2048, 8 heads, 6 layers, a
+# shared vocabulary of about 37000 tokens) and others, and then compares with the 65 million that
+# Table 3 reports. Does `num_heads` change the count?
 
 # %%
 def my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size):
