@@ -632,9 +632,10 @@ check.warmup_learning_rate(my_lrate)
 # %% [markdown]
 # **2. Label smoothing (transfer).** The paper trains with label smoothing $\varepsilon_{ls} = 0.1$
 # (section 5.4): the target puts $1 - \varepsilon$ on the right word and spreads $\varepsilon$ evenly
-# over the whole vocabulary, the right word included. Write `my_smoothed_loss(logits, labels, epsilon, pad_id)` for logits (N, V) and
-# labels (N,): the mean over the non-padding positions of the cross-entropy against that smoothed
-# target, equal to `torch.nn.functional.cross_entropy(logits, labels, ignore_index=pad_id,
+# over the whole vocabulary, the right word included. Write
+# `my_smoothed_loss(logits, labels, epsilon, pad_id)` for logits (N, V) and labels (N,): the mean over
+# the non-padding positions of the cross-entropy against that smoothed target, equal to
+# `torch.nn.functional.cross_entropy(logits, labels, ignore_index=pad_id,
 # label_smoothing=epsilon)` — without calling it.
 
 # %%
