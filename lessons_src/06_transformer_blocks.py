@@ -373,6 +373,15 @@ print("PASS: in all 20 stacks per variant (6-48 layers, 5 seeds), post-norm keep
       "LayerNorm brings it back to 1")
 
 # %% [markdown]
+# **Predict, then check.** Before reading on: in the 24-layer *pre-norm* stacks, which layer gets the
+# largest gradient norm at initialisation — the `"first"` (layer 1, next to the input), the `"last"`
+# (layer 24, next to the loss), or are they all about the `"same"`? Write your answer below; the
+# measurement settles it, and a check after it says why.
+
+# %%
+my_prediction = None  # your answer: "first", "last" or "same"
+
+# %% [markdown]
 # Now the gradients. In post-norm every gradient reaching the last layer has passed through only
 # that layer's LayerNorm, of a stream of RMS 1. In pre-norm it has passed through the **final**
 # LayerNorm, which divides by the stream's RMS — the number that grew above — so the top of a
@@ -409,6 +418,14 @@ print("PASS: in 20 of 20 stacks per variant the last layer's gradient is larger 
       "post-norm's largest gradient is at the last layer in at least 15 of 20; pre-norm's at the first in 20 of 20; "
       "from 6 to 48 layers the median last-layer gradient stays within 1.5x for post-norm and falls at every "
       "step for pre-norm")
+
+# %% [markdown]
+# Your prediction, checked (if you wrote one):
+
+# %%
+from utils.exercises import lesson06 as check
+
+check.predict_largest_gradient(my_prediction)
 
 # %% [markdown]
 # The figure shows the 24-layer stacks (line: median over the 5 seeds, band: min to max) and the
@@ -657,9 +674,14 @@ print(f"PASS: a 3-layer pre-norm utils Encoder (with its final {type(stack.norm)
 # ## Exercises
 #
 # Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? Call
-# `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`.
+# `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`. Each exercise cell
+# stands on its own: use only its arguments, `torch` and `math`.
 
 # %%
+import math
+
+import torch
+
 from utils.exercises import lesson06 as check
 
 # %% [markdown]
@@ -675,35 +697,49 @@ def my_layer_norm(x, g, b, eps):
 check.layer_norm(my_layer_norm)
 
 # %% [markdown]
-# **Exercise 2.** Write `my_encoder_layer(layer, x, mask)`: the forward pass of a
-# `utils.blocks.EncoderLayer` using only its parts `layer.self_attn`, `layer.ff`, `layer.norm1`,
-# `layer.norm2` — and `layer.norm_first`, since the checker tries both post-norm and pre-norm layers.
+# **Exercise 2 (transfer).** Many recent language models (LLaMA among them) replace LayerNorm with
+# **RMSNorm** (Zhang and Sennrich, 2019): it skips the centring and the bias, and divides each token by
+# the root of its mean square,
+#
+# $$\mathrm{RMSNorm}(\mathbf x) = \mathbf g \odot rac{\mathbf x}{\sqrt{rac1H\sum_{i=1}^H x_i^2 + arepsilon}}.$$
+#
+# Write `my_rms_norm(x, g, eps)` over the last axis. The checker compares it with `torch.nn.RMSNorm`.
+# Then think: a token $\mathbf x + c$ (every feature shifted by the same $c$) gives the same LayerNorm
+# output as $\mathbf x$; does it give the same RMSNorm output?
 
 # %%
-def my_encoder_layer(layer, x, mask):
+def my_rms_norm(x, g, eps):
     raise NotImplementedError
 
 
-check.encoder_layer(my_encoder_layer)
+check.rms_norm(my_rms_norm)
 
 # %% [markdown]
-# **Exercise 3.** Write `my_cross_attention(layer, y, memory, memory_mask)`: only the cross-attention
-# call of a `utils.blocks.DecoderLayer` (`layer.cross_attn`), returning its output
-# `(batch, T_tgt, d_model)`. Which of `y` and `memory` gives the queries?
+# **Exercise 3 (transfer).** How many parameters has the paper's base model? Write
+# `my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size)` for the encoder–decoder of
+# this lesson: `num_layers` post-norm encoder layers and as many decoder layers (every linear map with
+# its bias, every LayerNorm with its g and b), no final LayerNorm, the sinusoidal PE (no parameters),
+# and **one** `vocab_size` × `d_model` matrix shared by the source embedding, the target embedding
+# and the output projection (the paper, section 3.4), with no bias on the output projection. The
+# checker tries the base model's sizes from Table 3 (`d_model` 512, `d_ff` 2048, 8 heads, 6 layers, a
+# shared vocabulary of about 37000 tokens) and others, and then compares with the 65 million that
+# Table 3 reports. Does `num_heads` change the count?
 
 # %%
-def my_cross_attention(layer, y, memory, memory_mask):
+def my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size):
     raise NotImplementedError
 
 
-check.cross_attention(my_cross_attention)
+check.parameter_count(my_parameter_count)
 
 # %% [markdown]
 # ## Sources
 #
 # * Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.1 (residual connection
 #   and LayerNorm around each sublayer, post-norm), 3.2.3 (the three uses of attention), 3.3 (the
-#   position-wise feed-forward network), 5.3 (the warm-up schedule).
+#   position-wise feed-forward network), 3.4 (one weight matrix shared by both embeddings and the
+#   pre-softmax projection), 5.1 (the shared vocabulary of about 37000 tokens), 5.3 (the warm-up
+#   schedule), Table 3 (the base model's sizes and parameter count).
 # * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the layer-normalisation
 #   formula with $\mu$, $\sigma$, gain and bias.
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked
@@ -715,3 +751,6 @@ check.cross_attention(my_cross_attention)
 # * Xiong et al. (2020), "On Layer Normalization in the Transformer Architecture", ICML: gradients
 #   of post-norm and pre-norm Transformers at initialisation, and training without warm-up.
 # * Rush (2018), "The Annotated Transformer" (Harvard NLP): the pre-norm form in its code.
+# * Zhang and Sennrich (2019), "Root Mean Square Layer Normalization", NeurIPS: RMSNorm (exercise 2).
+# * Touvron et al. (2023), "LLaMA: Open and Efficient Foundation Language Models", arXiv:2302.13971:
+#   pre-norm with RMSNorm.

@@ -242,7 +242,7 @@ assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus
 # $d_{\text{model}}^{-1/2}$, so that after the $\times\sqrt{d_{\text{model}}}$ scaling they are about
 # as large as the PE (entries in $[-1, 1]$). torch's default `nn.Embedding` init is $N(0, 1)$, which
 # after scaling would be $\sqrt{d_{\text{model}}}$ times larger than the PE (checked below). What that
-# costs in training is not measured here: exercise 4 asks you to find out.
+# costs in training is not measured here: one of the open questions at the end asks you to find out.
 
 # %%
 torch.manual_seed(recipe.MODEL_SEED)
@@ -404,6 +404,12 @@ print("reference:", " ".join(sentence.tgt), "| same:", step_by_step == list(sent
 # and **unseen forms** (every sentence needs an adjective or verb form no training sentence contains).
 # Exact match (the whole sentence right), token accuracy (words right at their position) and BLEU
 # computed by `sacrebleu`.
+#
+# **Predict, then check.** Before you run the evaluation: what fraction of the *unseen-forms* test
+# sentences will the model translate exactly right? Write a number between 0 and 1 below.
+
+# %%
+my_prediction = None  # your answer: a fraction between 0 and 1
 
 # %% tags=["nbval-ignore-output"]
 result = evaluate(model, ds.test, ds.src_vocab, ds.tgt_vocab)
@@ -421,6 +427,12 @@ assert unseen["exact_match"] <= 0.02 and rest_right >= 0.75
 print("PASS: in-distribution test: exact match >= 0.98, token accuracy >= 0.98, BLEU >= 95")
 print("PASS: unseen-forms test: exact match <= 0.02, yet every word except the held-out forms right in >= 75% "
       "of the sentences")
+
+# %% [markdown]
+# Your prediction, checked (if you wrote one):
+
+# %%
+check.predict_unseen_exact_match(my_prediction)
 
 # %% [markdown]
 # So the model translates new sentences almost perfectly, and fails on nearly every sentence that needs
@@ -596,21 +608,63 @@ assert same
 # ## Exercises
 #
 # Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? `check.name.hint()`;
-# the reference answer: `check.name.solution()`.
+# the reference answer: `check.name.solution()`. Each exercise cell stands on its own: use only its
+# arguments, `torch` and `math`.
 #
-# **1. The teacher-forcing shift.** Given `tgt` (batch, T) = `<bos> y_1 … y_n <eos>` (then padding),
-# return `(decoder_input, labels)`.
+# **1. The paper's learning rate (transfer).** Section 4 called `noam_lr`; write the schedule yourself
+# from the paper's formula (section 5.3, without our `factor`),
+# $\text{lrate} = d_{\text{model}}^{-0.5}\cdot\min(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup}^{-1.5})$,
+# as `my_lrate(step, d_model, warmup)` for steps counted from 1. At which step does it peak for the
+# paper's base model (`d_model` = 512, `warmup` = 4000), and how high?
 
 # %%
-def my_shift(tgt):
+import math
+
+import torch
+
+# %%
+def my_lrate(step, d_model, warmup):
     raise NotImplementedError
 
 
-check.teacher_forcing_shift(my_shift)
+check.warmup_learning_rate(my_lrate)
 
 # %% [markdown]
-# **2. Greedy decoding.** Write `decode(model, src, bos_id, eos_id, max_len)` with `model.encode(src)` and
-# `model.decode(ys, memory, src_mask)`; return one list of ids per sentence, without `<bos>` and cut
+# **2. Label smoothing (transfer).** The paper trains with label smoothing $\varepsilon_{ls} = 0.1$
+# (section 5.4): the target puts $1 - \varepsilon$ on the right word and spreads $\varepsilon$ evenly
+# over the whole vocabulary, the right word included. Write
+# `my_smoothed_loss(logits, labels, epsilon, pad_id)` for logits (N, V) and labels (N,): the mean over
+# the non-padding positions of the cross-entropy against that smoothed target, equal to
+# `torch.nn.functional.cross_entropy(logits, labels, ignore_index=pad_id,
+# label_smoothing=epsilon)` — without calling it.
+
+# %%
+def my_smoothed_loss(logits, labels, epsilon, pad_id):
+    raise NotImplementedError
+
+
+check.label_smoothed_loss(my_smoothed_loss)
+
+# %% [markdown]
+# **3. A length-normalised beam score (transfer).** Our beam search ranks finished translations by
+# their sum of log-probabilities. Every token adds a log-probability, which is never positive, so
+# that sum favours short translations. The paper (section 6.1) decodes with beam size 4 and a
+# *length penalty* $\alpha = 0.6$ from Wu et al. (2016): a hypothesis $Y$ of $|Y|$ tokens scores
+# $\sum_t \log p(y_t) \,/\, \mathrm{lp}(Y)$ with $\mathrm{lp}(Y) = \big((5 + |Y|)/6\big)^{\alpha}$.
+# Write `my_beam_score(token_log_probs, alpha)` for a list of the per-token log-probabilities of one
+# hypothesis (its `<eos>` included).
+
+# %%
+def my_beam_score(token_log_probs, alpha):
+    raise NotImplementedError
+
+
+check.beam_score(my_beam_score)
+
+# %% [markdown]
+# **4. Greedy decoding, for a batch.** Section 5 decoded one sentence. Write
+# `my_greedy(model, src, bos_id, eos_id, max_len)` for a whole batch with `model.encode(src)` and
+# `model.decode(ys, memory, src_mask)`: return one list of ids per sentence, without `<bos>` and cut
 # before `<eos>`, and never more than `max_len` steps.
 
 # %%
@@ -621,34 +675,23 @@ def my_greedy(model, src, bos_id, eos_id, max_len):
 check.greedy_decoding(my_greedy)
 
 # %% [markdown]
-# **3. Alignment accuracy of one head.** Given one head's weights (T_tgt, T_src) and the gold alignment
-# (one source index per Neo word, the last row — `<eos>` — has none), return the fraction of Neo words
-# whose arg-max is the gold word.
-
-# %%
-def my_alignment_accuracy(weights, gold):
-    raise NotImplementedError
-
-
-check.alignment_accuracy(my_alignment_accuracy)
-
-# %% [markdown]
-# **4. (open)** Retrain with one change at a time and compare the in-distribution exact match and the
-# best head's alignment accuracy: `label_smoothing=0.1`; half the steps; or torch's default embedding
-# init (`torch.nn.init.normal_(model.src_embed.weight, std=1.0)`, the same for `tgt_embed`) — how much
-# slower does it learn? Which heads align best, and in which layer?
-#
-# **5. (open)** Make the held-out forms reachable: give the Neo side sub-word tokens (a stem and an
-# ending, e.g. `grand -o`), rebuild the vocabulary and the alignments (both pieces align to the English
-# adjective), retrain, and measure the unseen-forms test again. Does the model now combine a known stem
-# with a known ending it never saw together?
+# **Open questions.** (a) Retrain with one change at a time and compare the in-distribution exact
+# match and the best head's alignment accuracy: `label_smoothing=0.1`; half the steps; or torch's
+# default embedding init (`torch.nn.init.normal_(model.src_embed.weight, std=1.0)`, the same for
+# `tgt_embed`) — how much slower does it learn? Which heads align best, and in which layer?
+# (b) Make the held-out forms reachable: give the Neo side sub-word tokens (a stem and an ending, e.g.
+# `grand -o`), rebuild the vocabulary and the alignments (both pieces align to the English adjective),
+# retrain, and measure the unseen-forms test again. Does the model now combine a known stem with a
+# known ending it never saw together?
 #
 # ## Sources
 #
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: the encoder–decoder (section 3.1), the
 #   three uses of attention (3.2.3), embeddings × √d_model (3.4), the sinusoidal PE (3.5), Adam and the
-#   warm-up schedule (5.3).
+#   warm-up schedule (5.3), label smoothing (5.4), beam size 4 and length penalty α = 0.6 (6.1).
 # - Reading notes on the paper (June 2020): the three kinds of attention; "Q is from decoder, but K, V
 #   from encoder"; the RNN vs Transformer training-sample contrast corrected in section 2.
+# - Wu et al., "Google's Neural Machine Translation System: Bridging the Gap between Human and Machine
+#   Translation", arXiv:1609.08144, 2016: the length penalty of exercise 3.
 # - Sennrich, Haddow and Birch, "Neural Machine Translation of Rare Words with Subword Units", ACL 2016:
 #   sub-word units for word forms a word-level vocabulary cannot produce.

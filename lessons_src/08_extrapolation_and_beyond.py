@@ -227,6 +227,14 @@ for pe_kind in PE_KINDS:
     print(f"{pe_kind:>18}: {n_params:,} parameters")
 
 # %% [markdown]
+# **Predict, then check.** The sinusoidal model will train on lengths up to 16, where it will copy
+# almost perfectly. What token accuracy will it reach on sequences of length 48, three times as long?
+# Write a number between 0 and 1 below, before training; section 3's checks settle it.
+
+# %%
+my_prediction = None  # your answer: an accuracy between 0 and 1
+
+# %% [markdown]
 # **Budget.** Each run is a *fixed* number of Adam steps (batch 64, learning rate 3e-3), never a
 # time limit, so every machine trains the same number of steps. `benchmarks/extrapolation_steps.py`
 # measures the cost of a step. Train all five variants with seed 0 (the losses depend on the
@@ -344,6 +352,16 @@ assert all(o > r + 0.05 for o, r in zip(at["sinusoidal+offsets"], at["rope"]))
 gap = min(o - r for o, r in zip(at["sinusoidal+offsets"][:-1], at["rope"][:-1]))
 print(f"PASS: length {AT_3L}: sinusoidal and clamped-learned < 0.5 in every run; RoPE above sinusoidal by > 0.15 "
       f"in every seed; sinusoidal+offsets > 0.8 and above RoPE in every seed (smallest stored gap {gap:.2f})")
+
+# %% [markdown]
+# Your prediction, checked (if you wrote one). The sinusoidal model's accuracy at length 48 lies between
+# 0.2 and 0.5 in every run:
+
+# %%
+assert all(0.2 < a < 0.5 for a in at["sinusoidal"])
+print(f"PASS: sinusoidal at length {AT_3L}: between 0.2 and 0.5 in all {len(at['sinusoidal'])} runs "
+      "(the stored seeds and the model trained above)")
+check.predict_sinusoidal_at_48(my_prediction)
 
 # %% [markdown]
 # A long sequence mixes positions the model knows (0..15) with positions it never saw. Accuracy at
@@ -559,7 +577,7 @@ print("PASS: the same sinusoids extrapolate in length once their positions were 
 # sinusoids carried the rule to three times the training length, further than RoPE did. And where the
 # task needs absolute position, sinusoidal and learned encodings extrapolated and RoPE did not. It
 # does not show that anything extrapolates without limit; ALiBi's linear distance penalty and
-# position interpolation were invented for that. Try the exercises' variants below.
+# position interpolation were invented for that; exercise 2 builds ALiBi's penalty.
 
 # %% [markdown]
 # ## 6. What's next: the same attention on images
@@ -707,10 +725,20 @@ plt.show()
 # %% [markdown]
 # ## Exercises
 #
+# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? `check.<name>.hint()`;
+# the answer: `check.<name>.solution()`. Each exercise cell stands on its own: use only its arguments,
+# `torch` and `math`.
+
+# %%
+import math
+
+import torch
+
+# %% [markdown]
 # **1. RoPE by hand.** Write `my_rope(x, positions)` for x of shape (T, d) and positions (T,): turn
-# the pair `(x[t, 2i], x[t, 2i+1])` of row t by the angle `positions[t]` $\cdot\, w_i$, the same $2 \times 2$
-# block as lesson 02's $M_k$ (so that rotating $PE_0$ by $t$ gives $PE_t$). Stuck? `check.rope_rotate.hint()`;
-# the answer: `check.rope_rotate.solution()`.
+# the pair `(x[t, 2i], x[t, 2i+1])` of row t by the angle `positions[t]` $\cdot\, w_i$ with
+# $w_i = 1/10000^{2i/d}$ (compute it yourself), the same $2 \times 2$ block as lesson 02's $M_k$ (so
+# that rotating $PE_0$ by $t$ gives $PE_t$).
 
 # %%
 def my_rope(x, positions):
@@ -720,19 +748,39 @@ def my_rope(x, positions):
 check.rope_rotate(my_rope)
 
 # %% [markdown]
-# **2. Patches.** Write `my_patchify(image, patch)`: an (H, W) image to (H/patch $\cdot$ W/patch, patch²),
-# patches in reading order (left to right, then top to bottom), each patch flattened row by row — what
-# section 6 did in one line. `check.patchify.hint()` and `check.patchify.solution()` help.
+# **2. ALiBi's distance penalty (transfer).** ALiBi (Press et al., 2021) adds no position vector at
+# all: before the softmax, each head adds to its attention score of query $i$ and key $j$ a fixed
+# penalty that grows linearly with their distance, $-m_h\,|i - j|$, with one slope per head:
+# for `num_heads` heads the geometric sequence $m_h = 2^{-8h/\text{num\_heads}}$, $h = 1, \dots,$
+# `num_heads`. (Press et al. use it in a causal decoder, where only keys $j \le i$ count and
+# $|i - j| = i - j$; the absolute value makes it fit a bidirectional encoder like ours.) Write
+# `my_alibi(T, num_heads)` returning that bias, shape (num_heads, T, T). Then think: the bias at offset
+# 40 follows the same rule as at offset 4 and goes straight into the score, through no trained weight.
+# What does a head with a steep slope do with a key 40 positions away?
 
 # %%
-def my_patchify(image, patch):
+def my_alibi(T, num_heads):
     raise NotImplementedError
 
 
-check.patchify(my_patchify)
+check.alibi_bias(my_alibi)
 
 # %% [markdown]
-# **3. (Open.)** Change `TRAIN_LEN` to 24 or `SHIFT` to 3 and rerun section 3: does the sinusoidal
+# **3. 2-D sin-cos encodings for a patch grid (transfer).** Section 6 called `sinusoidal_encoding_2d`;
+# write it. `my_pe_2d(rows, cols, d_model)` returns one vector per patch, shape (rows · cols, d_model),
+# patches in reading order (patch k sits at row k // cols, column k % cols). The first d_model / 2
+# features are lesson 01's sinusoidal PE, of width d_model / 2, of the patch's row; the last d_model / 2
+# the same for its column.
+
+# %%
+def my_pe_2d(rows, cols, d_model):
+    raise NotImplementedError
+
+
+check.pe_2d(my_pe_2d)
+
+# %% [markdown]
+# **Open question.** Change `TRAIN_LEN` to 24 or `SHIFT` to 3 and rerun section 3: does the sinusoidal
 # model fail at the *same position* (the first one it never saw) or at the same *multiple* of the
 # training length? Does RoPE's curve fall more slowly if training lengths go up to 24 (more offsets
 # seen)? Train "sinusoidal+offsets" with `max_position=32`: does it still work at positions 32..47,
@@ -753,3 +801,5 @@ check.patchify(my_patchify)
 # - He et al., 2022, "Masked Autoencoders Are Scalable Vision Learners", CVPR (2-D sine-cosine
 #   embeddings).
 # - Su et al., 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding".
+# - Press, Smith and Lewis, 2021, "Train Short, Test Long: Attention with Linear Biases Enables Input Length
+#   Extrapolation", ICLR 2022 (ALiBi, exercise 2).

@@ -1,17 +1,46 @@
-"""Exercises of lesson 06 (transformer blocks): LayerNorm by hand, an encoder layer, cross-attention."""
+"""Exercises of lesson 06 (transformer blocks): LayerNorm by hand, RMSNorm, the parameter count of the
+paper's base model, and a prediction about gradients in a pre-norm stack."""
 
 import torch
 from torch import nn
 
-from utils.blocks import DecoderLayer, EncoderLayer
-from utils.exercises import compare_arrays, exercise
-from utils.masks import padding_mask
+from utils.blocks import Decoder, Encoder
+from utils.exercises import compare_with_mistakes, exercise, mistake
 
+
+def _tensor_problem(got, expected_shape):
+    """A message when `got` is not a tensor of the expected shape, else None."""
+    if not isinstance(got, torch.Tensor):
+        return f"return a torch.Tensor, got {type(got).__name__}"
+    if tuple(got.shape) != tuple(expected_shape):
+        return f"return a tensor of shape {tuple(expected_shape)} (the shape of x), got {tuple(got.shape)}"
+    return None
+
+
+def _compare_cases(answer, reference, wrong, cases, atol=1e-6):
+    """Run `answer` on each case; the first miss, named after the learner's mistake when it is a known one."""
+    for args, label in cases:
+        expected = reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]).detach()
+        got = answer(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        problem = _tensor_problem(got, expected.shape)
+        if problem:
+            return f"{label}: {problem}"
+        H = expected.shape[-1]
+        mistakes = {m.name: m.answer(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+                    .detach().reshape(-1, H) for m in wrong}
+        problem = compare_with_mistakes(got.detach().reshape(-1, H), expected.reshape(-1, H),
+                                        f"{label}: your output (rows = tokens)", mistakes, atol=atol)
+        if problem:
+            return problem
+    return None
+
+
+# --- 1. LayerNorm by hand (practice) ---------------------------------------------------------------
 
 def _layer_norm_solution(x, g, b, eps):
-    mu = x.mean(dim=-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)  # biased: divide by H
-    return g * (x - mu) / torch.sqrt(var + eps) + b
+    mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)  # (..., 1): biased, divide by H
+    return g * (x - mu) / torch.sqrt(var + eps) + b  # (..., H)
 
 
 def _layer_norm_unbiased(x, g, b, eps):
@@ -31,125 +60,279 @@ def _layer_norm_eps_outside(x, g, b, eps):
     return g * (x - mu) / (sigma + eps) + b  # eps added to sigma, not to the variance: wrong
 
 
+def _layer_norm_bias_inside(x, g, b, eps):
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return g * ((x - mu) / torch.sqrt(var + eps) + b)  # b scaled by g: wrong
+
+
+_LAYER_NORM_MISTAKES = [
+    mistake("divide by H - 1 (torch.var's default) instead of H", _layer_norm_unbiased, says="H - 1"),
+    mistake("take the mean over the batch (dim 0, batch norm's axis) instead of each token's features",
+            _layer_norm_over_batch, says="batch norm's axis"),
+    mistake("add eps to sigma instead of inside the square root", _layer_norm_eps_outside,
+            says="inside the square root"),
+    mistake("add b before multiplying by g (g * (N(x) + b) instead of g * N(x) + b)", _layer_norm_bias_inside,
+            says="g * N(x) + b"),
+]
+
+
+def _layer_norm_cases():
+    g_ = torch.Generator().manual_seed(6)
+    cases = []
+    for shape, eps in [((3, 4), 1e-5), ((2, 5, 6), 1e-5), ((4, 3), 0.5)]:
+        H = shape[-1]
+        x = 2.0 * torch.randn(*shape, generator=g_, dtype=torch.float64) + 1.0
+        g = torch.rand(H, generator=g_, dtype=torch.float64) + 0.5
+        b = torch.randn(H, generator=g_, dtype=torch.float64)
+        cases.append(((x, g, b, eps), f"x of shape {shape}, eps={eps}"))
+    return cases
+
+
 @exercise(
     hint="""
     Over the last axis (dim=-1, keepdim=True): mu = mean, var = mean of (x - mu)**2 (divide by H,
     not H - 1, so not torch.var's default), then g * (x - mu) / sqrt(var + eps) + b.
     """,
     reference=_layer_norm_solution,
-    wrong=[_layer_norm_unbiased, _layer_norm_over_batch, _layer_norm_eps_outside],
+    kind="practice",
+    wrong=_LAYER_NORM_MISTAKES,
 )
 def layer_norm(answer):
-    g_ = torch.Generator().manual_seed(6)
-    for shape, eps in [((3, 4), 1e-5), ((2, 5, 6), 1e-5), ((4, 3), 0.5)]:
-        H = shape[-1]
-        x = 2.0 * torch.randn(*shape, generator=g_, dtype=torch.float64) + 1.0
-        ln = nn.LayerNorm(H, eps=eps, dtype=torch.float64)
+    """answer(x (..., H), g (H,), b (H,), eps) -> LayerNorm over the last axis, as torch.nn.LayerNorm."""
+    for (x, g, b, eps), label in _layer_norm_cases():  # the reference is torch.nn.LayerNorm itself
+        ln = nn.LayerNorm(x.shape[-1], eps=eps, dtype=torch.float64)
         with torch.no_grad():
-            ln.weight.copy_(torch.rand(H, generator=g_, dtype=torch.float64) + 0.5)
-            ln.bias.copy_(torch.randn(H, generator=g_, dtype=torch.float64))
-            expected = ln(x)
-        got = answer(x.clone(), ln.weight.detach().clone(), ln.bias.detach().clone(), eps)
-        if not isinstance(got, torch.Tensor):
-            return f"return a torch.Tensor, got {type(got).__name__}"
-        message = compare_arrays(got.detach().reshape(-1, H), expected.reshape(-1, H),
-                                 f"x of shape {shape}, eps={eps}: output (rows = tokens)", atol=1e-6)
-        if message:
-            return message
-    return None
-
-
-def _encoder_layer_solution(layer, x, mask):
-    def attend(y):
-        return layer.self_attn(y, y, y, mask)[0]
-
-    if layer.norm_first:
-        x = x + attend(layer.norm1(x))
-        return x + layer.ff(layer.norm2(x))
-    x = layer.norm1(x + attend(x))
-    return layer.norm2(x + layer.ff(x))
-
-
-def _encoder_layer_always_post_norm(layer, x, mask):
-    x = layer.norm1(x + layer.self_attn(x, x, x, mask)[0])
-    return layer.norm2(x + layer.ff(x))
-
-
-def _encoder_layer_no_residual(layer, x, mask):
-    if layer.norm_first:
-        y = layer.norm1(x)
-        x = layer.self_attn(y, y, y, mask)[0]
-        return layer.ff(layer.norm2(x))
-    x = layer.norm1(layer.self_attn(x, x, x, mask)[0])
-    return layer.norm2(layer.ff(x))
-
-
-@exercise(
-    hint="""
-    Two sublayers, each wrapped the same way. Post-norm (layer.norm_first False):
-    x = norm1(x + self_attn(x, x, x, mask)[0]); x = norm2(x + ff(x)).
-    Pre-norm: normalise the sublayer's input instead and add its output to x unnormalised:
-    x = x + self_attn(n, n, n, mask)[0] with n = norm1(x); then x = x + ff(norm2(x)).
-    """,
-    reference=_encoder_layer_solution,
-    wrong=[_encoder_layer_always_post_norm, _encoder_layer_no_residual],
-)
-def encoder_layer(answer):
-    tokens = torch.tensor([[3, 1, 4, 1, 5], [9, 2, 6, 0, 0]])
-    mask = padding_mask(tokens, 0)  # (2, 1, 5)
-    for norm_first in (False, True):
-        torch.manual_seed(11)
-        layer = EncoderLayer(8, 2, 16, norm_first=norm_first).double().eval()
-        x = torch.randn(2, 5, 8, dtype=torch.float64)
-        with torch.no_grad():
-            expected = layer(x, mask)
-            got = answer(layer, x.clone(), mask)
-        if not isinstance(got, torch.Tensor):
-            return f"return a torch.Tensor, got {type(got).__name__}"
-        message = compare_arrays(got.reshape(-1, 8), expected.reshape(-1, 8),
-                                 f"norm_first={norm_first}: output (batch*T, d_model)", atol=1e-6)
-        if message:
-            return message
-    return None
-
-
-def _cross_attention_solution(layer, y, memory, memory_mask):
-    return layer.cross_attn(y, memory, memory, memory_mask)[0]
-
-
-def _cross_attention_swapped(layer, y, memory, memory_mask):
-    return layer.cross_attn(memory, y, y)[0]
-
-
-def _cross_attention_self(layer, y, memory, memory_mask):
-    return layer.cross_attn(y, y, y)[0]
-
-
-def _cross_attention_unmasked(layer, y, memory, memory_mask):
-    return layer.cross_attn(y, memory, memory)[0]
-
-
-@exercise(
-    hint="""
-    Queries come from the decoder (y), keys and values from the encoder's output (memory):
-    layer.cross_attn(query, key, value, mask) returns (output, weights); keep the output.
-    Pass memory_mask so the source padding is ignored.
-    """,
-    reference=_cross_attention_solution,
-    wrong=[_cross_attention_swapped, _cross_attention_self, _cross_attention_unmasked],
-)
-def cross_attention(answer):
-    torch.manual_seed(12)
-    layer = DecoderLayer(8, 2, 16).double().eval()
-    y = torch.randn(2, 3, 8, dtype=torch.float64)  # (batch, T_tgt, d_model)
-    memory = torch.randn(2, 5, 8, dtype=torch.float64)  # (batch, T_src, d_model)
-    memory_mask = padding_mask(torch.tensor([[1, 2, 3, 4, 5], [6, 7, 0, 0, 0]]), 0)
+            ln.weight.copy_(g)
+            ln.bias.copy_(b)
+        assert torch.allclose(ln(x), _layer_norm_solution(x, g, b, eps))
     with torch.no_grad():
-        expected = layer.cross_attn(y, memory, memory, memory_mask)[0]
-        got = answer(layer, y.clone(), memory.clone(), memory_mask)
-    if not isinstance(got, torch.Tensor):
-        return f"return a torch.Tensor, got {type(got).__name__}"
-    if tuple(got.shape) != tuple(expected.shape):
-        return (f"expected shape {tuple(expected.shape)} (batch, T_tgt, d_model): one output per target "
-                f"position, got {tuple(got.shape)} — are the queries coming from y?")
-    return compare_arrays(got.reshape(-1, 8), expected.reshape(-1, 8), "output (batch*T_tgt, d_model)", atol=1e-6)
+        return _compare_cases(answer, _layer_norm_solution, _LAYER_NORM_MISTAKES, _layer_norm_cases())
+
+
+# --- 2. RMSNorm (transfer) ----------------------------------------------------------------------------
+
+def _rms_norm_solution(x, g, eps):
+    rms = torch.sqrt((x ** 2).mean(dim=-1, keepdim=True) + eps)  # (..., 1): root of the mean square
+    return g * x / rms  # (..., H)
+
+
+def _rms_norm_subtracts_mean(x, g, eps):
+    mu = x.mean(dim=-1, keepdim=True)
+    return g * (x - mu) / torch.sqrt(((x - mu) ** 2).mean(dim=-1, keepdim=True) + eps)
+
+
+def _rms_norm_sum_of_squares(x, g, eps):
+    return g * x / torch.sqrt((x ** 2).sum(dim=-1, keepdim=True) + eps)
+
+
+def _rms_norm_eps_outside(x, g, eps):
+    return g * x / (torch.sqrt((x ** 2).mean(dim=-1, keepdim=True)) + eps)
+
+
+def _rms_norm_over_batch(x, g, eps):
+    return g * x / torch.sqrt((x ** 2).mean(dim=0, keepdim=True) + eps)
+
+
+_RMS_MISTAKES = [
+    mistake("subtract the mean first (that is LayerNorm; RMSNorm keeps the mean)", _rms_norm_subtracts_mean,
+            says="RMSNorm keeps the mean"),
+    mistake("divide by the root of the sum of the squares instead of their mean", _rms_norm_sum_of_squares,
+            says="sum of the squares"),
+    mistake("add eps outside the square root", _rms_norm_eps_outside, says="outside the square root"),
+    mistake("average the squares over the batch (dim 0) instead of each token's features", _rms_norm_over_batch,
+            says="over the batch"),
+]
+
+
+def _rms_cases():
+    g_ = torch.Generator().manual_seed(16)
+    cases = []
+    for shape, eps in [((3, 4), 1e-6), ((2, 5, 6), 1e-6), ((4, 3), 0.5)]:
+        x = 2.0 * torch.randn(*shape, generator=g_, dtype=torch.float64) + 1.0
+        g = torch.rand(shape[-1], generator=g_, dtype=torch.float64) + 0.5
+        cases.append(((x, g, eps), f"x of shape {shape}, eps={eps}"))
+    return cases
+
+
+@exercise(
+    hint="""
+    RMSNorm is LayerNorm without the centring and without b: per token (dim=-1, keepdim=True),
+    rms = sqrt(mean(x**2) + eps), then return g * x / rms. Do not subtract the mean.
+    """,
+    reference=_rms_norm_solution,
+    kind="transfer",
+    wrong=_RMS_MISTAKES,
+)
+def rms_norm(answer):
+    """answer(x (..., H), g (H,), eps) -> g * x / sqrt(mean(x**2) + eps) over the last axis, as torch.nn.RMSNorm."""
+    for (x, g, eps), _ in _rms_cases():  # the reference equals torch.nn.RMSNorm
+        norm = nn.RMSNorm(x.shape[-1], eps=eps, dtype=torch.float64)
+        with torch.no_grad():
+            norm.weight.copy_(g)
+        assert torch.allclose(norm(x), _rms_norm_solution(x, g, eps))
+    with torch.no_grad():
+        return _compare_cases(answer, _rms_norm_solution, _RMS_MISTAKES, _rms_cases())
+
+
+# --- 3. The parameter count of the paper's base model (transfer) --------------------------------------
+
+def _parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size):
+    attention = 4 * (d_model * d_model + d_model)  # W_q, W_k, W_v, W_o with biases; num_heads does not matter
+    ffn = d_model * d_ff + d_ff + d_ff * d_model + d_model  # W_1, b_1, W_2, b_2
+    layer_norm = 2 * d_model  # g and b
+    encoder_layer = attention + ffn + 2 * layer_norm
+    decoder_layer = 2 * attention + ffn + 3 * layer_norm  # masked self-attention and cross-attention
+    embedding = vocab_size * d_model  # one matrix: source, target and the output projection share it
+    return num_layers * (encoder_layer + decoder_layer) + embedding
+
+
+def _count_three_embeddings(d_model, d_ff, num_heads, num_layers, vocab_size):
+    return _parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size) + 2 * vocab_size * d_model
+
+
+def _count_without_biases(d_model, d_ff, num_heads, num_layers, vocab_size):
+    biases = num_layers * (4 * d_model + d_ff + d_model + 8 * d_model + d_ff + d_model)
+    return _parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size) - biases
+
+
+def _count_no_cross_attention(d_model, d_ff, num_heads, num_layers, vocab_size):
+    return (_parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size)
+            - num_layers * (4 * (d_model * d_model + d_model) + 2 * d_model))
+
+
+def _count_per_head_full_projections(d_model, d_ff, num_heads, num_layers, vocab_size):
+    q_k_v = 3 * (d_model * d_model + d_model)
+    extra = num_layers * 3 * q_k_v * (num_heads - 1)  # 3 attentions per encoder + decoder layer, h maps each
+    return _parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size) + extra
+
+
+def _count_without_layer_norms(d_model, d_ff, num_heads, num_layers, vocab_size):
+    return _parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size) - num_layers * 10 * d_model
+
+
+_COUNT_MISTAKES = [
+    mistake("give the source embedding, the target embedding and the output projection a matrix each "
+            "(the paper shares one)", _count_three_embeddings, says="the paper shares one"),
+    mistake("leave out the biases of the linear maps", _count_without_biases, says="biases"),
+    mistake("leave out the decoder's cross-attention sublayer (its attention and its LayerNorm)",
+            _count_no_cross_attention, says="cross-attention"),
+    mistake("give every head its own d_model x d_model W_q, W_k, W_v (each head's are d_model x d_k, "
+            "d_k = d_model / num_heads)", _count_per_head_full_projections, says="d_k = d_model / num_heads"),
+    mistake("leave out the LayerNorms' g and b", _count_without_layer_norms, says="LayerNorms' g and b"),
+]
+
+BASE = dict(d_model=512, d_ff=2048, num_heads=8, num_layers=6, vocab_size=37000)  # Table 3, base
+BIG = dict(d_model=1024, d_ff=4096, num_heads=16, num_layers=6, vocab_size=37000)  # Table 3, big
+
+
+_GAP = 100 * max(abs(_parameter_count_solution(**BASE) / 65e6 - 1), abs(_parameter_count_solution(**BIG) / 213e6 - 1))
+
+
+def _built_count(d_model, d_ff, num_heads, num_layers, vocab_size):
+    """Parameters of the post-norm utils Encoder and Decoder plus one shared embedding (small sizes only)."""
+    parts = [Encoder(d_model, num_heads, d_ff, num_layers), Decoder(d_model, num_heads, d_ff, num_layers),
+             nn.Embedding(vocab_size, d_model)]
+    return sum(p.numel() for part in parts for p in part.parameters())
+
+
+@exercise(
+    hint="""
+    Add up, per layer: an attention block is W_q, W_k, W_v, W_o, each d_model x d_model with a bias of
+    d_model (all heads together: num_heads does not change the count). The FFN is d_model x d_ff + d_ff
+    + d_ff x d_model + d_model. A LayerNorm has 2 * d_model (g and b). An encoder layer has one attention,
+    one FFN, two LayerNorms; a decoder layer two attentions, one FFN, three LayerNorms. Then num_layers
+    of each, plus ONE vocab_size x d_model embedding matrix (section 3.4 shares it three ways).
+    """,
+    reference=_parameter_count_solution,
+    kind="transfer",
+    wrong=_COUNT_MISTAKES,
+    explain=f"""
+    With Table 3's sizes the base model has {_parameter_count_solution(**BASE):,} parameters (Table 3: 65 million)
+    and the big one {_parameter_count_solution(**BIG):,} (Table 3: 213 million), within {_GAP:.1f} % of both.
+    Without the shared embedding the base model would have {_count_three_embeddings(**BASE):,}, far from 65
+    million. The paper rounds to millions and does not list what it counted, and its vocabulary has "about
+    37000" tokens, so agreement to a few percent is what to expect.
+    """,
+)
+def parameter_count(answer):
+    """answer(d_model, d_ff, num_heads, num_layers, vocab_size) -> parameters of the paper's encoder-decoder."""
+    cases = [dict(d_model=16, d_ff=32, num_heads=4, num_layers=2, vocab_size=50), BASE,
+             dict(BASE, num_heads=16), dict(BASE, num_layers=3, vocab_size=1000), BIG]
+    assert all(_built_count(**case) == _parameter_count_solution(**case) for case in cases[:1])  # the formula
+    for case in cases:
+        expected = _parameter_count_solution(**case)
+        got = answer(**case)
+        sizes = ", ".join(f"{k}={v}" for k, v in case.items())
+        if not isinstance(got, (int, float)) or isinstance(got, bool) or got != int(got):
+            return f"return a whole number (an int), got {got!r} for {sizes}"
+        if int(got) == expected:
+            continue
+        for m in _COUNT_MISTAKES:
+            if int(got) == m.answer(**case):
+                return f"for {sizes} you count {int(got):,}: that is what you get if you {m.name}"
+        return (f"for {sizes} the model has {expected:,} parameters, your function says {int(got):,} "
+                f"(off by {int(got) - expected:+,})")
+    return None
+
+
+
+# --- 4. Prediction: which layer of a pre-norm stack gets the largest gradient? -----------------------
+
+_LAYERS = 24
+_WORDS = {"first": "first", "bottom": "first", "last": "last", "top": "last", "same": "same", "equal": "same",
+          "all": "same", "all the same": "same", "middle": "middle"}
+
+
+def _as_choice(answer):
+    """'first', 'last', 'same', 'middle' or None, from a word or a layer number 1..24."""
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, (int, float)) and answer == int(answer) and 1 <= answer <= _LAYERS:
+        return "first" if answer == 1 else "last" if answer == _LAYERS else "middle"
+    if isinstance(answer, str):
+        word = answer.strip().lower().removeprefix("layer").strip()
+        if word.isdigit():
+            return _as_choice(int(word))
+        return _WORDS.get(word)
+    return None
+
+
+@exercise(
+    hint="""
+    Look at what the RMS check showed: the stream of a pre-norm stack grows after every layer. A
+    LayerNorm divides by the RMS of what it normalises, and the gradient that flows back through it is
+    divided by the same number. Which layers read the smallest stream?
+    """,
+    reference="first",
+    kind="prediction",
+    wrong=[
+        mistake("expect the layer nearest the loss to get the most", "last", says="divides by the RMS"),
+        mistake("expect the residual path to give every layer the same gradient", "same", says="stream grows"),
+        mistake("expect a layer in the middle", 12, says="smallest stream"),
+    ],
+    explain="""
+    The first layer. The gradient reaching the top of a pre-norm stack has passed through the final
+    LayerNorm, which divides it by the RMS of the stream grown over every layer; going down, the residual
+    path carries it along and each layer adds what its own sublayers send back, while reading a smaller
+    stream. In every pre-norm stack above, layer 1 had the largest gradient; post-norm, whose stream stays
+    at RMS 1, gives its largest gradient to the last layer in most stacks.
+    """,
+)
+def predict_largest_gradient(answer):
+    """answer: 'first', 'last' or 'same' (or a layer number 1..24), written before the demonstration."""
+    if callable(answer):
+        answer = answer()
+    choice = _as_choice(answer)
+    if choice is None:
+        return f"write 'first', 'last' or 'same' (or a layer number from 1 to {_LAYERS}), got {answer!r}"
+    if choice == "last":
+        return ("'last' is what post-norm gives, not pre-norm: the gradient reaching a pre-norm stack's top "
+                "passes through the final LayerNorm, which divides by the RMS of the grown stream")
+    if choice == "same":
+        return ("the residual path is an identity, but the layers do not see the same thing: the stream grows "
+                "from layer to layer, and the higher layers' gradients are divided by its larger RMS")
+    if choice == "middle":
+        return ("nothing singles out a middle layer: layer 1 reads the smallest stream, and it also collects "
+                "through the residual path what every layer above sends back")
+    return None

@@ -1,16 +1,227 @@
-"""Lesson 08 exercises: rotate vectors by their positions (RoPE), cut an image into patches (ViT, MAE)."""
+"""Exercises of lesson 08: a prediction about sinusoidal PE at three times the training length, an
+ALiBi distance bias, 2-D sin-cos encodings for a patch grid (MAE), and RoPE by hand."""
 
 import torch
 
-from utils.exercises import compare_arrays, exercise
-from utils.positional import angular_frequencies, apply_rotary
+from utils.exercises import compare_with_mistakes, exercise, mistake
+from utils.positional import apply_rotary, sinusoidal_encoding, sinusoidal_encoding_2d
 
 
-# --- 1. RoPE by hand ------------------------------------------------------------------------------
+def _compare_cases(answer, wrong, cases, what, atol=1e-6):
+    """Run `answer` on each (args, expected, label) case; the first miss, named after a known mistake."""
+    for args, expected, label in cases:
+        got = answer(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        if not isinstance(got, torch.Tensor):
+            return f"{label}: return a torch.Tensor, got {type(got).__name__}"
+        if tuple(got.shape) != tuple(expected.shape):
+            return f"{label}: {what} should have shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+        width = expected.shape[-1]
+        mistakes = {m.name: m.answer(*args).reshape(-1, width) for m in wrong}
+        problem = compare_with_mistakes(got.detach().reshape(-1, width), expected.reshape(-1, width),
+                                        f"{label}: {what}", mistakes, atol=atol)
+        if problem:
+            return problem
+    return None
 
-def _rope_reference(x, positions):
+
+# --- 1. Prediction: sinusoidal PE at three times the training length ------------------------------
+
+@exercise(
+    hint="""
+    A sequence of length 48 holds positions 0..47. Which of them did the model see in training, and what
+    share of the targets sits there? Being defined at a position is not the same as having been trained on it.
+    """,
+    reference=0.35,
+    kind="prediction",
+    wrong=[
+        mistake("expect the sinusoids to carry the rule to any length", 1.0, says="defined at every position"),
+        mistake("expect most of it to survive", 0.7, says="two thirds"),
+        mistake("expect nothing but chance", 1 / 15, says="starts with positions 0..15"),
+    ],
+    explain="""
+    About a third. A length-48 sequence starts with positions 0..15, which the model trained on and copies
+    right in most places; at positions 16..47, which it never saw, it does about as badly as the model without
+    PE. Those are about two thirds of the targets, so the accuracy lands near a third: below 0.5 in every run.
+    """,
+)
+def predict_sinusoidal_at_48(answer):
+    """answer: the sinusoidal model's token accuracy (0 to 1) at length 48, after training on lengths <= 16."""
+    if callable(answer):
+        answer = answer()
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not 0 <= answer <= 1:
+        return f"write an accuracy between 0 and 1 (0.5 for half the tokens right), got {answer!r}"
+    if answer >= 0.85:
+        return ("the sinusoidal PE is defined at every position, but the model never trained on positions "
+                "16..47: there it does about as badly as a model without PE")
+    if answer > 0.5:
+        return ("positions 16..47, which the model never saw, hold about two thirds of the targets of a length-48 "
+                "sequence, and there it is about as bad as a model without PE")
+    if answer < 0.2:
+        return ("a length-48 sequence starts with positions 0..15, which the model trained on and still copies "
+                "right: about a third of the targets")
+    return None
+
+
+# --- 2. An ALiBi distance bias (transfer) ---------------------------------------------------------------
+
+def _alibi_solution(T, num_heads):
+    slopes = 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, dtype=torch.float64) / num_heads)  # (num_heads,)
+    i = torch.arange(T, dtype=torch.float64)
+    distance = (i[:, None] - i[None, :]).abs()  # (T, T): |i - j|
+    return -slopes[:, None, None] * distance  # (num_heads, T, T)
+
+
+def _alibi_first_slope_one(T, num_heads):
+    slopes = 2.0 ** (-8.0 * torch.arange(num_heads, dtype=torch.float64) / num_heads)
+    i = torch.arange(T, dtype=torch.float64)
+    return -slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+
+
+def _alibi_positive(T, num_heads):
+    return -_alibi_solution(T, num_heads)
+
+
+def _alibi_signed(T, num_heads):
+    slopes = 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, dtype=torch.float64) / num_heads)
+    i = torch.arange(T, dtype=torch.float64)
+    return -slopes[:, None, None] * (i[:, None] - i[None, :])  # i - j without the absolute value
+
+
+def _alibi_one_slope(T, num_heads):
+    i = torch.arange(T, dtype=torch.float64)
+    return -0.5 * (i[:, None] - i[None, :]).abs().expand(num_heads, T, T)
+
+
+def _alibi_halving(T, num_heads):
+    slopes = 2.0 ** -torch.arange(1, num_heads + 1, dtype=torch.float64)  # 1/2, 1/4, ... for any num_heads
+    i = torch.arange(T, dtype=torch.float64)
+    return -slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+
+
+_ALIBI_MISTAKES = [
+    mistake("start the slopes at 1 (the first head's slope is 2^(-8/num_heads))", _alibi_first_slope_one,
+            says="first head's slope"),
+    mistake("add the distance instead of subtracting it", _alibi_positive, says="subtracting"),
+    mistake("use i - j instead of the distance |i - j|", _alibi_signed, says="|i - j|"),
+    mistake("give every head the slope 1/2 (each head has a slope of its own)", _alibi_one_slope,
+            says="slope of its own"),
+    mistake("halve the slope from head to head whatever the number of heads (the ratio is 2^(-8/num_heads))",
+            _alibi_halving, says="ratio is 2^(-8/num_heads)"),
+]
+
+
+@exercise(
+    hint="""
+    slopes = 2 ** (-8 * h / num_heads) for h = 1, ..., num_heads (torch.arange(1, num_heads + 1)).
+    distance = (i[:, None] - i[None, :]).abs() for i = torch.arange(T). Return -slopes[:, None, None] * distance,
+    shape (num_heads, T, T).
+    """,
+    reference=_alibi_solution,
+    kind="transfer",
+    wrong=_ALIBI_MISTAKES,
+)
+def alibi_bias(answer):
+    """answer(T, num_heads) -> (num_heads, T, T) bias -m_h * |i - j|, slopes m_h = 2^(-8 h / num_heads)."""
+    cases = [((T, h), _alibi_solution(T, h), f"T={T}, num_heads={h}") for T, h in ((5, 8), (6, 4), (3, 2))]
+    return _compare_cases(answer, _ALIBI_MISTAKES, cases, "bias (rows: head and query i, columns: key j)")
+
+
+# --- 3. 2-D sin-cos encodings for a patch grid (transfer) -------------------------------------------------
+
+def _pe_1d(n, d):
+    """Lesson 01's table (n, d): sin in even columns, cos in odd ones."""
+    pos = torch.arange(n, dtype=torch.float64)[:, None]  # (n, 1)
+    w = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * w), torch.cos(pos * w)
+    return pe
+
+
+def _pe_2d_solution(rows, cols, d_model):
+    def pe(n, d):  # lesson 01's table (n, d): sin in even columns, cos in odd ones
+        pos = torch.arange(n, dtype=torch.float64)[:, None]  # (n, 1)
+        w = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+        table = torch.zeros(n, d, dtype=torch.float64)
+        table[:, 0::2], table[:, 1::2] = torch.sin(pos * w), torch.cos(pos * w)
+        return table
+
+    half = d_model // 2
+    r = torch.arange(rows).repeat_interleave(cols)  # (rows * cols,): 0 0 0 1 1 1 ... reading order
+    c = torch.arange(cols).repeat(rows)  # (rows * cols,): 0 1 2 0 1 2 ...
+    return torch.cat([pe(rows, half)[r], pe(cols, half)[c]], dim=-1)  # (rows * cols, d_model)
+
+
+def _pe_2d_column_first(rows, cols, d_model):
+    half = d_model // 2
+    r, c = torch.arange(rows).repeat_interleave(cols), torch.arange(cols).repeat(rows)
+    return torch.cat([_pe_1d(cols, half)[c], _pe_1d(rows, half)[r]], dim=-1)
+
+
+def _pe_2d_added(rows, cols, d_model):
+    r, c = torch.arange(rows).repeat_interleave(cols), torch.arange(cols).repeat(rows)
+    return _pe_1d(rows, d_model)[r] + _pe_1d(cols, d_model)[c]
+
+
+def _pe_2d_column_major(rows, cols, d_model):
+    half = d_model // 2
+    r, c = torch.arange(rows).repeat(cols), torch.arange(cols).repeat_interleave(rows)  # column by column
+    return torch.cat([_pe_1d(rows, half)[r], _pe_1d(cols, half)[c]], dim=-1)
+
+
+def _pe_2d_one_index(rows, cols, d_model):
+    return _pe_1d(rows * cols, d_model)
+
+
+def _pe_2d_full_width_frequencies(rows, cols, d_model):
+    half = d_model // 2
+    r, c = torch.arange(rows).repeat_interleave(cols), torch.arange(cols).repeat(rows)
+    pos_r, pos_c = r.double()[:, None], c.double()[:, None]
+    w = 1.0 / 10000 ** (torch.arange(0, half, 2, dtype=torch.float64) / d_model)  # d_model, not d_model / 2
+    out = torch.zeros(rows * cols, d_model, dtype=torch.float64)
+    out[:, 0:half:2], out[:, 1:half:2] = torch.sin(pos_r * w), torch.cos(pos_r * w)
+    out[:, half::2], out[:, half + 1::2] = torch.sin(pos_c * w), torch.cos(pos_c * w)
+    return out
+
+
+_PE_2D_MISTAKES = [
+    mistake("put the column's encoding in the first half (here the row comes first)", _pe_2d_column_first,
+            says="the row comes first"),
+    mistake("add a full-width row PE and a full-width column PE instead of giving each half of the vector",
+            _pe_2d_added, says="half of the vector"),
+    mistake("number the patches column by column instead of in reading order", _pe_2d_column_major,
+            says="reading order"),
+    mistake("give each patch the 1-D PE of its index r * cols + c", _pe_2d_one_index, says="1-D PE of its index"),
+    mistake("compute each half's frequencies with d_model instead of d_model / 2", _pe_2d_full_width_frequencies,
+            says="d_model / 2"),
+]
+
+
+@exercise(
+    hint="""
+    Write lesson 01's 1-D table pe(n, d) first (sin in even columns, cos in odd, w_i = 1 / 10000**(2i/d)).
+    Patch k of the grid sits at row r = k // cols and column c = k % cols. Its vector is
+    torch.cat([pe(rows, d_model // 2)[r], pe(cols, d_model // 2)[c]]): the row's PE, then the column's.
+    """,
+    reference=_pe_2d_solution,
+    kind="transfer",
+    wrong=_PE_2D_MISTAKES,
+)
+def pe_2d(answer):
+    """answer(rows, cols, d_model) -> (rows * cols, d_model): row PE then column PE, patches in reading order."""
+    cases = []
+    for rows, cols, d_model in ((3, 4, 8), (4, 4, 16), (2, 5, 12)):
+        expected = sinusoidal_encoding_2d(rows, cols, d_model, dtype=torch.float64)
+        assert torch.allclose(expected, _pe_2d_solution(rows, cols, d_model))
+        cases.append(((rows, cols, d_model), expected, f"a {rows} x {cols} grid, d_model={d_model}"))
+    return _compare_cases(answer, _PE_2D_MISTAKES, cases, "encoding (rows: patches, columns: features)")
+
+
+# --- 4. RoPE by hand (practice) ------------------------------------------------------------------------
+
+def _rope_solution(x, positions):
     """Turn pair (x[t, 2i], x[t, 2i+1]) by angle positions[t] * w_i, as lesson 02's M_k does to PE_t."""
-    w = angular_frequencies(x.shape[-1])  # (d/2,)
+    d = x.shape[-1]
+    w = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
     theta = positions.double()[:, None] * w  # (T, d/2)
     cos, sin = theta.cos(), theta.sin()
     out = x.clone()
@@ -20,13 +231,14 @@ def _rope_reference(x, positions):
 
 
 def _rope_turned_the_other_way(x, positions):
-    return _rope_reference(x, -positions)
+    return _rope_solution(x, -positions)
 
 
 def _rope_halves_not_pairs(x, positions):
     """The 'rotate half' layout: pairs (i, i + d/2) instead of (2i, 2i+1)."""
     d = x.shape[-1]
-    theta = positions.double()[:, None] * angular_frequencies(d)  # (T, d/2)
+    w = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    theta = positions.double()[:, None] * w  # (T, d/2)
     a, b = x[:, : d // 2], x[:, d // 2:]
     return torch.cat([a * theta.cos() + b * theta.sin(), b * theta.cos() - a * theta.sin()], dim=-1)
 
@@ -40,70 +252,38 @@ def _rope_one_frequency(x, positions):
     return out
 
 
+_ROPE_MISTAKES = [
+    mistake("turn the pairs the other way (the angle's sign flipped)", _rope_turned_the_other_way,
+            says="the other way"),
+    mistake("pair feature i with feature i + d/2 (the 'rotate half' layout) instead of 2i with 2i+1",
+            _rope_halves_not_pairs, says="2i with 2i+1"),
+    mistake("turn every pair by the position itself, forgetting the frequency w_i", _rope_one_frequency,
+            says="frequency w_i"),
+]
+
+
 @exercise(
     hint="""
-    For each row t and each pair i: theta = positions[t] * w_i with w_i = angular_frequencies(d)[i].
+    w_i = 1 / 10000 ** (2i / d) for i = 0 .. d/2 - 1; for row t and pair i: theta = positions[t] * w_i.
     new x[t, 2i]   = x[t, 2i] * cos(theta) + x[t, 2i+1] * sin(theta)
     new x[t, 2i+1] = x[t, 2i+1] * cos(theta) - x[t, 2i] * sin(theta)
     (the same 2x2 block as lesson 02's M_k, so rotating PE_0 by t gives PE_t).
     Slices x[:, 0::2] and x[:, 1::2] do all pairs at once.
     """,
-    reference=_rope_reference,
-    wrong=[_rope_turned_the_other_way, _rope_halves_not_pairs, _rope_one_frequency],
+    reference=_rope_solution,
+    kind="practice",
+    wrong=_ROPE_MISTAKES,
 )
-def rope_rotate(fn):
-    """fn(x (T, d) float64, positions (T,) long) -> x with row t's pairs turned by positions[t] * w_i."""
+def rope_rotate(answer):
+    """answer(x (T, d) float64, positions (T,) long) -> x with row t's pairs turned by positions[t] * w_i."""
     g = torch.Generator().manual_seed(8)
+    positions = torch.tensor([0, 1, 2, 5, 40, 1000])  # (T,)
+    cases = []
     for d in (2, 8, 16):
         x = torch.randn(6, d, dtype=torch.float64, generator=g)  # (T, d)
-        positions = torch.tensor([0, 1, 2, 5, 40, 1000])  # (T,)
-        got = fn(x.clone(), positions.clone())
-        problem = compare_arrays(got, apply_rotary(x, positions), f"rotated x (d={d})", atol=1e-6)
-        if problem:
-            return problem
-    return None
-
-
-# --- 2. Cut an image into patches ------------------------------------------------------------------
-
-def _patchify_reference(image, patch):
-    """(H, W) -> (H/p * W/p, p*p): patches in reading order, each flattened row by row."""
-    H, W = image.shape
-    grid = image.reshape(H // patch, patch, W // patch, patch)  # (rows, p, cols, p)
-    return grid.permute(0, 2, 1, 3).reshape(-1, patch * patch)  # (rows * cols, p * p)
-
-
-def _patchify_plain_reshape(image, patch):
-    return image.reshape(-1, patch * patch)  # strips of one image row, not square patches
-
-
-def _patchify_column_order(image, patch):
-    H, W = image.shape
-    grid = image.reshape(H // patch, patch, W // patch, patch)
-    return grid.permute(2, 0, 1, 3).reshape(-1, patch * patch)  # patches column by column
-
-
-def _patchify_transposed_patches(image, patch):
-    H, W = image.shape
-    grid = image.reshape(H // patch, patch, W // patch, patch)
-    return grid.permute(0, 2, 3, 1).reshape(-1, patch * patch)  # each patch flattened column by column
-
-
-@exercise(
-    hint="""
-    reshape (H, W) into (H/p, p, W/p, p): axis 0 picks the patch row, axis 1 the pixel row inside it,
-    axis 2 the patch column, axis 3 the pixel column. Bring the two patch axes to the front with
-    permute(0, 2, 1, 3), then reshape to (H/p * W/p, p * p).
-    """,
-    reference=_patchify_reference,
-    wrong=[_patchify_plain_reshape, _patchify_column_order, _patchify_transposed_patches],
-)
-def patchify(fn):
-    """fn(image (H, W), patch) -> (H/patch * W/patch, patch**2), patches in reading order, rows flattened."""
-    for H, W, p in ((4, 4, 2), (6, 9, 3), (8, 4, 4)):
-        image = torch.arange(H * W, dtype=torch.float64).reshape(H, W)  # pixel value = its index
-        got = fn(image.clone(), p)
-        problem = compare_arrays(got, _patchify_reference(image, p), f"patches of a {H}x{W} image, p={p}")
-        if problem:
-            return problem + " (each pixel's value is its row-major index in the image)"
-    return None
+        expected = apply_rotary(x, positions)
+        assert torch.allclose(expected, _rope_solution(x, positions))
+        pe = sinusoidal_encoding(3, d, dtype=torch.float64)  # rotating PE_0 by t gives PE_t
+        assert torch.allclose(_rope_solution(pe[:1].expand(3, d), torch.arange(3)), pe)
+        cases.append(((x, positions), expected, f"x of shape (6, {d})"))
+    return _compare_cases(answer, _ROPE_MISTAKES, cases, "rotated x", atol=1e-6)
