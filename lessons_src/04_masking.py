@@ -545,7 +545,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask="causal+padding"
 # Replace `raise NotImplementedError` with your code and run the cell. `check.masked_softmax.hint()` gives
 # a hint, `check.masked_softmax.solution()` one solution (likewise for the others). Each cell uses only its
 # own arguments. Exercises 2 to 4 build masks this lesson did not show, all in its convention: a bool
-# tensor of shape `(n, n)`, row = query $i$, column = key $j$, `True` = may attend.
+# tensor with one row per query $i$ and one column per key $j$, `True` = may attend.
 
 # %%
 from utils.exercises import lesson04 as check
@@ -569,8 +569,8 @@ def masked_softmax(scores, mask):
 check.masked_softmax(masked_softmax)
 
 # %% [markdown]
-# **2. A sliding window.** Long-context models often let each token attend only to its recent past.
-# Build the causal mask of width `w`: query $i$ may attend to itself and the $w - 1$ tokens before it
+# **2. A sliding window.** To bound the cost on long texts, a model can let each token attend only to its
+# recent past. Build the causal mask of width `w`: query $i$ may attend to itself and the $w - 1$ tokens before it
 # (with `w = 3`, query 5 sees keys 3, 4 and 5). With `w >= n` it is the causal mask of section 3.
 
 # %%
@@ -593,8 +593,8 @@ def prefix_lm_mask(n, prefix_len):
 check.prefix_lm_mask(prefix_lm_mask)
 
 # %% [markdown]
-# **4. Packed sentences.** To waste no padding, training batches often pack several sentences into one
-# row: `lengths = [4, 3]` is a row of 7 tokens, sentence 0 at positions 0–3 and sentence 1 at 4–6. Build
+# **4. Packed sentences.** To spend no work on padding, a training batch can pack several sentences into
+# one row: `lengths = [4, 3]` is a row of 7 tokens, sentence 0 at positions 0–3 and sentence 1 at 4–6. Build
 # the mask for `T = sum(lengths)` tokens: causal **within** each sentence, and no query may attend to
 # another sentence. The checker tries two and three sentences.
 

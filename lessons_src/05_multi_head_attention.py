@@ -730,7 +730,7 @@ def my_split_in_proj(in_proj_weight, num_heads):
 check.split_in_proj(my_split_in_proj)
 
 # %% [markdown]
-# **Exercise 3. Sharing keys and values.** A decoder that generates one token at a time keeps the keys
+# **Exercise 3. Sharing keys and values.** A decoder that generates one token at a time can keep the keys
 # and values of all earlier tokens (a *key-value cache*), so as not to recompute them. Multi-query
 # attention (Shazeer, 2019) lets all query heads share a single key head and value head; grouped-query
 # attention (Ainslie et al., 2023) has `num_kv_heads` key-value heads, each shared by
