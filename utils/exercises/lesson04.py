@@ -53,7 +53,7 @@ _SAYS = {
     kind="prediction",
     explain="""
     With the causal mask, output t depends on tokens 0 to t only. Changing token 2 changes the outputs
-    that can read it, 2, 3, 4 and 5 (four of six), and leaves outputs 0 and 1 exactly as they were.
+    that can read it, 2, 3, 4 and 5 (four of six), and leaves outputs 0 and 1 as they were.
     """,
     wrong=[mistake("think the mask hides the change from everyone", 0, says="reads its own token"),
            mistake("count only the changed position itself", 1, says="later positions"),

@@ -272,7 +272,7 @@ def gqa_counts(answer):
         got = answer(d_model, h, g, T)
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             return f"{where}: return two numbers (parameters, cache size), got {got!r}"
-        got_params, got_cache = got
+        got_params, got_cache = (v.item() if hasattr(v, "item") else v for v in got)
         problems = []
         if got_params != params:
             why = {4 * (d_model * g * d_k + g * d_k): ("W_q and W_o stay d_model × d_model: only the keys and "
