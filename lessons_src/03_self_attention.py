@@ -323,11 +323,12 @@ deck_matrix = torch.tensor([  # (seq, seq) from the YOUR CAT slide deck, "all va
 ], dtype=torch.float64)
 
 # %% [markdown]
-# **Predict first.** Look at the matrix: which of the properties 1–4 does it break? Write their numbers in
-# the set below (e.g. `{2}`) and only then run the check.
+# **Predict first.** Look at the matrix: which of the properties 1–4 does it break? Replace `None` by the
+# set of their numbers (e.g. `{2}`) before you run the next cells; the check after them says whether you
+# were right, and why.
 
 # %%
-my_prediction = set()  # your answer, e.g. {1, 3}
+my_prediction = None  # your answer: a set of property numbers, e.g. {1, 3}
 
 # %%
 deck_checks = attention_properties(deck_matrix, sentence, atol=0.003)  # name -> holds?
@@ -335,8 +336,13 @@ for k, (name, holds) in enumerate(deck_checks.items(), start=1):
     print(f"{k}. {name}: {'holds' if holds else 'BROKEN'}")
 broken = {k for k, holds in enumerate(deck_checks.values(), start=1) if not holds}
 print("row sums:", deck_matrix.sum(dim=-1).numpy().round(3))
-print("your prediction:", sorted(my_prediction) or "none yet", "| broken:", sorted(broken),
-      "| right!" if my_prediction == broken else "")
+print("broken:", sorted(broken))
+
+# %%
+from utils.exercises import lesson03 as check
+
+assert torch.equal(deck_matrix, check.DECK) and broken == check.predict_broken_properties.reference
+check.predict_broken_properties(my_prediction)
 
 # %% [markdown]
 # The rows sum to 1 (two give 1.001, the rounding), no weight is negative, but the two CATs have
@@ -655,8 +661,10 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # ## Exercises
 #
 # Each cell below has a stub: replace `raise NotImplementedError` with your code and run the cell; the
-# checker prints PASS or what is wrong. Stuck? `check.attention_weights.hint()` gives a hint and
-# `check.attention_weights.solution()` shows one solution (likewise for the others).
+# checker prints PASS or what is wrong. A cell uses only its own arguments, so you can solve it on its
+# own. Stuck? `check.attention_weights.hint()` gives a hint and `check.attention_weights.solution()`
+# shows one solution (likewise for the others). Exercises 2 and 3 take the lesson's ideas to cases it did
+# not show.
 
 # %%
 from utils.exercises import lesson03 as check
@@ -673,26 +681,32 @@ def attention_weights(q, K):
 check.attention_weights(attention_weights)
 
 # %% [markdown]
-# **2.** Parameter-free scaled self-attention: given $X$ of shape `(seq, d_model)`, return
-# $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})\,X$, shape `(seq, d_model)`.
+# **2. The diagonal loses.** Section 3 showed one row whose diagonal is not the largest weight. Go
+# further: return embeddings `X` of shape `(seq, d_model)` for which the diagonal of
+# $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})$ is the row maximum in **only one** row, for any
+# `seq` and `d_model` the checker tries (from `(2, 2)` to `(6, 512)`). Why can it never be zero rows?
 
 # %%
-def bare_self_attention(X):
+def diagonal_loses(seq, d_model):
     raise NotImplementedError
 
 
-check.self_attention(bare_self_attention)
+check.diagonal_not_max(diagonal_loses)
 
 # %% [markdown]
-# **3.** The permutation matrix of a permutation `perm` (a list of indices): P such that
-# `P @ X` equals `X[perm]` for every X with len(perm) rows. (Then $\text{Attention}(PX) = P\,\text{Attention}(X)$.)
+# **3. A classifier that ignores word order.** Put a classifier head on parameter-free self-attention:
+# the class scores of a sentence `X` `(seq, d_model)` are $\big(\sum_t \text{Attention}(X)_t\big)\,W_c$,
+# with `W_c` of shape `(d_model, num_classes)` and
+# $\text{Attention}(X) = \operatorname{softmax}(XX^\top/\sqrt{d_{model}})\,X$. Return the scores, shape
+# `(num_classes,)`. The checker also reorders the words and checks that the scores stay the same: this
+# head cannot tell "The cat sat" from "Sat cat the".
 
 # %%
-def permutation_matrix(perm):
+def pooled_classifier(X, W_c):
     raise NotImplementedError
 
 
-check.permutation_matrix(permutation_matrix)
+check.pooled_classifier(pooled_classifier)
 
 # %% [markdown]
 # ## Sources

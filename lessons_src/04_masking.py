@@ -268,6 +268,14 @@ fig = plot_attention(words, causal_weights.numpy(), mask=causal_mask(n).numpy(),
 # $\le t$. We check it for every $t$, through two stacked attention layers with learned projections (a
 # decoder is a stack: the mask must hold through all of it), for 5 initialisations and inputs. Without
 # the mask, the past changes.
+#
+# **Predict first.** After this test we take each 6-token input and change only the token at position 2
+# (the third), leaving the other five as they were. With the causal mask, how many of the 6 outputs
+# change? Replace `None` by your number before you run the next cells; the check after the count says
+# whether you were right, and why.
+
+# %%
+my_prediction = None  # your answer: a whole number from 0 to 6
 
 # %%
 def decoder_stack(x, mask, layers):
@@ -293,6 +301,29 @@ for seed in SEEDS:
         assert not torch.allclose(decoder_stack(changed, None, layers)[: t + 1], y_open[: t + 1])
 print(f"causal: no leakage for any t in 0..{T_dec - 2}, in 5 of 5 seeds; "
       "without the mask, the past changes for every t: PASS")
+
+# %% [markdown]
+# Now the prediction: change only token 2 of each input and list the output rows that move.
+
+# %%
+moved_causal, moved_open = [], []
+g = torch.Generator().manual_seed(0)
+for layers, x_dec in stacks:
+    changed = x_dec.clone()  # (T, d_model)
+    changed[2] = torch.randn(d_model, generator=g, dtype=torch.float64)  # a new token 2, the others kept
+    for mask, moved in ((causal_mask(T_dec), moved_causal), (None, moved_open)):
+        diff = decoder_stack(changed, mask, layers) - decoder_stack(x_dec, mask, layers)  # (T, d_model)
+        moved.append((diff.abs().amax(dim=-1) > 1e-9).nonzero().flatten().tolist())
+print(f"outputs that change with the causal mask: {moved_causal[0]} ({len(moved_causal[0])} of {T_dec})")
+print(f"outputs that change without the mask:     {moved_open[0]} ({len(moved_open[0])} of {T_dec})")
+assert all(m == [2, 3, 4, 5] for m in moved_causal) and all(m == list(range(T_dec)) for m in moved_open)
+print("a new token 2 changes outputs 2 to 5 with the mask and all 6 without it, in 5 of 5 stacks: PASS")
+
+# %%
+from utils.exercises import lesson04 as check
+
+assert len(moved_causal[0]) == check.predict_changed_outputs.reference
+check.predict_changed_outputs(my_prediction)
 
 # %% [markdown]
 # The same fact as a picture of dependencies: the Jacobian block $\partial y_t / \partial x_s$ is zero
@@ -511,35 +542,22 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask="causal+padding"
 #
 # ## Exercises
 #
-# Replace `raise NotImplementedError` with your code and run the cell. `check.causal_mask.hint()` gives a
-# hint, `check.causal_mask.solution()` one solution (likewise for the others).
+# Replace `raise NotImplementedError` with your code and run the cell. `check.masked_softmax.hint()` gives
+# a hint, `check.masked_softmax.solution()` one solution (likewise for the others). Each cell uses only its
+# own arguments. Exercises 2 to 4 build masks this lesson did not show, all in its convention: a bool
+# tensor with one row per query $i$ and one column per key $j$, `True` = may attend.
 
 # %%
 from utils.exercises import lesson04 as check
 
-# %% [markdown]
-# **1.** The causal mask: a bool tensor of shape `(n, n)`, True where query $i$ may attend to key $j$.
-
-# %%
-def my_causal_mask(n):
-    raise NotImplementedError
-
-
-check.causal_mask(my_causal_mask)
+# the examples below, on the checker's own masks: a window of width 3, a window as wide as the sentence,
+# an empty prefix
+assert check.sliding_window_mask.reference(6, 3)[5].nonzero().flatten().tolist() == [3, 4, 5]
+assert torch.equal(check.sliding_window_mask.reference(6, 6), causal_mask(6))
+assert torch.equal(check.prefix_lm_mask.reference(6, 0), causal_mask(6))
 
 # %% [markdown]
-# **2.** The padding mask of a batch of token ids `(batch, T)`: bool, True on real tokens, shaped
-# `(batch, 1, T)` so that it broadcasts over the queries.
-
-# %%
-def my_padding_mask(tokens, pad_id):
-    raise NotImplementedError
-
-
-check.padding_mask(my_padding_mask)
-
-# %% [markdown]
-# **3.** A masked softmax over the last dimension: scores `(..., T_k)` and a bool mask of the same shape.
+# **1.** A masked softmax over the last dimension: scores `(..., T_k)` and a bool mask of the same shape.
 # Masked keys get weight 0, the others renormalise, and a row with no allowed key gives all zeros (no
 # NaN).
 
@@ -549,6 +567,43 @@ def masked_softmax(scores, mask):
 
 
 check.masked_softmax(masked_softmax)
+
+# %% [markdown]
+# **2. A sliding window.** To bound the cost on long texts, a model can let each token attend only to its
+# recent past. Build the causal mask of width `w`: query $i$ may attend to itself and the $w - 1$ tokens before it
+# (with `w = 3`, query 5 sees keys 3, 4 and 5). With `w >= n` it is the causal mask of section 3.
+
+# %%
+def sliding_window_mask(n, w):
+    raise NotImplementedError
+
+
+check.sliding_window_mask(sliding_window_mask)
+
+# %% [markdown]
+# **3. A prefix language model.** The first `prefix_len` tokens are a prompt that is read all at once:
+# every query may attend to the **whole** prefix (in both directions), and after the prefix the mask is
+# causal. A prefix query sees no key after the prefix. With `prefix_len = 0` it is the causal mask.
+
+# %%
+def prefix_lm_mask(n, prefix_len):
+    raise NotImplementedError
+
+
+check.prefix_lm_mask(prefix_lm_mask)
+
+# %% [markdown]
+# **4. Packed sentences.** To spend no work on padding, a training batch can pack several sentences into
+# one row: `lengths = [4, 3]` is a row of 7 tokens, sentence 0 at positions 0–3 and sentence 1 at 4–6. Build
+# the mask for `T = sum(lengths)` tokens: causal **within** each sentence, and no query may attend to
+# another sentence. The checker tries two and three sentences.
+
+# %%
+def packed_causal_mask(lengths):
+    raise NotImplementedError
+
+
+check.packed_causal_mask(packed_causal_mask)
 
 # %% [markdown]
 # ## Sources

@@ -239,6 +239,14 @@ print("PASS: nn.TransformerEncoderLayer (src_mask=~allowed, src_key_padding_mask
 # %% [markdown]
 # ## 2. Same cost as one wide head
 #
+# **Predict first.** How many parameters does `MultiHeadAttention(d_model=64, num_heads=8)` have, biases
+# included? Replace `None` by your number before you run the next cells; the check after the count says
+# whether you were right, and why.
+
+# %%
+my_prediction = None  # your answer: a whole number of parameters
+
+# %% [markdown]
 # Splitting does not add parameters: $W^Q, W^K, W^V, W^O$ are `d_model × d_model` whatever `h` is
 # (the heads just share them out in blocks), so there are $4\,d_{model}^2 + 4\,d_{model}$
 # parameters with biases. Count them for `h = 1, 2, 4, 8` at `d_model = 64`.
@@ -249,6 +257,12 @@ counts = {h: sum(p.numel() for p in MultiHeadAttention(d, h).parameters()) for h
 print(counts)
 assert set(counts.values()) == {4 * d * d + 4 * d}
 print(f"PASS: {4 * d * d + 4 * d} parameters for every number of heads")
+
+# %%
+from utils.exercises import lesson05 as check
+
+assert counts[8] == check.predict_param_count.reference
+check.predict_param_count(my_prediction)
 
 # %% [markdown]
 # Multiply–adds (one multiply–add = 2 FLOPs). Per sequence of `T` tokens:
@@ -674,10 +688,19 @@ head_explorer(w_sentence, tokens=sentence)
 # ## Exercises
 #
 # Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? Call
-# `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`.
+# `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`. Each cell uses only its own
+# arguments. Exercises 2 and 3 take the lesson to cases it did not show.
 
 # %%
 from utils.exercises import lesson05 as check
+
+# exercise 2's per-head matrices, on a fresh nn.MultiheadAttention: head i's queries are x @ W_Q[i] plus
+# head i's slice of in_proj_bias, the same as section 1's split_heads(x @ Wq_t.T + bq, num_heads)
+mha_3 = nn.MultiheadAttention(12, 3, batch_first=True)
+x_3 = torch.randn(2, 5, 12)  # (batch, T, d_model)
+W_Q, _, _ = check.split_in_proj.reference(mha_3.in_proj_weight.detach(), 3)  # (num_heads, d_model, d_k)
+W_q_linear, b_q = mha_3.in_proj_weight.detach()[:12], mha_3.in_proj_bias.detach()[:12]  # (d_model, d_model), (d_model,)
+assert torch.allclose(x_3[:, None] @ W_Q + b_q.view(3, 1, 4), split_heads(x_3 @ W_q_linear.T + b_q, 3), atol=1e-6)
 
 # %% [markdown]
 # **Exercise 1.** Write `my_split_heads(x, num_heads)`: `(batch, T, d_model)` →
@@ -692,27 +715,38 @@ def my_split_heads(x, num_heads):
 check.split_heads(my_split_heads)
 
 # %% [markdown]
-# **Exercise 2.** Write `my_multi_head(x, W_q, W_k, W_v, W_o, num_heads)`: self-attention of
-# `x (batch, T, d_model)` with matrices `(d_model, d_model)` used as `x @ W` (no biases, no mask).
+# **Exercise 2. Per-head matrices from PyTorch.** `nn.MultiheadAttention` keeps $W^Q, W^K, W^V$ stacked
+# in one `in_proj_weight` of shape `(3·d_model, d_model)`, each in `nn.Linear`'s layout (section 1).
+# Write `my_split_in_proj(in_proj_weight, num_heads)` returning the per-head matrices
+# $W^Q_i, W^K_i, W^V_i$ of the formula at the top as three tensors `(W_Q, W_K, W_V)`, each of shape
+# `(num_heads, d_model, d_k)`, such that head `i`'s queries are `x @ W_Q[i]` (plus head `i`'s slice
+# of `in_proj_bias`), and likewise for keys and values.
 
 # %%
-def my_multi_head(x, W_q, W_k, W_v, W_o, num_heads):
+def my_split_in_proj(in_proj_weight, num_heads):
     raise NotImplementedError
 
 
-check.multi_head(my_multi_head)
+check.split_in_proj(my_split_in_proj)
 
 # %% [markdown]
-# **Exercise 3.** Write `my_param_count(d_model, num_heads, bias)`: the number of parameters of
-# multi-head attention (with or without the four bias vectors). The checker compares it with
-# `utils.MultiHeadAttention` for many sizes.
+# **Exercise 3. Sharing keys and values.** A decoder that generates one token at a time can keep the keys
+# and values of all earlier tokens (a *key-value cache*), so as not to recompute them. Multi-query
+# attention (Shazeer, 2019) lets all query heads share a single key head and value head; grouped-query
+# attention (Ainslie et al., 2023) has `num_kv_heads` key-value heads, each shared by
+# `num_heads / num_kv_heads` query heads. Every query head keeps its own queries, every head (query or
+# key-value) is `d_k = d_model / num_heads` wide, and the heads' outputs are concatenated and mixed by
+# $W^O$ as before. Write `my_gqa_counts(d_model, num_heads, num_kv_heads, T)` returning
+# `(parameters, cache)`: the parameters of the four projections with their biases, and how many numbers
+# the key-value cache of one layer holds for one sequence of `T` tokens. (`num_kv_heads = num_heads` is
+# the multi-head attention of this lesson; `num_kv_heads = 1` is multi-query attention.)
 
 # %%
-def my_param_count(d_model, num_heads, bias):
+def my_gqa_counts(d_model, num_heads, num_kv_heads, T):
     raise NotImplementedError
 
 
-check.param_count(my_param_count)
+check.gqa_counts(my_gqa_counts)
 
 
 # %% [markdown]
@@ -727,5 +761,9 @@ check.param_count(my_param_count)
 #   the multi-head formula, printed with $W^Q$ and $W^V$ missing their subscript $i$.
 # * Reading notes on the paper (June 2020) — "split into parallel heads and embed into different
 #   representation spaces".
+# * Shazeer, 2019, "Fast Transformer Decoding: One Write-Head is All You Need" — multi-query attention
+#   (exercise 3).
+# * Ainslie et al., 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head
+#   Checkpoints" — grouped-query attention (exercise 3).
 # * PyTorch documentation of `torch.nn.MultiheadAttention`, `torch.nn.Transformer` and
 #   `torch.nn.functional.scaled_dot_product_attention` — their boolean-mask conventions.

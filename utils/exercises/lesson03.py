@@ -1,16 +1,84 @@
-"""Exercises of lesson 03 (self-attention): one query's weights, bare self-attention, permutation matrices."""
+"""Exercises of lesson 03 (self-attention): predict what the slide deck's matrix breaks, one query's
+weights, inputs whose diagonal is not the row maximum, a permutation-invariant classifier head."""
 
 import math
 
 import torch
 
-from utils.exercises import compare_arrays, exercise
+from utils.exercises import NotAttempted, compare_arrays, compare_with_mistakes, exercise, mistake
 
 
-def _cases(seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    return [torch.randn(shape, generator=gen, dtype=torch.float64) for shape in ((4, 8), (6, 3), (1, 5))]
+def _prediction(answer):
+    """A prediction is a value; a callable (e.g. an untouched stub function) is called first."""
+    return answer() if callable(answer) else answer
 
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction: which of the four properties does the YOUR CAT deck's matrix break?
+
+SENTENCE = "YOUR CAT IS A LOVELY CAT".split()
+DECK = torch.tensor([  # (seq, seq) the YOUR CAT slide deck's matrix, as printed
+    [0.268, 0.119, 0.134, 0.148, 0.179, 0.152],
+    [0.124, 0.278, 0.201, 0.128, 0.154, 0.115],
+    [0.147, 0.132, 0.262, 0.097, 0.218, 0.145],
+    [0.210, 0.128, 0.206, 0.212, 0.119, 0.125],
+    [0.146, 0.158, 0.152, 0.143, 0.227, 0.174],
+    [0.195, 0.114, 0.203, 0.103, 0.157, 0.229],
+], dtype=torch.float64)
+_BROKEN = {3, 4}
+_HOLDS_WHY = {
+    1: f"property 1 holds: no weight is negative (the smallest is {DECK.min():.3f})",
+    2: (f"property 2 holds: the rows sum to {DECK.sum(-1).min():.3f} to {DECK.sum(-1).max():.3f}, which is 1 "
+        "within the deck's rounding (six numbers rounded to three decimals can be off by 0.003)"),
+}
+_BROKEN_WHY = {
+    3: (f"property 3 is broken: the two CAT rows differ (the first CAT gives itself {DECK[1, 1]:.3f} and the "
+        f"other CAT {DECK[1, 5]:.3f}; the second gives itself {DECK[5, 5]:.3f} and the other {DECK[5, 1]:.3f})"),
+    4: (f"property 4 is broken: the two CAT columns differ (YOUR gives the first CAT {DECK[0, 1]:.3f} "
+        f"and the second {DECK[0, 5]:.3f})"),
+}
+
+
+@exercise(
+    hint="""
+    Check each property on the printed numbers: any negative entry? Does each row add up to 1 once you
+    allow for rounding to three decimals? Compare row 1 with row 5 (the two CATs), then column 1 with
+    column 5. Without positional encoding the two CATs are the same vector.
+    """,
+    reference={3, 4},
+    kind="prediction",
+    explain="""
+    The deck's matrix breaks properties 3 and 4: its two CATs have different rows and different columns.
+    Its weights are positive and its rows sum to 1 within rounding, but identical words (the same vector,
+    without positional encoding) must get identical rows and columns, so it cannot come from the word
+    embeddings alone.
+    """,
+    wrong=[mistake("think it is a valid attention matrix, nothing broken", set(), says="nothing is broken"),
+           mistake("see only the rows of the two CATs", {3}, says="columns differ"),
+           mistake("see only the columns of the two CATs", {4}, says="rows differ"),
+           mistake("count the rows summing to 1.001 as broken", {2, 3, 4}, says="within the deck's rounding")],
+)
+def predict_broken_properties(answer):
+    """answer: the set of property numbers (1-4) that the deck's matrix breaks."""
+    got = _prediction(answer)
+    if isinstance(got, int):
+        got = {got}
+    if isinstance(got, dict) and not got:
+        got = set()
+    if isinstance(got, (str, bytes)) or not hasattr(got, "__iter__"):
+        return f"write the broken properties as a set of numbers, e.g. {{1, 3}}; got {got!r}"
+    got = set(got)
+    if not got <= {1, 2, 3, 4}:
+        return f"the properties are numbered 1 to 4; {sorted(got - {1, 2, 3, 4})} is not one of them"
+    if got == _BROKEN:
+        return None
+    reasons = [_HOLDS_WHY[k] for k in sorted(got - _BROKEN)] + [_BROKEN_WHY[k] for k in sorted(_BROKEN - got)]
+    start = "you predicted that nothing is broken, but" if not got else f"you predicted {sorted(got)}, but"
+    return f"{start} " + "; ".join(reasons)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Practice: one query's weights.
 
 def _attention_weights(q, K):
     return torch.softmax(K @ q / math.sqrt(q.shape[-1]), dim=-1)  # (n,)
@@ -22,9 +90,10 @@ def _attention_weights(q, K):
     Then torch.softmax(scores, dim=-1) turns the n scores into weights that sum to 1.
     """,
     reference=_attention_weights,
-    wrong=[lambda q, K: torch.softmax(K @ q, dim=-1),  # forgot 1/sqrt(d_k)
-           lambda q, K: torch.softmax(K @ q / q.shape[-1], dim=-1),  # divided by d_k
-           lambda q, K: K @ q / math.sqrt(q.shape[-1])],  # no softmax
+    wrong=[mistake("forget the 1/sqrt(d_k)", lambda q, K: torch.softmax(K @ q, dim=-1), says="1/sqrt(d_k)"),
+           mistake("divide by d_k instead of sqrt(d_k)", lambda q, K: torch.softmax(K @ q / q.shape[-1], dim=-1),
+                   says="instead of sqrt(d_k)"),
+           mistake("leave out the softmax", lambda q, K: K @ q / math.sqrt(q.shape[-1]), says="softmax")],
 )
 def attention_weights(answer):
     """answer(q (d_k,), K (n, d_k)) -> weights (n,) = softmax(q K^T / sqrt(d_k))."""
@@ -32,59 +101,150 @@ def attention_weights(answer):
     for n, d_k in ((4, 8), (7, 3), (1, 16)):
         q = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_k,)
         K = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
-        got = answer(q, K)
-        problem = compare_arrays(got, _attention_weights(q, K), f"weights for n={n}, d_k={d_k}")
+        got = answer(q.clone(), K.clone())
+        wrong = {"forget the 1/sqrt(d_k)": torch.softmax(K @ q, dim=-1),
+                 "divide by d_k instead of sqrt(d_k)": torch.softmax(K @ q / d_k, dim=-1),
+                 "leave out the softmax (the weights must be positive and sum to 1)": K @ q / math.sqrt(d_k)}
+        problem = compare_with_mistakes(got, _attention_weights(q, K), f"your answer for n={n}, d_k={d_k}", wrong)
         if problem:
             return problem
     return None
 
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: inputs whose diagonal is not the row maximum.
+
+def _diagonal_not_max(seq, d_model):
+    lengths = torch.arange(1, seq + 1, dtype=torch.float64)  # (seq,) all different
+    X = torch.zeros(seq, d_model, dtype=torch.float64)  # (seq, d_model)
+    X[:, 0] = lengths  # every word points the same way, each one longer than the last
+    return X
+
+
+def _random_words(seq, d_model):
+    return torch.randn(seq, d_model, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+
+
+def _one_longer_word(seq, d_model):
+    X = _random_words(seq, d_model)  # (seq, d_model)
+    X[1] = X[1] + 1.2 * X[0]  # the lesson's counterexample: one word longer, aligned with word 0
+    return X
+
+
+@exercise(
+    hint="""
+    The score of row i with column j is x_i·x_j / sqrt(d_model). By Cauchy-Schwarz x_i·x_j <= |x_i| |x_j|,
+    so the longest vector always keeps its diagonal: one row is the best you can do. For every other
+    row i, put a longer vector pointing the same way as x_i: e.g. all words along one axis, with
+    lengths 1, 2, ..., seq.
+    """,
+    reference=_diagonal_not_max,
+    kind="transfer",
+    wrong=[mistake("use random vectors, as the lesson's embeddings", _random_words, says="too close"),
+           mistake("give every word the same vector", lambda seq, d: torch.ones(seq, d), says="same vector"),
+           mistake("use one-hot vectors", lambda seq, d: torch.eye(seq, d), says="same length"),
+           mistake("make one word longer, as in the lesson's counterexample", _one_longer_word,
+                   says="only the longest vector")],
+)
+def diagonal_not_max(answer):
+    """answer(seq, d_model) -> X (seq, d_model) whose self-attention has its diagonal as the row maximum
+    in exactly one row (the fewest possible)."""
+    for seq, d_model in ((6, 512), (4, 16), (2, 2), (5, 3)):
+        X = torch.as_tensor(answer(seq, d_model)).to(torch.float64)
+        where = f"for seq={seq}, d_model={d_model}"
+        if X.shape != (seq, d_model):
+            return f"{where}: X has shape {tuple(X.shape)}, expected {(seq, d_model)}"
+        if not torch.isfinite(X).all():
+            return f"{where}: X has entries that are not finite numbers"
+        scores = X @ X.T / math.sqrt(d_model)  # (seq, seq) the softmax keeps their order in each row
+        tol = 1e-9 * (1 + scores.abs().max())
+        diag_max = [i for i in range(seq) if scores[i, i] >= scores[i].max() - tol]
+        if len(diag_max) == 1:
+            continue
+        lengths = X.norm(dim=-1)  # (seq,)
+        if torch.allclose(X, X[:1].expand_as(X)):
+            return (f"{where}: your rows are all the same vector, so every weight in a row is equal and "
+                    "the diagonal ties for the maximum in every row")
+        if torch.allclose(lengths, lengths[0].expand_as(lengths)):
+            return (f"{where}: all your vectors have the same length ({lengths[0]:.3g}), so by Cauchy-Schwarz "
+                    "x_i·x_j <= x_i·x_i and the diagonal is the maximum of every row")
+        if len(diag_max) == seq:
+            return (f"{where}: the diagonal is still the maximum of all {seq} rows: your lengths, "
+                    f"{lengths.min():.3g} to {lengths.max():.3g}, are too close for any x_i·x_j to beat x_i·x_i; "
+                    "make the lengths very different and let longer vectors point the way of shorter ones")
+        return (f"{where}: the diagonal is still the maximum in rows {diag_max} ({len(diag_max)} of {seq}); "
+                "only the longest vector must keep its diagonal, so give every other row a longer vector "
+                "pointing its way")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: a classifier head that does not care about word order.
 
 def _self_attention(X):
     A = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=-1)  # (seq, seq)
     return A @ X  # (seq, d_model)
 
 
+def _pooled_classifier(X, W_c):
+    A = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=-1)  # (seq, seq)
+    return (A @ X).sum(dim=0) @ W_c  # (num_classes,)
+
+
+def _first_position(X, W_c):
+    return _self_attention(X)[0] @ W_c
+
+
+def _mean_pool(X, W_c):
+    return _self_attention(X).mean(dim=0) @ W_c
+
+
+def _softmax_over_queries(X, W_c):
+    A = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=0)  # (seq, seq) columns sum to 1
+    return (A @ X).sum(dim=0) @ W_c
+
+
+def _unscaled(X, W_c):
+    return (torch.softmax(X @ X.T, dim=-1) @ X).sum(dim=0) @ W_c
+
+
 @exercise(
     hint="""
-    Q = K = V = X. Scores X @ X.T have shape (seq, seq); divide by sqrt(d_model) = sqrt(X.shape[-1]).
-    Softmax each ROW (dim=-1: one query's weights over all keys), then multiply by X.
+    Three steps: Y = softmax(X Xᵀ / sqrt(d_model), dim=-1) @ X (one output row per position), then
+    sum the rows, Y.sum(dim=0), a (d_model,) vector that no longer knows the order, then @ W_c.
+    Reordering X reorders the rows of Y (equivariance), and a sum does not care about order.
     """,
-    reference=_self_attention,
-    wrong=[lambda X: torch.softmax(X @ X.T, dim=-1) @ X,  # unscaled (the reading notes' version)
-           lambda X: torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=0) @ X,  # softmax over queries
-           lambda X: X],
+    reference=_pooled_classifier,
+    kind="transfer",
+    wrong=[mistake("read the class from position 0 instead of pooling", _first_position, says="position 0"),
+           mistake("average the positions instead of summing them", _mean_pool, says="average the positions"),
+           mistake("take the softmax over the queries (dim=0)", _softmax_over_queries, says="summed embeddings"),
+           mistake("forget the 1/sqrt(d_model)", _unscaled, says="1/sqrt(d_model)")],
 )
-def self_attention(answer):
-    """answer(X (seq, d_model)) -> softmax(X X^T / sqrt(d_model)) X, shape (seq, d_model)."""
-    for X in _cases():
-        problem = compare_arrays(answer(X.clone()), _self_attention(X), f"output for X of shape {tuple(X.shape)}")
+def pooled_classifier(answer):
+    """answer(X (seq, d_model), W_c (d_model, num_classes)) -> class scores (num_classes,) of
+    sum-pooled self-attention; checked on X and on reorderings of X."""
+    gen = torch.Generator().manual_seed(3)
+    for seq, d_model, classes in ((5, 8, 3), (3, 4, 2), (7, 6, 4)):
+        X = torch.randn(seq, d_model, generator=gen, dtype=torch.float64)  # (seq, d_model)
+        X[-1] = X[0]  # a repeated word
+        W_c = torch.randn(d_model, classes, generator=gen, dtype=torch.float64)  # (d_model, num_classes)
+        expected = _pooled_classifier(X, W_c)  # (num_classes,) the same for every order of the words
+        where = f"for seq={seq}, d_model={d_model}, {classes} classes"
+        got = torch.as_tensor(answer(X.clone(), W_c.clone())).to(torch.float64)
+        wrong = {"read position 0's output alone (the scores change when the words are reordered; "
+                 "sum over all positions)": _first_position(X, W_c),
+                 "average the positions: the lesson's pool is a sum": _mean_pool(X, W_c),
+                 "take the summed embeddings X @ W_c: with the softmax over the queries (dim=0) each column "
+                 "of weights sums to 1, so the sum over positions gives back the sum of the x_s": X.sum(0) @ W_c,
+                 "forget the 1/sqrt(d_model) in the scores": _unscaled(X, W_c)}
+        problem = compare_with_mistakes(got, expected, f"{where}, your answer", wrong)
         if problem:
             return problem
-    return None
-
-
-def _permutation_matrix(perm):
-    return torch.eye(len(perm), dtype=torch.float64)[list(perm)]  # (n, n) row i is e_{perm[i]}
-
-
-@exercise(
-    hint="""
-    Row i of P @ X is (row i of P) @ X. For it to be X[perm[i]], row i of P must be the one-hot vector
-    with a 1 in column perm[i]: take the rows of the identity matrix in the order perm.
-    """,
-    reference=_permutation_matrix,
-    wrong=[lambda perm: torch.eye(len(perm), dtype=torch.float64)[list(perm)].T,  # the inverse permutation
-           lambda perm: torch.eye(len(perm), dtype=torch.float64)],
-)
-def permutation_matrix(answer):
-    """answer(perm) -> P with P @ X == X[perm]."""
-    gen = torch.Generator().manual_seed(2)
-    for perm in ([1, 2, 0], [0, 1, 2, 3], [3, 0, 4, 1, 2], [1, 0]):
-        X = torch.randn(len(perm), 3, generator=gen, dtype=torch.float64)  # (n, 3)
-        P = torch.as_tensor(answer(list(perm)), dtype=torch.float64)
-        if P.shape != (len(perm), len(perm)):
-            return f"for perm={perm}: P has shape {tuple(P.shape)}, expected {(len(perm), len(perm))}"
-        problem = compare_arrays(P @ X, X[perm], f"P @ X for perm={perm}")
-        if problem:
-            return problem
+        for _ in range(3):
+            perm = torch.randperm(seq, generator=gen)  # (seq,)
+            got_perm = torch.as_tensor(answer(X[perm].clone(), W_c.clone())).to(torch.float64)
+            if compare_arrays(got_perm, expected, atol=1e-6):
+                return (f"{where}: your scores change when the words are reordered as {perm.tolist()}: "
+                        "the head must be permutation invariant")
     return None

@@ -1,75 +1,82 @@
-"""Exercises of lesson 04 (masking): the causal mask, the padding mask, a NaN-free masked softmax."""
+"""Exercises of lesson 04 (masking): predict what a changed token reaches, a NaN-free masked softmax,
+and three masks the lesson did not build (sliding window, prefix LM, packed sentences).
+Masks are bool, True = may attend."""
 
 import torch
 
-from utils.exercises import compare_arrays, exercise
+from utils.exercises import compare_arrays, exercise, mistake
 
 
-def _causal_mask(n):
-    return torch.ones(n, n, dtype=torch.bool).tril()  # (n, n) True where j <= i
+def _prediction(answer):
+    """A prediction is a value; a callable (e.g. an untouched stub function) is called first."""
+    return answer() if callable(answer) else answer
 
 
-def _as_bool(got, what):
+def _mask_problem(got, expected, what, why):
+    """None if `got` is the bool mask `expected`; else what is wrong, `why(i, j, value)` saying why
+    the first wrong entry (query i, key j) must not be `value`."""
     got = torch.as_tensor(got)
     if got.dtype != torch.bool:
-        return None, f"{what} has dtype {got.dtype}, expected torch.bool (True = may attend)"
-    return got, None
+        return f"{what} has dtype {got.dtype}, expected torch.bool (True = may attend)"
+    if got.shape != expected.shape:
+        return f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+    wrong = (got != expected).nonzero()
+    if len(wrong) == 0:
+        return None
+    i, j = (int(v) for v in wrong[0])
+    value = bool(got[i, j])
+    return f"{what}: query {i}, key {j} is {value}, expected {not value}: " + why(i, j, value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction: how many outputs change when one token changes?
+
+_CHANGED_AT, _T = 2, 6
+_SAYS = {
+    0: ("the mask hides a token from the positions before it, not from itself: output 2 reads its own "
+        "token, and outputs 3, 4 and 5 read it too"),
+    1: "not only output 2: the later positions 3, 4 and 5 attend to position 2 too, so their outputs change",
+    2: "outputs 0 and 1 are the ones that cannot change: they come before position 2 and the mask hides it",
+    3: ("positions 3, 4 and 5 change, and so does position 2 itself: the causal mask keeps the diagonal, "
+        "so output 2 reads token 2"),
+    6: "6 is what happens without the mask; with it, outputs 0 and 1 cannot see position 2",
+}
 
 
 @exercise(
     hint="""
-    Query i may attend to key j when j <= i: itself and everything before it. That is the lower
-    triangle of an all-True matrix, diagonal included: torch.ones(n, n, dtype=torch.bool).tril().
-    (The COMP7607 slides' j < i would drop the diagonal and leave row 0 empty.)
+    Output t of a causally masked layer reads the tokens 0, 1, ..., t. Which outputs have token 2
+    among the tokens they read? Through a stack of layers the same holds: position t only ever
+    mixes positions <= t.
     """,
-    reference=_causal_mask,
-    wrong=[lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),  # the COMP7607 slides: j < i
-           lambda n: torch.ones(n, n, dtype=torch.bool).triu(),  # the future instead of the past
-           lambda n: torch.ones(n, n).tril()],  # float, not bool
-)
-def causal_mask(answer):
-    """answer(n) -> bool (n, n), True where j <= i."""
-    for n in (1, 2, 5):
-        got, problem = _as_bool(answer(n), f"causal mask for n={n}")
-        if problem:
-            return problem
-        problem = compare_arrays(got.int(), _causal_mask(n).int(), f"causal mask for n={n} (1 = True)")
-        if problem:
-            return problem
-    return None
-
-
-def _padding_mask(tokens, pad_id):
-    return (tokens != pad_id).unsqueeze(-2)  # (batch, 1, T)
-
-
-@exercise(
-    hint="""
-    tokens != pad_id is True on real tokens, shape (batch, T). Insert a query axis of size 1 before the
-    key axis, .unsqueeze(-2) or [:, None, :], so the mask broadcasts over the rows of (batch, T_q, T_k).
+    reference=4,
+    kind="prediction",
+    explain="""
+    With the causal mask, output t depends on tokens 0 to t only. Changing token 2 changes the outputs
+    that can read it, 2, 3, 4 and 5 (four of six), and leaves outputs 0 and 1 as they were.
     """,
-    reference=_padding_mask,
-    wrong=[lambda tokens, pad_id: tokens != pad_id,  # (batch, T): broadcasts the wrong way
-           lambda tokens, pad_id: (tokens == pad_id).unsqueeze(-2),  # True on pads
-           lambda tokens, pad_id: (tokens != pad_id).unsqueeze(-1)],  # (batch, T, 1): masks queries
+    wrong=[mistake("think the mask hides the change from everyone", 0, says="reads its own token"),
+           mistake("count only the changed position itself", 1, says="later positions"),
+           mistake("think the change reaches the past", 2, says="cannot change"),
+           mistake("forget that position 2 sees itself", 3, says="keeps the diagonal"),
+           mistake("forget the mask", 6, says="without the mask")],
 )
-def padding_mask(answer):
-    """answer(tokens (batch, T), pad_id) -> bool (batch, 1, T), True on real tokens."""
-    cases = [(torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]]), 0),
-             (torch.tensor([[3, 1, 1], [3, 3, 3], [1, 1, 1]]), 1)]
-    for tokens, pad_id in cases:
-        got, problem = _as_bool(answer(tokens.clone(), pad_id), f"mask for pad_id={pad_id}")
-        if problem:
-            return problem
-        expected = _padding_mask(tokens, pad_id)
-        if got.shape != expected.shape:
-            return (f"for tokens of shape {tuple(tokens.shape)} the mask has shape {tuple(got.shape)}, "
-                    f"expected {tuple(expected.shape)} (batch, 1, T) so that it broadcasts over queries")
-        problem = compare_arrays(got[:, 0].int(), expected[:, 0].int(), f"mask for pad_id={pad_id} (1 = real)")
-        if problem:
-            return problem
-    return None
+def predict_changed_outputs(answer):
+    """answer: how many of 6 outputs change, under the causal mask, when token 2 changes."""
+    got = _prediction(answer)
+    if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
+        return f"write the number of outputs that change, a whole number from 0 to {_T}; got {got!r}"
+    got = int(got)
+    if got == 4:
+        return None
+    if got in _SAYS:
+        return f"not {got}: " + _SAYS[got]
+    return (f"not {got}: there are {_T} outputs; count those whose row of the causal mask lets them see "
+            f"key {_CHANGED_AT}")
 
+
+# ---------------------------------------------------------------------------------------------------
+# Practice: a masked softmax without NaN.
 
 def _masked_softmax(scores, mask):
     has_key = mask.any(dim=-1, keepdim=True)  # (..., 1)
@@ -84,9 +91,12 @@ def _masked_softmax(scores, mask):
     keep their scores finite before the softmax, and set their weights to 0 afterwards.
     """,
     reference=_masked_softmax,
-    wrong=[lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), dim=-1),  # NaN on an empty row
-           lambda s, m: torch.softmax(s, dim=-1) * m,  # zeroed but not renormalised
-           lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1)],  # 0 is not -inf
+    wrong=[mistake("fill with -inf and stop there",
+                   lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), dim=-1), says="all masked"),
+           mistake("zero the masked weights after the softmax", lambda s, m: torch.softmax(s, dim=-1) * m,
+                   says="renormalise"),
+           mistake("fill the masked scores with 0", lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1),
+                   says="e^0 = 1")],
 )
 def masked_softmax(answer):
     """answer(scores (..., T_k), mask (..., T_k)) -> weights, 0 where masked, rows of an empty mask all 0."""
@@ -95,10 +105,188 @@ def masked_softmax(answer):
     mask = torch.rand(2, 3, 5, generator=gen) > 0.4  # (batch, T_q, T_k)
     mask[0, 0] = True  # nothing masked
     mask[1, 2] = False  # nothing allowed
-    got = torch.as_tensor(answer(scores.clone(), mask.clone()), dtype=torch.float64)
+    got = torch.as_tensor(answer(scores.clone(), mask.clone())).to(torch.float64)
     if got.shape != scores.shape:
         return f"weights have shape {tuple(got.shape)}, expected {tuple(scores.shape)}"
     if torch.isnan(got).any():
         idx = tuple(int(i) for i in torch.isnan(got).nonzero()[0])
-        return f"NaN at index {idx}: a row whose keys are all masked must give zeros, not 0/0"
+        return (f"NaN at index {idx}: that row's keys are all masked, and softmax of all -inf is 0/0; "
+                "a row whose keys are all masked must give zeros")
+    leak = got.masked_select(~mask)
+    if (leak != 0).any():
+        idx = tuple(int(i) for i in ((got != 0) & ~mask).nonzero()[0])
+        return (f"a masked key gets weight {got[idx]:.4f} at index {idx}: a score of 0 does not remove a key "
+                "(e^0 = 1); fill masked scores with -inf")
+    sums = got.sum(-1)  # (batch, T_q)
+    has_key = mask.any(-1)  # (batch, T_q)
+    bad = (has_key & ((sums - 1).abs() > 1e-6)).nonzero()
+    if len(bad):
+        b, i = (int(v) for v in bad[0])
+        return (f"row {(b, i)} sums to {sums[b, i]:.4f}, not 1: after removing the masked keys the others "
+                "must renormalise (take the softmax after masking the scores, not before)")
     return compare_arrays(got, _masked_softmax(scores, mask), "weights")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: a sliding-window causal mask.
+
+def _sliding_window(n, w):
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]  # (n, 1), (1, n)
+    return (j <= i) & (i - j < w)  # (n, n) itself and the w - 1 tokens before it
+
+
+def _window_w_plus_1(n, w):
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return (j <= i) & (i - j <= w)
+
+
+def _window_both_sides(n, w):
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return (i - j).abs() < w
+
+
+def _window_without_self(n, w):
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return (j < i) & (i - j <= w)
+
+
+@exercise(
+    hint="""
+    Take the index grids i = torch.arange(n)[:, None] (queries) and j = torch.arange(n)[None, :] (keys).
+    Query i may attend to key j when j <= i (causal) and i - j < w (at most w - 1 steps back); the AND
+    of the two bool tensors is the mask. Check one row by hand: with w = 3, query 5 sees keys 3, 4, 5.
+    """,
+    reference=_sliding_window,
+    kind="transfer",
+    wrong=[mistake("let the window reach w tokens back (w + 1 keys)", _window_w_plus_1, says="tokens before it"),
+           mistake("forget that the window is causal (|i - j| < w)", _window_both_sides, says="future"),
+           mistake("leave the query itself out of its window", _window_without_self, says="sees itself"),
+           mistake("return a float mask", lambda n, w: _sliding_window(n, w).float(), says="torch.bool")],
+)
+def sliding_window_mask(answer):
+    """answer(n, w) -> bool (n, n): query i may attend to itself and the w - 1 tokens before it."""
+    for n, w in ((6, 3), (5, 1), (4, 4), (3, 5)):
+        def why(i, j, value):
+            if value and j > i:
+                return f"key {j} comes after query {i}: a sliding window is still causal, it never sees the future"
+            if value:
+                return (f"key {j} is {i - j} steps back, but a window of width {w} holds only the query itself "
+                        f"and the {w - 1} tokens before it")
+            if i == j:
+                return "every query sees itself: the window holds the query itself and the tokens before it"
+            return f"key {j} is {i - j} steps back, inside the window of width {w}"
+
+        problem = _mask_problem(answer(n, w), _sliding_window(n, w), f"the mask for n={n}, w={w}", why)
+        if problem:
+            return problem
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: a prefix-LM mask.
+
+def _prefix_lm(n, prefix_len):
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]  # (n, 1), (1, n)
+    return (j <= i) | (j < prefix_len)  # (n, n) causal, plus the whole prefix for everyone
+
+
+def _prefix_sees_everything(n, prefix_len):
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return (j <= i) | (i < prefix_len)
+
+
+def _prefix_cut_off(n, prefix_len):
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return ((i < prefix_len) & (j < prefix_len)) | ((i >= prefix_len) & (j >= prefix_len) & (j <= i))
+
+
+@exercise(
+    hint="""
+    With i = torch.arange(n)[:, None] and j = torch.arange(n)[None, :]: query i may attend to key j
+    when j <= i (the causal part) OR j < prefix_len (every query sees the whole prefix). That is all:
+    a prefix query then sees the prefix but no key after it.
+    """,
+    reference=_prefix_lm,
+    kind="transfer",
+    wrong=[mistake("use the plain causal mask", lambda n, p: torch.ones(n, n, dtype=torch.bool).tril(),
+                   says="prefix is bidirectional"),
+           mistake("let the prefix queries see the whole row", _prefix_sees_everything, says="after the prefix"),
+           mistake("make the prefix one token too long (j <= prefix_len)",
+                   lambda n, p: _prefix_lm(n, p + 1), says="one token too long"),
+           mistake("cut the later tokens off from the prefix", _prefix_cut_off, says="sees its past")],
+)
+def prefix_lm_mask(answer):
+    """answer(n, prefix_len) -> bool (n, n): bidirectional over positions < prefix_len, causal after."""
+    for n, p in ((6, 3), (5, 1), (4, 4), (5, 0)):
+        got = answer(n, p)
+        prefix = f"the prefix (positions 0 to {p - 1})" if p else "the prefix (empty here)"
+
+        def why(i, j, value):
+            if value and j >= p:
+                return (f"key {j} comes after query {i} and after {prefix}: "
+                        "after the prefix the mask is causal, and no query sees the future beyond the prefix")
+            if not value and j <= i:
+                return f"key {j} is at or before query {i}: every query sees its past and itself"
+            return (f"key {j} is in {prefix}, which every query sees in full, "
+                    "even prefix tokens after it: the prefix is bidirectional")
+
+        what = f"the mask for n={n}, prefix_len={p}"
+        for off in (1, -1):
+            got_t = torch.as_tensor(got)
+            if 0 <= p + off <= n and got_t.dtype == torch.bool and torch.equal(got_t, _prefix_lm(n, p + off)) \
+                    and not torch.equal(_prefix_lm(n, p + off), _prefix_lm(n, p)):
+                return (f"{what}: your prefix is one token too {'long' if off > 0 else 'short'} "
+                        f"({p + off} tokens); {prefix} has prefix_len = {p} tokens")
+        problem = _mask_problem(got, _prefix_lm(n, p), what, why)
+        if problem:
+            return problem
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: sentences packed into one row.
+
+def _packed(lengths):
+    sentence = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))  # (T,) sentence index
+    position = torch.arange(len(sentence))  # (T,)
+    same = sentence[:, None] == sentence[None, :]  # (T, T)
+    return same & (position[None, :] <= position[:, None])  # (T, T) block-diagonal causal
+
+
+def _packed_blocks_only(lengths):
+    sentence = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
+    return sentence[:, None] == sentence[None, :]
+
+
+@exercise(
+    hint="""
+    Give every position the index of its sentence: torch.repeat_interleave(torch.arange(len(lengths)),
+    torch.tensor(lengths)), e.g. [0, 0, 0, 1, 1] for lengths [3, 2]. Query i may attend to key j when
+    both are in the same sentence (compare the indices with broadcasting) AND j <= i.
+    """,
+    reference=_packed,
+    kind="transfer",
+    wrong=[mistake("use one causal mask over the whole row",
+                   lambda lengths: torch.ones(sum(lengths), sum(lengths), dtype=torch.bool).tril(),
+                   says="must not see each other"),
+           mistake("build the blocks but forget the causal part", _packed_blocks_only, says="causal part"),
+           mistake("return a float mask", lambda lengths: _packed(lengths).float(), says="torch.bool")],
+)
+def packed_causal_mask(answer):
+    """answer(lengths) -> bool (T, T), T = sum(lengths): causal within each sentence, nothing across."""
+    for lengths in ([4, 3], [2, 5], [1, 1], [3, 1, 2]):
+        sentence = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths)).tolist()
+
+        def why(i, j, value):
+            si, sj = sentence[i], sentence[j]
+            if value and si != sj:
+                return (f"query {i} is in sentence {si} but key {j} in sentence {sj}: packed sentences must "
+                        "not see each other")
+            if value:
+                return f"key {j} comes after query {i} in the same sentence: the causal part is missing"
+            return f"key {j} is at or before query {i} in the same sentence ({si}), so query {i} may attend to it"
+
+        problem = _mask_problem(answer(list(lengths)), _packed(lengths), f"the mask for lengths={lengths}", why)
+        if problem:
+            return problem
+    return None

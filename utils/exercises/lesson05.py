@@ -1,16 +1,71 @@
-"""Exercises of lesson 05 (multi-head attention): split heads, the whole forward pass, the parameter count."""
-
-import math
+"""Exercises of lesson 05 (multi-head attention): predict the parameter count of 8 heads, split heads,
+per-head matrices from `torch.nn.MultiheadAttention`, and the cost of multi-query / grouped-query attention."""
 
 import torch
+from torch import nn
 
-from utils.exercises import compare_arrays, exercise
-from utils.multihead import MultiHeadAttention, split_heads as _split_heads
+from utils.exercises import compare_arrays, exercise, mistake
+from utils.multihead import MultiHeadAttention
 
+
+def _prediction(answer):
+    """A prediction is a value; a callable (e.g. an untouched stub function) is called first."""
+    return answer() if callable(answer) else answer
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction: the parameters of 8 heads at d_model = 64.
+
+_D, _H = 64, 8
+_RIGHT = 4 * _D * _D + 4 * _D  # 16,640
+_SAYS = {
+    _H * _RIGHT: (f"that is {_H} × {_RIGHT:,}, as if every head had its own d_model × d_model W_q, W_k, W_v and "
+                  f"W_o; the heads share the four matrices out in blocks of width d_k = {_D // _H}"),
+    4 * _D * _D: f"that leaves out the four bias vectors of {_D} numbers each",
+    _RIGHT // _H: (f"that is one head's share of the {_RIGHT:,}: all {_H} heads together own the whole four "
+                   "matrices"),
+    3 * _D * _D + 3 * _D: "that counts W_q, W_k and W_v but not W_o, which mixes the heads after the concatenation",
+}
+
+
+@exercise(
+    hint="""
+    Look at the shapes in section 1: W_q, W_k, W_v and W_o are d_model × d_model, and num_heads only
+    decides how their columns are cut into blocks of width d_k. Each nn.Linear also has a bias of
+    d_model numbers.
+    """,
+    reference=_RIGHT,
+    kind="prediction",
+    explain=f"""
+    W_q, W_k, W_v and W_o are d_model × d_model, each with a bias of d_model numbers, whatever num_heads is:
+    4·64² + 4·64 = {_RIGHT:,} parameters for 1, 2, 4 or 8 heads. The heads divide the columns of W_q, W_k
+    and W_v (and the rows of W_o) among themselves; they do not add matrices.
+    """,
+    wrong=[mistake("give every head its own full-size matrices", _H * _RIGHT, says="its own d_model × d_model"),
+           mistake("forget the biases", 4 * _D * _D, says="bias vectors"),
+           mistake("count one head's slices", _RIGHT // _H, says="one head's share"),
+           mistake("forget W_o", 3 * _D * _D + 3 * _D, says="not W_o")],
+)
+def predict_param_count(answer):
+    """answer: the number of parameters of MultiHeadAttention(d_model=64, num_heads=8), biases included."""
+    got = _prediction(answer)
+    if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
+        return f"write the number of parameters as a whole number; got {got!r}"
+    got = int(got)
+    if got == _RIGHT:
+        return None
+    if got in _SAYS:
+        return f"not {got:,}: " + _SAYS[got]
+    return (f"not {got:,}: count the four d_model × d_model matrices and their four bias vectors, "
+            f"at d_model = {_D}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Practice: split the heads.
 
 def _split_heads_solution(x, num_heads):
     batch, T, d_model = x.shape
-    return x.view(batch, T, num_heads, d_model // num_heads).transpose(1, 2)
+    return x.view(batch, T, num_heads, d_model // num_heads).transpose(1, 2)  # (batch, num_heads, T, d_k)
 
 
 def _split_heads_no_transpose(x, num_heads):
@@ -23,6 +78,11 @@ def _split_heads_interleaved(x, num_heads):
     return x.view(batch, T, d_model // num_heads, num_heads).permute(0, 3, 1, 2)
 
 
+def _split_heads_axes_not_moved(x, num_heads):
+    batch, T, d_model = x.shape
+    return x.view(batch, T, num_heads, d_model // num_heads)
+
+
 @exercise(
     hint="""
     View the last axis as (num_heads, d_k): x.view(batch, T, num_heads, d_k), giving
@@ -30,111 +90,205 @@ def _split_heads_interleaved(x, num_heads):
     Reshaping straight to (batch, num_heads, T, d_k) cuts the memory in the wrong places.
     """,
     reference=_split_heads_solution,
-    wrong=[_split_heads_no_transpose, _split_heads_interleaved],
+    wrong=[mistake("reshape straight to (batch, num_heads, T, d_k)", _split_heads_no_transpose,
+                   says="cuts the memory"),
+           mistake("split the features as (d_k, num_heads)", _split_heads_interleaved,
+                   says="every num_heads-th column"),
+           mistake("stop before moving the head axis", _split_heads_axes_not_moved, says="transpose(1, 2)")],
 )
 def split_heads(answer):
+    """answer(x (batch, T, d_model), num_heads) -> (batch, num_heads, T, d_k), head i = columns i*d_k:(i+1)*d_k."""
     for batch, T, d_model, h in [(2, 5, 12, 3), (1, 3, 8, 4), (3, 4, 6, 1)]:
         x = torch.arange(batch * T * d_model, dtype=torch.float32).reshape(batch, T, d_model)
         got = answer(x.clone(), h)
+        where = f"for x of shape {tuple(x.shape)} and num_heads={h}"
         if not isinstance(got, torch.Tensor):
             return f"return a torch.Tensor, got {type(got).__name__}"
-        expected = _split_heads(x, h)
+        expected = _split_heads_solution(x, h)
+        if tuple(got.shape) == (batch, T, h, d_model // h) and torch.equal(got, _split_heads_axes_not_moved(x, h)):
+            return (f"{where}: your shape is (batch, T, num_heads, d_k) = {tuple(got.shape)}; move the head "
+                    "axis in front of T with .transpose(1, 2)")
         if tuple(got.shape) != tuple(expected.shape):
-            return (f"for x of shape {tuple(x.shape)} and num_heads={h}, expected shape "
-                    f"{tuple(expected.shape)} (batch, num_heads, T, d_k), got {tuple(got.shape)}")
-        if not torch.equal(got, expected):
-            idx = tuple(int(i) for i in (got != expected).nonzero()[0])
-            return (f"x {tuple(x.shape)}, num_heads={h}: element [batch, head, t, j] = {list(idx)} should "
-                    f"be x[{idx[0]}, {idx[2]}, {idx[1] * (d_model // h) + idx[3]}] = {expected[idx]:.0f}, "
-                    f"got {got[idx]:.0f} (head i holds columns i*d_k ... (i+1)*d_k - 1 of token t)")
+            return (f"{where}: expected shape {tuple(expected.shape)} (batch, num_heads, T, d_k), "
+                    f"got {tuple(got.shape)}")
+        if torch.equal(got, expected):
+            continue
+        if torch.equal(got, _split_heads_no_transpose(x, h)):
+            return (f"{where}: reshaping straight to (batch, num_heads, T, d_k) cuts the memory in the wrong "
+                    "places: head 0 gets whole tokens instead of the first d_k columns of every token")
+        if torch.equal(got, _split_heads_interleaved(x, h)):
+            return (f"{where}: head i must hold the contiguous columns i*d_k ... (i+1)*d_k - 1; yours takes "
+                    "every num_heads-th column (you split the features as (d_k, num_heads))")
+        idx = tuple(int(i) for i in (got != expected).nonzero()[0])
+        return (f"{where}: element [batch, head, t, j] = {list(idx)} should be "
+                f"x[{idx[0]}, {idx[2]}, {idx[1] * (d_model // h) + idx[3]}] = {expected[idx]:.0f}, "
+                f"got {got[idx]:.0f} (head i holds columns i*d_k ... (i+1)*d_k - 1 of token t)")
     return None
 
 
-def _multi_head_solution(x, W_q, W_k, W_v, W_o, num_heads):
-    batch, T, d_model = x.shape
+# ---------------------------------------------------------------------------------------------------
+# Transfer: per-head W_Q, W_K, W_V from torch.nn.MultiheadAttention's in_proj_weight.
+
+def _split_in_proj(in_proj_weight, num_heads):
+    d_model = in_proj_weight.shape[1]
     d_k = d_model // num_heads
-
-    def split(t):
-        return t.view(batch, T, num_heads, d_k).transpose(1, 2)  # (batch, h, T, d_k)
-
-    q, k, v = split(x @ W_q), split(x @ W_k), split(x @ W_v)
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)  # (batch, h, T, T)
-    heads = weights @ v  # (batch, h, T, d_k)
-    return heads.transpose(1, 2).reshape(batch, T, d_model) @ W_o  # (batch, T, d_model)
+    W = in_proj_weight.reshape(3, num_heads, d_k, d_model)  # rows of W_q, W_k, W_v in blocks of d_k
+    W_Q, W_K, W_V = W.transpose(-2, -1).unbind(0)  # (num_heads, d_model, d_k) each, for x @ W
+    return W_Q, W_K, W_V
 
 
-def _multi_head_wrong_scale(x, W_q, W_k, W_v, W_o, num_heads):
-    batch, T, d_model = x.shape
-    d_k = d_model // num_heads
-    q, k, v = (_split_heads(x @ W, num_heads) for W in (W_q, W_k, W_v))
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_model), dim=-1)  # sqrt(d_model): wrong
-    return (weights @ v).transpose(1, 2).reshape(batch, T, d_model) @ W_o
+def _in_proj_no_transpose(in_proj_weight, num_heads):
+    d_model = in_proj_weight.shape[1]
+    return in_proj_weight.reshape(3, num_heads, d_model // num_heads, d_model).unbind(0)
 
 
-def _multi_head_no_w_o(x, W_q, W_k, W_v, W_o, num_heads):
-    batch, T, d_model = x.shape
-    d_k = d_model // num_heads
-    q, k, v = (_split_heads(x @ W, num_heads) for W in (W_q, W_k, W_v))
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
-    return (weights @ v).transpose(1, 2).reshape(batch, T, d_model)
+def _in_proj_reshape_transposed(in_proj_weight, num_heads):
+    d_model = in_proj_weight.shape[1]
+    return tuple(W.T.reshape(num_heads, d_model, d_model // num_heads) for W in in_proj_weight.chunk(3))
+
+
+def _in_proj_interleaved(in_proj_weight, num_heads):
+    d_model = in_proj_weight.shape[1]
+    return tuple(W.reshape(d_model // num_heads, num_heads, d_model).permute(1, 2, 0)
+                 for W in in_proj_weight.chunk(3))
+
+
+def _in_proj_per_head_packing(in_proj_weight, num_heads):
+    d_model = in_proj_weight.shape[1]
+    W = in_proj_weight.reshape(num_heads, 3, d_model // num_heads, d_model)  # as if [q, k, v] per head
+    return tuple(W[:, r].transpose(-2, -1) for r in range(3))
+
+
+_IN_PROJ_MISTAKES = {
+    _in_proj_reshape_transposed: ("reshaping W_q.T (d_model, d_model) straight to (num_heads, d_model, d_k) "
+                                  "cuts it along the input features; head i's block is columns i*d_k ... "
+                                  "(i+1)*d_k - 1 of W_q.T"),
+    _in_proj_interleaved: ("head i must take the contiguous rows i*d_k ... (i+1)*d_k - 1 of W_q in "
+                           "in_proj_weight; yours takes every num_heads-th row"),
+    _in_proj_per_head_packing: ("in_proj_weight stacks all of W_q (rows 0 to d_model - 1), then all of W_k, "
+                                "then all of W_v; yours reads it as [q, k, v] blocks per head"),
+}
 
 
 @exercise(
     hint="""
-    Project (x @ W_q etc.), split each into heads (batch, h, T, d_k), compute
-    softmax(q k^T / sqrt(d_k)) per head (d_k = d_model / num_heads, not d_model), multiply by v,
-    merge the heads back to (batch, T, d_model) and finish with @ W_o.
+    in_proj_weight is (3·d_model, d_model): W_q, W_k, W_v stacked, each in nn.Linear's layout
+    (out_features, in_features), so queries are x @ W_q_linear.T. Head i owns output features
+    i*d_k ... (i+1)*d_k - 1, i.e. rows of W_q_linear. So: reshape to (3, num_heads, d_k, d_model),
+    transpose the last two axes to (3, num_heads, d_model, d_k) and unbind the first axis.
     """,
-    reference=_multi_head_solution,
-    wrong=[_multi_head_wrong_scale, _multi_head_no_w_o],
+    reference=_split_in_proj,
+    kind="transfer",
+    wrong=[mistake("keep nn.Linear's (out, in) layout", _in_proj_no_transpose, says="nn.Linear's"),
+           mistake("reshape the transposed matrix straight into heads", _in_proj_reshape_transposed,
+                   says="input features"),
+           mistake("take every num_heads-th row for a head", _in_proj_interleaved, says="every num_heads-th row"),
+           mistake("read in_proj_weight as [q, k, v] per head", _in_proj_per_head_packing,
+                   says="stacks all of W_q")],
 )
-def multi_head(answer):
-    g = torch.Generator().manual_seed(5)
-    for batch, T, d_model, h in [(2, 4, 8, 2), (1, 6, 12, 4), (2, 3, 6, 1)]:
-        x = torch.randn(batch, T, d_model, generator=g, dtype=torch.float64)
-        Ws = [torch.randn(d_model, d_model, generator=g, dtype=torch.float64) / math.sqrt(d_model)
-              for _ in range(4)]
-        mha = MultiHeadAttention(d_model, h).double()
-        with torch.no_grad():
-            for lin, W in zip((mha.W_q, mha.W_k, mha.W_v, mha.W_o), Ws):
-                lin.weight.copy_(W.T)
-                lin.bias.zero_()
-            expected = mha(x, x, x)[0]
-        got = answer(x.clone(), *[W.clone() for W in Ws], h)
-        if not isinstance(got, torch.Tensor):
-            return f"return a torch.Tensor, got {type(got).__name__}"
-        message = compare_arrays(got.detach().reshape(-1, d_model), expected.reshape(-1, d_model),
-                                 f"output (batch*T, d_model) for batch={batch}, T={T}, d_model={d_model}, "
-                                 f"num_heads={h}", atol=1e-6)
-        if message:
-            return message
+def split_in_proj(answer):
+    """answer(in_proj_weight (3 d_model, d_model), num_heads) -> (W_Q, W_K, W_V), each (num_heads, d_model, d_k),
+    head i's queries being x @ W_Q[i] (plus its bias slice)."""
+    for d_model, h in ((8, 2), (12, 3), (6, 1)):
+        with torch.random.fork_rng():
+            torch.manual_seed(d_model)
+            mha = nn.MultiheadAttention(d_model, h, batch_first=True)
+        weight = mha.in_proj_weight.detach().clone()  # (3 d_model, d_model)
+        where = f"for d_model={d_model}, num_heads={h}"
+        got = answer(weight.clone(), h)
+        if not isinstance(got, (tuple, list)) or len(got) != 3:
+            return f"{where}: return three tensors (W_Q, W_K, W_V), got {type(got).__name__}"
+        got = [torch.as_tensor(W).detach().to(weight.dtype) for W in got]
+        d_k = d_model // h
+        for name, W in zip(("W_Q", "W_K", "W_V"), got):
+            if tuple(W.shape) == (h, d_k, d_model) and d_k != d_model:
+                return (f"{where}: {name} has shape {tuple(W.shape)}, (num_heads, d_k, d_model): that is "
+                        "nn.Linear's (out_features, in_features) layout; transpose each head's block so "
+                        f"that x @ {name}[i] works, shape (num_heads, d_model, d_k)")
+            if tuple(W.shape) != (h, d_model, d_k):
+                return f"{where}: {name} has shape {tuple(W.shape)}, expected {(h, d_model, d_k)}"
+        expected = _split_in_proj(weight, h)
+        if all(compare_arrays(W, E, atol=1e-7) is None for W, E in zip(got, expected)):
+            continue
+        for wrong, says in _IN_PROJ_MISTAKES.items():
+            if all(compare_arrays(W, E, atol=1e-7) is None for W, E in zip(got, wrong(weight, h))):
+                return f"{where}: {says}"
+        for name, W, E in zip(("W_Q", "W_K", "W_V"), got, expected):
+            problem = compare_arrays(W.reshape(-1, d_k), E.reshape(-1, d_k), f"{where}: {name} as (num_heads·d_model, d_k)")
+            if problem:
+                return problem
     return None
 
 
-def _param_count_solution(d_model, num_heads, bias):
-    return 4 * d_model * d_model + (4 * d_model if bias else 0)
+# ---------------------------------------------------------------------------------------------------
+# Transfer: parameters and key-value cache of multi-query and grouped-query attention.
+
+def _gqa_counts(d_model, num_heads, num_kv_heads, T):
+    d_k = d_model // num_heads
+    params = 2 * (d_model * d_model + d_model) + 2 * (d_model * num_kv_heads * d_k + num_kv_heads * d_k)
+    return params, 2 * T * num_kv_heads * d_k
 
 
-def _param_count_per_head(d_model, num_heads, bias):
-    return num_heads * 4 * d_model * d_model + (4 * d_model if bias else 0)
-
-
-def _param_count_forgets_bias_flag(d_model, num_heads, bias):
-    return 4 * d_model * d_model + 4 * d_model
+def _gqa_reference_by_modules(d_model, num_heads, num_kv_heads, T):
+    """The same counts from real layers: parameters of W_q, W_k, W_v, W_o and the cached k, v tensors."""
+    d_k = d_model // num_heads
+    with torch.random.fork_rng():
+        layers = [nn.Linear(d_model, d_model), nn.Linear(d_model, num_kv_heads * d_k),
+                  nn.Linear(d_model, num_kv_heads * d_k), nn.Linear(d_model, d_model)]
+    x = torch.zeros(T, d_model)  # (T, d_model)
+    k = layers[1](x).view(T, num_kv_heads, d_k)  # (T, num_kv_heads, d_k) what the cache keeps
+    v = layers[2](x).view(T, num_kv_heads, d_k)  # (T, num_kv_heads, d_k)
+    return sum(p.numel() for layer in layers for p in layer.parameters()), k.numel() + v.numel()
 
 
 @exercise(
     hint="""
-    W_q, W_k, W_v and W_o are each d_model x d_model whatever num_heads is (the heads share them
-    out in column blocks); with bias=True each also has a bias vector of d_model numbers.
+    d_k = d_model / num_heads. W_q and W_o stay d_model × d_model (every query head keeps its own
+    queries); W_k and W_v shrink to d_model × (num_kv_heads·d_k). Count the four biases too (d_model,
+    num_kv_heads·d_k, num_kv_heads·d_k, d_model). The cache keeps, for each of the T tokens, one key and
+    one value of d_k numbers per key-value head: 2·T·num_kv_heads·d_k.
     """,
-    reference=_param_count_solution,
-    wrong=[_param_count_per_head, _param_count_forgets_bias_flag],
+    reference=_gqa_counts,
+    kind="transfer",
+    wrong=[mistake("shrink W_q and W_o too",
+                   lambda d, h, g, T: (4 * (d * g * (d // h) + g * (d // h)), 2 * T * g * (d // h)),
+                   says="W_q and W_o stay"),
+           mistake("count plain multi-head attention", lambda d, h, g, T: (4 * d * d + 4 * d, 2 * T * g * (d // h)),
+                   says="plain multi-head attention"),
+           mistake("forget the biases",
+                   lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0] - 2 * d - 2 * g * (d // h), _gqa_counts(d, h, g, T)[1]),
+                   says="biases"),
+           mistake("cache only the keys", lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0], T * g * (d // h)),
+                   says="values are cached too"),
+           mistake("cache a key and a value per query head",
+                   lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0], 2 * T * d), says="per key-value head")],
 )
-def param_count(answer):
-    for d_model, h, bias in [(8, 1, True), (8, 2, True), (12, 3, False), (64, 8, True), (64, 4, False)]:
-        expected = sum(p.numel() for p in MultiHeadAttention(d_model, h, bias=bias).parameters())
-        got = answer(d_model, h, bias)
-        if got != expected:
-            return f"d_model={d_model}, num_heads={h}, bias={bias}: expected {expected}, got {got}"
+def gqa_counts(answer):
+    """answer(d_model, num_heads, num_kv_heads, T) -> (parameters, numbers in the key-value cache of T tokens)."""
+    for d_model, h, g, T in ((64, 8, 2, 100), (64, 8, 1, 10), (64, 8, 8, 10), (12, 4, 2, 7), (512, 8, 4, 1000)):
+        where = f"for d_model={d_model}, num_heads={h}, num_kv_heads={g}, T={T}"
+        d_k = d_model // h
+        params, cache = _gqa_reference_by_modules(d_model, h, g, T)
+        got = answer(d_model, h, g, T)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return f"{where}: return two numbers (parameters, cache size), got {got!r}"
+        got_params, got_cache = (v.item() if hasattr(v, "item") else v for v in got)
+        problems = []
+        if got_params != params:
+            why = {4 * (d_model * g * d_k + g * d_k): ("W_q and W_o stay d_model × d_model: only the keys and "
+                                                       "values are shared between query heads"),
+                   4 * d_model * d_model + 4 * d_model: (f"{got_params:,} is plain multi-head attention: with "
+                                                         f"num_kv_heads = {g}, W_k and W_v have only "
+                                                         f"num_kv_heads·d_k = {g * d_k} columns"),
+                   params - 2 * d_model - 2 * g * d_k: "count the four biases too"}
+            problems.append(f"expected {params:,} parameters, got {got_params:,}"
+                            + (f" ({why[got_params]})" if got_params in why else ""))
+        if got_cache != cache:
+            why = {T * g * d_k: "the values are cached too, not only the keys",
+                   2 * T * d_model: (f"query heads share keys and values: the cache keeps one key and one value "
+                                     f"per key-value head ({g}), not per query head ({h})")}
+            problems.append(f"expected {cache:,} numbers in the cache, got {got_cache:,}"
+                            + (f" ({why[got_cache]})" if got_cache in why else ""))
+        if problems:
+            return f"{where}: " + "; ".join(problems)
     return None
