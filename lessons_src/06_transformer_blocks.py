@@ -649,6 +649,83 @@ assert torch.allclose(stack(src, mask=src_mask), torch_stack(src, src_key_paddin
 print(f"PASS: a 3-layer pre-norm utils Encoder (with its final {type(stack.norm).__name__}) == torch.nn.TransformerEncoder")
 
 # %% [markdown]
+# ## 6. The same attention without its weights
+#
+# Every attention so far returned its weights, so that we could plot them. Training never looks at
+# them. With `need_weights=False`, `MultiHeadAttention` (and the layers, which pass the flag on)
+# hands the same per-head $Q$, $K$, $V$ and the same mask to PyTorch's fused kernel
+# `torch.nn.functional.scaled_dot_product_attention`, which computes
+# $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$ in one call and returns no weights (`None`). Same
+# function, so the same output and the same gradients — including for a query whose keys are all
+# masked: its heads output zeros on both paths, so the layer outputs just the bias of $W_o$.
+
+# %%
+import time
+
+torch.manual_seed(8)
+batch, T = 16, 128
+mha = MultiHeadAttention(64, 4)  # d_model = 64, num_heads = 4
+x = torch.randn(batch, T, 64, requires_grad=True)  # (batch, T, d_model)
+lengths = torch.randint(T // 2, T + 1, (batch,))  # (batch,): real tokens per sequence
+x_mask = padding_mask((torch.arange(T) < lengths[:, None]).long(), 0)  # (batch, 1, T)
+x_mask = x_mask & causal_mask(T)  # (batch, T, T)
+x_mask[0, 5] = False  # query 5 of sequence 0 may attend to nothing
+
+
+def attention_and_gradient(need_weights):
+    """Output, weights and the gradient of a loss with respect to x."""
+    x.grad = None
+    out, w = mha(x, x, x, x_mask, need_weights=need_weights)  # (batch, T, d_model)
+    out.square().sum().backward()
+    return out.detach(), w, x.grad.clone()
+
+
+out_w, weights, grad_w = attention_and_gradient(True)
+out_f, no_weights, grad_f = attention_and_gradient(False)
+assert no_weights is None and weights.shape == (batch, 4, T, T)
+assert torch.allclose(out_f, out_w, atol=1e-5) and torch.allclose(grad_f, grad_w, atol=1e-5)
+assert torch.equal(out_f[0, 5], mha.W_o.bias.detach()) and torch.equal(out_w[0, 5], mha.W_o.bias.detach())
+print("PASS: need_weights=False gives the same output and the same gradient (to 1e-5) as the weights path, "
+      "and no weights (None); the query that may attend to nothing outputs exactly the bias of W_o on both")
+
+# %% [markdown]
+# What it saves: the weights path returns, and keeps for the backward pass, one weight per query,
+# key and head — a `(batch, num_heads, T_q, T_k)` tensor per attention layer; the fused path returns
+# none. And time: measure both, forward and backward, alternating the two so that other work on the
+# computer slows both alike; five repeats of 15 runs each.
+
+# %% tags=["nbval-ignore-output"]
+def seconds(need_weights):
+    start = time.perf_counter()
+    attention_and_gradient(need_weights)
+    return time.perf_counter() - start
+
+
+for _ in range(3):  # warm-up
+    seconds(True), seconds(False)
+ratios = []  # fused time / weights time, one per repeat
+for _ in range(5):
+    runs = [(seconds(True), seconds(False)) for _ in range(15)]
+    with_weights, fused = (float(np.median(t)) for t in zip(*runs))
+    ratios.append(fused / with_weights)
+print(f"weights path: {1000 * with_weights:.1f} ms, fused: {1000 * fused:.1f} ms (last repeat)")
+print("fused / weights time, per repeat:", np.round(ratios, 2))
+print(f"weights kept by the weights path: {weights.numel():,} numbers ({weights.numel() * 4 / 2**20:.0f} MiB) "
+      "for this one layer")
+
+# %% [markdown]
+# How much time the fused path saves depends on the hardware and on the sizes (see the ratios
+# printed above), so the check below claims only that it is not much slower. What it never has to
+# return is the $\text{batch} \times h \times T_q \times T_k$ tensor of weights of every layer. The
+# translator of lesson 07 trains this way and asks for the weights only when it draws them.
+
+# %%
+assert max(ratios) < 1.5
+assert weights.numel() == batch * 4 * T * T == 1_048_576
+print("PASS: in 5 of 5 repeats the fused path took less than 1.5x the time of the weights path; "
+      "the weights path keeps 16 x 4 x 128 x 128 = 1,048,576 weights for this layer")
+
+# %% [markdown]
 # ## Summary
 #
 # * The FFN is one small MLP applied to every position with the same weights; it commutes with
@@ -668,6 +745,9 @@ print(f"PASS: a 3-layer pre-norm utils Encoder (with its final {type(stack.norm)
 #   warm-up, or with pre-norm, every run learned.
 # * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention
 #   with queries from the decoder and keys/values from the encoder.
+# * `need_weights=False` computes the same attention with PyTorch's fused kernel and returns no
+#   weights: the same outputs and gradients, without a weight tensor per layer — the way to train
+#   when nobody looks at the weights.
 # * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's
 #   `TransformerEncoderLayer` / `TransformerDecoderLayer` with copied weights.
 #

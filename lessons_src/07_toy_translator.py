@@ -341,6 +341,10 @@ assert peak == cfg["warmup"]
 # cell's output (the time, the loss) differs from computer to computer: the last bits of a float differ
 # between processors, and 1300 steps of training turn them into a somewhat different model. So every
 # result below is printed in one cell and checked with a tolerance in the next.
+#
+# In training mode the model's attention layers return no weights (`need_weights=False`, lesson 06's
+# fused path: the same numbers, without a weight tensor per layer); in evaluation mode they keep them,
+# for the attention maps below.
 
 # %% tags=["nbval-ignore-output"]
 history = train(model, all_src, all_tgt, steps=cfg["steps"], batch_size=cfg["batch_size"], warmup=cfg["warmup"],

@@ -1,12 +1,15 @@
-"""utils.attention.scaled_dot_product_attention against torch (outputs) and an explicit softmax (weights)."""
+"""utils.attention.scaled_dot_product_attention against torch (outputs) and an explicit softmax (weights);
+its unchecked core attend, with and without weights; the mask and head-weights checks of utils.validation."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from utils.attention import scaled_dot_product_attention
+from utils import validation
+from utils.attention import attend, scaled_dot_product_attention
 from utils.masks import causal_mask, combine_masks, padding_mask
 
 # (q shape, k shape, v shape): 2-D, 3-D, 4-D, broadcast batch dims, T_q != T_k, d_k != d_v.
@@ -235,3 +238,57 @@ def test_other_bad_inputs():
         scaled_dot_product_attention(torch.randn(2, 4, 8), torch.randn(3, 4, 8), torch.randn(3, 4, 8))
     with pytest.raises(ValueError, match=r"dropout_p must be a number in \[0, 1\), got 1.5"):
         scaled_dot_product_attention(x, x, x, dropout_p=1.5)
+
+
+# --- the unchecked core and the shared checks -----------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection")
+@pytest.mark.parametrize("kind", MASK_KINDS + ["empty rows"])
+def test_attend_without_weights_equals_with_weights_forward_and_backward(kind):
+    """attend(need_weights=False) runs torch's fused kernel: the same output and gradients, zero rows kept."""
+    (q, k, v), gen = random_qkv([(2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 4)], torch.float64, seed=3)
+    mask = make_mask(kind.replace("empty rows", "padding"), q.shape, k.shape, gen)
+    if kind == "empty rows":
+        mask = mask.expand(2, 3, 5, 7).clone()
+        mask[0, :, 1] = False  # query 1 of sequence 0 sees nothing, in every head
+    results = []
+    for need_weights in (True, False):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        with torch.autograd.detect_anomaly():
+            out, weights = attend(*leaves, mask, need_weights=need_weights)
+            out.square().sum().backward()
+        assert (weights is None) != need_weights
+        results.append((out, [t.grad for t in leaves]))
+    (out_w, grads_w), (out_f, grads_f) = results
+    torch.testing.assert_close(out_f, out_w, atol=1e-12, rtol=0)
+    for g_f, g_w in zip(grads_f, grads_w):
+        torch.testing.assert_close(g_f, g_w, atol=1e-12, rtol=0)
+    if kind == "empty rows":
+        assert (out_f[0, :, 1] == 0).all()
+
+
+def test_validation_mask_names_the_argument():
+    shape = (2, 4, 5)
+    m = torch.ones(4, 5, dtype=torch.bool)
+    assert validation.mask("tgt_mask", m, shape) is m
+    with pytest.raises(TypeError, match="tgt_mask must be a torch.Tensor, got ndarray"):
+        validation.mask("tgt_mask", m.numpy(), shape)
+    with pytest.raises(ValueError, match=r"tgt_mask must be a bool tensor \(True = may attend\), got dtype "
+                                         r"torch.uint8 with shape \(4, 5\); convert with tgt_mask.bool\(\)"):
+        validation.mask("tgt_mask", m.to(torch.uint8), shape)
+    with pytest.raises(ValueError, match=r"tgt_mask of shape \(5, 4\) must broadcast to the scores' shape "
+                                         r"\(2, 4, 5\) \(..., T_q, T_k\)$"):
+        validation.mask("tgt_mask", m.T, shape)
+    with pytest.raises(ValueError, match=r"\(3, 4, 5\) must broadcast .* for this layer$"):
+        validation.mask("tgt_mask", m.expand(3, 4, 5), shape, "for this layer")
+
+
+def test_validation_head_weights():
+    w = validation.head_weights("weights", torch.rand(2, 3, 4, requires_grad=True))
+    assert isinstance(w, np.ndarray) and w.shape == (2, 3, 4)
+    with pytest.raises(ValueError, match=r"weights must have shape \(num_heads, T_q, T_k\), got \(3, 4\)"):
+        validation.head_weights("weights", np.ones((3, 4)))
+    with pytest.raises(TypeError, match=r"weights must be an array of numbers \(num_heads, T_q, T_k\), got str"):
+        validation.head_weights("weights", "heads")
+    with pytest.raises(TypeError, match="got list"):
+        validation.head_weights("weights", [[[1.0, 2.0]], [[1.0]]])  # ragged

@@ -140,6 +140,44 @@ def test_layer_gradients_equal_torch(norm_first):
                                atol=1e-10, rtol=0)
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_stacks_without_weights_give_the_same_outputs_and_gradients(norm_first):
+    """need_weights=False (torch's fused kernel) passes through the stacks: same numbers, no weights kept."""
+    torch.manual_seed(1)
+    enc = Encoder(D_MODEL, 4, D_FF, 2, norm_first=norm_first).double()
+    dec = Decoder(D_MODEL, 4, D_FF, 2, norm_first=norm_first).double()
+    x, y = torch.randn(3, 6, D_MODEL, dtype=torch.float64), torch.randn(3, 5, D_MODEL, dtype=torch.float64)
+    src, tgt = key_padding(3, 6, 4), key_padding(3, 5, 5)
+    tgt_mask = causal_mask(5) & padding_mask(tgt, 0)  # (batch, T_tgt, T_tgt)
+    results = []
+    for need_weights in (True, False):
+        for m in (enc, dec):
+            m.zero_grad(set_to_none=True)
+        memory = enc(x, padding_mask(src, 0), need_weights=need_weights)
+        out = dec(y, memory, tgt_mask, padding_mask(src, 0), need_weights=need_weights)
+        out.pow(2).sum().backward()
+        grads = [p.grad for m in (enc, dec) for p in m.parameters()]
+        kept = [layer.self_attn_weights for layer in enc.layers] + [layer.cross_attn_weights for layer in dec.layers]
+        assert all((w is None) != need_weights for w in kept)
+        results.append((out, grads))
+    (out_w, grads_w), (out_f, grads_f) = results
+    torch.testing.assert_close(out_f, out_w, atol=1e-10, rtol=0)
+    for g_f, g_w in zip(grads_f, grads_w):
+        torch.testing.assert_close(g_f, g_w, atol=1e-9, rtol=0)
+
+
+def test_layers_without_weights_equal_torch():
+    theirs = torch_decoder_layer(4, False, torch.float64)
+    ours = DecoderLayer.from_torch(theirs)
+    y, m = torch.randn(2, 4, D_MODEL, dtype=torch.float64), torch.randn(2, 3, D_MODEL, dtype=torch.float64)
+    out = ours(y, m, tgt_mask=causal_mask(4), need_weights=False)
+    torch.testing.assert_close(out, theirs(y, m, tgt_mask=~causal_mask(4)), atol=1e-10, rtol=0)
+    theirs_enc = torch_encoder_layer(2, True, torch.float64)
+    x = torch.randn(2, 5, D_MODEL, dtype=torch.float64)
+    out = EncoderLayer.from_torch(theirs_enc)(x, need_weights=False)
+    torch.testing.assert_close(out, theirs_enc(x), atol=1e-10, rtol=0)
+
+
 def test_feed_forward_is_position_wise():
     torch.manual_seed(0)
     ff = FeedForward(D_MODEL, D_FF)
@@ -164,6 +202,8 @@ def test_bad_layer_sizes_and_inputs():
     dec = DecoderLayer(16, 2, 32)
     with pytest.raises(ValueError, match=r"key must have shape \(batch, seq, d_model=16\), got \(2, 3, 4\)"):
         dec(torch.randn(2, 5, 16), torch.randn(2, 3, 4))
+    with pytest.raises(TypeError, match="need_weights must be a bool"):
+        layer(torch.randn(2, 5, 16), need_weights=None)
 
 
 def test_from_torch_rejects_wrong_layers():

@@ -4,9 +4,11 @@ import pytest
 import torch
 from torch import nn
 
+from utils import attention
 from utils.attention import scaled_dot_product_attention
 from utils.masks import causal_mask, padding_mask
-from utils.multihead import MultiHeadAttention, _attend, merge_heads, split_heads
+from utils.attention import attend
+from utils.multihead import MultiHeadAttention, merge_heads, split_heads
 
 ATOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 SHAPES = [(1, 1, 1), (2, 5, 5), (3, 4, 9), (4, 7, 3)]  # (batch, T_q, T_k)
@@ -115,16 +117,33 @@ def test_no_bias_variant_equals_torch():
     torch.testing.assert_close(ours(x, x, x)[0], theirs(x, x, x)[0], atol=1e-10, rtol=0)
 
 
-def test_private_attend_equals_utils_attention():
+def test_attend_is_the_checked_function_without_checks():
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 3, n, 4, generator=g, dtype=torch.float64) for n in (5, 6, 6))
     mask = torch.rand(2, 1, 5, 6, generator=g) > 0.4
     mask[0, 0, 2] = False  # a query with nothing to attend to
     for m in (None, mask):
-        a, wa = _attend(q, k, v, m)
+        a, wa = attend(q, k, v, m)
         b, wb = scaled_dot_product_attention(q, k, v, m)
-        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
-        torch.testing.assert_close(wa, wb, atol=1e-12, rtol=0)
+        assert torch.equal(a, b) and torch.equal(wa, wb)
+
+
+def test_multihead_attention_computes_with_utils_attention_attend(monkeypatch):
+    """MultiHeadAttention has no attention of its own: it calls lesson 03's utils.attention.attend."""
+    import utils.multihead
+
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(args[5] if len(args) > 5 else kwargs.get("need_weights", True))
+        return attention.attend(*args, **kwargs)
+
+    monkeypatch.setattr(utils.multihead, "attend", spy)
+    _, ours = pair(8, 2)
+    x = torch.randn(1, 3, 8)
+    ours(x, x, x)
+    ours(x, x, x, need_weights=False)
+    assert calls == [True, False]
 
 
 def test_split_and_merge_heads_are_inverse():
@@ -242,3 +261,131 @@ def test_masked_gradients_equal_torch():
     theirs(x_t, x_t, x_t, attn_mask=~causal_mask(6), key_padding_mask=tokens == 0)[0].pow(2).sum().backward()
     torch.testing.assert_close(x.grad, x_t.grad, atol=1e-10, rtol=0)
     torch.testing.assert_close(ours.W_k.weight.grad, theirs.in_proj_weight.grad[16:32], atol=1e-10, rtol=0)
+
+
+# --- need_weights=False: torch's fused kernel, the same numbers -------------------------------------
+
+FUSED_SHAPES = [(1, 1, 1), (2, 5, 5), (3, 4, 9), (4, 7, 3), (2, 16, 16)]  # (batch, T_q, T_k)
+FUSED_MASKS = ["none", "padding", "causal", "causal+padding", "empty rows"]
+
+
+def fused_mask(kind, batch, T_q, T_k, seed=0):
+    """A bool mask (True = may attend) of the given kind; "empty rows" has queries that may attend to nothing."""
+    g = torch.Generator().manual_seed(seed)
+    if kind == "none":
+        return None
+    tokens = lengths_mask(batch, T_k, seed)  # (batch, T_k), at least one real key
+    causal = torch.ones(T_q, T_k, dtype=torch.bool).tril(T_k - T_q)  # (T_q, T_k): the last query sees all
+    if kind == "padding":
+        return padding_mask(tokens, 0)  # (batch, 1, T_k)
+    if kind == "causal":
+        return causal
+    if kind == "causal+padding":
+        return causal & padding_mask(tokens, 0)  # (batch, T_q, T_k), some rows may be empty
+    mask = torch.rand(batch, T_q, T_k, generator=g) > 0.5  # (batch, T_q, T_k)
+    mask[:, 0] = False  # query 0 of every sequence sees nothing
+    mask[0] = False  # and the whole first sequence sees nothing
+    return mask
+
+
+def both_paths(ours, q, kv, mask, dtype):
+    """Outputs and gradients (inputs and every parameter) of the weights path and of the fused path."""
+    results = []
+    for need_weights in (True, False):
+        ours.zero_grad(set_to_none=True)
+        q_, kv_ = (t.detach().clone().requires_grad_() for t in (q, kv))
+        args = (q_, q_, q_) if q is kv else (q_, kv_, kv_)
+        out, w = ours(*args, mask=mask, need_weights=need_weights)
+        assert (w is None) == (not need_weights)
+        out.square().sum().backward()
+        grads = {"query": q_.grad} | ({} if q is kv else {"key": kv_.grad})
+        grads |= {name: p.grad for name, p in ours.named_parameters()}
+        results.append((out, grads))
+    return results
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kind", FUSED_MASKS)
+@pytest.mark.parametrize("num_heads", [1, 4])
+@pytest.mark.parametrize("batch,T_q,T_k", FUSED_SHAPES)
+def test_fused_path_equals_weights_path_cross_attention(dtype, kind, num_heads, batch, T_q, T_k):
+    _, ours = pair(16, num_heads, dtype, seed=10)
+    q = torch.randn(batch, T_q, 16, dtype=dtype)  # (batch, T_q, d_model)
+    kv = torch.randn(batch, T_k, 16, dtype=dtype)  # (batch, T_k, d_model)
+    (out_w, grads_w), (out_f, grads_f) = both_paths(ours, q, kv, fused_mask(kind, batch, T_q, T_k), dtype)
+    torch.testing.assert_close(out_f, out_w, atol=ATOL[dtype], rtol=0)
+    for name in grads_w:
+        assert torch.isfinite(grads_f[name]).all(), name
+        torch.testing.assert_close(grads_f[name], grads_w[name], atol=10 * ATOL[dtype], rtol=0, msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kind", FUSED_MASKS)
+@pytest.mark.parametrize("num_heads", [2, 8])
+@pytest.mark.parametrize("batch,T", [(1, 1), (2, 6), (3, 16)])
+def test_fused_path_equals_weights_path_self_attention(dtype, kind, num_heads, batch, T):
+    _, ours = pair(32, num_heads, dtype, seed=11)
+    x = torch.randn(batch, T, 32, dtype=dtype)  # (batch, T, d_model)
+    (out_w, grads_w), (out_f, grads_f) = both_paths(ours, x, x, fused_mask(kind, batch, T, T, seed=3), dtype)
+    torch.testing.assert_close(out_f, out_w, atol=ATOL[dtype], rtol=0)
+    for name in grads_w:
+        torch.testing.assert_close(grads_f[name], grads_w[name], atol=10 * ATOL[dtype], rtol=0, msg=name)
+
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection")
+def test_fused_path_gives_zero_rows_and_no_nan_forward_or_backward():
+    _, ours = pair(8, 2, torch.float64)
+    x = torch.randn(2, 4, 8, dtype=torch.float64, requires_grad=True)
+    mask = causal_mask(4).expand(2, 4, 4).clone()  # (batch, T, T)
+    mask[0, 0] = False  # batch 0, query 0 may attend to nothing
+    mask[1] = False  # batch 1 sees nothing at all
+    with torch.autograd.detect_anomaly():
+        out, w = ours(x, x, x, mask=mask, need_weights=False)
+        out.square().sum().backward()
+    assert w is None and torch.isfinite(x.grad).all()
+    bias = ours.W_o.bias  # a query that attends to nothing outputs 0 W_o + b_o
+    torch.testing.assert_close(out[0, 0], bias.expand(8), atol=0, rtol=0)
+    torch.testing.assert_close(out[1], bias.expand(4, 8), atol=0, rtol=0)
+
+
+def test_per_head_4d_mask_on_the_fused_path():
+    _, ours = pair(16, 4, torch.float64, seed=5)
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    mask = torch.rand(2, 4, 5, 5, generator=torch.Generator().manual_seed(0)) > 0.5  # some rows empty
+    torch.testing.assert_close(ours(x, x, x, mask, need_weights=False)[0], ours(x, x, x, mask)[0],
+                               atol=1e-10, rtol=0)
+
+
+def test_fused_path_with_dropout_runs_in_training_and_is_exact_in_eval():
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(16, 4, dropout=0.5).train()
+    x = torch.randn(3, 6, 16, requires_grad=True)
+    mask = padding_mask(lengths_mask(3, 6), 0)  # (batch, 1, T)
+    out, w = ours(x, x, x, mask, need_weights=False)
+    out.sum().backward()
+    assert w is None and out.shape == (3, 6, 16) and torch.isfinite(x.grad).all()
+    torch.manual_seed(1)
+    again, _ = ours(x, x, x, mask, need_weights=False)
+    assert not torch.allclose(again, out)  # dropout is random in training mode
+    ours.eval()
+    torch.testing.assert_close(ours(x, x, x, mask, need_weights=False)[0], ours(x, x, x, mask)[0],
+                               atol=1e-5, rtol=0)
+
+
+def test_fused_path_equals_torch_without_weights():
+    theirs, ours = pair(16, 4, torch.float64, seed=12)
+    x = torch.randn(3, 7, 16, dtype=torch.float64)
+    tokens = lengths_mask(3, 7, seed=2)
+    out, w = ours(x, x, x, mask=padding_mask(tokens, 0), need_weights=False)
+    ref, ref_w = theirs(x, x, x, key_padding_mask=tokens == 0, need_weights=False)
+    assert w is None and ref_w is None
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
+
+
+def test_need_weights_must_be_a_bool():
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(TypeError, match="need_weights must be a bool .True or False., got int 0"):
+        mha(x, x, x, need_weights=0)
+    with pytest.raises(TypeError, match="need_weights must be a bool .True or False., got str 'no'"):
+        mha(x, x, x, need_weights="no")

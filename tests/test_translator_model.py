@@ -181,3 +181,18 @@ def test_beam_search_finds_a_more_probable_translation_than_greedy():
     src = tokens(1, 3, 20, 0)
     assert greedy_decode(model, src, 1, 2, max_len=5)[0][0] == 5
     assert beam_search(model, src, 1, 2, beam_size=2, max_len=5) == [6, 8]
+
+
+def test_training_runs_the_fused_kernel_and_eval_keeps_the_weights():
+    """In training mode attention keeps no weights (torch's fused kernel); the logits are the same."""
+    model = make_model()
+    src, tgt = tokens(3, 7, 20, 0, n_pad=2), tokens(3, 5, 30, 1)
+    kept = model(src, tgt)  # eval mode: weights kept for the attention maps
+    assert [w.shape for w in model.cross_attention()] == [(3, 4, 5, 7)] * 2
+    fused = model.train()(src, tgt)  # dropout is 0, so training mode computes the same function
+    assert model.cross_attention() == [None, None]
+    torch.testing.assert_close(fused, kept, atol=1e-5, rtol=0)
+    model(src, tgt, need_weights=True)
+    assert model.cross_attention()[0].shape == (3, 4, 5, 7)
+    with pytest.raises(TypeError, match="need_weights must be a bool"):
+        model(src, tgt, need_weights="yes")

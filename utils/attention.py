@@ -1,4 +1,8 @@
-"""Scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V, returning its weights too."""
+"""Scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V, returning its weights too.
+
+`scaled_dot_product_attention` checks its arguments and calls `attend`, the one function in `utils` that
+computes attention (multi-head attention and every model built on it call `attend` directly).
+"""
 
 import math
 import numbers
@@ -9,23 +13,38 @@ import torch.nn.functional as F
 from utils import validation
 
 
-def _check_mask(mask, scores_shape, q, k):
-    """Raise unless `mask` is bool and broadcastable to the scores' shape (..., T_q, T_k)."""
-    validation.tensor("mask", mask)
-    if mask.dtype != torch.bool:
-        raise ValueError(
-            f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype} with shape "
-            f"{tuple(mask.shape)}; convert with mask.bool() or build it with utils.masks"
-        )
-    try:
-        ok = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"mask of shape {tuple(mask.shape)} must broadcast to the scores' shape "
-            f"{tuple(scores_shape)} (..., T_q, T_k) for q {tuple(q.shape)} and k {tuple(k.shape)}"
-        )
+def attend(q, k, v, mask=None, dropout_p=0.0, need_weights=True):
+    """softmax(q k^T / sqrt(d_k)) v without argument checks: (output (..., T_q, d_v), weights (..., T_q, T_k)).
+
+    mask: bool, True = may attend, broadcastable to the scores (..., T_q, T_k) and on q's device. A query
+    row with no allowed key gets zero weights and a zero output (and no NaN in the backward pass).
+    need_weights=False runs torch's fused kernel instead and returns (output, None).
+    """
+    empty = None
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1), mask-sized: cheap
+        if not has_key.all():
+            # An all -inf row would give softmax 0/0 = NaN, forward and backward: let empty rows see every
+            # key (finite scores) and zero their weights afterwards.
+            empty, mask = ~has_key, mask | ~has_key
+    if not need_weights:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (..., T_q, d_v)
+        return (out if empty is None else out.masked_fill(empty, 0.0)), None
+    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # (..., T_q, T_k): scaling q is cheaper
+    if mask is not None:
+        # Add 0 or -inf: removed keys get exp(-inf) = 0. In place when the shapes allow (the bias is
+        # mask-sized, often (batch, 1, 1, T_k)); adding a constant costs nothing in the backward pass.
+        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
+        if torch.broadcast_shapes(scores.shape, bias.shape) == scores.shape:
+            scores.add_(bias)
+        else:
+            scores = scores + bias  # the mask has batch dimensions that q and k lack
+    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
+    if empty is not None:
+        weights = weights.masked_fill(empty, 0.0)  # queries with nothing to attend to: zero weights
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
@@ -52,23 +71,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
         raise ValueError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
     if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real) or not 0 <= dropout_p < 1:
         raise ValueError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
-    scores_shape = torch.Size((*batch, q.shape[-2], k.shape[-2]))
-    d_k = q.shape[-1]
     if mask is not None:
-        _check_mask(mask, scores_shape, q, k)
+        scores_shape = torch.Size((*batch, q.shape[-2], k.shape[-2]))
+        validation.mask("mask", mask, scores_shape, f"for q {tuple(q.shape)} and k {tuple(k.shape)}")
         mask = mask.to(q.device)
-    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., T_q, T_k) scaling q is cheaper than scores
-    empty_rows = None
-    if mask is not None:
-        # A query with no allowed key attends to nothing: its row of weights is zero. Its scores are
-        # left finite (softmax of an all -inf row is 0/0 = NaN, in the forward and the backward pass).
-        has_key = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
-        if not has_key.all():
-            empty_rows, mask = ~has_key, mask | ~has_key
-        scores = scores.masked_fill(~mask, float("-inf"))  # removed keys: exp(-inf) = 0
-    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
-    if empty_rows is not None:
-        weights = weights.masked_fill(empty_rows, 0.0)  # (..., T_q, T_k)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
+    return attend(q, k, v, mask, dropout_p)

@@ -62,15 +62,19 @@ class EncoderLayer(nn.Module):
         self.norm1 = nn.LayerNorm(d_model, eps=eps)
         self.norm2 = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(dropout)
-        self.self_attn_weights = None  # (batch, h, T, T) of the last forward, for plots
+        self.self_attn_weights = None  # (batch, h, T, T) of the last forward with need_weights, for plots
 
-    def _self_attention(self, x, mask):
-        out, self.self_attn_weights = self.self_attn(x, x, x, mask)
+    def _self_attention(self, x, mask, need_weights):
+        out, self.self_attn_weights = self.self_attn(x, x, x, mask, need_weights=need_weights)
         return out
 
-    def forward(self, x, mask=None):
-        """x (batch, T, d_model); mask broadcastable to (batch, T, T) or (batch, h, T, T)."""
-        x = _sublayer(x, lambda y: self._self_attention(y, mask), self.norm1, self.dropout, self.norm_first)
+    def forward(self, x, mask=None, need_weights=True):
+        """x (batch, T, d_model); mask broadcastable to (batch, T, T) or (batch, h, T, T).
+
+        need_weights=False runs torch's fused attention kernel (same output) and keeps no weights (None).
+        """
+        x = _sublayer(x, lambda y: self._self_attention(y, mask, need_weights), self.norm1, self.dropout,
+                      self.norm_first)
         return _sublayer(x, self.ff, self.norm2, self.dropout, self.norm_first)  # (batch, T, d_model)
 
     @classmethod
@@ -96,22 +100,26 @@ class DecoderLayer(nn.Module):
         self.norm2 = nn.LayerNorm(d_model, eps=eps)
         self.norm3 = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(dropout)
-        self.self_attn_weights = None  # (batch, h, T_tgt, T_tgt) of the last forward
-        self.cross_attn_weights = None  # (batch, h, T_tgt, T_src) of the last forward
+        self.self_attn_weights = None  # (batch, h, T_tgt, T_tgt) of the last forward with need_weights
+        self.cross_attn_weights = None  # (batch, h, T_tgt, T_src) of the last forward with need_weights
 
-    def _self_attention(self, x, mask):
-        out, self.self_attn_weights = self.self_attn(x, x, x, mask)
+    def _self_attention(self, x, mask, need_weights):
+        out, self.self_attn_weights = self.self_attn(x, x, x, mask, need_weights=need_weights)
         return out
 
-    def _cross_attention(self, x, memory, mask):
+    def _cross_attention(self, x, memory, mask, need_weights):
         # Q from the decoder, K and V from the encoder (the reading notes).
-        out, self.cross_attn_weights = self.cross_attn(x, memory, memory, mask)
+        out, self.cross_attn_weights = self.cross_attn(x, memory, memory, mask, need_weights=need_weights)
         return out
 
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
-        """x (batch, T_tgt, d_model), memory (batch, T_src, d_model); masks True = may attend."""
-        x = _sublayer(x, lambda y: self._self_attention(y, tgt_mask), self.norm1, self.dropout, self.norm_first)
-        x = _sublayer(x, lambda y: self._cross_attention(y, memory, memory_mask), self.norm2,
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, need_weights=True):
+        """x (batch, T_tgt, d_model), memory (batch, T_src, d_model); masks True = may attend.
+
+        need_weights=False runs torch's fused attention kernel (same output) and keeps no weights (None).
+        """
+        x = _sublayer(x, lambda y: self._self_attention(y, tgt_mask, need_weights), self.norm1, self.dropout,
+                      self.norm_first)
+        x = _sublayer(x, lambda y: self._cross_attention(y, memory, memory_mask, need_weights), self.norm2,
                       self.dropout, self.norm_first)
         return _sublayer(x, self.ff, self.norm3, self.dropout, self.norm_first)  # (batch, T_tgt, d_model)
 
@@ -135,9 +143,9 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
-    def forward(self, x, mask=None):
+    def forward(self, x, mask=None, need_weights=True):
         for layer in self.layers:
-            x = layer(x, mask)  # (batch, T_src, d_model)
+            x = layer(x, mask, need_weights)  # (batch, T_src, d_model)
         return self.norm(x)
 
     @classmethod
@@ -155,9 +163,9 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, need_weights=True):
         for layer in self.layers:
-            x = layer(x, memory, tgt_mask, memory_mask)  # (batch, T_tgt, d_model)
+            x = layer(x, memory, tgt_mask, memory_mask, need_weights)  # (batch, T_tgt, d_model)
         return self.norm(x)
 
     @classmethod

@@ -13,10 +13,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import validation
-from utils.attention import scaled_dot_product_attention
 from utils.blocks import Encoder
 from utils.masks import padding_mask
-from utils.multihead import MultiHeadAttention, merge_heads, split_heads
+from utils.multihead import MultiHeadAttention, split_heads
 from utils.positional import LearnedPositionalEncoding, PositionalEncoding, apply_rotary, sinusoidal_encoding
 
 PE_KINDS = ("sinusoidal", "learned", "none", "rope", "sinusoidal+offsets")
@@ -78,18 +77,16 @@ def task_batch(task, batch_size, lengths, vocab_size, shift, generator):
 class RotarySelfAttention(MultiHeadAttention):
     """Multi-head self-attention whose per-head q and k are rotated by their positions (RoPE)."""
 
-    def forward(self, query, key, value, mask=None):
+    def forward(self, query, key, value, mask=None, need_weights=True):
         """Same interface as MultiHeadAttention; positions are 0 .. T-1 for both q and k."""
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            self._check_input(name, x)
-        if mask is not None and mask.dim() == 3:
-            mask = mask.unsqueeze(1)  # (batch, 1, T_q or 1, T_k): the same mask for every head
+        self._check_inputs(query, key, value)
+        validation.boolean("need_weights", need_weights)
+        mask = self._head_mask(mask, query, key)  # (batch, 1 or h, T_q or 1, T_k)
         q = apply_rotary(split_heads(self.W_q(query), self.num_heads))  # (batch, h, T_q, d_k)
         k = apply_rotary(split_heads(self.W_k(key), self.num_heads))  # (batch, h, T_k, d_k)
         v = split_heads(self.W_v(value), self.num_heads)  # (batch, h, T_k, d_k): values are not rotated
-        p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)  # (batch, h, T_q, d_k)
-        return self.W_o(merge_heads(heads)), weights  # (batch, T_q, d_model), (batch, h, T_q, T_k)
+        heads, weights = self._attention(q, k, v, mask, need_weights)  # (batch, T_q, d_model)
+        return self.W_o(heads), weights  # (batch, T_q, d_model), (batch, h, T_q, T_k) or None
 
 
 class LengthModel(nn.Module):

@@ -1,13 +1,11 @@
 """Multi-head attention: project, split into heads, attend in each, concatenate, project with W_o."""
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from utils import validation
-from utils.attention import _check_mask
+from utils.attention import attend
 
 
 def split_heads(x, num_heads):
@@ -20,26 +18,6 @@ def merge_heads(x):
     """(batch, num_heads, T, d_k) -> (batch, T, num_heads * d_k): the Concat of the paper."""
     batch, num_heads, T, d_k = x.shape
     return x.transpose(1, 2).reshape(batch, T, num_heads * d_k)
-
-
-def _attend(q, k, v, mask=None, dropout_p=0.0):
-    """softmax(q k^T / sqrt(d_k)) v for (batch, h, T, d_k) heads: the same numbers as
-    utils.attention.scaled_dot_product_attention (a fully masked row gives zeros), with fewer passes
-    over the (batch, h, T_q, T_k) scores: q is scaled instead of the scores, the mask is applied in place."""
-    scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # (batch, h, T_q, T_k)
-    if mask is not None:
-        # Add 0 or -inf in place: removed keys get exp(-inf) = 0. Unlike masked_fill, adding a
-        # constant costs nothing in the backward pass. The bias is mask-sized, often (batch, 1, 1, T_k).
-        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
-        scores.add_(bias)
-    weights = torch.softmax(scores, dim=-1)  # (batch, h, T_q, T_k)
-    if mask is not None:
-        empty = ~mask.any(dim=-1, keepdim=True)  # queries with nothing to attend to (small: mask-sized)
-        if empty.any():
-            weights = weights.masked_fill(empty, 0.0)  # softmax of all -inf is NaN: make the row zeros
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    return weights @ v, weights  # (batch, h, T_q, d_k), (batch, h, T_q, T_k)
 
 
 class MultiHeadAttention(nn.Module):
@@ -105,20 +83,34 @@ class MultiHeadAttention(nn.Module):
             heads.extend(y.unbind(0))
         return heads  # q (batch, h, T_q, d_k), k and v (batch, h, T_k, d_k)
 
-    def forward(self, query, key, value, mask=None):
-        """Return (output (batch, T_q, d_model), per-head weights (batch, num_heads, T_q, T_k))."""
-        self._check_inputs(query, key, value)
-        batch, T_q, T_k = query.shape[0], query.shape[1], key.shape[1]
-        if mask is not None:
-            validation.tensor("mask", mask)
-            if mask.dim() == 3:
-                mask = mask.unsqueeze(1)  # (batch, 1, T_q or 1, T_k): the same mask for every head
-            scores_shape = torch.Size((batch, self.num_heads, T_q, T_k))
-            _check_mask(mask, scores_shape, query, key)
-        q, k, v = self._project(query, key, value)  # (batch, h, T, d_k) each
+    def _head_mask(self, mask, query, key):
+        """Check `mask` against the scores (batch, num_heads, T_q, T_k); a 3-D mask gets a head axis."""
+        if mask is None:
+            return None
+        validation.tensor("mask", mask)
+        if mask.dim() == 3:
+            mask = mask.unsqueeze(1)  # (batch, 1, T_q or 1, T_k): the same mask for every head
+        scores_shape = (query.shape[0], self.num_heads, query.shape[1], key.shape[1])
+        validation.mask("mask", mask, scores_shape, f"for query {tuple(query.shape)} and key {tuple(key.shape)}")
+        return mask.to(query.device)
+
+    def _attention(self, q, k, v, mask, need_weights):
+        """Attention in every head at once with utils.attention.attend: (heads (batch, T_q, d_model), weights)."""
         p = self.dropout if self.training else 0.0
-        heads, weights = _attend(q, k, v, mask, dropout_p=p)  # (batch, h, T_q, d_k)
-        return self.W_o(merge_heads(heads)), weights  # (batch, T_q, d_model), (batch, h, T_q, T_k)
+        heads, weights = attend(q, k, v, mask, p, need_weights)  # (batch, h, T_q, d_k), (batch, h, T_q, T_k)
+        return merge_heads(heads), weights
+
+    def forward(self, query, key, value, mask=None, need_weights=True):
+        """Return (output (batch, T_q, d_model), per-head weights (batch, num_heads, T_q, T_k)).
+
+        need_weights=False computes the same output with torch's fused kernel and returns (output, None).
+        """
+        self._check_inputs(query, key, value)
+        validation.boolean("need_weights", need_weights)
+        mask = self._head_mask(mask, query, key)
+        q, k, v = self._project(query, key, value)  # (batch, h, T, d_k) each
+        heads, weights = self._attention(q, k, v, mask, need_weights)  # (batch, T_q, d_model)
+        return self.W_o(heads), weights  # (batch, T_q, d_model), (batch, h, T_q, T_k) or None
 
     @classmethod
     def from_torch(cls, m):

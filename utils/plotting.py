@@ -241,14 +241,6 @@ def _attention_image(ax, weights, tokens, title, vmax=1.0):
     return im
 
 
-def _check_head_weights(weights):
-    """(num_heads, T_q, T_k) array of attention weights, or raise naming the argument."""
-    weights = np.asarray(weights, dtype=float)
-    if weights.ndim != 3:
-        raise ValueError(f"weights must have shape (num_heads, T_q, T_k), got {weights.shape}")
-    return weights
-
-
 def panel_grid(count, ncols, panel_size):
     """A figure with `count` panels in rows of at most `ncols`: (fig, axes) with axes 2-D, extras included."""
     ncols = min(ncols, count)
@@ -259,7 +251,7 @@ def panel_grid(count, ncols, panel_size):
 
 def plot_head_grid(weights, tokens=None, ncols=4):
     """Every head's attention map side by side: weights (num_heads, T_q, T_k), one panel per head."""
-    weights = _check_head_weights(weights)
+    weights = validation.head_weights("weights", weights)
     num_heads = weights.shape[0]
     fig, axes = panel_grid(num_heads, ncols, (3.2, 3.2))
     for i, ax in enumerate(axes.flat):
@@ -273,7 +265,7 @@ def plot_head_grid(weights, tokens=None, ncols=4):
 
 def plot_head_attention(weights, head=0, tokens=None):
     """The chosen head's attention map next to the average over heads (what torch returns by default)."""
-    weights = _check_head_weights(weights)
+    weights = validation.head_weights("weights", weights)
     num_heads = weights.shape[0]
     head = validation.index("head", head, num_heads, "num_heads")
     fig, (ax_head, ax_mean) = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")

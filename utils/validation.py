@@ -2,6 +2,7 @@
 
 import numbers
 
+import numpy as np
 import torch
 
 
@@ -51,6 +52,41 @@ def tensor(name, value, min_dim=0, floating=False):
     if floating and not value.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
     return value
+
+
+def mask(name, value, scores_shape, context=""):
+    """Return `value` if it is a bool tensor (True = may attend) that broadcasts to `scores_shape`
+    (..., T_q, T_k), else raise naming `name`; `context` (e.g. the q and k shapes) ends the message."""
+    tensor(name, value)
+    if value.dtype != torch.bool:
+        raise ValueError(
+            f"{name} must be a bool tensor (True = may attend), got dtype {value.dtype} with shape "
+            f"{tuple(value.shape)}; convert with {name}.bool() or build it with utils.masks"
+        )
+    scores_shape = torch.Size(scores_shape)
+    try:
+        ok = torch.broadcast_shapes(value.shape, scores_shape) == scores_shape
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{name} of shape {tuple(value.shape)} must broadcast to the scores' shape "
+            f"{tuple(scores_shape)} (..., T_q, T_k)" + (f" {context}" if context else "")
+        )
+    return value
+
+
+def head_weights(name, value):
+    """Return `value` as a float numpy array of shape (num_heads, T_q, T_k), else raise naming `name`."""
+    try:
+        array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be an array of numbers (num_heads, T_q, T_k), got {type(value).__name__}"
+        ) from None
+    if array.ndim != 3:
+        raise ValueError(f"{name} must have shape (num_heads, T_q, T_k), got {array.shape}")
+    return array
 
 
 def boolean(name, value):

@@ -137,7 +137,7 @@ def cross_attention_explorer(model, src_vocab, tgt_vocab, sentence="the big dog 
 
 def head_explorer(weights, tokens=None, head=0):
     """A slider that picks one head of weights (num_heads, T_q, T_k); shown beside the head average."""
-    weights = plotting._check_head_weights(weights)
+    weights = validation.head_weights("weights", weights)
     num_heads = weights.shape[0]
     controls = {"head": W.IntSlider(head, 0, num_heads - 1, 1, description="head")}
 

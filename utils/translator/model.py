@@ -63,29 +63,40 @@ class Seq2SeqTransformer(nn.Module):
         x = embedding(tokens) * math.sqrt(self.d_model)  # (batch, T, d_model), scaled as in the paper
         return self.dropout(x + self.pe[:tokens.shape[1]])  # (batch, T, d_model)
 
-    def encode(self, src):
+    def _need_weights(self, need_weights):
+        """None means: keep the attention weights in eval mode (for the maps), train on the fused kernel."""
+        return not self.training if need_weights is None else validation.boolean("need_weights", need_weights)
+
+    def encode(self, src, need_weights=None):
         """src (batch, S) ids -> (memory (batch, S, d_model), src_mask (batch, 1, S): True on real tokens)."""
         self._check_tokens("src", src, self.config["src_vocab_size"])
         src_mask = padding_mask(src, self.pad_id)  # (batch, 1, S)
-        return self.encoder(self._embed(self.src_embed, src), src_mask), src_mask
+        memory = self.encoder(self._embed(self.src_embed, src), src_mask, self._need_weights(need_weights))
+        return memory, src_mask
 
-    def decode(self, tgt, memory, src_mask):
+    def decode(self, tgt, memory, src_mask, need_weights=None):
         """tgt (batch, T) ids seen so far -> logits (batch, T, tgt_vocab): position t predicts token t + 1."""
         self._check_tokens("tgt", tgt, self.config["tgt_vocab_size"])
         T = tgt.shape[1]
         tgt_mask = combine_masks(causal_mask(T, device=tgt.device), padding_mask(tgt, self.pad_id))  # (batch, T, T)
-        h = self.decoder(self._embed(self.tgt_embed, tgt), memory, tgt_mask, src_mask)  # (batch, T, d_model)
+        h = self.decoder(self._embed(self.tgt_embed, tgt), memory, tgt_mask, src_mask,
+                         self._need_weights(need_weights))  # (batch, T, d_model)
         return self.generator(h)  # (batch, T, tgt_vocab)
 
-    def forward(self, src, tgt):
-        """Teacher forcing: logits (batch, T, tgt_vocab) for every position of tgt at once."""
-        memory, src_mask = self.encode(src)  # (batch, S, d_model), (batch, 1, S)
+    def forward(self, src, tgt, need_weights=None):
+        """Teacher forcing: logits (batch, T, tgt_vocab) for every position of tgt at once.
+
+        need_weights (default: not self.training) keeps every layer's attention weights for
+        cross_attention(); without them attention runs torch's fused kernel (same logits, faster).
+        """
+        memory, src_mask = self.encode(src, need_weights)  # (batch, S, d_model), (batch, 1, S)
         if tgt.shape[0] != src.shape[0]:
             raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
-        return self.decode(tgt, memory, src_mask)
+        return self.decode(tgt, memory, src_mask, need_weights)
 
     def cross_attention(self):
-        """The last forward's cross-attention weights, one (batch, num_heads, T_tgt, T_src) tensor per layer."""
+        """The last forward's cross-attention weights, one (batch, num_heads, T_tgt, T_src) tensor per layer
+        (None after a forward without weights, e.g. in training mode)."""
         return [layer.cross_attn_weights for layer in self.decoder.layers]
 
 
