@@ -13,12 +13,12 @@ def test_shift_right_puts_bos_first_and_drops_the_last_target():
     y = torch.tensor([[5, 6, 7, 8], [1, 2, 3, 4]])  # (batch, T)
     assert shift_right(y, bos_id=9).tolist() == [[9, 5, 6, 7], [9, 1, 2, 3]]
     assert shift_right(torch.tensor([3]), bos_id=0).tolist() == [0]  # 1-D, T = 1
-    assert shift_right(torch.arange(4, dtype=torch.int32), bos_id=-1).dtype == torch.int32
+    assert shift_right(torch.arange(4, dtype=torch.int32), bos_id=9).dtype == torch.int32
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 9])
 def test_shifted_position_i_sees_only_earlier_targets(T):
-    holds = shift_right(torch.arange(T), bos_id=-1)  # (T,) which target each input position holds
+    holds = shift_right(torch.arange(T) + 1, bos_id=0) - 1  # (T,) which target each input position holds (<bos>: -1)
     mask = causal_mask(T)
     for i in range(T):
         assert (holds[mask[i]] < i).all(), f"position {i} sees a target at or after its own"
@@ -29,10 +29,12 @@ def test_shifted_position_i_sees_only_earlier_targets(T):
 @pytest.mark.parametrize("targets, bos_id, error, message", [
     ([1, 2], 0, TypeError, "targets must be a torch.Tensor, got list"),
     (torch.tensor(3), 0, ValueError, "targets must have at least 1 dimensions, got shape ()"),
-    (torch.tensor([1.0, 2.0]), 0, ValueError, "targets must be an integer tensor of token ids, got dtype torch.float32"),
-    (torch.tensor([True]), 0, ValueError, "targets must be an integer tensor of token ids, got dtype torch.bool"),
-    (torch.tensor([1, 2]), 0.5, TypeError, "bos_id must be an int token id, got float 0.5"),
-    (torch.tensor([1, 2]), True, TypeError, "bos_id must be an int token id, got bool True"),
+    (torch.tensor([1.0, 2.0]), 0, ValueError, "targets must be an integer tensor, got dtype torch.float32"),
+    (torch.tensor([True]), 0, ValueError, "targets must be an integer tensor, got dtype torch.bool"),
+    (torch.tensor([1, 2]), 0.5, TypeError, "bos_id must be an int, got float 0.5"),
+    (torch.tensor([1, 2]), True, TypeError, "bos_id must be an int, got bool True"),
+    (torch.tensor([1, 2]), -1, ValueError, "bos_id must be an int >= 0 (a token id), got -1"),
+    (torch.tensor([1, -2]), 0, ValueError, "targets must hold token ids >= 0, got min -2 and max 1"),
 ])
 def test_shift_right_bad_input(targets, bos_id, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -78,7 +80,7 @@ def test_fit_next_token_is_reproducible():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    (dict(shift=1, seed=0), TypeError, "shift must be True or False, got int 1"),
+    (dict(shift=1, seed=0), TypeError, r"shift must be a bool \(True or False\), got int 1"),
     (dict(shift=True, seed=-1), ValueError, "seed must be an int in"),
     (dict(shift=True, seed=0.5), TypeError, "seed must be an int, got float 0.5"),
     (dict(shift=True, seed=0, steps=0), ValueError, "steps must be a positive int, got 0"),
