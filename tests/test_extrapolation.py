@@ -268,7 +268,7 @@ def test_figures_use_one_colour_per_variant():
             plot_position_accuracy(bad, 8)
     with pytest.raises(ValueError, match=r"maps\[0\] must have shape \(T_q, T_k\), got \(3,\)"):
         plot_copy_heads([np.ones(3)], ["a"], 2)
-    with pytest.raises(ValueError, match="one title per map"):
+    with pytest.raises(ValueError, match=r"titles must have shape \(one per map=1,\), got \(2,\)"):
         plot_copy_heads([np.eye(3)], ["a", "b"], 2)
 
 

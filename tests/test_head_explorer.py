@@ -62,3 +62,11 @@ def test_head_explorer_has_a_head_slider_that_redraws(monkeypatch):
     assert drawn == [1]  # drawn once on creation
     slider.value = 2
     assert drawn == [1, 2]  # moving the slider redraws the new head
+
+
+def test_widget_bad_head_raises_by_name():
+    w = np.full((3, 4, 4), 0.25)
+    with pytest.raises(ValueError, match=r"head must be an int in \[0, num_heads=3\), got 3"):
+        widgets.head_explorer(w, head=3)
+    with pytest.raises(ValueError, match=r"count must be a positive int, got 0"):
+        plotting.panel_grid(0, 4, (1, 1))

@@ -136,3 +136,14 @@ def test_offset_dot_products_reads_the_table():
 def test_offset_dot_products_bad_input(kwargs, err, match):
     with pytest.raises(err, match=match):
         plotting.offset_dot_products(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(k=61), ValueError, r"k must be an int in \[-60, 60\], got 61"),
+    (dict(t=51), ValueError, r"t must be an int in \[0, 50\] \(a position\), got 51"),
+    (dict(pair=32), ValueError, r"pair must be an int in \[0, d_model/2=32\), got 32"),
+    (dict(d_model=7), ValueError, r"d_model must be even"),
+])
+def test_widget_bad_input_raises_by_name(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        widgets.offset_explorer(**kwargs)

@@ -191,3 +191,9 @@ def test_2d_dot_product_depends_only_on_the_2d_offset():
 def test_2d_bad_input(args, exc, match):
     with pytest.raises(exc, match=match):
         sinusoidal_encoding_2d(*args)
+
+
+@pytest.mark.parametrize("dropout, error", [(1.0, ValueError), ("0.1", TypeError)])
+def test_learned_pe_bad_dropout(dropout, error):
+    with pytest.raises(error, match=r"dropout must be a probability in \[0, 1\)"):
+        LearnedPositionalEncoding(10, 8, dropout=dropout)

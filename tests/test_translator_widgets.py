@@ -148,3 +148,15 @@ def test_head_scores_heatmaps_with_a_colorbar():
         plot_head_scores({}, "t")
     with pytest.raises(ValueError, match=r"scores\['b'\] must have shape \(num_layers=2, num_heads=2\), got \(3,\)"):
         plot_head_scores({"a": a, "b": np.ones(3)}, "t")
+
+
+def test_explorer_bad_input_raises_by_name(setup):
+    model, ds = setup
+    with pytest.raises(ValueError, match=r"layer must be an int in \[0, num_layers=2\), got 2"):
+        cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, layer=2)
+    with pytest.raises(ValueError, match=r"head must be an int in \[0, num_heads=2\), got 5"):
+        cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, head=5)
+    with pytest.raises(TypeError, match="model must be a Seq2SeqTransformer, got str"):
+        cross_attention_explorer("model", ds.src_vocab, ds.tgt_vocab)
+    with pytest.raises(TypeError, match="sentence must be a str, got list"):
+        cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, sentence=["the"])

@@ -343,8 +343,7 @@ def plot_copy_heads(maps, titles, train_len):
     """A row of attention maps (query x key) on one colour scale with its colorbar; dashed where training stopped."""
     maps = [validation.shape(f"maps[{i}]", np.asarray(m, dtype=float), ("T_q", "T_k"))
             for i, m in enumerate(validation.non_empty("maps", maps, (list, tuple), "list of 2-D arrays"))]
-    if len(titles) != len(maps):
-        raise ValueError(f"titles must give one title per map ({len(maps)}), got {len(titles)}")
+    validation.shape("titles", np.asarray(titles, dtype=object), (("one per map", len(maps)),))
     fig, axes = plt.subplots(1, len(maps), figsize=(3.9 * len(maps) + 0.8, 4), layout="constrained", squeeze=False)
     for ax, m, title in zip(axes[0], maps, titles):
         image = ax.imshow(m, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")

@@ -14,8 +14,8 @@ from utils.positional import sinusoidal_encoding
 
 def shift_right(targets, bos_id):
     """Decoder input (..., T) = <bos>, y_1 .. y_{T-1} for targets (..., T) = y_1 .. y_T: position i holds y_{i-1}."""
-    validation.token_ids("targets", targets)
-    validation.token_id("bos_id", bos_id)
+    validation.int_tensor("targets", targets)
+    validation.integer("bos_id", bos_id)  # any int: a lesson marks <bos> with -1 to tell it from every target
     bos = torch.full_like(targets[..., :1], bos_id)  # (..., 1)
     return torch.cat([bos, targets[..., :-1]], dim=-1)  # (..., T)
 

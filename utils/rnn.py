@@ -80,8 +80,7 @@ def step_factors(rnn, x):
     """
     _check_rnn(rnn)
     _check_batch("x", x, rnn.input_size)
-    if x.shape[1] < 2:  # a length rule of this measurement only
-        raise ValueError(f"x must have at least 2 positions (one step back), got shape {tuple(x.shape)}")
+    validation.integer("x.shape[1] (seq)", x.shape[1], minimum=2, why="one step back")
     W_hh = rnn.weight_hh_l0.detach().to(x.dtype)  # (d_hidden, d_hidden)
     with torch.no_grad():
         h, _ = rnn(x)  # (batch, seq, d_hidden)
