@@ -3,14 +3,13 @@
 import contextlib
 import math
 
-import torch
 from torch import nn
 
 from utils import validation
 from utils.blocks import Decoder, Encoder
 from utils.masks import causal_mask, combine_masks, padding_mask
 from utils.positional import sinusoidal_encoding
-from utils.translator.config import TranslatorConfig  # noqa: F401  (also importable from here)
+from utils.translator.config import TranslatorConfig
 
 
 class Seq2SeqTransformer(nn.Module):
