@@ -62,7 +62,7 @@ def probes(steps):
     ds = make_dataset(**recipe.DATA)
     src, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)  # (N, S), (N, T)
     torch.manual_seed(recipe.MODEL_SEED)
-    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), **recipe.MODEL)
+    model = Seq2SeqTransformer(recipe.MODEL)
     history = train(model, src, tgt, **dict(recipe.TRAIN, steps=steps), progress=False)
     out[f"translator losses, {steps} steps"] = digest(torch.tensor(history["loss"]))
     return out

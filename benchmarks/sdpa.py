@@ -51,7 +51,7 @@ def main():
     for i in range(max(5, args.repeats // 3)):
         start = time.perf_counter()
         fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", temperature=1 + i % 3,
-                                      mask="causal+padding", query=i % 8)
+                                      mask_kind="causal+padding", query=i % 8)
         fig.canvas.draw()  # rasterise, as the inline backend does
         renders.append(time.perf_counter() - start)
         plt.close(fig)

@@ -9,6 +9,7 @@ Usage: python benchmarks/translator.py [--steps N] [--ratio-steps N] [--model-se
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -30,7 +31,7 @@ from utils.translator.train import loss_fn, make_optimizer, shift_targets, train
 def step_time_ratio(config, src, tgt, steps, batch_size, seed=0):
     """Median time of one training step (forward, backward, Adam) of ours / torch.nn.Transformer's, interleaved."""
     torch.manual_seed(seed)
-    models = {"ours": Seq2SeqTransformer(**config), "torch": TorchSeq2Seq(config)}
+    models = {"ours": Seq2SeqTransformer(config), "torch": TorchSeq2Seq(config)}
     opts = {k: make_optimizer(m)[0] for k, m in models.items()}
     times = {"ours": [], "torch": []}
     data = batches(src, tgt, batch_size, seed)
@@ -41,7 +42,7 @@ def step_time_ratio(config, src, tgt, steps, batch_size, seed=0):
             model, opt = models[name], opts[name]
             model.train()
             start = time.perf_counter()
-            loss = loss_fn(model(s, decoder_input), labels, config["pad_id"])
+            loss = loss_fn(model(s, decoder_input), labels, config.pad_id)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -62,7 +63,8 @@ def main():
     ds = make_dataset(**recipe.DATA)
     src, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)
     torch.manual_seed(args.model_seed)
-    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), **recipe.MODEL)
+    assert (recipe.MODEL.src_vocab_size, recipe.MODEL.tgt_vocab_size) == (len(ds.src_vocab), len(ds.tgt_vocab))
+    model = Seq2SeqTransformer(recipe.MODEL)
     cpu0 = time.process_time()
     history = train(model, src, tgt, progress=False, **cfg)
     cpu_train = time.process_time() - cpu0
@@ -94,7 +96,7 @@ def main():
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 2),
-        "model": model.config,
+        "model": dataclasses.asdict(model.config),
         "train": cfg,
     }, indent=2))
 

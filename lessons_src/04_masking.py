@@ -515,13 +515,13 @@ print("nn.MultiheadAttention returns NaN for the fully-masked rows (and the rest
 # Its state with both masks on a padded sentence:
 
 # %%
-fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask="causal+padding", query=5)
+fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+padding", query=5)
 
 # %% [markdown]
 # Now live (on GitHub the widget is not live; run the notebook):
 
 # %% tags=["nbval-ignore-output"]
-attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask="causal+padding", query=5)
+attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+padding", query=5)
 
 # %% [markdown]
 # ## Summary

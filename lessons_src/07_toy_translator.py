@@ -45,6 +45,7 @@ if "google.colab" in sys.modules:
 # fast on a shared computer (Binder, Colab).
 
 # %%
+import dataclasses
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -246,7 +247,7 @@ assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus
 
 # %%
 torch.manual_seed(recipe.MODEL_SEED)
-model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), **recipe.MODEL)
+model = Seq2SeqTransformer(recipe.MODEL)  # a TranslatorConfig: vocabulary sizes, d_model, num_heads, ...
 counts = parameter_counts(model)
 for part, n in counts.items():
     print(f"{part:>18}: {n:7,d}")
@@ -585,7 +586,7 @@ with tempfile.TemporaryDirectory() as tmp:
     save_checkpoint(path, model, ds.src_vocab, ds.tgt_vocab)
     loaded, src_vocab, tgt_vocab = load_checkpoint(path)
     try:
-        load_checkpoint(path, model=Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), d_model=32))
+        load_checkpoint(path, model=Seq2SeqTransformer(dataclasses.replace(recipe.MODEL, d_model=32)))
     except ValueError as err:
         print("mismatched model: ValueError:", err)
 same = all(translate(loaded, " ".join(p.src), src_vocab, tgt_vocab) == translate(model, " ".join(p.src), ds.src_vocab,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from utils import plotting, widgets
-from utils.attention_map import MASKS, attention_map, explorer_mask, token_embeddings
+from utils.attention_map import MASK_KINDS, attention_map, explorer_mask, token_embeddings
 from utils.positional import sinusoidal_encoding
 
 SENTENCE = "YOUR CAT IS A LOVELY CAT <pad> <pad>"
@@ -34,10 +34,10 @@ def test_embeddings_are_seeded_per_word():
     assert not torch.equal(token_embeddings(TOKENS, seed=1), x)
 
 
-@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("mask_kind", MASK_KINDS)
 @pytest.mark.parametrize("scale, temperature, positional", [(True, 1.0, False), (False, 3.0, True), (True, 0.2, True)])
-def test_attention_map_equals_explicit_softmax(scale, temperature, positional, mask):
-    weights, allowed = attention_map(SENTENCE, scale, temperature, positional, mask)
+def test_attention_map_equals_explicit_softmax(scale, temperature, positional, mask_kind):
+    weights, allowed = attention_map(SENTENCE, scale, temperature, positional, mask_kind)
     assert weights.shape == allowed.shape == (8, 8)
     expected = explicit_map(TOKENS, scale, temperature, positional, allowed.numpy())
     np.testing.assert_allclose(weights.numpy(), expected, atol=1e-12)
@@ -68,12 +68,12 @@ def test_unscaled_is_scaled_at_lower_temperature():
     torch.testing.assert_close(a, b)
 
 
-@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("mask_kind", MASK_KINDS)
 @pytest.mark.parametrize("query", [0, 5, 7])
-def test_render_draws_the_weights_and_the_chosen_row(mask, query):
+def test_render_draws_the_weights_and_the_chosen_row(mask_kind, query):
     fig = plotting.plot_attention_explorer(SENTENCE, scale=True, temperature=2.0, positional=True,
-                                           mask=mask, query=query)
-    weights, allowed = attention_map(SENTENCE, True, 2.0, True, mask)
+                                           mask_kind=mask_kind, query=query)
+    weights, allowed = attention_map(SENTENCE, True, 2.0, True, mask_kind)
     ax_map, ax_bar = fig.axes[0], fig.axes[1]
     drawn = np.asarray(ax_map.images[0].get_array())
     np.testing.assert_array_equal(drawn, weights.numpy())
@@ -87,7 +87,7 @@ def test_render_draws_the_weights_and_the_chosen_row(mask, query):
     assert [t.get_text() for t in ax_bar.get_xticklabels()] == TOKENS
     blocked = ax_map.lines[0].get_xydata() if ax_map.lines else np.empty((0, 2))
     assert len(blocked) == int((~allowed).sum())  # one marker per masked cell
-    assert "mask=" + mask in ax_map.get_title()
+    assert "mask=" + mask_kind in ax_map.get_title()
 
 
 def test_plot_attention_without_query_draws_only_the_heatmap():
@@ -104,18 +104,26 @@ def test_plot_attention_cross_attention_shape():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match=r"weights must have shape \(T_q, 3\) for 3 tokens, got \(3, 4\)"):
+    with pytest.raises(ValueError, match=r"weights must have shape \(T_q, len\(tokens\)=3\), got \(3, 4\)"):
         plotting.plot_attention("a b c", np.zeros((3, 4)))
-    with pytest.raises(ValueError, match=r"query must be in \[0, 3\), got 3"):
+    with pytest.raises(ValueError, match=r"query must be an int in \[0, T_q=3\), got 3"):
         plotting.plot_attention("a b c", np.zeros((3, 3)), query=3)
-    with pytest.raises(ValueError, match=r"mask must be one of \('none', 'causal', 'padding', 'causal\+padding'\), got 'future'"):
-        attention_map("a b", mask="future")
+    with pytest.raises(ValueError, match=r"mask_kind must be one of \('none', 'causal', 'padding', 'causal\+padding'\), got 'future'"):
+        attention_map("a b", mask_kind="future")
+    with pytest.raises(TypeError, match=r"mask_kind must be one of .*, got bool True"):
+        explorer_mask("a b", True)
     with pytest.raises(ValueError, match="temperature must be > 0, got 0"):
         attention_map("a b", temperature=0)
-    with pytest.raises(TypeError, match=r"tokens must be a str or a list of str, got list \[1, 2\]"):
+    with pytest.raises(TypeError, match=r"tokens\[0\] must be a str, got int"):
         attention_map([1, 2])
-    with pytest.raises(ValueError, match="tokens must hold at least one token, got none"):
+    with pytest.raises(TypeError, match=r"tokens must be a non-empty str or list of str, got int"):
+        attention_map(3)
+    with pytest.raises(ValueError, match="tokens must be a non-empty str or list of str, got an empty one"):
         attention_map("")
+    with pytest.raises(TypeError, match=r"scale must be a bool \(True or False\), got str 'yes'"):
+        attention_map("a b", scale="yes")
+    with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*63\)"):
+        token_embeddings("a", seed=-1)
     with pytest.raises(ValueError, match="d_model must be a positive int, got 0"):
         token_embeddings("a", d_model=0)
 
@@ -131,8 +139,17 @@ def find(widget, cls, description):
     raise AssertionError(f"no {cls.__name__} described {description!r}")
 
 
+def test_widget_bad_input_raises_by_name():
+    with pytest.raises(ValueError, match=r"mask_kind must be one of"):
+        widgets.attention_explorer(SENTENCE, mask_kind="future")
+    with pytest.raises(ValueError, match=r"query must be an int in \[0, len\(tokens\)=8\), got 8"):
+        widgets.attention_explorer(SENTENCE, query=8)
+    with pytest.raises(TypeError, match=r"positional must be a bool"):
+        widgets.attention_explorer(SENTENCE, positional=1)
+
+
 def test_widget_builds_and_every_control_redraws(monkeypatch):
-    import ipywidgets as W
+    import ipywidgets
 
     drawn = []
 
@@ -144,14 +161,14 @@ def test_widget_builds_and_every_control_redraws(monkeypatch):
     real = plotting.plot_attention_explorer
     monkeypatch.setattr(plotting, "plot_attention_explorer", recording_render)
     box = widgets.attention_explorer(SENTENCE)
-    assert isinstance(box, W.VBox) and isinstance(box.children[-1], W.Output)
+    assert isinstance(box, ipywidgets.VBox) and isinstance(box.children[-1], ipywidgets.Output)
     assert len(drawn) == 1 and drawn[0][0]["scale"] is True and drawn[0][0]["tokens"] == TOKENS
-    query = find(box, W.Dropdown, "query token")
+    query = find(box, ipywidgets.Dropdown, "query token")
     assert query.options == tuple((f"{i}: {t}", i) for i, t in enumerate(TOKENS))
-    changes = [(find(box, W.Checkbox, "scale by 1/√d_k"), "scale", False),
-               (find(box, W.FloatLogSlider, "temperature"), "temperature", 3.0),
-               (find(box, W.Checkbox, "add positional encoding"), "positional", True),
-               (find(box, W.Dropdown, "mask"), "mask", "causal+padding"),
+    changes = [(find(box, ipywidgets.Checkbox, "scale by 1/√d_k"), "scale", False),
+               (find(box, ipywidgets.FloatLogSlider, "temperature"), "temperature", 3.0),
+               (find(box, ipywidgets.Checkbox, "add positional encoding"), "positional", True),
+               (find(box, ipywidgets.Dropdown, "mask"), "mask_kind", "causal+padding"),
                (query, "query", 5)]
     for control, name, value in changes:
         before = len(drawn)
@@ -160,18 +177,18 @@ def test_widget_builds_and_every_control_redraws(monkeypatch):
         values, fig = drawn[-1]
         assert values[name] == value
         weights, _ = attention_map(TOKENS, values["scale"], values["temperature"], values["positional"],
-                                   values["mask"])
+                                   values["mask_kind"])
         np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), weights.numpy())
     assert drawn[-1][0] == dict(tokens=TOKENS, scale=False, temperature=3.0, positional=True,
-                                mask="causal+padding", query=5, d_model=16, seed=0)
+                                mask_kind="causal+padding", query=5, d_model=16, seed=0)
 
 
 def test_left_padded_sentence_has_empty_rows_drawn_as_zeros():
     tokens = "<pad> <pad> THE CAT SAT"
-    weights, allowed = attention_map(tokens, mask="causal+padding")
+    weights, allowed = attention_map(tokens, mask_kind="causal+padding")
     assert (~allowed.any(dim=1)).tolist() == [True, True, False, False, False]
     assert torch.all(weights[:2] == 0) and not torch.isnan(weights).any()
-    fig = plotting.plot_attention_explorer(tokens, mask="causal+padding", query=0)
+    fig = plotting.plot_attention_explorer(tokens, mask_kind="causal+padding", query=0)
     np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), weights.numpy())
     assert [bar.get_height() for bar in fig.axes[1].patches] == [0.0] * 5
     assert "row sums to 0.000" in fig.axes[1].get_title()

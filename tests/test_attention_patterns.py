@@ -112,7 +112,7 @@ def test_weight_on_sums_the_keys_of_every_occurrence():
     (lambda: random_projections(8, 4, seed=-1), ValueError, "seed"),
     (lambda: projected_weights([[1.0]], torch.ones(1, 1), torch.ones(1, 1)), TypeError, "X"),
     (lambda: projected_weights(torch.ones(3, 4), torch.ones(5, 2), torch.ones(4, 2)), ValueError, "W_q"),
-    (lambda: projected_weights(torch.ones(3, 4), torch.ones(4, 2), torch.ones(4, 3)), ValueError, "W_q and W_k"),
+    (lambda: projected_weights(torch.ones(3, 4), torch.ones(4, 2), torch.ones(4, 3)), ValueError, r"W_k must have shape \(d_model=4, d_k of W_q=2\), got \(4, 3\)"),
     (lambda: projected_weights(torch.ones(3, 4), torch.ones(4, 2), torch.ones(4, 2, dtype=torch.long)),
      ValueError, "W_k"),
     (lambda: sentence_map(3, *random_projections(8, 2), d_model=8), TypeError, "tokens"),

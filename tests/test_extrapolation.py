@@ -26,11 +26,11 @@ def test_delayed_copy_targets_are_the_input_shifted():
 
 @pytest.mark.parametrize("args, exc, match", [
     ((0, 5, 10, 2), ValueError, "batch_size must be a positive int, got 0"),
-    ((2, 5, 2, 2), ValueError, "vocab_size must be >= 3"),
+    ((2, 5, 2, 2), ValueError, r"vocab_size must be an int >= 3 \(PAD and at least two symbols\), got 2"),
     ((2, 5, 10, 0), ValueError, "shift must be a positive int, got 0"),
     ((2, 2, 10, 2), ValueError, "lengths must be 2 ints > shift=2, got \\[2, 2\\]"),
-    ((2, torch.tensor([4, 5, 6]), 10, 2), ValueError, "lengths must be 2 ints"),
-    ((2, torch.tensor([4.0, 5.0]), 10, 2), ValueError, "lengths must be 2 ints"),
+    ((2, torch.tensor([4, 5, 6]), 10, 2), ValueError, r"lengths must have shape \(batch_size=2,\), got \(3,\)"),
+    ((2, torch.tensor([4.0, 5.0]), 10, 2), ValueError, "lengths must be an integer tensor, got dtype torch.float32"),
     ((2, 5.0, 10, 2), TypeError, "lengths must be a torch.Tensor, got float"),
 ])
 def test_delayed_copy_bad_input(args, exc, match):
@@ -97,8 +97,14 @@ def test_rotary_attention_scores_depend_only_on_offset():
 
 
 def test_model_bad_input():
-    with pytest.raises(ValueError, match="pe must be one of .*'sinusoidal'.*got 'alibi'"):
+    with pytest.raises(ValueError, match="pe_kind must be one of .*'sinusoidal'.*got 'alibi'"):
         LengthModel(10, "alibi", train_len=8)
+    with pytest.raises(TypeError, match="pe_kind must be one of .*got NoneType None"):
+        LengthModel(10, None, train_len=8)
+    with pytest.raises(ValueError, match=r"tokens must hold token ids in \[0, vocab_size=10\), got min 1 and max 10"):
+        LengthModel(10, "none", train_len=8)(torch.tensor([[1, 10]]))
+    with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*63\)"):
+        train("none", 1, seed=-1)
     with pytest.raises(ValueError, match="train_len must be a positive int, got 0"):
         LengthModel(10, "none", train_len=0)
     with pytest.raises(ValueError, match="steps must be a positive int, got 0"):
@@ -125,37 +131,6 @@ def test_evaluate_and_accuracy_by_position():
     pos = accuracy_by_position(model, 8, batch_size=8)
     assert pos.shape == (8,) and torch.isnan(pos[:2]).all() and not torch.isnan(pos[2:]).any()
     assert evaluate(model, [8], batch_size=8) == evaluate(model, [8], batch_size=8)  # fixed eval set
-
-
-def test_plot_accuracy_vs_length_draws_the_numbers():
-    import numpy as np
-    from matplotlib.patches import Rectangle
-
-    from utils.plotting import plot_accuracy_vs_length
-    acc = {"a": {8: 1.0, 16: 0.9, 32: 0.5}, "b": {16: 1.0, 8: 0.95, 32: math.nan}}
-    fig = plot_accuracy_vs_length(acc, 16, chance=0.1, dashed=("b",))
-    ax = fig.axes[0]
-    lines = {l.get_label(): l for l in ax.lines}
-    assert list(lines["a"].get_xdata()) == [8, 16, 32] and list(lines["a"].get_ydata()) == [1.0, 0.9, 0.5]
-    assert np.isnan(lines["b"].get_ydata()[2]) and lines["b"].get_linestyle() == "--"
-    assert list(lines["chance (0.10)"].get_ydata()) == [0.1, 0.1]
-    span = [p for p in ax.patches if isinstance(p, Rectangle)]
-    assert len(span) == 1 and (span[0].get_x(), span[0].get_width()) == (0, 16)
-    with pytest.raises(ValueError, match="accuracy must be a non-empty dict"):
-        plot_accuracy_vs_length({}, 16)
-
-
-def test_plot_attention_maps_draws_each_map():
-    import numpy as np
-
-    from utils.plotting import plot_attention_maps
-    maps = [np.eye(4), np.full((4, 4), 0.25)]
-    fig = plot_attention_maps(maps, ["x", "y"], train_len=2)
-    assert [ax.get_title() for ax in fig.axes] == ["x", "y"]
-    for ax, m in zip(fig.axes, maps):
-        assert np.array_equal(ax.images[0].get_array(), m)
-    with pytest.raises(ValueError, match="one per title"):
-        plot_attention_maps(maps, ["x"])
 
 
 def test_attention_on_source_reads_the_shifted_diagonal():
@@ -200,10 +175,12 @@ def test_offsets_shift_the_sinusoidal_table():
     x = model.embed(tokens[:1]) + model.table[3:8]
     h = model.encoder(x, torch.ones(1, 1, 5, dtype=torch.bool))
     assert torch.allclose(model.readout(h), moved[:1], atol=1e-5)
-    for bad in (torch.tensor([0, -1]), torch.tensor([0, 1020]), torch.tensor([0.0, 1.0]), torch.tensor([1])):
-        with pytest.raises(ValueError, match="offsets must be 2 ints"):
+    for bad, words in ((torch.tensor([0, -1]), "offsets must be 2 ints"), (torch.tensor([0, 1020]), "offsets must be 2 ints"),
+                       (torch.tensor([0.0, 1.0]), "offsets must be an integer tensor"),
+                       (torch.tensor([1]), r"offsets must have shape \(batch=2,\)")):
+        with pytest.raises(ValueError, match=words):
             model(tokens, offsets=bad)
-    with pytest.raises(ValueError, match="offsets apply to pe='sinusoidal\\+offsets' only"):
+    with pytest.raises(ValueError, match="offsets apply to pe_kind='sinusoidal\\+offsets' only"):
         LengthModel(10, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32)(tokens, offsets=torch.tensor([1, 1]))
 
 
@@ -214,7 +191,7 @@ def test_train_with_offsets_and_absolute_task():
     assert len(l1) == 5 and l1 != l2  # same seed, but the offsets change what the model sees
     _, l3 = train("learned", 5, task="absolute", shift=3, **kw)
     assert len(l3) == 5
-    with pytest.raises(ValueError, match="max_position must be >= train_len=6, got 4"):
+    with pytest.raises(ValueError, match=r"max_position must be an int >= 6 \(train_len=6\), got 4"):
         train("sinusoidal+offsets", 5, max_position=4, **kw)
     with pytest.raises(ValueError, match="task must be one of"):
         train("none", 5, task="sort", **kw)
@@ -284,12 +261,14 @@ def test_figures_use_one_colour_per_variant():
     assert [ax.get_title() for ax in fig.axes[:2]] == ["x", "y"] and len(fig.axes) == 3  # two maps + colorbar
     assert np.array_equal(fig.axes[1].images[0].get_array(), np.full((4, 4), 0.25))
     plt.close(fig)
-    for bad in ({}, None):
-        with pytest.raises(ValueError, match="must be a non-empty dict"):
+    for bad, error in (({}, ValueError), (None, TypeError)):
+        with pytest.raises(error, match="ranges must be a non-empty dict"):
             plot_accuracy_ranges(bad, 8)
-        with pytest.raises(ValueError, match="must be a non-empty dict"):
+        with pytest.raises(error, match="by_position must be a non-empty dict"):
             plot_position_accuracy(bad, 8)
-    with pytest.raises(ValueError, match="one per title"):
+    with pytest.raises(ValueError, match=r"maps\[0\] must have shape \(T_q, T_k\), got \(3,\)"):
+        plot_copy_heads([np.ones(3)], ["a"], 2)
+    with pytest.raises(ValueError, match=r"titles must have shape \(one per map=1,\), got \(2,\)"):
         plot_copy_heads([np.eye(3)], ["a", "b"], 2)
 
 

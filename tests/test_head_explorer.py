@@ -1,6 +1,6 @@
 """The per-head attention plots and the head-picker widget: what is drawn, and that the slider redraws."""
 
-import ipywidgets as W
+import ipywidgets
 import numpy as np
 import pytest
 
@@ -53,12 +53,20 @@ def test_head_explorer_has_a_head_slider_that_redraws(monkeypatch):
 
     monkeypatch.setattr(plotting, "plot_head_attention", spy)
     box = widgets.head_explorer(w, head=1)
-    assert isinstance(box, W.VBox)
-    sliders = [c for c in box.children[0].children if isinstance(c, W.IntSlider)]
+    assert isinstance(box, ipywidgets.VBox)
+    sliders = [c for c in box.children[0].children if isinstance(c, ipywidgets.IntSlider)]
     assert len(sliders) == 1
     slider = sliders[0]
     assert (slider.description, slider.min, slider.max, slider.value) == ("head", 0, 2, 1)
-    assert isinstance(box.children[1], W.Output)
+    assert isinstance(box.children[1], ipywidgets.Output)
     assert drawn == [1]  # drawn once on creation
     slider.value = 2
     assert drawn == [1, 2]  # moving the slider redraws the new head
+
+
+def test_widget_bad_head_raises_by_name():
+    w = np.full((3, 4, 4), 0.25)
+    with pytest.raises(ValueError, match=r"head must be an int in \[0, num_heads=3\), got 3"):
+        widgets.head_explorer(w, head=3)
+    with pytest.raises(ValueError, match=r"count must be a positive int, got 0"):
+        plotting.panel_grid(0, 4, (1, 1))

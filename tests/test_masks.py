@@ -63,8 +63,8 @@ def test_causal_mask_bad_n(n, error, message):
 
 
 @pytest.mark.parametrize("tokens, message", [
-    (torch.tensor([[1.0, 2.0, 0.0]]), r"tokens must be an integer tensor of token ids, got dtype torch.float32 with shape \(1, 3\)"),
-    (torch.tensor([True, False]), r"tokens must be an integer tensor of token ids, got dtype torch.bool with shape \(2,\)"),
+    (torch.tensor([[1.0, 2.0, 0.0]]), r"tokens must be an integer tensor, got dtype torch.float32 with shape \(1, 3\)"),
+    (torch.tensor([True, False]), r"tokens must be an integer tensor, got dtype torch.bool with shape \(2,\)"),
 ])
 def test_padding_mask_non_integer_tokens(tokens, message):
     with pytest.raises(ValueError, match=message):
@@ -76,8 +76,12 @@ def test_padding_mask_other_bad_input():
         padding_mask([1, 2, 0], 0)
     with pytest.raises(ValueError, match=r"tokens must have at least 1 dimensions, got shape \(\)"):
         padding_mask(torch.tensor(3), 0)
-    with pytest.raises(TypeError, match="pad_id must be an int token id, got float 0.0"):
+    with pytest.raises(TypeError, match="pad_id must be an int, got float 0.0"):
         padding_mask(torch.tensor([1, 0]), 0.0)
+    with pytest.raises(ValueError, match=r"pad_id must be an int >= 0 \(a token id\), got -1"):
+        padding_mask(torch.tensor([1, 0]), -1)
+    with pytest.raises(ValueError, match=r"tokens must hold token ids >= 0, got min -2 and max 1"):
+        padding_mask(torch.tensor([1, -2]), 0)
 
 
 def test_combine_masks_bad_input():

@@ -29,10 +29,10 @@ def test_shifted_position_i_sees_only_earlier_targets(T):
 @pytest.mark.parametrize("targets, bos_id, error, message", [
     ([1, 2], 0, TypeError, "targets must be a torch.Tensor, got list"),
     (torch.tensor(3), 0, ValueError, "targets must have at least 1 dimensions, got shape ()"),
-    (torch.tensor([1.0, 2.0]), 0, ValueError, "targets must be an integer tensor of token ids, got dtype torch.float32"),
-    (torch.tensor([True]), 0, ValueError, "targets must be an integer tensor of token ids, got dtype torch.bool"),
-    (torch.tensor([1, 2]), 0.5, TypeError, "bos_id must be an int token id, got float 0.5"),
-    (torch.tensor([1, 2]), True, TypeError, "bos_id must be an int token id, got bool True"),
+    (torch.tensor([1.0, 2.0]), 0, ValueError, "targets must be an integer tensor, got dtype torch.float32"),
+    (torch.tensor([True]), 0, ValueError, "targets must be an integer tensor, got dtype torch.bool"),
+    (torch.tensor([1, 2]), 0.5, TypeError, "bos_id must be an int, got float 0.5"),
+    (torch.tensor([1, 2]), True, TypeError, "bos_id must be an int, got bool True"),
 ])
 def test_shift_right_bad_input(targets, bos_id, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -78,7 +78,7 @@ def test_fit_next_token_is_reproducible():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    (dict(shift=1, seed=0), TypeError, "shift must be True or False, got int 1"),
+    (dict(shift=1, seed=0), TypeError, r"shift must be a bool \(True or False\), got int 1"),
     (dict(shift=True, seed=-1), ValueError, "seed must be an int in"),
     (dict(shift=True, seed=0.5), TypeError, "seed must be an int, got float 0.5"),
     (dict(shift=True, seed=0, steps=0), ValueError, "steps must be a positive int, got 0"),
@@ -93,3 +93,12 @@ def test_fit_next_token_bad_input(kwargs, error, message):
 def test_chance_bad_input():
     with pytest.raises(ValueError, match="vocab_size must be a positive int, got 0"):
         chance(0)
+
+
+def test_model_rejects_ids_outside_its_vocabulary():
+    model = CausalAttentionLM(vocab_size=4, d_model=8, max_len=4)
+    model(torch.tensor([[4, 0]]))  # id 4 is <bos>
+    with pytest.raises(ValueError, match=r"tokens must hold token ids in \[0, vocab_size=5\), got min 0 and max 5"):
+        model(torch.tensor([[5, 0]]))
+    with pytest.raises(ValueError, match="tokens must be an integer tensor"):
+        model(torch.zeros(1, 2))

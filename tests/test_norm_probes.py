@@ -146,7 +146,8 @@ def test_plot_loss_curves_one_line_per_seed_in_the_variant_colour():
     (lambda: train_copy_task(True, -0.01, 1), ValueError, "lr"),
     (lambda: train_copy_task(True, 0.01, 1, steps=0), ValueError, "steps"),
     (lambda: train_copy_task(True, 0.01, 1, d_model=10), ValueError, "d_model"),
-    (lambda: plot_loss_curves({}, "t"), TypeError, "losses"),
+    (lambda: plot_loss_curves({}, "t"), ValueError, "losses must be a non-empty dict of variant -> array, got an empty one"),
+    (lambda: plot_loss_curves([], "t"), TypeError, "losses must be a non-empty dict of variant -> array, got list"),
     (lambda: plot_loss_curves({"no-norm": np.ones((1, 3))}, "t"), ValueError, "no-norm"),
     (lambda: plot_loss_curves({"post-norm": np.ones(3)}, "t"), ValueError, "(seeds, steps)"),
 ])

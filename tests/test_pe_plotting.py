@@ -1,6 +1,6 @@
 """plot_pe_heatmap draws the PE table and the chosen position's vector; pe_explorer's sliders redraw it."""
 
-import ipywidgets as W
+import ipywidgets
 import matplotlib.pyplot as plt
 import nbformat
 import numpy as np
@@ -76,11 +76,11 @@ def test_explorer_has_its_sliders_and_an_output():
     widget = pe_explorer()
     controls = controls_of(widget)
     assert list(controls) == ["max_len", "d_model", "base", "position"]
-    assert isinstance(controls["max_len"], W.IntSlider) and controls["max_len"].value == 100
-    assert isinstance(controls["d_model"], W.IntSlider) and controls["d_model"].step == 2
-    assert isinstance(controls["base"], W.FloatLogSlider) and controls["base"].value == 10000.0
-    assert isinstance(controls["position"], W.IntSlider) and controls["position"].max == 99
-    assert isinstance(widget.children[1], W.Output)
+    assert isinstance(controls["max_len"], ipywidgets.IntSlider) and controls["max_len"].value == 100
+    assert isinstance(controls["d_model"], ipywidgets.IntSlider) and controls["d_model"].step == 2
+    assert isinstance(controls["base"], ipywidgets.FloatLogSlider) and controls["base"].value == 10000.0
+    assert isinstance(controls["position"], ipywidgets.IntSlider) and controls["position"].max == 99
+    assert isinstance(widget.children[1], ipywidgets.Output)
     assert not controls["max_len"].continuous_update and controls["position"].continuous_update
     assert plt.get_fignums() == []  # each drawn figure is closed after it is shown
 

@@ -107,9 +107,9 @@ def test_rotary_gradients_flow():
     (lambda: apply_rotary([[1.0, 2.0]]), TypeError, "x must be a torch.Tensor"),
     (lambda: apply_rotary(torch.ones(4)), ValueError, "x must have at least 2 dimensions"),
     (lambda: apply_rotary(torch.ones(3, 4, dtype=torch.long)), ValueError, "x must be a floating-point"),
-    (lambda: apply_rotary(torch.ones(3, 5)), ValueError, "even last dimension.*\\(3, 5\\)"),
-    (lambda: apply_rotary(torch.ones(3, 4), torch.arange(4)), ValueError, "one position per row of x \\(3\\), got 4"),
-    (lambda: apply_rotary(torch.ones(3, 4), torch.zeros(3, 1)), ValueError, "positions must be 1-D.*\\(3, 1\\)"),
+    (lambda: apply_rotary(torch.ones(3, 5)), ValueError, "x.shape\\[-1\\] must be divisible by 2 \\(pairs are rotated\\), got x.shape\\[-1\\]=5"),
+    (lambda: apply_rotary(torch.ones(3, 4), torch.arange(4)), ValueError, "positions must have shape \\(seq=3,\\), got \\(4,\\)"),
+    (lambda: apply_rotary(torch.ones(3, 4), torch.zeros(3, 1)), ValueError, "positions must have shape \\(T,\\), got \\(3, 1\\)"),
     (lambda: apply_rotary(torch.ones(3, 4), "012"), TypeError, "positions must be a torch.Tensor, got str"),
     (lambda: apply_rotary(torch.ones(3, 4), torch.ones(3, dtype=torch.bool)), ValueError, "integer or real.*bool"),
     (lambda: apply_rotary(torch.ones(2, 4), [0.0, float("nan")]), ValueError, "positions must be finite"),
@@ -152,7 +152,7 @@ def test_learned_pe_has_no_vector_past_max_len():
 @pytest.mark.parametrize("call, exc, match", [
     (lambda: LearnedPositionalEncoding(0, 8), ValueError, "max_len must be a positive int, got 0"),
     (lambda: LearnedPositionalEncoding(10, 2.5), TypeError, "d_model must be an int, got float"),
-    (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(2, 3, 6)), ValueError, "d_model=8 features.*\\(2, 3, 6\\)"),
+    (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(2, 3, 6)), ValueError, "x must have shape \\(\\.\\.\\., seq, d_model=8\\), got \\(2, 3, 6\\)"),
     (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(8)), ValueError, "x must have at least 2 dimensions"),
     (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(2, 8, dtype=torch.long)), ValueError, "floating-point"),
     (lambda: LearnedPositionalEncoding(10, 8)(None), TypeError, "x must be a torch.Tensor, got NoneType"),
@@ -185,9 +185,15 @@ def test_2d_dot_product_depends_only_on_the_2d_offset():
 @pytest.mark.parametrize("args, exc, match", [
     ((0, 4, 8), ValueError, "height must be a positive int, got 0"),
     ((4, -1, 8), ValueError, "width must be a positive int, got -1"),
-    ((4, 4, 6), ValueError, "d_model must be divisible by 4.*got 6"),
+    ((4, 4, 6), ValueError, "d_model must be divisible by 4 \\(sin/cos pairs for rows and columns\\), got d_model=6"),
     ((4, 4, 8.0), TypeError, "d_model must be an int, got float"),
 ])
 def test_2d_bad_input(args, exc, match):
     with pytest.raises(exc, match=match):
         sinusoidal_encoding_2d(*args)
+
+
+@pytest.mark.parametrize("dropout, error", [(1.0, ValueError), ("0.1", TypeError)])
+def test_learned_pe_bad_dropout(dropout, error):
+    with pytest.raises(error, match=r"dropout must be a probability in \[0, 1\)"):
+        LearnedPositionalEncoding(10, 8, dropout=dropout)

@@ -134,7 +134,8 @@ def test_tensors_and_batches(ds):
     ({"n_test": 1.5}, TypeError, "n_test must be an int"),
     ({"seed": "a"}, TypeError, "seed must be an int"),
     ({"n_test_unseen": 0}, ValueError, "n_test_unseen must be a positive int"),
-    ({"n_adjective_forms": 11}, ValueError, r"n_adjective_forms must be in \[0, 10\], got 11"),
+    ({"n_adjective_forms": 11}, ValueError, r"n_adjective_forms must be an int in \[0, 10\], got 11"),
+    ({"seed": -1}, ValueError, r"seed must be an int in \[0, 2\*\*63\)"),
     ({"n_verb_forms": 1.0}, TypeError, "n_verb_forms must be an int"),
 ])
 def test_make_dataset_bad_input(kwargs, error, match):
@@ -155,19 +156,27 @@ def test_vocab_bad_input(words, match):
 def test_vocab_encode_and_decode_bad_input(ds):
     with pytest.raises(TypeError, match="words must be a list of words, got the str"):
         ds.src_vocab.encode("the dog")
-    with pytest.raises(ValueError, match=r"ids must be in \[0, 61\), got 99"):
+    with pytest.raises(ValueError, match=r"ids must be an int in \[0, 60\] \(a token id of a vocabulary of 61\), got 99"):
         ds.src_vocab.decode([99])
 
 
 def test_batches_and_padding_bad_input():
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         next(batches(torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, 3, dtype=torch.long), 0, seed=0))
-    with pytest.raises(ValueError, match="same number of sentences, got 4 and 5"):
+    with pytest.raises(ValueError, match=r"tgt must have shape \(number of src sentences=4, T\), got \(5, 3\)"):
         next(batches(torch.zeros(4, 3, dtype=torch.long), torch.zeros(5, 3, dtype=torch.long), 2, seed=0))
-    with pytest.raises(ValueError, match="seqs must hold at least one"):
+    with pytest.raises(ValueError, match="src must be an integer tensor"):
+        next(batches(torch.zeros(4, 3), torch.zeros(4, 3, dtype=torch.long), 2, seed=0))
+    with pytest.raises(TypeError, match="seed must be an int, got float 0.5"):
+        next(batches(torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, 3, dtype=torch.long), 2, seed=0.5))
+    with pytest.raises(ValueError, match="seqs must be a non-empty list of id lists, got an empty one"):
         pad_sequences([], 0)
-    with pytest.raises(ValueError, match="pairs must hold at least one"):
+    with pytest.raises(TypeError, match="pad_id must be an int, got str"):
+        pad_sequences([[1]], "0")
+    with pytest.raises(ValueError, match="pairs must be a non-empty list of Pairs, got an empty one"):
         to_tensors([], None, None)
+    with pytest.raises(TypeError, match="src_vocab must be a Vocab, got NoneType"):
+        to_tensors([make_pair("the dog sees a cat".split())], None, None)
 
 
 def test_sampler_covers_the_grammar():

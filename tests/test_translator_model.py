@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from utils.translator.decode import greedy_decode, translate
-from utils.translator.model import Seq2SeqTransformer, parameter_counts
+from utils.translator.model import Seq2SeqTransformer, TranslatorConfig, eval_mode, parameter_counts
 from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours
 from utils.translator.vocab import Vocab
 
@@ -15,7 +15,7 @@ def make_model(**kw):
     torch.manual_seed(0)
     cfg = dict(src_vocab_size=20, tgt_vocab_size=30, d_model=32, num_heads=4, d_ff=64, num_layers=2)
     cfg.update(kw)
-    return Seq2SeqTransformer(**cfg).eval()
+    return Seq2SeqTransformer(TranslatorConfig(**cfg)).eval()
 
 
 def tokens(batch, T, vocab, seed, n_pad=0):
@@ -77,14 +77,14 @@ class ScriptedModel(Seq2SeqTransformer):
 
     def decode(self, tgt, memory, src_mask):
         script = [5, 6, 7, 2] + [9] * 100
-        logits = torch.zeros(tgt.shape[0], tgt.shape[1], self.config["tgt_vocab_size"])
+        logits = torch.zeros(tgt.shape[0], tgt.shape[1], self.config.tgt_vocab_size)
         for t in range(tgt.shape[1]):
             logits[:, t, script[t]] = 1.0
         return logits
 
 
 def test_greedy_decoding_stops_at_eos_and_at_the_length_guard():
-    model = ScriptedModel(20, 30, 32, 4, 64, 1)
+    model = ScriptedModel(TranslatorConfig(20, 30, 32, 4, 64, 1))
     src = tokens(2, 4, 20, 0)
     assert greedy_decode(model, src, bos_id=1, eos_id=2, max_len=10) == [[5, 6, 7]] * 2
     assert greedy_decode(model, src, bos_id=1, eos_id=2, max_len=2) == [[5, 6]] * 2
@@ -110,26 +110,47 @@ def test_translate_bad_input():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"d_model": 30, "num_heads": 4}, ValueError, "d_model must be divisible by num_heads"),
+    ({"d_model": 30, "num_heads": 4}, ValueError, "d_model must be divisible by num_heads=4, got d_model=30"),
     ({"d_model": 33}, ValueError, "d_model must be even"),
     ({"num_layers": 0}, ValueError, "num_layers must be a positive int"),
     ({"src_vocab_size": 2.5}, TypeError, "src_vocab_size must be an int"),
-    ({"dropout": 1.0}, ValueError, r"dropout must be a number in \[0, 1\)"),
-    ({"pad_id": 40}, ValueError, "pad_id must be an int id inside both vocabularies"),
+    ({"dropout": 1.0}, ValueError, r"dropout must be a probability in \[0, 1\), got 1.0"),
+    ({"dropout": "0.1"}, TypeError, r"dropout must be a probability in \[0, 1\), got str '0.1'"),
+    ({"pad_id": 40}, ValueError, r"pad_id must be an int in \[0, 19\] \(a token id of a vocabulary of 20\), got 40"),
+    ({"pad_id": 0.0}, TypeError, "pad_id must be an int, got float 0.0"),
+    ({"norm_first": 1}, TypeError, r"norm_first must be a bool \(True or False\), got int 1"),
 ])
 def test_model_config_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         make_model(**kwargs)
 
 
+def test_config_is_one_dataclass():
+    import dataclasses
+
+    config = TranslatorConfig(20, 30, d_model=32, dropout=0)
+    assert config.dropout == 0.0 and isinstance(config.dropout, float)  # normalised
+    assert dataclasses.replace(config, num_layers=3).differences(config) == {"num_layers": (3, 2)}
+    assert TranslatorConfig(**dataclasses.asdict(config)) == config
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.d_model = 64
+    with pytest.raises(TypeError, match="config must be a TranslatorConfig, got dict"):
+        Seq2SeqTransformer(dataclasses.asdict(config))
+    with pytest.raises(TypeError, match="config must be a TranslatorConfig, got dict"):
+        TorchSeq2Seq(dataclasses.asdict(config))
+    with pytest.raises(TypeError, match="other must be a TranslatorConfig, got dict"):
+        config.differences({})
+
+
 @pytest.mark.parametrize("src, tgt, error, match", [
     ([[4, 5]], None, TypeError, "src must be a torch.Tensor, got list"),
     (torch.ones(2, 3), None, ValueError, "src must be an integer tensor"),
     (torch.ones(3, dtype=torch.long), None, ValueError, r"src must have shape \(batch, seq\)"),
-    (torch.full((1, 3), 20), None, ValueError, r"src ids must be in \[0, 20\), got min 20"),
+    (torch.ones(2, 0, dtype=torch.long), None, ValueError, r"src.shape\[1\] \(seq\) must be a positive int, got 0"),
+    (torch.full((1, 3), 20), None, ValueError, r"src must hold token ids in \[0, vocab_size=20\), got min 20"),
     (torch.ones(1, 65, dtype=torch.long), None, ValueError, "src has 65 positions, more than max_len=64"),
-    (None, torch.full((1, 3), -1), ValueError, r"tgt ids must be in \[0, 30\)"),
-    (None, torch.ones(2, 3, dtype=torch.long), ValueError, "same batch size, got 1 and 2"),
+    (None, torch.full((1, 3), -1), ValueError, r"tgt must hold token ids in \[0, vocab_size=30\)"),
+    (None, torch.ones(2, 3, dtype=torch.long), ValueError, r"tgt must have shape \(batch of src=1, T\), got \(2, 3\)"),
 ])
 def test_forward_bad_input(src, tgt, error, match):
     model = make_model()
@@ -142,7 +163,7 @@ def test_forward_bad_input(src, tgt, error, match):
 def test_beam_search():
     from utils.translator.decode import beam_search
 
-    scripted = ScriptedModel(20, 30, 32, 4, 64, 1)
+    scripted = ScriptedModel(TranslatorConfig(20, 30, 32, 4, 64, 1))
     src = tokens(1, 4, 20, 0)
     assert beam_search(scripted, src, 1, 2, beam_size=3, max_len=10) == [5, 6, 7]
     model = make_model()
@@ -150,10 +171,16 @@ def test_beam_search():
         src = tokens(1, 5, 20, seed)
         # beam size 1 is greedy decoding (a random model: the length guard stops it)
         assert beam_search(model, src, 1, 2, beam_size=1, max_len=6) == greedy_decode(model, src, 1, 2, max_len=6)[0]
-    with pytest.raises(ValueError, match=r"src must hold one sentence, shape \(1, S\), got \(2, 5\)"):
+    with pytest.raises(ValueError, match=r"src must have shape \(1, S\), got \(2, 5\)"):
         beam_search(model, tokens(2, 5, 20, 0), 1, 2)
     with pytest.raises(ValueError, match="beam_size must be a positive int"):
         beam_search(model, src, 1, 2, beam_size=0)
+    with pytest.raises(ValueError, match=r"eos_id must be an int in \[0, 29\]"):
+        beam_search(model, src, 1, 30)
+    with pytest.raises(TypeError, match="model must be a Seq2SeqTransformer, got Linear"):
+        beam_search(torch.nn.Linear(2, 2), src, 1, 2)
+    with pytest.raises(TypeError, match="bos_id must be an int, got float 1.0"):
+        greedy_decode(model, src, 1.0, 2)
 
 
 def test_beam_search_finds_a_more_probable_translation_than_greedy():
@@ -162,7 +189,7 @@ def test_beam_search_finds_a_more_probable_translation_than_greedy():
 
     class Trap(Seq2SeqTransformer):
         def decode(self, tgt, memory, src_mask):
-            V = self.config["tgt_vocab_size"]
+            V = self.config.tgt_vocab_size
             probs = torch.full((tgt.shape[0], tgt.shape[1], V), 1e-6)
             for b in range(tgt.shape[0]):
                 for t in range(tgt.shape[1]):
@@ -177,7 +204,7 @@ def test_beam_search_finds_a_more_probable_translation_than_greedy():
                         probs[b, t, 2] = 1.0  # then <eos>
             return probs.log()
 
-    model = Trap(20, 30, 32, 4, 64, 1)
+    model = Trap(TranslatorConfig(20, 30, 32, 4, 64, 1))
     src = tokens(1, 3, 20, 0)
     assert greedy_decode(model, src, 1, 2, max_len=5)[0][0] == 5
     assert beam_search(model, src, 1, 2, beam_size=2, max_len=5) == [6, 8]
@@ -196,3 +223,46 @@ def test_training_runs_the_fused_kernel_and_eval_keeps_the_weights():
     assert model.cross_attention()[0].shape == (3, 4, 5, 7)
     with pytest.raises(TypeError, match="need_weights must be a bool"):
         model(src, tgt, need_weights="yes")
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_eval_mode_restores_the_mode_after_normal_exit_and_after_an_exception(training):
+    model = make_model().train(training)
+    model.encoder.train(not training)  # a submodule in the other mode gets its own mode back too
+    before = [m.training for m in model.modules()]
+    with eval_mode(model) as inside:
+        assert inside is model and not any(m.training for m in model.modules())
+    assert [m.training for m in model.modules()] == before
+    with pytest.raises(Boom):
+        with eval_mode(model):
+            assert not model.training
+            raise Boom
+    assert [m.training for m in model.modules()] == before
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module, got str"):
+        with eval_mode("model"):
+            pass
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_decoding_restores_the_mode_even_when_it_raises(training):
+    from utils.translator.decode import beam_search
+
+    class Failing(Seq2SeqTransformer):
+        def decode(self, tgt, memory, src_mask):
+            assert not self.training  # decoding runs in eval mode
+            raise Boom
+
+    model = Failing(TranslatorConfig(20, 30, 32, 4, 64, 1)).train(training)
+    src = tokens(1, 4, 20, 0)
+    for decode in (lambda: greedy_decode(model, src, 1, 2), lambda: beam_search(model, src, 1, 2)):
+        with pytest.raises(Boom):
+            decode()
+        assert model.training is training and model.decoder.training is training
+    good = make_model().train(training)
+    greedy_decode(good, src, 1, 2, max_len=3)
+    beam_search(good, src, 1, 2, max_len=3)
+    assert good.training is training

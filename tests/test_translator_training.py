@@ -1,5 +1,7 @@
 """Training (the loss falls in a few seconds), the warm-up schedule, checkpoints, evaluation and bad input."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -9,7 +11,7 @@ from utils.translator.decode import translate
 from utils.translator.evaluate import (agreement_attention, alignment_accuracy, all_but_heldout_right, bleu,
                                        evaluate, exact_match, heldout_form_probability, heldout_substitutions,
                                        token_accuracy)
-from utils.translator.model import Seq2SeqTransformer
+from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
 from utils.translator.train import ProgressLine, loss_fn, noam_lr, shift_targets, train
 
 
@@ -22,8 +24,8 @@ def ds():
 def trained(ds):
     """A tiny model after 60 steps: enough for the loss to fall, not to translate."""
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), d_model=32, num_heads=2, d_ff=64,
-                               num_layers=1)
+    model = Seq2SeqTransformer(TranslatorConfig(len(ds.src_vocab), len(ds.tgt_vocab), d_model=32, num_heads=2,
+                                                d_ff=64, num_layers=1))
     src, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)
     history = train(model, src, tgt, steps=60, batch_size=32, warmup=20, seed=0, num_threads=1, progress=False)
     return model, history
@@ -43,7 +45,7 @@ def test_training_is_deterministic(ds):
     runs = []
     for _ in range(2):
         torch.manual_seed(5)
-        model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1)
+        model = Seq2SeqTransformer(TranslatorConfig(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1))
         runs.append(train(model, src, tgt, steps=5, batch_size=16, seed=2, num_threads=1, progress=False)["loss"])
     assert runs[0] == runs[1]
 
@@ -82,7 +84,7 @@ def test_checkpoint_round_trip(trained, ds, tmp_path):
     for p in ds.test[:5]:
         sentence = " ".join(p.src)
         assert translate(loaded, sentence, src_vocab, tgt_vocab) == translate(model, sentence, ds.src_vocab, ds.tgt_vocab)
-    fresh = Seq2SeqTransformer(**model.config)
+    fresh = Seq2SeqTransformer(model.config)
     load_checkpoint(path, model=fresh)
     for a, b in zip(fresh.state_dict().values(), model.state_dict().values()):
         assert torch.equal(a, b)
@@ -92,7 +94,7 @@ def test_checkpoint_bad_input(trained, ds, tmp_path):
     model, _ = trained
     path = tmp_path / "translator.pt"
     save_checkpoint(path, model, ds.src_vocab, ds.tgt_vocab)
-    other = Seq2SeqTransformer(**{**model.config, "d_model": 64, "num_layers": 2})
+    other = Seq2SeqTransformer(dataclasses.replace(model.config, d_model=64, num_layers=2))
     with pytest.raises(ValueError, match="d_model: checkpoint 32 vs model 64, num_layers: checkpoint 1 vs model 2"):
         load_checkpoint(path, model=other)
     with pytest.raises(FileNotFoundError, match="does not exist"):
@@ -132,7 +134,7 @@ def test_evaluate_and_alignment_accuracy_shapes(trained, ds):
 
 def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds):
     """Force every head to put its weight on the gold source word: accuracy 1; on another word: 0."""
-    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1)
+    model = Seq2SeqTransformer(TranslatorConfig(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1))
     pairs = ds.test[:8]
     gold = [list(p.alignment) for p in pairs]
 
@@ -156,7 +158,9 @@ def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds):
 
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"steps": 0}, ValueError, "steps must be a positive int"),
-    ({"label_smoothing": 1.5}, ValueError, r"label_smoothing must be in \[0, 1\)"),
+    ({"label_smoothing": 1.5}, ValueError, r"label_smoothing must be a probability in \[0, 1\), got 1.5"),
+    ({"label_smoothing": None}, TypeError, r"label_smoothing must be a probability in \[0, 1\), got NoneType"),
+    ({"seed": -1}, ValueError, r"seed must be an int in \[0, 2\*\*63\)"),
     ({"num_threads": 0}, ValueError, "num_threads must be a positive int"),
     ({"batch_size": 0}, ValueError, "batch_size must be a positive int"),
 ])
@@ -165,19 +169,23 @@ def test_train_bad_input(trained, ds, kwargs, error, match):
     src, tgt = to_tensors(ds.train[:50], ds.src_vocab, ds.tgt_vocab)
     args = {"steps": 1, "progress": False, "num_threads": 1, **kwargs}
     with pytest.raises(error, match=match):
-        train(Seq2SeqTransformer(**model.config), src, tgt, **args)
+        train(Seq2SeqTransformer(model.config), src, tgt, **args)
 
 
 def test_schedule_and_shift_bad_input():
     with pytest.raises(ValueError, match="step must be a positive int"):
         noam_lr(0, 64, 100)
-    with pytest.raises(ValueError, match=r"tgt must have shape \(batch, T\) with T >= 2"):
+    with pytest.raises(ValueError, match=r"tgt.shape\[1\] \(T\) must be an int >= 2 \(<bos> ... <eos>\), got 1"):
         shift_targets(torch.tensor([[1]]))
+    with pytest.raises(ValueError, match=r"tgt must have shape \(batch, T\), got \(3,\)"):
+        shift_targets(torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="factor must be > 0, got 0"):
+        noam_lr(1, 64, 100, factor=0)
 
 
 def test_agreement_attention_counts_the_noun_whose_gender_is_taken(ds):
     """Force every head onto the noun a word agrees with: 1 for det, adj and verb; onto the word itself: 0."""
-    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1)
+    model = Seq2SeqTransformer(TranslatorConfig(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1))
     pairs = [p for p in ds.test if "det" in p.role and "adj" in p.role][:8]
     assert len(pairs) == 8
 
@@ -237,3 +245,33 @@ def test_progress_line_ends_as_the_finished_bar():
     bar.close(40, 0.0123)
     with pytest.raises(ValueError, match="total must be a positive int"):
         ProgressLine(0)
+
+
+def test_recipe_is_a_translator_config_that_fits_the_dataset(ds):
+    from utils.translator import recipe
+
+    assert isinstance(recipe.MODEL, TranslatorConfig)
+    assert (recipe.MODEL.src_vocab_size, recipe.MODEL.tgt_vocab_size) == (len(ds.src_vocab), len(ds.tgt_vocab))
+
+
+def test_checkpoint_stores_the_config_as_a_plain_dict(trained, ds, tmp_path):
+    model, _ = trained
+    path = tmp_path / "translator.pt"
+    save_checkpoint(path, model, ds.src_vocab, ds.tgt_vocab)
+    stored = torch.load(path, weights_only=True)["config"]
+    assert stored == dataclasses.asdict(model.config) and TranslatorConfig(**stored) == model.config
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_evaluation_restores_the_model_mode(trained, ds, training):
+    from utils.translator.attention_maps import cross_attention_map
+
+    model, _ = trained
+    model.train(training)
+    try:
+        alignment_accuracy(model, ds.test[:5], ds.src_vocab, ds.tgt_vocab)
+        heldout_form_probability(model, ds.test_unseen[:5], ds.src_vocab, ds.tgt_vocab, ds.heldout_forms)
+        cross_attention_map(model, " ".join(ds.test[0].src), ds.src_vocab, ds.tgt_vocab)
+        assert model.training is training
+    finally:
+        model.eval()

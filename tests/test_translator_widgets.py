@@ -1,6 +1,6 @@
 """The cross-attention heatmap and training-history plots (what is drawn) and the explorer widget."""
 
-import ipywidgets as W
+import ipywidgets
 import numpy as np
 import pytest
 import torch
@@ -9,7 +9,7 @@ from utils import plotting
 from utils.plotting import plot_cross_attention, plot_training_history
 from utils.translator.attention_maps import cross_attention_map
 from utils.translator.data import make_dataset
-from utils.translator.model import Seq2SeqTransformer
+from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
 from utils.widgets import cross_attention_explorer
 
 
@@ -17,7 +17,7 @@ from utils.widgets import cross_attention_explorer
 def setup():
     ds = make_dataset(seed=0, n_train=50, n_val=10, n_test=10, n_test_unseen=10)
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 2).eval()
+    model = Seq2SeqTransformer(TranslatorConfig(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 2)).eval()
     return model, ds
 
 
@@ -52,7 +52,7 @@ def test_training_history_draws_loss_and_lr():
     loss_line, lr_line = fig.axes[0].lines[0], fig.axes[1].lines[0]
     np.testing.assert_array_equal(loss_line.get_ydata(), [3.0, 2.0, 1.0])
     np.testing.assert_array_equal(lr_line.get_xdata(), [1, 2, 3])
-    with pytest.raises(ValueError, match="losses and lrs must have the same length, got 3 and 2"):
+    with pytest.raises(ValueError, match=r"lrs must have shape \(len\(losses\)=3,\), got \(2,\)"):
         plot_training_history([3.0, 2.0, 1.0], [0.1, 0.2])
 
 
@@ -95,7 +95,7 @@ def test_explorer_controls_and_redraw(setup, monkeypatch):
     controls, out = box.children
     text, pickers = controls.children
     layer, head = pickers.children
-    assert isinstance(text, W.Text) and isinstance(out, W.Output)
+    assert isinstance(text, ipywidgets.Text) and isinstance(out, ipywidgets.Output)
     assert list(layer.options) == [0, 1] and list(head.options) == [0, 1]
     assert drawn and drawn[-1][1].startswith("layer 0, head 0")
     head.value = 1
@@ -125,7 +125,7 @@ def test_decoding_steps_draws_the_top_words_of_each_step():
     assert ax.get_title() == "step 1: a" and not fig.axes[3].axison  # 3 steps on a 2 x 2 grid
     with pytest.raises(ValueError, match=r"probs must have shape \(steps, len\(itos\)=6\)"):
         plot_decoding_steps(probs[:, :4], itos, [3, 2, 2])
-    with pytest.raises(ValueError, match=r"chosen must give one id per step \(3\), got 2"):
+    with pytest.raises(ValueError, match=r"chosen must have shape \(steps=3,\), got \(2,\)"):
         plot_decoding_steps(probs, itos, [3, 2])
 
 
@@ -146,5 +146,17 @@ def test_head_scores_heatmaps_with_a_colorbar():
     assert "0.90" in [t.get_text() for t in fig.axes[0].texts]
     with pytest.raises(ValueError, match="scores must be a non-empty dict"):
         plot_head_scores({}, "t")
-    with pytest.raises(ValueError, match="scores must all be 2-D arrays of one shape"):
+    with pytest.raises(ValueError, match=r"scores\['b'\] must have shape \(num_layers=2, num_heads=2\), got \(3,\)"):
         plot_head_scores({"a": a, "b": np.ones(3)}, "t")
+
+
+def test_explorer_bad_input_raises_by_name(setup):
+    model, ds = setup
+    with pytest.raises(ValueError, match=r"layer must be an int in \[0, num_layers=2\), got 2"):
+        cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, layer=2)
+    with pytest.raises(ValueError, match=r"head must be an int in \[0, num_heads=2\), got 5"):
+        cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, head=5)
+    with pytest.raises(TypeError, match="model must be a Seq2SeqTransformer, got str"):
+        cross_attention_explorer("model", ds.src_vocab, ds.tgt_vocab)
+    with pytest.raises(TypeError, match="sentence must be a str, got list"):
+        cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, sentence=["the"])

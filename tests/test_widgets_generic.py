@@ -5,7 +5,7 @@ figure. Uses only ipywidgets API common to 7.7 and 8; tests/test_ipywidgets7.py 
 import inspect
 import io
 
-import ipywidgets as W
+import ipywidgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -14,10 +14,10 @@ from utils import widgets
 
 EXPLORERS = [f for name, f in vars(widgets).items()
              if name.endswith("_explorer") and not name.startswith("_") and inspect.isfunction(f)]
-SLIDERS = (W.IntSlider, W.FloatSlider, W.FloatLogSlider)
-CHOICES = (W.Dropdown, W.ToggleButtons, W.RadioButtons, W.SelectionSlider)
-TOGGLES = (W.Checkbox, W.ToggleButton)
-TEXTS = (W.Text, W.Textarea)
+SLIDERS = (ipywidgets.IntSlider, ipywidgets.FloatSlider, ipywidgets.FloatLogSlider)
+CHOICES = (ipywidgets.Dropdown, ipywidgets.ToggleButtons, ipywidgets.RadioButtons, ipywidgets.SelectionSlider)
+TOGGLES = (ipywidgets.Checkbox, ipywidgets.ToggleButton)
+TEXTS = (ipywidgets.Text, ipywidgets.Textarea)
 
 
 def needs_arguments(f):
@@ -33,14 +33,14 @@ def controls(widget):
 
 
 def outputs(widget):
-    if isinstance(widget, W.Output):
+    if isinstance(widget, ipywidgets.Output):
         return [widget]
     return [o for child in getattr(widget, "children", ()) for o in outputs(child)]
 
 
 def next_value(c):
     """A value one step away from the control's current one."""
-    if isinstance(c, W.FloatLogSlider):
+    if isinstance(c, ipywidgets.FloatLogSlider):
         up = c.value * c.base ** c.step
         return up if np.log(up) / np.log(c.base) <= c.max + 1e-9 else c.value / c.base ** c.step
     if isinstance(c, SLIDERS):
@@ -76,7 +76,7 @@ def test_explorer_has_controls_and_an_output(explorer, drawn):
     if needs_arguments(explorer):
         pytest.skip(f"{explorer.__name__} needs arguments (a model): its lesson's tests build it")
     w = explorer()
-    assert isinstance(w, W.Box), f"{explorer.__name__} returned {type(w).__name__}, not a Box"
+    assert isinstance(w, ipywidgets.Box), f"{explorer.__name__} returned {type(w).__name__}, not a Box"
     assert controls(w), f"{explorer.__name__} has no control"
     assert outputs(w), f"{explorer.__name__} has no Output area"
     assert drawn, f"{explorer.__name__} drew nothing at its default state"

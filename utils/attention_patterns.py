@@ -17,16 +17,14 @@ VOCAB = NOUNS + ADJECTIVES + FILLERS
 def _matrix(name, W, d_model):
     """Check that W is a floating (d_model, d_k) tensor."""
     validation.tensor(name, W, min_dim=2, floating=True)
-    if W.dim() != 2 or W.shape[0] != d_model:
-        raise ValueError(f"{name} must have shape (d_model={d_model}, d_k), got {tuple(W.shape)}")
-    return W
+    return validation.shape(name, W, (("d_model", d_model), "d_k"))
 
 
 def random_projections(d_model=512, d_k=64, seed=0):
     """(W_q, W_k), each (d_model, d_k) with N(0, 1/d_model) entries, so X W has unit-variance entries."""
     d_model = validation.positive_int("d_model", d_model)
     d_k = validation.positive_int("d_k", d_k)
-    validation.index("seed", seed, 2**63, "2**63")
+    seed = validation.seed("seed", seed)
     gen = torch.Generator().manual_seed(seed)
     return tuple(torch.randn(d_model, d_k, generator=gen) / math.sqrt(d_model) for _ in range(2))
 
@@ -36,8 +34,7 @@ def projected_weights(X, W_q, W_k):
     validation.tensor("X", X, min_dim=2, floating=True)
     _matrix("W_q", W_q, X.shape[-1])
     _matrix("W_k", W_k, X.shape[-1])
-    if W_q.shape != W_k.shape:
-        raise ValueError(f"W_q and W_k must have the same shape, got {tuple(W_q.shape)} and {tuple(W_k.shape)}")
+    validation.shape("W_k", W_k, (("d_model", W_q.shape[0]), ("d_k of W_q", W_q.shape[1])))
     Q, K = X @ W_q.to(X.dtype), X @ W_k.to(X.dtype)  # (..., T, d_k) each
     return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[1]), dim=-1)  # (..., T, T)
 
@@ -54,11 +51,8 @@ def adjective_noun_batch(batch_size, generator, seq=6):
     Returns (ids (batch, seq) into VOCAB, is_adjective (batch, seq) bool, noun (batch,) index into NOUNS).
     """
     batch_size = validation.positive_int("batch_size", batch_size)
-    seq = validation.positive_int("seq", seq)
-    if seq < 4:
-        raise ValueError(f"seq must be >= 4 (two nouns, two adjectives fit), got {seq}")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    seq = validation.integer("seq", seq, minimum=4, why="two nouns, two adjectives fit")
+    validation.instance("generator", generator, torch.Generator, "torch.Generator")
     ids, is_adj, noun = [], [], []
     for _ in range(batch_size):
         n = int(torch.randint(len(NOUNS), (1,), generator=generator))
@@ -123,9 +117,7 @@ def attention_properties(A, tokens, atol=1e-6):
     """Which of PROPERTIES (true of every self-attention matrix without PE) hold for A, within atol: a dict."""
     tokens = as_tokens(tokens)
     validation.tensor("A", A, min_dim=2)
-    if tuple(A.shape) != (len(tokens), len(tokens)):
-        raise ValueError(f"A must have shape (T, T) = {(len(tokens),) * 2} for {len(tokens)} tokens, "
-                         f"got {tuple(A.shape)}")
+    validation.shape("A", A, (("T", len(tokens)), ("T", len(tokens))))
     atol = validation.positive_float("atol", atol)
     A = A.double()
     pairs = [(i, j) for i in range(len(tokens)) for j in range(i + 1, len(tokens)) if tokens[i] == tokens[j]]
@@ -141,12 +133,10 @@ def weight_on(A, tokens, query, keys):
     """Total weight that each row of `query` word puts on the words in `keys`: a list, one per occurrence."""
     tokens = as_tokens(tokens)
     validation.tensor("A", A, min_dim=2)
-    if tuple(A.shape[-2:]) != (len(tokens), len(tokens)):
-        raise ValueError(f"A must have shape (T, T) = {(len(tokens),) * 2} for {len(tokens)} tokens, "
-                         f"got {tuple(A.shape)}")
+    validation.shape("A", A, ("...", ("T", len(tokens)), ("T", len(tokens))))
     keys = {keys} if isinstance(keys, str) else set(keys)
     rows = [i for i, t in enumerate(tokens) if t == query]
     if not rows:
-        raise ValueError(f"query must be one of the tokens {tokens}, got {query!r}")
+        validation.choice("query", query, tokens)
     cols = [j for j, t in enumerate(tokens) if t in keys]
     return [float(A[i, cols].sum()) for i in rows]

@@ -37,12 +37,12 @@ def delayed_copy_batch(batch_size, lengths, vocab_size, shift, generator):
     batch_size = validation.positive_int("batch_size", batch_size)
     vocab_size = validation.positive_int("vocab_size", vocab_size)
     shift = validation.positive_int("shift", shift)
-    if vocab_size < 3:
-        raise ValueError(f"vocab_size must be >= 3 (PAD and at least two symbols), got {vocab_size}")
+    validation.integer("vocab_size", vocab_size, minimum=3, why="PAD and at least two symbols")
     if isinstance(lengths, int):
         lengths = torch.full((batch_size,), validation.positive_int("lengths", lengths))
-    validation.tensor("lengths", lengths, min_dim=1)
-    if lengths.shape != (batch_size,) or lengths.is_floating_point() or lengths.min() <= shift:
+    validation.int_tensor("lengths", lengths)
+    validation.shape("lengths", lengths, (("batch_size", batch_size),))
+    if lengths.min() <= shift:  # every row needs a target
         raise ValueError(f"lengths must be {batch_size} ints > shift={shift}, got {lengths.tolist()}")
     T = int(lengths.max())
     tokens = torch.randint(1, vocab_size, (batch_size, T), generator=generator)  # (batch, T)
@@ -68,8 +68,7 @@ def absolute_copy_batch(batch_size, lengths, vocab_size, anchor, generator):
 
 def task_batch(task, batch_size, lengths, vocab_size, shift, generator):
     """A batch of `task` ("copy": y_t = x_{t - shift}; "absolute": y_t = x_shift): (tokens, targets)."""
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    validation.choice("task", task, TASKS)
     make = delayed_copy_batch if task == "copy" else absolute_copy_batch
     return make(batch_size, lengths, vocab_size, shift, generator)
 
@@ -90,31 +89,32 @@ class RotarySelfAttention(MultiHeadAttention):
 
 
 class LengthModel(nn.Module):
-    """Embedding -> positional encoding `pe` -> pre-norm Encoder (lesson 06) -> a linear read-out per position.
+    """Embedding -> positional encoding of kind `pe_kind` -> pre-norm Encoder (lesson 06) -> a linear read-out per position.
 
-    pe: "sinusoidal" (added table), "learned" (added nn.Embedding of train_len rows), "none",
+    pe_kind: "sinusoidal" (added table), "learned" (added nn.Embedding of train_len rows), "none",
     "rope" (nothing added; q and k rotated inside every attention layer), or "sinusoidal+offsets" (the
     sinusoidal table read from a start position per sequence, `offsets` in forward; 0 by default).
     """
 
-    def __init__(self, vocab_size, pe, train_len, d_model=64, num_heads=4, d_ff=128, num_layers=2,
+    def __init__(self, vocab_size, pe_kind, train_len, d_model=64, num_heads=4, d_ff=128, num_layers=2,
                  table_len=1024):
         super().__init__()
-        if pe not in PE_KINDS:
-            raise ValueError(f"pe must be one of {PE_KINDS}, got {pe!r}")
-        self.pe_kind, self.train_len = pe, validation.positive_int("train_len", train_len)
+        self.pe_kind = validation.choice("pe_kind", pe_kind, PE_KINDS)
+        self.train_len = validation.positive_int("train_len", train_len)
+        self.vocab_size = validation.positive_int("vocab_size", vocab_size)
         self.embed = nn.Embedding(vocab_size, d_model)  # entries ~ N(0, 1), the size of PE's entries
-        if pe == "sinusoidal":
+        # self.pe: the positional-encoding module, when the kind has one
+        if pe_kind == "sinusoidal":
             self.pe = PositionalEncoding(d_model, max_len=table_len)  # defined at every position
-        elif pe == "sinusoidal+offsets":
+        elif pe_kind == "sinusoidal+offsets":
             self.pe = None
             self.register_buffer("table", sinusoidal_encoding(table_len, d_model), persistent=False)
-        elif pe == "learned":
+        elif pe_kind == "learned":
             self.pe = LearnedPositionalEncoding(train_len, d_model)  # a vector for 0 .. train_len-1 only
         else:
             self.pe = None
         self.encoder = Encoder(d_model, num_heads, d_ff, num_layers, norm_first=True)
-        if pe == "rope":
+        if pe_kind == "rope":
             for layer in self.encoder.layers:
                 layer.self_attn = RotarySelfAttention(d_model, num_heads)
         self.readout = nn.Linear(d_model, vocab_size)
@@ -124,15 +124,18 @@ class LengthModel(nn.Module):
 
         offsets (batch,) ints: for "sinusoidal+offsets", sequence b is encoded at positions offsets[b] + t.
         """
+        validation.token_ids("tokens", tokens, self.vocab_size, min_dim=2)
+        validation.boolean("clamp", clamp)
         x = self.embed(tokens)  # (batch, T, d_model)
         if offsets is not None and self.pe_kind != "sinusoidal+offsets":
-            raise ValueError(f"offsets apply to pe='sinusoidal+offsets' only, this model has pe={self.pe_kind!r}")
+            raise ValueError(f"offsets apply to pe_kind='sinusoidal+offsets' only, this model has "
+                             f"pe_kind={self.pe_kind!r}")
         if self.pe_kind == "sinusoidal+offsets":
             T = tokens.shape[1]
             start = torch.zeros(len(tokens), dtype=torch.long) if offsets is None else offsets  # (batch,)
-            validation.tensor("offsets", start, min_dim=1)
-            if start.shape != (len(tokens),) or start.is_floating_point() or start.min() < 0 \
-                    or start.max() + T > len(self.table):
+            validation.int_tensor("offsets", start)
+            validation.shape("offsets", start, (("batch", len(tokens)),))
+            if start.min() < 0 or start.max() + T > len(self.table):  # the table must cover every position
                 raise ValueError(f"offsets must be {len(tokens)} ints in [0, {len(self.table) - T}], "
                                  f"got {start.tolist()}")
             x = x + self.table[start[:, None] + torch.arange(T)]  # (batch, T, d_model)
@@ -148,21 +151,22 @@ class LengthModel(nn.Module):
         return [layer.self_attn_weights for layer in self.encoder.layers]
 
 
-def train(pe, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, lr=3e-3, seed=0, task="copy",
+def train(pe_kind, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, lr=3e-3, seed=0, task="copy",
           max_position=None, **model_kw):
     """Train a LengthModel for exactly `steps` Adam steps on lengths shift+1 .. train_len; return (model, losses).
 
-    For pe="sinusoidal+offsets" each sequence starts at a random position, so that positions up to
+    For pe_kind="sinusoidal+offsets" each sequence starts at a random position, so that positions up to
     max_position - 1 (default 3 * train_len) are seen in training; every other variant starts at 0.
     """
     steps = validation.positive_int("steps", steps)
-    max_position = validation.positive_int("max_position", 3 * train_len if max_position is None else max_position)
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-    if max_position < train_len:
-        raise ValueError(f"max_position must be >= train_len={train_len}, got {max_position}")
+    train_len = validation.positive_int("train_len", train_len)
+    max_position = validation.integer("max_position", 3 * train_len if max_position is None else max_position,
+                                      minimum=train_len, why=f"train_len={train_len}")
+    validation.choice("task", task, TASKS)
+    seed = validation.seed("seed", seed)
+    lr = validation.positive_float("lr", lr)
     torch.manual_seed(seed)
-    model = LengthModel(vocab_size, pe, train_len, **model_kw)
+    model = LengthModel(vocab_size, pe_kind, train_len, **model_kw)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed + 1)
     losses = []
@@ -171,7 +175,7 @@ def train(pe, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, lr=3e-
         lengths = torch.randint(shift + 1, train_len + 1, (batch_size,), generator=gen)  # (batch,)
         tokens, targets = task_batch(task, batch_size, lengths, vocab_size, shift, gen)  # (batch, T)
         offsets = None
-        if pe == "sinusoidal+offsets":  # start anywhere in 0 .. max_position - length
+        if pe_kind == "sinusoidal+offsets":  # start anywhere in 0 .. max_position - length
             offsets = (torch.rand(batch_size, generator=gen) * (max_position - lengths + 1)).long()  # (batch,)
         logits = model(tokens, offsets=offsets)  # (batch, T, vocab_size)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
@@ -260,9 +264,7 @@ def load_seed_runs(path=SEED_RUNS):
 
 def seed_range(values):
     """(mean, min, max) of a list of numbers, the summary every table and error bar of lesson 08 uses."""
-    values = [float(v) for v in values]
-    if not values:
-        raise ValueError("values must be a non-empty list of numbers, got []")
+    values = validation.non_empty("values", [float(v) for v in values], list, "list of numbers")
     return sum(values) / len(values), min(values), max(values)
 
 
@@ -278,9 +280,9 @@ def accuracy_ranges(runs, task, names):
 
 def largest_change(runs, rerun):
     """Largest |accuracy difference| between two stored experiments, over the seeds, tasks, variants, lengths both hold."""
-    diffs = [abs(a - runs["runs"][task][pe][seed]["accuracy"][n])
-             for task, by_pe in rerun["runs"].items() for pe, by_seed in by_pe.items()
-             for seed, r in by_seed.items() if seed in runs["runs"][task][pe]
+    diffs = [abs(a - runs["runs"][task][pe_kind][seed]["accuracy"][n])
+             for task, by_pe in rerun["runs"].items() for pe_kind, by_seed in by_pe.items()
+             for seed, r in by_seed.items() if seed in runs["runs"][task][pe_kind]
              for n, a in r["accuracy"].items()]
     if not diffs:
         raise ValueError("runs and rerun share no (task, variant, seed): nothing to compare")
@@ -298,8 +300,7 @@ def plot_accuracy_ranges(ranges, train_len, chance=None, live=None, title=None, 
     Variants are nudged sideways by up to 0.6 of a length so that equal values do not hide each other; `live`
     ({name: {length: accuracy}}) adds one seed's values as hollow markers.
     """
-    if not isinstance(ranges, dict) or not ranges:
-        raise ValueError(f"ranges must be a non-empty dict {{name: {{length: (mean, lo, hi)}}}}, got {ranges!r}")
+    validation.non_empty("ranges", ranges, dict, "dict {name: {length: (mean, lo, hi)}}")
     if ax is None:
         _, ax = plt.subplots(figsize=(10.5, 4.5), layout="constrained")
     ax.axvspan(0, train_len, color="0.92", label=f"training lengths (<= {train_len})")
@@ -323,8 +324,7 @@ def plot_accuracy_ranges(ranges, train_len, chance=None, live=None, title=None, 
 
 def plot_position_accuracy(by_position, train_len, title=None):
     """Accuracy at each position t ({name: (length,) tensor}), one colour and marker per variant."""
-    if not isinstance(by_position, dict) or not by_position:
-        raise ValueError(f"by_position must be a non-empty dict {{name: (length,) tensor}}, got {by_position!r}")
+    validation.non_empty("by_position", by_position, dict, "dict {name: (length,) tensor}")
     fig, ax = plt.subplots(figsize=(10.5, 4), layout="constrained")
     ax.axvspan(-0.5, train_len - 0.5, color="0.92", label="positions 0..15: seen in training\n(sinusoidal+offsets saw 0..47)")
     for i, (name, acc) in enumerate(by_position.items()):
@@ -338,9 +338,9 @@ def plot_position_accuracy(by_position, train_len, title=None):
 
 def plot_copy_heads(maps, titles, train_len):
     """A row of attention maps (query x key) on one colour scale with its colorbar; dashed where training stopped."""
-    maps = [np.asarray(m, dtype=float) for m in maps]
-    if not maps or any(m.ndim != 2 for m in maps) or len(titles) != len(maps):
-        raise ValueError(f"maps must be 2-D arrays, one per title; got {len(maps)} maps, {len(titles)} titles")
+    maps = [validation.shape(f"maps[{i}]", np.asarray(m, dtype=float), ("T_q", "T_k"))
+            for i, m in enumerate(validation.non_empty("maps", maps, (list, tuple), "list of 2-D arrays"))]
+    validation.shape("titles", np.asarray(titles, dtype=object), (("one per map", len(maps)),))
     fig, axes = plt.subplots(1, len(maps), figsize=(3.9 * len(maps) + 0.8, 4), layout="constrained", squeeze=False)
     for ax, m, title in zip(axes[0], maps, titles):
         image = ax.imshow(m, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")

@@ -8,24 +8,19 @@ from utils.multihead import MultiHeadAttention
 
 def _check_rows(rows):
     """`rows` (the query positions that are scored) must be a slice."""
-    if not isinstance(rows, slice):
-        raise TypeError(f"rows must be a slice of query positions, e.g. slice(1, 10), got {type(rows).__name__} {rows!r}")
-    return rows
+    return validation.instance("rows", rows, slice, "slice of query positions, e.g. slice(1, 10)")
 
 
 def _check_task(make_batch):
     """`make_batch(n, generator)` must be callable and return (x, target) tensors."""
-    if not callable(make_batch):
-        raise TypeError(f"make_batch must be a function make_batch(n, generator) -> (x, target), "
-                        f"got {type(make_batch).__name__}")
+    validation.function("make_batch", make_batch, "a function make_batch(n, generator) -> (x, target)")
     sample = make_batch(1, torch.Generator().manual_seed(0))
     if not (isinstance(sample, tuple) and len(sample) == 2 and all(isinstance(t, torch.Tensor) for t in sample)):
         raise TypeError(f"make_batch(n, generator) must return a tuple (x, target) of two tensors, "
                         f"got {type(sample).__name__}")
     x, target = sample
-    if x.dim() != 3 or target.dim() != 3:
-        raise ValueError(f"make_batch must return x (n, T, d_model) and target (n, rows, features), "
-                         f"got shapes {tuple(x.shape)} and {tuple(target.shape)}")
+    validation.shape("make_batch's x", x, ("n", "T", "d_model"))
+    validation.shape("make_batch's target", target, ("n", "rows", "features"))
     return x.shape[-1], target.shape[-1]
 
 
@@ -36,9 +31,7 @@ def heldout_error(model, x, target, rows):
     rows = _check_rows(rows)
     with torch.no_grad():
         out = model(x, x, x)[0][:, rows, : target.shape[-1]]  # (n, len(rows), features)
-    if out.shape != target.shape:
-        raise ValueError(f"target must have shape {tuple(out.shape)} (n, rows, features) for these rows, "
-                         f"got {tuple(target.shape)}")
+    validation.shape("target", target, tuple(zip(("n", "rows", "features"), out.shape)))
     return ((out - target) ** 2).mean().item()
 
 
@@ -48,7 +41,7 @@ def train_heads(make_batch, rows, num_heads, seed, steps=120, batch=128, lr=3e-2
     d_model, features = _check_task(make_batch)
     rows = _check_rows(rows)
     num_heads = validation.positive_int("num_heads", num_heads)
-    seed = validation.index("seed", seed, 2**63, "2**63")
+    seed = validation.seed("seed", seed)
     steps = validation.positive_int("steps", steps)
     batch = validation.positive_int("batch", batch)
     lr = validation.positive_float("lr", lr)

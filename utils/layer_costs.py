@@ -25,8 +25,7 @@ def path_length(output, leaf, hops=None):
     if not leaf.requires_grad or leaf.grad_fn is not None:
         raise ValueError("leaf must be a leaf tensor that requires grad (made with requires_grad_(True))")
     if hops is not None:
-        if not isinstance(hops, (list, tuple)):
-            raise TypeError(f"hops must be a list of tensors, got {type(hops).__name__}")
+        validation.instance("hops", hops, (list, tuple), "list of tensors")
         for i, t in enumerate(hops):
             validation.tensor(f"hops[{i}]", t)
     marked = None if hops is None else {t.grad_fn for t in hops if t.grad_fn is not None}
@@ -61,8 +60,7 @@ class CountCalls(TorchFunctionMode):
 
 def count_calls(fn, *args):
     """Number of PyTorch function calls fn(*args) makes (without recording gradients)."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    validation.function("fn", fn)
     with torch.no_grad(), CountCalls() as counter:
         fn(*args)
     return counter.calls
@@ -70,8 +68,7 @@ def count_calls(fn, *args):
 
 def count_flops(fn, *args):
     """Floating-point operations of the matrix products and convolutions in fn(*args) (2 per multiply-add)."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    validation.function("fn", fn)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         fn(*args)
     return counter.get_total_flops()
@@ -90,8 +87,7 @@ class CausalConv(nn.Module):
 
     def forward(self, x):  # x: (batch, seq, d_model)
         validation.tensor("x", x, min_dim=3, floating=True)
-        if x.dim() != 3 or x.shape[-1] != self.conv.in_channels:
-            raise ValueError(f"x must have shape (batch, seq, {self.conv.in_channels}), got {tuple(x.shape)}")
+        validation.shape("x", x, ("batch", "seq", ("d_model", self.conv.in_channels)))
         x = F.pad(x.transpose(1, 2), (self.pad, 0))  # (batch, d_model, pad + seq): zeros before position 0
         return self.conv(x).transpose(1, 2)  # (batch, seq, d_model)
 
@@ -99,11 +95,11 @@ class CausalConv(nn.Module):
 def layers_to_connect(make_layer, n, d_model, max_layers=64, seed=0):
     """Fewest layers make_layer(0), make_layer(1), ... stacked before output n-1 depends on input 0 (None if
     max_layers are not enough). Dependence = a gradient that is not exactly 0, in float64."""
-    if not callable(make_layer):
-        raise TypeError(f"make_layer must be callable (layer index -> module), got {type(make_layer).__name__}")
+    validation.function("make_layer", make_layer, "a function (layer index -> module)")
     validation.positive_int("n", n)
     validation.positive_int("d_model", d_model)
     validation.positive_int("max_layers", max_layers)
+    seed = validation.seed("seed", seed)
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(1, n, d_model, generator=gen, dtype=torch.float64, requires_grad=True)  # (1, n, d_model)
     y = x
@@ -111,12 +107,9 @@ def layers_to_connect(make_layer, n, d_model, max_layers=64, seed=0):
         torch.manual_seed(seed)
         for depth in range(1, max_layers + 1):
             layer = make_layer(depth - 1)
-            if not isinstance(layer, nn.Module):
-                raise TypeError(f"make_layer({depth - 1}) must return a torch.nn.Module, got {type(layer).__name__}")
+            validation.instance(f"make_layer({depth - 1})", layer, nn.Module, "torch.nn.Module (what make_layer returns)")
             y = layer.double()(y)  # (1, n, d_model)
-            if y.shape != x.shape:
-                raise ValueError(f"make_layer({depth - 1}) must map (1, n, d_model) = {tuple(x.shape)} to the same "
-                                 f"shape, got {tuple(y.shape)}")
+            validation.shape(f"make_layer({depth - 1})(x)", y, (1, ("n", n), ("d_model", d_model)))
             (grad,) = torch.autograd.grad(y[0, -1].sum(), x, retain_graph=True)  # (1, n, d_model)
             if grad[0, 0].abs().max() > 0:
                 return depth
@@ -125,8 +118,7 @@ def layers_to_connect(make_layer, n, d_model, max_layers=64, seed=0):
 
 def median_time(fn, repeats=5):
     """Median wall-clock seconds of fn() over `repeats` runs."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    validation.function("fn", fn)
     validation.positive_int("repeats", repeats)
     times = []
     for _ in range(repeats):

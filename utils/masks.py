@@ -1,7 +1,5 @@
 """Boolean attention masks. Convention everywhere: True = this query may attend to this key."""
 
-import numbers
-
 import torch
 
 from utils import validation
@@ -15,14 +13,8 @@ def causal_mask(n, device=None):
 
 def padding_mask(tokens, pad_id):
     """(..., 1, T) bool, True on real tokens: broadcasts over the queries of (..., T_q, T_k)."""
-    validation.tensor("tokens", tokens, min_dim=1)
-    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-        raise ValueError(
-            f"tokens must be an integer tensor of token ids, got dtype {tokens.dtype} "
-            f"with shape {tuple(tokens.shape)}"
-        )
-    if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral):
-        raise TypeError(f"pad_id must be an int token id, got {type(pad_id).__name__} {pad_id!r}")
+    validation.token_ids("tokens", tokens)
+    validation.token_id("pad_id", pad_id)
     return (tokens != pad_id).unsqueeze(-2)  # (..., 1, T)
 
 

@@ -1,7 +1,6 @@
 """Why a decoder's input is the target shifted right: a one-layer causal attention model that can copy."""
 
 import math
-import numbers
 
 import torch
 import torch.nn.functional as F
@@ -15,11 +14,8 @@ from utils.positional import sinusoidal_encoding
 
 def shift_right(targets, bos_id):
     """Decoder input (..., T) = <bos>, y_1 .. y_{T-1} for targets (..., T) = y_1 .. y_T: position i holds y_{i-1}."""
-    validation.tensor("targets", targets, min_dim=1)
-    if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
-        raise ValueError(f"targets must be an integer tensor of token ids, got dtype {targets.dtype}")
-    if isinstance(bos_id, bool) or not isinstance(bos_id, numbers.Integral):
-        raise TypeError(f"bos_id must be an int token id, got {type(bos_id).__name__} {bos_id!r}")
+    validation.int_tensor("targets", targets)
+    validation.integer("bos_id", bos_id)  # any int: a lesson marks <bos> with -1 to tell it from every target
     bos = torch.full_like(targets[..., :1], bos_id)  # (..., 1)
     return torch.cat([bos, targets[..., :-1]], dim=-1)  # (..., T)
 
@@ -30,6 +26,7 @@ class CausalAttentionLM(nn.Module):
     def __init__(self, vocab_size, d_model=32, max_len=16):
         super().__init__()
         self.vocab_size = validation.positive_int("vocab_size", vocab_size)
+        d_model, max_len = validation.positive_int("d_model", d_model), validation.positive_int("max_len", max_len)
         self.embedding = nn.Embedding(self.vocab_size + 1, d_model)  # the last id is <bos>
         self.W_q, self.W_k, self.W_v = (nn.Linear(d_model, d_model, bias=False) for _ in range(3))
         self.W_out = nn.Linear(d_model, self.vocab_size)
@@ -41,10 +38,9 @@ class CausalAttentionLM(nn.Module):
 
     def forward(self, tokens):
         """tokens (batch, T) -> logits (batch, T, vocab_size); position i attends to j <= i only."""
-        validation.tensor("tokens", tokens, min_dim=2)
+        validation.token_ids("tokens", tokens, self.vocab_size + 1, min_dim=2)  # the last id is <bos>
+        validation.max_positions("tokens", tokens, self.pe.shape[0])
         T = tokens.shape[-1]
-        if T > self.pe.shape[0]:
-            raise ValueError(f"tokens has {T} positions, more than max_len={self.pe.shape[0]}")
         x = self.embedding(tokens) + self.pe[:T]  # (batch, T, d_model)
         h, _ = scaled_dot_product_attention(self.W_q(x), self.W_k(x), self.W_v(x), causal_mask(T))
         return self.W_out(h)  # (batch, T, vocab_size)
@@ -56,9 +52,8 @@ def fit_next_token(shift, seed, vocab_size=8, seq_len=6, d_model=32, steps=300, 
 
     With shift=True the input is shift_right(y) (position i sees y_{<i}); with shift=False it is y itself.
     """
-    if not isinstance(shift, bool):
-        raise TypeError(f"shift must be True or False, got {type(shift).__name__} {shift!r}")
-    validation.index("seed", seed, 2**63, "2**63")
+    validation.boolean("shift", shift)
+    validation.seed("seed", seed)
     for name, value in (("vocab_size", vocab_size), ("seq_len", seq_len), ("d_model", d_model),
                         ("steps", steps), ("batch_size", batch_size), ("eval_size", eval_size)):
         validation.positive_int(name, value)

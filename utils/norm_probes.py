@@ -17,12 +17,9 @@ VARIANT_STYLE = {
 
 
 def _check_encoder_input(encoder, x):
-    if not isinstance(encoder, Encoder):
-        raise TypeError(f"encoder must be a utils.blocks.Encoder, got {type(encoder).__name__}")
+    validation.instance("encoder", encoder, Encoder, "utils.blocks.Encoder")
     validation.tensor("x", x, min_dim=3, floating=True)
-    d_model = encoder.layers[0].norm1.normalized_shape[0]
-    if x.shape[-1] != d_model:
-        raise ValueError(f"x must have shape (batch, T, d_model={d_model}), got {tuple(x.shape)}")
+    validation.shape("x", x, ("batch", "T", ("d_model", encoder.layers[0].norm1.normalized_shape[0])))
 
 
 def activation_rms(encoder, x):
@@ -39,8 +36,7 @@ def activation_rms(encoder, x):
 
 def layer_grad_norms(encoder, loss):
     """Norm of the gradient of `loss` with respect to all parameters of each layer (array of num_layers)."""
-    if not isinstance(encoder, Encoder):
-        raise TypeError(f"encoder must be a utils.blocks.Encoder, got {type(encoder).__name__}")
+    validation.instance("encoder", encoder, Encoder, "utils.blocks.Encoder")
     validation.tensor("loss", loss)
     if loss.numel() != 1 or not loss.requires_grad:
         raise ValueError(f"loss must be a scalar that requires grad, got shape {tuple(loss.shape)}, "
@@ -63,9 +59,8 @@ def probe_at_init(norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, 
     for name, value in [("num_layers", num_layers), ("d_model", d_model), ("batch", batch), ("T", T),
                         ("num_classes", num_classes)]:
         validation.positive_int(name, value)
-    if d_model % 4:
-        raise ValueError(f"d_model must be divisible by num_heads=4, got {d_model}")
-    torch.manual_seed(seed)
+    validation.divisible("d_model", d_model, 4, "num_heads")
+    torch.manual_seed(validation.seed("seed", seed))
     encoder = Encoder(d_model, 4, 4 * d_model, num_layers, norm_first=norm_first)
     readout = nn.Linear(d_model, num_classes)
     x = torch.randn(batch, T, d_model)  # (batch, T, d_model)
@@ -78,7 +73,7 @@ def probe_at_init(norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, 
 def warmup_lr(step, lr, warmup_steps):
     """Learning rate at step `step` (0-based): rises linearly to `lr` over `warmup_steps` steps, then stays.
     warmup_steps=1 means no warm-up (the full rate from the first step)."""
-    validation.index("step", step, float("inf"), "infinity")
+    validation.integer("step", step, minimum=0)
     lr = validation.positive_float("lr", lr)
     warmup_steps = validation.positive_int("warmup_steps", warmup_steps)
     return lr * min(1.0, (step + 1) / warmup_steps)
@@ -92,10 +87,9 @@ def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_mod
     for name, value in [("steps", steps), ("num_layers", num_layers), ("d_model", d_model), ("vocab", vocab),
                         ("T", T), ("batch", batch)]:
         validation.positive_int(name, value)
-    if d_model % 4:
-        raise ValueError(f"d_model must be divisible by num_heads=4, got {d_model}")
+    validation.divisible("d_model", d_model, 4, "num_heads")
     warmup_lr(0, lr, warmup_steps)  # checks lr and warmup_steps
-    torch.manual_seed(seed)
+    torch.manual_seed(validation.seed("seed", seed))
     model = nn.Sequential(nn.Embedding(vocab, d_model),
                           Encoder(d_model, 4, 2 * d_model, num_layers, norm_first=norm_first),
                           nn.Linear(d_model, vocab))
@@ -116,22 +110,16 @@ def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_mod
 
 def _variant_arrays(name, values, shape):
     """Check a dict 'post-norm'/'pre-norm' -> 2-D array `shape`; return it with float arrays."""
-    if not isinstance(values, dict) or not values:
-        raise TypeError(f"{name} must be a non-empty dict of variant -> array, got {type(values).__name__}")
-    unknown = set(values) - set(VARIANT_STYLE)
-    if unknown:
-        raise ValueError(f"{name} keys must be among {sorted(VARIANT_STYLE)}, got {sorted(unknown)}")
-    arrays = {k: np.asarray(v, dtype=float) for k, v in values.items()}
-    for k, v in arrays.items():
-        if v.ndim != 2:
-            raise ValueError(f"{name}[{k!r}] must be 2-D {shape}, got shape {v.shape}")
-    return arrays
+    validation.non_empty(name, values, dict, "dict of variant -> array")
+    for k in values:
+        validation.choice(f"a key of {name}", k, VARIANT_STYLE)
+    return {k: validation.shape(f"{name}[{k!r}]", np.asarray(v, dtype=float), shape) for k, v in values.items()}
 
 
 def plot_per_layer(values, ylabel, title, ax=None, logy=False):
     """Median over seeds (line) and min-max band per layer for each variant in `values`
     (a dict 'post-norm'/'pre-norm' -> array (seeds, num_layers))."""
-    values = _variant_arrays("values", values, "(seeds, num_layers)")
+    values = _variant_arrays("values", values, ("seeds", "num_layers"))
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
     for name, v in values.items():
@@ -150,7 +138,7 @@ def plot_per_layer(values, ylabel, title, ax=None, logy=False):
 def plot_loss_curves(losses, title, ax=None, chance=None):
     """One thin line per seed for each variant in `losses` (a dict 'post-norm'/'pre-norm' -> array
     (seeds, steps)), in the variant's colour; an optional dotted line at the chance-level loss."""
-    losses = _variant_arrays("losses", losses, "(seeds, steps)")
+    losses = _variant_arrays("losses", losses, ("seeds", "steps"))
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
     for name, curves in losses.items():

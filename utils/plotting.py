@@ -45,12 +45,10 @@ def plot_attention(tokens, weights, query=None, mask=None, title="attention weig
     Cells where `mask` (bool, True = may attend) is False are marked with a dot.
     """
     keys = as_tokens(tokens)
-    w = np.asarray(weights, dtype=float)  # (T_q, T_k)
-    if w.ndim != 2 or w.shape[1] != len(keys):
-        raise ValueError(f"weights must have shape (T_q, {len(keys)}) for {len(keys)} tokens, got {w.shape}")
+    w = validation.shape("weights", np.asarray(weights, dtype=float), ("T_q", ("len(tokens)", len(keys))))  # (T_q, T_k)
     queries = keys if w.shape[0] == len(keys) else [str(i) for i in range(w.shape[0])]
-    if query is not None and not 0 <= query < w.shape[0]:
-        raise ValueError(f"query must be in [0, {w.shape[0]}), got {query}")
+    if query is not None:
+        query = validation.index("query", query, w.shape[0], "T_q")
     # Fixed margins, not layout="constrained": the layout solver was the largest part of a redraw.
     if query is None:
         fig, ax_map = plt.subplots(figsize=(5.5, 4.5), gridspec_kw=dict(left=0.2, right=0.97, bottom=0.22,
@@ -75,13 +73,13 @@ def plot_attention(tokens, weights, query=None, mask=None, title="attention weig
     return fig
 
 
-def plot_attention_explorer(tokens, scale=True, temperature=1.0, positional=False, mask="none",
+def plot_attention_explorer(tokens, scale=True, temperature=1.0, positional=False, mask_kind="none",
                             query=0, d_model=16, seed=0):
     """The explorer's figure: the self-attention map of seeded embeddings (utils.attention_map)."""
     weights, allowed = attention_map(tokens, scale=scale, temperature=temperature,
-                                     positional=positional, mask=mask, d_model=d_model, seed=seed)
+                                     positional=positional, mask_kind=mask_kind, d_model=d_model, seed=seed)
     title = (f"{'scaled' if scale else 'unscaled'}, temperature={temperature:g}, "
-             f"{'with' if positional else 'no'} PE, mask={mask}")
+             f"{'with' if positional else 'no'} PE, mask={mask_kind}")
     return plot_attention(tokens, weights.numpy(), query=query, mask=allowed.numpy(), title=title)
 
 
@@ -90,10 +88,8 @@ def plot_attention_explorer(tokens, scale=True, temperature=1.0, positional=Fals
 def offset_dot_products(d_model, base=10000.0, k=10, num_t=60):
     """(t, PE_t . PE_{t+k}) for num_t positions t with t, t + k >= 0, read off the PE table (float64)."""
     d_model = validation.even_positive_int("d_model", d_model)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an int offset, got {type(k).__name__} {k!r}")
+    k = validation.integer("k", k)
     num_t = validation.positive_int("num_t", num_t)
-    k = int(k)
     pe = sinusoidal_encoding(num_t + abs(k), d_model, base, dtype=torch.float64).numpy()  # (num_t+|k|, d_model)
     t = np.arange(max(0, -k), max(0, -k) + num_t)  # (num_t,) positions whose t + k is in the table
     return t, np.einsum("td,td->t", pe[t], pe[t + k])  # (num_t,), (num_t,)
@@ -105,8 +101,7 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
     base = validation.positive_float("base", base)
     max_offset = validation.positive_int("max_offset", max_offset)
     pair = validation.index("pair", pair, d_model // 2, "d_model/2")
-    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
-        raise ValueError(f"t must be an int >= 0 (a position), got {t!r}")
+    t = validation.integer("t", t, minimum=0, why="a position")
     ts, dots = offset_dot_products(d_model, base, k)  # (num_t,), (num_t,)
     w = angular_frequencies(d_model, base).numpy()  # (d_model/2,)
     offsets = np.arange(-max_offset, max_offset + 1)  # (2*max_offset+1,)
@@ -145,45 +140,6 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
     return fig
 
 
-# --- lesson 08: length extrapolation ---
-
-def plot_accuracy_vs_length(accuracy, train_len, chance=None, dashed=(), ax=None):
-    """One line per model ({name: {test length: accuracy}}) with the training range 1..train_len shaded.
-
-    NaN accuracies (a model that cannot run at that length) leave a gap; names in `dashed` are dashed.
-    """
-    if not isinstance(accuracy, dict) or not accuracy:
-        raise ValueError(f"accuracy must be a non-empty dict {{name: {{length: accuracy}}}}, got {accuracy!r}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-    ax.axvspan(0, train_len, color="0.9", label=f"training lengths (<= {train_len})")
-    for name, by_length in accuracy.items():
-        lengths = sorted(by_length)
-        ax.plot(lengths, [by_length[n] for n in lengths], marker="o", ms=4, label=name,
-                ls="--" if name in dashed else "-", zorder=2 if name in dashed else 3)
-    if chance is not None:
-        ax.axhline(chance, color="black", lw=0.8, ls=":", label=f"chance ({chance:.2f})")
-    ax.set(xlabel="test sequence length", ylabel="token accuracy", ylim=(0, 1.03),
-           xlim=(0, max(max(d) for d in accuracy.values()) + 1))
-    ax.legend(loc="lower left", fontsize=8)
-    return ax.figure
-
-
-def plot_attention_maps(maps, titles, train_len=None):
-    """A row of attention maps (query x key), with dashed lines where positions pass train_len."""
-    maps = [np.asarray(m, dtype=float) for m in maps]
-    if not maps or any(m.ndim != 2 for m in maps) or len(titles) != len(maps):
-        raise ValueError(f"maps must be 2-D arrays, one per title; got {len(maps)} maps, {len(titles)} titles")
-    fig, axes = plt.subplots(1, len(maps), figsize=(4.2 * len(maps), 4), layout="constrained", squeeze=False)
-    for ax, m, title in zip(axes[0], maps, titles):
-        ax.imshow(m, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
-        if train_len is not None:
-            ax.axvline(train_len - 0.5, color="white", ls="--", lw=1)
-            ax.axhline(train_len - 0.5, color="white", ls="--", lw=1)
-        ax.set(title=title, xlabel="key position", ylabel="query position")
-    return fig
-
-
 # --- lesson 07: toy translator ---
 
 def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-attention"):
@@ -192,10 +148,8 @@ def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-
     gold[j] is the source index Neo word j translates, or None where it translates none (len(gold) <= T_tgt;
     gold=None: no markers).
     """
-    w = np.asarray(weights, dtype=float)
-    if w.ndim != 2 or w.shape != (len(tgt_words), len(src_words)):
-        raise ValueError(f"weights must have shape (len(tgt_words)={len(tgt_words)}, "
-                         f"len(src_words)={len(src_words)}), got {w.shape}")
+    w = validation.shape("weights", np.asarray(weights, dtype=float),
+                         (("len(tgt_words)", len(tgt_words)), ("len(src_words)", len(src_words))))
     if gold is not None and (len(gold) > len(tgt_words)
                              or any(g is not None and not 0 <= g < len(src_words) for g in gold)):
         raise ValueError(f"gold must give at most {len(tgt_words)} source indices in [0, {len(src_words)}) "
@@ -217,8 +171,7 @@ def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-
 def plot_training_history(losses, lrs, tokens_per_step=None):
     """Two panels: the training loss per step and the learning rate of the warm-up schedule per step."""
     steps = np.arange(1, len(losses) + 1)
-    if len(lrs) != len(losses):
-        raise ValueError(f"losses and lrs must have the same length, got {len(losses)} and {len(lrs)}")
+    validation.shape("lrs", np.asarray(lrs), (("len(losses)", len(losses)),))
     fig, (ax_loss, ax_lr) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
     ax_loss.plot(steps, losses, lw=0.8, color="tab:blue")
     ax_loss.set(yscale="log", xlabel="step", ylabel="cross-entropy (nats per target token)", title="training loss")
@@ -243,7 +196,8 @@ def _attention_image(ax, weights, tokens, title, vmax=1.0):
 
 def panel_grid(count, ncols, panel_size):
     """A figure with `count` panels in rows of at most `ncols`: (fig, axes) with axes 2-D, extras included."""
-    ncols = min(ncols, count)
+    count = validation.positive_int("count", count)
+    ncols = min(validation.positive_int("ncols", ncols), count)
     nrows = -(-count // ncols)
     width, height = panel_size
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained")

@@ -1,8 +1,5 @@
 """Sinusoidal positional encoding (Vaswani et al. 2017, section 3.5)."""
 
-import math
-import numbers
-
 import torch
 from torch import nn
 
@@ -20,8 +17,7 @@ def angular_frequencies(d_model, base=10000.0):
 def sinusoidal_encoding(max_len, d_model, base=10000.0, dtype=torch.float32):
     """PE table (max_len, d_model): column 2i is sin(pos * w_i), column 2i+1 is cos(pos * w_i)."""
     max_len = validation.positive_int("max_len", max_len)
-    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float32, got {dtype!r}")
+    validation.floating_dtype("dtype", dtype)
     w = angular_frequencies(d_model, base)  # (d_model/2,)
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     angles = pos * w  # (max_len, d_model/2)
@@ -36,8 +32,7 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model, max_len=512, base=10000.0, dropout=0.0):
         super().__init__()
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        dropout = validation.probability("dropout", dropout)
         table = sinusoidal_encoding(max_len, d_model, base)  # (max_len, d_model); validates the sizes
         self.d_model, self.max_len, self.base = int(d_model), int(max_len), float(base)
         # Computed once and reused for every sentence (the YOUR CAT slide deck): a buffer, not a parameter.
@@ -49,16 +44,9 @@ class PositionalEncoding(nn.Module):
 
     def forward(self, x):
         validation.tensor("x", x, min_dim=2, floating=True)
-        seq, width = x.shape[-2], x.shape[-1]
-        if width != self.d_model:
-            raise ValueError(
-                f"x must end in d_model={self.d_model} features, got shape {tuple(x.shape)}"
-            )
-        if seq > self.max_len:
-            raise ValueError(
-                f"sequence length {seq} exceeds this PositionalEncoding's table (max_len="
-                f"{self.max_len}); build it with max_len >= {seq}"
-            )
+        validation.shape("x", x, ("...", "seq", ("d_model", self.d_model)))
+        validation.max_positions("x", x, self.max_len, dim=-2)
+        seq = x.shape[-2]
         return self.dropout(x + self.pe[:seq].to(x.dtype))  # (..., seq, d_model)
 
 
@@ -70,12 +58,8 @@ def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
     Row vectors, as the table stores them: PE[t + k] = PE[t] @ M_k. Block i acts on columns
     (2i, 2i+1) = (sin, cos): [[cos(w_i k), -sin(w_i k)], [sin(w_i k), cos(w_i k)]].
     """
-    if isinstance(k, bool) or not isinstance(k, numbers.Real):
-        raise TypeError(f"k must be a real number (an offset in positions), got {type(k).__name__} {k!r}")
-    if not math.isfinite(k):
-        raise ValueError(f"k must be a finite offset, got {k!r}")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float64, got {dtype!r}")
+    k = validation.real("k", k)  # an offset in positions
+    validation.floating_dtype("dtype", dtype)
     w = angular_frequencies(d_model, base)  # (d_model/2,)
     cos, sin = torch.cos(w * float(k)), torch.sin(w * float(k))  # (d_model/2,) each
     m = torch.zeros(len(w) * 2, len(w) * 2, dtype=torch.float64)  # (d_model, d_model)
@@ -94,6 +78,7 @@ class LearnedPositionalEncoding(nn.Module):
         super().__init__()
         self.max_len = validation.positive_int("max_len", max_len)
         self.d_model = validation.positive_int("d_model", d_model)
+        dropout = validation.probability("dropout", dropout)
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
         self.dropout = nn.Dropout(dropout)
@@ -101,11 +86,9 @@ class LearnedPositionalEncoding(nn.Module):
     def forward(self, x, clamp=False):
         """x (..., seq, d_model) + the vector of each position; clamp=True reuses row max_len-1 past it."""
         validation.tensor("x", x, min_dim=2, floating=True)
-        seq, width = x.shape[-2], x.shape[-1]
-        if width != self.d_model:
-            raise ValueError(
-                f"x must end in d_model={self.d_model} features, got shape {tuple(x.shape)}"
-            )
+        validation.shape("x", x, ("...", "seq", ("d_model", self.d_model)))
+        validation.boolean("clamp", clamp)
+        seq = x.shape[-2]
         if seq > self.max_len and not clamp:
             raise ValueError(
                 f"sequence length {seq} exceeds this LearnedPositionalEncoding's max_len={self.max_len}: "
@@ -121,14 +104,13 @@ def _positions(name, positions, length=None):
     if isinstance(positions, (list, tuple, range)):
         positions = torch.tensor(list(positions), dtype=torch.float64)
     validation.tensor(name, positions)
-    if positions.dim() != 1:
-        raise ValueError(f"{name} must be 1-D (one position per row), got shape {tuple(positions.shape)}")
+    validation.shape(name, positions, ("T",))  # one position per row
     if positions.dtype == torch.bool or positions.is_complex():
         raise ValueError(f"{name} must hold integer or real positions, got dtype {positions.dtype}")
     if not torch.isfinite(positions).all():
         raise ValueError(f"{name} must be finite, got {positions.tolist()}")
-    if length is not None and len(positions) != length:
-        raise ValueError(f"{name} must hold one position per row of x ({length}), got {len(positions)}")
+    if length is not None:
+        validation.shape(name, positions, (("seq", length),))  # one position per row of x
     return positions.to(torch.float64)
 
 
@@ -147,8 +129,7 @@ def apply_rotary(x, positions=None, base=10000.0):
     """
     validation.tensor("x", x, min_dim=2, floating=True)
     seq, d_model = x.shape[-2], x.shape[-1]
-    if d_model % 2:
-        raise ValueError(f"x must have an even last dimension (pairs are rotated), got shape {tuple(x.shape)}")
+    validation.divisible("x.shape[-1]", d_model, 2, why="pairs are rotated")
     positions = torch.arange(seq, dtype=torch.float64) if positions is None else _positions(
         "positions", positions, seq)
     theta = rotary_angles(positions, d_model, base)  # (seq, d_model/2)
@@ -168,8 +149,7 @@ def sinusoidal_encoding_2d(height, width, d_model, base=10000.0, dtype=torch.flo
     height = validation.positive_int("height", height)
     width = validation.positive_int("width", width)
     d_model = validation.positive_int("d_model", d_model)
-    if d_model % 4:
-        raise ValueError(f"d_model must be divisible by 4 (sin/cos pairs for rows and columns), got {d_model}")
+    validation.divisible("d_model", d_model, 4, why="sin/cos pairs for rows and columns")
     rows = sinusoidal_encoding(height, d_model // 2, base, torch.float64)  # (height, d_model/2)
     cols = sinusoidal_encoding(width, d_model // 2, base, torch.float64)  # (width, d_model/2)
     grid = torch.cat([rows[:, None, :].expand(height, width, -1),

@@ -1,8 +1,6 @@
 """Measurements on a vanilla tanh RNN: its recurrent weight over many initialisations, the gradient
 that reaches position 0, and the factor by which that gradient shrinks at each step back."""
 
-import numbers
-
 import torch
 from torch import nn
 
@@ -11,8 +9,7 @@ from utils import validation
 
 def _check_rnn(rnn):
     """Raise unless `rnn` is a one-layer, one-direction, batch_first tanh nn.RNN."""
-    if not isinstance(rnn, nn.RNN):
-        raise TypeError(f"rnn must be a torch.nn.RNN, got {type(rnn).__name__}")
+    validation.instance("rnn", rnn, nn.RNN, "torch.nn.RNN")
     if rnn.nonlinearity != "tanh" or rnn.num_layers != 1 or rnn.bidirectional or not rnn.batch_first:
         raise ValueError(
             "rnn must be nn.RNN(..., nonlinearity='tanh', num_layers=1, bidirectional=False, "
@@ -25,22 +22,13 @@ def _check_rnn(rnn):
 def _check_batch(name, x, size=None):
     """Raise unless `x` is a floating (batch, seq, size) tensor."""
     validation.tensor(name, x, min_dim=3, floating=True)
-    if x.dim() != 3 or (size is not None and x.shape[-1] != size):
-        want = f"(batch, seq, {size})" if size is not None else "(batch, seq, d_model)"
-        raise ValueError(f"{name} must have shape {want}, got {tuple(x.shape)}")
-    return x
+    return validation.shape(name, x, ("batch", "seq", "d_model" if size is None else ("input_size", size)))
 
 
 def _check_seeds(seeds):
     """Raise unless `seeds` is a non-empty list or range of ints."""
-    if not isinstance(seeds, (list, tuple, range)):
-        raise TypeError(f"seeds must be a list or range of ints, got {type(seeds).__name__}")
-    if len(seeds) == 0:
-        raise ValueError("seeds must hold at least one seed, got an empty sequence")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
-            raise TypeError(f"seeds must hold ints, got {type(s).__name__} {s!r}")
-    return list(seeds)
+    validation.non_empty("seeds", seeds, (list, tuple, range), "list or range of ints")
+    return [validation.seed(f"seeds[{i}]", s) for i, s in enumerate(seeds)]
 
 
 def default_init_W_hh(d_hidden, seeds):
@@ -58,21 +46,13 @@ def default_init_W_hh(d_hidden, seeds):
     return torch.stack(norms), torch.stack(radii)
 
 
-def _check_ord(ord):
-    """Raise unless `ord` is 2 (Euclidean norm) or inf (largest |entry|)."""
-    if ord not in (2, float("inf")):
-        raise ValueError(f"ord must be 2 (Euclidean norm) or float('inf') (largest |entry|), got {ord!r}")
-    return ord
-
-
 def grad_norm_to_first(model, x, n, ord=2):
     """Median over the batch of || d (sum of the output at position n) / d x_0 ||_ord; x is (batch, seq, d_model)
     and model(x) returns (batch, seq, d) or a tuple starting with it, like nn.RNN."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    validation.instance("model", model, nn.Module, "torch.nn.Module")
     _check_batch("x", x)
     validation.index("n", n, x.shape[1], "seq")
-    _check_ord(ord)
+    validation.choice("ord", ord, (2, float("inf")))  # Euclidean norm or largest |entry|
     x = x[:, : n + 1].detach().clone().requires_grad_(True)  # (batch, n+1, d_model)
     y = model(x)
     y = y[0] if isinstance(y, tuple) else y  # (batch, n+1, d)
@@ -82,12 +62,8 @@ def grad_norm_to_first(model, x, n, ord=2):
 
 def first_vanished(model, x, ns, threshold=0.0, ord=2):
     """The first n in `ns` whose grad_norm_to_first(model, x, n, ord) is <= threshold (0.0: exactly zero), or None."""
-    if not isinstance(ns, (list, tuple, range)):
-        raise TypeError(f"ns must be a list or range of ints, got {type(ns).__name__}")
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-        raise TypeError(f"threshold must be a number, got {type(threshold).__name__} {threshold!r}")
-    if not threshold >= 0:
-        raise ValueError(f"threshold must be >= 0, got {threshold!r}")
+    validation.instance("ns", ns, (list, tuple, range), "list or range of ints")
+    threshold = validation.real("threshold", threshold, minimum=0)
     for n in ns:
         if grad_norm_to_first(model, x, n, ord) <= threshold:
             return n
@@ -104,8 +80,7 @@ def step_factors(rnn, x):
     """
     _check_rnn(rnn)
     _check_batch("x", x, rnn.input_size)
-    if x.shape[1] < 2:
-        raise ValueError(f"x must have at least 2 positions (one step back), got shape {tuple(x.shape)}")
+    validation.integer("x.shape[1] (seq)", x.shape[1], minimum=2, why="one step back")
     W_hh = rnn.weight_hh_l0.detach().to(x.dtype)  # (d_hidden, d_hidden)
     with torch.no_grad():
         h, _ = rnn(x)  # (batch, seq, d_hidden)

@@ -1,5 +1,6 @@
 """Argument checks whose errors name the argument, what was expected and what was given."""
 
+import math
 import numbers
 
 import numpy as np
@@ -93,4 +94,170 @@ def boolean(name, value):
     """Return `value` if it is a bool (True or False), else raise naming `name`."""
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__} {value!r}")
+    return value
+
+
+def _kind(value):
+    """How an error message names what was given: its type and its repr, e.g. "float 1.5"."""
+    return f"{type(value).__name__} {value!r}"
+
+
+def integer(name, value, minimum=None, maximum=None, why=None):
+    """Return `value` as an int if it is an int (not a bool) in [minimum, maximum] (each bound optional)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {_kind(value)}")
+    too_small = minimum is not None and value < minimum
+    too_large = maximum is not None and value > maximum
+    if too_small or too_large:
+        if minimum is not None and maximum is not None:
+            want = f"an int in [{minimum}, {maximum}]"
+        else:
+            want = f"an int >= {minimum}" if minimum is not None else f"an int <= {maximum}"
+        raise ValueError(f"{name} must be {want}{f' ({why})' if why else ''}, got {value!r}")
+    return int(value)
+
+
+def seed(name, value):
+    """Return `value` if it is an int usable as a random seed, in [0, 2**63)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {_kind(value)}")
+    if not 0 <= value < 2**63:
+        raise ValueError(f"{name} must be an int in [0, 2**63) (a random seed), got {value!r}")
+    return int(value)
+
+
+def real(name, value, minimum=None):
+    """Return `value` as a float if it is a finite real number (not a bool), >= minimum when given."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_kind(value)}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return float(value)
+
+
+def probability(name, value):
+    """Return `value` as a float if it is a number in [0, 1), such as a dropout rate."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a probability in [0, 1), got {_kind(value)}")
+    if not 0 <= value < 1:
+        raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}")
+    return float(value)
+
+
+def choice(name, value, options):
+    """Return `value` if it is one of `options` (a wrong type when every option is a str and `value` is not)."""
+    options = tuple(options)
+    if all(isinstance(o, str) for o in options) and not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {options}, got {_kind(value)}")
+    try:
+        ok = value in options
+    except TypeError:  # an unhashable or uncomparable value
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def instance(name, value, types, what=None):
+    """Return `value` if it is an instance of `types`; `what` names the expectation (default: the type names)."""
+    if not isinstance(value, types):
+        if what is None:
+            names = [t.__name__ for t in (types if isinstance(types, tuple) else (types,))]
+            what = " or ".join(names)
+        raise TypeError(f"{name} must be a {what}, got {type(value).__name__}")
+    return value
+
+
+def function(name, value, what="a function"):
+    """Return `value` if it is callable; `what` says which function is expected, e.g. "a function n -> module"."""
+    if not callable(value):
+        raise TypeError(f"{name} must be {what}, got {_kind(value)}")
+    return value
+
+
+def floating_dtype(name, value):
+    """Return `value` if it is a floating torch.dtype such as torch.float32."""
+    if not (isinstance(value, torch.dtype) and value.is_floating_point):
+        raise TypeError(f"{name} must be a floating torch.dtype such as torch.float32, got {value!r}")
+    return value
+
+
+def non_empty(name, value, types=(list, tuple), what=None):
+    """Return `value` if it is a non-empty instance of `types` (e.g. dict, list); `what` describes its items."""
+    what = what or " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+    if not isinstance(value, types):
+        raise TypeError(f"{name} must be a non-empty {what}, got {type(value).__name__}")
+    if len(value) == 0:
+        raise ValueError(f"{name} must be a non-empty {what}, got an empty one")
+    return value
+
+
+def _dim_text(d):
+    return f"{d[0]}={d[1]}" if isinstance(d, tuple) else str(d)
+
+
+def shape(name, value, dims):
+    """Return `value` (a tensor or array) if its shape matches `dims`, else raise a ValueError naming both.
+
+    Each entry of `dims` is an int (that size), a str (any size, named, e.g. "batch"), or a pair
+    (label, size) such as ("d_model", 16); a leading "..." allows any number of leading dimensions.
+    """
+    got = tuple(value.shape)
+    leading = len(dims) > 0 and dims[0] == "..."
+    fixed = tuple(dims[1:] if leading else dims)
+    ok = len(got) >= len(fixed) if leading else len(got) == len(fixed)
+    if ok:
+        for g, d in zip(got[len(got) - len(fixed):], fixed):
+            size = d[1] if isinstance(d, tuple) else d
+            if not isinstance(size, str) and g != size:
+                ok = False
+    if not ok:
+        want = "(" + ", ".join(_dim_text(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+        raise ValueError(f"{name} must have shape {want}, got {got}")
+    return value
+
+
+def int_tensor(name, value, min_dim=1):
+    """Return `value` if it is a torch.Tensor of an integer dtype (not bool) with at least `min_dim` dimensions."""
+    tensor(name, value, min_dim=min_dim)
+    if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+        raise ValueError(f"{name} must be an integer tensor, got dtype {value.dtype} with shape {tuple(value.shape)}")
+    return value
+
+
+def token_ids(name, value, vocab_size=None, min_dim=1):
+    """Return `value` if it is an integer tensor of token ids (>= 0, and < vocab_size when given)."""
+    int_tensor(name, value, min_dim=min_dim)
+    if value.numel():
+        low, high = int(value.min()), int(value.max())
+        if low < 0 or (vocab_size is not None and high >= vocab_size):
+            limit = f"[0, vocab_size={vocab_size})" if vocab_size is not None else ">= 0"
+            raise ValueError(f"{name} must hold token ids {'in ' if vocab_size is not None else ''}{limit}, "
+                             f"got min {low} and max {high}")
+    return value
+
+
+def token_id(name, value, vocab_size=None):
+    """Return `value` if it is one int token id (>= 0, and < vocab_size when given), e.g. a pad or bos id."""
+    if vocab_size is None:
+        return integer(name, value, minimum=0, why="a token id")
+    return integer(name, value, minimum=0, maximum=vocab_size - 1, why=f"a token id of a vocabulary of {vocab_size}")
+
+
+def max_positions(name, value, max_len, dim=-1):
+    """Return `value` if its dimension `dim` (its positions) is at most `max_len`, the size of a position table."""
+    n = value.shape[dim]
+    if n > max_len:
+        raise ValueError(f"{name} has {n} positions, more than max_len={max_len} (the positions the table "
+                         f"covers); build it with max_len >= {n}")
+    return value
+
+
+def divisible(name, value, divisor, divisor_name=None, why=None):
+    """Return `value` if it is a multiple of `divisor` (e.g. d_model of num_heads), else raise a ValueError."""
+    if value % divisor:
+        by = f"{divisor_name}={divisor}" if divisor_name else f"{divisor}"
+        raise ValueError(f"{name} must be divisible by {by}{f' ({why})' if why else ''}, got {name}={value}")
     return value

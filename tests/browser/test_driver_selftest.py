@@ -12,7 +12,7 @@ import lab_driver
 
 pytestmark = pytest.mark.browser
 WIDGET = '''
-import ipywidgets as W
+import ipywidgets
 import matplotlib.pyplot as plt
 import numpy as np
 from utils.widgets import _explorer
@@ -27,13 +27,13 @@ def render(position, ignored, cmap, flip, k, title, grid):
     return fig
 
 controls = {
-    "position": W.IntSlider(3, 0, 7, 1, description="position"),
-    "ignored": W.IntSlider(5, 0, 10, 1, description="ignored"),
-    "cmap": W.Dropdown(options=["viridis", "magma"], value="viridis", description="cmap"),
-    "flip": W.Checkbox(False, description="flip"),
-    "k": W.ToggleButtons(options=[1, 2, 3], value=1, description="k"),
-    "title": W.Text("a short title", description="title"),
-    "grid": W.ToggleButton(False, description="grid"),
+    "position": ipywidgets.IntSlider(3, 0, 7, 1, description="position"),
+    "ignored": ipywidgets.IntSlider(5, 0, 10, 1, description="ignored"),
+    "cmap": ipywidgets.Dropdown(options=["viridis", "magma"], value="viridis", description="cmap"),
+    "flip": ipywidgets.Checkbox(False, description="flip"),
+    "k": ipywidgets.ToggleButtons(options=[1, 2, 3], value=1, description="k"),
+    "title": ipywidgets.Text("a short title", description="title"),
+    "grid": ipywidgets.ToggleButton(False, description="grid"),
 }
 _explorer(render, controls)
 '''

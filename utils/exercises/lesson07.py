@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from utils.exercises import exercise, mistake
 from utils.translator.decode import greedy_decode as _greedy_reference
-from utils.translator.model import Seq2SeqTransformer
+from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
 
 BOS, EOS, PAD = 1, 2, 0
 
@@ -266,7 +266,7 @@ class _ScriptedModel(Seq2SeqTransformer):
     scripts = [[5, 6, 7], [8], [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]]
 
     def decode(self, tgt, memory, src_mask):
-        logits = torch.zeros(tgt.shape[0], tgt.shape[1], self.config["tgt_vocab_size"])  # (batch, T, vocab)
+        logits = torch.zeros(tgt.shape[0], tgt.shape[1], self.config.tgt_vocab_size)  # (batch, T, vocab)
         for b in range(tgt.shape[0]):
             script = self.scripts[b] + [EOS] + [9] * 50
             for t in range(tgt.shape[1]):
@@ -355,7 +355,7 @@ def greedy_decoding(decode):
 
 def _check_greedy(decode):
     torch.manual_seed(0)
-    scripted = _ScriptedModel(12, 12, 8, 2, 16, 1).eval()
+    scripted = _ScriptedModel(TranslatorConfig(12, 12, 8, 2, 16, 1)).eval()
     src = torch.tensor([[4, 5, 2], [6, 2, 0], [7, 8, 2]])  # (3, 3)
     for max_len, expected in ((20, [[5, 6, 7], [8], [4] * 12]), (6, [[5, 6, 7], [8], [4] * 6])):
         with torch.no_grad():
@@ -369,7 +369,7 @@ def _check_greedy(decode):
                 return (f"with max_len={max_len}, sentence {b}: expected {e}, got {g} (a model that says "
                         f"{_ScriptedModel.scripts[b]} then <eos>=2 then 9s)" + (f"; {problem}" if problem else ""))
     torch.manual_seed(1)
-    random_model = Seq2SeqTransformer(12, 12, 16, 2, 32, 1).eval()
+    random_model = Seq2SeqTransformer(TranslatorConfig(12, 12, 16, 2, 32, 1)).eval()
     with torch.no_grad():
         got = [list(map(int, row)) for row in decode(random_model, src, BOS, EOS, 3)]
         expected = _greedy_reference(random_model, src, BOS, EOS, 3)

@@ -4,6 +4,7 @@ import torch
 
 from utils.translator import grammar
 from utils.translator.decode import check_sentence, greedy_decode
+from utils.translator.model import eval_mode
 
 
 @torch.no_grad()
@@ -19,8 +20,8 @@ def cross_attention_map(model, sentence, src_vocab, tgt_vocab):
     src = torch.tensor([src_vocab.encode(words, eos=True)])  # (1, S)
     ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len=len(words) + 5)[0]
     decoder_input = torch.tensor([[tgt_vocab.bos_id] + ids])  # (1, T): query j predicts output word j
-    model.eval()
-    logits = model(src, decoder_input)  # (1, T, vocab)
+    with eval_mode(model):
+        logits = model(src, decoder_input)  # (1, T, vocab)
     last = "<eos>" if int(logits[0, -1].argmax()) == tgt_vocab.eos_id else "(cut by the length guard)"
     weights = [w[0].numpy() for w in model.cross_attention()]  # each (num_heads, T, S)
     predicted = tgt_vocab.decode(ids)

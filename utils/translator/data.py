@@ -68,10 +68,7 @@ def choose_heldout_forms(rng, n_adjective_forms, n_verb_forms):
     four (gender, number) in turn, so each still has its three other forms in training."""
     for name, value, limit in (("n_adjective_forms", n_adjective_forms, len(grammar.ADJECTIVES)),
                                ("n_verb_forms", n_verb_forms, len(grammar.VERBS))):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-        if not 0 <= value <= limit:
-            raise ValueError(f"{name} must be in [0, {limit}], got {value}")
+        validation.integer(name, value, minimum=0, maximum=limit)
     forms = []
     for kind, words, n_forms, form in (("adjective", grammar.ADJECTIVES, n_adjective_forms, grammar.adjective_form),
                                        ("verb", grammar.VERBS, n_verb_forms, grammar.verb_form)):
@@ -88,8 +85,7 @@ def make_dataset(seed=0, n_train=20000, n_val=500, n_test=500, n_test_unseen=500
     for name, value in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test),
                         ("n_test_unseen", n_test_unseen)):
         validation.positive_int(name, value)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+    validation.seed("seed", seed)
     rng = np.random.default_rng(seed)
     heldout = choose_heldout_forms(rng, n_adjective_forms, n_verb_forms)
     held = {f.neo for f in heldout}
@@ -122,8 +118,8 @@ def make_dataset(seed=0, n_train=20000, n_val=500, n_test=500, n_test_unseen=500
 
 def pad_sequences(seqs, pad_id):
     """Stack lists of ids of different lengths into a (len(seqs), longest) long tensor, padded on the right."""
-    if not seqs:
-        raise ValueError("seqs must hold at least one sequence, got none")
+    validation.non_empty("seqs", seqs, (list, tuple), "list of id lists")
+    validation.token_id("pad_id", pad_id)
     longest = max(len(s) for s in seqs)
     out = torch.full((len(seqs), longest), pad_id, dtype=torch.long)  # (N, T)
     for i, s in enumerate(seqs):
@@ -133,8 +129,9 @@ def pad_sequences(seqs, pad_id):
 
 def to_tensors(pairs, src_vocab, tgt_vocab):
     """src (N, S): source ids + <eos>; tgt (N, T): <bos> + Neo ids + <eos>; both padded with <pad>."""
-    if not pairs:
-        raise ValueError("pairs must hold at least one Pair, got none")
+    validation.non_empty("pairs", pairs, (list, tuple), "list of Pairs")
+    validation.instance("src_vocab", src_vocab, Vocab)
+    validation.instance("tgt_vocab", tgt_vocab, Vocab)
     src = pad_sequences([src_vocab.encode(p.src, eos=True) for p in pairs], src_vocab.pad_id)  # (N, S)
     tgt = pad_sequences([tgt_vocab.encode(p.tgt, bos=True, eos=True) for p in pairs], tgt_vocab.pad_id)  # (N, T)
     return src, tgt
@@ -143,9 +140,11 @@ def to_tensors(pairs, src_vocab, tgt_vocab):
 def batches(src, tgt, batch_size, seed, pad_id=0):
     """Endless shuffled batches (src (B, S), tgt (B, T)), trimmed to their longest sentence; seeded."""
     batch_size = validation.positive_int("batch_size", batch_size)
-    if src.shape[0] != tgt.shape[0]:
-        raise ValueError(f"src and tgt must hold the same number of sentences, got {src.shape[0]} and {tgt.shape[0]}")
-    gen = torch.Generator().manual_seed(seed)
+    validation.token_ids("src", src, min_dim=2)
+    validation.token_ids("tgt", tgt, min_dim=2)
+    validation.shape("tgt", tgt, (("number of src sentences", src.shape[0]), "T"))
+    validation.token_id("pad_id", pad_id)
+    gen = torch.Generator().manual_seed(validation.seed("seed", seed))
     while True:
         order = torch.randperm(src.shape[0], generator=gen)
         for start in range(0, len(order) - batch_size + 1, batch_size):

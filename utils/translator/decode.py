@@ -3,28 +3,35 @@
 import torch
 
 from utils import validation
+from utils.translator.model import Seq2SeqTransformer, eval_mode
 from utils.translator.vocab import Vocab
+
+
+def _decoding_args(model, bos_id, eos_id, max_len):
+    """Check the arguments both decoders share; return max_len capped by the model's PE table."""
+    validation.instance("model", model, Seq2SeqTransformer)
+    validation.token_id("bos_id", bos_id, model.config.tgt_vocab_size)
+    validation.token_id("eos_id", eos_id, model.config.tgt_vocab_size)
+    max_len = validation.positive_int("max_len", max_len if max_len is not None else model.max_len - 1)
+    return min(max_len, model.max_len - 1)  # the <bos> takes one position of the PE table
 
 
 @torch.no_grad()
 def greedy_decode(model, src, bos_id, eos_id, max_len=None):
     """Translate a batch src (batch, S): list of id lists, each ending before <eos> (or cut at max_len)."""
-    was_training = model.training
-    model.eval()
-    max_len = validation.positive_int("max_len", max_len if max_len is not None else model.max_len - 1)
-    max_len = min(max_len, model.max_len - 1)  # the <bos> takes one position of the PE table
-    memory, src_mask = model.encode(src)  # (batch, S, d_model), (batch, 1, S)
-    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)  # (batch, 1): every target starts at <bos>
-    done = torch.zeros(src.shape[0], dtype=torch.bool)  # (batch,)
-    for _ in range(max_len):
-        logits = model.decode(ys, memory, src_mask)  # (batch, t, vocab)
-        next_id = logits[:, -1].argmax(-1)  # (batch,): the most likely next token
-        next_id = next_id.masked_fill(done, model.pad_id)  # finished sentences only get padding
-        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (batch, t + 1)
-        done |= next_id == eos_id
-        if done.all():
-            break
-    model.train(was_training)
+    max_len = _decoding_args(model, bos_id, eos_id, max_len)
+    with eval_mode(model):
+        memory, src_mask = model.encode(src)  # (batch, S, d_model), (batch, 1, S)
+        ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)  # (batch, 1): every target starts at <bos>
+        done = torch.zeros(src.shape[0], dtype=torch.bool)  # (batch,)
+        for _ in range(max_len):
+            logits = model.decode(ys, memory, src_mask)  # (batch, t, vocab)
+            next_id = logits[:, -1].argmax(-1)  # (batch,): the most likely next token
+            next_id = next_id.masked_fill(done, model.pad_id)  # finished sentences only get padding
+            ys = torch.cat([ys, next_id[:, None]], dim=1)  # (batch, t + 1)
+            done |= next_id == eos_id
+            if done.all():
+                break
     out = []
     for row in ys[:, 1:].tolist():
         out.append(row[:row.index(eos_id)] if eos_id in row else row)
@@ -33,10 +40,8 @@ def greedy_decode(model, src, bos_id, eos_id, max_len=None):
 
 def check_sentence(sentence, src_vocab):
     """The words of `sentence`; a ValueError for empty input or unknown words (listing some known ones)."""
-    if not isinstance(sentence, str):
-        raise TypeError(f"sentence must be a str, got {type(sentence).__name__} {sentence!r}")
-    if not isinstance(src_vocab, Vocab):
-        raise TypeError(f"src_vocab must be a Vocab, got {type(src_vocab).__name__}")
+    validation.instance("sentence", sentence, str)
+    validation.instance("src_vocab", src_vocab, Vocab)
     words = sentence.lower().split()
     if not words:
         raise ValueError("sentence is empty: type a few words, e.g. 'the big dog sees a cat'")
@@ -50,6 +55,8 @@ def check_sentence(sentence, src_vocab):
 def translate(model, sentence, src_vocab, tgt_vocab, max_len=None):
     """Greedy translation of one sentence (a str of space-separated words) into a str."""
     words = check_sentence(sentence, src_vocab)
+    validation.instance("model", model, Seq2SeqTransformer)
+    validation.instance("tgt_vocab", tgt_vocab, Vocab)
     if len(words) + 1 > model.max_len:
         raise ValueError(f"sentence has {len(words)} words; this model takes at most {model.max_len - 1}")
     src = torch.tensor([src_vocab.encode(words, eos=True)])  # (1, S)
@@ -63,12 +70,14 @@ def beam_search(model, src, bos_id, eos_id, beam_size=4, max_len=None):
     at each step (sum of log-probabilities); beam_size=1 is greedy decoding."""
     beam_size = validation.positive_int("beam_size", beam_size)
     validation.tensor("src", src)
-    if src.dim() != 2 or src.shape[0] != 1:
-        raise ValueError(f"src must hold one sentence, shape (1, S), got {tuple(src.shape)}")
-    max_len = validation.positive_int("max_len", max_len if max_len is not None else model.max_len - 1)
-    max_len = min(max_len, model.max_len - 1)
-    was_training = model.training
-    model.eval()
+    validation.shape("src", src, (1, "S"))  # one sentence
+    max_len = _decoding_args(model, bos_id, eos_id, max_len)
+    with eval_mode(model):
+        return _beam_search(model, src, bos_id, eos_id, beam_size, max_len)
+
+
+def _beam_search(model, src, bos_id, eos_id, beam_size, max_len):
+    """beam_search's loop, on checked arguments and a model in eval mode."""
     memory, src_mask = model.encode(src)  # (1, S, d_model), (1, 1, S)
     beams, finished = [([bos_id], 0.0)], []  # (ids so far, log-probability)
     for _ in range(max_len):
@@ -85,7 +94,6 @@ def beam_search(model, src, bos_id, eos_id, beam_size=4, max_len=None):
         # log-probabilities are <= 0, so a live beam can only lose score: stop once none can win
         if not beams or (finished and max(s for _, s in finished) >= beams[0][1]):
             break
-    model.train(was_training)
     if not finished:  # the length guard stopped every beam
         finished = [(ids[1:], score) for ids, score in beams]
     return max(finished, key=lambda f: f[1])[0]

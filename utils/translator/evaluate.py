@@ -3,14 +3,17 @@
 import sacrebleu
 import torch
 
+from utils import validation
 from utils.translator import grammar
 from utils.translator.data import to_tensors
 from utils.translator.decode import greedy_decode
+from utils.translator.model import eval_mode
 from utils.translator.train import shift_targets
 
 
 def translate_pairs(model, pairs, src_vocab, tgt_vocab, batch_size=250):
     """Greedy translations (lists of Neo words) of every pair's source sentence."""
+    batch_size = validation.positive_int("batch_size", batch_size)
     out = []
     for start in range(0, len(pairs), batch_size):
         src, _ = to_tensors(pairs[start:start + batch_size], src_vocab, tgt_vocab)  # (B, S)
@@ -52,15 +55,17 @@ def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=Non
     Teacher forcing on the reference: the query at decoder position j (the one that predicts Neo word j)
     counts when field[j] is not None (and role[j] is in `roles`, if given).
     """
-    model.eval()
+    validation.choice("field", field, ("alignment", "agrees_with"))
+    batch_size = validation.positive_int("batch_size", batch_size)
     cfg = model.config
-    right = torch.zeros(cfg["num_layers"], cfg["num_heads"])
+    right = torch.zeros(cfg.num_layers, cfg.num_heads)
     total = 0
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start:start + batch_size]
         src, tgt = to_tensors(chunk, src_vocab, tgt_vocab)  # (B, S), (B, T)
         decoder_input, _ = shift_targets(tgt)  # (B, T-1)
-        model(src, decoder_input)
+        with eval_mode(model):
+            model(src, decoder_input)
         gold = _gold(chunk, field, decoder_input.shape)  # (B, T-1); -1 where nothing to find
         has_gold = gold >= 0  # (B, T-1)
         if roles is not None:
@@ -135,10 +140,10 @@ def heldout_form_probability(model, pairs, src_vocab, tgt_vocab, heldout_forms):
     """Teacher forcing on the reference: the probability the model gives to the held-out form at every
     position whose reference word is one (a 1-D tensor, one entry per such position)."""
     held_ids = {tgt_vocab.stoi[f.neo] for f in heldout_forms}
-    model.eval()
     src, tgt = to_tensors(pairs, src_vocab, tgt_vocab)  # (N, S), (N, T)
     decoder_input, labels = shift_targets(tgt)  # (N, T-1) each
-    probs = model(src, decoder_input).softmax(-1)  # (N, T-1, vocab)
+    with eval_mode(model):
+        probs = model(src, decoder_input).softmax(-1)  # (N, T-1, vocab)
     is_held = torch.zeros_like(labels, dtype=torch.bool)  # (N, T-1)
     for i in held_ids:
         is_held |= labels == i

@@ -3,6 +3,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
+from utils import validation
 from utils.plotting import panel_grid
 
 CHOSEN, OTHER = "tab:blue", "tab:gray"  # the word greedy decoding picks, and the runners-up
@@ -13,11 +14,9 @@ def plot_decoding_steps(probs, itos, chosen, top=4, ncols=4):
 
     probs: (steps, vocab) next-word probabilities; itos: id -> word; chosen: the id picked at each step.
     """
-    probs = np.asarray(probs, dtype=float)
-    if probs.ndim != 2 or probs.shape[1] != len(itos):
-        raise ValueError(f"probs must have shape (steps, len(itos)={len(itos)}), got {probs.shape}")
-    if len(chosen) != probs.shape[0]:
-        raise ValueError(f"chosen must give one id per step ({probs.shape[0]}), got {len(chosen)}")
+    probs = validation.shape("probs", np.asarray(probs, dtype=float), ("steps", ("len(itos)", len(itos))))
+    validation.shape("chosen", np.asarray(chosen), (("steps", probs.shape[0]),))  # one id per step
+    top = validation.positive_int("top", top)
     steps = probs.shape[0]
     fig, axes = panel_grid(steps, ncols, (2.9, 1.5))
     for t, ax in enumerate(axes.flat):
@@ -40,14 +39,13 @@ def plot_decoding_steps(probs, itos, chosen, top=4, ncols=4):
 
 def plot_head_scores(scores, title, label="fraction of arg-max hits"):
     """Heatmaps (num_layers x num_heads) side by side, one per entry of `scores`, with values written in."""
-    if not isinstance(scores, dict) or not scores:
-        raise ValueError(f"scores must be a non-empty dict name -> (num_layers, num_heads) array, got {scores!r}")
+    validation.non_empty("scores", scores, dict, "dict name -> (num_layers, num_heads) array")
     arrays = {name: np.asarray(a, dtype=float) for name, a in scores.items()}
-    shapes = {a.shape for a in arrays.values()}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 2:
-        raise ValueError(f"scores must all be 2-D arrays of one shape (num_layers, num_heads), got {sorted(shapes)}")
+    first = validation.shape(f"scores[{next(iter(arrays))!r}]", next(iter(arrays.values())), ("num_layers", "num_heads"))
+    layers, heads = first.shape
+    for name, a in arrays.items():  # one shape for all
+        validation.shape(f"scores[{name!r}]", a, (("num_layers", layers), ("num_heads", heads)))
     n = len(arrays)
-    layers, heads = next(iter(shapes))
     fig, axes = plt.subplots(1, n, figsize=(0.6 + 1.0 * heads * n, 0.9 + 0.75 * layers), squeeze=False,
                              layout="constrained")
     for ax, (name, a) in zip(axes[0], arrays.items()):

@@ -1,8 +1,15 @@
 """The lesson's configuration, in one place so that lesson 07 and benchmarks/translator.py train the same model."""
 
+from utils.translator import grammar
+from utils.translator.config import TranslatorConfig
+from utils.translator.vocab import Vocab
+
 DATA = {"seed": 0, "n_train": 20000, "n_val": 500, "n_test": 500, "n_test_unseen": 500, "n_adjective_forms": 6,
         "n_verb_forms": 3}
-MODEL = {"d_model": 64, "num_heads": 4, "d_ff": 128, "num_layers": 2, "dropout": 0.0, "max_len": 64}
+# The vocabulary sizes are those of make_dataset's vocabularies (the grammar's words + 4 special tokens).
+MODEL = TranslatorConfig(src_vocab_size=len(Vocab(grammar.source_words())),
+                         tgt_vocab_size=len(Vocab(grammar.target_words())),
+                         d_model=64, num_heads=4, d_ff=128, num_layers=2, dropout=0.0, max_len=64)
 # One thread, so that float sums do not depend on the number of cores.
 # 1300 steps: in-distribution test exact match 0.992, 0.990, 0.996, 1.000, 0.998 for model seeds 0-4, and 0.998 /
 # 0.986 for seed 0 under MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=default / MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=avx2;

@@ -13,22 +13,24 @@ from utils.translator.data import batches
 def shift_targets(tgt):
     """tgt (batch, T) = <bos> y_1 .. y_n <eos> -> decoder input tgt[:, :-1] and labels tgt[:, 1:]."""
     validation.tensor("tgt", tgt)
-    if tgt.dim() != 2 or tgt.shape[1] < 2:
-        raise ValueError(f"tgt must have shape (batch, T) with T >= 2 (<bos> ... <eos>), got {tuple(tgt.shape)}")
+    validation.shape("tgt", tgt, ("batch", "T"))
+    validation.integer("tgt.shape[1] (T)", tgt.shape[1], minimum=2, why="<bos> ... <eos>")
     return tgt[:, :-1], tgt[:, 1:]  # (batch, T-1) each: input t predicts label t
 
 
 def noam_lr(step, d_model, warmup, factor=1.0):
     """lrate = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (paper, section 5.3); step >= 1."""
     step = validation.positive_int("step", step)
+    validation.positive_int("d_model", d_model)
     validation.positive_int("warmup", warmup)
+    validation.positive_float("factor", factor)
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
 def make_optimizer(model, warmup=400, factor=1.0):
     """Adam(beta1=0.9, beta2=0.98, eps=1e-9) and a LambdaLR scheduler following noam_lr."""
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    d_model = model.config["d_model"]
+    d_model = model.config.d_model
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: noam_lr(i + 1, d_model, warmup, factor))
     return opt, sched
 
@@ -108,11 +110,12 @@ def train(model, src, tgt, steps, batch_size=64, warmup=400, factor=1.0, label_s
     With `progress`, a progress bar ends as the finished bar with the mean loss of the last 50 steps.
     """
     steps = validation.positive_int("steps", steps)
-    if not 0 <= label_smoothing < 1:
-        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
+    label_smoothing = validation.probability("label_smoothing", label_smoothing)
+    validation.seed("seed", seed)
+    validation.boolean("progress", progress)
     torch.set_num_threads(validation.positive_int("num_threads", num_threads))
     torch.manual_seed(seed)
-    pad_id = model.config["pad_id"]
+    pad_id = model.config.pad_id
     opt, sched = make_optimizer(model, warmup, factor)
     data = batches(src, tgt, batch_size, seed, pad_id)
     history = {"loss": [], "lr": [], "tokens": []}

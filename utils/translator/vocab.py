@@ -1,5 +1,7 @@
 """A vocabulary: words <-> integer ids, with the four special tokens pad, begin, end and unknown."""
 
+from utils import validation
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)  # ids 0, 1, 2, 3 in every vocabulary
 
@@ -51,8 +53,7 @@ class Vocab:
         """Words for a sequence of ids, stopping at <eos> and skipping <pad> and <bos>."""
         out = []
         for i in (int(i) for i in ids):
-            if not 0 <= i < len(self):
-                raise ValueError(f"ids must be in [0, {len(self)}), got {i}")
+            validation.token_id("ids", i, len(self))
             if i == self.eos_id:
                 break
             if i not in (self.pad_id, self.bos_id):

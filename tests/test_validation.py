@@ -1,0 +1,166 @@
+"""utils.validation: each check returns what it was given (normalised) and raises TypeError for a wrong type,
+ValueError for a wrong value or shape, with the argument's name, the expectation and what was given."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from utils import validation
+
+
+def test_integer():
+    assert validation.integer("n", 3) == 3 and validation.integer("n", np.int64(3)) == 3
+    assert validation.integer("n", 0, minimum=0) == 0 and validation.integer("n", 5, 0, 5) == 5
+    with pytest.raises(TypeError, match="n must be an int, got float 1.5"):
+        validation.integer("n", 1.5)
+    with pytest.raises(TypeError, match="n must be an int, got bool True"):
+        validation.integer("n", True)
+    with pytest.raises(ValueError, match=r"n must be an int >= 3 \(three at least\), got 2"):
+        validation.integer("n", 2, minimum=3, why="three at least")
+    with pytest.raises(ValueError, match=r"n must be an int <= 3, got 4"):
+        validation.integer("n", 4, maximum=3)
+    with pytest.raises(ValueError, match=r"n must be an int in \[0, 3\], got -1"):
+        validation.integer("n", -1, 0, 3)
+
+
+def test_seed():
+    assert validation.seed("seed", 0) == 0 and validation.seed("seed", 2**63 - 1) == 2**63 - 1
+    with pytest.raises(TypeError, match="seed must be an int, got str '1'"):
+        validation.seed("seed", "1")
+    for bad in (-1, 2**63):
+        with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*63\) \(a random seed\)"):
+            validation.seed("seed", bad)
+
+
+def test_real():
+    assert validation.real("k", 2) == 2.0 and isinstance(validation.real("k", 2), float)
+    assert validation.real("t", 0.0, minimum=0) == 0.0
+    with pytest.raises(TypeError, match="k must be a real number, got str '1'"):
+        validation.real("k", "1")
+    with pytest.raises(TypeError, match="k must be a real number, got bool False"):
+        validation.real("k", False)
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError, match="k must be a finite number"):
+            validation.real("k", bad)
+    with pytest.raises(ValueError, match="t must be >= 0, got -0.5"):
+        validation.real("t", -0.5, minimum=0)
+
+
+def test_probability():
+    assert validation.probability("dropout", 0) == 0.0 and validation.probability("dropout", 0.999) == 0.999
+    for bad in (-0.1, 1.0, 1.5, math.nan):
+        with pytest.raises(ValueError, match=r"dropout must be a probability in \[0, 1\), got"):
+            validation.probability("dropout", bad)
+    for bad in ("0.1", True, None):
+        with pytest.raises(TypeError, match=r"dropout must be a probability in \[0, 1\), got"):
+            validation.probability("dropout", bad)
+
+
+def test_choice():
+    assert validation.choice("mask_kind", "causal", ("none", "causal")) == "causal"
+    assert validation.choice("ord", 2.0, (2, math.inf)) == 2.0
+    with pytest.raises(ValueError, match=r"mask_kind must be one of \('none', 'causal'\), got 'future'"):
+        validation.choice("mask_kind", "future", ("none", "causal"))
+    with pytest.raises(TypeError, match=r"mask_kind must be one of \('none', 'causal'\), got bool True"):
+        validation.choice("mask_kind", True, ("none", "causal"))
+    with pytest.raises(ValueError, match=r"ord must be one of \(2, inf\), got 1"):
+        validation.choice("ord", 1, (2, math.inf))
+    with pytest.raises(ValueError, match=r"ord must be one of \(2, inf\), got \[2\]"):
+        validation.choice("ord", [2], (2, math.inf))  # unhashable: not an option
+    assert validation.choice("variant", "pre-norm", {"pre-norm": 1, "post-norm": 2}) == "pre-norm"  # a dict's keys
+
+
+def test_instance_and_function():
+    g = torch.Generator()
+    assert validation.instance("generator", g, torch.Generator) is g
+    with pytest.raises(TypeError, match="generator must be a Generator, got int"):
+        validation.instance("generator", 3, torch.Generator)
+    with pytest.raises(TypeError, match="x must be a list or tuple, got str"):
+        validation.instance("x", "ab", (list, tuple))
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module, got str"):
+        validation.instance("model", "m", torch.nn.Module, "torch.nn.Module")
+    assert validation.function("fn", len) is len
+    with pytest.raises(TypeError, match="fn must be a function, got int 3"):
+        validation.function("fn", 3)
+    with pytest.raises(TypeError, match=r"make_layer must be a function \(index -> module\), got str 'a'"):
+        validation.function("make_layer", "a", "a function (index -> module)")
+
+
+def test_floating_dtype():
+    assert validation.floating_dtype("dtype", torch.float64) is torch.float64
+    for bad in (torch.int64, "float32", float):
+        with pytest.raises(TypeError, match="dtype must be a floating torch.dtype such as torch.float32, got"):
+            validation.floating_dtype("dtype", bad)
+
+
+def test_non_empty():
+    assert validation.non_empty("values", [1], list) == [1]
+    with pytest.raises(ValueError, match="values must be a non-empty list, got an empty one"):
+        validation.non_empty("values", [], list)
+    with pytest.raises(TypeError, match=r"scores must be a non-empty dict name -> array, got list"):
+        validation.non_empty("scores", [1], dict, "dict name -> array")
+    with pytest.raises(TypeError, match="seqs must be a non-empty list or tuple, got NoneType"):
+        validation.non_empty("seqs", None)
+
+
+def test_shape():
+    x = torch.zeros(2, 3, 8)
+    assert validation.shape("x", x, ("batch", "seq", 8)) is x
+    assert validation.shape("x", x, ("...", ("d_model", 8))) is x
+    assert validation.shape("x", np.zeros(3), (("T", 3),)) is not None  # arrays too
+    validation.shape("x", torch.zeros(8), ("...", "d"))
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq, d_model=16\), got \(2, 3, 8\)"):
+        validation.shape("x", x, ("batch", "seq", ("d_model", 16)))
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq\), got \(2, 3, 8\)"):
+        validation.shape("x", x, ("batch", "seq"))
+    with pytest.raises(ValueError, match=r"x must have shape \(n,\), got \(\)"):
+        validation.shape("x", torch.tensor(1.0), ("n",))
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., T, T\), got \(4,\)"):
+        validation.shape("x", torch.zeros(4), ("...", "T", "T"))
+
+
+def test_int_tensor_and_token_ids():
+    ids = torch.tensor([[0, 3, 4]])
+    assert validation.int_tensor("lengths", torch.tensor([3], dtype=torch.int32)) is not None
+    assert validation.token_ids("tokens", ids) is ids and validation.token_ids("tokens", ids, vocab_size=5) is ids
+    assert validation.token_ids("tokens", torch.zeros(0, dtype=torch.long), vocab_size=1) is not None  # empty
+    with pytest.raises(TypeError, match="tokens must be a torch.Tensor, got list"):
+        validation.token_ids("tokens", [0, 1])
+    for dtype in (torch.float32, torch.bool, torch.complex64):
+        with pytest.raises(ValueError, match=f"tokens must be an integer tensor, got dtype {dtype}"):
+            validation.token_ids("tokens", torch.zeros(2, dtype=dtype))
+    with pytest.raises(ValueError, match=r"tokens must hold token ids in \[0, vocab_size=4\), got min 0 and max 4"):
+        validation.token_ids("tokens", ids, vocab_size=4)
+    with pytest.raises(ValueError, match=r"tokens must hold token ids >= 0, got min -1 and max 3"):
+        validation.token_ids("tokens", torch.tensor([-1, 3]))
+    with pytest.raises(ValueError, match=r"tokens must have at least 2 dimensions, got shape \(3,\)"):
+        validation.token_ids("tokens", torch.tensor([1, 2, 3]), min_dim=2)
+
+
+def test_token_id():
+    assert validation.token_id("pad_id", 0) == 0 and validation.token_id("eos_id", 4, vocab_size=5) == 4
+    with pytest.raises(TypeError, match="pad_id must be an int, got float 0.0"):
+        validation.token_id("pad_id", 0.0)
+    with pytest.raises(ValueError, match=r"pad_id must be an int >= 0 \(a token id\), got -1"):
+        validation.token_id("pad_id", -1)
+    with pytest.raises(ValueError, match=r"eos_id must be an int in \[0, 4\] \(a token id of a vocabulary of 5\), got 5"):
+        validation.token_id("eos_id", 5, vocab_size=5)
+
+
+def test_max_positions():
+    x = torch.zeros(2, 10, 4)
+    assert validation.max_positions("x", x, 10, dim=-2) is x
+    with pytest.raises(ValueError, match=r"x has 10 positions, more than max_len=9 .*build it with max_len >= 10"):
+        validation.max_positions("x", x, 9, dim=-2)
+    with pytest.raises(ValueError, match="tokens has 4 positions, more than max_len=3"):
+        validation.max_positions("tokens", torch.zeros(1, 4, dtype=torch.long), 3)
+
+
+def test_divisible():
+    assert validation.divisible("d_model", 64, 4, "num_heads") == 64
+    with pytest.raises(ValueError, match="d_model must be divisible by num_heads=4, got d_model=30"):
+        validation.divisible("d_model", 30, 4, "num_heads")
+    with pytest.raises(ValueError, match=r"d_model must be divisible by 4 \(rows and columns\), got d_model=6"):
+        validation.divisible("d_model", 6, 4, why="rows and columns")
