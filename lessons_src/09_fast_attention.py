@@ -221,6 +221,8 @@ print(f"at n = 64 the cache is {speedup:.1f}x faster per token (median of 5)")
 # %%
 assert min(per_token["uncached"][64]) > max(per_token["cached"][64])
 print("PASS: at n = 64, the slowest of 5 cached runs is faster than the fastest of 5 uncached runs")
+assert statistics.median(per_token["uncached"][64]) > 2 * statistics.median(per_token["uncached"][8])
+print("PASS: without the cache, a token costs more than twice as much at n = 64 as at n = 8 (medians of 5)")
 
 # %% [markdown]
 # **How big is the cache?** Each decoder layer stores a key and a value (the 2) for each head, each position
@@ -273,8 +275,8 @@ for g in (8, 2, 1):  # multi-head, grouped-query (4 query heads per key head), m
     assert torch.allclose(ours, theirs, atol=1e-5)
     cache_here = k.numel() * k.element_size() + v.numel() * v.element_size()
     assert cache_here == kv_cache_bytes(1, g, d, T, 4, batch=batch)
-    print(f"g = {g} key/value heads for {h} query heads: equal to torch (max |diff| < 1e-5); "
-          f"cache {cache_here} bytes = formula with {g} heads")
+    print(f"g = {g} key/value head{'s' if g > 1 else ''} for {h} query heads: equal to torch (max |diff| < 1e-5); "
+          f"cache {cache_here} bytes = the formula with {g} key/value head{'s' if g > 1 else ''}")
 assert grouped_query_attention(q, q, q).allclose(scaled_dot_product_attention(q, q, q)[0])
 print("PASS: g = h is multi-head attention")
 
@@ -284,7 +286,8 @@ print("PASS: g = h is multi-head attention")
 # %%
 for g in (32, 8, 1):
     size = kv_cache_bytes(32, g, 128, 4096, 2)
-    print(f"{g:2d} key/value heads: {size / 2**20:6.0f} MiB per sequence ({big // size}x smaller)")
+    print(f"{g:2d} key/value head{'s' if g > 1 else ' '}: {size / 2**20:6.0f} MiB per sequence"
+          + (f" ({big // size}x smaller)" if size < big else ""))
 assert kv_cache_bytes(32, 8, 128, 4096, 2) * 4 == big and kv_cache_bytes(32, 1, 128, 4096, 2) * 32 == big
 
 # %% [markdown]
@@ -428,7 +431,8 @@ for (batch, h, T, d), B in (((1, 1, 1000, 8), 100), ((2, 4, 37, 16), 5), ((3, 2,
           f"= n(n-1)/2 with n = {n}")
 
 # %% [markdown]
-# For long sequences the causal mask skips almost half of the work: $n(n-1)/2$ of $n^2$ tiles.
+# The fraction of tiles skipped, $n(n-1)/2$ of $n^2$, is $(n-1)/(2n)$: it approaches one half as the sequence
+# grows.
 #
 # **The tiles, one key block at a time.** The picture below is the default state of the explorer that
 # follows: $T = 32$ in tiles of 8 with the causal mask. Tiles entirely above the diagonal are skipped

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from utils import validation
 from utils.attention import scaled_dot_product_attention
@@ -341,12 +342,15 @@ class TensorMemory(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        inputs = {a.untyped_storage().data_ptr() for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
         for t in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
                 key, nbytes = storage.data_ptr(), storage.nbytes()
                 if key in self.live:  # a view or an in-place result: no new memory
                     self.live[key] += 1
+                elif key in inputs:  # a view of (or in place on) a tensor made before the block
+                    continue
                 else:
                     self.live[key] = 1
                     self.current += nbytes
