@@ -195,13 +195,13 @@ print(f"PASS: 64 forced steps on 100 sentences: the same tokens, logits {tuple(l
       "equal within 1e-4")
 
 # %% [markdown]
-# **Time per generated token.** We force $n$ steps for $n$ = 8, 16, 32, 64 on 64 held-out sentences at once,
+# **Time per generated token.** We force $n$ steps for $n$ = 8, 16, 32, 64 on 32 held-out sentences at once,
 # five times each, and divide the time by $n$. Without the cache, step $t$ processes $t$ positions, so the
 # time per token grows with $n$; with it, every step processes one position (plus attention over the
 # cached $t$ keys, which is small here). The numbers depend on the computer; the claim is checked below.
 
 # %% tags=["nbval-ignore-output"]
-lengths, batch_src = [8, 16, 32, 64], test_src[:64]  # (64, S)
+lengths, batch_src = [8, 16, 32, 64], test_src[:32]  # (32, S)
 per_token = {mode: {n: time_per_token(model, batch_src, BOS, n, use_cache=(mode == "cached"), repeats=5)
                     for n in lengths} for mode in ("uncached", "cached")}
 fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -293,7 +293,7 @@ assert kv_cache_bytes(32, 8, 128, 4096, 2) * 4 == big and kv_cache_bytes(32, 1, 
 # %% [markdown]
 # ## 3. Online softmax: one pass with a running maximum and sum
 #
-# The safe softmax of lesson 02 subtracts the row's maximum before exponentiating (so that nothing
+# The safe softmax of lesson 02 (section 7) subtracts the row's maximum before exponentiating (so that nothing
 # overflows), which takes three passes over the scores: find $m = \max_j s_j$, sum
 # $l = \sum_j e^{s_j - m}$, then write $e^{s_j - m}/l$. Without the maximum, large scores overflow:
 
@@ -505,12 +505,12 @@ print("PASS: fitted log-log slopes: plain in [1.8, 2.2], key blocks in [0.8, 1.2
 # write.
 #
 # **And the time?** Tiling saves memory, not arithmetic: it does the same multiplications (fewer, with the
-# causal mask). Our tiles are a Python loop that launches several small torch operations per tile; torch's
-# `scaled_dot_product_attention` is a single call into compiled code. Their times (median of 5, $T = 2048$,
-# $d_k = 64$, blocks of 256):
+# causal mask). Our tiles are a Python loop that launches several torch operations per tile; torch's
+# `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs on a CPU, runs one compiled kernel.
+# Their times (median of 5, $T = 2048$, $d_k = 64$, blocks of 256):
 
 # %% tags=["nbval-ignore-output"]
-q, k, v = (torch.randn(1, 2048, 64) for _ in range(3))  # (1, T, d_k)
+q, k, v = (torch.randn(1, 1, 2048, 64) for _ in range(3))  # (batch, heads, T, d_k)
 timing = {"tiled (Python loop)": [], "torch": []}
 for _ in range(5):
     for name, fn in (("tiled (Python loop)", lambda: tiled_attention(q, k, v, block_size=256)),
@@ -524,11 +524,10 @@ ratio = statistics.median(timing["tiled (Python loop)"]) / statistics.median(tim
 print(f"tiled / torch time: {ratio:.1f}")
 
 # %% [markdown]
-# Whether a loop over a few large tiles is slower than torch's single call on a CPU depends on the sizes and
-# the computer: the ratio above is what this run measured. The memory saving is what we measured reliably;
-# the speed FlashAttention reports on GPUs comes from doing the tiling *inside* one kernel, where each tile
-# is loaded into fast on-chip memory once and the score tile never goes back to main memory — something a
-# loop of separate operations cannot do.
+# The ratio depends on the sizes and the computer: the one above is what this run measured. The memory
+# saving is what we measured reliably; the speed FlashAttention reports on GPUs comes from doing the tiling
+# *inside* one kernel, where each tile is loaded into fast on-chip memory once and the score tile never goes
+# back to main memory — something a loop of separate operations cannot do.
 #
 # ## Summary
 #
