@@ -459,8 +459,8 @@ tile_explorer()
 # inside a `with` block: it adds the bytes of each new tensor's storage when it is created and subtracts
 # them when the last tensor using that storage is freed, and records the largest total (`peak_tensor_bytes`
 # wraps it). It counts what the operations allocate, not the inputs (nor scratch buffers a compiled kernel
-# uses inside one operation; here every large array is the result of an operation). A first check, on a known size: a
-# $100 \times 100$ float32 matrix takes $4 \times 100^2$ bytes.
+# uses inside one operation; here every large array is the result of an operation). A first check, on a
+# known size: a $100 \times 100$ float32 matrix takes $4 \times 100^2$ bytes.
 
 # %%
 assert peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 4 * 100 ** 2
