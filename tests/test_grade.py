@@ -135,9 +135,9 @@ def test_command_line_table(tmp_path):
     assert "0/2 exercises passed" in proc.stdout
 
 
-# Lessons 07, 08 and 09 train models (about 90 s for 07 and 08, 60 s for 09). nbval and the browser tests already
-# run them, and tests/test_exercises.py covers their checkers: grading them a third time adds time, not coverage.
-TRAINING = {"07_toy_translator", "08_extrapolation_and_beyond", "09_fast_attention"}
+# Lessons 07 and 08 train models (about 90 s together). nbval and the browser tests already run them,
+# and tests/test_exercises.py covers their checkers: grading them a third time adds time, not coverage.
+TRAINING = {"07_toy_translator", "08_extrapolation_and_beyond"}
 GRADED = [p for p in LESSONS if p.stem not in TRAINING]
 
 
