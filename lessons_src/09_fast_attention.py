@@ -235,13 +235,13 @@ print("PASS: without the cache, a token costs more than twice as much at n = 64 
 # for the cross-attention cache, whose length is the source length $S$:
 
 # %%
-cfg = model.config
-d_k = cfg["d_model"] // cfg["num_heads"]
-self_formula = kv_cache_bytes(cfg["num_layers"], cfg["num_heads"], d_k, cache.length, 4, batch=2)
-cross_formula = kv_cache_bytes(cfg["num_layers"], cfg["num_heads"], d_k, src2.shape[1], 4, batch=2)
-print(f"self-attention: {cfg['num_layers']} x 2 x {cfg['num_heads']} x {d_k} x {cache.length} x 4 x 2 = "
+num_layers, attn = len(model.decoder.layers), model.decoder.layers[0].self_attn
+num_heads, d_k = attn.num_heads, attn.d_k
+self_formula = kv_cache_bytes(num_layers, num_heads, d_k, cache.length, 4, batch=2)
+cross_formula = kv_cache_bytes(num_layers, num_heads, d_k, src2.shape[1], 4, batch=2)
+print(f"self-attention: {num_layers} x 2 x {num_heads} x {d_k} x {cache.length} x 4 x 2 = "
       f"{self_formula} bytes; the tensors hold {cache.nbytes('self')}")
-print(f"cross-attention: {cfg['num_layers']} x 2 x {cfg['num_heads']} x {d_k} x {src2.shape[1]} x 4 x 2 = "
+print(f"cross-attention: {num_layers} x 2 x {num_heads} x {d_k} x {src2.shape[1]} x 4 x 2 = "
       f"{cross_formula} bytes; the tensors hold {cache.nbytes('cross')}")
 assert cache.nbytes("self") == self_formula and cache.nbytes("cross") == cross_formula
 print("PASS: the formula gives the cache's bytes exactly")
