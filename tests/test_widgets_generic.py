@@ -10,10 +10,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from utils import widgets
+from utils import tile_widget, widgets
 
-EXPLORERS = [f for name, f in vars(widgets).items()
-             if name.endswith("_explorer") and not name.startswith("_") and inspect.isfunction(f)]
+EXPLORER_MODULES = (widgets, tile_widget)  # modules whose *_explorer functions are tested here
+EXPLORERS = [f for module in EXPLORER_MODULES for name, f in vars(module).items()
+             if name.endswith("_explorer") and not name.startswith("_") and inspect.isfunction(f)
+             and f.__module__ == module.__name__]
 SLIDERS = (ipywidgets.IntSlider, ipywidgets.FloatSlider, ipywidgets.FloatLogSlider)
 CHOICES = (ipywidgets.Dropdown, ipywidgets.ToggleButtons, ipywidgets.RadioButtons, ipywidgets.SelectionSlider)
 TOGGLES = (ipywidgets.Checkbox, ipywidgets.ToggleButton)
@@ -63,7 +65,8 @@ def drawn(monkeypatch):
     def display(image):
         frames.append(plt.imread(io.BytesIO(image.data), format="png"))
 
-    monkeypatch.setattr(widgets, "display", display)
+    for module in EXPLORER_MODULES:
+        monkeypatch.setattr(module, "display", display)
     return frames
 
 

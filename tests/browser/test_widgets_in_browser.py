@@ -40,3 +40,8 @@ def test_widget_notebook_runs_and_every_control_redraws(page, lab, path):
     assert not stuck, f"{rel}: these steps did not change the figure: {stuck}"
     assert not page.evaluate(lab_driver.ERROR_JS), f"{rel}: a control produced an error output"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, f"{rel} was modified on disk"
+
+
+def test_lesson_09_tile_explorer_is_covered():
+    """Lesson 09's tile explorer (utils.tile_widget) is found like the others and driven by the test above."""
+    assert any(p.stem == "09_fast_attention" for p in NOTEBOOKS), "lesson 09 is not among the widget notebooks"

@@ -4,6 +4,7 @@ import torch
 
 from utils import validation
 from utils.translator.model import Seq2SeqTransformer, eval_mode
+from utils.fast_attention import decode_step, start_cache
 from utils.translator.vocab import Vocab
 
 
@@ -17,16 +18,23 @@ def _decoding_args(model, bos_id, eos_id, max_len):
 
 
 @torch.no_grad()
-def greedy_decode(model, src, bos_id, eos_id, max_len=None):
-    """Translate a batch src (batch, S): list of id lists, each ending before <eos> (or cut at max_len)."""
+def greedy_decode(model, src, bos_id, eos_id, max_len=None, use_cache=False):
+    """Translate a batch src (batch, S): list of id lists, each ending before <eos> (or cut at max_len).
+    With use_cache, each step computes only the new position, reading earlier keys and values from a
+    key-value cache (utils.fast_attention); the tokens are the same."""
+    validation.boolean("use_cache", use_cache)
     max_len = _decoding_args(model, bos_id, eos_id, max_len)
     with eval_mode(model):
         memory, src_mask = model.encode(src)  # (batch, S, d_model), (batch, 1, S)
         ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)  # (batch, 1): every target starts at <bos>
         done = torch.zeros(src.shape[0], dtype=torch.bool)  # (batch,)
+        cache = start_cache(model, memory, src_mask) if use_cache else None
         for _ in range(max_len):
-            logits = model.decode(ys, memory, src_mask)  # (batch, t, vocab)
-            next_id = logits[:, -1].argmax(-1)  # (batch,): the most likely next token
+            if use_cache:
+                last = decode_step(model, cache, ys[:, -1])  # (batch, vocab): only the new position computed
+            else:
+                last = model.decode(ys, memory, src_mask)[:, -1]  # (batch, vocab): every position recomputed
+            next_id = last.argmax(-1)  # (batch,): the most likely next token
             next_id = next_id.masked_fill(done, model.pad_id)  # finished sentences only get padding
             ys = torch.cat([ys, next_id[:, None]], dim=1)  # (batch, t + 1)
             done |= next_id == eos_id

@@ -1,0 +1,613 @@
+# %% [markdown]
+# # 09 · Attention at inference and at scale, by hand: KV cache, online softmax, tiled attention
+#
+# The earlier lessons computed attention the way the paper writes it: the whole score matrix
+# $QK^\top/\sqrt{d_k}$, a softmax over each row, then a product with $V$. That is exact, and it is also
+# wasteful in two places that matter in practice:
+#
+# - **at inference**, greedy decoding (lesson 07) re-runs the decoder over *every* target position at every
+#   step, although the keys and values of the earlier positions never change; a **key-value cache** keeps
+#   them;
+# - **at scale**, the $T \times T$ score matrix needs memory that grows like $T^2$; computing the softmax
+#   **online** (a running maximum and a running sum) lets attention go through the keys **tile by tile**
+#   without ever holding that matrix — the idea behind FlashAttention (Dao et al., 2022).
+#
+# **Goals.**
+# - Build a key-value cache for the translator's decoder by hand, check that cached and uncached decoding give
+#   the same tokens and logits, measure the time per generated token, and count the cache's bytes (also for
+#   multi-query and grouped-query attention).
+# - Write softmax in one pass over the scores, with a running maximum and sum; check it against
+#   `torch.softmax`, including huge, tiny and fully masked rows.
+# - Compute attention tile by tile, skipping the tiles a causal mask removes; check it against `utils` and
+#   torch, count the skipped tiles, and measure its memory against the plain computation as $T$ grows.
+#
+# **Prerequisites.** Lessons 02 (softmax), 04 (masking), 05 (multi-head attention) and 07 (the toy translator).
+
+# %% tags=["colab-setup"]
+# On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
+                         capture_output=True, text=True)
+    if pip.returncode != 0:
+        reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
+        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
+                         "Check that this runtime is online, then run this cell again.")
+
+# %% [markdown]
+# As in lesson 07: everything random is seeded, and torch uses one thread, so that sums of floats are
+# added in the same order on every computer.
+
+# %%
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import math
+import statistics
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from utils.attention import scaled_dot_product_attention
+from utils.fast_attention import (causal_skipped_tiles, decode_step, greedy_steps, grouped_query_attention,
+                                  kv_cache_bytes, loglog_slope, online_softmax, peak_tensor_bytes, start_cache,
+                                  tiled_attention, time_per_token)
+from utils.masks import causal_mask
+from utils.multihead import merge_heads, split_heads
+from utils.tile_widget import plot_tiles, tile_explorer
+from utils.translator import recipe
+from utils.translator.data import make_dataset, to_tensors
+from utils.translator.decode import greedy_decode
+from utils.translator.evaluate import evaluate
+from utils.translator.model import Seq2SeqTransformer
+from utils.translator.train import train
+
+torch.set_num_threads(1)
+torch.manual_seed(0)
+COLORS = {"uncached": "#c44e52", "cached": "#4c72b0", "plain": "#c44e52", "key blocks": "#4c72b0",
+          "tiles": "#55a868"}  # one colour per variant across the lesson
+
+# %% [markdown]
+# ## 1. A translator to decode with
+#
+# We train lesson 07's translator again, with a shorter recipe so that this lesson runs in a minute or so:
+# 8000 training sentences instead of 20000, 700 steps instead of 1300, a larger learning-rate factor (1.0)
+# and a shorter warm-up (150 steps), and a positional table of 80 positions (the sinusoidal encoding is
+# fixed, so this changes no weight) so that we can force outputs of 64 tokens when we time decoding.
+
+# %%
+DATA = dict(recipe.DATA, n_train=8000)
+MODEL = dict(recipe.MODEL, max_len=80)
+TRAIN = dict(recipe.TRAIN, steps=700, warmup=150, factor=1.0)
+ds = make_dataset(**DATA)
+all_src, all_tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)  # (N, S), (N, T)
+BOS, EOS = ds.tgt_vocab.bos_id, ds.tgt_vocab.eos_id
+torch.manual_seed(recipe.MODEL_SEED)
+model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), **MODEL)
+print({k: MODEL[k] for k in ("d_model", "num_heads", "num_layers", "max_len")}, "|", TRAIN["steps"], "steps")
+
+# %% tags=["nbval-ignore-output"]
+history = train(model, all_src, all_tgt, **TRAIN)
+result = evaluate(model, ds.test, ds.src_vocab, ds.tgt_vocab)
+print(f"{TRAIN['steps']} steps in {history['seconds']:.1f} s; held-out exact match {result['exact_match']:.3f}, "
+      f"token accuracy {result['token_accuracy']:.3f}")
+
+# %%
+assert result["exact_match"] >= 0.85 and result["token_accuracy"] >= 0.9
+print("PASS: the shorter recipe translates >= 85% of the held-out sentences exactly "
+      "(token accuracy >= 0.9)")
+
+# %% [markdown]
+# ## 2. The key-value cache
+#
+# **What greedy decoding recomputes.** To choose token $t+1$, lesson 07's `greedy_decode` runs the decoder on
+# all $t$ tokens so far and keeps only the last position's logits. For an output of $n$ tokens that is
+# $1 + 2 + \dots + n = n(n+1)/2$ positions pushed through the decoder, where $n$ would do.
+
+# %%
+for n in (8, 16, 32, 64):
+    print(f"n = {n:2d}: {n * (n + 1) // 2:5d} decoder positions without a cache, {n:2d} with one "
+          f"({(n + 1) / 2:.1f}x fewer)")
+
+# %% [markdown]
+# Why may we keep the old ones? With the causal mask, position $i$ of every decoder layer sees only
+# positions $\le i$. So appending a token changes nothing at the earlier positions: not their hidden
+# states, hence not their keys $x W^K$ and values $x W^V$ in any layer. Checked on the first decoder layer:
+# its keys and values for a 5-token prefix, computed again after a 6th token is appended, are the same.
+
+# %%
+model.eval()
+src1 = torch.tensor([ds.src_vocab.encode(ds.test[0].src, eos=True)])  # (1, S)
+ys = torch.tensor([[BOS] + ds.tgt_vocab.encode(ds.test[0].tgt)[:5]])  # (1, 6): <bos> and 5 tokens
+layer0 = model.decoder.layers[0]
+a = layer0.self_attn
+with torch.no_grad():
+    x6 = model.tgt_embed(ys) * math.sqrt(model.d_model) + model.pe[:6]  # (1, 6, d_model): decoder input
+    x5 = model.tgt_embed(ys[:, :5]) * math.sqrt(model.d_model) + model.pe[:5]  # (1, 5, d_model): one token fewer
+    k5, v5 = split_heads(a.W_k(x5), a.num_heads), split_heads(a.W_v(x5), a.num_heads)  # (1, h, 5, d_k)
+    k6, v6 = split_heads(a.W_k(x6), a.num_heads), split_heads(a.W_v(x6), a.num_heads)  # (1, h, 6, d_k)
+assert torch.equal(k6[:, :, :5], k5) and torch.equal(v6[:, :, :5], v5)
+print("PASS: the first 5 positions' keys and values do not change when a 6th token is appended (bit for bit)")
+
+# %% [markdown]
+# **One cached step by hand** (the first decoder layer's self-attention). The new position brings one query,
+# one key and one value; the key and value are appended to the cache, and the query attends over the whole
+# cache. No mask is needed: the cache only holds positions $\le$ the new one. The result is the last row of
+# the full, recomputed self-attention.
+
+# %%
+with torch.no_grad():
+    x_new = x6[:, -1:]  # (1, 1, d_model): only the new position's input
+    q_new = split_heads(a.W_q(x_new), a.num_heads)  # (1, h, 1, d_k)
+    k_cache = torch.cat([k5, split_heads(a.W_k(x_new), a.num_heads)], dim=2)  # (1, h, 6, d_k): one row more
+    v_cache = torch.cat([v5, split_heads(a.W_v(x_new), a.num_heads)], dim=2)  # (1, h, 6, d_k)
+    scores = q_new @ k_cache.transpose(-2, -1) / math.sqrt(a.d_k)  # (1, h, 1, 6)
+    by_hand = a.W_o(merge_heads(torch.softmax(scores, -1) @ v_cache))  # (1, 1, d_model)
+    full, _ = a(x6, x6, x6, causal_mask(6))  # (1, 6, d_model): every position recomputed
+print("cache after the step:", tuple(k_cache.shape), "keys and", tuple(v_cache.shape), "values")
+assert torch.allclose(by_hand[:, 0], full[:, -1], atol=1e-5)
+print("PASS: one cached step equals the last row of the full causal self-attention (max |diff| < 1e-5)")
+
+# %% [markdown]
+# **Cross-attention** is cached differently: its keys and values come from the encoder output (the memory),
+# which does not change while we decode, so they are computed **once** per layer before the first step.
+#
+# `utils.fast_attention` does this for every layer: `start_cache(model, memory, src_mask)` computes the
+# cross-attention keys and values and starts empty self-attention caches; `decode_step(model, cache, tokens)`
+# feeds one new token per sentence, appends one row to each layer's self-attention keys and values, and
+# returns the next-token logits. Three steps on two sentences:
+
+# %%
+src2, _ = to_tensors(ds.test[:2], ds.src_vocab, ds.tgt_vocab)  # (2, S)
+with torch.no_grad():
+    memory, src_mask = model.encode(src2)  # (2, S, d_model), (2, 1, S)
+    cache = start_cache(model, memory, src_mask)
+    print("cross-attention keys per layer:", tuple(cache.cross_k[0].shape), "(batch, heads, S, d_k), computed once")
+    token = torch.full((2,), BOS)  # (2,)
+    for step in range(3):
+        logits = decode_step(model, cache, token)  # (2, vocab)
+        token = logits.argmax(-1)  # (2,)
+        print(f"after step {step + 1}: self-attention keys per layer {tuple(cache.self_k[0].shape)}")
+assert cache.self_k[0].shape[2] == 3 and cache.cross_k[0].shape[2] == src2.shape[1]
+
+# %% [markdown]
+# **Cached = uncached.** On the whole held-out set, greedy decoding with the cache (`use_cache=True`) gives
+# the same translations; and forcing 64 steps (ignoring `<eos>`), every step's logits agree to float
+# rounding. (The two paths multiply matrices of different shapes, so the last bits may differ.)
+
+# %%
+test_src, _ = to_tensors(ds.test, ds.src_vocab, ds.tgt_vocab)  # (500, S)
+plain = greedy_decode(model, test_src, BOS, EOS)
+cached = greedy_decode(model, test_src, BOS, EOS, use_cache=True)
+assert cached == plain
+print(f"PASS: cached and uncached greedy decoding give the same tokens on all {len(plain)} held-out sentences")
+ids_plain, logits_plain = greedy_steps(model, test_src[:100], BOS, 64, use_cache=False)
+ids_cached, logits_cached = greedy_steps(model, test_src[:100], BOS, 64, use_cache=True)
+assert torch.equal(ids_plain, ids_cached) and torch.allclose(logits_plain, logits_cached, atol=1e-4)
+print(f"PASS: 64 forced steps on 100 sentences: the same tokens, logits {tuple(logits_plain.shape)} "
+      "equal within 1e-4")
+
+# %% [markdown]
+# **Time per generated token.** We force $n$ steps for $n$ = 8, 16, 32, 64 on 64 held-out sentences at once,
+# five times each, and divide the time by $n$. Without the cache, step $t$ processes $t$ positions, so the
+# time per token grows with $n$; with it, every step processes one position (plus attention over the
+# cached $t$ keys, which is small here). The numbers depend on the computer; the claim is checked below.
+
+# %% tags=["nbval-ignore-output"]
+lengths, batch_src = [8, 16, 32, 64], test_src[:64]  # (64, S)
+per_token = {mode: {n: time_per_token(model, batch_src, BOS, n, use_cache=(mode == "cached"), repeats=5)
+                    for n in lengths} for mode in ("uncached", "cached")}
+fig, ax = plt.subplots(figsize=(6, 3.6))
+for mode, times in per_token.items():
+    med = [1000 * statistics.median(times[n]) for n in lengths]
+    ax.plot(lengths, med, "o-", color=COLORS[mode], label=mode)
+    print(f"{mode:>8}: " + ", ".join(f"n={n}: {m:.2f} ms" for n, m in zip(lengths, med)))
+ax.set_xlabel("output length n (forced steps)")
+ax.set_ylabel("ms per generated token (median of 5)")
+ax.set_xscale("log", base=2)
+ax.set_title("Without a cache each token costs more as the output grows")
+ax.legend()
+plt.show()
+speedup = statistics.median(per_token["uncached"][64]) / statistics.median(per_token["cached"][64])
+print(f"at n = 64 the cache is {speedup:.1f}x faster per token (median of 5)")
+
+# %%
+assert min(per_token["uncached"][64]) > max(per_token["cached"][64])
+print("PASS: at n = 64, the slowest of 5 cached runs is faster than the fastest of 5 uncached runs")
+assert statistics.median(per_token["uncached"][64]) > 2 * statistics.median(per_token["uncached"][8])
+print("PASS: without the cache, a token costs more than twice as much at n = 64 as at n = 8 (medians of 5)")
+
+# %% [markdown]
+# **How big is the cache?** Each decoder layer stores a key and a value (the 2) for each head, each position
+# and each sentence, each a vector of $d_k$ numbers:
+#
+# $$\text{bytes} = \text{layers} \times 2 \times \text{heads} \times d_k \times \text{length} \times
+# \text{bytes per number} \;(\times\ \text{batch}).$$
+#
+# Checked against the tensors of the cache after the 3 steps above (2 sentences, float32, 4 bytes), and
+# for the cross-attention cache, whose length is the source length $S$:
+
+# %%
+num_layers, attn = len(model.decoder.layers), model.decoder.layers[0].self_attn
+num_heads, d_k = attn.num_heads, attn.d_k
+self_formula = kv_cache_bytes(num_layers, num_heads, d_k, cache.length, 4, batch=2)
+cross_formula = kv_cache_bytes(num_layers, num_heads, d_k, src2.shape[1], 4, batch=2)
+print(f"self-attention: {num_layers} x 2 x {num_heads} x {d_k} x {cache.length} x 4 x 2 = "
+      f"{self_formula} bytes; the tensors hold {cache.nbytes('self')}")
+print(f"cross-attention: {num_layers} x 2 x {num_heads} x {d_k} x {src2.shape[1]} x 4 x 2 = "
+      f"{cross_formula} bytes; the tensors hold {cache.nbytes('cross')}")
+assert cache.nbytes("self") == self_formula and cache.nbytes("cross") == cross_formula
+print("PASS: the formula gives the cache's bytes exactly")
+
+# %% [markdown]
+# Our translator's cache is tiny. For a large decoder it is not: with 32 layers, 32 heads of $d_k = 128$
+# and 4096 positions stored in 16-bit floats (2 bytes), one sequence needs
+
+# %%
+big = kv_cache_bytes(32, 32, 128, 4096, 2)
+print(f"{big:,d} bytes = {big / 2**30:.0f} GiB per sequence")
+assert big == 2 * 2**30
+
+# %% [markdown]
+# **Multi-query and grouped-query attention** shrink it. Multi-query attention (Shazeer, 2019) keeps all
+# the query heads but gives them *one* shared key head and value head; grouped-query attention (Ainslie et
+# al., 2023) sits in between: `num_kv_heads` key/value heads, each shared by `num_heads / num_kv_heads`
+# query heads. Only keys and values are cached, so the cache shrinks by the factor
+# `num_heads / num_kv_heads`. (Whether the model stays as accurate is a question of training, not measured
+# here.) First the computation: query head $i$ reads key/value head $\lfloor i / (h/g) \rfloor$; with
+# $g = h$ it is ordinary multi-head attention, and it matches torch's `enable_gqa`:
+
+# %%
+torch.manual_seed(1)
+batch, h, T, d = 2, 8, 10, 16
+q = torch.randn(batch, h, T, d)  # (batch, h, T, d_k): 8 query heads
+for g in (8, 2, 1):  # multi-head, grouped-query (4 query heads per key head), multi-query
+    k, v = torch.randn(batch, g, T, d), torch.randn(batch, g, T, d)  # (batch, g, T, d_k): g key/value heads
+    ours = grouped_query_attention(q, k, v, causal_mask(T))  # (batch, h, T, d_k)
+    theirs = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    assert torch.allclose(ours, theirs, atol=1e-5)
+    cache_here = k.numel() * k.element_size() + v.numel() * v.element_size()
+    assert cache_here == kv_cache_bytes(1, g, d, T, 4, batch=batch)
+    print(f"g = {g} key/value head{'s' if g > 1 else ''} for {h} query heads: equal to torch (max |diff| < 1e-5); "
+          f"cache {cache_here} bytes = the formula with {g} key/value head{'s' if g > 1 else ''}")
+assert grouped_query_attention(q, q, q).allclose(scaled_dot_product_attention(q, q, q)[0])
+print("PASS: g = h is multi-head attention")
+
+# %% [markdown]
+# For the large decoder above, with 8 key/value heads (grouped) or 1 (multi-query) instead of 32:
+
+# %%
+for g in (32, 8, 1):
+    size = kv_cache_bytes(32, g, 128, 4096, 2)
+    print(f"{g:2d} key/value head{'s' if g > 1 else ' '}: {size / 2**20:6.0f} MiB per sequence"
+          + (f" ({big // size}x smaller)" if size < big else ""))
+assert kv_cache_bytes(32, 8, 128, 4096, 2) * 4 == big and kv_cache_bytes(32, 1, 128, 4096, 2) * 32 == big
+
+# %% [markdown]
+# ## 3. Online softmax: one pass with a running maximum and sum
+#
+# The safe softmax of lesson 02 (section 7) subtracts the row's maximum before exponentiating (so that nothing
+# overflows), which takes three passes over the scores: find $m = \max_j s_j$, sum
+# $l = \sum_j e^{s_j - m}$, then write $e^{s_j - m}/l$. Without the maximum, large scores overflow:
+
+# %%
+row = torch.tensor([1000.0, 999.0, -5.0])
+print("exp(s) / sum exp(s):", (row.exp() / row.exp().sum()).tolist(), "| torch.softmax:", torch.softmax(row, 0).tolist())
+assert torch.isnan(row.exp() / row.exp().sum()).any()
+
+# %% [markdown]
+# The **online** softmax (Milakov and Gimelshein, 2018) finds the maximum and the sum *together*, reading
+# each score once. Keep a running maximum $m$ and a running sum $l = \sum e^{s_j - m}$ over the scores seen so
+# far. When a new score $x$ arrives, $m' = \max(m, x)$, and the old terms, which were $e^{s_j - m}$, must
+# become $e^{s_j - m'}$: multiply them by $e^{m - m'}$.
+#
+# $$m' = \max(m, x), \qquad l' = l\, e^{m - m'} + e^{x - m'}$$
+#
+# Starting from $m = -\infty$, $l = 0$. By hand, on plain Python numbers:
+
+# %%
+def online_softmax_by_hand(scores):
+    """softmax of a list of numbers: one pass for the maximum and the sum, then one to write the outputs."""
+    m, l = -math.inf, 0.0
+    for x in scores:
+        m_new = max(m, x)
+        if m_new == -math.inf:  # nothing allowed yet: keep l = 0 (avoids -inf - -inf = nan)
+            continue
+        l = l * math.exp(m - m_new) + math.exp(x - m_new)  # rescale the old terms, add the new one
+        m = m_new
+    if l == 0:  # every score was -inf (a fully masked row): our rule gives zeros, never NaN
+        return [0.0] * len(scores)
+    return [math.exp(x - m) / l for x in scores]
+
+
+rows = {"random": torch.randn(12).tolist(), "huge scores": [1000.0, 999.0, 1e4, -5.0, 1e4 - 1],
+        "very negative": [-1e4, -1e4 - 3, -2e4, -1e4 + 1], "rising (max changes every step)": [0.0, 1.0, 2.0, 50.0, 51.0],
+        "with masked entries": [2.0, -math.inf, 0.5, -math.inf]}
+for name, r in rows.items():
+    ours = torch.tensor(online_softmax_by_hand(r), dtype=torch.float64)
+    assert torch.allclose(ours, torch.softmax(torch.tensor(r, dtype=torch.float64), 0), atol=1e-12)
+    print(f"PASS: {name}: equal to torch.softmax (max |diff| < 1e-12)")
+masked = [-math.inf] * 4
+print("fully masked row:", online_softmax_by_hand(masked), "| torch.softmax:",
+      torch.softmax(torch.tensor(masked), 0).tolist())
+assert online_softmax_by_hand(masked) == [0.0] * 4
+
+# %% [markdown]
+# torch's softmax of a fully masked row is NaN; ours follows this collection's rule (lesson 04): a query
+# with nothing to attend to gets zero weights. `utils.fast_attention.online_softmax` does the same for
+# every row of a tensor at once, reading the scores one column (or one block of columns) at a time:
+
+# %%
+g = torch.Generator().manual_seed(2)
+for shape, block in (((4, 7), 1), ((3, 5, 33), 8), ((2, 64), 64), ((6, 1), 1)):
+    s = torch.randn(shape, generator=g, dtype=torch.float64) * 50  # scores, some large
+    mask = torch.rand(shape, generator=g) > 0.3  # (..., n): True = may attend
+    mask[..., 0, :] = False  # one fully masked row
+    expected = torch.softmax(s.masked_fill(~mask, float("-inf")), -1).nan_to_num(0.0)  # torch, then our rule
+    assert torch.allclose(online_softmax(s, mask, block_size=block), expected, atol=1e-12)
+    print(f"PASS: shape {shape}, blocks of {block}: equal to torch.softmax, fully masked row all zeros")
+
+# %% [markdown]
+# ## 4. Tiled attention: never the whole score matrix
+#
+# Attention needs more than the softmax: the output of query $i$ is $o_i = \sum_j p_{ij} v_j$. The running
+# sum trick extends to it. Keep, for each query, a running output $a = \sum_j e^{s_j - m} v_j$ next to $m$
+# and $l$; when a block of keys raises the maximum to $m'$, multiply $a$ and $l$ by $e^{m - m'}$ and add the
+# block's terms; at the end, $o = a / l$. So we can go through the keys **block by block**, and the queries
+# too, holding one $B \times B$ tile of scores at a time instead of the $T \times T$ matrix. This is the
+# core of FlashAttention (Dao et al., 2022), which also fuses the whole loop into one GPU kernel so that each
+# tile stays in the chip's fast on-chip memory. By hand, for one head:
+
+# %%
+def tiled_by_hand(q, k, v, B):
+    """softmax(q k^T / sqrt(d_k)) v for q (T_q, d_k), k (T_k, d_k), v (T_k, d_v), one B x B tile at a time."""
+    out = torch.empty(q.shape[0], v.shape[1], dtype=q.dtype)  # (T_q, d_v)
+    for i in range(0, q.shape[0], B):
+        qi = q[i:i + B] / math.sqrt(q.shape[1])  # (b, d_k): one block of queries
+        m = torch.full((qi.shape[0], 1), -math.inf, dtype=q.dtype)  # (b, 1) running maximum
+        l = torch.zeros(qi.shape[0], 1, dtype=q.dtype)  # (b, 1) running sum of exp(s - m)
+        acc = torch.zeros(qi.shape[0], v.shape[1], dtype=q.dtype)  # (b, d_v) running sum of exp(s - m) v
+        for j in range(0, k.shape[0], B):
+            s = qi @ k[j:j + B].T  # (b, b): one tile of scores, the only one held
+            m_new = torch.maximum(m, s.max(-1, keepdim=True).values)  # (b, 1)
+            p = torch.exp(s - m_new)  # (b, b)
+            l = l * torch.exp(m - m_new) + p.sum(-1, keepdim=True)  # rescale, then add this tile
+            acc = acc * torch.exp(m - m_new) + p @ v[j:j + B]  # (b, d_v)
+            m = m_new
+        out[i:i + B] = acc / l
+    return out
+
+
+torch.manual_seed(3)
+q, k, v = (torch.randn(50, 16, dtype=torch.float64) for _ in range(3))  # (T, d_k) each
+for B in (1, 7, 16, 50):
+    ours = tiled_by_hand(q, k, v, B)  # (50, 16)
+    assert torch.allclose(ours, scaled_dot_product_attention(q, k, v)[0], atol=1e-12)
+    assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v), atol=1e-12)
+print("PASS: tiled by hand (blocks of 1, 7, 16, 50) equals utils and torch's attention (max |diff| < 1e-12)")
+
+# %% [markdown]
+# **The causal mask skips tiles.** With a causal mask, a tile whose every key comes after every query of
+# the tile (all $j > i$) contributes nothing: it need not be computed at all. Before counting, a prediction.
+#
+# **Exercise 1 (predict).** For $T = 1000$ and blocks of $B = 100$, how many of the tiles are skipped?
+# Write a number.
+
+# %%
+from utils.exercises import lesson09 as check
+
+my_prediction = ...  # the number of tiles skipped, T = 1000, B = 100
+
+check.skipped_tiles(my_prediction)
+
+# %% [markdown]
+# `utils.fast_attention.tiled_attention` is the same loop over batches and heads at once, with the causal
+# mask: a tile crossing the diagonal is masked entry by entry, a tile entirely above it is skipped and
+# counted. It equals `utils` attention and `torch.nn.functional.scaled_dot_product_attention` at several
+# shapes, with and without the mask, and the number of skipped tiles is $n(n-1)/2$ for $n = \lceil T/B \rceil$
+# tiles a side:
+
+# %%
+torch.manual_seed(4)
+for (batch, h, T, d), B in (((1, 1, 1000, 8), 100), ((2, 4, 37, 16), 5), ((3, 2, 64, 8), 16), ((1, 2, 10, 4), 32)):
+    q, k, v = (torch.randn(batch, h, T, d, dtype=torch.float64) for _ in range(3))  # (batch, h, T, d_k)
+    for causal in (False, True):
+        out, stats = tiled_attention(q, k, v, block_size=B, causal=causal, return_stats=True)
+        mask = causal_mask(T) if causal else None
+        assert torch.allclose(out, scaled_dot_product_attention(q, k, v, mask)[0], atol=1e-12)
+        assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, is_causal=causal), atol=1e-12)
+        n = -(-T // B)
+        assert stats["skipped"] == (causal_skipped_tiles(T, B) if causal else 0)
+        assert stats["computed"] + stats["skipped"] == n * n
+    print(f"PASS: (batch, h, T, d_k) = {(batch, h, T, d)}, B = {B}: equal to utils and torch with and without "
+          f"the causal mask (max |diff| < 1e-12); causal skips {stats['skipped']} of {n * n} tiles "
+          f"= n(n-1)/2 with n = {n}")
+
+# %% [markdown]
+# The fraction of tiles skipped, $n(n-1)/2$ of $n^2$, is $(n-1)/(2n)$: it approaches one half as the sequence
+# grows.
+#
+# **The tiles, one key block at a time.** The picture below is the default state of the explorer that
+# follows: $T = 32$ in tiles of 8 with the causal mask. Tiles entirely above the diagonal are skipped
+# (grey); the row of tiles holding query 20 (outlined) is being processed: key blocks 0 and 1 are done, and
+# the right panel shows that query's scores, those read so far, and its running maximum $m$.
+
+# %%
+fig = plot_tiles(T=32, block_size=8, causal=True, query=20, key_block=1)
+plt.show()
+
+# %% [markdown]
+# **Tile explorer.** Change $T$, the block size and the mask; pick a query row and step through the key
+# blocks: watch the running maximum jump when a block holds a larger score, and stop once the mask
+# removes every later key.
+
+# %% tags=["nbval-ignore-output"]
+tile_explorer()
+
+# %% [markdown]
+# ## 5. Measuring the memory
+#
+# The claim is that plain attention needs memory growing like $T^2$ and tiled attention like $T$. We measure
+# it rather than take it on trust. `utils.fast_attention.TensorMemory` watches every operation torch runs
+# inside a `with` block: it adds the bytes of each new tensor's storage when it is created and subtracts
+# them when the last tensor using that storage is freed, and records the largest total (`peak_tensor_bytes`
+# wraps it). It counts what the operations allocate, not the inputs (nor scratch buffers a compiled kernel
+# uses inside one operation; here every large array is the result of an operation). A first check, on a
+# known size: a $100 \times 100$ float32 matrix takes $4 \times 100^2$ bytes.
+
+# %%
+assert peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 4 * 100 ** 2
+assert peak_tensor_bytes(lambda: torch.zeros(100, 100) + 1) == 2 * 4 * 100 ** 2  # two matrices alive at once
+print("PASS: one 100 x 100 float32 matrix measures 40000 bytes; a matrix plus a new one, 80000")
+
+# %% [markdown]
+# Now attention of one head with $d_k = 16$ for $T$ = 256 … 4096, three ways: the plain computation (`utils`
+# attention, which builds the scores and the weights, $T \times T$ each), tiled over **key blocks** only (all
+# queries at once against 128 keys: a $T \times 128$ slab of scores), and tiled over **queries and keys**
+# ($256 \times 256$ tiles).
+
+# %% tags=["nbval-ignore-output"]
+Ts, d = [256, 512, 1024, 2048, 4096], 16
+peak = {"plain": [], "key blocks": [], "tiles": []}
+for T in Ts:
+    q, k, v = (torch.randn(1, T, d) for _ in range(3))  # (1, T, d_k) each
+    peak["plain"].append(peak_tensor_bytes(scaled_dot_product_attention, q, k, v))
+    peak["key blocks"].append(peak_tensor_bytes(tiled_attention, q, k, v, block_size=128, query_block=T))
+    peak["tiles"].append(peak_tensor_bytes(tiled_attention, q, k, v, block_size=256))
+slopes = {name: loglog_slope(Ts, p) for name, p in peak.items()}
+fig, ax = plt.subplots(figsize=(6.4, 4))
+for name, p in peak.items():
+    ax.loglog(Ts, np.array(p) / 2**20, "o-", base=2, color=COLORS[name], label=f"{name}: slope {slopes[name]:.2f}")
+ax.set_xlabel("sequence length T")
+ax.set_ylabel("peak memory of the tensors created (MiB)")
+ax.set_title("Plain attention grows like T², tiled like T or slower")
+ax.legend()
+plt.show()
+for name, p in peak.items():
+    print(f"{name:>10}: " + ", ".join(f"{b / 2**20:.2f}" for b in p), "MiB")
+print(f"at T = {Ts[-1]}: plain / tiles = {peak['plain'][-1] / peak['tiles'][-1]:.0f}")
+
+# %%
+assert 1.8 <= slopes["plain"] <= 2.2 and 0.8 <= slopes["key blocks"] <= 1.2 and slopes["tiles"] <= 1.2
+assert peak["plain"][-1] >= 10 * peak["tiles"][-1]
+print("PASS: fitted log-log slopes: plain in [1.8, 2.2], key blocks in [0.8, 1.2], tiles <= 1.2; at T = 4096 "
+      "the tiled computation needs <= 1/10 of the plain one's memory")
+
+# %% [markdown]
+# The square tiles grow slower than $T$ here because a $256 \times 256$ tile of scores is a fixed cost that
+# dominates at these sizes; what grows with $T$ is the output, $T \times d_v$ numbers, which any method must
+# write.
+#
+# **And the time?** Tiling saves memory, not arithmetic: it does the same multiplications (fewer, with the
+# causal mask). Our tiles are a Python loop that launches several torch operations per tile; torch's
+# `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs on a CPU, runs one compiled kernel.
+# Their times (median of 5, $T = 2048$, $d_k = 64$, blocks of 256):
+
+# %% tags=["nbval-ignore-output"]
+q, k, v = (torch.randn(1, 1, 2048, 64) for _ in range(3))  # (batch, heads, T, d_k)
+timing = {"tiled (Python loop)": [], "torch": []}
+for _ in range(5):
+    for name, fn in (("tiled (Python loop)", lambda: tiled_attention(q, k, v, block_size=256)),
+                     ("torch", lambda: F.scaled_dot_product_attention(q, k, v))):
+        start = time.perf_counter()
+        fn()
+        timing[name].append(time.perf_counter() - start)
+for name, t in timing.items():
+    print(f"{name:>20}: {1000 * statistics.median(t):.1f} ms")
+ratio = statistics.median(timing["tiled (Python loop)"]) / statistics.median(timing["torch"])
+print(f"tiled / torch time: {ratio:.1f}")
+
+# %% [markdown]
+# The ratio depends on the sizes and the computer: the one above is what this run measured. The memory
+# saving is what we measured reliably; the speed FlashAttention reports on GPUs comes from doing the tiling
+# *inside* one kernel, where each tile is loaded into fast on-chip memory once and the score tile never goes
+# back to main memory — something a loop of separate operations cannot do.
+#
+# ## Summary
+#
+# - Greedy decoding without a cache pushes $n(n+1)/2$ positions through the decoder for $n$ tokens. With a
+#   causal decoder the earlier positions' keys and values never change, so a **key-value cache** keeps them:
+#   each step computes one position, appends one key and one value per layer, and reads the cross-attention
+#   keys and values computed once from the encoder. Same tokens, same logits (to rounding), faster per token.
+# - The cache takes layers × 2 × heads × $d_k$ × length × bytes per sequence; multi-query and grouped-query
+#   attention divide it by `num_heads / num_kv_heads`.
+# - **Online softmax** finds the maximum and the sum in one pass, rescaling the partial sum by $e^{m - m'}$
+#   when the maximum grows; it equals `torch.softmax`, including huge and tiny scores, and gives zeros for a
+#   fully masked row.
+# - **Tiled attention** carries the same rescaling into the output, so attention goes tile by tile without
+#   the $T \times T$ matrix; it equals `utils` and torch with and without the causal mask, which skips
+#   $n(n-1)/2$ of $n^2$ tiles. Measured memory grows like $T^2$ for the plain computation and like $T$ (or
+#   slower) tiled; FlashAttention's speed needs the tiling fused into one kernel.
+#
+# ## Exercises
+#
+# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? `check.name.hint()`; the
+# reference answer: `check.name.solution()`. (Exercise 1, the prediction, is in section 4.)
+#
+# **2. The online-softmax update.** Given the running maximum `m`, the running sum `l` of $e^{s - m}$ and a
+# new score `x` (plain numbers), return `(m_new, l_new)`.
+
+# %%
+from utils.exercises import lesson09 as check
+
+
+def my_online_update(m, l, x):
+    raise NotImplementedError
+
+
+check.online_update(my_online_update)
+
+# %% [markdown]
+# **3. The cache of a large model.** Return the bytes of the key-value cache of a decoder with `num_layers`
+# layers, `num_heads` query heads sharing `num_kv_heads` key/value heads of size `d_k`, for `batch`
+# sequences of `length` positions stored with `bytes_per_value` bytes per number.
+
+# %%
+from utils.exercises import lesson09 as check
+
+
+def my_cache_bytes(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
+    raise NotImplementedError
+
+
+check.cache_bytes(my_cache_bytes)
+
+# %% [markdown]
+# **4. Merge two halves.** Split one query's keys into two halves, computed separately (say, on two
+# processors). Each half returns its running maximum `m`, its running sum `l` and its output `o`, already
+# divided by its own `l`. Combine `(m1, l1, o1)` and `(m2, l2, o2)` into the attention output over all the
+# keys.
+
+# %%
+from utils.exercises import lesson09 as check
+
+
+def my_merge(part1, part2):
+    raise NotImplementedError
+
+
+check.merge_partials(my_merge)
+
+# %% [markdown]
+# **5. (open)** Give `decode_step` a preallocated cache: tensors of `max_len` rows written in place instead of
+# `torch.cat` at every step (which copies the whole cache). Does the time per token at $n = 64$ change?
+#
+# ## Sources
+#
+# - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: scaled dot-product attention (section 3.2.1),
+#   the decoder's masked self-attention and encoder–decoder attention (3.2.3).
+# - Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018: the running maximum and sum,
+#   rescaled when the maximum changes.
+# - Dao, Fu, Ermon, Rudra and Ré, "FlashAttention: Fast and Memory-Efficient Exact Attention with
+#   IO-Awareness", NeurIPS 2022: attention computed tile by tile with the online-softmax rescaling, without
+#   the $T \times T$ matrix, fused into one kernel.
+# - Shazeer, "Fast Transformer Decoding: One Write-Head is All You Need", 2019: multi-query attention.
+# - Ainslie et al., "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints",
+#   EMNLP 2023: grouped-query attention.

@@ -1,0 +1,231 @@
+"""Lesson 09 exercises: tiles a causal mask skips, the online-softmax update, the size of a key-value cache,
+and merging two partial attention results."""
+
+import math
+
+import torch
+
+from utils.exercises import compare_arrays, exercise, mistake
+
+# --- 1. Predict: how many tiles does a causal mask skip? --------------------------------------------
+
+SKIP_T, SKIP_B = 1000, 100
+
+
+@exercise(
+    hint="""
+    Cut the 1000 x 1000 score grid into 100 x 100 tiles: 10 x 10 tiles. A tile is skipped only when every
+    entry in it is masked (key j > query i for all of them). Which tiles are those: above, on, or below
+    the diagonal?
+    """,
+    reference=45,
+    kind="prediction",
+    explain="""
+    n = ceil(1000 / 100) = 10 tiles a side. The tiles strictly above the diagonal of tiles are entirely
+    masked: n(n - 1)/2 = 45 of the 100. The 10 diagonal tiles are half masked, but their entries with
+    j <= i must still be computed, so they are not skipped.
+    """,
+    wrong=[mistake("count the diagonal tiles as skipped", 55, says="diagonal"),
+           mistake("take half of the 100 tiles", 50, says="half"),
+           mistake("count masked entries, not tiles", SKIP_T * (SKIP_T - 1) // 2, says="entries")],
+)
+def skipped_tiles(answer):
+    """answer: the number of tiles tiled attention skips for a causal mask, T = 1000, block size 100."""
+    if callable(answer):  # a stub function: call it (an untouched one raises NotImplementedError)
+        answer = answer()
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return f"write a number of tiles, got {type(answer).__name__} {answer!r}"
+    if answer == 45:
+        return None
+    if answer == 55:
+        return ("55 counts the 10 diagonal tiles as skipped; each diagonal tile has entries with j <= i that "
+                "must be computed, so only the tiles strictly above the diagonal are skipped")
+    if answer == 50:
+        return ("50 is half of the 100 tiles, but the masked half of the grid cuts through the diagonal tiles; "
+                "count the tiles whose every entry is masked")
+    if answer == SKIP_T * (SKIP_T - 1) // 2:
+        return (f"{answer} counts masked entries (j > i) of the 1000 x 1000 grid; the question asks for "
+                "100 x 100 tiles")
+    return f"{answer} tiles: not right; draw the 10 x 10 grid of tiles and mark those with every entry above the diagonal"
+
+
+# --- 2. The online-softmax update ---------------------------------------------------------------------
+
+def _update_reference(m, l, x):
+    m_new = max(m, x)
+    return m_new, l * math.exp(m - m_new) + math.exp(x - m_new)
+
+
+def _update_no_rescale(m, l, x):
+    m_new = max(m, x)
+    return m_new, l + math.exp(x - m_new)
+
+
+def _update_rescale_upside_down(m, l, x):
+    m_new = max(m, x)
+    return m_new, l * math.exp(m_new - m) + math.exp(x - m_new)
+
+
+def _update_keep_old_max(m, l, x):
+    return m, l + math.exp(x - m)
+
+
+UPDATE_CASES = [(1.0, 2.5, 0.3), (1.0, 2.5, 3.0), (-2.0, 1.0, 4.0), (5.0, 1.7, 5.0), (0.0, 3.0, 10.0)]
+
+
+@exercise(
+    hint="""
+    The new maximum is m_new = max(m, x). Every term already in l was exp(s - m); it must become
+    exp(s - m_new) = exp(s - m) * exp(m - m_new). So l_new = l * exp(m - m_new) + exp(x - m_new).
+    """,
+    reference=_update_reference,
+    wrong=[mistake("forget to rescale the old sum", _update_no_rescale, says="rescale"),
+           mistake("rescale by exp(m_new - m)", _update_rescale_upside_down, says="exp(m - m_new)"),
+           mistake("keep the old maximum", _update_keep_old_max, says="maximum")],
+)
+def online_update(fn):
+    """fn(m, l, x) -> (m_new, l_new): the running maximum and sum of exp(s - m) after one new score x."""
+    got, expected, named = [], [], {"no rescale": [], "upside down": [], "old max": []}
+    for m, l, x in UPDATE_CASES:
+        got.append([float(v) for v in fn(m, l, x)])
+        expected.append(list(_update_reference(m, l, x)))
+        for key, f in (("no rescale", _update_no_rescale), ("upside down", _update_rescale_upside_down),
+                       ("old max", _update_keep_old_max)):
+            named[key].append(list(f(m, l, x)))
+    if compare_arrays(got, expected, atol=1e-9) is None:
+        return None
+    if compare_arrays(got, named["no rescale"], atol=1e-9) is None:
+        return ("when x is a new maximum, the old terms of l were exp(s - m) and must become exp(s - m_new): "
+                "rescale l by exp(m - m_new) before adding exp(x - m_new)")
+    if compare_arrays(got, named["upside down"], atol=1e-9) is None:
+        return "the old sum must shrink when the maximum grows: multiply it by exp(m - m_new) <= 1, not exp(m_new - m)"
+    if compare_arrays(got, named["old max"], atol=1e-9) is None:
+        return ("the running maximum must become max(m, x); keeping the old one lets exp(x - m) overflow "
+                "for a large new score")
+    for (m, l, x), g, e in zip(UPDATE_CASES, got, expected):
+        if compare_arrays(g, e, atol=1e-9) is not None:
+            return f"for m={m}, l={l}, x={x}: expected (m_new, l_new) = ({e[0]:.4f}, {e[1]:.4f}), got ({g[0]:.4f}, {g[1]:.4f})"
+    return "the result does not match the online-softmax update"
+
+
+# --- 3. The size of a key-value cache (grouped-query attention, half precision, a batch) --------------
+
+def _cache_reference(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
+    return num_layers * 2 * num_kv_heads * d_k * length * batch * bytes_per_value
+
+
+def _cache_no_two(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
+    return num_layers * num_kv_heads * d_k * length * batch * bytes_per_value
+
+
+def _cache_query_heads(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
+    return num_layers * 2 * num_heads * d_k * length * batch * bytes_per_value
+
+
+def _cache_no_batch(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
+    return num_layers * 2 * num_kv_heads * d_k * length * bytes_per_value
+
+
+CACHE_CASES = [(32, 32, 8, 128, 4096, 1, 2), (80, 64, 8, 128, 1000, 4, 2), (12, 12, 12, 64, 512, 3, 4),
+               (2, 4, 1, 16, 64, 10, 4)]
+
+
+@exercise(
+    hint="""
+    Each layer stores keys AND values for every position of every sentence. With grouped-query attention
+    only the num_kv_heads key/value heads are stored (the query heads are not cached at all):
+    num_layers x 2 x num_kv_heads x d_k x length x batch x bytes_per_value.
+    """,
+    reference=_cache_reference,
+    kind="transfer",
+    wrong=[mistake("count keys only", _cache_no_two, says="keys and values"),
+           mistake("count the query heads", _cache_query_heads, says="query heads"),
+           mistake("forget the batch", _cache_no_batch, says="batch")],
+)
+def cache_bytes(fn):
+    """fn(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value) -> bytes of the cache."""
+    for case in CACHE_CASES:
+        got, expected = fn(*case), _cache_reference(*case)
+        if got == expected:
+            continue
+        args = "num_layers={}, num_heads={}, num_kv_heads={}, d_k={}, length={}, batch={}, bytes_per_value={}"
+        where = args.format(*case)
+        if got == _cache_no_two(*case):
+            return f"for {where}: {got} is half the answer; every layer caches keys and values (the factor 2)"
+        if got == _cache_query_heads(*case):
+            return (f"for {where}: {got} uses the num_heads query heads; only the num_kv_heads key/value heads "
+                    "are cached (queries are never cached)")
+        if got == _cache_no_batch(*case):
+            return f"for {where}: {got} is one sentence's cache; the batch holds {case[5]} sentences, each with its own"
+        return f"for {where}: expected {expected} bytes, got {got}"
+    return None
+
+
+# --- 4. Merge two partial attention results -----------------------------------------------------------
+
+def _merge_reference(part1, part2):
+    (m1, l1, o1), (m2, l2, o2) = part1, part2
+    m = max(m1, m2)
+    w1, w2 = l1 * math.exp(m1 - m), l2 * math.exp(m2 - m)
+    return (w1 * o1 + w2 * o2) / (w1 + w2)
+
+
+def _merge_average(part1, part2):
+    return (part1[2] + part2[2]) / 2
+
+
+def _merge_sums_without_max(part1, part2):
+    (_, l1, o1), (_, l2, o2) = part1, part2
+    return (l1 * o1 + l2 * o2) / (l1 + l2)
+
+
+def _merge_max_without_sums(part1, part2):
+    (m1, _, o1), (m2, _, o2) = part1, part2
+    m = max(m1, m2)
+    w1, w2 = math.exp(m1 - m), math.exp(m2 - m)
+    return (w1 * o1 + w2 * o2) / (w1 + w2)
+
+
+def _partial(scores, values):
+    """(m, l, o) of one query over some keys: o = sum softmax-like weights exp(s - m) / l times values."""
+    m = float(scores.max())
+    p = torch.exp(scores - m)
+    return m, float(p.sum()), (p / p.sum()) @ values
+
+
+@exercise(
+    hint="""
+    Part i says: o_i = sum_j exp(s_j - m_i) v_j / l_i over its keys. Bring both parts to the common maximum
+    m = max(m1, m2): part i's unnormalised sum is l_i exp(m_i - m) o_i, and its share of the denominator is
+    w_i = l_i exp(m_i - m). So o = (w1 o1 + w2 o2) / (w1 + w2).
+    """,
+    reference=_merge_reference,
+    kind="transfer",
+    wrong=[mistake("average the two outputs", _merge_average, says="average"),
+           mistake("weight by the sums, ignoring the maxima", _merge_sums_without_max, says="different maxima"),
+           mistake("weight by the maxima, ignoring the sums", _merge_max_without_sums, says="running sum l")],
+)
+def merge_partials(fn):
+    """fn((m1, l1, o1), (m2, l2, o2)) -> the attention output of one query over all keys, from two partial
+    results over two halves of the keys (o_i normalised by its own l_i)."""
+    g = torch.Generator().manual_seed(9)
+    for n, split, shift in ((10, 4, 0.0), (16, 8, 3.0), (7, 1, -2.0)):
+        scores = torch.randn(n, dtype=torch.float64, generator=g) * 2  # (n,)
+        scores[:split] += shift  # one half gets a different maximum
+        values = torch.randn(n, 3, dtype=torch.float64, generator=g)  # (n, d_v)
+        parts = _partial(scores[:split], values[:split]), _partial(scores[split:], values[split:])
+        expected = torch.softmax(scores, 0) @ values  # (d_v,)
+        got = torch.as_tensor(fn(*parts), dtype=torch.float64)
+        if compare_arrays(got, expected, atol=1e-9) is None:
+            continue
+        for f, message in (
+                (_merge_average, "the plain average gives each part weight 1/2, whatever its keys' scores; "
+                                 "weight each part by its share w_i = l_i exp(m_i - m) of the softmax sum"),
+                (_merge_sums_without_max, "l1 and l2 are sums of exp(s - m_i) under different maxima: bring them "
+                                          "to the common maximum m with exp(m_i - m) before weighting"),
+                (_merge_max_without_sums, "exp(m_i - m) alone ignores how many keys each part summed; weight by "
+                                          "the running sum l too: w_i = l_i exp(m_i - m)")):
+            if compare_arrays(got, f(*parts), atol=1e-9) is None:
+                return f"{n} keys split after {split}: {message}"
+        return f"{n} keys split after {split}: " + compare_arrays(got, expected, "merged output", atol=1e-9)
+    return None
