@@ -10,6 +10,7 @@ Usage: python benchmarks/kv_cache.py            # the full run
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -35,7 +36,8 @@ def main(argv=None):
     tokens, batch, repeats = (8, 4, 2) if args.quick else (args.tokens, args.batch, args.repeats)
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(60, 60, **dict(recipe.MODEL, max_len=max(80, tokens + 1))).eval()
+    config = dataclasses.replace(recipe.MODEL, src_vocab_size=60, tgt_vocab_size=60, max_len=max(80, tokens + 1))
+    model = Seq2SeqTransformer(config).eval()
     src = torch.randint(4, 60, (batch, 12), generator=torch.Generator().manual_seed(1))  # (batch, S)
     ids, logits = greedy_steps(model, src, 1, tokens, use_cache=False)
     ids_c, logits_c = greedy_steps(model, src, 1, tokens, use_cache=True)

@@ -46,6 +46,7 @@ import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import dataclasses
 import math
 import statistics
 import time
@@ -84,14 +85,14 @@ COLORS = {"uncached": "#c44e52", "cached": "#4c72b0", "plain": "#c44e52", "key b
 
 # %%
 DATA = dict(recipe.DATA, n_train=8000)
-MODEL = dict(recipe.MODEL, max_len=80)
+MODEL = dataclasses.replace(recipe.MODEL, max_len=80)  # a TranslatorConfig
 TRAIN = dict(recipe.TRAIN, steps=700, warmup=150, factor=1.0)
 ds = make_dataset(**DATA)
 all_src, all_tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)  # (N, S), (N, T)
 BOS, EOS = ds.tgt_vocab.bos_id, ds.tgt_vocab.eos_id
 torch.manual_seed(recipe.MODEL_SEED)
-model = Seq2SeqTransformer(len(ds.src_vocab), len(ds.tgt_vocab), **MODEL)
-print({k: MODEL[k] for k in ("d_model", "num_heads", "num_layers", "max_len")}, "|", TRAIN["steps"], "steps")
+model = Seq2SeqTransformer(MODEL)
+print({k: getattr(MODEL, k) for k in ("d_model", "num_heads", "num_layers", "max_len")}, "|", TRAIN["steps"], "steps")
 
 # %% tags=["nbval-ignore-output"]
 history = train(model, all_src, all_tgt, **TRAIN)
