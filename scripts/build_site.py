@@ -10,16 +10,16 @@ import argparse
 import html
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
 from nbconvert import HTMLExporter
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from utils import links
+from utils.lessons import checkout
+from utils.lessons import lessons as all_lessons
 
-from utils import links  # noqa: E402
+ROOT = checkout(__file__)
 
 STYLE = """<style>
 .lesson-nav { display: flex; gap: 1.5em; align-items: center; padding: .6em 1.2em;
@@ -31,7 +31,8 @@ STYLE = """<style>
 
 
 def lessons(root=ROOT):
-    return sorted((Path(root) / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    """The lesson notebooks under `root` (the checkout, or a test's folder), in order."""
+    return [lesson.notebook for lesson in all_lessons(root=root) if lesson.notebook.exists()]
 
 
 def title_of(nb, fallback):

@@ -18,7 +18,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-ROOT = Path(__file__).resolve().parents[1]
+from utils.lessons import checkout, lessons
+
+ROOT = checkout(__file__)
 VERSIONS = "import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in %r}))"
 
 
@@ -69,8 +71,7 @@ def main(argv=None):
         if wrong:
             sys.exit(f"the kernel does not import the versions in {args.expect}: {wrong}")
         print(f"kernel imports the pins of {args.expect}: " + ", ".join(f"{n} {v}" for n, v in wanted.items()))
-    notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    notebooks = [p for p in notebooks if not args.lessons or any(p.name.startswith(x) for x in args.lessons)]
+    notebooks = [lesson.notebook for lesson in lessons(args.lessons) if lesson.notebook.exists()]
     if not notebooks:
         sys.exit(f"no notebook in notebooks/ starts with {args.lessons}")
     failed = []

@@ -13,7 +13,7 @@ import pytest
 from utils import grade
 from utils.exercises import FAIL, NOT_ATTEMPTED, PASS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WITH_EXERCISES = [p for p in LESSONS if grade.LESSON_MODULE.search(p.read_text())]
 CHECK_CALL = re.compile(r"^(check)\.(\w+)\((\w+)\)\s*$", re.M)  # check.name(my_answer): lessons import their exercises as `check`

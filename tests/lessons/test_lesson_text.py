@@ -1,13 +1,14 @@
 """What a learner reads: no references to files they cannot see, no tooling words, a Sources list."""
 
 import re
-from pathlib import Path
 
 import jupytext
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "lessons_src").glob("[0-9][0-9]_*.py"))
+from utils.lessons import checkout, lessons
+
+ROOT = checkout(__file__)
+SOURCES = [lesson.source for lesson in lessons() if lesson.source.exists()]
 SEED_REF = re.compile(r"\bseeds? 00\d\b", re.I)
 # Tooling words a learner should never meet in a lesson's text or visible code.
 TOOLING = re.compile(r"nbval|noqa|\bCI\b|the tests? compares?|this machine|\b\d+ (CPU )?cores\b", re.I)

@@ -1,14 +1,13 @@
 """Every lesson row of README.md carries its "Open in Colab" and "Launch Binder" links, built from
 utils.links (the one place the repository URL is written)."""
 
-from pathlib import Path
-
 import pytest
 
 from utils import links
+from utils.lessons import checkout, lessons
 
-ROOT = Path(__file__).resolve().parents[1]
-LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ROOT = checkout(__file__)
+LESSONS = [lesson.notebook for lesson in lessons() if lesson.notebook.exists()]
 
 
 def readme_row(notebook):
