@@ -1,8 +1,10 @@
 """Repo-wide pytest setup: the tests, and the kernels nbval starts, import the installed utils of this checkout;
-a model the run trains twice is trained once; with `-n 2` (pytest-xdist, `--dist loadgroup`), each notebook's
-cells stay together, in order, in one worker."""
+a model the run would train twice is trained once; with `-n 2` (pytest-xdist), each notebook's cells stay
+together, in order, in one worker."""
 
+import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,32 +51,40 @@ def pytest_unconfigure(config):
         shutil.rmtree(os.environ[TRAIN_CACHE], ignore_errors=True)
 
 
-def notebook_of(item):
-    """The lesson notebook an item executes: nbval's cells, and a browser test parametrized by its path."""
-    if item.path.suffix == ".ipynb":
-        return item.path.stem
-    path = getattr(item, "callspec", None) and item.callspec.params.get("path")
-    if item.get_closest_marker("browser") and isinstance(path, Path) and path.suffix == ".ipynb":
-        return path.stem
-    return None
+def work_unit(nodeid, root=ROOT):
+    """The unit of work a test belongs to under `-n 2`: units run whole, in collection order, on one worker.
+
+    A notebook's nbval cells share one kernel and must run in order, so a notebook is a unit; a browser test
+    parametrized by a lesson joins that lesson's unit (after it in the same worker, a model the lesson
+    trains is loaded, not trained again: utils/train_cache.py); a test file defining a module- or
+    class-scoped fixture is a unit (the fixture is built once); any other test is a unit of its own."""
+    path, _, rest = nodeid.partition("::")
+    if path.endswith(".ipynb"):
+        return f"notebook {Path(path).stem}"
+    lesson = re.search(r"\[(\d\d_\w+)\]$", rest)
+    if path.startswith("tests/browser/") and lesson and (root / "notebooks" / f"{lesson[1]}.ipynb").exists():
+        return f"notebook {lesson[1]}"
+    if _defines_shared_fixture(root / path):
+        return path
+    return nodeid
 
 
-def has_module_fixture(item):
-    """True when the item uses a module- or class-scoped fixture its own file defines (set up once per worker)."""
-    defs = getattr(item, "_fixtureinfo", None)
-    module = item.nodeid.split("::")[0]
-    return bool(defs) and any(d.scope in ("module", "class") and d.baseid.split("::")[0] == module
-                              for fixturedefs in defs.name2fixturedefs.values() for d in fixturedefs)
+@functools.cache
+def _defines_shared_fixture(path):
+    return path.suffix == ".py" and path.exists() and bool(SHARED_FIXTURE.search(path.read_text()))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Work units for `--dist loadgroup`: a notebook's nbval cells (which share one kernel, in order) and its
-    browser test form one unit, so a model it trains is trained once; a test file with a module-scoped
-    fixture is one unit, so the fixture is built once. Every other test is a unit of its own."""
-    for item in items:
-        notebook = notebook_of(item)
-        if notebook:
-            item.add_marker(pytest.mark.xdist_group(f"notebook-{notebook}"))
-        elif has_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+SHARED_FIXTURE = re.compile(r"""@pytest\.fixture\(.*scope=["'](module|class|package)["']""")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduling with the units above (its --dist loadgroup marks do not reach pytest 9's node
+    ids). Units with more tests (the notebooks) are handed out first."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LessonScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return work_unit(nodeid)
+
+    return LessonScheduling(config, log)

@@ -6,9 +6,11 @@ The test configuration sets the variable to a folder that lives for one run, so 
 execute twice (once compared cell by cell, once in a real browser) trains its model once. The key covers
 the initial weights, the data, every argument, the torch version and the float-path settings, and a
 stored run restores what training leaves behind: the weights, eval mode, the thread count and torch's
-random state, so every later cell computes exactly what it would after training.
+random state, so every later cell computes exactly what it would after training. Two processes making the
+same call at once train once: the second waits for the first (a file lock, where the system has one).
 """
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -45,20 +47,37 @@ def cached(train):
         if not folder:
             return train(model, *args, **kwargs)
         path = Path(folder) / f"{train.__module__}.{train.__name__}-{_digest(model, args, kwargs, train.__name__)}.pt"
-        if path.exists():
-            saved = torch.load(path, weights_only=True)
-            model.load_state_dict(saved["weights"])
-            model.train(saved["training"])
-            torch.set_num_threads(saved["threads"])
-            torch.set_rng_state(saved["rng"])
-            return saved["history"]
-        history = train(model, *args, **kwargs)
-        saved = {"weights": model.state_dict(), "training": model.training, "threads": torch.get_num_threads(),
-                 "rng": torch.get_rng_state(), "history": history}
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        torch.save(saved, partial)
-        partial.replace(path)  # atomic: a concurrent reader sees the whole file or none
-        return history
+        with _locked(path.with_suffix(".lock")):
+            if path.exists():
+                saved = torch.load(path, weights_only=True)
+                model.load_state_dict(saved["weights"])
+                model.train(saved["training"])
+                torch.set_num_threads(saved["threads"])
+                torch.set_rng_state(saved["rng"])
+                return saved["history"]
+            history = train(model, *args, **kwargs)
+            saved = {"weights": model.state_dict(), "training": model.training, "threads": torch.get_num_threads(),
+                     "rng": torch.get_rng_state(), "history": history}
+            partial = path.with_suffix(f".{os.getpid()}.partial")
+            torch.save(saved, partial)
+            partial.replace(path)  # atomic: a reader sees the whole file or none
+            return history
 
     return wrapper
+
+
+@contextlib.contextmanager
+def _locked(path):
+    """Hold an exclusive lock on `path` (POSIX); elsewhere, no lock (a concurrent twin then trains too)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
