@@ -38,12 +38,18 @@ def pytest_configure(config):
     notebooks against another checkout's utils while the unit tests use this one."""
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has checked
         return
-    proc = subprocess.run([sys.executable, "-c", "import utils.lessons as m; print(m.checkout())"],
-                          cwd=Path(sys.prefix), capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import utils.lessons as m; print(m.checkout())"],
+        cwd=Path(sys.prefix),
+        capture_output=True,
+        text=True,
+    )
     found = proc.stdout.strip()
     if proc.returncode != 0 or Path(found) != ROOT:
-        sys.exit(f"{sys.executable} imports utils from {found or 'nowhere'}, not from this checkout ({ROOT}):\n"
-                 f"{proc.stderr.strip()[-800:]}\nrun `pip install -r requirements.txt` (or `pip install -e .`) here")
+        sys.exit(
+            f"{sys.executable} imports utils from {found or 'nowhere'}, not from this checkout ({ROOT}):\n"
+            f"{proc.stderr.strip()[-800:]}\nrun `pip install -r requirements.txt` (or `pip install -e .`) here"
+        )
 
 
 def pytest_unconfigure(config):

@@ -56,8 +56,13 @@ def build(src, timeout=900):
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata.pop("jupytext", None)
     nb.metadata["jupytext"] = {"formats": "notebooks///ipynb,lessons_src///py:percent"}
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(ROOT / "notebooks")}},
+    )
     client.execute()
     out = ROOT / "notebooks" / (src.stem + ".ipynb")
     nbformat.write(nb, out)
@@ -77,8 +82,10 @@ def main(argv=None):
     for src in srcs:
         start = time.perf_counter()
         out = build(src)
-        print(f"{out.relative_to(ROOT)}: executed in {time.perf_counter() - start:.1f} s, "
-              f"{out.stat().st_size / 1024:.0f} KiB")
+        print(
+            f"{out.relative_to(ROOT)}: executed in {time.perf_counter() - start:.1f} s, "
+            f"{out.stat().st_size / 1024:.0f} KiB"
+        )
 
 
 if __name__ == "__main__":

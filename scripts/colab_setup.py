@@ -27,7 +27,7 @@ def fix_source(text):
     """The percent-format lesson `text` with the generated setup cell as its first code cell."""
     lines = text.split("\n")
     starts = [i for i, line in enumerate(lines) if CELL_START.match(line)] + [len(lines)]
-    preamble, chunks = lines[:starts[0]], [lines[a:b] for a, b in zip(starts, starts[1:])]
+    preamble, chunks = lines[: starts[0]], [lines[a:b] for a, b in zip(starts, starts[1:])]
     cell = [MARKER, *colab_setup_source().split("\n"), ""]
     setup = [i for i, c in enumerate(chunks) if TAG in c[0]]
     code = [i for i, c in enumerate(chunks) if "[markdown]" not in c[0]]

@@ -49,8 +49,9 @@ def execute(path, timeout):
     nb = copy.deepcopy(nbformat.read(path, as_version=4))
     start = time.perf_counter()
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        ).execute()
     except CellExecutionError as err:
         return time.perf_counter() - start, str(err).strip().splitlines()[-1]
     return time.perf_counter() - start, None

@@ -30,8 +30,9 @@ class Lesson:
             text = self.source.read_text(encoding="utf-8")
         elif self.notebook.exists():
             cells = json.loads(self.notebook.read_text(encoding="utf-8")).get("cells", [])
-            text = "\n".join("# " + "".join(c["source"]).replace("\n", "\n# ")
-                             for c in cells if c["cell_type"] == "markdown")
+            text = "\n".join(
+                "# " + "".join(c["source"]).replace("\n", "\n# ") for c in cells if c["cell_type"] == "markdown"
+            )
         else:
             text = ""
         found = TITLE.search(text)
@@ -49,11 +50,13 @@ def checkout(caller=None):
         raise FileNotFoundError(
             f"utils was imported from {root / 'utils'}, which is not inside a checkout of the lessons "
             f"(no {SOURCES}/ and {NOTEBOOKS}/ beside it): clone the repository and run "
-            "`pip install -r requirements.txt` (or `pip install -e .`) in it")
+            "`pip install -r requirements.txt` (or `pip install -e .`) in it"
+        )
     if caller is not None and root not in Path(caller).resolve().parents:
         raise RuntimeError(
             f"{caller} belongs to another checkout than the utils this Python imports ({root / 'utils'}); "
-            "run `pip install -e .` in the checkout you work in (or use its own virtual environment)")
+            "run `pip install -e .` in the checkout you work in (or use its own virtual environment)"
+        )
     return root
 
 
@@ -65,14 +68,25 @@ def lessons(prefixes=(), root=None):
     if isinstance(prefixes, (str, bytes)) or not all(isinstance(x, str) for x in prefixes):
         raise TypeError(f"prefixes must be a list or tuple of strings such as ['01', '03_self'], got {prefixes!r}")
     root = checkout() if root is None else Path(root)
-    names = {p.stem for folder, suffix in ((SOURCES, ".py"), (NOTEBOOKS, ".ipynb"))
-             for p in (root / folder).glob(f"*{suffix}") if NAME.match(p.stem)}
-    return [Lesson(NAME.match(n).group(1), n, root / SOURCES / f"{n}.py", root / NOTEBOOKS / f"{n}.ipynb")
-            for n in sorted(names) if not prefixes or any(n.startswith(str(x)) for x in prefixes)]
+    names = {
+        p.stem
+        for folder, suffix in ((SOURCES, ".py"), (NOTEBOOKS, ".ipynb"))
+        for p in (root / folder).glob(f"*{suffix}")
+        if NAME.match(p.stem)
+    }
+    return [
+        Lesson(NAME.match(n).group(1), n, root / SOURCES / f"{n}.py", root / NOTEBOOKS / f"{n}.ipynb")
+        for n in sorted(names)
+        if not prefixes or any(n.startswith(str(x)) for x in prefixes)
+    ]
 
 
 def strays(root=None):
     """Files in lessons_src/ or notebooks/ that look like a lesson but are not named NN_name (e.g. a typo)."""
     root = checkout() if root is None else Path(root)
-    return sorted(p for folder, suffix in ((SOURCES, ".py"), (NOTEBOOKS, ".ipynb"))
-                  for p in (root / folder).glob(f"*{suffix}") if not NAME.match(p.stem))
+    return sorted(
+        p
+        for folder, suffix in ((SOURCES, ".py"), (NOTEBOOKS, ".ipynb"))
+        for p in (root / folder).glob(f"*{suffix}")
+        if not NAME.match(p.stem)
+    )

@@ -57,8 +57,13 @@ def cached(train):
                 torch.set_rng_state(saved["rng"])
                 return saved["history"]
             history = train(model, *args, **kwargs)
-            saved = {"weights": model.state_dict(), "training": model.training, "threads": torch.get_num_threads(),
-                     "rng": torch.get_rng_state(), "history": history}
+            saved = {
+                "weights": model.state_dict(),
+                "training": model.training,
+                "threads": torch.get_num_threads(),
+                "rng": torch.get_rng_state(),
+                "history": history,
+            }
             partial = path.with_suffix(f".{os.getpid()}.partial")
             torch.save(saved, partial)
             partial.replace(path)  # atomic: a reader sees the whole file or none

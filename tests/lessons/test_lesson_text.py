@@ -35,7 +35,8 @@ def test_no_tooling_words_in_learner_text(src):
 def test_lesson_ends_with_its_sources(src):
     markdown = [text for _, kind, text in learner_text(src) if kind == "markdown"]
     assert any(re.search(r"^#+ .*Sources", text, re.M) for text in markdown[-3:]), (
-        f"{src.name}: end the lesson with a 'Sources' section naming what it cites")
+        f"{src.name}: end the lesson with a 'Sources' section naming what it cites"
+    )
 
 
 def test_package_readme_and_exercises_never_say_seed():

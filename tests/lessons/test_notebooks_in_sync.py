@@ -47,8 +47,9 @@ def test_notebook_is_executed_with_python3_kernel(src, ipynb):
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"{ipynb.name}: no python3 kernelspec"
     unexecuted = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.execution_count is None]
     assert not unexecuted, f"{ipynb.name}: code cells {unexecuted} were not executed; {REGENERATE}"
-    errors = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-              and any(o.output_type == "error" for o in c.outputs)]
+    errors = [
+        i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)
+    ]
     assert not errors, f"{ipynb.name}: cells {errors} have error outputs"
 
 

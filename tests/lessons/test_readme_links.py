@@ -11,8 +11,11 @@ LESSONS = [lesson.notebook for lesson in lessons() if lesson.notebook.exists()]
 
 
 def readme_row(notebook):
-    rows = [line for line in (ROOT / "README.md").read_text().splitlines()
-            if line.startswith("|") and f"({notebook})" in line]
+    rows = [
+        line
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("|") and f"({notebook})" in line
+    ]
     return rows[0] if rows else None
 
 
@@ -28,6 +31,10 @@ def test_lesson_row_has_colab_and_binder_links(path):
 def test_readme_has_an_instructors_section():
     text = (ROOT / "README.md").read_text()
     assert "## For instructors" in text
-    for command in ("pytest", "python -m utils.grade", "python scripts/build_notebooks.py",
-                    "python scripts/build_site.py"):
+    for command in (
+        "pytest",
+        "python -m utils.grade",
+        "python scripts/build_notebooks.py",
+        "python scripts/build_site.py",
+    ):
         assert command in text, f"the instructors' section does not show `{command}`"

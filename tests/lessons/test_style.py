@@ -27,8 +27,9 @@ def test_lint_finds_nothing():
 
 def test_every_file_is_formatted():
     proc = ruff("format", "--check", "--no-cache")
-    unformatted = [line.removeprefix("Would reformat: ") for line in proc.stdout.splitlines()
-                   if line.startswith("Would reformat")]
+    unformatted = [
+        line.removeprefix("Would reformat: ") for line in proc.stdout.splitlines() if line.startswith("Would reformat")
+    ]
     assert proc.returncode == 0, f"{len(unformatted)} file(s) not formatted; {FIX}:\n" + "\n".join(unformatted)
 
 
