@@ -22,8 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's utils
-from utils import extrapolation as ex  # noqa: E402
+from utils import extrapolation as ex
 
 FLOAT_PATH_VARIABLES = ("MKL_CBWR", "ATEN_CPU_CAPABILITY")  # they change matmul and softmax bits
 SETUP = dict(steps=400, train_len=16, vocab_size=16, shift=2, anchor=5, max_position=48,

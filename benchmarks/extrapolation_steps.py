@@ -8,14 +8,11 @@ and the resulting time of one lesson training run (STEPS steps). Usage:
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's utils
-from utils.extrapolation import PE_KINDS, train  # noqa: E402
+from utils.extrapolation import PE_KINDS, train
 
 LESSON_STEPS = 400  # lessons_src/08_extrapolation_and_beyond.py trains each model this many steps
 

@@ -10,16 +10,16 @@ import argparse
 import html
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
 from nbconvert import HTMLExporter
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from utils import links
+from utils.lessons import checkout
+from utils.lessons import lessons as all_lessons
 
-from utils import links  # noqa: E402
+ROOT = checkout(__file__)
 
 STYLE = """<style>
 .lesson-nav { display: flex; gap: 1.5em; align-items: center; padding: .6em 1.2em;
@@ -31,7 +31,8 @@ STYLE = """<style>
 
 
 def lessons(root=ROOT):
-    return sorted((Path(root) / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    """The lesson notebooks under `root` (the checkout, or a test's folder), in order."""
+    return [lesson.notebook for lesson in all_lessons(root=root) if lesson.notebook.exists()]
 
 
 def title_of(nb, fallback):
@@ -50,20 +51,26 @@ def page_name(path):
 
 def nav(prev, nxt, notebook, bottom=False):
     """The bar of links at the top (and bottom) of a lesson page."""
+
     def link(target, label, rel):
         if target is None:
             return f'<span class="{rel}" aria-disabled="true"></span>'
         return f'<a class="{rel}" rel="{rel}" href="{page_name(target[0])}">{label} {html.escape(target[1])}</a>'
 
-    badges = (f'<a href="{links.colab_url(notebook)}"><img alt="Open In Colab" src="{links.COLAB_BADGE}"></a>'
-              f'<a href="{links.binder_url(notebook)}"><img alt="Launch Binder" src="{links.BINDER_BADGE}"></a>')
-    return (f'<nav class="lesson-nav{" bottom" if bottom else ""}">{link(prev, "&larr;", "prev")}'
-            f'<a class="index" href="index.html">All lessons</a>{link(nxt, "&rarr;", "next")}'
-            f'<span class="spacer"></span>{badges}</nav>')
+    badges = (
+        f'<a href="{links.colab_url(notebook)}"><img alt="Open In Colab" src="{links.COLAB_BADGE}"></a>'
+        f'<a href="{links.binder_url(notebook)}"><img alt="Launch Binder" src="{links.BINDER_BADGE}"></a>'
+    )
+    return (
+        f'<nav class="lesson-nav{" bottom" if bottom else ""}">{link(prev, "&larr;", "prev")}'
+        f'<a class="index" href="index.html">All lessons</a>{link(nxt, "&rarr;", "next")}'
+        f'<span class="spacer"></span>{badges}</nav>'
+    )
 
 
 def fix_links(body, stems):
     """Links to a lesson notebook go to its page; other relative links go to the file on GitHub."""
+
     def repl(m):
         attr, url = m.group(1), html.unescape(m.group(2))
         if re.match(r"^([a-z][a-z0-9+.-]*:|#|//)", url, re.I):
@@ -114,8 +121,10 @@ def build(out, root=ROOT):
         f'<li><a href="{page_name(p)}">{html.escape(t)}</a> '
         f'<a href="{links.colab_url("notebooks/" + p.name)}"><img alt="Open In Colab" src="{links.COLAB_BADGE}"></a> '
         f'<a href="{links.binder_url("notebooks/" + p.name)}"><img alt="Launch Binder" src="{links.BINDER_BADGE}"></a></li>'
-        for p, t in zip(paths, titles))
-    (out / "index.html").write_text(f"""<!DOCTYPE html>
+        for p, t in zip(paths, titles)
+    )
+    (out / "index.html").write_text(
+        f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Attention, built by hand</title>
 <style>body {{ font: 16px/1.6 system-ui, sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em; }}
 li {{ margin: .4em 0; }} img {{ vertical-align: middle; }}</style></head>
@@ -125,7 +134,9 @@ Source: <a href="{links.REPOSITORY}">{html.escape(links.REPOSITORY)}</a>.</p>
 <ol class="lessons">
 {rows}
 </ol></body></html>
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return pages
 
 

@@ -10,14 +10,13 @@ Usage: python scripts/colab_setup.py           # rewrite every lesson that diffe
 import argparse
 import re
 import sys
-from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from utils.lessons import checkout, lessons
+from utils.links import badges, colab_setup_source
 
-from utils.links import badges, colab_setup_source  # noqa: E402
+ROOT = checkout(__file__)
 
 TAG = "colab-setup"
 MARKER = f'# %% tags=["{TAG}"]'
@@ -28,7 +27,7 @@ def fix_source(text):
     """The percent-format lesson `text` with the generated setup cell as its first code cell."""
     lines = text.split("\n")
     starts = [i for i, line in enumerate(lines) if CELL_START.match(line)] + [len(lines)]
-    preamble, chunks = lines[:starts[0]], [lines[a:b] for a, b in zip(starts, starts[1:])]
+    preamble, chunks = lines[: starts[0]], [lines[a:b] for a, b in zip(starts, starts[1:])]
     cell = [MARKER, *colab_setup_source().split("\n"), ""]
     setup = [i for i, c in enumerate(chunks) if TAG in c[0]]
     code = [i for i, c in enumerate(chunks) if "[markdown]" not in c[0]]
@@ -68,18 +67,21 @@ def main(argv=None):
     parser.add_argument("--badges", action="store_true", help="print the README badges of every lesson")
     args = parser.parse_args(argv)
     if args.badges:
-        for ipynb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-            print(f"{ipynb.stem}: {badges(f'notebooks/{ipynb.name}')}")
+        for lesson in lessons():
+            if lesson.notebook.exists():
+                print(f"{lesson.name}: {badges(f'notebooks/{lesson.notebook.name}')}")
         return
     stale = []
-    for src in sorted((ROOT / "lessons_src").glob("[0-9][0-9]_*.py")):
+    for lesson in lessons():
+        src, ipynb = lesson.source, lesson.notebook
+        if not src.exists():
+            continue
         text = src.read_text()
         fixed = fix_source(text)
         if fixed != text:
             stale.append(src.relative_to(ROOT))
             if not args.check:
                 src.write_text(fixed)
-        ipynb = ROOT / "notebooks" / (src.stem + ".ipynb")
         if ipynb.exists():
             nb = nbformat.read(ipynb, as_version=4)
             if fix_notebook(nb):

@@ -18,7 +18,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-ROOT = Path(__file__).resolve().parents[1]
+from utils.lessons import checkout, lessons
+
+ROOT = checkout(__file__)
 VERSIONS = "import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in %r}))"
 
 
@@ -47,8 +49,9 @@ def execute(path, timeout):
     nb = copy.deepcopy(nbformat.read(path, as_version=4))
     start = time.perf_counter()
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        ).execute()
     except CellExecutionError as err:
         return time.perf_counter() - start, str(err).strip().splitlines()[-1]
     return time.perf_counter() - start, None
@@ -69,8 +72,7 @@ def main(argv=None):
         if wrong:
             sys.exit(f"the kernel does not import the versions in {args.expect}: {wrong}")
         print(f"kernel imports the pins of {args.expect}: " + ", ".join(f"{n} {v}" for n, v in wanted.items()))
-    notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    notebooks = [p for p in notebooks if not args.lessons or any(p.name.startswith(x) for x in args.lessons)]
+    notebooks = [lesson.notebook for lesson in lessons(args.lessons) if lesson.notebook.exists()]
     if not notebooks:
         sys.exit(f"no notebook in notebooks/ starts with {args.lessons}")
     failed = []

@@ -1,4 +1,6 @@
-"""Fixtures for the browser tests: one private JupyterLab server and one headless Chromium per session.
+"""Fixtures for the browser tests: one private JupyterLab server and one headless Chromium per test process
+(started at the first browser test, stopped at the end of the run; with `-n 2`, one of each per worker, on
+ports chosen free), and a fresh tab per test whose kernels are shut down afterwards.
 
 Without /usr/bin/chromium the tests skip (saying how to install it); with REQUIRE_BROWSER=1 (set by
 .ci/run) that skip is a failure, so CI always runs them.
@@ -31,14 +33,14 @@ def browser_available():
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab(browser_available):
-    """A JupyterLab server on 127.0.0.1 serving this repo; shut down after the module, even after a failure."""
+    """A JupyterLab server on 127.0.0.1 serving this repo; shut down at the end of the run, even after a failure."""
     with lab_driver.running_lab() as server:
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser(browser_available):
     from playwright.sync_api import sync_playwright
 

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
+from utils.lessons import checkout, lessons
+
+ROOT = checkout(__file__)
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -41,7 +43,7 @@ LAB_SETTINGS = {
 
 def lesson_notebooks(root=ROOT):
     """Every lesson notebook, in lesson order."""
-    return sorted((Path(root) / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    return [lesson.notebook for lesson in lessons(root=root) if lesson.notebook.exists()]
 
 
 def has_widget(path):
@@ -114,8 +116,7 @@ def running_lab(root=ROOT, timeout=120):
                JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "config"),
                JUPYTER_DATA_DIR=str(home / "data"), JUPYTERLAB_SETTINGS_DIR=str(settings),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "lab" / "workspaces"), IPYTHONDIR=str(home / "ipython"),
-               JUPYTER_PLATFORM_DIRS="1", PYTHONHASHSEED="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+               JUPYTER_PLATFORM_DIRS="1", PYTHONHASHSEED="0")
     # The kernelspec (python3) and the widgets lab extension live under sys.prefix/share/jupyter,
     # which Jupyter searches whatever JUPYTER_DATA_DIR says; no user-level path is needed.
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
@@ -139,7 +140,7 @@ def running_lab(root=ROOT, timeout=120):
                 break
             except (urllib.error.URLError, ConnectionError, OSError):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not answer in {timeout} s:\n{server_log(lab)}")
+                    raise RuntimeError(f"JupyterLab did not answer in {timeout} s:\n{server_log(lab)}") from None
                 time.sleep(0.5)
         yield lab
     finally:
@@ -373,7 +374,7 @@ def exercise_widgets(page, lab, repeats=1):
         name = widget_name(root)
         root.scroll_into_view_if_needed()
         for kind, label, loc in controls(root):
-            for r in range(repeats):
+            for _ in range(repeats):
                 latency, what = step_control(page, lab, root, kind, loc)
                 steps.append({"widget": name, "index": w, "control": label, "kind": kind,
                               "action": what, "latency_ms": latency})

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from utils import validation
+from utils.train_cache import cached
 from utils.translator.data import batches
 
 
@@ -102,6 +103,7 @@ def _notebook_display():
     return display if shell is not None and hasattr(shell, "kernel") else None
 
 
+@cached  # a test run that executes the lesson twice trains once (unset for learners: trains)
 def train(model, src, tgt, steps, batch_size=64, warmup=400, factor=1.0, label_smoothing=0.0, seed=0,
           num_threads=2, progress=True):
     """Train `model` in place for `steps` steps on padded tensors src (N, S), tgt (N, T); return the history.

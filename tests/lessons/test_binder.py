@@ -7,8 +7,11 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
-BROWSER_ONLY = {"playwright", "greenlet"}  # drive Chromium in the browser tests; useless on Binder
+from utils.lessons import checkout
+
+ROOT = checkout(__file__)
+# Only the test suite uses these (drive Chromium, run tests in parallel, check the style): useless on Binder.
+TEST_ONLY = {"playwright", "greenlet", "pytest-xdist", "execnet", "ruff"}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -45,7 +48,7 @@ def test_binder_pins_agree_with_requirements_txt():
     differ = {n: (str(main[n]), str(binder[n])) for n in main.keys() & binder.keys()
               if main[n].public != binder[n].public}
     assert not differ, f"binder/requirements.txt pins differ from requirements.txt: {differ}"
-    missing = main.keys() - binder.keys() - BROWSER_ONLY
+    missing = main.keys() - binder.keys() - TEST_ONLY
     assert not missing, f"binder/requirements.txt lacks: {sorted(missing)}"
     extra = binder.keys() - main.keys()
     assert not extra, f"binder/requirements.txt has packages requirements.txt lacks: {sorted(extra)}"

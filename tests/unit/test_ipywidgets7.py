@@ -2,8 +2,9 @@
 
 The 7.7.1 stack is an overlay directory (.ci/run builds it with
 `pip install --no-deps --target .venv/ipywidgets7 -r .ci/ipywidgets7.txt`) put first on PYTHONPATH
-of a pytest subprocess. Widget tests are found generically: tests/test_*.py whose name mentions
-explorer, widget or plotting, or whose code uses utils.widgets or ipywidgets.
+of a pytest subprocess (utils is this checkout's, installed editable). Widget tests are found generically:
+tests/unit/test_*.py whose name mentions explorer, widget or plotting, or whose code uses utils.widgets
+or ipywidgets.
 Without the overlay this skips; with REQUIRE_IPYWIDGETS7=1 (set by .ci/run) it fails instead.
 """
 
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from utils.lessons import checkout
+
+ROOT = checkout(__file__)
 OVERLAY = Path(os.environ.get("IPYWIDGETS7_DIR", ROOT / ".venv" / "ipywidgets7"))
 BUILD = f"pip install --no-deps --target {OVERLAY} -r .ci/ipywidgets7.txt"
 NAME = re.compile(r"test_.*(explorer|widget|plotting).*\.py$")
@@ -24,13 +27,13 @@ USES = re.compile(r"\butils\.widgets\b|from utils import .*\bwidgets\b|\bimport 
 
 def widget_test_files():
     here = Path(__file__).name
-    return [p for p in sorted((ROOT / "tests").glob("test_*.py"))
+    return [p for p in sorted((ROOT / "tests" / "unit").glob("test_*.py"))
             if p.name != here and (NAME.match(p.name) or USES.search(p.read_text()))]
 
 
 def overlay_env():
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(OVERLAY), str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(OVERLAY), env.get("PYTHONPATH")]))
     return env
 
 

@@ -1,13 +1,14 @@
 """What a learner reads: no references to files they cannot see, no tooling words, a Sources list."""
 
 import re
-from pathlib import Path
 
 import jupytext
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "lessons_src").glob("[0-9][0-9]_*.py"))
+from utils.lessons import checkout, lessons
+
+ROOT = checkout(__file__)
+SOURCES = [lesson.source for lesson in lessons() if lesson.source.exists()]
 SEED_REF = re.compile(r"\bseeds? 00\d\b", re.I)
 # Tooling words a learner should never meet in a lesson's text or visible code.
 TOOLING = re.compile(r"nbval|noqa|\bCI\b|the tests? compares?|this machine|\b\d+ (CPU )?cores\b", re.I)
@@ -34,7 +35,8 @@ def test_no_tooling_words_in_learner_text(src):
 def test_lesson_ends_with_its_sources(src):
     markdown = [text for _, kind, text in learner_text(src) if kind == "markdown"]
     assert any(re.search(r"^#+ .*Sources", text, re.M) for text in markdown[-3:]), (
-        f"{src.name}: end the lesson with a 'Sources' section naming what it cites")
+        f"{src.name}: end the lesson with a 'Sources' section naming what it cites"
+    )
 
 
 def test_package_readme_and_exercises_never_say_seed():

@@ -1,14 +1,12 @@
 """benchmarks/widget_latency.py's summary: medians per widget over slider steps, per control, and
 steps whose figure never changed listed rather than hidden (no timing is asserted here)."""
 
-import sys
-from pathlib import Path
+import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import widget_latency  # noqa: E402
 
-sys.path.pop(0)
+@pytest.fixture
+def widget_latency(script):
+    return script("widget_latency", folder="benchmarks")
 
 
 def step(control, kind, ms, index=0):
@@ -16,7 +14,7 @@ def step(control, kind, ms, index=0):
             "action": "ArrowRight from 3", "latency_ms": ms}
 
 
-def test_summary_medians_and_unchanged_steps():
+def test_summary_medians_and_unchanged_steps(widget_latency):
     steps = [step("a", "slider", 100), step("a", "slider", 300), step("b", "slider", 200),
              step("c", "dropdown", 900), step("d", "slider", None)]
     (key, w), = widget_latency.summarize(steps).items()
@@ -26,7 +24,7 @@ def test_summary_medians_and_unchanged_steps():
     assert w["steps_without_change"] == ["d: ArrowRight from 3"]
 
 
-def test_a_slow_widget_misses_the_target_and_widgets_are_kept_apart():
+def test_a_slow_widget_misses_the_target_and_widgets_are_kept_apart(widget_latency):
     steps = [step("a", "slider", 400), step("a", "slider", 500, index=1)]
     summary = widget_latency.summarize(steps)
     assert set(summary) == {"01_x:pe_explorer", "01_x:pe_explorer#1"}

@@ -4,11 +4,12 @@ import ast
 import re
 import sys
 import tomllib
-from pathlib import Path
 
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
+from utils.lessons import checkout
+
+ROOT = checkout(__file__)
 # Import name -> distribution name, where they differ.
 DISTRIBUTION = {"IPython": "ipython", "yaml": "pyyaml"}
 # Imported by utils but needed only by an extra: module -> extra.

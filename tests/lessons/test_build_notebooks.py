@@ -1,31 +1,33 @@
 """scripts/build_notebooks.py keeps cell ids, so a rebuild changes only the cells that were edited."""
 
-import importlib.util
-from pathlib import Path
-
 import jupytext
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SPEC = importlib.util.spec_from_file_location("build_notebooks", ROOT / "scripts" / "build_notebooks.py")
-build_notebooks = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(build_notebooks)
-SOURCES = build_notebooks.lesson_sources()
+from utils.lessons import checkout, lessons
+
+ROOT = checkout(__file__)
+SOURCES = [lesson.source for lesson in lessons() if lesson.source.exists()]
 
 
 def ids(nb):
     return [c.get("id") for c in nb.cells]
 
 
+def test_the_build_lists_the_same_lessons_as_the_tests(script):
+    assert script("build_notebooks").lesson_sources() == SOURCES
+
+
 @pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
-def test_rebuilding_unchanged_source_keeps_every_cell_id(src):
+def test_rebuilding_unchanged_source_keeps_every_cell_id(src, script):
+    build_notebooks = script("build_notebooks")
     committed = nbformat.read(ROOT / "notebooks" / (src.stem + ".ipynb"), as_version=4)
     rebuilt = build_notebooks.read_source(src)
     assert ids(rebuilt) == ids(committed)
 
 
-def test_only_edited_and_new_cells_change_ids():
+def test_only_edited_and_new_cells_change_ids(script):
+    build_notebooks = script("build_notebooks")
     src = SOURCES[0]
     committed = nbformat.read(ROOT / "notebooks" / (src.stem + ".ipynb"), as_version=4)
     nb = jupytext.read(src)
@@ -40,7 +42,8 @@ def test_only_edited_and_new_cells_change_ids():
     assert len(set(ids(nb))) == len(nb.cells)
 
 
-def test_fresh_ids_without_a_committed_notebook():
+def test_fresh_ids_without_a_committed_notebook(script):
+    build_notebooks = script("build_notebooks")
     nb = jupytext.read(SOURCES[0])
     before = ids(nb)
     build_notebooks.keep_cell_ids(nb, nbformat.v4.new_notebook())

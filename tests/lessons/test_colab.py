@@ -2,7 +2,6 @@
 utils plus pinned extras on Colab only; the repository URL is written in utils/links.py alone."""
 
 import ast
-import shlex
 import subprocess
 import sys
 import tomllib
@@ -15,10 +14,11 @@ import pytest
 from packaging.requirements import Requirement
 
 from utils import links
+from utils.lessons import checkout, lessons
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "lessons_src").glob("[0-9][0-9]_*.py"))
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ROOT = checkout(__file__)
+SOURCES = [lesson.source for lesson in lessons() if lesson.source.exists()]
+NOTEBOOKS = [lesson.notebook for lesson in lessons() if lesson.notebook.exists()]
 FIX = "run: python scripts/colab_setup.py"
 # Importable on a fresh Colab runtime without installing anything (its preinstalled packages).
 COLAB_SHIPS = {"torch", "numpy", "matplotlib", "ipywidgets", "IPython", "ipykernel", "tqdm", "pandas",
@@ -52,12 +52,8 @@ def test_the_rewrite_command_finds_nothing_to_do():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_rewrite_inserts_replaces_and_is_idempotent():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import colab_setup
-    finally:
-        sys.path.pop(0)
+def test_rewrite_inserts_replaces_and_is_idempotent(script):
+    colab_setup = script("colab_setup")
     old = ('# %% [markdown]\n# # T\n\n# %% tags=["colab-setup"]\nprint("old")\n\n# %%\nx = 1\n')
     bare = "# %% [markdown]\n# # T\n\n# %%\nx = 1\n"
     for text in (old, bare):

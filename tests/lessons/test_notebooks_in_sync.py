@@ -1,15 +1,16 @@
 """Every lesson source has its executed notebook, with the same cells and a python3 kernelspec."""
 
-from pathlib import Path
-
 import jupytext
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "lessons_src").glob("*.py"))
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-PAIRS = [(src, ROOT / "notebooks" / (src.stem + ".ipynb")) for src in SOURCES]
+from utils.lessons import checkout, lessons, strays
+
+ROOT = checkout(__file__)
+LESSONS = lessons()
+SOURCES = [lesson.source for lesson in LESSONS if lesson.source.exists()]
+NOTEBOOKS = [lesson.notebook for lesson in LESSONS if lesson.notebook.exists()]
+PAIRS = [(lesson.source, lesson.notebook) for lesson in LESSONS if lesson.source.exists()]
 REGENERATE = "regenerate it with: python scripts/build_notebooks.py"
 
 
@@ -19,6 +20,11 @@ def cells(nb):
 
 def test_there_are_lessons():
     assert SOURCES, "lessons_src/ has no lesson"
+
+
+def test_every_lesson_file_is_named_like_a_lesson():
+    found = [p.relative_to(ROOT).as_posix() for p in strays()]
+    assert not found, f"name lessons NN_name (two digits, then words): {found}"
 
 
 def test_every_source_has_a_notebook_and_back():
@@ -41,8 +47,9 @@ def test_notebook_is_executed_with_python3_kernel(src, ipynb):
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"{ipynb.name}: no python3 kernelspec"
     unexecuted = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.execution_count is None]
     assert not unexecuted, f"{ipynb.name}: code cells {unexecuted} were not executed; {REGENERATE}"
-    errors = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-              and any(o.output_type == "error" for o in c.outputs)]
+    errors = [
+        i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)
+    ]
     assert not errors, f"{ipynb.name}: cells {errors} have error outputs"
 
 

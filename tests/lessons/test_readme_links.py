@@ -1,19 +1,21 @@
 """Every lesson row of README.md carries its "Open in Colab" and "Launch Binder" links, built from
 utils.links (the one place the repository URL is written)."""
 
-from pathlib import Path
-
 import pytest
 
 from utils import links
+from utils.lessons import checkout, lessons
 
-ROOT = Path(__file__).resolve().parents[1]
-LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ROOT = checkout(__file__)
+LESSONS = [lesson.notebook for lesson in lessons() if lesson.notebook.exists()]
 
 
 def readme_row(notebook):
-    rows = [line for line in (ROOT / "README.md").read_text().splitlines()
-            if line.startswith("|") and f"({notebook})" in line]
+    rows = [
+        line
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("|") and f"({notebook})" in line
+    ]
     return rows[0] if rows else None
 
 
@@ -29,6 +31,10 @@ def test_lesson_row_has_colab_and_binder_links(path):
 def test_readme_has_an_instructors_section():
     text = (ROOT / "README.md").read_text()
     assert "## For instructors" in text
-    for command in ("pytest", "python -m utils.grade", "python scripts/build_notebooks.py",
-                    "python scripts/build_site.py"):
+    for command in (
+        "pytest",
+        "python -m utils.grade",
+        "python scripts/build_notebooks.py",
+        "python scripts/build_site.py",
+    ):
         assert command in text, f"the instructors' section does not show `{command}`"

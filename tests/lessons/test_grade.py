@@ -17,9 +17,10 @@ import nbformat
 import pytest
 
 from utils import grade
+from utils.lessons import lessons
 from utils.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson03
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ALL = [attr for attr, obj in vars(lesson03).items() if isinstance(obj, Exercise)]
 # A is answered with a `def` (its reference is a function); B and C are the next two, in the lesson's order.
 A = next(attr for attr in ALL if callable(getattr(lesson03, attr).reference))
@@ -294,7 +295,7 @@ def test_save_paths_never_collide(tmp_path):
 # ---- the committed lessons
 
 CHECK_CALL = re.compile(r"^(\w+)\.(\w+)\((\w+)\)\s*$", re.M)  # check.name(my_answer)
-LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LESSONS = [lesson.notebook for lesson in lessons()]
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])

@@ -4,18 +4,16 @@ order; every relative link resolves, and previous/next links chain the lessons."
 import re
 import subprocess
 import sys
-from pathlib import Path
 from urllib.parse import unquote
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_site  # noqa: E402
+from utils import links
+from utils.lessons import checkout, lessons
 
-sys.path.pop(0)
-LESSONS = build_site.lessons()
+ROOT = checkout(__file__)
+LESSONS = [lesson.notebook for lesson in lessons() if lesson.notebook.exists()]
 
 
 def local_targets(page):
@@ -63,7 +61,8 @@ def test_every_lesson_has_a_page_in_order_and_links_resolve(site):
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
-def test_lesson_page_contains_its_figures_and_title(site, path):
+def test_lesson_page_contains_its_figures_and_title(site, path, script):
+    build_site = script("build_site")
     nb = nbformat.read(path, as_version=4)
     figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
                   for o in c.outputs)
@@ -79,7 +78,12 @@ def tiny_lesson(path, title, body):
     nbformat.write(nb, path)
 
 
-def test_links_between_lessons_point_at_their_pages(tmp_path):
+def test_the_site_lists_the_same_lessons_as_the_tests(script):
+    assert script("build_site").lessons() == LESSONS
+
+
+def test_links_between_lessons_point_at_their_pages(tmp_path, script):
+    build_site = script("build_site")
     (tmp_path / "notebooks").mkdir()
     paths = [tmp_path / "notebooks" / n for n in ("00_a.ipynb", "01_b.ipynb", "02_c.ipynb")]
     tiny_lesson(paths[0], "A", "Next: [lesson B](01_b.ipynb#goals); code: [plotting](../utils/plotting.py)")
@@ -90,6 +94,6 @@ def test_links_between_lessons_point_at_their_pages(tmp_path):
     check_site(out, paths)
     a = (out / "00_a.html").read_text()
     assert 'href="01_b.html#goals"' in a
-    assert f'href="{build_site.links.REPOSITORY}/blob/{build_site.links.BRANCH}/utils/plotting.py"' in a
+    assert f'href="{links.REPOSITORY}/blob/{links.BRANCH}/utils/plotting.py"' in a
     assert 'href="00_a.html"' in (out / "01_b.html").read_text()
     assert 'rel="prev"' not in a and 'rel="next" href="01_b.html"' in a
