@@ -342,6 +342,8 @@ print("broken:", sorted(broken))
 from utils.exercises import lesson03 as check
 
 assert torch.equal(deck_matrix, check.DECK) and broken == check.predict_broken_properties.reference
+
+# %%
 check.predict_broken_properties(my_prediction)
 
 # %% [markdown]

@@ -323,6 +323,8 @@ print("a new token 2 changes outputs 2 to 5 with the mask and all 6 without it, 
 from utils.exercises import lesson04 as check
 
 assert len(moved_causal[0]) == check.predict_changed_outputs.reference
+
+# %%
 check.predict_changed_outputs(my_prediction)
 
 # %% [markdown]

@@ -262,6 +262,8 @@ print(f"PASS: {4 * d * d + 4 * d} parameters for every number of heads")
 from utils.exercises import lesson05 as check
 
 assert counts[8] == check.predict_param_count.reference
+
+# %%
 check.predict_param_count(my_prediction)
 
 # %% [markdown]

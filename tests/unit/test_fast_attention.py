@@ -12,7 +12,7 @@ from utils import fast_attention as fa
 from utils.attention import scaled_dot_product_attention
 from utils.masks import causal_mask
 from utils.translator.decode import greedy_decode
-from utils.translator.model import Seq2SeqTransformer
+from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
 
 
 # --- online softmax -----------------------------------------------------------------------------------
@@ -165,8 +165,9 @@ def test_kv_cache_bytes():
 
 def small_model(norm_first=False, seed=0):
     torch.manual_seed(seed)
-    return Seq2SeqTransformer(30, 40, d_model=32, num_heads=4, d_ff=64, num_layers=2, max_len=70,
-                              norm_first=norm_first).eval()
+    config = TranslatorConfig(30, 40, d_model=32, num_heads=4, d_ff=64, num_layers=2, max_len=70,
+                              norm_first=norm_first)
+    return Seq2SeqTransformer(config).eval()
 
 
 def batch_src():
@@ -234,7 +235,7 @@ def test_cache_bad_input():
 
 def test_cache_refuses_to_grow_past_max_len():
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(30, 40, d_model=16, num_heads=2, d_ff=32, num_layers=1, max_len=3).eval()
+    model = Seq2SeqTransformer(TranslatorConfig(30, 40, d_model=16, num_heads=2, d_ff=32, num_layers=1, max_len=3)).eval()
     memory, src_mask = model.encode(batch_src()[:, :3])
     cache = fa.start_cache(model, memory, src_mask)
     token = torch.ones(6, dtype=torch.long)
