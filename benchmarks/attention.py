@@ -25,8 +25,14 @@ from utils.multihead import MultiHeadAttention
 
 GOAL_RATIO = 1.1
 SIZES = [  # (batch, seq, d_model, num_heads)
-    (32, 64, 128, 4), (32, 64, 128, 8), (32, 64, 256, 4), (32, 64, 256, 8),
-    (32, 128, 128, 4), (32, 128, 128, 8), (32, 128, 256, 4), (32, 128, 256, 8),
+    (32, 64, 128, 4),
+    (32, 64, 128, 8),
+    (32, 64, 256, 4),
+    (32, 64, 256, 8),
+    (32, 128, 128, 4),
+    (32, 128, 128, 8),
+    (32, 128, 256, 4),
+    (32, 128, 256, 8),
 ]
 QUICK_SIZES = [(4, 16, 32, 4)]
 PAIRS = {"with_weights": ("ours_weights", "torch_weights"), "no_weights": ("ours_fused", "torch_fused")}
@@ -77,14 +83,18 @@ def mha_row(batch, seq, d_model, num_heads, repeats, warmup, masked):
         pad = tokens == 0  # torch's key_padding_mask: True = NOT allowed
     fns = {
         "ours_weights": lambda x: ours(x, x, x, mask)[0],
-        "torch_weights": lambda x: theirs(x, x, x, key_padding_mask=pad, need_weights=True,
-                                          average_attn_weights=False)[0],
+        "torch_weights": lambda x: theirs(x, x, x, key_padding_mask=pad, need_weights=True, average_attn_weights=False)[
+            0
+        ],
         "ours_fused": lambda x: ours(x, x, x, mask, need_weights=False)[0],
         "torch_fused": lambda x: theirs(x, x, x, key_padding_mask=pad, need_weights=False)[0],
     }
     ms = compare(fns, x, repeats, warmup)
-    return {"batch": batch, "seq": seq, "d_model": d_model, "num_heads": num_heads, "masked": masked} \
-        | {f"{name}_ms": ms[name] for name in fns} | ratios(ms)
+    return (
+        {"batch": batch, "seq": seq, "d_model": d_model, "num_heads": num_heads, "masked": masked}
+        | {f"{name}_ms": ms[name] for name in fns}
+        | ratios(ms)
+    )
 
 
 def encoder_row(batch, seq, d_model, num_heads, repeats, warmup):
@@ -97,8 +107,14 @@ def encoder_row(batch, seq, d_model, num_heads, repeats, warmup):
     fns = {"ours_weights": ours, "ours_fused": lambda x: ours(x, need_weights=False), "torch": theirs}
     ms = compare(fns, x, repeats, warmup)
     return {
-        "batch": batch, "seq": seq, "d_model": d_model, "num_heads": num_heads, "d_ff": 4 * d_model,
-        "ours_weights_ms": ms["ours_weights"], "ours_fused_ms": ms["ours_fused"], "torch_ms": ms["torch"],
+        "batch": batch,
+        "seq": seq,
+        "d_model": d_model,
+        "num_heads": num_heads,
+        "d_ff": 4 * d_model,
+        "ours_weights_ms": ms["ours_weights"],
+        "ours_fused_ms": ms["ours_fused"],
+        "torch_ms": ms["torch"],
         "ratio_with_weights": round(ms["ours_weights"] / ms["torch"], 3),
         "ratio_no_weights": round(ms["ours_fused"] / ms["torch"], 3),
         "min_ratio_no_weights": round(ms["ours_fused_min"] / ms["torch_min"], 3),
@@ -119,11 +135,14 @@ def run(quick=False, repeats=None):
         summary[f"worst_ratio_{pair}"] = max(rows)
     return {
         "note": "forward+backward, median ms of interleaved runs; ratio = ours / torch (of medians), "
-                "min_ratio = ours / torch of the fastest run each; with_weights: ours vs "
-                "nn.MultiheadAttention(need_weights=True, average_attn_weights=False); no_weights: ours "
-                "need_weights=False vs nn.MultiheadAttention(need_weights=False) (F.scaled_dot_product_attention)",
-        "quick": quick, "repeats": repeats, "torch": torch.__version__,
-        "threads": torch.get_num_threads(), "machine": platform.machine(),
+        "min_ratio = ours / torch of the fastest run each; with_weights: ours vs "
+        "nn.MultiheadAttention(need_weights=True, average_attn_weights=False); no_weights: ours "
+        "need_weights=False vs nn.MultiheadAttention(need_weights=False) (F.scaled_dot_product_attention)",
+        "quick": quick,
+        "repeats": repeats,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "machine": platform.machine(),
         "goal_ratio": GOAL_RATIO,
         **summary,
         "worst_encoder_ratio_no_weights": max(r["ratio_no_weights"] for r in enc),

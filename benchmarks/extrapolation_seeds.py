@@ -25,8 +25,16 @@ import torch
 from utils import extrapolation as ex
 
 FLOAT_PATH_VARIABLES = ("MKL_CBWR", "ATEN_CPU_CAPABILITY")  # they change matmul and softmax bits
-SETUP = dict(steps=400, train_len=16, vocab_size=16, shift=2, anchor=5, max_position=48,
-             test_lengths=list(range(4, 49, 4)), absolute_test_lengths=list(range(8, 49, 8)))
+SETUP = dict(
+    steps=400,
+    train_len=16,
+    vocab_size=16,
+    shift=2,
+    anchor=5,
+    max_position=48,
+    test_lengths=list(range(4, 49, 4)),
+    absolute_test_lengths=list(range(8, 49, 8)),
+)
 
 
 def run(task, pe, seed):
@@ -34,17 +42,28 @@ def run(task, pe, seed):
     torch.set_num_threads(1)
     s = SETUP
     k = s["shift"] if task == "copy" else s["anchor"]
-    model, losses = ex.train(pe, s["steps"], train_len=s["train_len"], vocab_size=s["vocab_size"], shift=k,
-                             seed=seed, task=task, max_position=s["max_position"])
+    model, losses = ex.train(
+        pe,
+        s["steps"],
+        train_len=s["train_len"],
+        vocab_size=s["vocab_size"],
+        shift=k,
+        seed=seed,
+        task=task,
+        max_position=s["max_position"],
+    )
     clamp = pe == "learned"
     lengths = s["test_lengths"] if task == "copy" else s["absolute_test_lengths"]
     acc = ex.evaluate(model, lengths, s["vocab_size"], k, clamp=clamp, task=task)
     long_len, L = max(lengths), s["train_len"]
     pos = ex.accuracy_by_position(model, long_len, s["vocab_size"], k, clamp=clamp, task=task)  # (long_len,)
-    out = {"final_loss": float(np.mean(losses[-20:])),
-           "accuracy": {str(n): a for n, a in acc.items()},
-           "by_position": {f"{lo}..{hi - 1}": pos[lo:hi].nanmean().item()
-                           for lo, hi in ((0, L), (L, 2 * L), (2 * L, long_len))}}
+    out = {
+        "final_loss": float(np.mean(losses[-20:])),
+        "accuracy": {str(n): a for n, a in acc.items()},
+        "by_position": {
+            f"{lo}..{hi - 1}": pos[lo:hi].nanmean().item() for lo, hi in ((0, L), (L, 2 * L), (2 * L, long_len))
+        },
+    }
     if task == "copy":
         out["copy_head"] = ex.copy_head(model, long_len, L, s["vocab_size"], k, clamp=clamp)
     return task, pe, seed, out
@@ -72,11 +91,17 @@ def main():
             runs[task][pe][str(seed)] = rounded(out)
             print(f"{task:>8} {pe:>18} seed {seed}: loss {out['final_loss']:.3f}", file=sys.stderr)
     env = {k: os.environ[k] for k in FLOAT_PATH_VARIABLES if k in os.environ}
-    result = {"command": "".join(f"{k}={v} " for k, v in env.items())
-              + "python benchmarks/extrapolation_seeds.py --seeds " + " ".join(map(str, args.seeds))
-              + (f" --out {args.out}" if args.out else ""),
-              "float_path": env,
-              "torch": torch.__version__, "setup": SETUP, "seeds": args.seeds, "runs": runs}
+    result = {
+        "command": "".join(f"{k}={v} " for k, v in env.items())
+        + "python benchmarks/extrapolation_seeds.py --seeds "
+        + " ".join(map(str, args.seeds))
+        + (f" --out {args.out}" if args.out else ""),
+        "float_path": env,
+        "torch": torch.__version__,
+        "setup": SETUP,
+        "seeds": args.seeds,
+        "runs": runs,
+    }
     text = json.dumps(result, indent=1)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -36,8 +36,11 @@ def main():
     out = {"threads": args.threads, "lesson_steps": LESSON_STEPS, "ms_per_step": {}}
     for pe in PE_KINDS:
         w, c = statistics.median(wall[pe]), statistics.median(cpu[pe])
-        out["ms_per_step"][pe] = {"wall_median": round(w, 2), "cpu_median": round(c, 2),
-                                  "lesson_run_s_wall": round(w * LESSON_STEPS / 1e3, 1)}
+        out["ms_per_step"][pe] = {
+            "wall_median": round(w, 2),
+            "cpu_median": round(c, 2),
+            "lesson_run_s_wall": round(w * LESSON_STEPS / 1e3, 1),
+        }
     print(json.dumps(out, indent=2))
 
 

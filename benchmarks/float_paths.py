@@ -52,7 +52,7 @@ def probes(steps):
     torch.manual_seed(0)
     x = torch.randn(2, 5, 12)
     W = [torch.randn(12, 12) / math.sqrt(12) for _ in range(2)]
-    naive = torch.cat([x @ W[0][:, i * 4:(i + 1) * 4] for i in range(3)], -1) @ W[1]
+    naive = torch.cat([x @ W[0][:, i * 4 : (i + 1) * 4] for i in range(3)], -1) @ W[1]
     out["small matmul (lesson 05)"] = digest(naive - (x @ W[0]) @ W[1])
     a, b = torch.randn(256, 512), torch.randn(512, 384)
     out["matmul 256x512x384"] = digest(a @ b)
@@ -89,8 +89,13 @@ def main():
     configs = {"default": {}, **{text: parse_env(text) for text in args.check}} if args.check else CONFIGS
     results = {}
     for name, env in configs.items():
-        proc = subprocess.run([sys.executable, __file__, "--child", "--steps", str(args.steps)],
-                              env={**os.environ, **env}, capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", "--steps", str(args.steps)],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         results[name] = json.loads(proc.stdout.splitlines()[-1])
     base = results["default"]
     changed = {name: sorted(k for k in r if r[k] != base[k]) for name, r in results.items() if name != "default"}

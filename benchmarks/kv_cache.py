@@ -48,26 +48,34 @@ def main(argv=None):
             greedy_steps(model, src, 1, tokens, use_cache=(mode == "cached"))
             times[mode].append(time.perf_counter() - start)
     med = {mode: statistics.median(t) for mode, t in times.items()}
-    print(json.dumps({
-        "quick": args.quick,
-        "tokens": tokens,
-        "batch": batch,
-        "repeats": repeats,
-        "model": {"d_model": model.d_model, "num_heads": model.decoder.layers[0].self_attn.num_heads,
-                  "num_layers": len(model.decoder.layers)},
-        "uncached_tokens_per_second": round(batch * tokens / med["uncached"], 1),
-        "cached_tokens_per_second": round(batch * tokens / med["cached"], 1),
-        "uncached_ms_per_step": round(1000 * med["uncached"] / tokens, 3),
-        "cached_ms_per_step": round(1000 * med["cached"] / tokens, 3),
-        "speedup": round(med["uncached"] / med["cached"], 2),
-        "goal_speedup": 3.0,
-        "identical_tokens": bool(torch.equal(ids, ids_c)),
-        "max_logit_difference": float((logits - logits_c).abs().max()),
-        "logits_within_1e-4": bool(torch.allclose(logits, logits_c, atol=1e-4)),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "machine": platform.machine(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "quick": args.quick,
+                "tokens": tokens,
+                "batch": batch,
+                "repeats": repeats,
+                "model": {
+                    "d_model": model.d_model,
+                    "num_heads": model.decoder.layers[0].self_attn.num_heads,
+                    "num_layers": len(model.decoder.layers),
+                },
+                "uncached_tokens_per_second": round(batch * tokens / med["uncached"], 1),
+                "cached_tokens_per_second": round(batch * tokens / med["cached"], 1),
+                "uncached_ms_per_step": round(1000 * med["uncached"] / tokens, 3),
+                "cached_ms_per_step": round(1000 * med["cached"] / tokens, 3),
+                "speedup": round(med["uncached"] / med["cached"], 2),
+                "goal_speedup": 3.0,
+                "identical_tokens": bool(torch.equal(ids, ids_c)),
+                "max_logit_difference": float((logits - logits_c).abs().max()),
+                "logits_within_1e-4": bool(torch.allclose(logits, logits_c, atol=1e-4)),
+                "threads": torch.get_num_threads(),
+                "torch": torch.__version__,
+                "machine": platform.machine(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -16,9 +16,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from utils.plotting import plot_offset_explorer  # noqa: E402
 
-SETTINGS = [dict(d_model=64, base=10000.0, k=10, pair=0, t=3),
-            dict(d_model=512, base=10000.0, k=60, pair=200, t=50),
-            dict(d_model=2, base=10.0, k=-60, pair=0, t=0)]
+SETTINGS = [
+    dict(d_model=64, base=10000.0, k=10, pair=0, t=3),
+    dict(d_model=512, base=10000.0, k=60, pair=200, t=50),
+    dict(d_model=2, base=10.0, k=-60, pair=0, t=0),
+]
 
 
 def render_ms(settings, repeats=7):
@@ -36,5 +38,12 @@ def render_ms(settings, repeats=7):
 if __name__ == "__main__":
     plot_offset_explorer()  # warm up imports and font cache
     plt.close("all")
-    print(json.dumps({"offset_explorer_render_ms": [dict(s, median_ms=round(render_ms(s), 1)) for s in SETTINGS],
-                      "note": "measured on a shared 2-core machine under load"}, indent=1))
+    print(
+        json.dumps(
+            {
+                "offset_explorer_render_ms": [dict(s, median_ms=round(render_ms(s), 1)) for s in SETTINGS],
+                "note": "measured on a shared 2-core machine under load",
+            },
+            indent=1,
+        )
+    )

@@ -50,18 +50,27 @@ def main():
     renders = []
     for i in range(max(5, args.repeats // 3)):
         start = time.perf_counter()
-        fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", temperature=1 + i % 3,
-                                      mask_kind="causal+padding", query=i % 8)
+        fig = plot_attention_explorer(
+            "YOUR CAT IS A LOVELY CAT <pad> <pad>", temperature=1 + i % 3, mask_kind="causal+padding", query=i % 8
+        )
         fig.canvas.draw()  # rasterise, as the inline backend does
         renders.append(time.perf_counter() - start)
         plt.close(fig)
-    print(json.dumps({
-        "shape_q_k_v": [batch, heads, T, d_k], "mask": "causal", "threads": 1, "repeats": args.repeats,
-        "fwd_bwd_ms_median": {k: round(v, 2) for k, v in med.items()},
-        "utils_over_torch": round(med["utils"] / med["torch"], 2),
-        "explorer_redraw_ms_median": round(statistics.median(renders) * 1000, 1),
-        "note": "measured on a shared, loaded 2-core machine",
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "shape_q_k_v": [batch, heads, T, d_k],
+                "mask": "causal",
+                "threads": 1,
+                "repeats": args.repeats,
+                "fwd_bwd_ms_median": {k: round(v, 2) for k, v in med.items()},
+                "utils_over_torch": round(med["utils"] / med["torch"], 2),
+                "explorer_redraw_ms_median": round(statistics.median(renders) * 1000, 1),
+                "note": "measured on a shared, loaded 2-core machine",
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -86,22 +86,30 @@ def main(argv=None):
             run(m, q, k, v, block)
             times[m].append(time.perf_counter() - start)
     med = {m: statistics.median(t) for m, t in times.items()}
-    print(json.dumps({
-        "quick": args.quick,
-        "T": T, "d_k": d, "block_size": block, "repeats": repeats,
-        "tensor_peak_bytes": tracked,
-        "tensor_peak_ratio_tiled_over_plain": round(tracked["tiled"] / tracked["plain"], 5),
-        "rss_growth_bytes": rss,
-        "rss_ratio_tiled_over_plain": round(rss["tiled"] / rss["plain"], 5) if rss["plain"] > 0 else None,
-        "goal_ratio": 0.1,
-        "tiled_ms": round(1000 * med["tiled"], 2),
-        "torch_ms": round(1000 * med["torch"], 2),
-        "time_ratio_tiled_over_torch": round(med["tiled"] / med["torch"], 2),
-        "max_abs_difference_tiled_vs_torch": max_diff,
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "machine": platform.machine(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "quick": args.quick,
+                "T": T,
+                "d_k": d,
+                "block_size": block,
+                "repeats": repeats,
+                "tensor_peak_bytes": tracked,
+                "tensor_peak_ratio_tiled_over_plain": round(tracked["tiled"] / tracked["plain"], 5),
+                "rss_growth_bytes": rss,
+                "rss_ratio_tiled_over_plain": round(rss["tiled"] / rss["plain"], 5) if rss["plain"] > 0 else None,
+                "goal_ratio": 0.1,
+                "tiled_ms": round(1000 * med["tiled"], 2),
+                "torch_ms": round(1000 * med["torch"], 2),
+                "time_ratio_tiled_over_torch": round(med["tiled"] / med["torch"], 2),
+                "max_abs_difference_tiled_vs_torch": max_diff,
+                "threads": torch.get_num_threads(),
+                "torch": torch.__version__,
+                "machine": platform.machine(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

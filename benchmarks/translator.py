@@ -38,7 +38,7 @@ def step_time_ratio(config, src, tgt, steps, batch_size, seed=0):
     for i in range(steps + 5):
         s, t = next(data)  # the same batch for both models
         decoder_input, labels = shift_targets(t)
-        for name in (("ours", "torch") if i % 2 else ("torch", "ours")):  # alternate who goes first
+        for name in ("ours", "torch") if i % 2 else ("torch", "ours"):  # alternate who goes first
             model, opt = models[name], opts[name]
             model.train()
             start = time.perf_counter()
@@ -73,32 +73,40 @@ def main():
     agree = agreement_attention(model, ds.test, ds.src_vocab, ds.tgt_vocab)
     ratio, med = step_time_ratio(model.config, src, tgt, args.ratio_steps, cfg["batch_size"])
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    print(json.dumps({
-        "train_seconds": round(history["seconds"], 2),
-        "train_cpu_seconds": round(cpu_train, 2),
-        "steps": cfg["steps"],
-        "steps_per_second": round(cfg["steps"] / history["seconds"], 2),
-        "model_seed": args.model_seed,
-        "heldout_exact_match": round(result["exact_match"], 4),
-        "token_accuracy": round(result["token_accuracy"], 4),
-        "bleu": round(result["bleu"], 2),
-        "heldout_unseen_combinations_exact_match": round(unseen["exact_match"], 4),
-        "heldout_unseen_combinations_token_accuracy": round(unseen["token_accuracy"], 4),
-        "heldout_unseen_combinations_all_but_heldout_right": round(
-            all_but_heldout_right(unseen["hypotheses"], ds.test_unseen, ds.heldout_forms), 4),
-        "best_head_on_agreeing_noun": {role: round(float(a.max()), 3) for role, a in agree.items()},
-        "best_head_alignment_accuracy": round(result["best_head_alignment_accuracy"], 4),
-        "alignment_accuracy_per_layer_head": [[round(x, 3) for x in row] for row in result["alignment_accuracy"].tolist()],
-        "peak_rss_mb": round(peak_rss_mb, 1),
-        "step_time_ratio": round(ratio, 3),
-        "step_ms_ours": round(med["ours"] * 1000, 2),
-        "step_ms_torch": round(med["torch"] * 1000, 2),
-        "torch_threads": torch.get_num_threads(),
-        "cpu_count": os.cpu_count(),
-        "load_average_1min": round(os.getloadavg()[0], 2),
-        "model": dataclasses.asdict(model.config),
-        "train": cfg,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "train_seconds": round(history["seconds"], 2),
+                "train_cpu_seconds": round(cpu_train, 2),
+                "steps": cfg["steps"],
+                "steps_per_second": round(cfg["steps"] / history["seconds"], 2),
+                "model_seed": args.model_seed,
+                "heldout_exact_match": round(result["exact_match"], 4),
+                "token_accuracy": round(result["token_accuracy"], 4),
+                "bleu": round(result["bleu"], 2),
+                "heldout_unseen_combinations_exact_match": round(unseen["exact_match"], 4),
+                "heldout_unseen_combinations_token_accuracy": round(unseen["token_accuracy"], 4),
+                "heldout_unseen_combinations_all_but_heldout_right": round(
+                    all_but_heldout_right(unseen["hypotheses"], ds.test_unseen, ds.heldout_forms), 4
+                ),
+                "best_head_on_agreeing_noun": {role: round(float(a.max()), 3) for role, a in agree.items()},
+                "best_head_alignment_accuracy": round(result["best_head_alignment_accuracy"], 4),
+                "alignment_accuracy_per_layer_head": [
+                    [round(x, 3) for x in row] for row in result["alignment_accuracy"].tolist()
+                ],
+                "peak_rss_mb": round(peak_rss_mb, 1),
+                "step_time_ratio": round(ratio, 3),
+                "step_ms_ours": round(med["ours"] * 1000, 2),
+                "step_ms_torch": round(med["torch"] * 1000, 2),
+                "torch_threads": torch.get_num_threads(),
+                "cpu_count": os.cpu_count(),
+                "load_average_1min": round(os.getloadavg()[0], 2),
+                "model": dataclasses.asdict(model.config),
+                "train": cfg,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -61,8 +61,9 @@ def main(argv=None):
         sys.exit(lab_driver.INSTALL_HINT)
     from playwright.sync_api import sync_playwright
 
-    notebooks = [p for p in lab_driver.widget_notebooks()
-                 if not args.lessons or any(p.name.startswith(x) for x in args.lessons)]
+    notebooks = [
+        p for p in lab_driver.widget_notebooks() if not args.lessons or any(p.name.startswith(x) for x in args.lessons)
+    ]
     steps, run_s = [], {}
     with lab_driver.running_lab() as lab, sync_playwright() as pw:
         browser = lab_driver.launch_browser(pw)

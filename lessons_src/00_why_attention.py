@@ -32,12 +32,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %%
 import math
@@ -93,6 +94,7 @@ print("PASS: the hand-written recurrence equals nn.RNN (max |diff| < 1e-6); outp
 # To see each step as a separate operation we drive a `nn.RNNCell` (one step) in a Python loop,
 # with the RNN's weights copied in, and check that the loop equals `nn.RNN` too.
 
+
 # %%
 def copy_cell(rnn, suffix="_l0"):
     """An nn.RNNCell holding one direction's weights of a one-layer nn.RNN."""
@@ -123,6 +125,7 @@ print("PASS: a loop over nn.RNNCell equals nn.RNN (max |diff| < 1e-6)")
 # with weights $\mathrm{softmax}_s(q_t \cdot k_s / \sqrt{d_k})$. First naively, one query at a time,
 # then in one batched call to `utils.attention.scaled_dot_product_attention`.
 
+
 # %%
 class SelfAttention(nn.Module):
     """One single-head self-attention layer: softmax(Q K^T / sqrt(d_k)) V with Q, K, V = x W_q, x W_k, x W_v."""
@@ -141,8 +144,9 @@ attention = SelfAttention(d_model)
 
 with torch.no_grad():
     q, k, v = attention.W_q(x[0]), attention.W_k(x[0]), attention.W_v(x[0])  # (seq, d_model) each
-    naive = torch.stack([torch.softmax(q[t] @ k.T / math.sqrt(d_model), dim=0) @ v
-                         for t in range(x.shape[1])])  # (seq, d_model), one query at a time
+    naive = torch.stack(
+        [torch.softmax(q[t] @ k.T / math.sqrt(d_model), dim=0) @ v for t in range(x.shape[1])]
+    )  # (seq, d_model), one query at a time
     assert torch.allclose(naive, attention(x)[0], atol=1e-6)
 print("PASS: the one-query-at-a-time loop equals the batched self-attention layer (max |diff| < 1e-6)")
 
@@ -155,6 +159,7 @@ print("PASS: the one-query-at-a-time loop equals the batched self-attention laye
 # cell application (for the RNN) or of the layer (for attention); the **path length** is the
 # fewest marked results on any route from the output back to $x_0$ (a breadth-first search over
 # `grad_fn.next_functions`, in `utils.layer_costs.path_length`).
+
 
 # %%
 def leaves(n, seed=2):
@@ -208,19 +213,31 @@ calls_per_step = (rnn_calls[-1] - rnn_calls[0]) // (ns[-1] - ns[0])
 assert rnn_runs == ns  # one cell run per position, each waiting for the previous one
 assert all(c == rnn_calls[0] + calls_per_step * (n - ns[0]) for c, n in zip(rnn_calls, ns))
 assert len(set(attention_calls)) == 1  # a fixed number of calls, whatever n
-print(f"PASS: the RNN makes {calls_per_step} more calls per position; attention makes "
-      f"{attention_calls[0]} calls at every n")
+print(
+    f"PASS: the RNN makes {calls_per_step} more calls per position; attention makes "
+    f"{attention_calls[0]} calls at every n"
+)
 
 # %%
 fig, (ax_path, ax_ops) = plt.subplots(1, 2, figsize=(10, 3.5), layout="constrained")
 ax_path.plot(ns, rnn_path, "o-", color=COLOR["RNN"], label="RNN (cell applications)")
 ax_path.plot(ns, attention_path, "s-", color=COLOR["self-attention"], label="self-attention (layers)")
-ax_path.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="steps from x_0 to the last output",
-            title="Path length grows with n only for the RNN")
+ax_path.set(
+    xscale="log",
+    yscale="log",
+    xlabel="sequence length n",
+    ylabel="steps from x_0 to the last output",
+    title="Path length grows with n only for the RNN",
+)
 ax_ops.plot(ns, rnn_calls, "o-", color=COLOR["RNN"], label="RNN (cell loop)")
 ax_ops.plot(ns, attention_calls, "s-", color=COLOR["self-attention"], label="self-attention")
-ax_ops.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="PyTorch calls per forward pass",
-           title="Operations, one call after another")
+ax_ops.set(
+    xscale="log",
+    yscale="log",
+    xlabel="sequence length n",
+    ylabel="PyTorch calls per forward pass",
+    title="Operations, one call after another",
+)
 for ax in (ax_path, ax_ops):
     ax.set_xticks(ns, [str(n) for n in ns])
     ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
@@ -250,8 +267,10 @@ def birnn_states(xs, cell_fw, cell_bw):
 
 out_bi, _ = birnn(x)  # (batch, seq, 2 d_hidden)
 assert torch.allclose(torch.stack(birnn_states(list(x[0]), cell_fw, cell_bw)[0]), out_bi[0], atol=1e-6)
-print("PASS: two cell loops, one each way, equal nn.RNN(bidirectional=True) (max |diff| < 1e-6); output shape",
-      tuple(out_bi.shape))
+print(
+    "PASS: two cell loops, one each way, equal nn.RNN(bidirectional=True) (max |diff| < 1e-6); output shape",
+    tuple(out_bi.shape),
+)
 
 # %% [markdown]
 # What it fixes: the output at position 0 now depends on the **last** input (context from both
@@ -331,7 +350,7 @@ kernel = 3
 layer_kinds = {  # layer index -> a fresh layer
     "self-attention": lambda depth: SelfAttention(d_model),
     "convolution": lambda depth: CausalConv(d_model, kernel),
-    "dilated convolution": lambda depth: CausalConv(d_model, kernel, dilation=kernel ** depth),
+    "dilated convolution": lambda depth: CausalConv(d_model, kernel, dilation=kernel**depth),
 }
 rnn_layer = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True)
 costs = {kind: {"flops": [], "calls": [], "path": []} for kind in ["RNN", *layer_kinds]}
@@ -345,8 +364,15 @@ for n in ns:
         costs[kind]["calls"].append(count_calls(make_layer(0), x_n))
         costs[kind]["path"].append(layers_to_connect(make_layer, n, d_model))
 for what in ["flops", "calls", "path"]:
-    print({"flops": "operations per layer (FLOPs)", "calls": "sequential operations (PyTorch calls)",
-           "path": "maximum path length (steps or layers)"}[what], "at n =", ns)
+    print(
+        {
+            "flops": "operations per layer (FLOPs)",
+            "calls": "sequential operations (PyTorch calls)",
+            "path": "maximum path length (steps or layers)",
+        }[what],
+        "at n =",
+        ns,
+    )
     for kind, c in costs.items():
         print(f"  {kind:20s}", c[what])
 
@@ -358,11 +384,12 @@ for what in ["flops", "calls", "path"]:
 # $\lceil (n-1)/(k-1) \rceil$ contiguous layers, since each reaches $k - 1$ positions further back;
 # the fewest $L$ with $k^L \ge n$ dilated layers.
 
+
 # %%
 def fewest_dilated_layers(n, k):
     """Smallest L with k**L >= n: L dilated layers of width k see k**L positions."""
     L = 1
-    while k ** L < n:
+    while k**L < n:
         L += 1
     return L
 
@@ -371,8 +398,10 @@ d = d_model
 assert costs["self-attention"]["flops"] == [3 * 2 * n * d * d + 2 * 2 * n * n * d for n in ns]
 assert costs["RNN"]["flops"] == [2 * 2 * n * d * d for n in ns]
 assert costs["convolution"]["flops"] == costs["dilated convolution"]["flops"] == [2 * kernel * n * d * d for n in ns]
-print("PASS: operations per layer = 6nd^2 + 4n^2d (self-attention), 4nd^2 (RNN), 2knd^2 (convolutions), "
-      "exactly, at every n")
+print(
+    "PASS: operations per layer = 6nd^2 + 4n^2d (self-attention), 4nd^2 (RNN), 2knd^2 (convolutions), "
+    "exactly, at every n"
+)
 assert all(c == costs["RNN"]["calls"][0] + calls_per_step * (n - ns[0]) for c, n in zip(costs["RNN"]["calls"], ns))
 for kind in layer_kinds:
     assert len(set(costs[kind]["calls"])) == 1, kind
@@ -381,12 +410,16 @@ assert costs["RNN"]["path"] == ns
 assert costs["self-attention"]["path"] == [1] * len(ns)
 assert costs["convolution"]["path"] == [math.ceil((n - 1) / (kernel - 1)) for n in ns]
 assert costs["dilated convolution"]["path"] == [fewest_dilated_layers(n, kernel) for n in ns]
-print("PASS: path length = n (RNN), 1 (self-attention), ceil((n-1)/(k-1)) (convolution), "
-      "ceil(log_k n) (dilated convolution), at every n")
+print(
+    "PASS: path length = n (RNN), 1 (self-attention), ceil((n-1)/(k-1)) (convolution), "
+    "ceil(log_k n) (dilated convolution), at every n"
+)
 ratio = {r / c for r, c in zip(costs["convolution"]["flops"], costs["RNN"]["flops"])}
 assert ratio == {kernel / 2}
-print(f"PASS: a convolution costs {kernel / 2} x an RNN layer here (k/2: the RNN has two d x d matrices per "
-      "step; the paper's 'more expensive by a factor of k' counts one)")
+print(
+    f"PASS: a convolution costs {kernel / 2} x an RNN layer here (k/2: the RNN has two d x d matrices per "
+    "step; the paper's 'more expensive by a factor of k' counts one)"
+)
 
 # %% [markdown]
 # The table's columns, as figures. The convolutions buy parallel work with depth: the printed
@@ -399,10 +432,20 @@ markers = {"RNN": "o-", "self-attention": "s-", "convolution": "^--", "dilated c
 for kind, c in costs.items():
     ax_path.plot(ns, c["path"], markers[kind], color=COLOR[kind], label=kind)
     ax_flops.plot(ns, c["flops"], markers[kind], color=COLOR[kind], label=kind)
-ax_path.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="steps (RNN) or layers",
-            title="Maximum path length: only attention stays at 1")
-ax_flops.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="FLOPs of one layer",
-             title="Work per layer: attention's grows like n^2\n(the two convolutions coincide)")
+ax_path.set(
+    xscale="log",
+    yscale="log",
+    xlabel="sequence length n",
+    ylabel="steps (RNN) or layers",
+    title="Maximum path length: only attention stays at 1",
+)
+ax_flops.set(
+    xscale="log",
+    yscale="log",
+    xlabel="sequence length n",
+    ylabel="FLOPs of one layer",
+    title="Work per layer: attention's grows like n^2\n(the two convolutions coincide)",
+)
 for ax in (ax_path, ax_flops):
     ax.set_xticks(ns, [str(n) for n in ns])
     ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
@@ -434,9 +477,11 @@ init_seeds = range(50)
 init = {d_hidden: default_init_W_hh(d_hidden, init_seeds) for d_hidden in [16, 32, 64, 256]}
 print("d_hidden   ||W_hh||_2: median [min, max]  below 1     rho(W_hh): median [min, max]")
 for d_hidden, (norms, radii) in init.items():
-    print(f"{d_hidden:8d}   {norms.median():.2f} [{norms.min():.2f}, {norms.max():.2f}]"
-          f"          {int((norms < 1).sum()):2d} of {len(norms)}    "
-          f"{radii.median():.2f} [{radii.min():.2f}, {radii.max():.2f}]")
+    print(
+        f"{d_hidden:8d}   {norms.median():.2f} [{norms.min():.2f}, {norms.max():.2f}]"
+        f"          {int((norms < 1).sum()):2d} of {len(norms)}    "
+        f"{radii.median():.2f} [{radii.min():.2f}, {radii.max():.2f}]"
+    )
 
 # %% [markdown]
 # So the common assumption "$\|W_{hh}\|_2 < 1$ at initialisation" is false in general: the column
@@ -449,7 +494,7 @@ for d_hidden, (norms, radii) in init.items():
 # \approx 1.15$, while $\rho(W_{hh}) \to 1/\sqrt{3} \approx 0.58$.
 
 # %%
-for d_hidden, (norms, radii) in init.items():
+for norms, radii in init.values():
     assert (norms - 1).abs().min() > 1e-3  # no norm so close to 1 that rounding could flip the count
     assert radii.max() < 1  # every spectral radius is below 1
 medians = [norms.median() for norms, _ in init.values()]
@@ -458,13 +503,15 @@ assert 0 < int((init[16][0] < 1).sum()) < 25 and init[16][0][0] < 1  # seed 0 is
 assert int((init[64][0] < 1).sum()) == int((init[256][0] < 1).sum()) == 0
 assert abs(init[256][0].median() / (2 / math.sqrt(3)) - 1) < 0.05
 assert abs(init[256][1].median() / (1 / math.sqrt(3)) - 1) < 0.06
-print("PASS: ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16 (seed 0 among them), in none at 64 "
-      "or 256; the median grows with d_hidden, within 5% of 2/sqrt(3) at 256")
+print(
+    "PASS: ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16 (seed 0 among them), in none at 64 "
+    "or 256; the median grows with d_hidden, within 5% of 2/sqrt(3) at 256"
+)
 print("PASS: rho(W_hh) < 1 in all 50 seeds at every width; median within 6% of 1/sqrt(3) at 256")
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
-for i, (d_hidden, (norms, radii)) in enumerate(init.items()):
+for i, (norms, radii) in enumerate(init.values()):
     jitter = torch.linspace(-0.15, 0.15, len(norms))
     ax.plot(i + jitter, norms, "o", ms=3, color="C9", label="||W_hh||_2 (largest singular value)" if i == 0 else None)
     ax.plot(i + jitter, radii, "s", ms=3, color="C5", label="rho(W_hh) (largest |eigenvalue|)" if i == 0 else None)
@@ -492,7 +539,7 @@ attention_grad = [grad_norm_to_first(attention64, X, n) for n in grad_ns]
 W_hh, W_ih = rnn64.weight_hh_l0.detach(), rnn64.weight_ih_l0.detach()  # (d_hidden, d_hidden), (d_hidden, d_model)
 W_hh_norm, W_ih_norm = torch.linalg.matrix_norm(W_hh, ord=2).item(), torch.linalg.matrix_norm(W_ih, ord=2).item()
 W_hh_radius = torch.linalg.eigvals(W_hh).abs().max().item()
-bound = [math.sqrt(d_model) * W_hh_norm ** n * W_ih_norm for n in grad_ns]  # ||1|| ||W_hh||^n ||W_ih||
+bound = [math.sqrt(d_model) * W_hh_norm**n * W_ih_norm for n in grad_ns]  # ||1|| ||W_hh||^n ||W_ih||
 for n, g_r, b, g_a in zip(grad_ns, rnn_grad, bound, attention_grad):
     print(f"n={n:4d}: RNN {g_r:.1e} (bound {b:.1e})   attention {g_a:.2e}")
 orders = math.log10(rnn_grad[0] / rnn_grad[-1])
@@ -517,10 +564,13 @@ print(f"the RNN's gradient falls by x{measured_rate:.2f} per step, {orders:.0f} 
 # %%
 parts = {name: value.median().item() for name, value in step_factors(rnn64, X[:, :129]).items()}
 print(f"per-step factor, from the Jacobians  {parts['factor']:.3f}   (from the gradient curve: {measured_rate:.3f})")
-print(f"  slope of tanh                      {parts['tanh_part']:.3f}   "
-      f"(mean of 1 - h^2: {parts['mean_tanh_prime']:.3f})")
-print(f"  gain of W_hh                       {parts['W_hh_part']:.3f}   (rho(W_hh) = {W_hh_radius:.3f}, "
-      f"||W_hh||_2 = {W_hh_norm:.3f})")
+print(
+    f"  slope of tanh                      {parts['tanh_part']:.3f}   (mean of 1 - h^2: {parts['mean_tanh_prime']:.3f})"
+)
+print(
+    f"  gain of W_hh                       {parts['W_hh_part']:.3f}   (rho(W_hh) = {W_hh_radius:.3f}, "
+    f"||W_hh||_2 = {W_hh_norm:.3f})"
+)
 print(f"rho(W_hh) x mean(1 - h^2) = {W_hh_radius * parts['mean_tanh_prime']:.3f}")
 
 # %% [markdown]
@@ -536,18 +586,29 @@ assert abs(parts["factor"] / measured_rate - 1) < 0.05
 assert abs(parts["tanh_part"] / parts["mean_tanh_prime"] - 1) < 0.1
 assert 0.85 < parts["W_hh_part"] / W_hh_radius < 1.05 and parts["W_hh_part"] < W_hh_norm
 print("PASS: RNN gradient under its bound at every n, falling by more than 40 orders of magnitude from n=1 to 128")
-print("PASS: the per-step factor from the Jacobians is within 5% of the gradient curve's; its tanh part within "
-      "10% of mean(1 - h^2), its W_hh part within [0.85, 1.05] x rho(W_hh) and below ||W_hh||_2")
+print(
+    "PASS: the per-step factor from the Jacobians is within 5% of the gradient curve's; its tanh part within "
+    "10% of mean(1 - h^2), its W_hh part within [0.85, 1.05] x rho(W_hh) and below ||W_hh||_2"
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
 ax.plot(grad_ns, rnn_grad, "o-", color=COLOR["RNN"], label="vanilla RNN (tanh), measured")
 ax.plot(grad_ns, bound, ":", color="black", label="bound sqrt(d) ||W_hh||^n ||W_ih||")
-ax.plot(grad_ns, [rnn_grad[0] * parts["factor"] ** (n - 1) for n in grad_ns], "--", color="gray",
-        label="(per-step factor from the Jacobians)^(n-1),\nalmost hidden under the measured curve")
+ax.plot(
+    grad_ns,
+    [rnn_grad[0] * parts["factor"] ** (n - 1) for n in grad_ns],
+    "--",
+    color="gray",
+    label="(per-step factor from the Jacobians)^(n-1),\nalmost hidden under the measured curve",
+)
 ax.plot(grad_ns, attention_grad, "s-", color=COLOR["self-attention"], label="one self-attention layer")
-ax.set(yscale="log", xlabel="distance n", ylabel="|| d L_n / d x_0 || (log scale)",
-       title="Gradient reaching position 0: the bound is loose, the Jacobians' factor is not")
+ax.set(
+    yscale="log",
+    xlabel="distance n",
+    ylabel="|| d L_n / d x_0 || (log scale)",
+    title="Gradient reaching position 0: the bound is loose, the Jacobians' factor is not",
+)
 ax.legend(fontsize=8)
 plt.show()
 
@@ -564,18 +625,30 @@ for seed in range(20):
     rnn_s = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True).double()
     W = rnn_s.weight_hh_l0.detach()  # (d_hidden, d_hidden)
     p = {name: value.median().item() for name, value in step_factors(rnn_s, X[:, :129]).items()}
-    rows.append(dict(seed=seed, norm=torch.linalg.matrix_norm(W, ord=2).item(),
-                     radius=torch.linalg.eigvals(W).abs().max().item(), **p))
+    rows.append(
+        dict(
+            seed=seed,
+            norm=torch.linalg.matrix_norm(W, ord=2).item(),
+            radius=torch.linalg.eigvals(W).abs().max().item(),
+            **p,
+        )
+    )
 print("seed  ||W_hh||_2  rho(W_hh)   factor = tanh part x W_hh part   mean(1-h^2)")
 for r in rows:
-    print(f"{r['seed']:4d}     {r['norm']:.2f}       {r['radius']:.2f}      {r['factor']:.2f} = "
-          f"{r['tanh_part']:.2f} x {r['W_hh_part']:.2f}          {r['mean_tanh_prime']:.2f}")
+    print(
+        f"{r['seed']:4d}     {r['norm']:.2f}       {r['radius']:.2f}      {r['factor']:.2f} = "
+        f"{r['tanh_part']:.2f} x {r['W_hh_part']:.2f}          {r['mean_tanh_prime']:.2f}"
+    )
 factors = [r["factor"] for r in rows]
 above_one = sum(r["norm"] > 1 for r in rows)
-print(f"per-step factor over 20 seeds: median {statistics.median(factors):.2f}, "
-      f"range [{min(factors):.2f}, {max(factors):.2f}]; ||W_hh||_2 > 1 in {above_one} of 20")
-print(f"orders of magnitude lost over 128 steps: {-128 * math.log10(max(factors)):.0f} to "
-      f"{-128 * math.log10(min(factors)):.0f}")
+print(
+    f"per-step factor over 20 seeds: median {statistics.median(factors):.2f}, "
+    f"range [{min(factors):.2f}, {max(factors):.2f}]; ||W_hh||_2 > 1 in {above_one} of 20"
+)
+print(
+    f"orders of magnitude lost over 128 steps: {-128 * math.log10(max(factors)):.0f} to "
+    f"{-128 * math.log10(min(factors)):.0f}"
+)
 
 # %% [markdown]
 # In every one of the 20 initialisations the gradient shrinks by a factor well below 1 per step,
@@ -588,20 +661,29 @@ assert above_one >= 5  # the claim is tested where the norm bound says nothing
 assert all(0.85 < r["W_hh_part"] / r["radius"] < 1.05 and r["W_hh_part"] < r["norm"] for r in rows)
 assert all(abs(r["tanh_part"] / r["mean_tanh_prime"] - 1) < 0.1 for r in rows)
 assert all(abs(r["factor"] / (r["radius"] * r["mean_tanh_prime"]) - 1) < 0.15 for r in rows)
-print(f"PASS: over 20 seeds ({above_one} with ||W_hh||_2 > 1) the per-step factor is below 0.6; "
-      "W_hh's gain within [0.85, 1.05] x rho(W_hh); factor within 15% of rho(W_hh) x mean(1 - h^2)")
+print(
+    f"PASS: over 20 seeds ({above_one} with ||W_hh||_2 > 1) the per-step factor is below 0.6; "
+    "W_hh's gain within [0.85, 1.05] x rho(W_hh); factor within 15% of rho(W_hh) x mean(1 - h^2)"
+)
 
 # %%
 fig, (ax_norm, ax_pred) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
 ax_norm.plot([r["norm"] for r in rows], factors, "o", color=COLOR["RNN"])
 ax_norm.axvline(1, color="black", lw=1)
-ax_norm.set(xlabel="||W_hh||_2", ylabel="per-step factor of the gradient", ylim=(0, 1.05),
-            title="Below 1 on both sides of ||W_hh||_2 = 1")
+ax_norm.set(
+    xlabel="||W_hh||_2",
+    ylabel="per-step factor of the gradient",
+    ylim=(0, 1.05),
+    title="Below 1 on both sides of ||W_hh||_2 = 1",
+)
 predicted = [r["radius"] * r["mean_tanh_prime"] for r in rows]
 ax_pred.plot(predicted, factors, "o", color=COLOR["RNN"])
 ax_pred.plot([0.3, 0.6], [0.3, 0.6], ":", color="black", label="measured = predicted")
-ax_pred.set(xlabel="rho(W_hh) x mean(1 - h^2)", ylabel="per-step factor of the gradient",
-            title="Predicted from the eigenvalues and tanh's slope")
+ax_pred.set(
+    xlabel="rho(W_hh) x mean(1 - h^2)",
+    ylabel="per-step factor of the gradient",
+    title="Predicted from the eigenvalues and tanh's slope",
+)
 ax_pred.legend()
 fig.suptitle("20 initialisations, one dot each")
 plt.show()
@@ -620,14 +702,19 @@ for c in scales:
         with torch.no_grad():
             rnn_s.weight_hh_l0.mul_(c)
         p = {name: value.median().item() for name, value in step_factors(rnn_s, X[:, :129]).items()}
-        blow_up[c, seed] = dict(radius=torch.linalg.eigvals(rnn_s.weight_hh_l0.detach()).abs().max().item(),
-                                growth=grad_norm_to_first(rnn_s, X, 128) / grad_norm_to_first(rnn_s, X, 1), **p)
+        blow_up[c, seed] = dict(
+            radius=torch.linalg.eigvals(rnn_s.weight_hh_l0.detach()).abs().max().item(),
+            growth=grad_norm_to_first(rnn_s, X, 128) / grad_norm_to_first(rnn_s, X, 1),
+            **p,
+        )
 print("min-max over 5 seeds:")
 print("  c   rho(W_hh)      tanh part      W_hh part      factor         gradient n=128 / n=1")
 for c in scales:
     rs = [blow_up[c, seed] for seed in range(5)]
-    cols = [f"{min(r[key] for r in rs):5.2f}-{max(r[key] for r in rs):<5.2f}"
-            for key in ["radius", "tanh_part", "W_hh_part", "factor"]]
+    cols = [
+        f"{min(r[key] for r in rs):5.2f}-{max(r[key] for r in rs):<5.2f}"
+        for key in ["radius", "tanh_part", "W_hh_part", "factor"]
+    ]
     growth = [r["growth"] for r in rs]
     print(f"{c:3d}   " + "    ".join(cols) + f"    {min(growth):.0e} to {max(growth):.0e}")
 
@@ -644,11 +731,14 @@ print("seeds (of 5) whose per-step factor is above 1, by c:", exploding)
 assert all(blow_up[2, s]["radius"] > 1 and blow_up[2, s]["growth"] < 1e-6 for s in range(5))
 assert exploding[1] == exploding[2] == 0 and exploding[6] >= 3
 assert all((blow_up[c, s]["factor"] > 1) == (blow_up[c, s]["growth"] > 1) for c in scales for s in range(5))
-assert all(blow_up[c, s]["tanh_part"] > blow_up[c2, s]["tanh_part"]
-           for c, c2 in zip(scales, scales[1:]) for s in range(5))
+assert all(
+    blow_up[c, s]["tanh_part"] > blow_up[c2, s]["tanh_part"] for c, c2 in zip(scales, scales[1:]) for s in range(5)
+)
 print("PASS: W_hh x 2: rho > 1 in 5 of 5 seeds, yet the gradient falls by over 6 orders of magnitude in 128 steps")
-print("PASS: the gradient grows exactly where the per-step factor is above 1 (at c = 6 in at least 3 of 5 seeds); "
-      "tanh's slope falls as c grows")
+print(
+    "PASS: the gradient grows exactly where the per-step factor is above 1 (at c = 6 in at least 3 of 5 seeds); "
+    "tanh's slope falls as c grows"
+)
 
 # %% [markdown]
 # ### 5.4 In float32, when is it exactly zero?
@@ -676,8 +766,8 @@ rnn32.load_state_dict(rnn64.state_dict())  # the same weights, back in float32
 X32, far = X.float(), range(1, X.shape[1])  # (8, 161, d_model)
 norm_zero = first_vanished(rnn32, X32, far)  # the norm, computed in float32, is exactly 0
 grad_zero = first_vanished(rnn32, X32, far, ord=math.inf)  # every entry is exactly 0
-predicted_norm_zero = first_vanished(rnn64, X, far, threshold=2.0 ** -75, ord=math.inf)
-predicted_grad_zero = first_vanished(rnn64, X, far, threshold=2.0 ** -149, ord=math.inf)
+predicted_norm_zero = first_vanished(rnn64, X, far, threshold=2.0**-75, ord=math.inf)
+predicted_grad_zero = first_vanished(rnn64, X, far, threshold=2.0**-149, ord=math.inf)
 print(f"float32: the norm first reads exactly 0 at n = {norm_zero} (float64 predicts {predicted_norm_zero})")
 print(f"float32: the gradient itself is first exactly 0 at n = {grad_zero} (float64 predicts {predicted_grad_zero})")
 
@@ -688,17 +778,23 @@ print(f"float32: the gradient itself is first exactly 0 at n = {grad_zero} (floa
 # %%
 assert abs(norm_zero - predicted_norm_zero) <= 2 and abs(grad_zero - predicted_grad_zero) <= 3
 assert 55 <= norm_zero <= 80 and 115 <= grad_zero <= 150 and grad_zero > norm_zero + 40
-print("PASS: in float32 the gradient's norm reads 0 within 2 steps of where float64's largest entry falls below "
-      "2^-75 (n in [55, 80])")
-print("PASS: the gradient itself is exactly 0 within 3 steps of where float64's falls below 2^-149 (n in [115, 150]), "
-      "more than 40 steps later")
-estimate = 1 + math.log(2.0 ** -149 / rnn_grad[0]) / math.log(parts["factor"])  # solve g_1 * factor^(n-1) = 2^-149
+print(
+    "PASS: in float32 the gradient's norm reads 0 within 2 steps of where float64's largest entry falls below "
+    "2^-75 (n in [55, 80])"
+)
+print(
+    "PASS: the gradient itself is exactly 0 within 3 steps of where float64's falls below 2^-149 (n in [115, 150]), "
+    "more than 40 steps later"
+)
+estimate = 1 + math.log(2.0**-149 / rnn_grad[0]) / math.log(parts["factor"])  # solve g_1 * factor^(n-1) = 2^-149
 print(f"estimate from section 5.2: 1 + log(2^-149 / {rnn_grad[0]:.2f}) / log({parts['factor']:.2f}) = {estimate:.0f}")
 answer, (lo, hi) = check.predict_underflow.reference, check.UNDERFLOW_BAND
 assert abs(rnn_grad[0] - 1) < 0.05 and abs(parts["factor"] - 0.45) < 0.01  # the two numbers the estimate uses
 assert abs(estimate - answer) <= 2 and abs(predicted_grad_zero - answer) <= 1 and lo <= grad_zero <= hi
-print(f"PASS: the estimate, float64's crossing and float32's zero all lie within [{lo}, {hi}], "
-      f"the band the check below accepts around n = {answer}")
+print(
+    f"PASS: the estimate, float64's crossing and float32's zero all lie within [{lo}, {hi}], "
+    f"the band the check below accepts around n = {answer}"
+)
 
 # %% [markdown]
 # How close was your prediction?
@@ -721,8 +817,12 @@ for seed in range(8):
     attention_s = SelfAttention(d_model).double()
     scaled = [grad_norm_to_first(attention_s, X, n) * (n + 1) for n in grad_ns]
     spread.append((min(scaled), max(scaled)))
-print("\n".join(f"seed {seed}: gradient x (n+1) between {lo:.2f} and {hi:.2f} for n = 1 ... 128"
-                for seed, (lo, hi) in enumerate(spread)))
+print(
+    "\n".join(
+        f"seed {seed}: gradient x (n+1) between {lo:.2f} and {hi:.2f} for n = 1 ... 128"
+        for seed, (lo, hi) in enumerate(spread)
+    )
+)
 print(f"largest max/min ratio over the 8 seeds: {max(hi / lo for lo, hi in spread):.2f}")
 
 # %%
@@ -756,12 +856,20 @@ with torch.no_grad():
 torch.set_num_threads(threads)
 
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
-styles = {"RNNCell loop": ("o-", COLOR["RNN"]), "nn.RNN": ("o--", COLOR["RNN"]),
-          "self-attention": ("s-", COLOR["self-attention"])}
+styles = {
+    "RNNCell loop": ("o-", COLOR["RNN"]),
+    "nn.RNN": ("o--", COLOR["RNN"]),
+    "self-attention": ("s-", COLOR["self-attention"]),
+}
 for name, ts in timings.items():
     ax.plot(time_ns, [t * 1e3 for t in ts], styles[name][0], color=styles[name][1], label=name)
-ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="ms (median of 5)",
-       title="Forward time on one CPU thread")
+ax.set(
+    xscale="log",
+    yscale="log",
+    xlabel="sequence length n",
+    ylabel="ms (median of 5)",
+    title="Forward time on one CPU thread",
+)
 ax.set_xticks(time_ns, [str(n) for n in time_ns])
 ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
 ax.legend()
@@ -807,6 +915,7 @@ plt.show()
 # cell ran as soon as its inputs were ready, the number of rounds); and the path length, the fewest
 # cell applications on a route from $x_0$ to the top layer's output at position $n - 1$.
 
+
 # %%
 def stacked_rnn(n, num_layers):
     """(cell runs, sequential steps, path length) of a num_layers-deep RNN over n positions."""
@@ -823,6 +932,7 @@ check.stacked_rnn(stacked_rnn)
 # `dilated_layers(n, kernel, growth)`: the fewest such layers before output $n - 1$ reads input 0
 # (`growth = 1` and `growth = kernel` must give section 4's two rows).
 
+
 # %%
 def dilated_layers(n, kernel, growth):
     """The fewest causal layers (dilation growth**l in layer l) that connect output n - 1 to input 0."""
@@ -836,6 +946,7 @@ check.dilated_layers(dilated_layers)
 # sequence `x` (seq, input_size), return (as a float) the norm of the gradient of the loss
 # $L = \sum_j (\text{output at the last position})_j$ with respect to the **first** input $x_0$.
 # Try it on longer and longer sequences afterwards.
+
 
 # %%
 def grad_to_first(rnn, x):

@@ -29,12 +29,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %% [markdown]
 # Everything we need: PyTorch for tensors, NumPy for the naive version, and this collection's `utils`.
@@ -47,8 +48,8 @@ import numpy as np
 import torch
 
 from utils.exercises import lesson01 as check
-from utils.positional import PositionalEncoding, angular_frequencies, sinusoidal_encoding
 from utils.plotting import plot_pe_heatmap
+from utils.positional import PositionalEncoding, angular_frequencies, sinusoidal_encoding
 from utils.widgets import pe_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -104,6 +105,7 @@ print("sum and attention cannot tell the two sentences apart, in 5 of 5 draws (w
 # %% [markdown]
 # A tiny RNN, $h_t = \tanh(h_{t-1} W_h + x_t W_x)$ (row vectors, as everywhere here), is not fooled:
 # its final state depends on the order, for each of 5 random draws of the words and the weights.
+
 
 # %%
 def rnn_final_state(X, W_h, W_x):
@@ -193,6 +195,7 @@ print(f"a gap of 0.25 is 1 word in the 5-word sentence but {words_apart:.2f} wor
 #
 # Writing $w_i = 1/10000^{2i/d_{model}}$ (the pair's angular frequency), the angle is $w_i \cdot pos$.
 # Here it is with two loops, straight from the formula:
+
 
 # %%
 def pe_naive(max_len, d_model, base=10000.0):
@@ -291,7 +294,9 @@ my_prediction = None  # your answer: the norm of PE(pos) at d_model = 512, e.g. 
 max_len, d_model = 10_000, 512
 pe = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)  # (max_len, d_model)
 row_norms = pe.norm(dim=1)  # (max_len,)
-print(f"smallest entry {pe.min():.4f}, largest {pe.max():.4f}; row norms from {row_norms.min():.6f} to {row_norms.max():.6f}")
+print(
+    f"smallest entry {pe.min():.4f}, largest {pe.max():.4f}; row norms from {row_norms.min():.6f} to {row_norms.max():.6f}"
+)
 assert pe.abs().max() <= 1
 assert torch.allclose(row_norms, torch.full_like(row_norms, math.sqrt(d_model / 2)), atol=1e-9)
 print("bounded: every entry in [-1, 1], every row of norm 16: PASS")
@@ -327,7 +332,9 @@ print("deterministic: PASS")
 w = angular_frequencies(d_model)  # (d_model/2,) float64, w_i = 10000^(-2i/d_model)
 k = torch.arange(1, max_len, dtype=torch.float64)  # (max_len - 1,) every offset
 dist_by_offset = (d_model - 2 * torch.cos(k[:, None] * w).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
-print(f"distance at offsets 1, 2, 10, 100, 1000: {[round(dist_by_offset[j - 1].item(), 4) for j in (1, 2, 10, 100, 1000)]}")
+print(
+    f"distance at offsets 1, 2, 10, 100, 1000: {[round(dist_by_offset[j - 1].item(), 4) for j in (1, 2, 10, 100, 1000)]}"
+)
 
 # %% [markdown]
 # Check the shortcut against brute force on the first 1,000 positions (`torch.cdist` computes every
@@ -375,8 +382,10 @@ print("a step of one word means the same everywhere: PASS")
 for offset, turns in ((44, 7), (710, 113)):
     first_pair = (pe[offset, :2] - pe[0, :2]).norm().item()  # columns 0, 1 only
     all_pairs = (pe[offset] - pe[0]).norm().item()  # all d_model columns
-    print(f"{turns} x 2 pi = {turns * 2 * math.pi:.2f}; positions 0 and {offset}: "
-          f"{first_pair:.5f} apart in the first pair, {all_pairs:.4f} in all 256")
+    print(
+        f"{turns} x 2 pi = {turns * 2 * math.pi:.2f}; positions 0 and {offset}: "
+        f"{first_pair:.5f} apart in the first pair, {all_pairs:.4f} in all 256"
+    )
     assert first_pair < 0.02 and all_pairs > 10
 
 # %% [markdown]
@@ -394,8 +403,11 @@ print(f"wavelengths from {wavelengths[0]:.4f} to {wavelengths[-1]:.1f} positions
 
 fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
 ax.semilogy(wavelengths.numpy(), color="black")
-ax.set(xlabel="pair i (columns 2i, 2i+1)", ylabel="wavelength (positions)",
-       title=f"Geometric wavelengths, 2π to just under 10000·2π (d_model={d_model})")
+ax.set(
+    xlabel="pair i (columns 2i, 2i+1)",
+    ylabel="wavelength (positions)",
+    title=f"Geometric wavelengths, 2π to just under 10000·2π (d_model={d_model})",
+)
 plt.show()
 
 # %% [markdown]
@@ -409,6 +421,7 @@ plt.show()
 #   \sin\big(i/10000^{2 \cdot (d/2)/d}\big),\ \cos\big(i/10000^{2 \cdot (d/2)/d}\big)\Big),$$
 #
 # so their exponents run from $2/d$ to exactly 1. Build both tables and compare:
+
 
 # %%
 def pe_from_one(max_len, d_model, base=10000.0):
@@ -434,8 +447,10 @@ for d in (4, 16, 64, 128, 512, 1024):
     print(f"{d:7d}  {paper_wl[0]:16.4f} {paper_wl[-1]:18.1f}  {slides_wl[0]:12.4f} {slides_wl[-1]:15.1f}")
     gaps_at_ends.append((slides_wl[0] / paper_wl[0]).item())  # = 10000^(2/d), shrinking towards 1
 assert all(a > b for a, b in zip(gaps_at_ends, gaps_at_ends[1:]))
-print("at 6 of 6 widths: numbering from 1 drops the paper's fastest pair and adds a slower one at the end; "
-      "its fastest wave is longer than 2 pi, its slowest is exactly 10000 x 2 pi: PASS")
+print(
+    "at 6 of 6 widths: numbering from 1 drops the paper's fastest pair and adds a slower one at the end; "
+    "its fastest wave is longer than 2 pi, its slowest is exactly 10000 x 2 pi: PASS"
+)
 
 # %% [markdown]
 # The shift moves every pair by one place: the slides' table is the paper's without its fastest pair
@@ -537,13 +552,17 @@ for name, r in ratios.items():
     print(f"{name:38s} PE / word norm from {min(r):.5f} to {max(r):.5f} over 5 draws")
 
 # %%
-print(f"PE norm {pe_norm:.1f}; sqrt(512) = {math.sqrt(512):.1f}; 16 / sqrt(512) = {16 / math.sqrt(512):.3f}; "
-      f"16 / 512 = {16 / 512:.5f}")
+print(
+    f"PE norm {pe_norm:.1f}; sqrt(512) = {math.sqrt(512):.1f}; 16 / sqrt(512) = {16 / math.sqrt(512):.3f}; "
+    f"16 / 512 = {16 / 512:.5f}"
+)
 assert all(0.65 < r < 0.77 for r in ratios["N(0, 1/d_model) x sqrt(d_model)"])  # about 1/sqrt(2): comparable
 assert all(0.028 < r < 0.035 for r in ratios["N(0, 1) x sqrt(d_model)"])  # about 16/512: a small nudge
 assert all(r < 1e-3 for r in ratios["like the deck: uniform in [0, 10000)"])  # PE would be swamped
-print("in 5 of 5 draws: PE / word norm in (0.65, 0.77) for unit variance, in (0.028, 0.035) for "
-      "N(0, 1) x sqrt(d_model), below 0.001 next to the deck's numbers: PASS")
+print(
+    "in 5 of 5 draws: PE / word norm in (0.65, 0.77) for unit variance, in (0.028, 0.035) for "
+    "N(0, 1) x sqrt(d_model), below 0.001 next to the deck's numbers: PASS"
+)
 
 # %% [markdown]
 # With entries of variance 1 (the first kind), a word vector has norm about $\sqrt{512}$ and PE has
@@ -622,6 +641,7 @@ pe_explorer()
 # **1. The whole table, without loops.** Write `pe_table(max_len, d_model)` returning the
 # `(max_len, d_model)` table as a NumPy array (or a tensor), using broadcasting instead of Python loops.
 
+
 # %%
 def pe_table(max_len, d_model):
     """The (max_len, d_model) PE table, without Python loops."""
@@ -636,6 +656,7 @@ check.pe_table(pe_table)
 # table (a NumPy array of length $d_{model}$, base 10000, $t$ between 0 and 5000), return the
 # integer $t$, without building the table.
 
+
 # %%
 def position_from_pe(pe_row):
     """The position t whose encoding is pe_row."""
@@ -649,6 +670,7 @@ check.position_from_pe(position_from_pe)
 # $d_{model} = 512$ is the last one section 6 printed. Suppose you want it to be exactly `longest`
 # positions instead. Write `base_for_wavelength(d_model, longest)` returning the base that does it,
 # with the pairs numbered from 0 as in the paper and `utils`.
+
 
 # %%
 def base_for_wavelength(d_model, longest):

@@ -29,12 +29,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %%
 import math
@@ -42,8 +43,14 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from utils.dot_products import (pe_variance_share, random_pairs, random_scores, soft_argmax_gradient, spread,
-                                word_recovery)
+from utils.dot_products import (
+    pe_variance_share,
+    random_pairs,
+    random_scores,
+    soft_argmax_gradient,
+    spread,
+    word_recovery,
+)
 from utils.exercises import lesson02 as check
 from utils.plotting import plot_offset_explorer
 from utils.positional import angular_frequencies, relative_rotation, sinusoidal_encoding
@@ -73,8 +80,10 @@ w = angular_frequencies(d_model)  # (d_model/2,) omega_i, float64
 for k in [0, 1, 7, 50]:
     dots = [float(pe[t] @ pe[t + k]) for t in range(max_len - k)]  # one dot product per t
     formula = float(torch.cos(w * k).sum())  # sum_i cos(omega_i k)
-    print(f"k={k:3d}: PE_t . PE_t+k over {len(dots)} values of t lies in [{min(dots):.6f}, {max(dots):.6f}];"
-          f"  sum_i cos(w_i k) = {formula:.6f}")
+    print(
+        f"k={k:3d}: PE_t . PE_t+k over {len(dots)} values of t lies in [{min(dots):.6f}, {max(dots):.6f}];"
+        f"  sum_i cos(w_i k) = {formula:.6f}"
+    )
     assert max(abs(d - formula) for d in dots) < 1e-10
 
 # %% [markdown]
@@ -94,6 +103,7 @@ print(f"|PE_t| = {norms[0]:.4f} = sqrt({d_model}/2) for all {max_len} positions"
 # every diagonal: a **Toeplitz** matrix, $G_{s+1,t+1} = G_{st}$. We check it for several widths and
 # lengths, and against the closed form.
 
+
 # %%
 def is_toeplitz(G, atol=1e-9):
     """True when every diagonal of the square matrix G is constant: G[s+1, t+1] == G[s, t]."""
@@ -108,8 +118,9 @@ for d in [2, 16, 64, 512]:
         gap = (torch.arange(n)[None, :] - torch.arange(n)[:, None]).abs()  # (n, n) |t - s|
         closed = f_d[gap]  # (n, n) sum_i cos(w_i (t - s))
         assert is_toeplitz(G) and torch.allclose(G, closed, atol=1e-9)
-print("PASS: PE PE^T is Toeplitz and equals sum_i cos(w_i (t - s)) for d_model in {2, 16, 64, 512}, "
-      "lengths {5, 50, 200}")
+print(
+    "PASS: PE PE^T is Toeplitz and equals sum_i cos(w_i (t - s)) for d_model in {2, 16, 64, 512}, lengths {5, 50, 200}"
+)
 
 # %% [markdown]
 # The check can fail: a table whose rows are *not* a function of position differences, such as
@@ -118,8 +129,12 @@ print("PASS: PE PE^T is Toeplitz and equals sum_i cos(w_i (t - s)) for d_model i
 # %%
 random_tables = [random_pairs(50, 16, seed)[0] for seed in SEEDS]  # five (50, 16) random "encodings"
 L = (torch.arange(50, dtype=torch.float64) / 50)[:, None].repeat(1, 16)  # (50, 16) linear t/n
-print("random rows -> Toeplitz?", [is_toeplitz(R @ R.T) for R in random_tables],
-      "| linear t/n rows -> Toeplitz?", is_toeplitz(L @ L.T))
+print(
+    "random rows -> Toeplitz?",
+    [is_toeplitz(R @ R.T) for R in random_tables],
+    "| linear t/n rows -> Toeplitz?",
+    is_toeplitz(L @ L.T),
+)
 assert not any(is_toeplitz(R @ R.T) for R in random_tables) and not is_toeplitz(L @ L.T)
 
 # %% [markdown]
@@ -153,8 +168,11 @@ assert torch.allclose(f_table[ks > 0][:99], f_table[ks < 0].flip(0)[:99], atol=1
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
 ax.plot(ks.numpy(), f_table.numpy(), lw=1.5)
 ax.axvline(0, color="0.6", lw=0.8)
-ax.set(xlabel="offset k", ylabel="PE_t . PE_t+k", title=f"Dot product against offset (d_model={d_model}, t={t0}):"
-       " symmetric in k")
+ax.set(
+    xlabel="offset k",
+    ylabel="PE_t . PE_t+k",
+    title=f"Dot product against offset (d_model={d_model}, t={t0}): symmetric in k",
+)
 plt.show()
 
 # %% [markdown]
@@ -167,7 +185,9 @@ plt.show()
 # $x_t W_q W_k^\top x_s^\top$.
 
 # %%
-J = torch.block_diag(*[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2))  # (d_model, d_model)
+J = torch.block_diag(
+    *[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2)
+)  # (d_model, d_model)
 g_table = pe[t0 + ks] @ J.T @ pe[t0]  # (200,) PE_{t0} J PE_{t0+k}^T
 assert torch.allclose(g_table, -torch.sin(ks[:, None].double() * w).sum(1), atol=1e-10)
 assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(float(g_table[ks == 5])) > 1
@@ -191,6 +211,7 @@ print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {floa
 # block $i$. It does not depend on $t$: the same matrix moves *every* position $k$ steps on; in code,
 # `pe[t] @ M_k == pe[t + k]`. First naively, block by block:
 
+
 # %%
 def rotation_naive(k, d_model, base=10000.0):
     """M_k built one 2x2 block at a time."""
@@ -198,8 +219,9 @@ def rotation_naive(k, d_model, base=10000.0):
     M = torch.zeros(d_model, d_model, dtype=torch.float64)  # (d_model, d_model)
     for i in range(d_model // 2):
         b = float(w[i]) * k
-        M[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[math.cos(b), -math.sin(b)],
-                                                             [math.sin(b), math.cos(b)]])
+        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(
+            [[math.cos(b), -math.sin(b)], [math.sin(b), math.cos(b)]]
+        )
     return M
 
 
@@ -216,8 +238,8 @@ print(M[:4, :4])
 offsets = [1, 5, 37, -3, -60]
 for k in offsets:
     M = relative_rotation(k, d_model, dtype=torch.float64)  # (d_model, d_model)
-    src = pe[max(0, -k): max_len - max(0, k)]  # (max_len - |k|, d_model) rows t
-    dst = pe[max(0, k): max_len - max(0, -k)]  # (max_len - |k|, d_model) rows t + k
+    src = pe[max(0, -k) : max_len - max(0, k)]  # (max_len - |k|, d_model) rows t
+    dst = pe[max(0, k) : max_len - max(0, -k)]  # (max_len - |k|, d_model) rows t + k
     assert (src @ M - dst).abs().max() < 1e-12
 print(f"PASS: PE_t M_k == PE_t+k for every row t of the table and k in {offsets} (max |diff| < 1e-12)")
 
@@ -226,8 +248,12 @@ print(f"PASS: PE_t M_k == PE_t+k for every row t of the table and k in {offsets}
 # why $|PE_t|$ is the same for all $t$), and rotations **compose** by adding angles,
 # $M_a M_b = M_{a+b}$; so $M_{-k} = M_k^{-1} = M_k^\top$ and $M_0 = I$.
 
+
 # %%
-Mk = lambda k: relative_rotation(k, d_model, dtype=torch.float64)  # (d_model, d_model)
+def Mk(k):
+    return relative_rotation(k, d_model, dtype=torch.float64)  # (d_model, d_model)
+
+
 eye = torch.eye(d_model, dtype=torch.float64)
 for a, b in [(1, 2), (5, 37), (-4, 9), (100, -100)]:
     assert torch.allclose(Mk(a) @ Mk(a).T, eye, atol=1e-12)
@@ -331,16 +357,20 @@ for deg, shares in near_90.items():
 assert all(abs(r - 1) < 0.05 for d in dims for r in cos_ratio[d])
 assert min(near_90[5]) > 0.93 and min(near_90[10]) > 0.999
 print(f"PASS: std of cos = 1/sqrt(d) within 5% for d in {dims}, in each of {len(SEEDS)} seeds (4000 pairs each)")
-print(f"PASS: at d = 512, in every seed over 93% of pairs are within 5 degrees of perpendicular, over 99.9% within 10")
+print("PASS: at d = 512, in every seed over 93% of pairs are within 5 degrees of perpendicular, over 99.9% within 10")
 std_512, sin_5 = 1 / math.sqrt(512), math.sin(math.radians(5))
 bell = math.erf(sin_5 / std_512 / math.sqrt(2))  # share of a normal curve within sin(5 deg) / std of its mean
-print(f"std of cos at d = 512: 1/sqrt(512) = {std_512:.3f}; sin(5 deg) = {sin_5:.3f} = {sin_5 / std_512:.2f} std; "
-      f"a normal curve holds {bell:.3f} of its mass within that")
+print(
+    f"std of cos at d = 512: 1/sqrt(512) = {std_512:.3f}; sin(5 deg) = {sin_5:.3f} = {sin_5 / std_512:.2f} std; "
+    f"a normal curve holds {bell:.3f} of its mass within that"
+)
 lo, hi = check.NEAR_90_BAND
 assert abs(bell - check.predict_near_perpendicular.reference) < 0.005 and 1.9 < sin_5 / std_512 < 2.0
 assert all(lo <= s <= hi for s in near_90[5]) and abs(spread(near_90[5])[1] - bell) < 0.01
-print(f"PASS: in every seed the measured share lies in [{lo}, {hi}], the band the check below accepts; "
-      "its median is within 0.01 of the normal curve's")
+print(
+    f"PASS: in every seed the measured share lies in [{lo}, {hi}], the band the check below accepts; "
+    "its median is within 0.01 of the normal curve's"
+)
 
 # %%
 check.predict_near_perpendicular(my_prediction)
@@ -353,8 +383,9 @@ check.predict_near_perpendicular(my_prediction)
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
 for d in [8, 32, 128, 512]:
     ax.hist(cos_samples[d].numpy(), bins=80, range=(-1, 1), histtype="step", density=True, label=f"d={d}")
-ax.set(xlabel="cosine similarity of two random vectors", ylabel="density",
-       title="Concentration around 0: std = 1/sqrt(d)")
+ax.set(
+    xlabel="cosine similarity of two random vectors", ylabel="density", title="Concentration around 0: std = 1/sqrt(d)"
+)
 ax.legend()
 plt.show()
 
@@ -378,8 +409,10 @@ recovery = {d: [word_recovery(d, seed) for seed in SEEDS] for d in word_dims}  #
 for d, runs in recovery.items():
     lo, med, hi = spread([added for added, _ in runs])
     lo_c, med_c, hi_c = spread([concat for _, concat in runs])
-    print(f"d={d:4d}: word recovered from e + PE: median {med:6.1%} ({lo:6.1%} .. {hi:6.1%});"
-          f"  from [e; PE] (width {2 * d:4d}): median {med_c:6.1%} ({lo_c:6.1%} .. {hi_c:6.1%})")
+    print(
+        f"d={d:4d}: word recovered from e + PE: median {med:6.1%} ({lo:6.1%} .. {hi:6.1%});"
+        f"  from [e; PE] (width {2 * d:4d}): median {med_c:6.1%} ({lo_c:6.1%} .. {hi_c:6.1%})"
+    )
 
 # %%
 assert all(added == concat == 1.0 for d in word_dims if d >= 128 for added, concat in recovery[d])
@@ -387,8 +420,10 @@ assert all(added > 0.995 for added, _ in recovery[64])
 assert all(added < concat for d in [4, 8, 16, 32] for added, concat in recovery[d])
 assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d])
 print(f"PASS: from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds; at d = 64 over 99.5%")
-print("PASS: at d <= 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
-      "more than 10 points fewer")
+print(
+    "PASS: at d <= 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
+    "more than 10 points fewer"
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
@@ -397,8 +432,12 @@ for i, (label, style) in enumerate(variants):
     lo, med, hi = zip(*[spread([run[i] for run in recovery[d]]) for d in word_dims])
     ax.plot(word_dims, med, style, color=f"C{i}", label=label + ", median over seeds (band: range)")
     ax.fill_between(word_dims, lo, hi, color=f"C{i}", alpha=0.2)
-ax.set(xscale="log", xlabel="d", ylabel="word recovered",
-       title="Adding loses little once d is large (from d = 64 the two curves coincide)")
+ax.set(
+    xscale="log",
+    xlabel="d",
+    ylabel="word recovered",
+    title="Adding loses little once d is large (from d = 64 the two curves coincide)",
+)
 ax.set_xticks(word_dims, [str(d) for d in word_dims])
 ax.legend()
 plt.show()
@@ -416,8 +455,10 @@ plt.show()
 for n in [100, 1000, 10000]:
     share = pe_variance_share(n, 512)  # (512,) cumulative share of variance
     needed = int((share < 0.95).sum()) + 1  # columns that hold 95% of the variance
-    print(f"positions 0..{n - 1:5d}: share in the first 64 / 128 / 256 of 512 columns: "
-          f"{share[63]:5.1%} / {share[127]:5.1%} / {share[255]:5.1%};  95% needs the first {needed} columns")
+    print(
+        f"positions 0..{n - 1:5d}: share in the first 64 / 128 / 256 of 512 columns: "
+        f"{share[63]:5.1%} / {share[127]:5.1%} / {share[255]:5.1%};  95% needs the first {needed} columns"
+    )
     if n == 100:
         assert share[255] > 0.98 and needed < 256
     if n == 10000:
@@ -460,8 +501,15 @@ print(f"PASS: Var(q.k) = d_k within 5% for d_k in {dks}, in each of {len(SEEDS)}
 fig, ax = plt.subplots(figsize=(4.5, 3.2), layout="constrained")
 ax.plot(dks, dks, color="0.6", lw=1, label="d_k")
 lo, med, hi = zip(*[spread([r * d_k for r in var_ratio[d_k]]) for d_k in dks])
-ax.errorbar(dks, med, yerr=[[m - l for m, l in zip(med, lo)], [h - m for m, h in zip(med, hi)]], fmt="o",
-            color="C0", capsize=3, label="measured Var(q.k), range over seeds")
+ax.errorbar(
+    dks,
+    med,
+    yerr=[[m - l for m, l in zip(med, lo)], [h - m for m, h in zip(med, hi)]],
+    fmt="o",
+    color="C0",
+    capsize=3,
+    label="measured Var(q.k), range over seeds",
+)
 ax.set(xscale="log", yscale="log", xlabel="d_k", ylabel="variance", title="Var(q.k) = d_k")
 ax.minorticks_off()
 ax.set_xticks(dks, [str(d) for d in dks])
@@ -479,6 +527,7 @@ plt.show()
 # is $\mathrm{diag}(p) - p^\top p$ for the row vector $p$, near zero for one-hot $p$). Dividing by
 # $\sqrt{d_k}$ divides the gap by the same factor and brings the scores back to unit variance.
 
+
 # %%
 def jacobian_norm(p):
     """Frobenius norm of the softmax Jacobian diag(p) - p^T p, one per row of p."""
@@ -495,15 +544,25 @@ for seed in SEEDS:
     for name, s in [("unscaled q.k", scores), ("q.k / sqrt(d_k)", scores / math.sqrt(d_k))]:
         p = torch.softmax(s, dim=-1)  # (n_q, T)
         top = p.max(dim=-1).values  # (n_q,) largest weight per query
-        runs[name].append((top.median().item(), (top > 0.99).double().mean().item(), top.max().item(),
-                           jacobian_norm(p).median().item()))
-    print(f"seed {seed}: gap between the two largest unscaled scores: median {gaps[-1].median():5.2f}, "
-          f"mean {gaps[-1].mean():5.2f}")
+        runs[name].append(
+            (
+                top.median().item(),
+                (top > 0.99).double().mean().item(),
+                top.max().item(),
+                jacobian_norm(p).median().item(),
+            )
+        )
+    print(
+        f"seed {seed}: gap between the two largest unscaled scores: median {gaps[-1].median():5.2f}, "
+        f"mean {gaps[-1].mean():5.2f}"
+    )
 for name, stats in runs.items():
     med_top, one_hot, max_top, jac = zip(*stats)
-    print(f"{name:16s}: median largest weight {spread(med_top)[1]:.4f}; queries with one weight > 0.99:"
-          f" {spread(one_hot)[0]:5.1%} .. {spread(one_hot)[2]:5.1%}; median Jacobian norm"
-          f" {spread(jac)[0]:.1e} .. {spread(jac)[2]:.1e}  (range over seeds)")
+    print(
+        f"{name:16s}: median largest weight {spread(med_top)[1]:.4f}; queries with one weight > 0.99:"
+        f" {spread(one_hot)[0]:5.1%} .. {spread(one_hot)[2]:5.1%}; median Jacobian norm"
+        f" {spread(jac)[0]:.1e} .. {spread(jac)[2]:.1e}  (range over seeds)"
+    )
 
 # %%
 all_gaps = torch.cat(gaps)  # (5 n_q,)
@@ -513,13 +572,19 @@ med_top, one_hot, max_top, jac = zip(*runs["unscaled q.k"])
 assert min(med_top) > 0.999 and min(one_hot) > 0.6 and max(jac) < 1e-3
 med_top, one_hot, max_top, jac = zip(*runs["q.k / sqrt(d_k)"])
 assert max(med_top) < 0.4 and max(max_top) < 0.99 and min(jac) > 0.1
-print(f"PASS: std of the unscaled scores sqrt({d_k}) = {math.sqrt(d_k):.1f}; the two largest of {T} differ by "
-      f"about {all_gaps.median():.0f} (median, each seed in [8, 11]) and {all_gaps.mean():.0f} on average "
-      f"(each seed in [10.5, 13.5]); scaled, the median gap is about {all_gaps.median() / math.sqrt(d_k):.1f}")
-print("PASS: unscaled, in every seed the median largest weight is > 0.999, over 60% of queries put > 0.99 on one "
-      "key, and the median Jacobian norm is < 1e-3")
-print("PASS: scaled, in every seed the median largest weight is < 0.4, no query puts > 0.99 on one key, and the "
-      "median Jacobian norm is > 0.1")
+print(
+    f"PASS: std of the unscaled scores sqrt({d_k}) = {math.sqrt(d_k):.1f}; the two largest of {T} differ by "
+    f"about {all_gaps.median():.0f} (median, each seed in [8, 11]) and {all_gaps.mean():.0f} on average "
+    f"(each seed in [10.5, 13.5]); scaled, the median gap is about {all_gaps.median() / math.sqrt(d_k):.1f}"
+)
+print(
+    "PASS: unscaled, in every seed the median largest weight is > 0.999, over 60% of queries put > 0.99 on one "
+    "key, and the median Jacobian norm is < 1e-3"
+)
+print(
+    "PASS: scaled, in every seed the median largest weight is < 0.4, no query puts > 0.99 on one key, and the "
+    "median Jacobian norm is > 0.1"
+)
 
 # %% [markdown]
 # So the largest of 10 unscaled scores is typically several units, not tens, above the next (the
@@ -534,6 +599,7 @@ print("PASS: scaled, in every seed the median largest weight is < 0.4, no query 
 # $\mathrm{softmax}(x + c)_i = e^{x_i + c} / \sum_j e^{x_j + c} = e^c e^{x_i} / (e^c \sum_j e^{x_j})
 # = \mathrm{softmax}(x)_i$. Subtracting $\max_j x_j$ is therefore free, and it keeps $e^{x}$ from
 # overflowing: with scores near 1000 the textbook formula gives `inf / inf = nan`.
+
 
 # %%
 def softmax_naive(x):
@@ -597,8 +663,10 @@ grad_norms = {}
 for T_ in [1.0, 0.3, 0.1, 0.03, 0.01]:
     soft_index = float((torch.arange(5.0, dtype=torch.float64) * torch.softmax(x64 / T_, -1)).sum())
     grad_norms[T_] = soft_argmax_gradient(x64, T_).norm().item()
-    print(f"T={T_:5.2f}: soft arg-max = {soft_index:.4f}, |d/dx| = {grad_norms[T_]:.1e}"
-          f"  (e^(-gap/T) / T = {math.exp(-gap / T_) / T_:.1e})")
+    print(
+        f"T={T_:5.2f}: soft arg-max = {soft_index:.4f}, |d/dx| = {grad_norms[T_]:.1e}"
+        f"  (e^(-gap/T) / T = {math.exp(-gap / T_) / T_:.1e})"
+    )
 float32_norm = soft_argmax_gradient(x, 0.003).norm().item()
 print(f"T= 0.003 in float32: |d/dx| = {float32_norm}")
 
@@ -610,8 +678,10 @@ assert all(grad_norms[a] > grad_norms[b] > 0 for a, b in zip(small_T, small_T[1:
 assert all(0.9 < grad_norms[T_] / (math.exp(-gap / T_) / T_) < 2 for T_ in small_T)  # like e^(-gap/T) / T
 assert grad_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
 assert x.argmax().grad_fn is None and not x.argmax().is_floating_point()  # arg-max: an int, no gradient
-print("PASS: for T in {0.1, 0.03, 0.01} the gradient norm falls, stays > 0 in float64, and lies within "
-      "0.9x .. 2x of e^(-gap/T) / T; below 1e-18 at T = 0.01; exactly 0 in float32 at T = 0.003")
+print(
+    "PASS: for T in {0.1, 0.03, 0.01} the gradient norm falls, stays > 0 in float64, and lies within "
+    "0.9x .. 2x of e^(-gap/T) / T; below 1e-18 at T = 0.01; exactly 0 in float32 at T = 0.003"
+)
 tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
 assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
 print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
@@ -680,6 +750,7 @@ offset_explorer()
 # $d_{model}$, base 10000, $|k|$ at most 2000), return the integer $k$, positive when the second row
 # is the later position, without building the table.
 
+
 # %%
 def signed_offset(pe_t, pe_t_plus_k):
     """The signed offset k between the rows PE_t and PE_{t+k}."""
@@ -694,6 +765,7 @@ check.signed_offset(signed_offset)
 # $T > 0$ at which $\mathrm{softmax}(x / T)$ gives the largest score of `x` (a 1-D tensor with one
 # largest entry) the weight `target` (between $1/n$ and 1), to within $10^{-4}$.
 
+
 # %%
 def temperature_for_weight(x, target):
     """The temperature T at which softmax(x / T) gives the arg-max of x the weight `target`."""
@@ -705,6 +777,7 @@ check.temperature_for_weight(temperature_for_weight)
 # %% [markdown]
 # **Exercise 3 (a stable softmax).** Write `stable_softmax(x, temperature)`: $\mathrm{softmax}(x / T)$
 # along the last axis of a tensor, which must not return `nan` for scores like $[1000, 1001, 1002]$.
+
 
 # %%
 def stable_softmax(x, temperature=1.0):

@@ -24,12 +24,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %% [markdown]
 # Everything below runs on the CPU, with no downloads. We print rounded numbers so the notebook reads the
@@ -44,8 +45,14 @@ import torch
 
 from utils.attention import scaled_dot_product_attention
 from utils.attention_map import token_embeddings
-from utils.attention_patterns import (attention_properties, projected_weights, random_projections,
-                                      sentence_map, train_adjective_noun, weight_on)
+from utils.attention_patterns import (
+    attention_properties,
+    projected_weights,
+    random_projections,
+    sentence_map,
+    train_adjective_noun,
+    weight_on,
+)
 from utils.plotting import plot_attention, plot_attention_explorer
 from utils.positional import sinusoidal_encoding
 from utils.widgets import attention_explorer
@@ -176,6 +183,7 @@ print("temperature -> 0 gives the hard look-up hard['cat']: PASS")
 # It has no $1/\sqrt{d_k}$. Since `utils` divides by $\sqrt{d_k}$, the two agree when we multiply the queries by
 # $\sqrt{d_k}$.
 
+
 # %%
 def simplest_self_attention(x):
     """The reading notes' parameter-free self-attention: softmax(x xᵀ) x, without scaling."""
@@ -194,6 +202,7 @@ print("the reading notes' bmm version == utils with q·√d_k: PASS")
 # %% [markdown]
 # The Transformer's version (the paper, section 3.2.1, equation 1) scales:
 # $\text{Attention}(Q, K, V) = \operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, here with $Q = K = V = X$.
+
 
 # %%
 def self_attention(X):
@@ -260,8 +269,10 @@ for s in range(20):
     single_diag += [torch.softmax(scores_s, dim=-1)[i, i].item() for i in (0, 2, 3, 4)]
 other = torch.tensor(other_scores)
 print(f"self scores over 20 tables ({len(self_scores)} values): {min(self_scores):.1f} to {max(self_scores):.1f}")
-print(f"scores between different words ({len(other)} values): mean {other.mean():.1f}, std {other.std():.1f}, "
-      f"range {other.min():.1f} to {other.max():.1f}")
+print(
+    f"scores between different words ({len(other)} values): mean {other.mean():.1f}, std {other.std():.1f}, "
+    f"range {other.min():.1f} to {other.max():.1f}"
+)
 print(f"weight a once-occurring word puts on itself: min {min(single_diag):.4f} over {len(single_diag)} rows")
 assert min(self_scores) > 15 and max(self_scores) < 30, "self scores near sqrt(512)"
 assert abs(other.mean()) < 0.2 and 0.8 < other.std() < 1.2 and other.abs().max() < 5, "other scores ~ N(0, 1)"
@@ -313,14 +324,17 @@ print("identical CATs: identical rows and identical columns in all 20 embedding 
 # Here is the deck's matrix, typed in as printed:
 
 # %%
-deck_matrix = torch.tensor([  # (seq, seq) from the YOUR CAT slide deck, "all values are random"
-    [0.268, 0.119, 0.134, 0.148, 0.179, 0.152],  # YOUR
-    [0.124, 0.278, 0.201, 0.128, 0.154, 0.115],  # CAT
-    [0.147, 0.132, 0.262, 0.097, 0.218, 0.145],  # IS
-    [0.210, 0.128, 0.206, 0.212, 0.119, 0.125],  # A
-    [0.146, 0.158, 0.152, 0.143, 0.227, 0.174],  # LOVELY
-    [0.195, 0.114, 0.203, 0.103, 0.157, 0.229],  # CAT
-], dtype=torch.float64)
+deck_matrix = torch.tensor(
+    [  # (seq, seq) from the YOUR CAT slide deck, "all values are random"
+        [0.268, 0.119, 0.134, 0.148, 0.179, 0.152],  # YOUR
+        [0.124, 0.278, 0.201, 0.128, 0.154, 0.115],  # CAT
+        [0.147, 0.132, 0.262, 0.097, 0.218, 0.145],  # IS
+        [0.210, 0.128, 0.206, 0.212, 0.119, 0.125],  # A
+        [0.146, 0.158, 0.152, 0.143, 0.227, 0.174],  # LOVELY
+        [0.195, 0.114, 0.203, 0.103, 0.157, 0.229],  # CAT
+    ],
+    dtype=torch.float64,
+)
 
 # %% [markdown]
 # **Predict first.** Look at the matrix: which of the properties 1–4 does it break? Replace `None` by the
@@ -512,6 +526,7 @@ assert n_params == 4 * (d_model * d_model + d_model)
 # They act on each position separately, $(PX)W = P(XW)$, so the derivation above goes through unchanged:
 # the layer is still permutation equivariant. Only PE (or another position signal) breaks the symmetry.
 
+
 # %%
 @torch.no_grad()
 def projected_attention(X):
@@ -564,8 +579,10 @@ for s in range(20):
     lovely_on_cat += weight_on(A_s, sentence, "LOVELY", "CAT")
     assert all(attention_properties(A_s, sentence, atol=1e-9).values()), "still identical CAT rows, columns"
 print(f"rows whose largest weight is on the diagonal: {diag_rows} of {20 * seq}")
-print(f"LOVELY's weight on the two CATs over 20 draws: min {min(lovely_on_cat):.2f}, "
-      f"median {float(np.median(lovely_on_cat)):.2f}, max {max(lovely_on_cat):.2f}")
+print(
+    f"LOVELY's weight on the two CATs over 20 draws: min {min(lovely_on_cat):.2f}, "
+    f"median {float(np.median(lovely_on_cat)):.2f}, max {max(lovely_on_cat):.2f}"
+)
 assert 0.05 * 20 * seq < diag_rows < 0.3 * 20 * seq, "the diagonal is no longer special"
 assert min(lovely_on_cat) < 0.3 and max(lovely_on_cat) > 0.7, "LOVELY's attention to CAT is a matter of chance"
 print("random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.3 to above 0.7: PASS")
@@ -583,14 +600,19 @@ print("random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.
 # from `random_projections(seed=s)` and draws its own sentences).
 
 # %% tags=["nbval-ignore-output"]
-trained = {s: train_adjective_noun(seed=s, d_model=d_model, d_k=d_k, steps=50, batch_size=32)
-           for s in range(8)}  # seed -> (W_q, W_k, losses)
-lovely_trained = {s: weight_on(sentence_map(sentence, W_q_s, W_k_s), sentence, "LOVELY", "CAT")[0]
-                  for s, (W_q_s, W_k_s, _) in trained.items()}
+trained = {
+    s: train_adjective_noun(seed=s, d_model=d_model, d_k=d_k, steps=50, batch_size=32) for s in range(8)
+}  # seed -> (W_q, W_k, losses)
+lovely_trained = {
+    s: weight_on(sentence_map(sentence, W_q_s, W_k_s), sentence, "LOVELY", "CAT")[0]
+    for s, (W_q_s, W_k_s, _) in trained.items()
+}
 for s, (_, _, losses) in trained.items():
     before = weight_on(sentence_map(sentence, *random_projections(d_model, d_k, seed=s)), sentence, "LOVELY", "CAT")
-    print(f"seed {s}: loss {losses[0]:.3f} -> {losses[-1]:.4f}; "
-          f"LOVELY's weight on the CATs {before[0]:.2f} -> {lovely_trained[s]:.4f}")
+    print(
+        f"seed {s}: loss {losses[0]:.3f} -> {losses[-1]:.4f}; "
+        f"LOVELY's weight on the CATs {before[0]:.2f} -> {lovely_trained[s]:.4f}"
+    )
 print(f"after training, over 8 seeds: min {min(lovely_trained.values()):.4f}")
 
 # %% [markdown]
@@ -613,7 +635,7 @@ fig = plot_attention(sentence, A_trained.numpy(), title="trained W_q, W_k: LOVEL
 
 # %%
 lovely, your_targets = sentence.index("LOVELY"), set()
-for s, (W_q_s, W_k_s, _) in trained.items():
+for W_q_s, W_k_s, _ in trained.values():
     A_s = sentence_map(sentence, W_q_s, W_k_s)  # (seq, seq)
     assert all(attention_properties(A_s, sentence, atol=1e-6).values())
     assert abs(A_s[lovely, 1] - A_s[lovely, 5]) < 1e-6
@@ -675,6 +697,7 @@ from utils.exercises import lesson03 as check
 # **1.** The attention weights of one query $q$ (shape `(d_k,)`) over keys $K$ (shape `(n, d_k)`):
 # $\operatorname{softmax}(q K^\top / \sqrt{d_k})$, a tensor of shape `(n,)`.
 
+
 # %%
 def attention_weights(q, K):
     raise NotImplementedError
@@ -687,6 +710,7 @@ check.attention_weights(attention_weights)
 # further: return embeddings `X` of shape `(seq, d_model)` for which the diagonal of
 # $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})$ is the row maximum in **only one** row, for any
 # `seq` and `d_model` the checker tries (from `(2, 2)` to `(6, 512)`). Why can it never be zero rows?
+
 
 # %%
 def diagonal_loses(seq, d_model):
@@ -702,6 +726,7 @@ check.diagonal_not_max(diagonal_loses)
 # $\text{Attention}(X) = \operatorname{softmax}(XX^\top/\sqrt{d_{model}})\,X$. Return the scores, shape
 # `(num_classes,)`. The checker also reorders the words and checks that the scores stay the same: this
 # head cannot tell "The cat sat" from "Sat cat the".
+
 
 # %%
 def pooled_classifier(X, W_c):

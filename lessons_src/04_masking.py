@@ -28,12 +28,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %%
 import math
@@ -104,7 +105,7 @@ for seed, T_k in zip(SEEDS, (3, 5, 8, 13, 40)):
     assert w_r[j] == 0.0 and torch.allclose(w_r[others], torch.softmax(s_r[others], dim=-1))
     zero_score_weights.append(torch.softmax(s_r.index_fill(0, torch.tensor([j]), 0.0), dim=-1)[j].item())
 assert min(zero_score_weights) > 0
-print(f"-inf: weight exactly 0 and the rest renormalised, for 5 of 5 seeds (T_k = 3 to 40): PASS")
+print("-inf: weight exactly 0 and the rest renormalised, for 5 of 5 seeds (T_k = 3 to 40): PASS")
 print(f"score 0: the key keeps a weight between {min(zero_score_weights):.3f} and {max(zero_score_weights):.3f}: PASS")
 
 # %% [markdown]
@@ -154,8 +155,12 @@ print(weights[1].numpy().round(3))
 assert torch.all(weights.masked_select(~pad_mask.expand(3, T, T)) == 0), "no query attends to a pad"
 assert torch.allclose(weights.sum(-1), torch.ones(3, T))
 print("no query attends to a pad, and every row of weights sums to 1 (within 1e-6): PASS")
-fig = plot_attention(tokens=["THE", "CAT", "SAT", "<pad>", "<pad>", "<pad>"], weights=weights[1].numpy(),
-                     mask=pad_mask[1].expand(T, T).numpy(), title="THE CAT SAT, padding mask")
+fig = plot_attention(
+    tokens=["THE", "CAT", "SAT", "<pad>", "<pad>", "<pad>"],
+    weights=weights[1].numpy(),
+    mask=pad_mask[1].expand(T, T).numpy(),
+    title="THE CAT SAT, padding mask",
+)
 
 # %% [markdown]
 # The claim that matters: **outputs at real positions do not depend on what the pad tokens are.**
@@ -277,6 +282,7 @@ fig = plot_attention(words, causal_weights.numpy(), mask=causal_mask(n).numpy(),
 # %%
 my_prediction = None  # your answer: a whole number from 0 to 6
 
+
 # %%
 def decoder_stack(x, mask, layers):
     """Attention(xW_q, xW_k, xW_v) with a residual, once per layer: (T, d_model) -> (T, d_model)."""
@@ -296,11 +302,13 @@ for seed in SEEDS:
     y_open = decoder_stack(x_dec, None, layers)  # (T, d_model)
     for t in range(T_dec - 1):
         changed = x_dec.clone()  # (T, d_model)
-        changed[t + 1:] = torch.randn(T_dec - t - 1, d_model, dtype=torch.float64)  # a new future
+        changed[t + 1 :] = torch.randn(T_dec - t - 1, d_model, dtype=torch.float64)  # a new future
         assert torch.allclose(decoder_stack(changed, causal_mask(T_dec), layers)[: t + 1], y_dec[: t + 1]), t
         assert not torch.allclose(decoder_stack(changed, None, layers)[: t + 1], y_open[: t + 1])
-print(f"causal: no leakage for any t in 0..{T_dec - 2}, in 5 of 5 seeds; "
-      "without the mask, the past changes for every t: PASS")
+print(
+    f"causal: no leakage for any t in 0..{T_dec - 2}, in 5 of 5 seeds; "
+    "without the mask, the past changes for every t: PASS"
+)
 
 # %% [markdown]
 # Now the prediction: change only token 2 of each input and list the output rows that move.
@@ -334,7 +342,9 @@ check.predict_changed_outputs(my_prediction)
 
 # %%
 for layers, x_dec in stacks:
-    J = torch.autograd.functional.jacobian(lambda x: decoder_stack(x, causal_mask(T_dec), layers), x_dec)  # (T, d, T, d)
+    J = torch.autograd.functional.jacobian(
+        lambda x: decoder_stack(x, causal_mask(T_dec), layers), x_dec
+    )  # (T, d, T, d)
     dependence = J.abs().sum(dim=(1, 3))  # (T, T): row t, column s
     assert torch.equal(dependence > 0, causal_mask(T_dec))
 print((dependence > 0).int())
@@ -382,6 +392,7 @@ print("shift_right(target) == <bos> + target[:-1]: PASS")
 # position $j$, and the mask says which $j$ position $i$ sees. With the shift, every position sees only targets before its own. Remove the shift
 # and every position sees its own answer:
 
+
 # %%
 def targets_seen(holds, mask):
     """For each position i, the indices of the targets it can read through the mask."""
@@ -412,8 +423,10 @@ results = {shift: [fit_next_token(shift=shift, seed=seed) for seed in SEEDS] for
 print(f"chance: accuracy {acc_chance:.3f}, cross-entropy {ce_chance:.3f}")
 for shift, runs in results.items():
     accs, ces = [a for a, _ in runs], [c for _, c in runs]
-    print(f"{'shifted  ' if shift else 'unshifted'}: accuracy {min(accs):.3f} to {max(accs):.3f}, "
-          f"cross-entropy {min(ces):.3f} to {max(ces):.3f} over 5 seeds")
+    print(
+        f"{'shifted  ' if shift else 'unshifted'}: accuracy {min(accs):.3f} to {max(accs):.3f}, "
+        f"cross-entropy {min(ces):.3f} to {max(ces):.3f} over 5 seeds"
+    )
 
 # %%
 assert all(abs(a - acc_chance) < 0.03 and c > ce_chance - 0.02 for a, c in results[True])
@@ -488,8 +501,10 @@ print(torch_out[0, :4, :4].numpy().round(4))
 # %%
 assert (torch_out[0] == 0).all(dim=-1).tolist() == [True, True, True, False, False, False]
 assert torch.allclose(torch_out, ours.detach(), atol=1e-6)
-print("F.scaled_dot_product_attention (this torch version) also returns zeros for the fully-masked rows, "
-      "and equals utils elsewhere (within 1e-6): PASS")
+print(
+    "F.scaled_dot_product_attention (this torch version) also returns zeros for the fully-masked rows, "
+    "and equals utils elsewhere (within 1e-6): PASS"
+)
 
 # %% [markdown]
 # and `torch.nn.MultiheadAttention` (whose boolean `attn_mask` means the opposite, True = *may not*
@@ -563,6 +578,7 @@ assert torch.equal(check.prefix_lm_mask.reference(6, 0), causal_mask(6))
 # Masked keys get weight 0, the others renormalise, and a row with no allowed key gives all zeros (no
 # NaN).
 
+
 # %%
 def masked_softmax(scores, mask):
     raise NotImplementedError
@@ -574,6 +590,7 @@ check.masked_softmax(masked_softmax)
 # **2. A sliding window.** To bound the cost on long texts, a model can let each token attend only to its
 # recent past. Build the causal mask of width `w`: query $i$ may attend to itself and the $w - 1$ tokens before it
 # (with `w = 3`, query 5 sees keys 3, 4 and 5). With `w >= n` it is the causal mask of section 3.
+
 
 # %%
 def sliding_window_mask(n, w):
@@ -587,6 +604,7 @@ check.sliding_window_mask(sliding_window_mask)
 # every query may attend to the **whole** prefix (in both directions), and after the prefix the mask is
 # causal. A prefix query sees no key after the prefix. With `prefix_len = 0` it is the causal mask.
 
+
 # %%
 def prefix_lm_mask(n, prefix_len):
     raise NotImplementedError
@@ -599,6 +617,7 @@ check.prefix_lm_mask(prefix_lm_mask)
 # one row: `lengths = [4, 3]` is a row of 7 tokens, sentence 0 at positions 0–3 and sentence 1 at 4–6. Build
 # the mask for `T = sum(lengths)` tokens: causal **within** each sentence, and no query may attend to
 # another sentence. The checker tries two and three sentences.
+
 
 # %%
 def packed_causal_mask(lengths):

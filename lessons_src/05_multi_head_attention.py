@@ -34,12 +34,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %% [markdown]
 # The usual imports. The tensors in this lesson are tiny, so one thread is plenty.
@@ -55,8 +56,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from utils.attention import scaled_dot_product_attention
-from utils.masks import causal_mask, padding_mask
 from utils.head_training import heldout_error, train_heads
+from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention, merge_heads, split_heads
 from utils.plotting import plot_head_attention, plot_head_grid
 from utils.positional import sinusoidal_encoding
@@ -169,13 +170,17 @@ torch_mha = nn.MultiheadAttention(d_model, num_heads, batch_first=True).eval()
 copy = MultiHeadAttention.from_torch(torch_mha).eval()
 tokens = torch.tensor([[5, 3, 8, 0, 0], [4, 4, 1, 7, 2]])  # (batch, T), 0 = padding
 mask = padding_mask(tokens, 0) & causal_mask(T)  # (batch, T, T): True = may attend
-ref, ref_avg = torch_mha(x, x, x, key_padding_mask=tokens == 0, attn_mask=~causal_mask(T))  # (batch, T, d_model), (batch, T, T)
+ref, ref_avg = torch_mha(
+    x, x, x, key_padding_mask=tokens == 0, attn_mask=~causal_mask(T)
+)  # (batch, T, d_model), (batch, T, T)
 got, got_heads = copy(x, x, x, mask=mask)  # (batch, T, d_model), (batch, num_heads, T, T)
 print("torch weights", tuple(ref_avg.shape), " ours", tuple(got_heads.shape))
 assert torch.allclose(got, ref, atol=1e-6)
 assert torch.allclose(got_heads.mean(dim=1), ref_avg, atol=1e-6)
-print("PASS: equal to torch.nn.MultiheadAttention with copied weights, padding and causal masks "
-      "(max |diff| < 1e-6; head-averaged weights too)")
+print(
+    "PASS: equal to torch.nn.MultiheadAttention with copied weights, padding and causal masks "
+    "(max |diff| < 1e-6; head-averaged weights too)"
+)
 
 # %% [markdown]
 # And the step-by-step recipe applied to PyTorch's own matrices (biases included) gives PyTorch's
@@ -188,7 +193,9 @@ q = split_heads(x @ Wq_t.T + bq, num_heads)  # (batch, num_heads, T, d_k)
 k = split_heads(x @ Wk_t.T + bk, num_heads)  # (batch, num_heads, T, d_k)
 v = split_heads(x @ Wv_t.T + bv, num_heads)  # (batch, num_heads, T, d_k)
 h_out, _ = scaled_dot_product_attention(q, k, v, mask.unsqueeze(1))  # (batch, num_heads, T, d_k)
-by_hand = merge_heads(h_out) @ torch_mha.out_proj.weight.detach().T + torch_mha.out_proj.bias.detach()  # (batch, T, d_model)
+by_hand = (
+    merge_heads(h_out) @ torch_mha.out_proj.weight.detach().T + torch_mha.out_proj.bias.detach()
+)  # (batch, T, d_model)
 assert torch.allclose(by_hand, ref, atol=1e-6)
 print("PASS: project / split / attend / concat / W_o with torch's weights == torch (max |diff| < 1e-6)")
 
@@ -226,15 +233,18 @@ decoder = nn.TransformerDecoderLayer(d_model, num_heads, dim_feedforward=16, dro
 assert torch.allclose(encoder(x, src_mask=~allowed), encoder(x, src_mask=blocked), atol=1e-6)
 assert torch.allclose(decoder(x, x, tgt_mask=~allowed), decoder(x, x, tgt_mask=blocked), atol=1e-6)
 pad_blocked = torch.zeros(batch, T).masked_fill(tokens == 0, float("-inf"))  # (batch, T) float: -inf on padding
-assert torch.allclose(encoder(x, src_key_padding_mask=tokens == 0), encoder(x, src_key_padding_mask=pad_blocked),
-                      atol=1e-6)
+assert torch.allclose(
+    encoder(x, src_key_padding_mask=tokens == 0), encoder(x, src_key_padding_mask=pad_blocked), atol=1e-6
+)
 print("nn.MultiheadAttention given `allowed` (True = may attend) uninverted; weight > 0 in sequence 0:")
 print((w_wrong[0, :-1] > 0).int())
 print("last row:", w_wrong[0, -1].detach())
 print("PASS: F.scaled_dot_product_attention(attn_mask=allowed) == utils (True = may attend)")
 print("PASS: nn.MultiheadAttention(attn_mask=~allowed) == utils; with `allowed` it blocks exactly what we allow")
-print("PASS: nn.TransformerEncoderLayer (src_mask=~allowed, src_key_padding_mask=tokens == 0) and "
-      "nn.TransformerDecoderLayer (tgt_mask=~allowed) == float masks with -inf where blocked (True = not allowed)")
+print(
+    "PASS: nn.TransformerEncoderLayer (src_mask=~allowed, src_key_padding_mask=tokens == 0) and "
+    "nn.TransformerDecoderLayer (tgt_mask=~allowed) == float masks with -inf where blocked (True = not allowed)"
+)
 
 # %% [markdown]
 # ## 2. Same cost as one wide head
@@ -278,6 +288,7 @@ check.predict_param_count(my_prediction)
 # Rather than trust the table, let PyTorch's `FlopCounterMode` count the matrix products the
 # forward pass actually runs (the softmax and the scaling are not matrix products; they are
 # $O(h T^2)$ element-wise work).
+
 
 # %%
 def count_macs(num_heads, batch=2, T=10, d_model=64):
@@ -448,17 +459,20 @@ runs = {h: [train_heads(make_two_places, ask_rows, h, seed) for seed in seeds] f
 errors = {h: [heldout_error(model, x_test, y_test, ask_rows) for model, _ in runs[h]] for h in (1, 2)}
 for h in (1, 2):
     e = np.array(errors[h])
-    print(f"{h} head(s): held-out error mean {e.mean():.4f}, min {e.min():.4f}, max {e.max():.4f} "
-          f"over {len(e)} initialisations")
+    print(
+        f"{h} head(s): held-out error mean {e.mean():.4f}, min {e.min():.4f}, max {e.max():.4f} "
+        f"over {len(e)} initialisations"
+    )
 print("(predicting 0 would score 1.0)")
 
 # %%
 assert all(0.25 < e < 0.4 for e in errors[1]) and all(e < 0.05 for e in errors[2])
 assert all(one > 5 * two for one, two in zip(errors[1], errors[2]))
-assert (sum(p.numel() for p in runs[1][0][0].parameters())
-        == sum(p.numel() for p in runs[2][0][0].parameters()))
-print(f"PASS: in all {len(seeds)} initialisations, two heads score below 0.05 and one head between 0.25 and 0.4, "
-      "with the same number of parameters")
+assert sum(p.numel() for p in runs[1][0][0].parameters()) == sum(p.numel() for p in runs[2][0][0].parameters())
+print(
+    f"PASS: in all {len(seeds)} initialisations, two heads score below 0.05 and one head between 0.25 and 0.4, "
+    "with the same number of parameters"
+)
 
 # %% [markdown]
 # Every training run, one colour per number of heads; the dashed line is the ½ of any fixed split.
@@ -468,11 +482,20 @@ colors = {1: "tab:blue", 2: "tab:orange"}
 fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
 for h, style in ((1, "-"), (2, "--")):
     for i, (_, losses) in enumerate(runs[h]):
-        ax.semilogy(losses, style, color=colors[h], lw=1, alpha=0.8,
-                    label=f"{h} head{'s' if h > 1 else ''} (d_k = {d_model // h})" if i == 0 else None)
+        ax.semilogy(
+            losses,
+            style,
+            color=colors[h],
+            lw=1,
+            alpha=0.8,
+            label=f"{h} head{'s' if h > 1 else ''} (d_k = {d_model // h})" if i == 0 else None,
+        )
 ax.axhline(0.5, color="gray", ls=":", label="best fixed split (½)")
-ax.set(xlabel="training step", ylabel="mean squared error",
-       title="Same parameters: two heads reach ~0, one head levels off below ½")
+ax.set(
+    xlabel="training step",
+    ylabel="mean squared error",
+    title="Same parameters: two heads reach ~0, one head levels off below ½",
+)
 ax.legend()
 plt.show()
 
@@ -494,18 +517,23 @@ for seed, (model, _) in zip(seeds, runs[1]):
     on_b = w_asking[test_rows, x_test[..., 5].argmax(-1)]  # (2000,)
     spread.append((on_a.max() - on_a.min()).item())
     spread.append((on_b.max() - on_b.min()).item())
-    print(f"initialisation {seed}: weight on A from {on_a.min():.3f} to {on_a.max():.3f} (mean {on_a.mean():.3f}); "
-          f"on B from {on_b.min():.3f} to {on_b.max():.3f} (mean {on_b.mean():.3f})")
+    print(
+        f"initialisation {seed}: weight on A from {on_a.min():.3f} to {on_a.max():.3f} (mean {on_a.mean():.3f}); "
+        f"on B from {on_b.min():.3f} to {on_b.max():.3f} (mean {on_b.mean():.3f})"
+    )
 
 # %%
 assert all(r > 0.2 for r in spread)
-print(f"PASS: in all {len(seeds)} initialisations, the trained single head's weight on A (and on B) "
-      "varies by more than 0.2 between held-out sequences")
+print(
+    f"PASS: in all {len(seeds)} initialisations, the trained single head's weight on A (and on B) "
+    "varies by more than 0.2 between held-out sequences"
+)
 
 # %% [markdown]
 # Take that route away: set the content rows of $W^K$ to zero (`W_k.weight[:, :4]` in the
 # `nn.Linear` layout), so the weights depend only on the tags. The split is fixed again, and the
 # same trained heads fall back to an error of at least ½, as the argument above says.
+
 
 # %% tags=["nbval-ignore-output"]
 def without_content_in_keys(model):
@@ -529,6 +557,7 @@ print(f"PASS: in all {len(cut)} initialisations, the single head with content re
 # asking row goes to a different tagged token. Count the initialisations where one head puts more
 # than 0.8 of the weight (on average over the held-out set) on A and the other more than 0.8 on B:
 
+
 # %% tags=["nbval-ignore-output"]
 def tag_weights(model):
     """Mean weight of the asking token on A and on B, per head: (num_heads, 2)."""
@@ -541,7 +570,10 @@ def tag_weights(model):
 
 split = [tag_weights(model) for model, _ in runs[2]]
 for seed, t in zip(seeds, split):
-    print(f"initialisation {seed}: weight on (A, B) head 0 {np.round(t[0].numpy(), 3)}, head 1 {np.round(t[1].numpy(), 3)}")
+    print(
+        f"initialisation {seed}: weight on (A, B) head 0 {np.round(t[0].numpy(), 3)}, head 1 {np.round(t[1].numpy(), 3)}"
+    )
+
 
 # %%
 def divides(t):
@@ -552,8 +584,10 @@ def divides(t):
 divided = sum(divides(t) for t in split)
 assert divided >= 4
 assert all(((t[:, 0] > 0.2) & (t[:, 1] > 0.2)).any() for t in split if not divides(t))
-print(f"PASS: in {divided} of {len(split)} initialisations one head puts > 0.8 on A and the other > 0.8 on B "
-      "(in the rest, a head still shares its weight between A and B)")
+print(
+    f"PASS: in {divided} of {len(split)} initialisations one head puts > 0.8 on A and the other > 0.8 on B "
+    "(in the rest, a head still shares its weight between A and B)"
+)
 
 # %% [markdown]
 # ## 4. Heads across a whole sentence
@@ -584,17 +618,22 @@ def make_neighbours(n, generator):
 
 x_nb, y_nb = make_neighbours(1000, torch.Generator().manual_seed(2))  # held out
 nb_seeds = range(5)
-nb_runs = {h: [train_heads(make_neighbours, neighbour_rows, h, seed, steps=300, batch=64)[0] for seed in nb_seeds]
-           for h in (1, 2)}
+nb_runs = {
+    h: [train_heads(make_neighbours, neighbour_rows, h, seed, steps=300, batch=64)[0] for seed in nb_seeds]
+    for h in (1, 2)
+}
 nb_errors = {h: [heldout_error(m, x_nb, y_nb, neighbour_rows) for m in nb_runs[h]] for h in (1, 2)}
 for h in (1, 2):
     e = np.array(nb_errors[h])
-    print(f"{h} head(s): held-out error mean {e.mean():.4f}, min {e.min():.4f}, max {e.max():.4f} "
-          f"over {len(e)} initialisations")
+    print(
+        f"{h} head(s): held-out error mean {e.mean():.4f}, min {e.min():.4f}, max {e.max():.4f} "
+        f"over {len(e)} initialisations"
+    )
 
 # %% [markdown]
 # How much weight each head puts on the previous and on the next word, averaged over the scored
 # words of the held-out sentences:
+
 
 # %% tags=["nbval-ignore-output"]
 def neighbour_weights(model):
@@ -613,11 +652,14 @@ for h in (1, 2):
 
 # %%
 assert all(e < 0.01 for e in nb_errors[2]) and all(0.45 < e < 0.55 for e in nb_errors[1])
-assert all(((t[:, 0] > 0.9) & (t[:, 1] < 0.05)).any() and ((t[:, 1] > 0.9) & (t[:, 0] < 0.05)).any()
-           for t in nb_split[2])
+assert all(
+    ((t[:, 0] > 0.9) & (t[:, 1] < 0.05)).any() and ((t[:, 1] > 0.9) & (t[:, 0] < 0.05)).any() for t in nb_split[2]
+)
 assert all((t[0, 0] > 0.9 and t[0, 1] < 0.05) or (t[0, 1] > 0.9 and t[0, 0] < 0.05) for t in nb_split[1])
-print(f"PASS: in all {len(nb_seeds)} initialisations, one of the two heads puts > 0.9 on the previous word and "
-      "the other > 0.9 on the next word (error < 0.01)")
+print(
+    f"PASS: in all {len(nb_seeds)} initialisations, one of the two heads puts > 0.9 on the previous word and "
+    "the other > 0.9 on the next word (error < 0.01)"
+)
 print("PASS: a single head picks one neighbour (> 0.9 on it, < 0.05 on the other) and scores between 0.45 and 0.55")
 
 # %% [markdown]
@@ -627,8 +669,10 @@ print("PASS: a single head picks one neighbour (> 0.9 on it, < 0.05 on the other
 # every row of the other the word after:
 
 # %%
-embedding = {word: torch.randn(4, generator=torch.Generator().manual_seed(10 + i))
-             for i, word in enumerate(sorted(set(sentence)))}  # a random (4,) vector per word
+embedding = {
+    word: torch.randn(4, generator=torch.Generator().manual_seed(10 + i))
+    for i, word in enumerate(sorted(set(sentence)))
+}  # a random (4,) vector per word
 x_sentence = torch.cat([torch.stack([embedding[w] for w in sentence]), PE], dim=-1).unsqueeze(0)  # (1, T_s, 16)
 with torch.no_grad():
     w_sentence = nb_runs[2][0](x_sentence, x_sentence, x_sentence)[1][0].numpy()  # (2, T_s, T_s)
@@ -650,8 +694,10 @@ print(np.round(average[t, t - 1], 2), "\n", np.round(average[t, t + 1], 2))
 # %%
 assert np.all(np.abs(average[t, t - 1] - 0.5) < 0.1) and np.all(np.abs(average[t, t + 1] - 0.5) < 0.1)
 assert np.all(w_sentence.max(axis=0)[t, t - 1] > 0.8) and np.all(w_sentence.max(axis=0)[t, t + 1] > 0.8)
-print("PASS: on every scored word the head average gives each neighbour 0.5 (within 0.1), "
-      "while some single head gives it > 0.8")
+print(
+    "PASS: on every scored word the head average gives each neighbour 0.5 (within 0.1), "
+    "while some single head gives it > 0.8"
+)
 
 # %% [markdown]
 # ### Head explorer
@@ -709,6 +755,7 @@ assert torch.allclose(x_3[:, None] @ W_Q + b_q.view(3, 1, 4), split_heads(x_3 @ 
 # `(batch, num_heads, T, d_k)`, head `i` holding columns `i·d_k … (i+1)·d_k − 1`.
 # (A plain `x.view(batch, num_heads, T, d_k)` has the right shape but mixes tokens — why?)
 
+
 # %%
 def my_split_heads(x, num_heads):
     raise NotImplementedError
@@ -723,6 +770,7 @@ check.split_heads(my_split_heads)
 # $W^Q_i, W^K_i, W^V_i$ of the formula at the top as three tensors `(W_Q, W_K, W_V)`, each of shape
 # `(num_heads, d_model, d_k)`, such that head `i`'s queries are `x @ W_Q[i]` (plus head `i`'s slice
 # of `in_proj_bias`), and likewise for keys and values.
+
 
 # %%
 def my_split_in_proj(in_proj_weight, num_heads):
@@ -742,6 +790,7 @@ check.split_in_proj(my_split_in_proj)
 # `(parameters, cache)`: the parameters of the four projections with their biases, and how many numbers
 # the key-value cache of one layer holds for one sequence of `T` tokens. (`num_kv_heads = num_heads` is
 # the multi-head attention of this lesson; `num_kv_heads = 1` is multi-query attention.)
+
 
 # %%
 def my_gqa_counts(d_model, num_heads, num_kv_heads, T):

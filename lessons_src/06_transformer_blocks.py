@@ -27,12 +27,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %% [markdown]
 # The usual imports; one thread keeps the printed digits identical from run to run.
@@ -44,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.blocks import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward
+from utils.blocks import DecoderLayer, Encoder, EncoderLayer, FeedForward
 from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention
 from utils.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer, probe_at_init, train_copy_task
@@ -97,6 +98,7 @@ print("PASS: FFN(x[:, perm]) == FFN(x)[:, perm] for perm =", perm.tolist())
 # $\sqrt{\sigma^2 + \varepsilon}$ (the YOUR CAT slide deck writes it that way), so a constant vector
 # gives 0 rather than 0/0.
 
+
 # %%
 def layer_norm(x, g, b, eps=1e-5):
     """LayerNorm over the last axis: g * (x - mean) / sqrt(biased variance + eps) + b."""
@@ -131,8 +133,10 @@ no_eps = layer_norm(constant, 1.0, 0.0, eps=0.0)
 print("constant token without eps:", no_eps, " with eps:", layer_norm(constant, 1.0, 0.0))
 assert torch.isnan(no_eps).all() and (layer_norm(constant, 1.0, 0.0) == 0).all()
 assert (layer_norm(x, ln.weight, ln.bias, eps=0.0) - ln(x)).abs().max() < 1e-4  # tiny on ordinary tokens
-print(f"PASS: the unbiased variance scales every output by sqrt((H-1)/H) = {factor:.3f} (to 1e-4); without eps "
-      "a constant token gives NaN, an ordinary one moves by < 1e-4")
+print(
+    f"PASS: the unbiased variance scales every output by sqrt((H-1)/H) = {factor:.3f} (to 1e-4); without eps "
+    "a constant token gives NaN, an ordinary one moves by < 1e-4"
+)
 
 # %% [markdown]
 # ### What the normalised values look like — not "between 0 and 1"
@@ -144,6 +148,7 @@ print(f"PASS: the unbiased variance scales every output by sqrt((H-1)/H) = {fact
 # sticks out. (With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$, a hair under 1 for tokens
 # whose spread is tiny.) Check it on random tokens of several widths H, scales and offsets, 5 seeds
 # each:
+
 
 # %% tags=["nbval-ignore-output"]
 def normalised(x):
@@ -160,14 +165,22 @@ for seed in range(5):
         n = normalised(tokens)  # (200, H)
         var = tokens.var(-1, unbiased=False)  # (200,): sigma^2 of each token
         exact = var / (var + 1e-5)  # (200,): the variance N(x) must have
-        stats.append((n.mean(-1).abs().max().item(), (n.var(-1, unbiased=False) - exact).abs().max().item(),
-                      ((n < 0) | (n > 1)).float().mean().item(), n.abs().amax(-1).min().item(),
-                      bool((n.amin(-1) < 0).all())))
+        stats.append(
+            (
+                n.mean(-1).abs().max().item(),
+                (n.var(-1, unbiased=False) - exact).abs().max().item(),
+                ((n < 0) | (n > 1)).float().mean().item(),
+                n.abs().amax(-1).min().item(),
+                bool((n.amin(-1) < 0).all()),
+            )
+        )
 means, variances, outside, smallest_max, all_negative = map(np.array, zip(*stats))
 spike = normalised(100.0 * torch.eye(512)[:1])  # (1, 512): one feature sticks out
 print(f"share of normalised values outside [0, 1]: {outside.min():.2f} to {outside.max():.2f} over 20 runs")
-print(f"largest |value| of a token is at least {smallest_max.min():.2f}; a one-spike token at H = 512 "
-      f"reaches {spike.max():.1f} (sqrt(511) = {np.sqrt(511):.1f})")
+print(
+    f"largest |value| of a token is at least {smallest_max.min():.2f}; a one-spike token at H = 512 "
+    f"reaches {spike.max():.1f} (sqrt(511) = {np.sqrt(511):.1f})"
+)
 
 # %% [markdown]
 # In every run more than half the values fall outside $[0, 1]$, and no token stays inside it.
@@ -177,9 +190,11 @@ assert means.max() < 1e-5 and variances.max() < 1e-4  # mean 0, variance sigma^2
 assert all_negative.all() and smallest_max.min() >= 0.99  # every token has a value < 0 and one with |v| >= 1
 assert outside.min() > 0.5
 assert abs(spike.max().item() - np.sqrt(511)) < 1e-2
-print("PASS: over 5 seeds x H in (4, 16, 64, 512), every token's normalised values have mean 0 (to 1e-5) and "
-      "variance sigma^2 / (sigma^2 + eps) (to 1e-4), every token has a negative value and one with |v| >= 0.99, "
-      "and more than half of all values lie outside [0, 1]; the bound sqrt(H - 1) is reached")
+print(
+    "PASS: over 5 seeds x H in (4, 16, 64, 512), every token's normalised values have mean 0 (to 1e-5) and "
+    "variance sigma^2 / (sigma^2 + eps) (to 1e-4), every token has a negative value and one with |v| >= 0.99, "
+    "and more than half of all values lie outside [0, 1]; the bound sqrt(H - 1) is reached"
+)
 
 # %% [markdown]
 # **What γ and β are for.** They are not noise: they are fixed, learned numbers, the same for every
@@ -195,8 +210,7 @@ g, b = torch.ones(16), torch.zeros(16)  # (16,), (16,): gamma and beta of 16 fea
 g[:3], b[:3] = torch.tensor([0.2, 1.0, 3.0]), torch.tensor([-2.0, 0.0, 5.0])  # set the first three
 tokens = torch.randn(4000, 16)  # (4000 tokens, 16 features)
 h = layer_norm(tokens, g, b)  # (4000, 16)
-print("features 0-2, std over 4000 tokens:", h[:, :3].std(0), "\nfeatures 0-2, mean:               ",
-      h[:, :3].mean(0))
+print("features 0-2, std over 4000 tokens:", h[:, :3].std(0), "\nfeatures 0-2, mean:               ", h[:, :3].mean(0))
 
 # %%
 assert torch.allclose(h.std(0), g.abs(), rtol=0.05) and torch.allclose(h.mean(0), b, atol=0.2)
@@ -206,11 +220,16 @@ for seed in range(5):
     x5 = torch.randn(3, 16, generator=gen, dtype=torch.float64)  # (3 tokens, 16 features), in float64
     g5 = torch.rand(16, generator=gen, dtype=torch.float64) + 0.5  # (16,)
     b5 = torch.randn(16, generator=gen, dtype=torch.float64)  # (16,)
-    lost += [(layer_norm(a * x5 + c, g5, b5, eps=0.0) - layer_norm(x5, g5, b5, eps=0.0)).abs().max().item()
-             for a in (0.5, 3.0, 100.0) for c in (-7.0, 0.0, 42.0)]  # eps = 0: the identity is exact
+    lost += [
+        (layer_norm(a * x5 + c, g5, b5, eps=0.0) - layer_norm(x5, g5, b5, eps=0.0)).abs().max().item()
+        for a in (0.5, 3.0, 100.0)
+        for c in (-7.0, 0.0, 42.0)
+    ]  # eps = 0: the identity is exact
 assert max(lost) < 1e-9
-print("PASS: feature j of the output has std |g_j| (within 5 %) and mean b_j (within 0.2) over 4000 tokens, for all 16 features; "
-      "LN(a x + c) == LN(x) (to 1e-9 in float64, with eps = 0) for a in (0.5, 3, 100), c in (-7, 0, 42), 5 seeds")
+print(
+    "PASS: feature j of the output has std |g_j| (within 5 %) and mean b_j (within 0.2) over 4000 tokens, for all 16 features; "
+    "LN(a x + c) == LN(x) (to 1e-9 in float64, with eps = 0) for a in (0.5, 3, 100), c in (-7, 0, 42), 5 seeds"
+)
 
 # %% [markdown]
 # The histograms: the normalised values of 200 tokens (H = 64) spread well beyond $[0, 1]$ (shaded);
@@ -221,12 +240,12 @@ fig, (ax_n, ax_h) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
 n = normalised(torch.randn(200, 64, generator=torch.Generator().manual_seed(0))).flatten()  # (200 * 64,)
 ax_n.axvspan(0, 1, color="gold", alpha=0.3, label="[0, 1]: where the slides put them")
 ax_n.hist(n, bins=60, color="gray")
-ax_n.set(title="N(x): mean 0, variance 1, most values outside [0, 1]", xlabel="normalised value",
-         ylabel="count")
+ax_n.set(title="N(x): mean 0, variance 1, most values outside [0, 1]", xlabel="normalised value", ylabel="count")
 ax_n.legend(fontsize=8)
 for j, (color, hatch) in enumerate([("tab:purple", "//"), ("tab:green", ""), ("tab:orange", "..")]):
-    ax_h.hist(h[:, j], bins=60, color=color, alpha=0.6, hatch=hatch,
-              label=f"feature {j}: g = {g[j]:.1f}, b = {b[j]:.0f}")
+    ax_h.hist(
+        h[:, j], bins=60, color=color, alpha=0.6, hatch=hatch, label=f"feature {j}: g = {g[j]:.1f}, b = {b[j]:.0f}"
+    )
 ax_h.set(title="g ⊙ N(x) + b: g sets each feature's spread, b its centre", xlabel="output value")
 ax_h.legend(fontsize=8)
 plt.show()
@@ -240,31 +259,46 @@ plt.show()
 # In the picture, a black outline marks one group of numbers that share a μ and σ.
 
 # %%
-batch3 = torch.tensor([[50.147, 3314.825, 8463.361, 8.021],  # item 1
-                       [1242.223, 688.123, 434.944, 149.442],  # item 2
-                       [9.370, 4606.674, 944.705, 21189.444]])  # item 3: (items, features)
+batch3 = torch.tensor(
+    [
+        [50.147, 3314.825, 8463.361, 8.021],  # item 1
+        [1242.223, 688.123, 434.944, 149.442],  # item 2
+        [9.370, 4606.674, 944.705, 21189.444],
+    ]
+)  # item 3: (items, features)
 batch_normed = nn.BatchNorm1d(4, affine=False).train()(batch3)  # statistics per feature (column)
 layer_normed = nn.LayerNorm(4, elementwise_affine=False)(batch3)  # statistics per item (row)
 assert torch.allclose(batch_normed.mean(dim=0), torch.zeros(4), atol=1e-4)
 assert torch.allclose(batch_normed.var(dim=0, unbiased=False), torch.ones(4), atol=1e-3)
 assert torch.allclose(layer_normed.mean(dim=1), torch.zeros(3), atol=1e-4)
 assert torch.allclose(layer_normed.var(dim=1, unbiased=False), torch.ones(3), atol=1e-3)
-print("PASS: batch norm gives every column (feature) mean 0 and variance 1, layer norm every row (item) "
-      "(to 1e-4 and 1e-3)")
+print(
+    "PASS: batch norm gives every column (feature) mean 0 and variance 1, layer norm every row (item) "
+    "(to 1e-4 and 1e-3)"
+)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.2), layout="constrained")
-panels = [(batch3, "the slide deck's raw batch", None),
-          (batch_normed, "batch norm: mean 0 per column", 2), (layer_normed, "layer norm: mean 0 per row", 2)]
+panels = [
+    (batch3, "the slide deck's raw batch", None),
+    (batch_normed, "batch norm: mean 0 per column", 2),
+    (layer_normed, "layer norm: mean 0 per row", 2),
+]
 for ax, (values, title, limit) in zip(axes, panels):
     im = ax.imshow(values, cmap="RdBu_r" if limit else "Greys", vmin=-limit if limit else 0, vmax=limit)
     fig.colorbar(im, ax=ax, shrink=0.8, label="value")
-    ax.set(title=title, xticks=range(4), yticks=range(3), yticklabels=["item 1", "item 2", "item 3"],
-           xlabel="feature")
+    ax.set(title=title, xticks=range(4), yticks=range(3), yticklabels=["item 1", "item 2", "item 3"], xlabel="feature")
     for (i, j), v in np.ndenumerate(values.numpy()):
         dark = v > 12000 if limit is None else abs(v) > 1.3
-        ax.text(j, i, f"{v:.0f}" if limit is None else f"{v:.2f}", ha="center", va="center", fontsize=8,
-                color="white" if dark else "black")
+        ax.text(
+            j,
+            i,
+            f"{v:.0f}" if limit is None else f"{v:.2f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="white" if dark else "black",
+        )
 # outline one group of shared statistics in each: a column for batch norm, a row for layer norm
 axes[1].add_patch(plt.Rectangle((-0.5, -0.5), 1, 3, fill=False, lw=3, color="black"))
 axes[2].add_patch(plt.Rectangle((-0.5, -0.5), 4, 1, fill=False, lw=3, color="black"))
@@ -279,6 +313,7 @@ plt.show()
 # sentences* share its batch and how much padding they bring. Layer norm looks at one token at a
 # time, so a sentence's output is the same alone or in any batch. Check it for 5 random pairs of a
 # 3-token and a 6-token sentence:
+
 
 # %% tags=["nbval-ignore-output"]
 def batch_norm_tokens(x):
@@ -295,13 +330,17 @@ for seed in range(5):
     padded = torch.cat([F.pad(short, (0, 0, 0, 3)), long])  # (2, 6, d_model): short padded with zeros
     ln_changes.append((F.layer_norm(short, (4,)) - F.layer_norm(padded, (4,))[:1, :3]).abs().max().item())
     bn_changes.append((batch_norm_tokens(short) - batch_norm_tokens(padded)[:1, :3]).abs().max().item())
-print(f"batch norm: the short sentence's output moves by {min(bn_changes):.1f} to {max(bn_changes):.1f} "
-      "(max |change| per pair) when it is batched")
+print(
+    f"batch norm: the short sentence's output moves by {min(bn_changes):.1f} to {max(bn_changes):.1f} "
+    "(max |change| per pair) when it is batched"
+)
 
 # %%
 assert max(ln_changes) < 1e-6 and min(bn_changes) > 0.1
-print("PASS: in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched "
-      "(to 1e-6); batch norm changes it by more than 0.1")
+print(
+    "PASS: in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched "
+    "(to 1e-6); batch norm changes it by more than 0.1"
+)
 
 # %% [markdown]
 # ## 3. Residual connections, post-norm and pre-norm
@@ -342,8 +381,11 @@ print("PASS: with both sublayers silenced, a pre-norm layer is exactly the ident
 
 # %%
 depths, seeds = (6, 12, 24, 48), range(5)
-probes = {(name, L): [probe_at_init(norm_first, num_layers=L, d_model=32, seed=s) for s in seeds]
-          for name, norm_first in [("post-norm", False), ("pre-norm", True)] for L in depths}
+probes = {
+    (name, L): [probe_at_init(norm_first, num_layers=L, d_model=32, seed=s) for s in seeds]
+    for name, norm_first in [("post-norm", False), ("pre-norm", True)]
+    for L in depths
+}
 rms = {key: np.array([p[0] for p in runs]) for key, runs in probes.items()}  # (seeds, L): RMS after each layer
 final_rms = {key: np.array([p[1] for p in runs]) for key, runs in probes.items()}  # (seeds,): after the final norm
 grads = {key: np.array([p[2] for p in runs]) for key, runs in probes.items()}  # (seeds, L): gradient norm per layer
@@ -358,9 +400,11 @@ print({key: value.shape for key, value in grads.items() if key[1] == 24})
 # %% tags=["nbval-ignore-output"]
 growth = {L: rms["pre-norm", L][:, -1] / rms["pre-norm", L][:, 0] for L in depths}  # (seeds,) per depth
 for L in depths:
-    print(f"{L:2d} layers: pre-norm RMS grows {growth[L].min():.1f}x to {growth[L].max():.1f}x from layer 1 to "
-          f"layer {L} (5 seeds); stream RMS before the final norm {rms['pre-norm', L][:, -1].min():.1f} to "
-          f"{rms['pre-norm', L][:, -1].max():.1f}")
+    print(
+        f"{L:2d} layers: pre-norm RMS grows {growth[L].min():.1f}x to {growth[L].max():.1f}x from layer 1 to "
+        f"layer {L} (5 seeds); stream RMS before the final norm {rms['pre-norm', L][:, -1].min():.1f} to "
+        f"{rms['pre-norm', L][:, -1].max():.1f}"
+    )
 
 # %%
 for L in depths:
@@ -368,9 +412,11 @@ for L in depths:
     assert (np.diff(rms["pre-norm", L], axis=1) > 0).all() and (growth[L] > 1.5).all()
     assert np.allclose(final_rms["pre-norm", L], 1.0, atol=1e-3)
 assert all(growth[a].max() < growth[b].min() for a, b in zip(depths, depths[1:]))  # deeper: more growth
-print("PASS: in all 20 stacks per variant (6-48 layers, 5 seeds), post-norm keeps RMS 1 (to 1e-3) after every "
-      "layer; pre-norm's RMS rises after every layer, more for deeper stacks (every seed), and the final "
-      "LayerNorm brings it back to 1")
+print(
+    "PASS: in all 20 stacks per variant (6-48 layers, 5 seeds), post-norm keeps RMS 1 (to 1e-3) after every "
+    "layer; pre-norm's RMS rises after every layer, more for deeper stacks (every seed), and the final "
+    "LayerNorm brings it back to 1"
+)
 
 # %% [markdown]
 # **Predict, then check.** Before reading on: in the 24-layer *pre-norm* stacks, which layer gets the
@@ -396,10 +442,14 @@ pre_first = sum(int((grads["pre-norm", L].argmax(1) == 0).sum()) for L in depths
 pre_shrink = max((grads["pre-norm", L][:, -1] / grads["pre-norm", L][:, 0]).max() for L in depths)
 top = {name: [np.median(grads[name, L][:, -1]) for L in depths] for name in VARIANT_STYLE}  # median per depth
 for L in depths:
-    print(f"{L:2d} layers: last-layer gradient, post-norm / pre-norm = {ratio[L].min():.1f} to {ratio[L].max():.1f};"
-          f" that ratio / pre-norm stream RMS = {tracks[L].min():.2f} to {tracks[L].max():.2f}")
-print(f"post-norm: the last layer has the largest gradient in {post_top} of 20 stacks; pre-norm: the first "
-      f"layer does in {pre_first} of 20, and the last layer's gradient is at most {pre_shrink:.2f}x the first's")
+    print(
+        f"{L:2d} layers: last-layer gradient, post-norm / pre-norm = {ratio[L].min():.1f} to {ratio[L].max():.1f};"
+        f" that ratio / pre-norm stream RMS = {tracks[L].min():.2f} to {tracks[L].max():.2f}"
+    )
+print(
+    f"post-norm: the last layer has the largest gradient in {post_top} of 20 stacks; pre-norm: the first "
+    f"layer does in {pre_first} of 20, and the last layer's gradient is at most {pre_shrink:.2f}x the first's"
+)
 for name, medians in top.items():
     print(f"{name}: median last-layer gradient at 6, 12, 24, 48 layers:", np.round(medians, 3))
 
@@ -413,11 +463,13 @@ assert all(np.median(ratio[a]) < np.median(ratio[b]) for a, b in zip(depths, dep
 assert all(((tracks[L] > 0.5) & (tracks[L] < 1.5)).all() for L in depths)
 assert post_top >= 15 and pre_first == 20 and pre_shrink < 1
 assert max(top["post-norm"]) < 1.5 * min(top["post-norm"]) and (np.diff(top["pre-norm"]) < 0).all()
-print("PASS: in 20 of 20 stacks per variant the last layer's gradient is larger with post-norm than with "
-      "pre-norm, by a median factor that grows with depth and stays within 0.5x-1.5x of pre-norm's stream RMS; "
-      "post-norm's largest gradient is at the last layer in at least 15 of 20; pre-norm's at the first in 20 of 20; "
-      "from 6 to 48 layers the median last-layer gradient stays within 1.5x for post-norm and falls at every "
-      "step for pre-norm")
+print(
+    "PASS: in 20 of 20 stacks per variant the last layer's gradient is larger with post-norm than with "
+    "pre-norm, by a median factor that grows with depth and stays within 0.5x-1.5x of pre-norm's stream RMS; "
+    "post-norm's largest gradient is at the last layer in at least 15 of 20; pre-norm's at the first in 20 of 20; "
+    "from 6 to 48 layers the median last-layer gradient stays within 1.5x for post-norm and falls at every "
+    "step for pre-norm"
+)
 
 # %% [markdown]
 # Your prediction, checked (if you wrote one):
@@ -433,17 +485,35 @@ check.predict_largest_gradient(my_prediction)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), layout="constrained")
-plot_per_layer({name: rms[name, 24] for name in VARIANT_STYLE}, "RMS of the stream",
-               "Activations: post-norm stays at 1, pre-norm grows", ax=axes[0])
-plot_per_layer({name: grads[name, 24] for name in VARIANT_STYLE}, "gradient norm of the layer",
-               "Gradients: post-norm's top layers get the largest", ax=axes[1], logy=True)
+plot_per_layer(
+    {name: rms[name, 24] for name in VARIANT_STYLE},
+    "RMS of the stream",
+    "Activations: post-norm stays at 1, pre-norm grows",
+    ax=axes[0],
+)
+plot_per_layer(
+    {name: grads[name, 24] for name in VARIANT_STYLE},
+    "gradient norm of the layer",
+    "Gradients: post-norm's top layers get the largest",
+    ax=axes[1],
+    logy=True,
+)
 for L in depths:
     axes[2].plot([L] * 5, ratio[L], "k^", ms=5, label="post / pre, last-layer gradient" if L == 6 else None)
-    axes[2].plot([L] * 5, rms["pre-norm", L][:, -1], ms=8, fillstyle="none",
-                 label="pre-norm stream RMS before the final norm" if L == 6 else None,
-                 **{**VARIANT_STYLE["pre-norm"], "ls": "none"})
-axes[2].set(xlabel="number of layers", xticks=depths, ylabel="factor",
-            title="The top-layer gap grows with depth, like pre-norm's RMS")
+    axes[2].plot(
+        [L] * 5,
+        rms["pre-norm", L][:, -1],
+        ms=8,
+        fillstyle="none",
+        label="pre-norm stream RMS before the final norm" if L == 6 else None,
+        **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
+    )
+axes[2].set(
+    xlabel="number of layers",
+    xticks=depths,
+    ylabel="factor",
+    title="The top-layer gap grows with depth, like pre-norm's RMS",
+)
 axes[2].legend(fontsize=8)
 plt.show()
 
@@ -462,11 +532,21 @@ plt.show()
 # `utils.norm_probes`) returns the loss of every step.
 
 # %% tags=["nbval-ignore-output"]
-setups = {("post-norm", "no warm-up"): (False, 1, range(5)), ("post-norm", "warm-up"): (False, 20, range(3)),
-          ("pre-norm", "no warm-up"): (True, 1, range(3)), ("pre-norm", "warm-up"): (True, 20, range(3))}
-curves = {key: np.array([train_copy_task(norm_first, lr=0.01, warmup_steps=warmup, steps=60, num_layers=12,
-                                         d_model=32, seed=s) for s in seeds])
-          for key, (norm_first, warmup, seeds) in setups.items()}  # (seeds, 60 steps) each
+setups = {
+    ("post-norm", "no warm-up"): (False, 1, range(5)),
+    ("post-norm", "warm-up"): (False, 20, range(3)),
+    ("pre-norm", "no warm-up"): (True, 1, range(3)),
+    ("pre-norm", "warm-up"): (True, 20, range(3)),
+}
+curves = {
+    key: np.array(
+        [
+            train_copy_task(norm_first, lr=0.01, warmup_steps=warmup, steps=60, num_layers=12, d_model=32, seed=s)
+            for s in seeds
+        ]
+    )
+    for key, (norm_first, warmup, seeds) in setups.items()
+}  # (seeds, 60 steps) each
 end_loss = {key: c[:, -10:].mean(1) for key, c in curves.items()}  # (seeds,): mean loss of the last 10 steps
 for key, losses in end_loss.items():
     print(f"{key[0]:9s} {key[1]:10s}: loss at the end, per seed:", np.round(losses, 3))
@@ -480,17 +560,18 @@ print(f"post-norm without warm-up stays near chance level (ln 16 = {np.log(16):.
 # %%
 assert stuck >= 2
 assert all((end_loss[key] < 0.1).all() for key in setups if key != ("post-norm", "no warm-up"))
-print("PASS: at lr 0.01, 12 layers, 60 steps: post-norm without warm-up ends above loss 2.0 (chance: ln 16) "
-      "in at least 2 of 5 runs; post-norm with a 20-step warm-up and pre-norm with or without it end "
-      "below 0.1 in 3 of 3 runs each")
+print(
+    "PASS: at lr 0.01, 12 layers, 60 steps: post-norm without warm-up ends above loss 2.0 (chance: ln 16) "
+    "in at least 2 of 5 runs; post-norm with a 20-step warm-up and pre-norm with or without it end "
+    "below 0.1 in 3 of 3 runs each"
+)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained", sharey=True)
-for ax, schedule, title in zip(axes, ["no warm-up", "warm-up"],
-                               ["Full rate from step 1: post-norm can get stuck",
-                                "20-step warm-up: both learn"]):
-    plot_loss_curves({name: curves[name, schedule] for name in VARIANT_STYLE}, title, ax=ax,
-                     chance=np.log(16))
+for ax, schedule, title in zip(
+    axes, ["no warm-up", "warm-up"], ["Full rate from step 1: post-norm can get stuck", "20-step warm-up: both learn"]
+):
+    plot_loss_curves({name: curves[name, schedule] for name in VARIANT_STYLE}, title, ax=ax, chance=np.log(16))
 plt.show()
 
 # %% [markdown]
@@ -522,9 +603,11 @@ tgt = torch.randn(1, 4, d_model)  # (1, T_tgt, d_model): embedded target so far
 src_mask = padding_mask(src_tokens, 0)  # (1, 1, T_src)
 memory = encoder_layer(src, mask=src_mask)  # (1, T_src, d_model)
 out = decoder_layer(tgt, memory, tgt_mask=causal_mask(4), memory_mask=src_mask)  # (1, T_tgt, d_model)
-maps = {"encoder self-attention": encoder_layer.self_attn_weights,  # (1, h, T_src, T_src)
-        "decoder masked self-attention": decoder_layer.self_attn_weights,  # (1, h, T_tgt, T_tgt)
-        "cross-attention (Q: decoder, K/V: encoder)": decoder_layer.cross_attn_weights}  # (1, h, T_tgt, T_src)
+maps = {
+    "encoder self-attention": encoder_layer.self_attn_weights,  # (1, h, T_src, T_src)
+    "decoder masked self-attention": decoder_layer.self_attn_weights,  # (1, h, T_tgt, T_tgt)
+    "cross-attention (Q: decoder, K/V: encoder)": decoder_layer.cross_attn_weights,
+}  # (1, h, T_tgt, T_src)
 for name, w in maps.items():
     print(f"{name:45s} weights {tuple(w.shape)}")
 
@@ -532,12 +615,11 @@ for name, w in maps.items():
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained")
 src_labels, tgt_labels = [f"s{i}" for i in range(4)] + ["pad", "pad"], [f"t{i}" for i in range(4)]
 looks = ["the padding columns are 0", "nothing above the diagonal", "padding columns 0; rectangular"]
-for ax, (name, w), (rows, cols), look in zip(axes, maps.items(), [(src_labels, src_labels),
-                                                                  (tgt_labels, tgt_labels),
-                                                                  (tgt_labels, src_labels)], looks):
+for ax, (name, w), (rows, cols), look in zip(
+    axes, maps.items(), [(src_labels, src_labels), (tgt_labels, tgt_labels), (tgt_labels, src_labels)], looks
+):
     im = ax.imshow(w[0].mean(0).detach(), cmap="viridis", vmin=0, vmax=1)
-    ax.set(title=f"{name}:\n{look}", xticks=range(len(cols)), yticks=range(len(rows)), xlabel="key",
-           ylabel="query")
+    ax.set(title=f"{name}:\n{look}", xticks=range(len(cols)), yticks=range(len(rows)), xlabel="key", ylabel="query")
     ax.set_xticklabels(cols)
     ax.set_yticklabels(rows)
 fig.colorbar(im, ax=axes, shrink=0.8, label="attention weight (mean over heads)")
@@ -553,8 +635,9 @@ enc_w, self_w, cross_w = (w[0].detach() for w in maps.values())
 assert (enc_w[..., 4:] == 0).all() and (cross_w[..., 4:] == 0).all()
 assert (self_w.triu(diagonal=1) == 0).all()
 assert cross_w.shape == (num_heads, 4, 6)
-print("PASS: padding columns are 0, the decoder's self-attention is lower-triangular, "
-      "cross-attention is (T_tgt, T_src)")
+print(
+    "PASS: padding columns are 0, the decoder's self-attention is lower-triangular, cross-attention is (T_tgt, T_src)"
+)
 
 # %% [markdown]
 # Two behavioural checks. The causal mask means a decoder position cannot see the future: changing
@@ -568,8 +651,7 @@ out_changed = decoder_layer(tgt_changed, memory, tgt_mask=causal_mask(4), memory
 assert torch.allclose(out_changed[0, :3], out[0, :3], atol=1e-6) and not torch.allclose(out_changed[0, 3], out[0, 3])
 src_changed = src.clone()
 src_changed[0, 1] += 5.0  # change source token 1
-out_src = decoder_layer(tgt, encoder_layer(src_changed, mask=src_mask), tgt_mask=causal_mask(4),
-                        memory_mask=src_mask)
+out_src = decoder_layer(tgt, encoder_layer(src_changed, mask=src_mask), tgt_mask=causal_mask(4), memory_mask=src_mask)
 assert ((out_src - out).abs().amax(dim=-1) > 1e-3).all()
 print("PASS: no leakage from future target tokens; every target position reads the source")
 
@@ -578,6 +660,7 @@ print("PASS: no leakage from future target tokens; every target position reads t
 #
 # With the pieces above, a layer is a few lines. `sublayer` is the residual-plus-norm wrapper in
 # both flavours.
+
 
 # %%
 def sublayer(x, f, norm, norm_first):
@@ -597,6 +680,7 @@ def decoder_layer_by_hand(layer, y, memory, tgt_mask=None, memory_mask=None):
     y = sublayer(y, lambda z: layer.cross_attn(z, memory, memory, memory_mask)[0], layer.norm2, layer.norm_first)
     return sublayer(y, layer.ff, layer.norm3, layer.norm_first)  # (batch, T_tgt, d_model)
 
+
 # %% [markdown]
 # Build PyTorch's layers (batch-first, ReLU, no dropout), copy their weights into ours with
 # `from_torch`, and compare all three — ours by hand, `utils`, PyTorch — for both norm placements,
@@ -615,14 +699,21 @@ tgt = torch.randn(2, 4, d_model)  # (batch, T_tgt, d_model)
 src_mask = padding_mask(src_tokens, 0)  # (batch, 1, T_src)
 tgt_mask = causal_mask(4) & padding_mask(tgt_tokens, 0)  # (batch, T_tgt, T_tgt)
 for norm_first in (False, True):
-    torch_enc = nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, batch_first=True,
-                                           norm_first=norm_first).eval()
-    torch_dec = nn.TransformerDecoderLayer(d_model, num_heads, d_ff, dropout=0.0, batch_first=True,
-                                           norm_first=norm_first).eval()
+    torch_enc = nn.TransformerEncoderLayer(
+        d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
+    torch_dec = nn.TransformerDecoderLayer(
+        d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
     enc, dec = EncoderLayer.from_torch(torch_enc), DecoderLayer.from_torch(torch_dec)
     theirs_memory = torch_enc(src, src_key_padding_mask=src_tokens == 0)  # (batch, T_src, d_model)
-    theirs_out = torch_dec(tgt, theirs_memory, tgt_mask=~causal_mask(4), tgt_key_padding_mask=tgt_tokens == 0,
-                           memory_key_padding_mask=src_tokens == 0)  # (batch, T_tgt, d_model)
+    theirs_out = torch_dec(
+        tgt,
+        theirs_memory,
+        tgt_mask=~causal_mask(4),
+        tgt_key_padding_mask=tgt_tokens == 0,
+        memory_key_padding_mask=src_tokens == 0,
+    )  # (batch, T_tgt, d_model)
     memory = enc(src, mask=src_mask)
     by_hand = encoder_layer_by_hand(enc, src, src_mask)
     assert torch.allclose(by_hand, memory, atol=1e-6) and torch.allclose(memory, theirs_memory, atol=1e-5)
@@ -631,8 +722,10 @@ for norm_first in (False, True):
     assert torch.allclose(by_hand, out, atol=1e-6) and torch.allclose(out, theirs_out, atol=1e-5)
     unconverted = torch_enc(src, src_key_padding_mask=src_tokens != 0)  # our convention, not negated
     assert not torch.allclose(unconverted, theirs_memory, atol=1e-3)
-    print(f"PASS (norm_first={norm_first}): by hand == utils (to 1e-6) == torch (to 1e-5) for the encoder and "
-          "the decoder layer; torch's masks needed the negation of ours")
+    print(
+        f"PASS (norm_first={norm_first}): by hand == utils (to 1e-6) == torch (to 1e-5) for the encoder and "
+        "the decoder layer; torch's masks needed the negation of ours"
+    )
 
 # %% [markdown]
 # Stacks work the same way: `utils.blocks.Encoder` / `Decoder` are `num_layers` copies of a layer,
@@ -643,10 +736,15 @@ for norm_first in (False, True):
 torch.manual_seed(7)
 torch_stack = nn.TransformerEncoder(
     nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=True),
-    num_layers=3, norm=nn.LayerNorm(d_model), enable_nested_tensor=False).eval()
+    num_layers=3,
+    norm=nn.LayerNorm(d_model),
+    enable_nested_tensor=False,
+).eval()
 stack = Encoder.from_torch(torch_stack)
 assert torch.allclose(stack(src, mask=src_mask), torch_stack(src, src_key_padding_mask=src_tokens == 0), atol=1e-5)
-print(f"PASS: a 3-layer pre-norm utils Encoder (with its final {type(stack.norm).__name__}) == torch.nn.TransformerEncoder")
+print(
+    f"PASS: a 3-layer pre-norm utils Encoder (with its final {type(stack.norm).__name__}) == torch.nn.TransformerEncoder"
+)
 
 # %% [markdown]
 # ## 6. The same attention without its weights
@@ -685,14 +783,17 @@ out_f, no_weights, grad_f = attention_and_gradient(False)
 assert no_weights is None and weights.shape == (batch, 4, T, T)
 assert torch.allclose(out_f, out_w, atol=1e-5) and torch.allclose(grad_f, grad_w, atol=1e-5)
 assert torch.equal(out_f[0, 5], mha.W_o.bias.detach()) and torch.equal(out_w[0, 5], mha.W_o.bias.detach())
-print("PASS: need_weights=False gives the same output and the same gradient (to 1e-5) as the weights path, "
-      "and no weights (None); the query that may attend to nothing outputs exactly the bias of W_o on both")
+print(
+    "PASS: need_weights=False gives the same output and the same gradient (to 1e-5) as the weights path, "
+    "and no weights (None); the query that may attend to nothing outputs exactly the bias of W_o on both"
+)
 
 # %% [markdown]
 # What it saves: the weights path returns, and keeps for the backward pass, one weight per query,
 # key and head — a `(batch, num_heads, T_q, T_k)` tensor per attention layer; the fused path returns
 # none. And time: measure both, forward and backward, alternating the two so that other work on the
 # computer slows both alike; five repeats of 15 runs each.
+
 
 # %% tags=["nbval-ignore-output"]
 def seconds(need_weights):
@@ -710,8 +811,10 @@ for _ in range(5):
     ratios.append(fused / with_weights)
 print(f"weights path: {1000 * with_weights:.1f} ms, fused: {1000 * fused:.1f} ms (last repeat)")
 print("fused / weights time, per repeat:", np.round(ratios, 2))
-print(f"weights kept by the weights path: {weights.numel():,} numbers ({weights.numel() * 4 / 2**20:.0f} MiB) "
-      "for this one layer")
+print(
+    f"weights kept by the weights path: {weights.numel():,} numbers ({weights.numel() * 4 / 2**20:.0f} MiB) "
+    "for this one layer"
+)
 
 # %% [markdown]
 # How much time the fused path saves depends on the hardware and on the sizes (see the ratios
@@ -722,8 +825,10 @@ print(f"weights kept by the weights path: {weights.numel():,} numbers ({weights.
 # %%
 assert max(ratios) < 1.5
 assert weights.numel() == batch * 4 * T * T == 1_048_576
-print("PASS: in 5 of 5 repeats the fused path took less than 1.5x the time of the weights path; "
-      "the weights path keeps 16 x 4 x 128 x 128 = 1,048,576 weights for this layer")
+print(
+    "PASS: in 5 of 5 repeats the fused path took less than 1.5x the time of the weights path; "
+    "the weights path keeps 16 x 4 x 128 x 128 = 1,048,576 weights for this layer"
+)
 
 # %% [markdown]
 # ## Summary
@@ -758,7 +863,6 @@ print("PASS: in 5 of 5 repeats the fused path took less than 1.5x the time of th
 # stands on its own: use only its arguments, `torch` and `math`.
 
 # %%
-import math
 
 import torch
 
@@ -768,6 +872,7 @@ from utils.exercises import lesson06 as check
 # **Exercise 1.** Write `my_layer_norm(x, g, b, eps)`: layer normalisation over the last axis of `x`
 # with gain `g`, bias `b` and `eps` inside the square root. The checker compares it with
 # `torch.nn.LayerNorm`, including a large `eps` and a tiny `H` where small mistakes show.
+
 
 # %%
 def my_layer_norm(x, g, b, eps):
@@ -787,6 +892,7 @@ check.layer_norm(my_layer_norm)
 # Then think: a token $\mathbf x + c$ (every feature shifted by the same $c$) gives the same LayerNorm
 # output as $\mathbf x$; does it give the same RMSNorm output?
 
+
 # %%
 def my_rms_norm(x, g, eps):
     raise NotImplementedError
@@ -804,6 +910,7 @@ check.rms_norm(my_rms_norm)
 # checker tries the base model's sizes from Table 3 (`d_model` 512, `d_ff` 2048, 8 heads, 6 layers, a
 # shared vocabulary of about 37000 tokens) and others, and then compares with the 65 million that
 # Table 3 reports. Does `num_heads` change the count?
+
 
 # %%
 def my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size):

@@ -31,12 +31,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %% [markdown]
 # Everything random is seeded, and torch uses one thread, so that the order in which floating-point
@@ -65,8 +66,13 @@ from utils.translator.attention_maps import cross_attention_map
 from utils.translator.checkpoint import load_checkpoint, save_checkpoint
 from utils.translator.data import make_dataset, to_tensors
 from utils.translator.decode import beam_search, greedy_decode, translate
-from utils.translator.evaluate import (agreement_attention, all_but_heldout_right, evaluate,
-                                       heldout_form_probability, heldout_substitutions)
+from utils.translator.evaluate import (
+    agreement_attention,
+    all_but_heldout_right,
+    evaluate,
+    heldout_form_probability,
+    heldout_substitutions,
+)
 from utils.translator.figures import plot_decoding_steps, plot_head_scores
 from utils.translator.model import Seq2SeqTransformer, parameter_counts
 from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours
@@ -101,10 +107,14 @@ print("threads:", torch.get_num_threads())
 
 # %%
 ds = make_dataset(**recipe.DATA)
-print(f"train {len(ds.train)}, validation {len(ds.val)}, test {len(ds.test)} (new sentences drawn like the "
-      f"training ones), unseen-forms test {len(ds.test_unseen)} sentence pairs")
-print(f"vocabulary: {len(ds.src_vocab)} source tokens, {len(ds.tgt_vocab)} Neo tokens "
-      f"(each with <pad>, <bos>, <eos>, <unk>)")
+print(
+    f"train {len(ds.train)}, validation {len(ds.val)}, test {len(ds.test)} (new sentences drawn like the "
+    f"training ones), unseen-forms test {len(ds.test_unseen)} sentence pairs"
+)
+print(
+    f"vocabulary: {len(ds.src_vocab)} source tokens, {len(ds.tgt_vocab)} Neo tokens "
+    f"(each with <pad>, <bos>, <eos>, <unk>)"
+)
 src_len = [len(p.src) for p in ds.train]
 tgt_len = [len(p.tgt) for p in ds.train]
 print(f"English sentences have {min(src_len)} to {max(src_len)} words, Neo sentences {min(tgt_len)} to {max(tgt_len)}")
@@ -136,12 +146,15 @@ for p in ds.train + ds.val + ds.test + ds.test_unseen:
     counts["behind"] += p.src.count("behind")
     counts["other length"] += len(p.tgt) != len(p.src)
 n_pairs = len(ds.train) + len(ds.val) + len(ds.test) + len(ds.test_unseen)
-print(f"PASS: in all {n_pairs} pairs, the English words without a Neo word are exactly the {counts['a']} "
-      f"'a', the Neo words without an English word exactly one 'ke' per pair, and the English words with two "
-      f"Neo words exactly the {counts['behind']} 'behind'")
+print(
+    f"PASS: in all {n_pairs} pairs, the English words without a Neo word are exactly the {counts['a']} "
+    f"'a', the Neo words without an English word exactly one 'ke' per pair, and the English words with two "
+    f"Neo words exactly the {counts['behind']} 'behind'"
+)
 print(f"{counts['other length']} of {n_pairs} pairs have sides of different lengths")
-monotonic = sum(list(a for a in p.alignment if a is not None) == sorted(a for a in p.alignment if a is not None)
-                for p in ds.train)
+monotonic = sum(
+    list(a for a in p.alignment if a is not None) == sorted(a for a in p.alignment if a is not None) for p in ds.train
+)
 print(f"training pairs whose alignment keeps the English word order: {monotonic} of {len(ds.train)}")
 assert monotonic == 0
 
@@ -156,8 +169,13 @@ gold_matrix = np.zeros((len(example_tgt), len(example_src)))  # (T_tgt, T_src)
 for j, a in enumerate(example_alignment):
     if a is not None:
         gold_matrix[j, a] = 1.0
-fig = plot_cross_attention(gold_matrix, example_src, example_tgt, gold=example_alignment,
-                           title="Gold alignment: 'a' has no Neo word, 'ke' no English word, 'behind' two")
+fig = plot_cross_attention(
+    gold_matrix,
+    example_src,
+    example_tgt,
+    gold=example_alignment,
+    title="Gold alignment: 'a' has no Neo word, 'ke' no English word, 'behind' two",
+)
 
 # %% [markdown]
 # **Held-out forms.** The Neo adjective ending depends only on the noun's gender and number, and the
@@ -171,17 +189,24 @@ held = {f.neo for f in ds.heldout_forms}
 train_words = Counter(w for p in ds.train for w in p.tgt)
 need = Counter(w for p in ds.test_unseen for w in set(p.tgt) & held)
 for f in ds.heldout_forms:
-    others = [grammar.adjective_form(f.english, g, n) if f.kind == "adjective" else grammar.verb_form(f.english, g, n)
-              for g, n in grammar.GENDER_NUMBER if (g, n) != (f.gender, f.number)]
+    others = [
+        grammar.adjective_form(f.english, g, n) if f.kind == "adjective" else grammar.verb_form(f.english, g, n)
+        for g, n in grammar.GENDER_NUMBER
+        if (g, n) != (f.gender, f.number)
+    ]
     assert train_words[f.neo] == 0 and all(train_words[o] > 0 for o in others)
-    print(f"{f.kind:>9} {f.english:<8} {f.gender} {f.number}: {f.neo:<8} held out "
-          f"(trained: {', '.join(others)}); needed by {need[f.neo]} unseen-forms test sentences")
+    print(
+        f"{f.kind:>9} {f.english:<8} {f.gender} {f.number}: {f.neo:<8} held out "
+        f"(trained: {', '.join(others)}); needed by {need[f.neo]} unseen-forms test sentences"
+    )
 assert not any(held & set(p.tgt) for p in ds.train + ds.val + ds.test)
 assert all(held & set(p.tgt) for p in ds.test_unseen)
 train_keys = {p.src for p in ds.train}
 assert not train_keys & {p.src for p in ds.val + ds.test + ds.test_unseen}
-print("PASS: held-out forms occur in no training, validation or in-distribution test sentence, and in every "
-      "unseen-forms test sentence; no test sentence is a training sentence")
+print(
+    "PASS: held-out forms occur in no training, validation or in-distribution test sentence, and in every "
+    "unseen-forms test sentence; no test sentence is a training sentence"
+)
 
 # %% [markdown]
 # ## 2. Ids, padding and batches
@@ -214,12 +239,18 @@ print(tgt)
 
 # %%
 decoder_input, labels = shift_targets(tgt)  # (4, T-1) each
-print("decoder input starts with", ds.tgt_vocab.itos[decoder_input[0, 0]], "| labels start with",
-      ds.tgt_vocab.itos[labels[0, 0]])
+print(
+    "decoder input starts with",
+    ds.tgt_vocab.itos[decoder_input[0, 0]],
+    "| labels start with",
+    ds.tgt_vocab.itos[labels[0, 0]],
+)
 all_src, all_tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)  # (N, S), (N, T)
 examples = int((shift_targets(all_tgt)[1] != ds.tgt_vocab.pad_id).sum())
-print(f"{len(ds.train)} sentences give {examples} next-word training examples "
-      f"({examples / len(ds.train):.2f} per sentence)")
+print(
+    f"{len(ds.train)} sentences give {examples} next-word training examples "
+    f"({examples / len(ds.train):.2f} per sentence)"
+)
 assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus <eos>
 
 # %% [markdown]
@@ -259,10 +290,10 @@ assert sum(counts.values()) == sum(p.numel() for p in model.parameters())
 
 # %%
 d = model.d_model
-ours_std = (model.src_embed.weight * d ** 0.5).std().item()
-default_std = (torch.nn.Embedding(len(ds.src_vocab), d).weight * d ** 0.5).std().item()
+ours_std = (model.src_embed.weight * d**0.5).std().item()
+default_std = (torch.nn.Embedding(len(ds.src_vocab), d).weight * d**0.5).std().item()
 pe_std = model.pe[:15].std().item()
-print(f"d_model = {d}, sqrt(d_model) = {d ** 0.5:.0f}")
+print(f"d_model = {d}, sqrt(d_model) = {d**0.5:.0f}")
 print(f"std of embedding x sqrt(d_model): ours {ours_std:.1f}, torch default {default_std:.1f}; PE {pe_std:.1f}")
 assert 0.8 < ours_std < 1.2 and default_std > 6 * pe_std
 
@@ -284,8 +315,9 @@ with torch.no_grad():
     assert torch.allclose(model(s, changed)[:, :4], base[:, :4], atol=1e-6)
     padded = torch.cat([s, torch.zeros(3, 5, dtype=torch.long)], dim=1)  # (3, S+5): five more <pad>
     assert torch.allclose(model(padded, x_in), base, atol=1e-5)
-print("PASS: no leakage from future target words (max |diff| < 1e-6); source padding changes nothing "
-      "(max |diff| < 1e-5)")
+print(
+    "PASS: no leakage from future target words (max |diff| < 1e-6); source padding changes nothing (max |diff| < 1e-5)"
+)
 
 # %% [markdown]
 # **All positions in one pass.** One call of the model on a batch gives the logits at every target
@@ -297,10 +329,17 @@ print("PASS: no leakage from future target words (max |diff| < 1e-6); source pad
 with torch.no_grad():
     losses = F.cross_entropy(base.transpose(1, 2), y, ignore_index=0, reduction="none")  # (3, T-1)
     real = y != ds.tgt_vocab.pad_id  # (3, T-1)
-    one_by_one = torch.stack([model(s, x_in[:, :k + 1])[:, -1]  # position k sees only positions <= k
-                              for k in range(x_in.shape[1])], dim=1)  # (3, T-1, vocab)
-print(f"1 forward pass: {tuple(losses.shape)} loss terms, of which {int(real.sum())} on real labels "
-      f"(= {' + '.join(str(len(p.tgt) + 1) for p in ds.val[:3])}: every Neo word and <eos>)")
+    one_by_one = torch.stack(
+        [
+            model(s, x_in[:, : k + 1])[:, -1]  # position k sees only positions <= k
+            for k in range(x_in.shape[1])
+        ],
+        dim=1,
+    )  # (3, T-1, vocab)
+print(
+    f"1 forward pass: {tuple(losses.shape)} loss terms, of which {int(real.sum())} on real labels "
+    f"(= {' + '.join(str(len(p.tgt) + 1) for p in ds.val[:3])}: every Neo word and <eos>)"
+)
 print(f"position by position: {x_in.shape[1]} forward passes for the same logits")
 assert int(real.sum()) == sum(len(p.tgt) + 1 for p in ds.val[:3])
 assert torch.allclose(one_by_one[real], base[real], atol=1e-5)
@@ -348,10 +387,21 @@ assert peak == cfg["warmup"]
 # for the attention maps below.
 
 # %% tags=["nbval-ignore-output"]
-history = train(model, all_src, all_tgt, steps=cfg["steps"], batch_size=cfg["batch_size"], warmup=cfg["warmup"],
-                factor=cfg["factor"], label_smoothing=cfg["label_smoothing"], seed=cfg["seed"],
-                num_threads=cfg["num_threads"])
-print(f"{cfg['steps']} steps in {history['seconds']:.1f} s ({history['seconds'] / cfg['steps'] * 1000:.0f} ms per step)")
+history = train(
+    model,
+    all_src,
+    all_tgt,
+    steps=cfg["steps"],
+    batch_size=cfg["batch_size"],
+    warmup=cfg["warmup"],
+    factor=cfg["factor"],
+    label_smoothing=cfg["label_smoothing"],
+    seed=cfg["seed"],
+    num_threads=cfg["num_threads"],
+)
+print(
+    f"{cfg['steps']} steps in {history['seconds']:.1f} s ({history['seconds'] / cfg['steps'] * 1000:.0f} ms per step)"
+)
 
 # %% [markdown]
 # The loss per target word falls from about ln(vocabulary size) to almost zero; the learning rate
@@ -359,8 +409,10 @@ print(f"{cfg['steps']} steps in {history['seconds']:.1f} s ({history['seconds'] 
 
 # %% tags=["nbval-ignore-output"]
 first, last = np.mean(history["loss"][:10]), np.mean(history["loss"][-50:])
-print(f"mean loss: first 10 steps {first:.2f} (ln {len(ds.tgt_vocab)} = {np.log(len(ds.tgt_vocab)):.2f}), "
-      f"last 50 steps {last:.3f}")
+print(
+    f"mean loss: first 10 steps {first:.2f} (ln {len(ds.tgt_vocab)} = {np.log(len(ds.tgt_vocab)):.2f}), "
+    f"last 50 steps {last:.3f}"
+)
 print(f"target positions trained on: {sum(history['tokens']):,d}")
 fig = plot_training_history(history["loss"], history["lr"])
 
@@ -383,7 +435,7 @@ step_probs, chosen = [], []
 with torch.no_grad():
     memory, src_mask = model.encode(src1)  # (1, S, d_model), (1, 1, S)
     ys = torch.tensor([[BOS]])  # (1, 1)
-    for step in range(len(sentence.src) + 5):
+    for _step in range(len(sentence.src) + 5):
         probs = model.decode(ys, memory, src_mask)[0, -1].softmax(-1)  # (vocab,): next-word distribution
         next_id = int(probs.argmax())
         step_probs.append(probs.numpy())
@@ -398,8 +450,7 @@ fig = plot_decoding_steps(np.stack(step_probs), ds.tgt_vocab.itos, chosen)
 
 # %% tags=["nbval-ignore-output"]
 print("source:   ", " ".join(sentence.src))
-print("model:    ", " ".join(step_by_step),
-      f"({len(chosen)} steps, the last one <eos>)" if chosen[-1] == EOS else "")
+print("model:    ", " ".join(step_by_step), f"({len(chosen)} steps, the last one <eos>)" if chosen[-1] == EOS else "")
 print("reference:", " ".join(sentence.tgt), "| same:", step_by_step == list(sentence.tgt))
 
 # %% [markdown]
@@ -421,8 +472,10 @@ result = evaluate(model, ds.test, ds.src_vocab, ds.tgt_vocab)
 unseen = evaluate(model, ds.test_unseen, ds.src_vocab, ds.tgt_vocab)
 val_result = evaluate(model, ds.val, ds.src_vocab, ds.tgt_vocab)
 for name, r in (("in-distribution test", result), ("unseen-forms test", unseen), ("validation", val_result)):
-    print(f"{name:>21}: exact match {r['exact_match']:.3f}, token accuracy {r['token_accuracy']:.3f}, "
-          f"BLEU {r['bleu']:.1f}")
+    print(
+        f"{name:>21}: exact match {r['exact_match']:.3f}, token accuracy {r['token_accuracy']:.3f}, "
+        f"BLEU {r['bleu']:.1f}"
+    )
 rest_right = all_but_heldout_right(unseen["hypotheses"], ds.test_unseen, ds.heldout_forms)
 print(f"unseen-forms test: every word right except the held-out forms in {rest_right:.3f} of the sentences")
 
@@ -430,8 +483,10 @@ print(f"unseen-forms test: every word right except the held-out forms in {rest_r
 assert result["exact_match"] >= 0.98 and result["token_accuracy"] >= 0.98 and result["bleu"] >= 95
 assert unseen["exact_match"] <= 0.02 and rest_right >= 0.75
 print("PASS: in-distribution test: exact match >= 0.98, token accuracy >= 0.98, BLEU >= 95")
-print("PASS: unseen-forms test: exact match <= 0.02, yet every word except the held-out forms right in >= 75% "
-      "of the sentences")
+print(
+    "PASS: unseen-forms test: exact match <= 0.02, yet every word except the held-out forms right in >= 75% "
+    "of the sentences"
+)
 
 # %% [markdown]
 # Your prediction, checked (if you wrote one):
@@ -448,16 +503,20 @@ check.predict_unseen_exact_match(my_prediction)
 subs = heldout_substitutions(unseen["hypotheses"], ds.test_unseen, ds.heldout_forms)
 print("where a held-out form was needed, the model wrote:", ", ".join(f"{k}: {v}" for k, v in subs.items()))
 p_held = heldout_form_probability(model, ds.test_unseen, ds.src_vocab, ds.tgt_vocab, ds.heldout_forms)
-print(f"probability given to the held-out form there (teacher forcing): median {p_held.median():.1e}, "
-      f"largest {p_held.max():.1e}")
+print(
+    f"probability given to the held-out form there (teacher forcing): median {p_held.median():.1e}, "
+    f"largest {p_held.max():.1e}"
+)
 for p, h in [(p, h) for p, h in zip(ds.test_unseen, unseen["hypotheses"]) if list(p.tgt) != h][:3]:
     print(" ", " ".join(p.src), "\n    model:    ", " ".join(h), "\n    reference:", " ".join(p.tgt))
 
 # %%
 assert subs["the held-out form"] == 0 and p_held.max() < 0.01
 assert subs["same stem, a trained ending"] >= 0.5 * sum(subs.values())
-print("PASS: the model never writes a held-out form (probability < 0.01 wherever one is needed); in at "
-      "least half of those places it writes the same adjective or verb with an ending it was trained on")
+print(
+    "PASS: the model never writes a held-out form (probability < 0.01 wherever one is needed); in at "
+    "least half of those places it writes the same adjective or verb with an ending it was trained on"
+)
 
 # %% [markdown]
 # This is a limit of a **word-level vocabulary**, not of attention: the output layer has one row per Neo
@@ -481,8 +540,15 @@ for p, h in wrong[:5]:
     assert beam_search(model, src_ids, BOS, EOS, beam_size=1) == greedy_decode(model, src_ids, BOS, EOS)[0]  # greedy
     beam = ds.tgt_vocab.decode(beam_search(model, src_ids, BOS, EOS, beam_size=4))
     fixed += beam == list(p.tgt)
-    print(" ", " ".join(p.src), "\n    model:    ", " ".join(h), "\n    reference:", " ".join(p.tgt),
-          f"\n    beam (k=4): {' '.join(beam)}  ({'right' if beam == list(p.tgt) else 'still wrong'})")
+    print(
+        " ",
+        " ".join(p.src),
+        "\n    model:    ",
+        " ".join(h),
+        "\n    reference:",
+        " ".join(p.tgt),
+        f"\n    beam (k=4): {' '.join(beam)}  ({'right' if beam == list(p.tgt) else 'still wrong'})",
+    )
 print(f"beam search repairs {fixed} of {min(len(wrong), 5)} shown")
 
 # %% [markdown]
@@ -495,8 +561,10 @@ for text in ["a small apple watches the black horses behind a boat", "the quick 
     output = translate(model, text, ds.src_vocab, ds.tgt_vocab)
     reference = " ".join(grammar.reference_translation(text.split())[0])
     needs = sorted(held & set(reference.split()))
-    print(f"{text}\n  model:     {output}\n  reference: {reference}  ({'right' if output == reference else 'WRONG'}; "
-          f"{'needs the held-out ' + ', '.join(needs) if needs else 'no held-out form'})")
+    print(
+        f"{text}\n  model:     {output}\n  reference: {reference}  ({'right' if output == reference else 'WRONG'}; "
+        f"{'needs the held-out ' + ', '.join(needs) if needs else 'no held-out form'})"
+    )
     src_ids = torch.tensor([ds.src_vocab.encode(text.split(), eos=True)])  # (1, S)
     assert output.split() == ds.tgt_vocab.decode(greedy_decode(model, src_ids, BOS, EOS)[0])
 
@@ -535,15 +603,23 @@ agree = agreement_attention(model, ds.test, ds.src_vocab, ds.tgt_vocab)  # {role
 for role, a in agree.items():
     layer, head = divmod(int(a.argmax()), a.shape[1])
     print(f"{role:>4}: the best head (layer {layer}, head {head}) looks at the noun {a.max():.3f} of the time")
-fig = plot_head_scores({"alignment: the word translated": acc, "determiner: its noun": agree["det"],
-                        "adjective: its noun": agree["adj"], "verb: the subject noun": agree["verb"]},
-                       "How often each cross-attention head's arg-max is on the word named above each panel")
+fig = plot_head_scores(
+    {
+        "alignment: the word translated": acc,
+        "determiner: its noun": agree["det"],
+        "adjective: its noun": agree["adj"],
+        "verb: the subject noun": agree["verb"],
+    },
+    "How often each cross-attention head's arg-max is on the word named above each panel",
+)
 
 # %%
 assert acc.max() >= 0.75 and agree["det"].max() >= 0.9 and agree["adj"].max() <= 0.25
 print("PASS: the best head finds the translated word >= 75% of the time")
-print("PASS: when writing a determiner, some head looks at its noun >= 90% of the time; when writing an "
-      "adjective, no head does more than 25% of the time")
+print(
+    "PASS: when writing a determiner, some head looks at its noun >= 90% of the time; when writing an "
+    "adjective, no head does more than 25% of the time"
+)
 
 # %% [markdown]
 # The determiner comes *before* its noun in Neo, so when the decoder writes it, the gender can only
@@ -561,9 +637,13 @@ print("PASS: when writing a determiner, some head looks at its noun >= 90% of th
 # %%
 example = next(" ".join(p.src) for p, h in zip(ds.test, result["hypotheses"]) if list(p.tgt) == h)
 m = cross_attention_map(model, example, ds.src_vocab, ds.tgt_vocab)
-fig = plot_cross_attention(m["weights"][best_layer][best_head], m["src"], m["tgt"], m["gold"],
-                           title=f"Layer {best_layer}, head {best_head}: each Neo word looks at the word it "
-                                 f"translates (circles)")
+fig = plot_cross_attention(
+    m["weights"][best_layer][best_head],
+    m["src"],
+    m["tgt"],
+    m["gold"],
+    title=f"Layer {best_layer}, head {best_head}: each Neo word looks at the word it translates (circles)",
+)
 assert m["gold"] is not None  # the model's translation equals the reference, so gold applies
 print("PASS: the example is translated right, so its gold alignment applies")
 
@@ -589,8 +669,11 @@ with tempfile.TemporaryDirectory() as tmp:
         load_checkpoint(path, model=Seq2SeqTransformer(dataclasses.replace(recipe.MODEL, d_model=32)))
     except ValueError as err:
         print("mismatched model: ValueError:", err)
-same = all(translate(loaded, " ".join(p.src), src_vocab, tgt_vocab) == translate(model, " ".join(p.src), ds.src_vocab,
-                                                                                 ds.tgt_vocab) for p in ds.test[:50])
+same = all(
+    translate(loaded, " ".join(p.src), src_vocab, tgt_vocab)
+    == translate(model, " ".join(p.src), ds.src_vocab, ds.tgt_vocab)
+    for p in ds.test[:50]
+)
 print("reloaded model translates the same:", same)
 assert same
 
@@ -623,9 +706,9 @@ assert same
 # paper's base model (`d_model` = 512, `warmup` = 4000), and how high?
 
 # %%
-import math
 
 import torch
+
 
 # %%
 def my_lrate(step, d_model, warmup):
@@ -643,6 +726,7 @@ check.warmup_learning_rate(my_lrate)
 # `torch.nn.functional.cross_entropy(logits, labels, ignore_index=pad_id,
 # label_smoothing=epsilon)` — without calling it.
 
+
 # %%
 def my_smoothed_loss(logits, labels, epsilon, pad_id):
     raise NotImplementedError
@@ -659,6 +743,7 @@ check.label_smoothed_loss(my_smoothed_loss)
 # Write `my_beam_score(token_log_probs, alpha)` for a list of the per-token log-probabilities of one
 # hypothesis (its `<eos>` included).
 
+
 # %%
 def my_beam_score(token_log_probs, alpha):
     raise NotImplementedError
@@ -671,6 +756,7 @@ check.beam_score(my_beam_score)
 # `my_greedy(model, src, bos_id, eos_id, max_len)` for a whole batch with `model.encode(src)` and
 # `model.decode(ys, memory, src_mask)`: return one list of ids per sentence, without `<bos>` and cut
 # before `<eos>`, and never more than `max_len` steps.
+
 
 # %%
 def my_greedy(model, src, bos_id, eos_id, max_len):

@@ -35,12 +35,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %% [markdown]
 # Everything below is seeded, and torch trains on one thread, as the stored runs of section 3 did:
@@ -55,12 +56,32 @@ import numpy as np
 import torch
 
 from utils.exercises import lesson08 as check
-from utils.extrapolation import (PE_KINDS, SEED_RUNS, LengthModel, accuracy_by_position, accuracy_ranges,
-                                 copy_head, evaluate, in_range, largest_change, load_seed_runs, plot_accuracy_ranges,
-                                 plot_copy_heads, plot_position_accuracy, seed_range, task_batch, train)
+from utils.extrapolation import (
+    PE_KINDS,
+    SEED_RUNS,
+    LengthModel,
+    accuracy_by_position,
+    accuracy_ranges,
+    copy_head,
+    evaluate,
+    in_range,
+    largest_change,
+    load_seed_runs,
+    plot_accuracy_ranges,
+    plot_copy_heads,
+    plot_position_accuracy,
+    seed_range,
+    task_batch,
+    train,
+)
 from utils.multihead import MultiHeadAttention
-from utils.positional import (LearnedPositionalEncoding, angular_frequencies, apply_rotary,
-                              sinusoidal_encoding, sinusoidal_encoding_2d)
+from utils.positional import (
+    LearnedPositionalEncoding,
+    angular_frequencies,
+    apply_rotary,
+    sinusoidal_encoding,
+    sinusoidal_encoding_2d,
+)
 
 torch.set_num_threads(1)
 _ = torch.manual_seed(0)
@@ -113,6 +134,7 @@ except ValueError as err:
 #
 # Build $M_k$ naively, with a loop over the blocks, and check the identity again.
 
+
 # %%
 def rotation_matrix(k, d):
     """Lesson 02's M_k (d, d): block i turns the pair (2i, 2i+1) by the angle w_i k."""
@@ -163,8 +185,10 @@ for offset in (-5, -1, 0, 1, 2, 8, 30):
     q_m = apply_rotary(q.expand(len(starts), d), starts)  # (M, d_k): q at each m
     k_n = apply_rotary(k.expand(len(starts), d), starts + offset)  # (M, d_k): k at n = m + offset
     table[offset] = (q_m * k_n).sum(-1)  # (M,) dot products
-    print(f"offset {offset:+3d}: q.k at m = {starts.tolist()}: "
-          f"min {table[offset].min():+.6f}, max {table[offset].max():+.6f}")
+    print(
+        f"offset {offset:+3d}: q.k at m = {starts.tolist()}: "
+        f"min {table[offset].min():+.6f}, max {table[offset].max():+.6f}"
+    )
 assert all((v.max() - v.min()).abs() < 1e-9 for v in table.values())
 assert len({round(v[0].item(), 6) for v in table.values()}) == len(table)  # but it does depend on the offset
 print("PASS: after rotation, q.k depends only on the offset n - m")
@@ -245,11 +269,14 @@ STEPS = 400
 models, losses, seconds = {}, {}, {}
 for pe_kind in PE_KINDS:
     start = time.perf_counter()
-    models[pe_kind], losses[pe_kind] = train(pe_kind, STEPS, train_len=TRAIN_LEN, vocab_size=VOCAB,
-                                             shift=SHIFT, seed=0, max_position=MAX_POSITION)
+    models[pe_kind], losses[pe_kind] = train(
+        pe_kind, STEPS, train_len=TRAIN_LEN, vocab_size=VOCAB, shift=SHIFT, seed=0, max_position=MAX_POSITION
+    )
     seconds[pe_kind] = time.perf_counter() - start
-    print(f"{pe_kind:>18}: loss {np.mean(losses[pe_kind][:20]):.3f} (first 20 steps) -> "
-          f"{np.mean(losses[pe_kind][-20:]):.4f} (last 20 steps), {seconds[pe_kind]:.1f} s")
+    print(
+        f"{pe_kind:>18}: loss {np.mean(losses[pe_kind][:20]):.3f} (first 20 steps) -> "
+        f"{np.mean(losses[pe_kind][-20:]):.4f} (last 20 steps), {seconds[pe_kind]:.1f} s"
+    )
 
 # %%
 final = {pe_kind: np.mean(losses[pe_kind][-20:]) for pe_kind in PE_KINDS}
@@ -312,19 +339,27 @@ print(f"PASS: at every test length, every variant trained above lies within the 
 # coincide.
 
 # %%
-fig = plot_accuracy_ranges(copy_ranges, TRAIN_LEN, chance=1 / (VOCAB - 1), live=accuracy,
-                           title="Delayed copy: past length 16, sinusoidal and learned fall; offsets and RoPE hold more")
+fig = plot_accuracy_ranges(
+    copy_ranges,
+    TRAIN_LEN,
+    chance=1 / (VOCAB - 1),
+    live=accuracy,
+    title="Delayed copy: past length 16, sinusoidal and learned fall; offsets and RoPE hold more",
+)
 plt.show()
 
 # %% [markdown]
 # Every claim about the curves, checked on each of the five stored seeds *and* on the models trained
 # above (the printed numbers are the stored ones):
 
+
 # %%
 def accs(task, name):
     """Per-seed {length: accuracy} of the stored runs."""
-    return [{int(n): a for n, a in r["accuracy"].items()}
-            for r in runs["runs"][task][name.replace(" (clamped)", "")].values()]
+    return [
+        {int(n): a for n, a in r["accuracy"].items()}
+        for r in runs["runs"][task][name.replace(" (clamped)", "")].values()
+    ]
 
 
 def mean_over(acc, lengths):
@@ -340,8 +375,10 @@ for name in ("sinusoidal", "learned (clamped)", "rope", "sinusoidal+offsets"):
 assert all(mean_over(a, IN_RANGE) < 0.35 for a in every["none"])
 low = min(mean_over(a, IN_RANGE) for name in NAMES if name != "none" for a in stored[name])
 high = max(mean_over(a, IN_RANGE) for a in stored["none"])
-print(f"PASS: lengths <= {TRAIN_LEN}: every model with a position signal >= 0.95 (lowest stored mean {low:.2f}); "
-      f"without PE < 0.35 (highest {high:.2f})")
+print(
+    f"PASS: lengths <= {TRAIN_LEN}: every model with a position signal >= 0.95 (lowest stored mean {low:.2f}); "
+    f"without PE < 0.35 (highest {high:.2f})"
+)
 
 # %%
 at = {name: [a[AT_3L] for a in every[name]] for name in NAMES}  # index i = seed i, the last is the live model
@@ -350,8 +387,10 @@ assert all(r > s + 0.15 for r, s in zip(at["rope"], at["sinusoidal"]))
 assert all(o > 0.8 for o in at["sinusoidal+offsets"])
 assert all(o > r + 0.05 for o, r in zip(at["sinusoidal+offsets"], at["rope"]))
 gap = min(o - r for o, r in zip(at["sinusoidal+offsets"][:-1], at["rope"][:-1]))
-print(f"PASS: length {AT_3L}: sinusoidal and clamped-learned < 0.5 in every run; RoPE above sinusoidal by > 0.15 "
-      f"in every seed; sinusoidal+offsets > 0.8 and above RoPE in every seed (smallest stored gap {gap:.2f})")
+print(
+    f"PASS: length {AT_3L}: sinusoidal and clamped-learned < 0.5 in every run; RoPE above sinusoidal by > 0.15 "
+    f"in every seed; sinusoidal+offsets > 0.8 and above RoPE in every seed (smallest stored gap {gap:.2f})"
+)
 
 # %% [markdown]
 # Your prediction, checked (if you wrote one). The sinusoidal model's accuracy at length 48 lies between
@@ -359,8 +398,10 @@ print(f"PASS: length {AT_3L}: sinusoidal and clamped-learned < 0.5 in every run;
 
 # %%
 assert all(0.2 < a < 0.5 for a in at["sinusoidal"])
-print(f"PASS: sinusoidal at length {AT_3L}: between 0.2 and 0.5 in all {len(at['sinusoidal'])} runs "
-      "(the stored seeds and the model trained above)")
+print(
+    f"PASS: sinusoidal at length {AT_3L}: between 0.2 and 0.5 in all {len(at['sinusoidal'])} runs "
+    "(the stored seeds and the model trained above)"
+)
 check.predict_sinusoidal_at_48(my_prediction)
 
 # %% [markdown]
@@ -368,10 +409,13 @@ check.predict_sinusoidal_at_48(my_prediction)
 # each *position* of length-48 sequences separates the two (the models trained above):
 
 # %%
-by_position = {name: accuracy_by_position(models[name.replace(" (clamped)", "")], AT_3L, VOCAB, SHIFT,
-                                          clamp="clamped" in name) for name in NAMES}
-fig = plot_position_accuracy(by_position, TRAIN_LEN,
-                             title="Length 48: sinusoidal and clamped-learned are right only where they trained")
+by_position = {
+    name: accuracy_by_position(models[name.replace(" (clamped)", "")], AT_3L, VOCAB, SHIFT, clamp="clamped" in name)
+    for name in NAMES
+}
+fig = plot_position_accuracy(
+    by_position, TRAIN_LEN, title="Length 48: sinusoidal and clamped-learned are right only where they trained"
+)
 plt.show()
 
 # %% [markdown]
@@ -380,13 +424,16 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 BINS = {"0..15": (0, TRAIN_LEN), "16..31": (TRAIN_LEN, 2 * TRAIN_LEN), "32..47": (2 * TRAIN_LEN, AT_3L)}
-live_bins = {name: {b: acc[lo:hi].nanmean().item() for b, (lo, hi) in BINS.items()} for name, acc in by_position.items()}
+live_bins = {
+    name: {b: acc[lo:hi].nanmean().item() for b, (lo, hi) in BINS.items()} for name, acc in by_position.items()
+}
 for name, b in live_bins.items():
     print(f"{name:>18}: " + ", ".join(f"positions {k} {v:.2f}" for k, v in b.items()))
 
 # %%
-pos_runs = {name: [r["by_position"] for r in runs["runs"]["copy"][name.replace(" (clamped)", "")].values()]
-            for name in NAMES}
+pos_runs = {
+    name: [r["by_position"] for r in runs["runs"]["copy"][name.replace(" (clamped)", "")].values()] for name in NAMES
+}
 pos_ranges = {name: {b: seed_range([r[b] for r in pos_runs[name]]) for b in BINS} for name in NAMES}
 for name in NAMES:
     print(f"{name:>18}: " + ", ".join(f"{b} {'%.2f [%.2f-%.2f]' % pos_ranges[name][b]}" for b in BINS))
@@ -400,12 +447,16 @@ def unseen(b):
 for name in ("sinusoidal", "learned (clamped)"):
     assert all(b["0..15"] > 0.85 and unseen(b) < 0.3 for b in pos_every[name]), name
 assert all(abs(unseen(s) - unseen(n)) < 0.1 for s, n in zip(pos_every["sinusoidal"], pos_every["none"]))
-print("PASS: sinusoidal and clamped-learned: > 0.85 at positions 0..15, < 0.3 past them (within 0.1 of no PE), "
-      "in every run")
+print(
+    "PASS: sinusoidal and clamped-learned: > 0.85 at positions 0..15, < 0.3 past them (within 0.1 of no PE), "
+    "in every run"
+)
 assert all(min(b.values()) > 0.7 for b in pos_every["sinusoidal+offsets"])
 assert all(b["0..15"] < 0.9 for b in pos_every["rope"])
-print("PASS: sinusoidal+offsets > 0.7 in every range of positions; RoPE < 0.9 even at positions 0..15, "
-      "which it saw, in every run")
+print(
+    "PASS: sinusoidal+offsets > 0.7 in every range of positions; RoPE < 0.9 even at positions 0..15, "
+    "which it saw, in every run"
+)
 
 # %% [markdown]
 # Three different behaviours. Sinusoidal PE (and the clamped learned table) is right at positions
@@ -427,8 +478,10 @@ print("PASS: sinusoidal+offsets > 0.7 in every range of positions; RoPE < 0.9 ev
 HEAD_NAMES = ("sinusoidal", "rope", "sinusoidal+offsets")
 heads = {name: copy_head(models[name], AT_3L, TRAIN_LEN, VOCAB, SHIFT) for name in HEAD_NAMES}
 for name, h in heads.items():
-    print(f"{name:>18}: layer {h['layer']}, head {h['head']}: weight on key t-2 at seen positions "
-          f"{h['seen']:.2f}, at unseen positions {h['unseen']:.2f}")
+    print(
+        f"{name:>18}: layer {h['layer']}, head {h['head']}: weight on key t-2 at seen positions "
+        f"{h['seen']:.2f}, at unseen positions {h['unseen']:.2f}"
+    )
 
 # %% [markdown]
 # The maps of those heads for one length-48 sequence (dashed: position 16, where training lengths
@@ -452,16 +505,22 @@ plt.show()
 # %%
 head_runs = {name: [r["copy_head"] for r in runs["runs"]["copy"][name].values()] for name in HEAD_NAMES}
 for name in HEAD_NAMES:
-    print(f"{name:>18}: " + ", ".join(f"{label} {'%.2f [%.2f-%.2f]' % seed_range([h[key] for h in head_runs[name]])}"
-                                      for key, label in (("seen", "seen"), ("unseen", "unseen"),
-                                                         ("at_train_len", "at length 16"))))
+    print(
+        f"{name:>18}: "
+        + ", ".join(
+            f"{label} {'%.2f [%.2f-%.2f]' % seed_range([h[key] for h in head_runs[name]])}"
+            for key, label in (("seen", "seen"), ("unseen", "unseen"), ("at_train_len", "at length 16"))
+        )
+    )
 head_every = {name: head_runs[name] + [heads[name]] for name in HEAD_NAMES}
 assert all(h["seen"] > 0.8 and h["unseen"] < 0.15 for h in head_every["sinusoidal"])
 assert all(h["at_train_len"] > 0.95 for h in head_every["rope"])
 assert all(r["unseen"] > s["unseen"] + 0.15 for r, s in zip(head_every["rope"], head_every["sinusoidal"]))
 assert all(h["unseen"] > 0.6 for h in head_every["sinusoidal+offsets"])
-print("PASS: the sinusoidal copy head points at t-2 at seen positions (> 0.8) and loses it at unseen ones (< 0.15); "
-      "RoPE's keeps more of it in every seed; sinusoidal+offsets keeps > 0.6")
+print(
+    "PASS: the sinusoidal copy head points at t-2 at seen positions (> 0.8) and loses it at unseen ones (< 0.15); "
+    "RoPE's keeps more of it in every seed; sinusoidal+offsets keeps > 0.6"
+)
 
 # %% [markdown]
 # The picture explains the curves. With sinusoidal PE the copy head learned a bilinear form
@@ -502,32 +561,42 @@ ABS_LENGTHS = runs["setup"]["absolute_test_lengths"]
 tokens, targets = task_batch("absolute", 1, 10, VOCAB, ANCHOR, torch.Generator().manual_seed(3))  # (1, 10)
 print("input  x:", tokens[0].tolist())
 print("target y:", ["-" if y < 0 else int(y) for y in targets[0]])
-assert (targets[0, :ANCHOR] == tokens[0, ANCHOR]).all() and (targets[0, ANCHOR + 1:] == tokens[0, ANCHOR]).all()
+assert (targets[0, :ANCHOR] == tokens[0, ANCHOR]).all() and (targets[0, ANCHOR + 1 :] == tokens[0, ANCHOR]).all()
 
 # %% [markdown]
 # The stored runs have all five variants; train one here, RoPE (seed 0), the variant a relative task
 # favoured:
 
 # %% tags=["nbval-ignore-output"]
-rope_abs, rope_abs_losses = train("rope", STEPS, train_len=TRAIN_LEN, vocab_size=VOCAB, shift=ANCHOR, seed=0,
-                                  task="absolute")
+rope_abs, rope_abs_losses = train(
+    "rope", STEPS, train_len=TRAIN_LEN, vocab_size=VOCAB, shift=ANCHOR, seed=0, task="absolute"
+)
 rope_abs_acc = evaluate(rope_abs, ABS_LENGTHS, VOCAB, ANCHOR, task="absolute")
-print(f"rope, absolute copy: loss {np.mean(rope_abs_losses[-20:]):.4f} (last 20 steps); accuracy "
-      + ", ".join(f"{n}: {a:.2f}" for n, a in rope_abs_acc.items()))
+print(
+    f"rope, absolute copy: loss {np.mean(rope_abs_losses[-20:]):.4f} (last 20 steps); accuracy "
+    + ", ".join(f"{n}: {a:.2f}" for n, a in rope_abs_acc.items())
+)
 
 # %%
 abs_ranges = accuracy_ranges(runs, "absolute", NAMES)
 print(f"absolute copy, token accuracy, mean [min-max] over seeds {runs['seeds']}")
 print("length            " + "".join(f"{n:>18}" for n in ABS_LENGTHS[:2] + ABS_LENGTHS[-1:]))
 for name in NAMES:
-    print(f"{name:<18}" + "".join(f"{'%.2f [%.2f-%.2f]' % abs_ranges[name][n]:>18}"
-                                  for n in ABS_LENGTHS[:2] + ABS_LENGTHS[-1:]))
+    print(
+        f"{name:<18}"
+        + "".join(f"{'%.2f [%.2f-%.2f]' % abs_ranges[name][n]:>18}" for n in ABS_LENGTHS[:2] + ABS_LENGTHS[-1:])
+    )
 assert all(in_range(rope_abs_acc[n], abs_ranges["rope"][n], TOL) for n in ABS_LENGTHS)
 print(f"PASS: the RoPE model trained above lies within the stored min-max +/- {TOL} at every length")
 
 # %%
-fig = plot_accuracy_ranges(abs_ranges, TRAIN_LEN, chance=1 / (VOCAB - 1), live={"rope": rope_abs_acc},
-                           title="Absolute copy: RoPE learns it up to 16 and loses it past; offsets never learn it")
+fig = plot_accuracy_ranges(
+    abs_ranges,
+    TRAIN_LEN,
+    chance=1 / (VOCAB - 1),
+    live={"rope": rope_abs_acc},
+    title="Absolute copy: RoPE learns it up to 16 and loses it past; offsets never learn it",
+)
 plt.show()
 
 # %% [markdown]
@@ -541,8 +610,10 @@ for name in ("sinusoidal", "learned (clamped)"):
 assert all(a[8] >= 0.97 and a[TRAIN_LEN] >= 0.97 and a[AT_3L] < 0.3 for a in ab["rope"] + [rope_abs_acc])
 for name in ("none", "sinusoidal+offsets"):
     assert all(max(a.values()) < 0.35 for a in ab[name]), name
-print(f"PASS: sinusoidal and learned >= 0.97 at every length up to {AT_3L}; RoPE >= 0.97 up to {TRAIN_LEN} but "
-      f"< 0.3 at {AT_3L}; no PE and sinusoidal+offsets < 0.35 everywhere (all seeds)")
+print(
+    f"PASS: sinusoidal and learned >= 0.97 at every length up to {AT_3L}; RoPE >= 0.97 up to {TRAIN_LEN} but "
+    f"< 0.3 at {AT_3L}; no PE and sinusoidal+offsets < 0.35 everywhere (all seeds)"
+)
 
 # %% [markdown]
 # Two surprises. First, RoPE did **not** lose inside the training range: although its scores depend on
@@ -617,8 +688,9 @@ assert torch.equal(patches[2], image[0:8, 16:24].reshape(-1))  # patch 2 = row 0
 d_model, grid = 32, H // P
 pe2d = sinusoidal_encoding_2d(grid, grid, d_model, dtype=torch.float64).view(grid, grid, d_model)  # (4, 4, d_model)
 for dr, dc in ((0, 1), (1, 0), (1, 1), (2, -1)):
-    dots = torch.stack([pe2d[r, c] @ pe2d[r + dr, c + dc]
-                        for r in range(grid - dr) for c in range(max(0, -dc), grid - max(0, dc))])
+    dots = torch.stack(
+        [pe2d[r, c] @ pe2d[r + dr, c + dc] for r in range(grid - dr) for c in range(max(0, -dc), grid - max(0, dc))]
+    )
     assert torch.allclose(dots, dots[0].expand_as(dots), atol=1e-12)
     print(f"offset ({dr:+d}, {dc:+d}): PE.PE = {dots[0]:.4f} at all {len(dots)} pairs")
 print("PASS: 2-D PE dot products depend only on the 2-D offset")
@@ -651,8 +723,10 @@ with torch.no_grad():
     tok = W_embed(patches)[None]  # (1, 16, d_model), no PE
     pos = sinusoidal_encoding_2d(grid, grid, d_model)  # (16, d_model)
     no_pe, no_pe_swapped = mha(tok, tok, tok)[0], mha(tok[:, swap], tok[:, swap], tok[:, swap])[0]
-    with_pe, with_pe_swapped = mha(tok + pos, tok + pos, tok + pos)[0], mha(
-        tok[:, swap] + pos, tok[:, swap] + pos, tok[:, swap] + pos)[0]
+    with_pe, with_pe_swapped = (
+        mha(tok + pos, tok + pos, tok + pos)[0],
+        mha(tok[:, swap] + pos, tok[:, swap] + pos, tok[:, swap] + pos)[0],
+    )
 assert torch.allclose(no_pe_swapped, no_pe[:, swap], atol=1e-5)
 assert not torch.allclose(with_pe_swapped, with_pe[:, swap], atol=1e-3)
 print("PASS: without PE a swap only permutes the outputs; with 2-D PE the model sees where each patch is")
@@ -674,8 +748,10 @@ fig, axes = plt.subplots(1, 3, figsize=(12, 4), layout="constrained")
 hidden = torch.ones(16, dtype=torch.bool)
 hidden[keep] = False
 masked = patches.masked_fill(hidden[:, None], 0.3)  # (16, 64): hidden patches shown flat grey
-panels = [(image, "image and its 4 x 4 patches"),
-          (masked.view(grid, grid, P, P).permute(0, 2, 1, 3).reshape(H, W), "MAE: the encoder sees 4 patches")]
+panels = [
+    (image, "image and its 4 x 4 patches"),
+    (masked.view(grid, grid, P, P).permute(0, 2, 1, 3).reshape(H, W), "MAE: the encoder sees 4 patches"),
+]
 for ax, (img, title) in zip(axes[[0, 2]], panels):
     ax.imshow(img, cmap="gray", vmin=0, vmax=1)
     ax.set_xticks(np.arange(0, W + 1, P) - 0.5, labels=[])
@@ -684,8 +760,13 @@ for ax, (img, title) in zip(axes[[0, 2]], panels):
     ax.set_title(title)
 heat = axes[1].imshow(weights[0].mean(0)[2].view(grid, grid), cmap="viridis", vmin=0)
 fig.colorbar(heat, ax=axes[1], label="attention weight", shrink=0.8)
-axes[1].set(title="where patch 2 (row 0, column 2) looks:\nrandom untrained weights, mean of heads",
-            xticks=range(grid), yticks=range(grid), xlabel="patch column", ylabel="patch row")
+axes[1].set(
+    title="where patch 2 (row 0, column 2) looks:\nrandom untrained weights, mean of heads",
+    xticks=range(grid),
+    yticks=range(grid),
+    xlabel="patch column",
+    ylabel="patch row",
+)
 plt.show()
 
 # %% [markdown]
@@ -740,6 +821,7 @@ import torch
 # $w_i = 1/10000^{2i/d}$ (compute it yourself), the same $2 \times 2$ block as lesson 02's $M_k$ (so
 # that rotating $PE_0$ by $t$ gives $PE_t$).
 
+
 # %%
 def my_rope(x, positions):
     raise NotImplementedError
@@ -758,6 +840,7 @@ check.rope_rotate(my_rope)
 # 40 follows the same rule as at offset 4 and goes straight into the score, through no trained weight.
 # What does a head with a steep slope do with a key 40 positions away?
 
+
 # %%
 def my_alibi(T, num_heads):
     raise NotImplementedError
@@ -771,6 +854,7 @@ check.alibi_bias(my_alibi)
 # patches in reading order (patch k sits at row k // cols, column k % cols). The first d_model / 2
 # features are lesson 01's sinusoidal PE, of width d_model / 2, of the patch's row; the last d_model / 2
 # the same for its column.
+
 
 # %%
 def my_pe_2d(rows, cols, d_model):

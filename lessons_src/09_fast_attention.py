@@ -30,12 +30,13 @@ import sys
 
 if "google.colab" in sys.modules:
     requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
     if pip.returncode != 0:
         reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
-        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "
-                         "Check that this runtime is online, then run this cell again.")
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
 
 # %% [markdown]
 # As in lesson 07: everything random is seeded, and torch uses one thread, so that sums of floats are
@@ -57,9 +58,19 @@ import torch
 import torch.nn.functional as F
 
 from utils.attention import scaled_dot_product_attention
-from utils.fast_attention import (causal_skipped_tiles, decode_step, greedy_steps, grouped_query_attention,
-                                  kv_cache_bytes, loglog_slope, online_softmax, peak_tensor_bytes, start_cache,
-                                  tiled_attention, time_per_token)
+from utils.fast_attention import (
+    causal_skipped_tiles,
+    decode_step,
+    greedy_steps,
+    grouped_query_attention,
+    kv_cache_bytes,
+    loglog_slope,
+    online_softmax,
+    peak_tensor_bytes,
+    start_cache,
+    tiled_attention,
+    time_per_token,
+)
 from utils.masks import causal_mask
 from utils.multihead import merge_heads, split_heads
 from utils.tile_widget import plot_tiles, tile_explorer
@@ -72,8 +83,13 @@ from utils.translator.train import train
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
-COLORS = {"uncached": "#c44e52", "cached": "#4c72b0", "plain": "#c44e52", "key blocks": "#4c72b0",
-          "tiles": "#55a868"}  # one colour per variant across the lesson
+COLORS = {
+    "uncached": "#c44e52",
+    "cached": "#4c72b0",
+    "plain": "#c44e52",
+    "key blocks": "#4c72b0",
+    "tiles": "#55a868",
+}  # one colour per variant across the lesson
 
 # %% [markdown]
 # ## 1. A translator to decode with
@@ -97,13 +113,14 @@ print({k: getattr(MODEL, k) for k in ("d_model", "num_heads", "num_layers", "max
 # %% tags=["nbval-ignore-output"]
 history = train(model, all_src, all_tgt, **TRAIN)
 result = evaluate(model, ds.test, ds.src_vocab, ds.tgt_vocab)
-print(f"{TRAIN['steps']} steps in {history['seconds']:.1f} s; held-out exact match {result['exact_match']:.3f}, "
-      f"token accuracy {result['token_accuracy']:.3f}")
+print(
+    f"{TRAIN['steps']} steps in {history['seconds']:.1f} s; held-out exact match {result['exact_match']:.3f}, "
+    f"token accuracy {result['token_accuracy']:.3f}"
+)
 
 # %%
 assert result["exact_match"] >= 0.85 and result["token_accuracy"] >= 0.9
-print("PASS: the shorter recipe translates >= 85% of the held-out sentences exactly "
-      "(token accuracy >= 0.9)")
+print("PASS: the shorter recipe translates >= 85% of the held-out sentences exactly (token accuracy >= 0.9)")
 
 # %% [markdown]
 # ## 2. The key-value cache
@@ -114,8 +131,10 @@ print("PASS: the shorter recipe translates >= 85% of the held-out sentences exac
 
 # %%
 for n in (8, 16, 32, 64):
-    print(f"n = {n:2d}: {n * (n + 1) // 2:5d} decoder positions without a cache, {n:2d} with one "
-          f"({(n + 1) / 2:.1f}x fewer)")
+    print(
+        f"n = {n:2d}: {n * (n + 1) // 2:5d} decoder positions without a cache, {n:2d} with one "
+        f"({(n + 1) / 2:.1f}x fewer)"
+    )
 
 # %% [markdown]
 # Why may we keep the old ones? With the causal mask, position $i$ of every decoder layer sees only
@@ -192,8 +211,7 @@ print(f"PASS: cached and uncached greedy decoding give the same tokens on all {l
 ids_plain, logits_plain = greedy_steps(model, test_src[:100], BOS, 64, use_cache=False)
 ids_cached, logits_cached = greedy_steps(model, test_src[:100], BOS, 64, use_cache=True)
 assert torch.equal(ids_plain, ids_cached) and torch.allclose(logits_plain, logits_cached, atol=1e-4)
-print(f"PASS: 64 forced steps on 100 sentences: the same tokens, logits {tuple(logits_plain.shape)} "
-      "equal within 1e-4")
+print(f"PASS: 64 forced steps on 100 sentences: the same tokens, logits {tuple(logits_plain.shape)} equal within 1e-4")
 
 # %% [markdown]
 # **Time per generated token.** We force $n$ steps for $n$ = 8, 16, 32, 64 on 64 held-out sentences at once,
@@ -203,8 +221,10 @@ print(f"PASS: 64 forced steps on 100 sentences: the same tokens, logits {tuple(l
 
 # %% tags=["nbval-ignore-output"]
 lengths, batch_src = [8, 16, 32, 64], test_src[:64]  # (64, S)
-per_token = {mode: {n: time_per_token(model, batch_src, BOS, n, use_cache=(mode == "cached"), repeats=5)
-                    for n in lengths} for mode in ("uncached", "cached")}
+per_token = {
+    mode: {n: time_per_token(model, batch_src, BOS, n, use_cache=(mode == "cached"), repeats=5) for n in lengths}
+    for mode in ("uncached", "cached")
+}
 fig, ax = plt.subplots(figsize=(6, 3.6))
 for mode, times in per_token.items():
     med = [1000 * statistics.median(times[n]) for n in lengths]
@@ -240,10 +260,14 @@ num_layers, attn = len(model.decoder.layers), model.decoder.layers[0].self_attn
 num_heads, d_k = attn.num_heads, attn.d_k
 self_formula = kv_cache_bytes(num_layers, num_heads, d_k, cache.length, 4, batch=2)
 cross_formula = kv_cache_bytes(num_layers, num_heads, d_k, src2.shape[1], 4, batch=2)
-print(f"self-attention: {num_layers} x 2 x {num_heads} x {d_k} x {cache.length} x 4 x 2 = "
-      f"{self_formula} bytes; the tensors hold {cache.nbytes('self')}")
-print(f"cross-attention: {num_layers} x 2 x {num_heads} x {d_k} x {src2.shape[1]} x 4 x 2 = "
-      f"{cross_formula} bytes; the tensors hold {cache.nbytes('cross')}")
+print(
+    f"self-attention: {num_layers} x 2 x {num_heads} x {d_k} x {cache.length} x 4 x 2 = "
+    f"{self_formula} bytes; the tensors hold {cache.nbytes('self')}"
+)
+print(
+    f"cross-attention: {num_layers} x 2 x {num_heads} x {d_k} x {src2.shape[1]} x 4 x 2 = "
+    f"{cross_formula} bytes; the tensors hold {cache.nbytes('cross')}"
+)
 assert cache.nbytes("self") == self_formula and cache.nbytes("cross") == cross_formula
 print("PASS: the formula gives the cache's bytes exactly")
 
@@ -276,8 +300,10 @@ for g in (8, 2, 1):  # multi-head, grouped-query (4 query heads per key head), m
     assert torch.allclose(ours, theirs, atol=1e-5)
     cache_here = k.numel() * k.element_size() + v.numel() * v.element_size()
     assert cache_here == kv_cache_bytes(1, g, d, T, 4, batch=batch)
-    print(f"g = {g} key/value head{'s' if g > 1 else ''} for {h} query heads: equal to torch (max |diff| < 1e-5); "
-          f"cache {cache_here} bytes = the formula with {g} key/value head{'s' if g > 1 else ''}")
+    print(
+        f"g = {g} key/value head{'s' if g > 1 else ''} for {h} query heads: equal to torch (max |diff| < 1e-5); "
+        f"cache {cache_here} bytes = the formula with {g} key/value head{'s' if g > 1 else ''}"
+    )
 assert grouped_query_attention(q, q, q).allclose(scaled_dot_product_attention(q, q, q)[0])
 print("PASS: g = h is multi-head attention")
 
@@ -287,8 +313,10 @@ print("PASS: g = h is multi-head attention")
 # %%
 for g in (32, 8, 1):
     size = kv_cache_bytes(32, g, 128, 4096, 2)
-    print(f"{g:2d} key/value head{'s' if g > 1 else ' '}: {size / 2**20:6.0f} MiB per sequence"
-          + (f" ({big // size}x smaller)" if size < big else ""))
+    print(
+        f"{g:2d} key/value head{'s' if g > 1 else ' '}: {size / 2**20:6.0f} MiB per sequence"
+        + (f" ({big // size}x smaller)" if size < big else "")
+    )
 assert kv_cache_bytes(32, 8, 128, 4096, 2) * 4 == big and kv_cache_bytes(32, 1, 128, 4096, 2) * 32 == big
 
 # %% [markdown]
@@ -300,7 +328,9 @@ assert kv_cache_bytes(32, 8, 128, 4096, 2) * 4 == big and kv_cache_bytes(32, 1, 
 
 # %%
 row = torch.tensor([1000.0, 999.0, -5.0])
-print("exp(s) / sum exp(s):", (row.exp() / row.exp().sum()).tolist(), "| torch.softmax:", torch.softmax(row, 0).tolist())
+print(
+    "exp(s) / sum exp(s):", (row.exp() / row.exp().sum()).tolist(), "| torch.softmax:", torch.softmax(row, 0).tolist()
+)
 assert torch.isnan(row.exp() / row.exp().sum()).any()
 
 # %% [markdown]
@@ -312,6 +342,7 @@ assert torch.isnan(row.exp() / row.exp().sum()).any()
 # $$m' = \max(m, x), \qquad l' = l\, e^{m - m'} + e^{x - m'}$$
 #
 # Starting from $m = -\infty$, $l = 0$. By hand, on plain Python numbers:
+
 
 # %%
 def online_softmax_by_hand(scores):
@@ -328,16 +359,24 @@ def online_softmax_by_hand(scores):
     return [math.exp(x - m) / l for x in scores]
 
 
-rows = {"random": torch.randn(12).tolist(), "huge scores": [1000.0, 999.0, 1e4, -5.0, 1e4 - 1],
-        "very negative": [-1e4, -1e4 - 3, -2e4, -1e4 + 1], "rising (max changes every step)": [0.0, 1.0, 2.0, 50.0, 51.0],
-        "with masked entries": [2.0, -math.inf, 0.5, -math.inf]}
+rows = {
+    "random": torch.randn(12).tolist(),
+    "huge scores": [1000.0, 999.0, 1e4, -5.0, 1e4 - 1],
+    "very negative": [-1e4, -1e4 - 3, -2e4, -1e4 + 1],
+    "rising (max changes every step)": [0.0, 1.0, 2.0, 50.0, 51.0],
+    "with masked entries": [2.0, -math.inf, 0.5, -math.inf],
+}
 for name, r in rows.items():
     ours = torch.tensor(online_softmax_by_hand(r), dtype=torch.float64)
     assert torch.allclose(ours, torch.softmax(torch.tensor(r, dtype=torch.float64), 0), atol=1e-12)
     print(f"PASS: {name}: equal to torch.softmax (max |diff| < 1e-12)")
 masked = [-math.inf] * 4
-print("fully masked row:", online_softmax_by_hand(masked), "| torch.softmax:",
-      torch.softmax(torch.tensor(masked), 0).tolist())
+print(
+    "fully masked row:",
+    online_softmax_by_hand(masked),
+    "| torch.softmax:",
+    torch.softmax(torch.tensor(masked), 0).tolist(),
+)
 assert online_softmax_by_hand(masked) == [0.0] * 4
 
 # %% [markdown]
@@ -366,23 +405,24 @@ for shape, block in (((4, 7), 1), ((3, 5, 33), 8), ((2, 64), 64), ((6, 1), 1)):
 # core of FlashAttention (Dao et al., 2022), which also fuses the whole loop into one GPU kernel so that each
 # tile stays in the chip's fast on-chip memory. By hand, for one head:
 
+
 # %%
 def tiled_by_hand(q, k, v, B):
     """softmax(q k^T / sqrt(d_k)) v for q (T_q, d_k), k (T_k, d_k), v (T_k, d_v), one B x B tile at a time."""
     out = torch.empty(q.shape[0], v.shape[1], dtype=q.dtype)  # (T_q, d_v)
     for i in range(0, q.shape[0], B):
-        qi = q[i:i + B] / math.sqrt(q.shape[1])  # (b, d_k): one block of queries
+        qi = q[i : i + B] / math.sqrt(q.shape[1])  # (b, d_k): one block of queries
         m = torch.full((qi.shape[0], 1), -math.inf, dtype=q.dtype)  # (b, 1) running maximum
         l = torch.zeros(qi.shape[0], 1, dtype=q.dtype)  # (b, 1) running sum of exp(s - m)
         acc = torch.zeros(qi.shape[0], v.shape[1], dtype=q.dtype)  # (b, d_v) running sum of exp(s - m) v
         for j in range(0, k.shape[0], B):
-            s = qi @ k[j:j + B].T  # (b, b): one tile of scores, the only one held
+            s = qi @ k[j : j + B].T  # (b, b): one tile of scores, the only one held
             m_new = torch.maximum(m, s.max(-1, keepdim=True).values)  # (b, 1)
             p = torch.exp(s - m_new)  # (b, b)
             l = l * torch.exp(m - m_new) + p.sum(-1, keepdim=True)  # rescale, then add this tile
-            acc = acc * torch.exp(m - m_new) + p @ v[j:j + B]  # (b, d_v)
+            acc = acc * torch.exp(m - m_new) + p @ v[j : j + B]  # (b, d_v)
             m = m_new
-        out[i:i + B] = acc / l
+        out[i : i + B] = acc / l
     return out
 
 
@@ -427,9 +467,11 @@ for (batch, h, T, d), B in (((1, 1, 1000, 8), 100), ((2, 4, 37, 16), 5), ((3, 2,
         n = -(-T // B)
         assert stats["skipped"] == (causal_skipped_tiles(T, B) if causal else 0)
         assert stats["computed"] + stats["skipped"] == n * n
-    print(f"PASS: (batch, h, T, d_k) = {(batch, h, T, d)}, B = {B}: equal to utils and torch with and without "
-          f"the causal mask (max |diff| < 1e-12); causal skips {stats['skipped']} of {n * n} tiles "
-          f"= n(n-1)/2 with n = {n}")
+    print(
+        f"PASS: (batch, h, T, d_k) = {(batch, h, T, d)}, B = {B}: equal to utils and torch with and without "
+        f"the causal mask (max |diff| < 1e-12); causal skips {stats['skipped']} of {n * n} tiles "
+        f"= n(n-1)/2 with n = {n}"
+    )
 
 # %% [markdown]
 # The fraction of tiles skipped, $n(n-1)/2$ of $n^2$, is $(n-1)/(2n)$: it approaches one half as the sequence
@@ -464,8 +506,8 @@ tile_explorer()
 # known size: a $100 \times 100$ float32 matrix takes $4 \times 100^2$ bytes.
 
 # %%
-assert peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 4 * 100 ** 2
-assert peak_tensor_bytes(lambda: torch.zeros(100, 100) + 1) == 2 * 4 * 100 ** 2  # two matrices alive at once
+assert peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 4 * 100**2
+assert peak_tensor_bytes(lambda: torch.zeros(100, 100) + 1) == 2 * 4 * 100**2  # two matrices alive at once
 print("PASS: one 100 x 100 float32 matrix measures 40000 bytes; a matrix plus a new one, 80000")
 
 # %% [markdown]
@@ -498,8 +540,10 @@ print(f"at T = {Ts[-1]}: plain / tiles = {peak['plain'][-1] / peak['tiles'][-1]:
 # %%
 assert 1.8 <= slopes["plain"] <= 2.2 and 0.8 <= slopes["key blocks"] <= 1.2 and slopes["tiles"] <= 1.2
 assert peak["plain"][-1] >= 10 * peak["tiles"][-1]
-print("PASS: fitted log-log slopes: plain in [1.8, 2.2], key blocks in [0.8, 1.2], tiles <= 1.2; at T = 4096 "
-      "the tiled computation needs <= 1/10 of the plain one's memory")
+print(
+    "PASS: fitted log-log slopes: plain in [1.8, 2.2], key blocks in [0.8, 1.2], tiles <= 1.2; at T = 4096 "
+    "the tiled computation needs <= 1/10 of the plain one's memory"
+)
 
 # %% [markdown]
 # The square tiles grow slower than $T$ here because a $256 \times 256$ tile of scores is a fixed cost that
@@ -515,8 +559,10 @@ print("PASS: fitted log-log slopes: plain in [1.8, 2.2], key blocks in [0.8, 1.2
 q, k, v = (torch.randn(1, 1, 2048, 64) for _ in range(3))  # (batch, heads, T, d_k)
 timing = {"tiled (Python loop)": [], "torch": []}
 for _ in range(5):
-    for name, fn in (("tiled (Python loop)", lambda: tiled_attention(q, k, v, block_size=256)),
-                     ("torch", lambda: F.scaled_dot_product_attention(q, k, v))):
+    for name, fn in (
+        ("tiled (Python loop)", lambda: tiled_attention(q, k, v, block_size=256)),
+        ("torch", lambda: F.scaled_dot_product_attention(q, k, v)),
+    ):
         start = time.perf_counter()
         fn()
         timing[name].append(time.perf_counter() - start)

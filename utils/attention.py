@@ -52,9 +52,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
     for name, t in (("q", q), ("k", k), ("v", v)):
         validation.tensor(name, t, min_dim=2, floating=True)
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}"
-        )
+        raise ValueError(f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k and v must have the same number of positions T_k (dim -2), "

@@ -47,8 +47,7 @@ def explorer_mask(tokens, mask_kind="none", pad=PAD):
     return combine_masks(torch.ones(T, T, dtype=torch.bool), causal, padding)  # (T, T)
 
 
-def attention_map(tokens, scale=True, temperature=1.0, positional=False, mask_kind="none", d_model=16,
-                  seed=0, pad=PAD):
+def attention_map(tokens, scale=True, temperature=1.0, positional=False, mask_kind="none", d_model=16, seed=0, pad=PAD):
     """Self-attention weights (T, T) of the seeded embeddings: softmax(x x^T * s / temperature).
 
     s = 1/sqrt(d_model) when `scale`, else 1; `positional` adds the sinusoidal PE to x first.

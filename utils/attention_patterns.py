@@ -109,8 +109,12 @@ def train_adjective_noun(seed=0, d_model=512, d_k=64, steps=50, batch_size=32, l
     return W_q.detach(), W_k.detach(), losses
 
 
-PROPERTIES = ("no weight is negative", "every row sums to 1", "identical tokens get identical rows",
-              "identical tokens get identical columns")
+PROPERTIES = (
+    "no weight is negative",
+    "every row sums to 1",
+    "identical tokens get identical rows",
+    "identical tokens get identical columns",
+)
 
 
 def attention_properties(A, tokens, atol=1e-6):
@@ -121,12 +125,17 @@ def attention_properties(A, tokens, atol=1e-6):
     atol = validation.positive_float("atol", atol)
     A = A.double()
     pairs = [(i, j) for i in range(len(tokens)) for j in range(i + 1, len(tokens)) if tokens[i] == tokens[j]]
-    return dict(zip(PROPERTIES, (
-        bool((A >= 0).all()),
-        bool(((A.sum(dim=-1) - 1).abs() <= atol).all()),
-        all(bool(((A[i] - A[j]).abs() <= atol).all()) for i, j in pairs),
-        all(bool(((A[:, i] - A[:, j]).abs() <= atol).all()) for i, j in pairs),
-    )))
+    return dict(
+        zip(
+            PROPERTIES,
+            (
+                bool((A >= 0).all()),
+                bool(((A.sum(dim=-1) - 1).abs() <= atol).all()),
+                all(bool(((A[i] - A[j]).abs() <= atol).all()) for i, j in pairs),
+                all(bool(((A[:, i] - A[:, j]).abs() <= atol).all()) for i, j in pairs),
+            ),
+        )
+    )
 
 
 def weight_on(A, tokens, query, keys):

@@ -73,16 +73,23 @@ class EncoderLayer(nn.Module):
 
         need_weights=False runs torch's fused attention kernel (same output) and keeps no weights (None).
         """
-        x = _sublayer(x, lambda y: self._self_attention(y, mask, need_weights), self.norm1, self.dropout,
-                      self.norm_first)
+        x = _sublayer(
+            x, lambda y: self._self_attention(y, mask, need_weights), self.norm1, self.dropout, self.norm_first
+        )
         return _sublayer(x, self.ff, self.norm2, self.dropout, self.norm_first)  # (batch, T, d_model)
 
     @classmethod
     def from_torch(cls, layer, norm_first=None):
         """A copy of a torch.nn.TransformerEncoderLayer (batch_first, ReLU) with the same weights."""
         _check_torch_layer(layer, nn.TransformerEncoderLayer, norm_first)
-        ours = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
-                   layer.dropout.p, layer.norm_first, layer.norm1.eps)
+        ours = cls(
+            layer.self_attn.embed_dim,
+            layer.self_attn.num_heads,
+            layer.linear1.out_features,
+            layer.dropout.p,
+            layer.norm_first,
+            layer.norm1.eps,
+        )
         ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         return _copy_common(ours, layer)
 
@@ -117,18 +124,30 @@ class DecoderLayer(nn.Module):
 
         need_weights=False runs torch's fused attention kernel (same output) and keeps no weights (None).
         """
-        x = _sublayer(x, lambda y: self._self_attention(y, tgt_mask, need_weights), self.norm1, self.dropout,
-                      self.norm_first)
-        x = _sublayer(x, lambda y: self._cross_attention(y, memory, memory_mask, need_weights), self.norm2,
-                      self.dropout, self.norm_first)
+        x = _sublayer(
+            x, lambda y: self._self_attention(y, tgt_mask, need_weights), self.norm1, self.dropout, self.norm_first
+        )
+        x = _sublayer(
+            x,
+            lambda y: self._cross_attention(y, memory, memory_mask, need_weights),
+            self.norm2,
+            self.dropout,
+            self.norm_first,
+        )
         return _sublayer(x, self.ff, self.norm3, self.dropout, self.norm_first)  # (batch, T_tgt, d_model)
 
     @classmethod
     def from_torch(cls, layer, norm_first=None):
         """A copy of a torch.nn.TransformerDecoderLayer (batch_first, ReLU) with the same weights."""
         _check_torch_layer(layer, nn.TransformerDecoderLayer, norm_first)
-        ours = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
-                   layer.dropout.p, layer.norm_first, layer.norm1.eps)
+        ours = cls(
+            layer.self_attn.embed_dim,
+            layer.self_attn.num_heads,
+            layer.linear1.out_features,
+            layer.dropout.p,
+            layer.norm_first,
+            layer.norm1.eps,
+        )
         ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
         return _copy_common(ours, layer)
@@ -180,8 +199,9 @@ def _stack_from_torch(cls, stack, kind, layer_cls):
         raise TypeError(f"stack must be a torch.nn.{kind.__name__}, got {type(stack).__name__}")
     first = stack.layers[0]
     attn = first.self_attn
-    ours = cls(attn.embed_dim, attn.num_heads, first.linear1.out_features, len(stack.layers),
-               first.dropout.p, first.norm_first)
+    ours = cls(
+        attn.embed_dim, attn.num_heads, first.linear1.out_features, len(stack.layers), first.dropout.p, first.norm_first
+    )
     ours.layers = nn.ModuleList(layer_cls.from_torch(layer) for layer in stack.layers)
     if stack.norm is None:
         ours.norm = nn.Identity()

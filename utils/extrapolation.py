@@ -21,10 +21,22 @@ from utils.positional import LearnedPositionalEncoding, PositionalEncoding, appl
 PE_KINDS = ("sinusoidal", "learned", "none", "rope", "sinusoidal+offsets")
 TASKS = ("copy", "absolute")  # y_t = x_{t - k} (relative) or y_t = x_k (absolute), k = `shift`
 # One colour and marker per variant, in every figure of lesson 08.
-COLORS = {"sinusoidal": "tab:blue", "learned": "tab:orange", "learned (clamped)": "tab:orange",
-          "none": "tab:gray", "rope": "tab:green", "sinusoidal+offsets": "tab:purple"}
-MARKERS = {"sinusoidal": "o", "learned": "s", "learned (clamped)": "s", "none": "x", "rope": "^",
-           "sinusoidal+offsets": "D"}
+COLORS = {
+    "sinusoidal": "tab:blue",
+    "learned": "tab:orange",
+    "learned (clamped)": "tab:orange",
+    "none": "tab:gray",
+    "rope": "tab:green",
+    "sinusoidal+offsets": "tab:purple",
+}
+MARKERS = {
+    "sinusoidal": "o",
+    "learned": "s",
+    "learned (clamped)": "s",
+    "none": "x",
+    "rope": "^",
+    "sinusoidal+offsets": "D",
+}
 PAD = 0  # token id 0 pads; symbols are 1 .. vocab_size - 1
 IGNORE = -100  # target id that the loss and the accuracy skip (padding and the first `shift` positions)
 
@@ -61,7 +73,7 @@ def absolute_copy_batch(batch_size, lengths, vocab_size, anchor, generator):
     """
     tokens, _ = delayed_copy_batch(batch_size, lengths, vocab_size, anchor, generator)  # (batch, T)
     real = tokens != PAD  # (batch, T)
-    targets = tokens[:, anchor:anchor + 1].expand_as(tokens).clone()  # (batch, T): x_anchor everywhere
+    targets = tokens[:, anchor : anchor + 1].expand_as(tokens).clone()  # (batch, T): x_anchor everywhere
     targets[:, anchor] = IGNORE  # copying itself is not the task
     return tokens, targets.masked_fill(~real, IGNORE)
 
@@ -96,8 +108,7 @@ class LengthModel(nn.Module):
     sinusoidal table read from a start position per sequence, `offsets` in forward; 0 by default).
     """
 
-    def __init__(self, vocab_size, pe_kind, train_len, d_model=64, num_heads=4, d_ff=128, num_layers=2,
-                 table_len=1024):
+    def __init__(self, vocab_size, pe_kind, train_len, d_model=64, num_heads=4, d_ff=128, num_layers=2, table_len=1024):
         super().__init__()
         self.pe_kind = validation.choice("pe_kind", pe_kind, PE_KINDS)
         self.train_len = validation.positive_int("train_len", train_len)
@@ -128,16 +139,18 @@ class LengthModel(nn.Module):
         validation.boolean("clamp", clamp)
         x = self.embed(tokens)  # (batch, T, d_model)
         if offsets is not None and self.pe_kind != "sinusoidal+offsets":
-            raise ValueError(f"offsets apply to pe_kind='sinusoidal+offsets' only, this model has "
-                             f"pe_kind={self.pe_kind!r}")
+            raise ValueError(
+                f"offsets apply to pe_kind='sinusoidal+offsets' only, this model has pe_kind={self.pe_kind!r}"
+            )
         if self.pe_kind == "sinusoidal+offsets":
             T = tokens.shape[1]
             start = torch.zeros(len(tokens), dtype=torch.long) if offsets is None else offsets  # (batch,)
             validation.int_tensor("offsets", start)
             validation.shape("offsets", start, (("batch", len(tokens)),))
             if start.min() < 0 or start.max() + T > len(self.table):  # the table must cover every position
-                raise ValueError(f"offsets must be {len(tokens)} ints in [0, {len(self.table) - T}], "
-                                 f"got {start.tolist()}")
+                raise ValueError(
+                    f"offsets must be {len(tokens)} ints in [0, {len(self.table) - T}], got {start.tolist()}"
+                )
             x = x + self.table[start[:, None] + torch.arange(T)]  # (batch, T, d_model)
         elif self.pe_kind == "learned":
             x = self.pe(x, clamp=clamp)  # (batch, T, d_model)
@@ -151,8 +164,19 @@ class LengthModel(nn.Module):
         return [layer.self_attn_weights for layer in self.encoder.layers]
 
 
-def train(pe_kind, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, lr=3e-3, seed=0, task="copy",
-          max_position=None, **model_kw):
+def train(
+    pe_kind,
+    steps,
+    train_len=16,
+    vocab_size=16,
+    shift=2,
+    batch_size=64,
+    lr=3e-3,
+    seed=0,
+    task="copy",
+    max_position=None,
+    **model_kw,
+):
     """Train a LengthModel for exactly `steps` Adam steps on lengths shift+1 .. train_len; return (model, losses).
 
     For pe_kind="sinusoidal+offsets" each sequence starts at a random position, so that positions up to
@@ -160,8 +184,12 @@ def train(pe_kind, steps, train_len=16, vocab_size=16, shift=2, batch_size=64, l
     """
     steps = validation.positive_int("steps", steps)
     train_len = validation.positive_int("train_len", train_len)
-    max_position = validation.integer("max_position", 3 * train_len if max_position is None else max_position,
-                                      minimum=train_len, why=f"train_len={train_len}")
+    max_position = validation.integer(
+        "max_position",
+        3 * train_len if max_position is None else max_position,
+        minimum=train_len,
+        why=f"train_len={train_len}",
+    )
     validation.choice("task", task, TASKS)
     seed = validation.seed("seed", seed)
     lr = validation.positive_float("lr", lr)
@@ -203,8 +231,7 @@ def evaluate(model, lengths, vocab_size=16, shift=2, batch_size=128, seed=1234, 
 
 
 @torch.no_grad()
-def accuracy_by_position(model, length, vocab_size=16, shift=2, batch_size=256, seed=4321, clamp=False,
-                         task="copy"):
+def accuracy_by_position(model, length, vocab_size=16, shift=2, batch_size=256, seed=4321, clamp=False, task="copy"):
     """(length,) accuracy at each position t of sequences `length` long (NaN where t has no target)."""
     gen = torch.Generator().manual_seed(seed)
     tokens, targets = task_batch(task, batch_size, length, vocab_size, shift, gen)  # (batch, length)
@@ -243,9 +270,15 @@ def copy_head(model, length, train_len, vocab_size=16, shift=2, clamp=False):
     far = (A * (offset >= train_len)).sum(-1)[shift:]  # (length - shift,)
     short = attention_on_source(model, train_len, vocab_size, shift, clamp=clamp)[layer, head, shift:]
     row = w[layer, head]  # (length,)
-    return {"layer": layer, "head": head, "seen": row[shift:train_len].mean().item(),
-            "unseen": row[train_len:].mean().item(), "at_train_len": short.mean().item(),
-            "lost": 1 - row[shift:].mean().item(), "far": far.mean().item()}
+    return {
+        "layer": layer,
+        "head": head,
+        "seen": row[shift:train_len].mean().item(),
+        "unseen": row[train_len:].mean().item(),
+        "at_train_len": short.mean().item(),
+        "lost": 1 - row[shift:].mean().item(),
+        "far": far.mean().item(),
+    }
 
 
 # --- the stored seeds (benchmarks/extrapolation_seeds.py) and the experiment's figures ---
@@ -257,8 +290,10 @@ def load_seed_runs(path=SEED_RUNS):
     """The JSON written by benchmarks/extrapolation_seeds.py: {command, setup, seeds, runs[task][pe][seed]}."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: it ships with the utils package (utils/data/); recreate it with "
-                                "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/data/extrapolation_seeds.json")
+        raise FileNotFoundError(
+            f"{path} is missing: it ships with the utils package (utils/data/); recreate it with "
+            "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/data/extrapolation_seeds.json"
+        )
     return json.loads(path.read_text())
 
 
@@ -280,10 +315,14 @@ def accuracy_ranges(runs, task, names):
 
 def largest_change(runs, rerun):
     """Largest |accuracy difference| between two stored experiments, over the seeds, tasks, variants, lengths both hold."""
-    diffs = [abs(a - runs["runs"][task][pe_kind][seed]["accuracy"][n])
-             for task, by_pe in rerun["runs"].items() for pe_kind, by_seed in by_pe.items()
-             for seed, r in by_seed.items() if seed in runs["runs"][task][pe_kind]
-             for n, a in r["accuracy"].items()]
+    diffs = [
+        abs(a - runs["runs"][task][pe_kind][seed]["accuracy"][n])
+        for task, by_pe in rerun["runs"].items()
+        for pe_kind, by_seed in by_pe.items()
+        for seed, r in by_seed.items()
+        if seed in runs["runs"][task][pe_kind]
+        for n, a in r["accuracy"].items()
+    ]
     if not diffs:
         raise ValueError("runs and rerun share no (task, variant, seed): nothing to compare")
     return max(diffs)
@@ -308,11 +347,29 @@ def plot_accuracy_ranges(ranges, train_len, chance=None, live=None, title=None, 
         dx = 0.3 * (i - (len(ranges) - 1) / 2)
         x = np.array(sorted(by_length), dtype=float)
         mean, lo, hi = (np.array([by_length[n][j] for n in sorted(by_length)]) for j in range(3))
-        ax.errorbar(x + dx, mean, yerr=[mean - lo, hi - mean], color=COLORS[name], marker=MARKERS[name], ms=5,
-                    capsize=2.5, lw=1.4, ls="--" if "clamped" in name else "-", label=f"{name} (mean, min-max)")
+        ax.errorbar(
+            x + dx,
+            mean,
+            yerr=[mean - lo, hi - mean],
+            color=COLORS[name],
+            marker=MARKERS[name],
+            ms=5,
+            capsize=2.5,
+            lw=1.4,
+            ls="--" if "clamped" in name else "-",
+            label=f"{name} (mean, min-max)",
+        )
         if live and name in live:
-            ax.plot(x + dx, [live[name][int(n)] for n in x], ls="none", marker=MARKERS[name], ms=9, mfc="none",
-                    mec=COLORS[name], mew=1)
+            ax.plot(
+                x + dx,
+                [live[name][int(n)] for n in x],
+                ls="none",
+                marker=MARKERS[name],
+                ms=9,
+                mfc="none",
+                mec=COLORS[name],
+                mew=1,
+            )
     if live:
         ax.plot([], [], ls="none", marker="o", ms=9, mfc="none", mec="black", label="hollow: the model trained above")
     if chance is not None:
@@ -326,11 +383,22 @@ def plot_position_accuracy(by_position, train_len, title=None):
     """Accuracy at each position t ({name: (length,) tensor}), one colour and marker per variant."""
     validation.non_empty("by_position", by_position, dict, "dict {name: (length,) tensor}")
     fig, ax = plt.subplots(figsize=(10.5, 4), layout="constrained")
-    ax.axvspan(-0.5, train_len - 0.5, color="0.92", label="positions 0..15: seen in training\n(sinusoidal+offsets saw 0..47)")
+    ax.axvspan(
+        -0.5, train_len - 0.5, color="0.92", label="positions 0..15: seen in training\n(sinusoidal+offsets saw 0..47)"
+    )
     for i, (name, acc) in enumerate(by_position.items()):
         acc = np.asarray(acc, dtype=float)
-        ax.plot(np.arange(len(acc)), acc, color=COLORS[name], marker=MARKERS[name], ms=4, markevery=(i, 4),
-                ls="--" if "clamped" in name else "-", lw=1.2, label=name)
+        ax.plot(
+            np.arange(len(acc)),
+            acc,
+            color=COLORS[name],
+            marker=MARKERS[name],
+            ms=4,
+            markevery=(i, 4),
+            ls="--" if "clamped" in name else "-",
+            lw=1.2,
+            label=name,
+        )
     ax.set(xlabel=f"position t in a length-{len(acc)} sequence", ylabel="accuracy at t", ylim=(0, 1.04), title=title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     return fig
@@ -338,8 +406,10 @@ def plot_position_accuracy(by_position, train_len, title=None):
 
 def plot_copy_heads(maps, titles, train_len):
     """A row of attention maps (query x key) on one colour scale with its colorbar; dashed where training stopped."""
-    maps = [validation.shape(f"maps[{i}]", np.asarray(m, dtype=float), ("T_q", "T_k"))
-            for i, m in enumerate(validation.non_empty("maps", maps, (list, tuple), "list of 2-D arrays"))]
+    maps = [
+        validation.shape(f"maps[{i}]", np.asarray(m, dtype=float), ("T_q", "T_k"))
+        for i, m in enumerate(validation.non_empty("maps", maps, (list, tuple), "list of 2-D arrays"))
+    ]
     validation.shape("titles", np.asarray(titles, dtype=object), (("one per map", len(maps)),))
     fig, axes = plt.subplots(1, len(maps), figsize=(3.9 * len(maps) + 0.8, 4), layout="constrained", squeeze=False)
     for ax, m, title in zip(axes[0], maps, titles):

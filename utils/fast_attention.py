@@ -39,7 +39,7 @@ def online_softmax(scores, mask=None, block_size=1):
     m = torch.full(scores.shape[:-1], float("-inf"), dtype=scores.dtype, device=scores.device)  # (...,)
     l = torch.zeros_like(m)  # (...,)
     for j in range(0, scores.shape[-1], block_size):
-        block = scores[..., j:j + block_size]  # (..., b)
+        block = scores[..., j : j + block_size]  # (..., b)
         m_new = torch.maximum(m, block.amax(-1))  # (...,)
         safe = _finite_or_zero(m_new)
         l = l * torch.exp(m - safe) + torch.exp(block - safe[..., None]).sum(-1)  # rescale, then add the block
@@ -74,11 +74,14 @@ def _check_qkv(q, k, v):
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same number of positions T_k, got k {tuple(k.shape)} "
-                         f"and v {tuple(v.shape)}")
+        raise ValueError(
+            f"k and v must have the same number of positions T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
     if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
-        raise ValueError(f"q, k and v must have the same leading (batch, head) dimensions, got q {tuple(q.shape)}, "
-                         f"k {tuple(k.shape)} and v {tuple(v.shape)}")
+        raise ValueError(
+            f"q, k and v must have the same leading (batch, head) dimensions, got q {tuple(q.shape)}, "
+            f"k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
     if k.shape[-2] == 0:
         raise ValueError(f"k must have at least one position, got {tuple(k.shape)}")
     if not (q.dtype == k.dtype == v.dtype):
@@ -99,7 +102,7 @@ def tiled_attention(q, k, v, block_size=64, causal=False, query_block=None, retu
     out = q.new_empty((*q.shape[:-1], v.shape[-1]))  # (..., T_q, d_v)
     computed = skipped = 0
     for i0 in range(0, T_q, B_q):
-        qi = q[..., i0:i0 + B_q, :] * (1.0 / math.sqrt(d_k))  # (..., b_q, d_k)
+        qi = q[..., i0 : i0 + B_q, :] * (1.0 / math.sqrt(d_k))  # (..., b_q, d_k)
         b_q = qi.shape[-2]
         m = qi.new_full((*qi.shape[:-1], 1), float("-inf"))  # (..., b_q, 1) running maximum
         l = qi.new_zeros((*qi.shape[:-1], 1))  # (..., b_q, 1) running sum of exp(s - m)
@@ -108,7 +111,7 @@ def tiled_attention(q, k, v, block_size=64, causal=False, query_block=None, retu
             if causal and j0 > i0 + b_q - 1:  # every key of this tile comes after every query: all masked
                 skipped += 1
                 continue
-            s = qi @ k[..., j0:j0 + B, :].transpose(-2, -1)  # (..., b_q, b_k)
+            s = qi @ k[..., j0 : j0 + B, :].transpose(-2, -1)  # (..., b_q, b_k)
             if causal and j0 + s.shape[-1] - 1 > i0:  # the tile crosses the diagonal: mask j > i
                 rows = torch.arange(i0, i0 + b_q, device=q.device)[:, None]
                 cols = torch.arange(j0, j0 + s.shape[-1], device=q.device)[None, :]
@@ -118,10 +121,10 @@ def tiled_attention(q, k, v, block_size=64, causal=False, query_block=None, retu
             p = torch.exp(s - safe)  # (..., b_q, b_k)
             alpha = torch.exp(m - safe)  # (..., b_q, 1): rescales what was summed under the old maximum
             l = l * alpha + p.sum(-1, keepdim=True)
-            acc = acc * alpha + p @ v[..., j0:j0 + B, :]  # (..., b_q, d_v)
+            acc = acc * alpha + p @ v[..., j0 : j0 + B, :]  # (..., b_q, d_v)
             m = m_new
             computed += 1
-        out[..., i0:i0 + b_q, :] = torch.where(l > 0, acc / l.clamp_min(torch.finfo(l.dtype).tiny), 0.0)
+        out[..., i0 : i0 + b_q, :] = torch.where(l > 0, acc / l.clamp_min(torch.finfo(l.dtype).tiny), 0.0)
     if return_stats:
         return out, {"computed": computed, "skipped": skipped}
     return out
@@ -165,8 +168,9 @@ def grouped_query_attention(q, k, v, mask=None):
             raise ValueError(f"{name} must have shape (batch, heads, T, d_k), got {tuple(t.shape)}")
     h, g = q.shape[1], k.shape[1]
     if v.shape[1] != g or h % g:
-        raise ValueError(f"k and v must have the same number of heads, dividing q's {h}; got k {tuple(k.shape)}, "
-                         f"v {tuple(v.shape)}")
+        raise ValueError(
+            f"k and v must have the same number of heads, dividing q's {h}; got k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
     k = k.repeat_interleave(h // g, dim=1)  # (batch, h, T_k, d_k): each key head serves h / g query heads
     v = v.repeat_interleave(h // g, dim=1)
     return scaled_dot_product_attention(q, k, v, mask)[0]  # (batch, h, T_q, d_v)
@@ -175,8 +179,14 @@ def grouped_query_attention(q, k, v, mask=None):
 def kv_cache_bytes(num_layers, num_kv_heads, d_k, length, bytes_per_value=4, batch=1):
     """Bytes of a self-attention key-value cache: num_layers x 2 (keys and values) x num_kv_heads x d_k
     x length x bytes_per_value, times batch sentences."""
-    args = dict(num_layers=num_layers, num_kv_heads=num_kv_heads, d_k=d_k, length=length,
-                bytes_per_value=bytes_per_value, batch=batch)
+    args = dict(
+        num_layers=num_layers,
+        num_kv_heads=num_kv_heads,
+        d_k=d_k,
+        length=length,
+        bytes_per_value=bytes_per_value,
+        batch=batch,
+    )
     n = [validation.positive_int(name, value) for name, value in args.items()]
     return math.prod(n[:2]) * 2 * math.prod(n[2:])
 
@@ -223,8 +233,10 @@ def start_cache(model, memory, src_mask):
     validation.tensor("memory", memory, floating=True)
     validation.tensor("src_mask", src_mask)
     if memory.dim() != 3 or src_mask.shape != (memory.shape[0], 1, memory.shape[1]):
-        raise ValueError(f"memory must be (batch, S, d_model) and src_mask (batch, 1, S), got {tuple(memory.shape)} "
-                         f"and {tuple(src_mask.shape)}")
+        raise ValueError(
+            f"memory must be (batch, S, d_model) and src_mask (batch, 1, S), got {tuple(memory.shape)} "
+            f"and {tuple(src_mask.shape)}"
+        )
     cache = KVCache([], [], [], [], src_mask[:, None], torch.zeros(memory.shape[0], 0, dtype=torch.bool))
     for layer in model.decoder.layers:
         a = layer.cross_attn
@@ -264,9 +276,13 @@ def decode_step(model, cache, tokens):
 
         def self_attention(y, a=layer.self_attn, i=i):
             q = split_heads(a.W_q(y), a.num_heads)  # (batch, h, 1, d_k)
-            cache.self_k[i] = torch.cat([cache.self_k[i], split_heads(a.W_k(y), a.num_heads)], dim=2)  # (batch, h, t+1, d_k)
+            cache.self_k[i] = torch.cat(
+                [cache.self_k[i], split_heads(a.W_k(y), a.num_heads)], dim=2
+            )  # (batch, h, t+1, d_k)
             cache.self_v[i] = torch.cat([cache.self_v[i], split_heads(a.W_v(y), a.num_heads)], dim=2)
-            heads, _ = scaled_dot_product_attention(q, cache.self_k[i], cache.self_v[i], self_mask)  # (batch, h, 1, d_k)
+            heads, _ = scaled_dot_product_attention(
+                q, cache.self_k[i], cache.self_v[i], self_mask
+            )  # (batch, h, 1, d_k)
             return a.W_o(merge_heads(heads))  # (batch, 1, d_model)
 
         def cross_attention(y, a=layer.cross_attn, i=i):
@@ -288,8 +304,9 @@ def greedy_steps(model, src, bos_id, steps, use_cache=False):
     steps = validation.positive_int("steps", steps)
     validation.boolean("use_cache", use_cache)
     if steps > model.max_len - 1:
-        raise ValueError(f"steps must be at most max_len - 1 = {model.max_len - 1} (<bos> takes a position), "
-                         f"got {steps}")
+        raise ValueError(
+            f"steps must be at most max_len - 1 = {model.max_len - 1} (<bos> takes a position), got {steps}"
+        )
     was_training = model.training
     model.eval()
     memory, src_mask = model.encode(src)  # (batch, S, d_model), (batch, 1, S)
@@ -342,7 +359,9 @@ class TensorMemory(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        inputs = {a.untyped_storage().data_ptr() for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
+        inputs = {
+            a.untyped_storage().data_ptr() for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)
+        }
         for t in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
@@ -373,6 +392,7 @@ def loglog_slope(x, y):
     """Slope of the least-squares line through (log x, log y): y grows like x^slope."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 2 or (x <= 0).any() or (y <= 0).any():
-        raise ValueError(f"x and y must be two equal-length 1-D arrays of >= 2 positive numbers, got shapes "
-                         f"{x.shape} and {y.shape}")
+        raise ValueError(
+            f"x and y must be two equal-length 1-D arrays of >= 2 positive numbers, got shapes {x.shape} and {y.shape}"
+        )
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])

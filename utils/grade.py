@@ -111,7 +111,7 @@ def _exercise_aliases(node):
         found = [(a.asname or a.name, a.name) for a in node.names if re.fullmatch(r"lesson\w+", a.name)]
     elif isinstance(node, ast.Import):
         for a in node.names:
-            module = a.name[len(PACKAGE) + 1:] if a.name.startswith(PACKAGE + ".") else ""
+            module = a.name[len(PACKAGE) + 1 :] if a.name.startswith(PACKAGE + ".") else ""
             if a.asname and re.fullmatch(r"lesson\w+", module):
                 found.append((a.asname, module))
     return found
@@ -141,14 +141,22 @@ class _Cell:
         self.imports = [ast.unparse(n) for n in top_imports]
         imported = {(a.asname or a.name).split(".")[0] for n in top_imports for a in n.names}
         # Names whose definition needs the cell itself (an import at top level is rerun on its own).
-        self.assigns = {s.get_name() for s in table.get_symbols()
-                        if s.is_assigned() or (s.is_imported() and s.get_name() not in imported)}
+        self.assigns = {
+            s.get_name()
+            for s in table.get_symbols()
+            if s.is_assigned() or (s.is_imported() and s.get_name() not in imported)
+        }
         self.defines = self.assigns | imported
         self.uses = _globals_used(table) - self.defines
         self.aliases = [pair for n in ast.walk(tree) for pair in _exercise_aliases(n)]
-        self.calls = [(n.func.value.id, n.func.attr) for n in ast.walk(tree)
-                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                      and isinstance(n.func.value, ast.Name) and (n.args or n.keywords)]
+        self.calls = [
+            (n.func.value.id, n.func.attr)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and (n.args or n.keywords)
+        ]
 
 
 def _globals_used(table):
@@ -180,7 +188,7 @@ def _closure(cells, target, aliases):
     return sorted(needed)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lesson_exercises(module):
     """{attribute: exercise name} of utils.exercises.<module>, imported in the grader's own process."""
     from utils.exercises import Exercise
@@ -221,10 +229,16 @@ def plan(nb, path=None):
     items = []
     for (module, attr), pos in sorted(last_call.items(), key=lambda kv: (kv[1], kv[0])):
         needed = _closure(cells, pos, aliases)
-        items.append({"module": module, "attr": attr, "name": known[(module, attr)],
-                      "target": cells[pos].number,
-                      "imports": [(c.number, src) for c in cells[:pos + 1] for src in c.imports],
-                      "cells": [(cells[j].number, cells[j].source) for j in needed]})
+        items.append(
+            {
+                "module": module,
+                "attr": attr,
+                "name": known[(module, attr)],
+                "target": cells[pos].number,
+                "imports": [(c.number, src) for c in cells[: pos + 1] for src in c.imports],
+                "cells": [(cells[j].number, cells[j].source) for j in needed],
+            }
+        )
     return {"aliases": aliases, "modules": modules, "known": known, "items": items, "unparsable": unparsable}
 
 
@@ -339,9 +353,11 @@ def _recreate_and_check(item, aliases, checker, evaluate, snapshots):
 
 # The child's first lines: only the standard library until it has the grader's sys.path (as multiprocessing's
 # spawn does), so it imports the very utils the grader runs, whatever started the grader.
-BOOT = ("import sys; from multiprocessing.connection import Connection; conn = Connection(int(sys.argv[1])); "
-        "payload = conn.recv(); sys.path[:] = payload['sys_path']; from utils.grade import _child; "
-        "_child(conn, payload)")
+BOOT = (
+    "import sys; from multiprocessing.connection import Connection; conn = Connection(int(sys.argv[1])); "
+    "payload = conn.recv(); sys.path[:] = payload['sys_path']; from utils.grade import _child; "
+    "_child(conn, payload)"
+)
 
 
 def _child(conn, payload):
@@ -364,7 +380,8 @@ def _child(conn, payload):
             for attr, obj in vars(module).items():
                 if isinstance(obj, exercises.Exercise):
                     checkers[(module.__name__.rsplit(".", 1)[-1], attr)] = types.SimpleNamespace(
-                        name=obj.name, check_fn=_frozen(obj.check_fn))
+                        name=obj.name, check_fn=_frozen(obj.check_fn)
+                    )
         evaluate = _frozen(exercises.Exercise.evaluate)
         snapshots = [(vars(m), dict(vars(m))) for m in (builtins, exercises, *modules)]
         os.chdir(payload["cwd"])
@@ -378,8 +395,9 @@ def _child(conn, payload):
         conn.send(("start", k))
         item = items[k]
         try:
-            status, message = _recreate_and_check(item, payload["aliases"],
-                                                  checkers[(item["module"], item["attr"])], evaluate, snapshots)
+            status, message = _recreate_and_check(
+                item, payload["aliases"], checkers[(item["module"], item["attr"])], evaluate, snapshots
+            )
         except BaseException as err:
             status, message = FAIL, f"the grader could not rerun it: {type(err).__name__}: {err}"
         conn.send(("done", k, status, message[:MAX_MESSAGE]))
@@ -406,15 +424,26 @@ def check_answers(the_plan, cwd, timeout=600, total=3600):
     verdicts = [None] * len(items)
     if not items:
         return verdicts, None
-    payload = {"modules": the_plan["modules"], "aliases": the_plan["aliases"], "items": items, "cwd": str(cwd),
-               "sys_path": list(sys.path)}
+    payload = {
+        "modules": the_plan["modules"],
+        "aliases": the_plan["aliases"],
+        "items": items,
+        "cwd": str(cwd),
+        "sys_path": list(sys.path),
+    }
     budget = total
     start, error, unchecked = 0, None, "not checked"
     while start < len(items) and error is None and budget > 0:
         recv, send = multiprocessing.Pipe()
-        proc = subprocess.Popen([sys.executable, "-c", BOOT, str(send.fileno())], pass_fds=(send.fileno(),),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True, env=dict(os.environ, MPLBACKEND="Agg"))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", BOOT, str(send.fileno())],
+            pass_fds=(send.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=dict(os.environ, MPLBACKEND="Agg"),
+        )
         send.close()
         current, expected, ended, began = None, start, False, None
         startup = max(STARTUP, timeout)
@@ -439,8 +468,13 @@ def check_answers(the_plan, cwd, timeout=600, total=3600):
                 if kind == "start" and msg[1:] == (expected,) and current is None:
                     current, began = expected, time.monotonic()
                     limit = began + min(timeout, budget)
-                elif (kind == "done" and len(msg) == 4 and msg[1] == current and msg[2] in STATUSES
-                      and isinstance(msg[3], str)):
+                elif (
+                    kind == "done"
+                    and len(msg) == 4
+                    and msg[1] == current
+                    and msg[2] in STATUSES
+                    and isinstance(msg[3], str)
+                ):
                     verdicts[current] = (msg[2], msg[3][:MAX_MESSAGE])
                     budget -= time.monotonic() - began
                     current, expected, began = None, expected + 1, None
@@ -461,8 +495,9 @@ def check_answers(the_plan, cwd, timeout=600, total=3600):
             break
         if current is None:  # it died or stalled between items, or before starting
             if expected == start:
-                error = ("the grader's child stopped before checking anything" +
-                         (f" (exit code {died})" if died is not None else f" (not ready after {startup:g} s)"))
+                error = "the grader's child stopped before checking anything" + (
+                    f" (exit code {died})" if died is not None else f" (not ready after {startup:g} s)"
+                )
             start = expected
             continue
         budget -= time.monotonic() - began
@@ -525,10 +560,14 @@ def _client_class():
                 return super().process_message(msg, cell, cell_index)
             if self.stopped != "too much output":
                 self.stopped = "too much output"
-                cell.outputs.append(nbformat.v4.new_output(
-                    "stream", name="stderr",
-                    text=f"\n[output cut: the notebook printed more than {self.max_output / 1e6:g} MB; "
-                         "it was stopped here]\n"))
+                cell.outputs.append(
+                    nbformat.v4.new_output(
+                        "stream",
+                        name="stderr",
+                        text=f"\n[output cut: the notebook printed more than {self.max_output / 1e6:g} MB; "
+                        "it was stopped here]\n",
+                    )
+                )
                 interrupted = self.km.interrupt_kernel()
                 if inspect.isawaitable(interrupted):
                     asyncio.ensure_future(interrupted)
@@ -568,17 +607,28 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
         error = f"{content.get('ename')}: {content.get('evalue')}"
         if content.get("ename") == "CellTimeoutError":
             flags.add("timed out")
-            error = (f"stopped: the notebook ran longer than {notebook_timeout:g} s in total"
-                     if time.monotonic() >= deadline - 0.5 else f"stopped: the cell ran longer than {timeout:g} s")
+            error = (
+                f"stopped: the notebook ran longer than {notebook_timeout:g} s in total"
+                if time.monotonic() >= deadline - 0.5
+                else f"stopped: the cell ran longer than {timeout:g} s"
+            )
         elif client.stopped == "too much output":
             error = f"stopped: the notebook printed more than {max_output / 1e6:g} MB"
         errors.append({"cell": cell_index + 1, "source": first[:80], "error": error[:MAX_MESSAGE]})
 
     client = _client_class()(
-        nb, kernel_name="python3", allow_errors=True, record_timing=False, interrupt_on_timeout=True,
-        timeout_func=cell_timeout, on_cell_execute=on_cell_execute, on_cell_executed=on_cell_executed, shutdown_kernel="immediate",
+        nb,
+        kernel_name="python3",
+        allow_errors=True,
+        record_timing=False,
+        interrupt_on_timeout=True,
+        timeout_func=cell_timeout,
+        on_cell_execute=on_cell_execute,
+        on_cell_executed=on_cell_executed,
+        shutdown_kernel="immediate",
         error_on_timeout={"ename": "CellTimeoutError", "evalue": "the cell ran too long", "traceback": []},
-        resources={"metadata": {"path": str(cwd)}})
+        resources={"metadata": {"path": str(cwd)}},
+    )
     client.setup_limits(deadline, max_output)
     try:
         client.execute(env=dict(os.environ, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0")))
@@ -586,15 +636,25 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
         pass
     except DeadKernelError as err:
         flags.add("kernel died")
-        errors.append({"cell": running.get("cell"), "source": running.get("source", ""),
-                       "error": f"the kernel died while running it ({err})"[:MAX_MESSAGE]})
+        errors.append(
+            {
+                "cell": running.get("cell"),
+                "source": running.get("source", ""),
+                "error": f"the kernel died while running it ({err})"[:MAX_MESSAGE],
+            }
+        )
     except Exception as err:  # the kernel would not start, or nbclient gave up
         flags.add("error")
         errors.append({"cell": None, "error": f"{type(err).__name__}: {err}".strip()[:MAX_MESSAGE]})
     if client.stopped == "timed out" and "timed out" not in flags:
         flags.add("timed out")
-        errors.append({"cell": None, "error": f"stopped: the notebook ran longer than {notebook_timeout:g} s "
-                                              "in total; the remaining cells did not run"})
+        errors.append(
+            {
+                "cell": None,
+                "error": f"stopped: the notebook ran longer than {notebook_timeout:g} s "
+                "in total; the remaining cells did not run",
+            }
+        )
     if client.stopped == "too much output":
         flags.add("too much output")
         if not any("printed more than" in e["error"] for e in errors):
@@ -612,7 +672,7 @@ def _claims(cell):
         if out.get("output_type") == "stream" and MARKER in out.get("text", ""):
             line = next(ln for ln in out["text"].splitlines() if ln.startswith(MARKER))
             try:
-                claims = json.loads(line[len(MARKER):])
+                claims = json.loads(line[len(MARKER) :])
             except ValueError:
                 return None
             return claims if isinstance(claims, dict) else None
@@ -638,8 +698,10 @@ def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=No
     try:
         the_plan = plan(nb, path)
     except Exception as err:  # a lesson's checkers would not import: the grader's problem, reported
-        report.update(status="error", errors=[{"cell": None, "error": f"the grader could not read the exercises: "
-                                                                      f"{type(err).__name__}: {err}"}])
+        report.update(
+            status="error",
+            errors=[{"cell": None, "error": f"the grader could not read the exercises: {type(err).__name__}: {err}"}],
+        )
         return report
     cwd = path.resolve().parent
     checked = {}
@@ -666,9 +728,17 @@ def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=No
         claim = (claims or {}).get(name)
         if isinstance(claim, dict) and claim.get("status") != st:
             note = f"the notebook claims {claim.get('status')}; the grader's check says {st}" + (
-                f": {message}" if message else "")
-        report["exercises"].append({"exercise": name, "lesson": name.split(".")[0], "status": st,
-                                    "message": message, "note": note[:MAX_MESSAGE]})
+                f": {message}" if message else ""
+            )
+        report["exercises"].append(
+            {
+                "exercise": name,
+                "lesson": name.split(".")[0],
+                "status": st,
+                "message": message,
+                "note": note[:MAX_MESSAGE],
+            }
+        )
     report["seconds"] = round(time.perf_counter() - started, 1)
     if save_to is not None:
         nb.cells.append(nbformat.v4.new_markdown_cell(markdown(report)))
@@ -735,11 +805,25 @@ def csv_rows(reports):
         lessons = sorted({e["lesson"] for e in r["exercises"]})
         for e in r["exercises"]:
             message = e["message"] + (f" (note: {e['note']})" if e.get("note") else "")
-            rows.append({"notebook": r["notebook"], "lesson": e["lesson"], "exercise": e["exercise"].split(".")[-1],
-                         "status": e["status"], "message": message})
+            rows.append(
+                {
+                    "notebook": r["notebook"],
+                    "lesson": e["lesson"],
+                    "exercise": e["exercise"].split(".")[-1],
+                    "status": e["status"],
+                    "message": message,
+                }
+            )
         for err in r["errors"]:
-            rows.append({"notebook": r["notebook"], "lesson": " ".join(lessons), "exercise": "",
-                         "status": r["status"], "message": f"{_where(err)}: {err['error']}"})
+            rows.append(
+                {
+                    "notebook": r["notebook"],
+                    "lesson": " ".join(lessons),
+                    "exercise": "",
+                    "status": r["status"],
+                    "message": f"{_where(err)}: {err['error']}",
+                }
+            )
     return rows
 
 
@@ -758,31 +842,60 @@ def _save_paths(notebooks, folder):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m utils.grade", description=__doc__.splitlines()[0],
-        epilog="exit code: 0 all passed, 1 some exercise not passed, 2 a notebook errored")
+        prog="python -m utils.grade",
+        description=__doc__.splitlines()[0],
+        epilog="exit code: 0 all passed, 1 some exercise not passed, 2 a notebook errored",
+    )
     parser.add_argument("notebooks", nargs="+", type=Path, help="learners' .ipynb files")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
-    parser.add_argument("--csv", type=Path, metavar="FILE",
-                        help="also write one row per notebook x exercise (notebook, lesson, exercise, status, message)")
-    parser.add_argument("--save-executed", type=Path, metavar="DIR",
-                        help="keep the executed notebooks in DIR, each ending with its verdict table")
+    parser.add_argument(
+        "--csv",
+        type=Path,
+        metavar="FILE",
+        help="also write one row per notebook x exercise (notebook, lesson, exercise, status, message)",
+    )
+    parser.add_argument(
+        "--save-executed",
+        type=Path,
+        metavar="DIR",
+        help="keep the executed notebooks in DIR, each ending with its verdict table",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="grade N notebooks at a time")
-    parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
-                        help="seconds per cell, and per exercise rerun by the grader (default 600)")
-    parser.add_argument("--notebook-timeout", type=float, default=3600, metavar="SECONDS",
-                        help="seconds for one notebook's whole run, and for all its exercises (default 3600)")
-    parser.add_argument("--max-output", type=float, default=20, metavar="MB",
-                        help="output a notebook may print before it is stopped (default 20)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        metavar="SECONDS",
+        help="seconds per cell, and per exercise rerun by the grader (default 600)",
+    )
+    parser.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=3600,
+        metavar="SECONDS",
+        help="seconds for one notebook's whole run, and for all its exercises (default 3600)",
+    )
+    parser.add_argument(
+        "--max-output",
+        type=float,
+        default=20,
+        metavar="MB",
+        help="output a notebook may print before it is stopped (default 20)",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("-j must be at least 1")
-    saves = (_save_paths(args.notebooks, args.save_executed) if args.save_executed
-             else [None] * len(args.notebooks))
+    saves = _save_paths(args.notebooks, args.save_executed) if args.save_executed else [None] * len(args.notebooks)
 
     def one(path_and_save):
         path, save = path_and_save
-        return grade(path, timeout=args.timeout, notebook_timeout=args.notebook_timeout,
-                     max_output_mb=args.max_output, save_to=save)
+        return grade(
+            path,
+            timeout=args.timeout,
+            notebook_timeout=args.notebook_timeout,
+            max_output_mb=args.max_output,
+            save_to=save,
+        )
 
     reports = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -800,8 +913,10 @@ def main(argv=None):
         print(json.dumps({"notebooks": reports, "exit_code": code, "statuses": list(STATUSES)}, indent=2))
     else:
         total = [e for r in reports for e in r["exercises"]]
-        print(f"{len(reports)} notebook(s), {sum(e['status'] == PASS for e in total)}/{len(total)} "
-              f"exercises passed, {sum(r['status'] != 'ok' for r in reports)} notebook(s) with errors")
+        print(
+            f"{len(reports)} notebook(s), {sum(e['status'] == PASS for e in total)}/{len(total)} "
+            f"exercises passed, {sum(r['status'] != 'ok' for r in reports)} notebook(s) with errors"
+        )
     return code
 
 

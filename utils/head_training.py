@@ -16,8 +16,9 @@ def _check_task(make_batch):
     validation.function("make_batch", make_batch, "a function make_batch(n, generator) -> (x, target)")
     sample = make_batch(1, torch.Generator().manual_seed(0))
     if not (isinstance(sample, tuple) and len(sample) == 2 and all(isinstance(t, torch.Tensor) for t in sample)):
-        raise TypeError(f"make_batch(n, generator) must return a tuple (x, target) of two tensors, "
-                        f"got {type(sample).__name__}")
+        raise TypeError(
+            f"make_batch(n, generator) must return a tuple (x, target) of two tensors, got {type(sample).__name__}"
+        )
     x, target = sample
     validation.shape("make_batch's x", x, ("n", "T", "d_model"))
     validation.shape("make_batch's target", target, ("n", "rows", "features"))

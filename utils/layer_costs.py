@@ -107,7 +107,9 @@ def layers_to_connect(make_layer, n, d_model, max_layers=64, seed=0):
         torch.manual_seed(seed)
         for depth in range(1, max_layers + 1):
             layer = make_layer(depth - 1)
-            validation.instance(f"make_layer({depth - 1})", layer, nn.Module, "torch.nn.Module (what make_layer returns)")
+            validation.instance(
+                f"make_layer({depth - 1})", layer, nn.Module, "torch.nn.Module (what make_layer returns)"
+            )
             y = layer.double()(y)  # (1, n, d_model)
             validation.shape(f"make_layer({depth - 1})(x)", y, (1, ("n", n), ("d_model", d_model)))
             (grad,) = torch.autograd.grad(y[0, -1].sum(), x, retain_graph=True)  # (1, n, d_model)
@@ -126,4 +128,3 @@ def median_time(fn, repeats=5):
         fn()
         times.append(time.perf_counter() - start)
     return sorted(times)[len(times) // 2]
-

@@ -31,8 +31,10 @@ def binder_url(notebook):
 
 def badges(notebook):
     """The two Markdown badges a lesson row of the README carries."""
-    return (f"[![Open In Colab]({COLAB_BADGE})]({colab_url(notebook)}) "
-            f"[![Launch Binder]({BINDER_BADGE})]({binder_url(notebook)})")
+    return (
+        f"[![Open In Colab]({COLAB_BADGE})]({colab_url(notebook)}) "
+        f"[![Launch Binder]({BINDER_BADGE})]({binder_url(notebook)})"
+    )
 
 
 def pip_requirement():
@@ -43,17 +45,19 @@ def pip_requirement():
 def colab_setup_source():
     """The first code cell of every lesson (tagged colab-setup): does nothing outside Colab, and on Colab
     stops with one line saying what failed and what to do when the install fails."""
-    return "\n".join([
-        f"# On Google Colab, install this collection's `utils` ({RELEASE}) first; elsewhere this cell does nothing.",
-        "import subprocess",
-        "import sys",
-        "",
-        'if "google.colab" in sys.modules:',
-        f'    requirement = "{pip_requirement()}"',
-        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],',
-        "                         capture_output=True, text=True)",
-        "    if pip.returncode != 0:",
-        '        reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]',
-        '        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "',
-        '                         "Check that this runtime is online, then run this cell again.")',
-    ])
+    return "\n".join(
+        [
+            f"# On Google Colab, install this collection's `utils` ({RELEASE}) first; elsewhere this cell does nothing.",
+            "import subprocess",
+            "import sys",
+            "",
+            'if "google.colab" in sys.modules:',
+            f'    requirement = "{pip_requirement()}"',
+            '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],',
+            "                         capture_output=True, text=True)",
+            "    if pip.returncode != 0:",
+            '        reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]',
+            '        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "',
+            '                         "Check that this runtime is online, then run this cell again.")',
+        ]
+    )

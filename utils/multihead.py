@@ -42,9 +42,7 @@ class MultiHeadAttention(nn.Module):
     def _check_input(self, name, x):
         validation.tensor(name, x, floating=True)
         if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
-            )
+            raise ValueError(f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
 
     def _check_inputs(self, query, key, value):
         for name, x in (("query", query), ("key", key), ("value", value)):

@@ -46,16 +46,21 @@ class CausalAttentionLM(nn.Module):
         return self.W_out(h)  # (batch, T, vocab_size)
 
 
-def fit_next_token(shift, seed, vocab_size=8, seq_len=6, d_model=32, steps=300, batch_size=64,
-                   lr=0.01, eval_size=1000):
+def fit_next_token(shift, seed, vocab_size=8, seq_len=6, d_model=32, steps=300, batch_size=64, lr=0.01, eval_size=1000):
     """Train on uniformly random tokens; return held-out (accuracy, cross-entropy) of predicting y_i at position i.
 
     With shift=True the input is shift_right(y) (position i sees y_{<i}); with shift=False it is y itself.
     """
     validation.boolean("shift", shift)
     validation.seed("seed", seed)
-    for name, value in (("vocab_size", vocab_size), ("seq_len", seq_len), ("d_model", d_model),
-                        ("steps", steps), ("batch_size", batch_size), ("eval_size", eval_size)):
+    for name, value in (
+        ("vocab_size", vocab_size),
+        ("seq_len", seq_len),
+        ("d_model", d_model),
+        ("steps", steps),
+        ("batch_size", batch_size),
+        ("eval_size", eval_size),
+    ):
         validation.positive_int(name, value)
     lr = validation.positive_float("lr", lr)
     gen = torch.Generator().manual_seed(seed)

@@ -39,13 +39,15 @@ def layer_grad_norms(encoder, loss):
     validation.instance("encoder", encoder, Encoder, "utils.blocks.Encoder")
     validation.tensor("loss", loss)
     if loss.numel() != 1 or not loss.requires_grad:
-        raise ValueError(f"loss must be a scalar that requires grad, got shape {tuple(loss.shape)}, "
-                         f"requires_grad={loss.requires_grad}")
+        raise ValueError(
+            f"loss must be a scalar that requires grad, got shape {tuple(loss.shape)}, "
+            f"requires_grad={loss.requires_grad}"
+        )
     params = [list(layer.parameters()) for layer in encoder.layers]
     grads = torch.autograd.grad(loss, [p for group in params for p in group], allow_unused=True)
     norms, start = [], 0
     for group in params:
-        chunk = [g for g in grads[start:start + len(group)] if g is not None]  # None: not used by loss
+        chunk = [g for g in grads[start : start + len(group)] if g is not None]  # None: not used by loss
         norms.append(sum(g.pow(2).sum().item() for g in chunk) ** 0.5)
         start += len(group)
     return np.array(norms)
@@ -56,8 +58,13 @@ def probe_at_init(norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, 
     return (activation RMS per layer, RMS after the final norm, gradient norm per layer) for the
     cross-entropy of a random linear readout against random classes."""
     validation.boolean("norm_first", norm_first)
-    for name, value in [("num_layers", num_layers), ("d_model", d_model), ("batch", batch), ("T", T),
-                        ("num_classes", num_classes)]:
+    for name, value in [
+        ("num_layers", num_layers),
+        ("d_model", d_model),
+        ("batch", batch),
+        ("T", T),
+        ("num_classes", num_classes),
+    ]:
         validation.positive_int(name, value)
     validation.divisible("d_model", d_model, 4, "num_heads")
     torch.manual_seed(validation.seed("seed", seed))
@@ -79,20 +86,27 @@ def warmup_lr(step, lr, warmup_steps):
     return lr * min(1.0, (step + 1) / warmup_steps)
 
 
-def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_model=32, seed=0,
-                    vocab=16, T=8, batch=16):
+def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_model=32, seed=0, vocab=16, T=8, batch=16):
     """Train Embedding -> Encoder (4 heads, d_ff = 2 d_model) -> Linear with Adam (betas 0.9, 0.98, as in
     the paper) and `warmup_lr` to output each input token again; return the loss of every step."""
     validation.boolean("norm_first", norm_first)
-    for name, value in [("steps", steps), ("num_layers", num_layers), ("d_model", d_model), ("vocab", vocab),
-                        ("T", T), ("batch", batch)]:
+    for name, value in [
+        ("steps", steps),
+        ("num_layers", num_layers),
+        ("d_model", d_model),
+        ("vocab", vocab),
+        ("T", T),
+        ("batch", batch),
+    ]:
         validation.positive_int(name, value)
     validation.divisible("d_model", d_model, 4, "num_heads")
     warmup_lr(0, lr, warmup_steps)  # checks lr and warmup_steps
     torch.manual_seed(validation.seed("seed", seed))
-    model = nn.Sequential(nn.Embedding(vocab, d_model),
-                          Encoder(d_model, 4, 2 * d_model, num_layers, norm_first=norm_first),
-                          nn.Linear(d_model, vocab))
+    model = nn.Sequential(
+        nn.Embedding(vocab, d_model),
+        Encoder(d_model, 4, 2 * d_model, num_layers, norm_first=norm_first),
+        nn.Linear(d_model, vocab),
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
     data = torch.Generator().manual_seed(1000 + seed)
     losses = []
@@ -126,8 +140,7 @@ def plot_per_layer(values, ylabel, title, ax=None, logy=False):
         layers = np.arange(1, v.shape[1] + 1)
         style = VARIANT_STYLE[name]
         ax.fill_between(layers, v.min(0), v.max(0), color=style["color"], alpha=0.2, lw=0)
-        ax.plot(layers, np.median(v, 0), label=f"{name} (median, band: min-max over {len(v)} seeds)",
-                ms=4, **style)
+        ax.plot(layers, np.median(v, 0), label=f"{name} (median, band: min-max over {len(v)} seeds)", ms=4, **style)
     if logy:
         ax.set_yscale("log")
     ax.set(xlabel="layer", ylabel=ylabel, title=title)
@@ -144,8 +157,15 @@ def plot_loss_curves(losses, title, ax=None, chance=None):
     for name, curves in losses.items():
         style = VARIANT_STYLE[name]
         for i, curve in enumerate(curves):
-            ax.plot(np.arange(1, len(curve) + 1), curve, color=style["color"], ls=style["ls"], lw=1.2, alpha=0.8,
-                    label=f"{name} ({len(curves)} seeds)" if i == 0 else None)
+            ax.plot(
+                np.arange(1, len(curve) + 1),
+                curve,
+                color=style["color"],
+                ls=style["ls"],
+                lw=1.2,
+                alpha=0.8,
+                label=f"{name} ({len(curves)} seeds)" if i == 0 else None,
+            )
     if chance is not None:
         ax.axhline(chance, color="gray", ls=":", lw=1, label="chance level")
     ax.set(xlabel="training step", ylabel="loss", title=title)

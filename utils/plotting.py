@@ -18,26 +18,31 @@ def plot_pe_heatmap(max_len=100, d_model=128, base=10000.0, position=10):
     validation.index("position", position, max_len, "max_len")
     # Fixed margins: a constrained layout would nearly double the work of every slider redraw.
     fig, (ax_map, ax_vec) = plt.subplots(
-        2, 1, figsize=(8, 6), height_ratios=[3, 1],
+        2,
+        1,
+        figsize=(8, 6),
+        height_ratios=[3, 1],
         gridspec_kw=dict(left=0.085, right=0.87, top=0.95, bottom=0.08, hspace=0.42),
     )
     im = ax_map.imshow(pe, aspect="auto", cmap="RdBu", vmin=-1, vmax=1, interpolation="nearest")
     ax_map.axhline(position, color="black", lw=1.5, label=f"position {position}")
-    ax_map.set(title=f"Sinusoidal PE: {max_len} positions x d_model={d_model}, base={base:g}",
-               xlabel="dimension (even: sin, odd: cos; frequency falls to the right)",
-               ylabel="position (pos)")
+    ax_map.set(
+        title=f"Sinusoidal PE: {max_len} positions x d_model={d_model}, base={base:g}",
+        xlabel="dimension (even: sin, odd: cos; frequency falls to the right)",
+        ylabel="position (pos)",
+    )
     map_box = ax_map.get_position()
     colorbar_ax = fig.add_axes([0.89, map_box.y0 + 0.1 * map_box.height, 0.02, 0.8 * map_box.height])
     fig.colorbar(im, cax=colorbar_ax, label="PE(pos, dimension)")
     for axis in (ax_map.xaxis, ax_map.yaxis, ax_vec.xaxis):  # dimensions and positions are whole numbers
         axis.set_major_locator(MaxNLocator(integer=True))
     ax_vec.plot(np.arange(d_model), pe[position], lw=1, color="black")
-    ax_vec.set(xlim=(0, d_model - 1), ylim=(-1.1, 1.1), xlabel="dimension",
-               title=f"PE({position})")
+    ax_vec.set(xlim=(0, d_model - 1), ylim=(-1.1, 1.1), xlabel="dimension", title=f"PE({position})")
     return fig
 
 
 # --- lesson 03: attention-map explorer (lesson 04 uses its mask control) ---
+
 
 def plot_attention(tokens, weights, query=None, mask=None, title="attention weights"):
     """Heatmap of weights (T_q, T_k) labelled by tokens, and, if `query` is given, that row as bars.
@@ -51,11 +56,14 @@ def plot_attention(tokens, weights, query=None, mask=None, title="attention weig
         query = validation.index("query", query, w.shape[0], "T_q")
     # Fixed margins, not layout="constrained": the layout solver was the largest part of a redraw.
     if query is None:
-        fig, ax_map = plt.subplots(figsize=(5.5, 4.5), gridspec_kw=dict(left=0.2, right=0.97, bottom=0.22,
-                                                                         top=0.9))
+        fig, ax_map = plt.subplots(figsize=(5.5, 4.5), gridspec_kw=dict(left=0.2, right=0.97, bottom=0.22, top=0.9))
     else:
-        fig, (ax_map, ax_bar) = plt.subplots(1, 2, figsize=(10, 4.5), gridspec_kw=dict(
-            width_ratios=[1.1, 1], left=0.11, right=0.98, bottom=0.22, top=0.9, wspace=0.3))
+        fig, (ax_map, ax_bar) = plt.subplots(
+            1,
+            2,
+            figsize=(10, 4.5),
+            gridspec_kw=dict(width_ratios=[1.1, 1], left=0.11, right=0.98, bottom=0.22, top=0.9, wspace=0.3),
+        )
     im = ax_map.imshow(w, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
     ax_map.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
     ax_map.set_yticks(range(len(queries)), queries)
@@ -68,22 +76,34 @@ def plot_attention(tokens, weights, query=None, mask=None, title="attention weig
         ax_map.add_patch(plt.Rectangle((-0.5, query - 0.5), len(keys), 1, fill=False, ec="red", lw=2))
         ax_bar.bar(range(len(keys)), w[query], color="tab:red")
         ax_bar.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
-        ax_bar.set(ylim=(0, 1), ylabel="weight", title=f"query {query} ({queries[query]!r}): row sums to "
-                                                         f"{w[query].sum():.3f}")
+        ax_bar.set(
+            ylim=(0, 1), ylabel="weight", title=f"query {query} ({queries[query]!r}): row sums to {w[query].sum():.3f}"
+        )
     return fig
 
 
-def plot_attention_explorer(tokens, scale=True, temperature=1.0, positional=False, mask_kind="none",
-                            query=0, d_model=16, seed=0):
+def plot_attention_explorer(
+    tokens, scale=True, temperature=1.0, positional=False, mask_kind="none", query=0, d_model=16, seed=0
+):
     """The explorer's figure: the self-attention map of seeded embeddings (utils.attention_map)."""
-    weights, allowed = attention_map(tokens, scale=scale, temperature=temperature,
-                                     positional=positional, mask_kind=mask_kind, d_model=d_model, seed=seed)
-    title = (f"{'scaled' if scale else 'unscaled'}, temperature={temperature:g}, "
-             f"{'with' if positional else 'no'} PE, mask={mask_kind}")
+    weights, allowed = attention_map(
+        tokens,
+        scale=scale,
+        temperature=temperature,
+        positional=positional,
+        mask_kind=mask_kind,
+        d_model=d_model,
+        seed=seed,
+    )
+    title = (
+        f"{'scaled' if scale else 'unscaled'}, temperature={temperature:g}, "
+        f"{'with' if positional else 'no'} PE, mask={mask_kind}"
+    )
     return plot_attention(tokens, weights.numpy(), query=query, mask=allowed.numpy(), title=title)
 
 
 # --- lesson 02: dot-product identities ---
+
 
 def offset_dot_products(d_model, base=10000.0, k=10, num_t=60):
     """(t, PE_t . PE_{t+k}) for num_t positions t with t, t + k >= 0, read off the PE table (float64)."""
@@ -109,18 +129,30 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
     expected = float(np.cos(w * k).sum())
 
     # Fixed margins instead of layout="constrained": the layout pass would double the redraw time.
-    fig, (ax_t, ax_k, ax_rot) = plt.subplots(1, 3, figsize=(13, 4), gridspec_kw=dict(
-        left=0.05, right=0.985, bottom=0.13, top=0.85, wspace=0.28, width_ratios=[1, 1, 0.8]))
+    fig, (ax_t, ax_k, ax_rot) = plt.subplots(
+        1,
+        3,
+        figsize=(13, 4),
+        gridspec_kw=dict(left=0.05, right=0.985, bottom=0.13, top=0.85, wspace=0.28, width_ratios=[1, 1, 0.8]),
+    )
     ax_t.plot(ts, dots, color="C0", lw=2, label="PE_t . PE_t+k")
     ax_t.axhline(expected, color="C1", lw=1, ls="--", label="sum_i cos(w_i k)")
     ax_t.legend(loc="lower right", fontsize=8)
-    ax_t.set(xlabel="position t", ylabel="dot product", title=f"against t at k={k}: flat",
-             ylim=(-d_model / 2 * 1.1, d_model / 2 * 1.1))
+    ax_t.set(
+        xlabel="position t",
+        ylabel="dot product",
+        title=f"against t at k={k}: flat",
+        ylim=(-d_model / 2 * 1.1, d_model / 2 * 1.1),
+    )
     ax_k.plot(offsets, by_offset, color="C1", lw=1.5, label="sum_i cos(w_i j)")
     ax_k.plot([k], [expected], "o", color="C0", ms=8, label="chosen k")
     ax_k.axvline(k, color="C0", lw=0.8, ls="--")
-    ax_k.set(xlabel="offset j", ylabel="dot product", title="against the offset: symmetric in j",
-             ylim=(-d_model / 2 * 1.1, d_model / 2 * 1.1))
+    ax_k.set(
+        xlabel="offset j",
+        ylabel="dot product",
+        title="against the offset: symmetric in j",
+        ylim=(-d_model / 2 * 1.1, d_model / 2 * 1.1),
+    )
 
     wi = float(w[pair])
     p0 = np.array([np.sin(wi * t), np.cos(wi * t)])  # (2,) columns (2i, 2i+1) of PE_t
@@ -132,9 +164,14 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
     a0 = wi * t  # angle of PE_t's point, clockwise from the cos axis; PE_{t+k} is w_i k further
     arc = np.linspace(a0, a0 + math.remainder(wi * k, 2 * math.pi), 100)  # the shorter way round
     ax_rot.plot(0.35 * np.sin(arc), 0.35 * np.cos(arc), color="black", lw=1, label="angle w_i k")
-    ax_rot.set(xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), aspect="equal",
-               xlabel=f"sin(w_{pair} t)  (column {2 * pair})", ylabel=f"cos(w_{pair} t)  (column {2 * pair + 1})",
-               title=f"pair {pair}: w={wi:.3g}, w k={wi * k:.3g} rad")
+    ax_rot.set(
+        xlim=(-1.2, 1.2),
+        ylim=(-1.2, 1.2),
+        aspect="equal",
+        xlabel=f"sin(w_{pair} t)  (column {2 * pair})",
+        ylabel=f"cos(w_{pair} t)  (column {2 * pair + 1})",
+        title=f"pair {pair}: w={wi:.3g}, w k={wi * k:.3g} rad",
+    )
     ax_rot.legend(loc="lower left", fontsize=7)
     fig.suptitle(f"PE_t . PE_t+k = sum_i cos(w_i k) = {expected:.3f}   (d_model={d_model}, base={base:g})")
     return fig
@@ -142,24 +179,38 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
 
 # --- lesson 07: toy translator ---
 
+
 def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-attention"):
     """Heatmap of cross-attention weights (T_tgt x T_src) with the gold alignment drawn as orange circles.
 
     gold[j] is the source index Neo word j translates, or None where it translates none (len(gold) <= T_tgt;
     gold=None: no markers).
     """
-    w = validation.shape("weights", np.asarray(weights, dtype=float),
-                         (("len(tgt_words)", len(tgt_words)), ("len(src_words)", len(src_words))))
-    if gold is not None and (len(gold) > len(tgt_words)
-                             or any(g is not None and not 0 <= g < len(src_words) for g in gold)):
-        raise ValueError(f"gold must give at most {len(tgt_words)} source indices in [0, {len(src_words)}) "
-                         f"(or None), got {list(gold)}")
+    w = validation.shape(
+        "weights",
+        np.asarray(weights, dtype=float),
+        (("len(tgt_words)", len(tgt_words)), ("len(src_words)", len(src_words))),
+    )
+    if gold is not None and (
+        len(gold) > len(tgt_words) or any(g is not None and not 0 <= g < len(src_words) for g in gold)
+    ):
+        raise ValueError(
+            f"gold must give at most {len(tgt_words)} source indices in [0, {len(src_words)}) "
+            f"(or None), got {list(gold)}"
+        )
     fig, ax = plt.subplots(figsize=(1.2 + 0.5 * len(src_words), 1.0 + 0.42 * len(tgt_words)), layout="constrained")
     im = ax.imshow(w, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
     marked = [] if gold is None else [(g, j) for j, g in enumerate(gold) if g is not None]
     if marked:
-        ax.scatter([g for g, _ in marked], [j for _, j in marked], s=110, facecolors="none", edgecolors="orange", linewidths=2,
-                   label="gold alignment")
+        ax.scatter(
+            [g for g, _ in marked],
+            [j for _, j in marked],
+            s=110,
+            facecolors="none",
+            edgecolors="orange",
+            linewidths=2,
+            label="gold alignment",
+        )
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)
     ax.set_xticks(range(len(src_words)), src_words, rotation=60, ha="right")
     ax.set_yticks(range(len(tgt_words)), tgt_words)
@@ -181,6 +232,7 @@ def plot_training_history(losses, lrs, tokens_per_step=None):
 
 
 # --- lesson 05: multi-head attention ---
+
 
 def _attention_image(ax, weights, tokens, title, vmax=1.0):
     """One attention map (T_q, T_k) on `ax`, with token labels when given."""

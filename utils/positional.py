@@ -52,6 +52,7 @@ class PositionalEncoding(nn.Module):
 
 # --- lesson 02: dot-product identities ---
 
+
 def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
     """M_k (d_model, d_model), block-diagonal 2x2 rotations by w_i k, with PE_{t+k} = PE_t @ M_k (rows).
 
@@ -70,6 +71,7 @@ def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
 
 
 # --- lesson 08: learned absolute positions, rotary position embedding (RoPE), 2-D encodings ---
+
 
 class LearnedPositionalEncoding(nn.Module):
     """Adds a trained vector per position (an nn.Embedding of max_len rows); it has none past max_len."""
@@ -130,8 +132,7 @@ def apply_rotary(x, positions=None, base=10000.0):
     validation.tensor("x", x, min_dim=2, floating=True)
     seq, d_model = x.shape[-2], x.shape[-1]
     validation.divisible("x.shape[-1]", d_model, 2, why="pairs are rotated")
-    positions = torch.arange(seq, dtype=torch.float64) if positions is None else _positions(
-        "positions", positions, seq)
+    positions = torch.arange(seq, dtype=torch.float64) if positions is None else _positions("positions", positions, seq)
     theta = rotary_angles(positions, d_model, base)  # (seq, d_model/2)
     cos, sin = theta.cos().to(x), theta.sin().to(x)  # (seq, d_model/2) each
     x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., seq, d_model/2) each
@@ -152,6 +153,7 @@ def sinusoidal_encoding_2d(height, width, d_model, base=10000.0, dtype=torch.flo
     validation.divisible("d_model", d_model, 4, why="sin/cos pairs for rows and columns")
     rows = sinusoidal_encoding(height, d_model // 2, base, torch.float64)  # (height, d_model/2)
     cols = sinusoidal_encoding(width, d_model // 2, base, torch.float64)  # (width, d_model/2)
-    grid = torch.cat([rows[:, None, :].expand(height, width, -1),
-                      cols[None, :, :].expand(height, width, -1)], dim=-1)  # (height, width, d_model)
+    grid = torch.cat(
+        [rows[:, None, :].expand(height, width, -1), cols[None, :, :].expand(height, width, -1)], dim=-1
+    )  # (height, width, d_model)
     return grid.reshape(height * width, d_model).to(dtype)  # (height * width, d_model)

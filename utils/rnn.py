@@ -95,5 +95,9 @@ def step_factors(rnn, x):
         tanh_part = torch.stack(log_tanh).mean(0).exp()  # (batch,)
         W_hh_part = torch.stack(log_W).mean(0).exp()  # (batch,)
         mean_tanh_prime = (1 - h[:, 1:] ** 2).mean(dim=(1, 2))  # (batch,)
-    return {"factor": tanh_part * W_hh_part, "tanh_part": tanh_part, "W_hh_part": W_hh_part,
-            "mean_tanh_prime": mean_tanh_prime}
+    return {
+        "factor": tanh_part * W_hh_part,
+        "tanh_part": tanh_part,
+        "W_hh_part": W_hh_part,
+        "mean_tanh_prime": mean_tanh_prime,
+    }

@@ -23,7 +23,7 @@ def row_scores(T, d_k=16, seed=0):
     T = validation.positive_int("T", T)
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(T, d_k, generator=g), torch.randn(T, d_k, generator=g)  # (T, d_k) each
-    return (q @ k.T / d_k ** 0.5).numpy()  # (T, T)
+    return (q @ k.T / d_k**0.5).numpy()  # (T, T)
 
 
 def running_state(scores, query, block_size, key_block, causal):
@@ -31,7 +31,7 @@ def running_state(scores, query, block_size, key_block, causal):
     scores (m = -inf, l = 0 while nothing is allowed yet)."""
     row = np.asarray(scores)[query]
     end = min((key_block + 1) * block_size, len(row))
-    seen = row[:min(end, query + 1)] if causal else row[:end]
+    seen = row[: min(end, query + 1)] if causal else row[:end]
     if len(seen) == 0:
         return float("-inf"), 0.0
     m = float(seen.max())
@@ -64,8 +64,7 @@ def plot_tiles(T=32, block_size=8, causal=True, query=20, key_block=1, seed=0):
     m, l = running_state(scores, query, block_size, key_block, causal)
     fig, (ax, ax_row) = plt.subplots(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [1, 1.3]})
     cells = np.kron(grid, np.ones((block_size, block_size), dtype=int))[:T, :T]  # (T, T) tile kind per entry
-    ax.imshow(cells, cmap=ListedColormap(list(COLORS.values())), vmin=0, vmax=len(KINDS) - 1,
-              interpolation="nearest")
+    ax.imshow(cells, cmap=ListedColormap(list(COLORS.values())), vmin=0, vmax=len(KINDS) - 1, interpolation="nearest")
     for edge in range(0, T + 1, block_size):
         ax.axhline(edge - 0.5, color="white", lw=1.5)
         ax.axvline(edge - 0.5, color="white", lw=1.5)
@@ -76,14 +75,22 @@ def plot_tiles(T=32, block_size=8, causal=True, query=20, key_block=1, seed=0):
     ax.set_title(f"{n} x {n} tiles of {block_size}: {skipped} skipped", fontsize=10)
     ax.set_xlabel("key position j")
     ax.set_ylabel("query position i")
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="upper center",
-              bbox_to_anchor=(0.5, -0.14), ncol=4, fontsize=8, frameon=False)
+    ax.legend(
+        handles=[Patch(color=c, label=k) for k, c in COLORS.items()],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        ncol=4,
+        fontsize=8,
+        frameon=False,
+    )
     row = scores[query]
     allowed = np.arange(T) <= query if causal else np.ones(T, dtype=bool)
     read = np.arange(T) < (key_block + 1) * block_size
-    for mask, color, label in ((allowed & read, COLORS["computed"], "read so far"),
-                               (allowed & ~read, COLORS["to compute"], "not read yet"),
-                               (~allowed, COLORS["skipped"], "masked (j > i)")):
+    for mask, color, label in (
+        (allowed & read, COLORS["computed"], "read so far"),
+        (allowed & ~read, COLORS["to compute"], "not read yet"),
+        (~allowed, COLORS["skipped"], "masked (j > i)"),
+    ):
         ax_row.bar(np.arange(T)[mask], row[mask], color=color, edgecolor="#555555", lw=0.3, label=label)
     if np.isfinite(m):
         ax_row.axhline(m, color=COLORS["current"], lw=2, label=f"running max m = {m:.2f}")
@@ -107,14 +114,15 @@ def tile_explorer(T=32, block_size=8, causal=True, query=20, key_block=1):
     validation.index("key_block", key_block, -(-T // block_size), "number of key blocks")
     style = {"description_width": "initial"}
     controls = {
-        "T": widgets.IntSlider(T, 4, max(64, T), 4, description="sequence length T", continuous_update=False,
-                               style=style),
-        "block_size": widgets.IntSlider(block_size, 2, max(16, block_size), 1, description="block size",
-                                        continuous_update=False, style=style),
+        "T": widgets.IntSlider(
+            T, 4, max(64, T), 4, description="sequence length T", continuous_update=False, style=style
+        ),
+        "block_size": widgets.IntSlider(
+            block_size, 2, max(16, block_size), 1, description="block size", continuous_update=False, style=style
+        ),
         "causal": widgets.Checkbox(value=causal, description="causal mask", style=style),
         "query": widgets.IntSlider(query, 0, T - 1, 1, description="query row", style=style),
-        "key_block": widgets.IntSlider(key_block, 0, -(-T // block_size) - 1, 1, description="key block",
-                                       style=style),
+        "key_block": widgets.IntSlider(key_block, 0, -(-T // block_size) - 1, 1, description="key block", style=style),
     }
 
     def clamp(change):  # the query row and the key block must exist for the new T and block size
@@ -135,6 +143,10 @@ def tile_explorer(T=32, block_size=8, causal=True, query=20, key_block=1):
         display(Image(png.getvalue()))
 
     out = widgets.interactive_output(show, controls)
-    layout = widgets.VBox([widgets.HBox([controls["T"], controls["block_size"], controls["causal"]]),
-                           widgets.HBox([controls["query"], controls["key_block"]])])
+    layout = widgets.VBox(
+        [
+            widgets.HBox([controls["T"], controls["block_size"], controls["causal"]]),
+            widgets.HBox([controls["query"], controls["key_block"]]),
+        ]
+    )
     return widgets.VBox([layout, out])

@@ -47,9 +47,7 @@ def tensor(name, value, min_dim=0, floating=False):
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if value.dim() < min_dim:
-        raise ValueError(
-            f"{name} must have at least {min_dim} dimensions, got shape {tuple(value.shape)}"
-        )
+        raise ValueError(f"{name} must have at least {min_dim} dimensions, got shape {tuple(value.shape)}")
     if floating and not value.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
     return value
@@ -209,7 +207,7 @@ def shape(name, value, dims):
     fixed = tuple(dims[1:] if leading else dims)
     ok = len(got) >= len(fixed) if leading else len(got) == len(fixed)
     if ok:
-        for g, d in zip(got[len(got) - len(fixed):], fixed):
+        for g, d in zip(got[len(got) - len(fixed) :], fixed):
             size = d[1] if isinstance(d, tuple) else d
             if not isinstance(size, str) and g != size:
                 ok = False
@@ -234,8 +232,10 @@ def token_ids(name, value, vocab_size=None, min_dim=1):
         low, high = int(value.min()), int(value.max())
         if low < 0 or (vocab_size is not None and high >= vocab_size):
             limit = f"[0, vocab_size={vocab_size})" if vocab_size is not None else ">= 0"
-            raise ValueError(f"{name} must hold token ids {'in ' if vocab_size is not None else ''}{limit}, "
-                             f"got min {low} and max {high}")
+            raise ValueError(
+                f"{name} must hold token ids {'in ' if vocab_size is not None else ''}{limit}, "
+                f"got min {low} and max {high}"
+            )
     return value
 
 
@@ -250,8 +250,10 @@ def max_positions(name, value, max_len, dim=-1):
     """Return `value` if its dimension `dim` (its positions) is at most `max_len`, the size of a position table."""
     n = value.shape[dim]
     if n > max_len:
-        raise ValueError(f"{name} has {n} positions, more than max_len={max_len} (the positions the table "
-                         f"covers); build it with max_len >= {n}")
+        raise ValueError(
+            f"{name} has {n} positions, more than max_len={max_len} (the positions the table "
+            f"covers); build it with max_len >= {n}"
+        )
     return value
 
 

@@ -37,13 +37,23 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
     log_base = math.log10(base)
     # Table sizes redraw on release (continuous_update=False); the position slider follows the drag.
     controls = {
-        "max_len": widgets.IntSlider(max_len, 1, max(500, max_len), 1, description="max_len",
-                                     continuous_update=False, style=style),
-        "d_model": widgets.IntSlider(d_model, 2, max(512, d_model), 2, description="d_model",
-                                     continuous_update=False, style=style),
-        "base": widgets.FloatLogSlider(base, base=10, min=min(0.0, log_base), max=max(5.0, log_base),
-                                       step=0.25, description="base", readout_format=".5g",
-                                       continuous_update=False, style=style),
+        "max_len": widgets.IntSlider(
+            max_len, 1, max(500, max_len), 1, description="max_len", continuous_update=False, style=style
+        ),
+        "d_model": widgets.IntSlider(
+            d_model, 2, max(512, d_model), 2, description="d_model", continuous_update=False, style=style
+        ),
+        "base": widgets.FloatLogSlider(
+            base,
+            base=10,
+            min=min(0.0, log_base),
+            max=max(5.0, log_base),
+            step=0.25,
+            description="base",
+            readout_format=".5g",
+            continuous_update=False,
+            style=style,
+        ),
         "position": widgets.IntSlider(position, 0, max_len - 1, 1, description="position", style=style),
     }
 
@@ -56,8 +66,17 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
 
 # --- lesson 03: attention-map explorer (lesson 04 uses its mask control) ---
 
-def attention_explorer(tokens="YOUR CAT IS A LOVELY CAT", scale=True, temperature=1.0, positional=False,
-                       mask_kind="none", query=0, d_model=16, seed=0):
+
+def attention_explorer(
+    tokens="YOUR CAT IS A LOVELY CAT",
+    scale=True,
+    temperature=1.0,
+    positional=False,
+    mask_kind="none",
+    query=0,
+    d_model=16,
+    seed=0,
+):
     """Self-attention map of a sentence with controls: scaling, temperature, PE, mask kind, query token."""
     toks = as_tokens(tokens)  # bad arguments raise here, by name
     validation.boolean("scale", scale)
@@ -70,20 +89,34 @@ def attention_explorer(tokens="YOUR CAT IS A LOVELY CAT", scale=True, temperatur
     style = {"description_width": "initial"}
     controls = {
         "scale": widgets.Checkbox(value=scale, description="scale by 1/√d_k", style=style),
-        "temperature": widgets.FloatLogSlider(value=temperature, base=10, min=-1.5, max=1, step=0.05,
-                                              description="temperature", continuous_update=False, style=style),
+        "temperature": widgets.FloatLogSlider(
+            value=temperature,
+            base=10,
+            min=-1.5,
+            max=1,
+            step=0.05,
+            description="temperature",
+            continuous_update=False,
+            style=style,
+        ),
         "positional": widgets.Checkbox(value=positional, description="add positional encoding", style=style),
         "mask_kind": widgets.Dropdown(options=list(MASK_KINDS), value=mask_kind, description="mask", style=style),
-        "query": widgets.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(toks)], value=query,
-                                  description="query token", style=style),
+        "query": widgets.Dropdown(
+            options=[(f"{i}: {t}", i) for i, t in enumerate(toks)], value=query, description="query token", style=style
+        ),
     }
     fixed = {"tokens": widgets.fixed(toks), "d_model": widgets.fixed(d_model), "seed": widgets.fixed(seed)}
-    layout = widgets.VBox([widgets.HBox([controls["scale"], controls["positional"], controls["temperature"]]),
-                           widgets.HBox([controls["mask_kind"], controls["query"]])])
+    layout = widgets.VBox(
+        [
+            widgets.HBox([controls["scale"], controls["positional"], controls["temperature"]]),
+            widgets.HBox([controls["mask_kind"], controls["query"]]),
+        ]
+    )
     return _explorer(plotting.plot_attention_explorer, {**controls, **fixed}, layout)
 
 
 # --- lesson 02: dot-product identities ---
+
 
 def offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3):
     """Sliders for d_model, base, offset k, frequency pair and position t over plot_offset_explorer."""
@@ -95,8 +128,9 @@ def offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3):
     style = {"description_width": "initial"}
     controls = {
         "d_model": widgets.IntSlider(d_model, 2, 512, 2, description="d_model", continuous_update=False, style=style),
-        "base": widgets.FloatLogSlider(base, base=10, min=1, max=5, step=0.25, description="base",
-                                       continuous_update=False, style=style),
+        "base": widgets.FloatLogSlider(
+            base, base=10, min=1, max=5, step=0.25, description="base", continuous_update=False, style=style
+        ),
         "k": widgets.IntSlider(k, -60, 60, 1, description="offset k", style=style),
         "pair": widgets.IntSlider(pair, 0, d_model // 2 - 1, 1, description="pair i", style=style),
         "t": widgets.IntSlider(t, 0, 50, 1, description="position t", style=style),
@@ -106,12 +140,17 @@ def offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3):
         controls["pair"].max = change["new"] // 2 - 1
 
     controls["d_model"].observe(clamp_pair, names="value")
-    rows = widgets.VBox([widgets.HBox([controls[n] for n in ("d_model", "base")]),
-                         widgets.HBox([controls[n] for n in ("k", "pair", "t")])])
+    rows = widgets.VBox(
+        [
+            widgets.HBox([controls[n] for n in ("d_model", "base")]),
+            widgets.HBox([controls[n] for n in ("k", "pair", "t")]),
+        ]
+    )
     return _explorer(plotting.plot_offset_explorer, controls, layout=rows)
 
 
 # --- lesson 07: toy translator ---
+
 
 def cross_attention_explorer(model, src_vocab, tgt_vocab, sentence="the big dog sees a red cat", layer=0, head=0):
     """A text box for a sentence plus layer and head pickers over the model's cross-attention map."""
@@ -123,8 +162,9 @@ def cross_attention_explorer(model, src_vocab, tgt_vocab, sentence="the big dog 
     validation.index("head", head, cfg.num_heads, "num_heads")
     validation.instance("sentence", sentence, str)
     controls = {
-        "sentence": widgets.Text(sentence, description="sentence", continuous_update=False,
-                                 layout=widgets.Layout(width="520px")),
+        "sentence": widgets.Text(
+            sentence, description="sentence", continuous_update=False, layout=widgets.Layout(width="520px")
+        ),
         "layer": widgets.Dropdown(options=list(range(cfg.num_layers)), value=layer, description="layer"),
         "head": widgets.Dropdown(options=list(range(cfg.num_heads)), value=head, description="head"),
     }
@@ -140,16 +180,25 @@ def cross_attention_explorer(model, src_vocab, tgt_vocab, sentence="the big dog 
                 ax.text(0, 0.5, f"{err}", wrap=True, va="center", fontsize=10)
                 return fig
         m = cache[sentence]
-        note = "" if m["gold"] is not None else (
-            "  (outside the grammar: no gold)" if m["reference"] is None else "  (differs from the reference: no gold)")
-        return plotting.plot_cross_attention(m["weights"][layer][head], m["src"], m["tgt"], m["gold"],
-                                             title=f"layer {layer}, head {head}{note}")
+        note = (
+            ""
+            if m["gold"] is not None
+            else (
+                "  (outside the grammar: no gold)"
+                if m["reference"] is None
+                else "  (differs from the reference: no gold)"
+            )
+        )
+        return plotting.plot_cross_attention(
+            m["weights"][layer][head], m["src"], m["tgt"], m["gold"], title=f"layer {layer}, head {head}{note}"
+        )
 
     layout = widgets.VBox([controls["sentence"], widgets.HBox([controls["layer"], controls["head"]])])
     return _explorer(render, controls, layout)
 
 
 # --- lesson 05: multi-head attention ---
+
 
 def head_explorer(weights, tokens=None, head=0):
     """A slider that picks one head of weights (num_heads, T_q, T_k); shown beside the head average."""

@@ -24,22 +24,32 @@ from utils.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 INSTALL_HINT = "Chromium is missing: install it with `apt-get install chromium` (Debian's package)"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 # User settings for the private server: no news or update checks (their pop-ups cover the page),
 # no autosave (a test must never rewrite a committed notebook), every cell kept in the DOM.
 LAB_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-        {"fetchNews": "false", "checkForUpdates": False, "doNotDisturbMode": True},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+        "doNotDisturbMode": True,
+    },
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
 
 
 # --- which notebooks have widgets ---------------------------------------------------------------
+
 
 def lesson_notebooks(root=ROOT):
     """Every lesson notebook, in lesson order."""
@@ -53,7 +63,8 @@ def has_widget(path):
         if cell.cell_type != "code":
             continue
         if re.search(r"\b\w+_explorer\(", cell.source) and "widgets" in "\n".join(
-                c.source for c in nb.cells if c.cell_type == "code"):
+            c.source for c in nb.cells if c.cell_type == "code"
+        ):
             return True
         if any(WIDGET_MIME in o.get("data", {}) for o in cell.get("outputs", [])):
             return True
@@ -65,6 +76,7 @@ def widget_notebooks(root=ROOT):
 
 
 # --- the server -----------------------------------------------------------------------------------
+
 
 def free_port():
     with socket.socket() as s:
@@ -79,8 +91,9 @@ class Lab:
         self.url, self.token, self.proc, self.home = url, token, proc, home
 
     def api(self, path, method="GET"):
-        req = urllib.request.Request(f"{self.url}api/{path}", method=method,
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            f"{self.url}api/{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(req, timeout=10) as resp:
             body = resp.read()
         return json.loads(body) if body else None
@@ -110,25 +123,42 @@ def running_lab(root=ROOT, timeout=120):
         f.write_text(json.dumps(values))
     # No language server (it writes .virtual_documents/ into the repo) and no terminals.
     (home / "config").mkdir()
-    (home / "config" / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False, "jupyter_server_terminals": False}}}))
-    env = dict(os.environ,
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "config"),
-               JUPYTER_DATA_DIR=str(home / "data"), JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "lab" / "workspaces"), IPYTHONDIR=str(home / "ipython"),
-               JUPYTER_PLATFORM_DIRS="1", PYTHONHASHSEED="0")
+    (home / "config" / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False, "jupyter_server_terminals": False}}})
+    )
+    env = dict(
+        os.environ,
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "lab" / "workspaces"),
+        IPYTHONDIR=str(home / "ipython"),
+        JUPYTER_PLATFORM_DIRS="1",
+        PYTHONHASHSEED="0",
+    )
     # The kernelspec (python3) and the widgets lab extension live under sys.prefix/share/jupyter,
     # which Jupyter searches whatever JUPYTER_DATA_DIR says; no user-level path is needed.
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-           "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           "--LabApp.extension_manager=readonly", "--ServerApp.open_browser=False", "--allow-root",
-           # checkpoints (written when a notebook opens) go to the private folder, not into the repo
-           f"--FileCheckpoints.checkpoint_dir={home / 'checkpoints'}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        "--ServerApp.open_browser=False",
+        "--allow-root",
+        # checkpoints (written when a notebook opens) go to the private folder, not into the repo
+        f"--FileCheckpoints.checkpoint_dir={home / 'checkpoints'}",
+    ]
     log = open(home / "server.log", "wb")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root, start_new_session=True)
     lab = Lab(f"http://127.0.0.1:{port}/", token, proc, home)
     try:
         deadline = time.monotonic() + timeout
@@ -219,7 +249,8 @@ def menu(page, top, item):
     """Click a main-menu entry, e.g. menu(page, "Run", "Run All Cells")."""
     page.locator(".lm-MenuBar-itemLabel", has_text=top).first.click()
     page.locator(".lm-Menu-content .lm-Menu-itemLabel").filter(
-        has_text=re.compile(f"^{re.escape(item)}$")).first.click()
+        has_text=re.compile(f"^{re.escape(item)}$")
+    ).first.click()
 
 
 def run_all(page, lab, timeout=600):
@@ -376,8 +407,9 @@ def exercise_widgets(page, lab, repeats=1):
         for kind, label, loc in controls(root):
             for _ in range(repeats):
                 latency, what = step_control(page, lab, root, kind, loc)
-                steps.append({"widget": name, "index": w, "control": label, "kind": kind,
-                              "action": what, "latency_ms": latency})
+                steps.append(
+                    {"widget": name, "index": w, "control": label, "kind": kind, "action": what, "latency_ms": latency}
+                )
     return steps
 
 

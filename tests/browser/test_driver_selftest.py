@@ -11,7 +11,7 @@ import pytest
 import lab_driver
 
 pytestmark = pytest.mark.browser
-WIDGET = '''
+WIDGET = """
 import ipywidgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -36,9 +36,16 @@ controls = {
     "grid": ipywidgets.ToggleButton(False, description="grid"),
 }
 _explorer(render, controls)
-'''
-KINDS = {"position": "slider", "ignored": "slider", "cmap": "dropdown", "flip": "checkbox",
-         "k": "toggle-buttons", "title": "text", "grid": "toggle"}
+"""
+KINDS = {
+    "position": "slider",
+    "ignored": "slider",
+    "cmap": "dropdown",
+    "flip": "checkbox",
+    "k": "toggle-buttons",
+    "title": "text",
+    "grid": "toggle",
+}
 
 
 def write(path, *sources, kernel="python3"):
@@ -65,8 +72,11 @@ def test_an_error_and_a_control_that_does_not_redraw_are_caught(page, lab, scrat
     (root,) = lab_driver.widget_roots(page)
     found = {label: kind for kind, label, _ in lab_driver.controls(root)}
     assert found == KINDS
-    results = {label: latency for kind, label, loc in lab_driver.controls(root)
-               for latency, _ in [lab_driver.step_control(page, lab, root, kind, loc, timeout=5)]}
+    results = {
+        label: latency
+        for kind, label, loc in lab_driver.controls(root)
+        for latency, _ in [lab_driver.step_control(page, lab, root, kind, loc, timeout=5)]
+    }
     assert results.pop("ignored") is None, "a slider that does not change the figure went unnoticed"
     assert all(v is not None and v > 0 for v in results.values()), results
 

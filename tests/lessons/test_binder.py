@@ -45,8 +45,9 @@ def test_runtime_is_python_3_11_and_the_package_allows_it():
 def test_binder_pins_agree_with_requirements_txt():
     _, main = parse(ROOT / "requirements.txt")
     _, binder = parse(ROOT / "binder" / "requirements.txt")
-    differ = {n: (str(main[n]), str(binder[n])) for n in main.keys() & binder.keys()
-              if main[n].public != binder[n].public}
+    differ = {
+        n: (str(main[n]), str(binder[n])) for n in main.keys() & binder.keys() if main[n].public != binder[n].public
+    }
     assert not differ, f"binder/requirements.txt pins differ from requirements.txt: {differ}"
     missing = main.keys() - binder.keys() - TEST_ONLY
     assert not missing, f"binder/requirements.txt lacks: {sorted(missing)}"

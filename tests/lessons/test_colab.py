@@ -21,8 +21,24 @@ SOURCES = [lesson.source for lesson in lessons() if lesson.source.exists()]
 NOTEBOOKS = [lesson.notebook for lesson in lessons() if lesson.notebook.exists()]
 FIX = "run: python scripts/colab_setup.py"
 # Importable on a fresh Colab runtime without installing anything (its preinstalled packages).
-COLAB_SHIPS = {"torch", "numpy", "matplotlib", "ipywidgets", "IPython", "ipykernel", "tqdm", "pandas",
-               "scipy", "sklearn", "PIL", "traitlets", "packaging", "requests", "nbformat", "mpl_toolkits"}
+COLAB_SHIPS = {
+    "torch",
+    "numpy",
+    "matplotlib",
+    "ipywidgets",
+    "IPython",
+    "ipykernel",
+    "tqdm",
+    "pandas",
+    "scipy",
+    "sklearn",
+    "PIL",
+    "traitlets",
+    "packaging",
+    "requests",
+    "nbformat",
+    "mpl_toolkits",
+}
 # Import name of each extra whose distribution name differs from it.
 IMPORT_NAME = {}
 
@@ -47,14 +63,15 @@ def test_lesson_starts_with_exactly_the_generated_setup_cell(path):
 
 
 def test_the_rewrite_command_finds_nothing_to_do():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "colab_setup.py"), "--check"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "colab_setup.py"), "--check"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_rewrite_inserts_replaces_and_is_idempotent(script):
     colab_setup = script("colab_setup")
-    old = ('# %% [markdown]\n# # T\n\n# %% tags=["colab-setup"]\nprint("old")\n\n# %%\nx = 1\n')
+    old = '# %% [markdown]\n# # T\n\n# %% tags=["colab-setup"]\nprint("old")\n\n# %%\nx = 1\n'
     bare = "# %% [markdown]\n# # T\n\n# %%\nx = 1\n"
     for text in (old, bare):
         fixed = colab_setup.fix_source(text)
@@ -62,7 +79,9 @@ def test_rewrite_inserts_replaces_and_is_idempotent(script):
         nb = jupytext.reads(fixed, fmt="py:percent")
         assert [c.source for c in nb.cells] == ["# T", links.colab_setup_source(), "x = 1"]
     # an existing setup cell is rewritten where it stands: the markdown after it stays after it
-    intro = '# %% [markdown]\n# # T\n\n# %% tags=["colab-setup"]\nprint("old")\n\n# %% [markdown]\n# intro\n\n# %%\nx = 1\n'
+    intro = (
+        '# %% [markdown]\n# # T\n\n# %% tags=["colab-setup"]\nprint("old")\n\n# %% [markdown]\n# intro\n\n# %%\nx = 1\n'
+    )
     nb = jupytext.reads(colab_setup.fix_source(intro), fmt="py:percent")
     assert [c.source for c in nb.cells] == ["# T", links.colab_setup_source(), "intro", "x = 1"]
     nb = jupytext.reads(bare, fmt="py:percent")
@@ -134,7 +153,8 @@ def test_colab_extras_are_exact_pins_that_agree_with_requirements_txt():
         assert str(req.specifier).startswith("==") and "*" not in str(req.specifier), f"{spec} is not an exact pin"
         assert pins.get(name) == str(req.specifier), f"{spec} differs from requirements.txt ({pins.get(name)})"
         assert name not in {"torch", "numpy", "matplotlib", "ipywidgets"}, (
-            f"{name}: Colab ships its own; reinstalling it breaks the runtime (or pulls a CUDA torch)")
+            f"{name}: Colab ships its own; reinstalling it breaks the runtime (or pulls a CUDA torch)"
+        )
 
 
 def imports_of(path):
@@ -151,8 +171,12 @@ def test_everything_a_lesson_imports_is_on_colab_after_the_setup_cell():
     available = COLAB_SHIPS | {IMPORT_NAME.get(n, n.replace("-", "_")) for n in extras} | {"utils"}
     # What learners run on Colab: the lessons and the utils they import (not the instructor's grader).
     files = SOURCES + [p for p in (ROOT / "utils").rglob("*.py") if p.name != "grade.py"]
-    missing = {f"{name} (in {p.relative_to(ROOT)})" for p in files for name in imports_of(p)
-               if name not in sys.stdlib_module_names and name not in available}
+    missing = {
+        f"{name} (in {p.relative_to(ROOT)})"
+        for p in files
+        for name in imports_of(p)
+        if name not in sys.stdlib_module_names and name not in available
+    }
     assert not missing, f"not on Colab: add an exact pin to the `colab` extra in pyproject.toml: {sorted(missing)}"
 
 
@@ -162,8 +186,14 @@ def test_the_repository_url_is_written_in_one_place():
     generated = {"lessons_src", "notebooks"}
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     needle = links.REPOSITORY.removeprefix("https://")
-    spelled = [f for f in files if Path(f).parts[0] not in generated and f not in ("utils/links.py", "README.md", "CITATION.cff")
-               and (ROOT / f).is_file() and needle in (ROOT / f).read_text(errors="ignore")]
+    spelled = [
+        f
+        for f in files
+        if Path(f).parts[0] not in generated
+        and f not in ("utils/links.py", "README.md", "CITATION.cff")
+        and (ROOT / f).is_file()
+        and needle in (ROOT / f).read_text(errors="ignore")
+    ]
     assert not spelled, f"these files spell the repository URL; import it from utils.links: {spelled}"
 
 

@@ -17,8 +17,8 @@ import nbformat
 import pytest
 
 from utils import grade
-from utils.lessons import lessons
 from utils.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson03
+from utils.lessons import lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL = [attr for attr, obj in vars(lesson03).items() if isinstance(obj, Exercise)]
@@ -26,8 +26,10 @@ ALL = [attr for attr, obj in vars(lesson03).items() if isinstance(obj, Exercise)
 A = next(attr for attr in ALL if callable(getattr(lesson03, attr).reference))
 B, C = [attr for attr in ALL if attr != A][:2]
 NAME = {attr: getattr(lesson03, attr).name for attr in ALL}  # "lesson03.attention_weights"
-SETUP = ("from utils.exercises import lesson03 as check\n"
-         f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C  # to write answers with")
+SETUP = (
+    "from utils.exercises import lesson03 as check\n"
+    f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C  # to write answers with"
+)
 
 
 def wrong(attr):
@@ -49,8 +51,9 @@ def stub(attr, var):
 
 
 def notebook(path, *cells):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A learner's copy")] +
-                                  [nbformat.v4.new_code_cell(c) for c in cells])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# A learner's copy")] + [nbformat.v4.new_code_cell(c) for c in cells]
+    )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
     return path
@@ -63,21 +66,24 @@ def answers_notebook(path):
     """A right (a def calling a helper defined two cells up), a wrong (a prediction-style value in its own
     cell) and an untouched stub."""
     return notebook(
-        path, SETUP,
+        path,
+        SETUP,
         "def helper(*args):\n    return None  # superseded below",
         "def helper(*args):\n    return _A.reference(*args)",
         f"def my_answer(*args):\n    return helper(*args)\n\n\ncheck.{A}(my_answer)",
         f"my_prediction = {WRONG.format(x='B')}",
         "print('an unrelated cell')",
         f"check.{B}(my_prediction)",
-        stub(C, "my_c") + f"\n\n\ncheck.{C}(my_c)")
+        stub(C, "my_c") + f"\n\n\ncheck.{C}(my_c)",
+    )
 
 
 def forged_notebook(path):
     """Writes PASS into the results, replaces `check.X`, a checker's check_fn, the module's helpers and
     Exercise.evaluate: its kernel says PASS three times, the grader does not."""
     return notebook(
-        path, SETUP + "\nimport utils.exercises as ex\nfrom utils.exercises import lesson03",
+        path,
+        SETUP + "\nimport utils.exercises as ex\nfrom utils.exercises import lesson03",
         stub(A, "my_a") + f"\n\ncheck.{A} = lambda *args: None\ncheck.{A}(my_a)\n"
         f"ex._RESULTS[{NAME[A]!r}] = ex.Result({A!r}, 'PASS')",
         f"lesson03.{B}.check_fn = lambda answer: None\nex.lesson03.{B}.check_fn = lambda answer: None\n"
@@ -85,18 +91,21 @@ def forged_notebook(path):
         f"my_b = {WRONG.format(x='B')}\ncheck.{B}(my_b)",
         "ex.Exercise.evaluate = lambda self, answer: ex.Result(self.name, 'PASS')\n"
         f"my_c = {WRONG.format(x='C')}\ncheck.{C}(my_c)",
-        "ex.results = lambda: {name: {'status': 'PASS', 'message': ''} for name in " + repr(list(NAME.values())) + "}")
+        "ex.results = lambda: {name: {'status': 'PASS', 'message': ''} for name in " + repr(list(NAME.values())) + "}",
+    )
 
 
 def loop_notebook(path):
     """A's answer never returns (it sleeps, to leave the shared cores to the others); B is right; C's answer
     cell raises."""
     return notebook(
-        path, SETUP,
+        path,
+        SETUP,
         f"import time\n\n\ndef my_a(*args):\n    while True:\n        time.sleep(0.05)\n\n\ncheck.{A}(my_a)",
         f"my_b = _B.reference\ncheck.{B}(my_b)",
         "my_c = name_never_defined",
-        f"check.{C}(my_c)")
+        f"check.{C}(my_c)",
+    )
 
 
 # These two stop (or lose) their kernel before it imports anything heavy: cheaper to run.
@@ -133,9 +142,18 @@ def test_the_plan_reruns_the_latest_definitions_an_answer_needs(tmp_path):
 
 
 def test_the_plan_knows_every_alias_and_reads_magics(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (
-        "%matplotlib inline\nimport utils.exercises.lesson03 as ex3\nfrom utils.exercises import lesson03",
-        f"!echo hi\nex3.{A}(None)", f"lesson03.{B}(None)", f"lesson03.{B}.hint()", "def broken(:\n    pass")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(c)
+            for c in (
+                "%matplotlib inline\nimport utils.exercises.lesson03 as ex3\nfrom utils.exercises import lesson03",
+                f"!echo hi\nex3.{A}(None)",
+                f"lesson03.{B}(None)",
+                f"lesson03.{B}.hint()",
+                "def broken(:\n    pass",
+            )
+        ]
+    )
     plan = grade.plan(nb)
     assert plan["aliases"] == {"ex3": "lesson03", "lesson03": "lesson03"}
     assert [(item["attr"], item["target"]) for item in plan["items"]] == [(A, 2), (B, 3)]
@@ -158,13 +176,39 @@ TIMEOUT = 20
 def graded(tmp_path_factory):
     """`python -m utils.grade -j 2` on six notebooks, with every output option."""
     tmp = tmp_path_factory.mktemp("learners")
-    paths = [loop_notebook(tmp / "loop.ipynb"), answers_notebook(tmp / "answers.ipynb"),
-             forged_notebook(tmp / "forged.ipynb"), loud_notebook(tmp / "loud.ipynb"),
-             dying_notebook(tmp / "dies.ipynb"), tmp / "missing.ipynb"]
+    paths = [
+        loop_notebook(tmp / "loop.ipynb"),
+        answers_notebook(tmp / "answers.ipynb"),
+        forged_notebook(tmp / "forged.ipynb"),
+        loud_notebook(tmp / "loud.ipynb"),
+        dying_notebook(tmp / "dies.ipynb"),
+        tmp / "missing.ipynb",
+    ]
     proc = subprocess.run(
-        [sys.executable, "-m", "utils.grade", "--json", "-j", "2", "--timeout", str(TIMEOUT), "--notebook-timeout", "600",
-         "--max-output", "1", "--csv", str(tmp / "grades.csv"), "--save-executed", str(tmp / "back"),
-         *map(str, paths)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "utils.grade",
+            "--json",
+            "-j",
+            "2",
+            "--timeout",
+            str(TIMEOUT),
+            "--notebook-timeout",
+            "600",
+            "--max-output",
+            "1",
+            "--csv",
+            str(tmp / "grades.csv"),
+            "--save-executed",
+            str(tmp / "back"),
+            *map(str, paths),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.stdout, proc.stderr[-3000:]
     data = json.loads(proc.stdout)
     reports = {Path(r["notebook"]).stem: r for r in data["notebooks"]}
@@ -228,8 +272,13 @@ def test_a_kernel_that_dies_and_a_missing_file_are_reported(graded):
     dies, missing = graded["reports"]["dies"], graded["reports"]["missing"]
     assert dies["status"] == "kernel died" and statuses(dies)[A] == PASS
     assert [(e["cell"], e["source"]) for e in dies["errors"]] == [(2, "import os")]
-    assert by_name(dies)[B] == {"exercise": NAME[B], "lesson": "lesson03", "status": NOT_ATTEMPTED,
-                                "message": "its check call is not in the notebook", "note": ""}
+    assert by_name(dies)[B] == {
+        "exercise": NAME[B],
+        "lesson": "lesson03",
+        "status": NOT_ATTEMPTED,
+        "message": "its check call is not in the notebook",
+        "note": "",
+    }
     assert missing["status"] == "unreadable" and "FileNotFoundError" in missing["errors"][0]["error"]
     assert graded["proc"].returncode == graded["data"]["exit_code"] == 2
 
@@ -239,8 +288,9 @@ def test_csv_has_a_row_per_notebook_and_exercise(graded):
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["notebook", "lesson", "exercise", "status", "message"]
     answers = [r for r in rows if r["notebook"].endswith("answers.ipynb")]
-    assert [(r["exercise"], r["status"]) for r in answers] == [(x, statuses(graded["reports"]["answers"])[x])
-                                                               for x in ALL]
+    assert [(r["exercise"], r["status"]) for r in answers] == [
+        (x, statuses(graded["reports"]["answers"])[x]) for x in ALL
+    ]
     assert all(r["lesson"] == "lesson03" for r in answers)
     (missing,) = [r for r in rows if r["notebook"].endswith("missing.ipynb")]
     assert missing["exercise"] == "" and missing["status"] == "unreadable"
@@ -252,7 +302,8 @@ def test_csv_has_a_row_per_notebook_and_exercise(graded):
 def test_saved_copies_end_with_the_graders_verdicts(graded):
     back = graded["tmp"] / "back"
     assert sorted(p.name for p in back.iterdir()) == sorted(
-        p.name for p in graded["paths"] if p.name != "missing.ipynb")
+        p.name for p in graded["paths"] if p.name != "missing.ipynb"
+    )
     nb = nbformat.read(back / "forged.ipynb", as_version=4)
     last = nb.cells[-1]
     assert last.cell_type == "markdown" and last.source.startswith("## Grade: 0/")
@@ -264,21 +315,38 @@ def test_saved_copies_end_with_the_graders_verdicts(graded):
 
 def test_one_job_gives_the_same_report_as_two(graded, capsys):
     tmp = graded["tmp"]
-    code = grade.main(["--json", "-j", "1", "--timeout", str(TIMEOUT), "--max-output", "1",
-                       str(tmp / "answers.ipynb"), str(tmp / "missing.ipynb")])
+    code = grade.main(
+        [
+            "--json",
+            "-j",
+            "1",
+            "--timeout",
+            str(TIMEOUT),
+            "--max-output",
+            "1",
+            str(tmp / "answers.ipynb"),
+            str(tmp / "missing.ipynb"),
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
 
     def comparable(report):
         return {k: v for k, v in report.items() if k not in ("seconds", "saved")}
 
     assert code == 2
-    assert [comparable(r) for r in data["notebooks"]] == [comparable(graded["reports"][n])
-                                                          for n in ("answers", "missing")]
+    assert [comparable(r) for r in data["notebooks"]] == [
+        comparable(graded["reports"][n]) for n in ("answers", "missing")
+    ]
 
 
 def test_the_table_and_exit_codes():
-    report = {"notebook": "n.ipynb", "status": "ok", "seconds": 1.0, "errors": [],
-              "exercises": [{"exercise": "lesson03.x", "lesson": "lesson03", "status": PASS, "message": "", "note": ""}]}
+    report = {
+        "notebook": "n.ipynb",
+        "status": "ok",
+        "seconds": 1.0,
+        "errors": [],
+        "exercises": [{"exercise": "lesson03.x", "lesson": "lesson03", "status": PASS, "message": "", "note": ""}],
+    }
     assert grade.exit_code([report]) == 0
     assert "1/1 exercises passed" in grade.table(report)
     assert grade.exit_code([dict(report, exercises=[])]) == 1
@@ -303,8 +371,9 @@ def test_the_grader_finds_every_exercise_of_every_lesson(path):
     plan = grade.plan(nbformat.read(path, as_version=4), path)
     if not plan["known"]:
         pytest.skip(f"{path.name} has no exercises")
-    assert sorted(item["name"] for item in plan["items"]) == sorted(plan["known"].values()), \
+    assert sorted(item["name"] for item in plan["items"]) == sorted(plan["known"].values()), (
         "an exercise whose check call the grader cannot find would always be NOT ATTEMPTED"
+    )
 
 
 def filled_in(path):
@@ -314,8 +383,16 @@ def filled_in(path):
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = CHECK_CALL.sub(
-                lambda m: (f"from utils.exercises.{aliases[m[1]]} import {m[2]} as _reference_{m[2]}\n"
-                           f"{m[3]} = _reference_{m[2]}.reference\n{m[0]}") if m[1] in aliases else m[0], cell.source)
+                lambda m: (
+                    (
+                        f"from utils.exercises.{aliases[m[1]]} import {m[2]} as _reference_{m[2]}\n"
+                        f"{m[3]} = _reference_{m[2]}.reference\n{m[0]}"
+                    )
+                    if m[1] in aliases
+                    else m[0]
+                ),
+                cell.source,
+            )
     return nb
 
 

@@ -46,8 +46,9 @@ def check_site(out, paths):
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_site.py"), "--out", str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_site.py"), "--out", str(out)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -64,8 +65,7 @@ def test_every_lesson_has_a_page_in_order_and_links_resolve(site):
 def test_lesson_page_contains_its_figures_and_title(site, path, script):
     build_site = script("build_site")
     nb = nbformat.read(path, as_version=4)
-    figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
-                  for o in c.outputs)
+    figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     html = (site / f"{path.stem}.html").read_text(encoding="utf-8")
     embedded = len(re.findall(r'<img[^>]+src="data:image/png;base64,[A-Za-z0-9+/]{100}', html))
     assert embedded >= figures, f"{path.stem}: {figures} figures in the notebook, {embedded} on the page"

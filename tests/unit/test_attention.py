@@ -67,8 +67,9 @@ def test_matches_torch_and_explicit_softmax(shapes, kind, dtype):
     assert out.shape == (*batch, q.shape[-2], v.shape[-1]) and out.dtype == dtype
     assert weights.shape == (*batch, q.shape[-2], k.shape[-2]) and weights.dtype == dtype
     tol = DTYPES[dtype]
-    torch.testing.assert_close(weights.double(), explicit_weights(q, k, mask).expand_as(weights),
-                               atol=tol * 10, rtol=tol * 10)
+    torch.testing.assert_close(
+        weights.double(), explicit_weights(q, k, mask).expand_as(weights), atol=tol * 10, rtol=tol * 10
+    )
     # torch broadcasts the batch dims of q, k, v itself only in some backends: expand them first.
     qe, ke, ve = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
     expected = F.scaled_dot_product_attention(qe, ke, ve, attn_mask=mask)  # (..., T_q, d_v)
@@ -104,10 +105,14 @@ def test_every_row_fully_masked():
 
 def test_gradients_match_torch():
     (q, k, v), gen = random_qkv([(2, 5, 4), (2, 6, 4), (2, 6, 3)], torch.float64, seed=2)
-    mask = combine_masks(torch.ones(5, 6, dtype=torch.bool).tril(1), padding_mask(torch.tensor([[1] * 6, [1] * 4 + [0] * 2]), 0))
+    mask = combine_masks(
+        torch.ones(5, 6, dtype=torch.bool).tril(1), padding_mask(torch.tensor([[1] * 6, [1] * 4 + [0] * 2]), 0)
+    )
     grads = []
-    for fn in (lambda *a: scaled_dot_product_attention(*a, mask)[0],
-               lambda *a: F.scaled_dot_product_attention(*a, attn_mask=mask)):
+    for fn in (
+        lambda *a: scaled_dot_product_attention(*a, mask)[0],
+        lambda *a: F.scaled_dot_product_attention(*a, attn_mask=mask),
+    ):
         leaves = [t.clone().requires_grad_() for t in (q, k, v)]
         fn(*leaves).square().sum().backward()
         grads.append([t.grad for t in leaves])
@@ -126,6 +131,7 @@ def test_dropout_drops_and_rescales_weights():
 
 
 # --- properties ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("seed", range(5))
 def test_self_attention_is_permutation_equivariant(seed):
@@ -177,7 +183,7 @@ def test_causal_mask_prevents_leakage_for_every_t():
     out, _ = scaled_dot_product_attention(x, x, x, mask)
     for t in range(T - 1):
         y = x.clone()
-        y[t + 1:] = torch.randn(T - t - 1, 8, generator=gen, dtype=torch.float64)  # change the future
+        y[t + 1 :] = torch.randn(T - t - 1, 8, generator=gen, dtype=torch.float64)  # change the future
         out_y, _ = scaled_dot_product_attention(y, y, y, mask)
         torch.testing.assert_close(out_y[: t + 1], out[: t + 1])  # the past is unchanged
         unmasked, _ = scaled_dot_product_attention(y, y, y)
@@ -186,13 +192,18 @@ def test_causal_mask_prevents_leakage_for_every_t():
 
 # --- bad input -----------------------------------------------------------------------------------
 
+
 def test_mismatched_d_k():
-    with pytest.raises(ValueError, match=r"q and k must share their last dimension d_k, got q \(2, 5, 8\) and k \(2, 5, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"q and k must share their last dimension d_k, got q \(2, 5, 8\) and k \(2, 5, 4\)"
+    ):
         scaled_dot_product_attention(torch.randn(2, 5, 8), torch.randn(2, 5, 4), torch.randn(2, 5, 4))
 
 
 def test_mismatched_t_k_of_k_and_v():
-    with pytest.raises(ValueError, match=r"k and v must have the same number of positions T_k.*k \(5, 8\) and v \(6, 8\)"):
+    with pytest.raises(
+        ValueError, match=r"k and v must have the same number of positions T_k.*k \(5, 8\) and v \(6, 8\)"
+    ):
         scaled_dot_product_attention(torch.randn(5, 8), torch.randn(5, 8), torch.randn(6, 8))
 
 
@@ -206,7 +217,10 @@ def test_non_bool_mask():
 
 def test_non_broadcastable_mask():
     x = torch.randn(2, 4, 8)
-    with pytest.raises(ValueError, match=r"mask of shape \(3, 3\) must broadcast to the scores' shape \(2, 4, 4\).*q \(2, 4, 8\) and k \(2, 4, 8\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"mask of shape \(3, 3\) must broadcast to the scores' shape \(2, 4, 4\).*q \(2, 4, 8\) and k \(2, 4, 8\)",
+    ):
         scaled_dot_product_attention(x, x, x, torch.ones(3, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"mask of shape \(5, 2, 4, 4\) must broadcast"):  # would grow the batch
         scaled_dot_product_attention(x, x, x, torch.ones(5, 2, 4, 4, dtype=torch.bool))
@@ -234,13 +248,16 @@ def test_other_bad_inputs():
         scaled_dot_product_attention(x, torch.ones(4, 8, dtype=torch.long), x)
     with pytest.raises(ValueError, match="q, k and v must share a dtype, got torch.float32, torch.float64"):
         scaled_dot_product_attention(x, x.double(), x)
-    with pytest.raises(ValueError, match=r"leading \(batch\) dimensions of q, k and v must broadcast.*q \(2, 4, 8\), k \(3, 4, 8\)"):
+    with pytest.raises(
+        ValueError, match=r"leading \(batch\) dimensions of q, k and v must broadcast.*q \(2, 4, 8\), k \(3, 4, 8\)"
+    ):
         scaled_dot_product_attention(torch.randn(2, 4, 8), torch.randn(3, 4, 8), torch.randn(3, 4, 8))
     with pytest.raises(ValueError, match=r"dropout_p must be a number in \[0, 1\), got 1.5"):
         scaled_dot_product_attention(x, x, x, dropout_p=1.5)
 
 
 # --- the unchecked core and the shared checks -----------------------------------------------------
+
 
 @pytest.mark.filterwarnings("ignore:Anomaly Detection")
 @pytest.mark.parametrize("kind", MASK_KINDS + ["empty rows"])
@@ -273,11 +290,17 @@ def test_validation_mask_names_the_argument():
     assert validation.mask("tgt_mask", m, shape) is m
     with pytest.raises(TypeError, match="tgt_mask must be a torch.Tensor, got ndarray"):
         validation.mask("tgt_mask", m.numpy(), shape)
-    with pytest.raises(ValueError, match=r"tgt_mask must be a bool tensor \(True = may attend\), got dtype "
-                                         r"torch.uint8 with shape \(4, 5\); convert with tgt_mask.bool\(\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"tgt_mask must be a bool tensor \(True = may attend\), got dtype "
+        r"torch.uint8 with shape \(4, 5\); convert with tgt_mask.bool\(\)",
+    ):
         validation.mask("tgt_mask", m.to(torch.uint8), shape)
-    with pytest.raises(ValueError, match=r"tgt_mask of shape \(5, 4\) must broadcast to the scores' shape "
-                                         r"\(2, 4, 5\) \(..., T_q, T_k\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"tgt_mask of shape \(5, 4\) must broadcast to the scores' shape "
+        r"\(2, 4, 5\) \(..., T_q, T_k\)$",
+    ):
         validation.mask("tgt_mask", m.T, shape)
     with pytest.raises(ValueError, match=r"\(3, 4, 5\) must broadcast .* for this layer$"):
         validation.mask("tgt_mask", m.expand(3, 4, 5), shape, "for this layer")

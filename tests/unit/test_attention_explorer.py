@@ -71,8 +71,9 @@ def test_unscaled_is_scaled_at_lower_temperature():
 @pytest.mark.parametrize("mask_kind", MASK_KINDS)
 @pytest.mark.parametrize("query", [0, 5, 7])
 def test_render_draws_the_weights_and_the_chosen_row(mask_kind, query):
-    fig = plotting.plot_attention_explorer(SENTENCE, scale=True, temperature=2.0, positional=True,
-                                           mask_kind=mask_kind, query=query)
+    fig = plotting.plot_attention_explorer(
+        SENTENCE, scale=True, temperature=2.0, positional=True, mask_kind=mask_kind, query=query
+    )
     weights, allowed = attention_map(SENTENCE, True, 2.0, True, mask_kind)
     ax_map, ax_bar = fig.axes[0], fig.axes[1]
     drawn = np.asarray(ax_map.images[0].get_array())
@@ -108,7 +109,9 @@ def test_bad_input():
         plotting.plot_attention("a b c", np.zeros((3, 4)))
     with pytest.raises(ValueError, match=r"query must be an int in \[0, T_q=3\), got 3"):
         plotting.plot_attention("a b c", np.zeros((3, 3)), query=3)
-    with pytest.raises(ValueError, match=r"mask_kind must be one of \('none', 'causal', 'padding', 'causal\+padding'\), got 'future'"):
+    with pytest.raises(
+        ValueError, match=r"mask_kind must be one of \('none', 'causal', 'padding', 'causal\+padding'\), got 'future'"
+    ):
         attention_map("a b", mask_kind="future")
     with pytest.raises(TypeError, match=r"mask_kind must be one of .*, got bool True"):
         explorer_mask("a b", True)
@@ -165,22 +168,33 @@ def test_widget_builds_and_every_control_redraws(monkeypatch):
     assert len(drawn) == 1 and drawn[0][0]["scale"] is True and drawn[0][0]["tokens"] == TOKENS
     query = find(box, ipywidgets.Dropdown, "query token")
     assert query.options == tuple((f"{i}: {t}", i) for i, t in enumerate(TOKENS))
-    changes = [(find(box, ipywidgets.Checkbox, "scale by 1/√d_k"), "scale", False),
-               (find(box, ipywidgets.FloatLogSlider, "temperature"), "temperature", 3.0),
-               (find(box, ipywidgets.Checkbox, "add positional encoding"), "positional", True),
-               (find(box, ipywidgets.Dropdown, "mask"), "mask_kind", "causal+padding"),
-               (query, "query", 5)]
+    changes = [
+        (find(box, ipywidgets.Checkbox, "scale by 1/√d_k"), "scale", False),
+        (find(box, ipywidgets.FloatLogSlider, "temperature"), "temperature", 3.0),
+        (find(box, ipywidgets.Checkbox, "add positional encoding"), "positional", True),
+        (find(box, ipywidgets.Dropdown, "mask"), "mask_kind", "causal+padding"),
+        (query, "query", 5),
+    ]
     for control, name, value in changes:
         before = len(drawn)
         control.value = value
         assert len(drawn) == before + 1, f"changing {name} did not redraw"
         values, fig = drawn[-1]
         assert values[name] == value
-        weights, _ = attention_map(TOKENS, values["scale"], values["temperature"], values["positional"],
-                                   values["mask_kind"])
+        weights, _ = attention_map(
+            TOKENS, values["scale"], values["temperature"], values["positional"], values["mask_kind"]
+        )
         np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), weights.numpy())
-    assert drawn[-1][0] == dict(tokens=TOKENS, scale=False, temperature=3.0, positional=True,
-                                mask_kind="causal+padding", query=5, d_model=16, seed=0)
+    assert drawn[-1][0] == dict(
+        tokens=TOKENS,
+        scale=False,
+        temperature=3.0,
+        positional=True,
+        mask_kind="causal+padding",
+        query=5,
+        d_model=16,
+        seed=0,
+    )
 
 
 def test_left_padded_sentence_has_empty_rows_drawn_as_zeros():

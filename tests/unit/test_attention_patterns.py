@@ -7,9 +7,21 @@ import torch
 
 from utils.attention import scaled_dot_product_attention
 from utils.attention_map import token_embeddings
-from utils.attention_patterns import (ADJECTIVES, FILLERS, NOUNS, PROPERTIES, VOCAB, adjective_noun_batch,
-                                      adjective_noun_loss, attention_properties, projected_weights,
-                                      random_projections, sentence_map, train_adjective_noun, weight_on)
+from utils.attention_patterns import (
+    ADJECTIVES,
+    FILLERS,
+    NOUNS,
+    PROPERTIES,
+    VOCAB,
+    adjective_noun_batch,
+    adjective_noun_loss,
+    attention_properties,
+    projected_weights,
+    random_projections,
+    sentence_map,
+    train_adjective_noun,
+    weight_on,
+)
 
 SENTENCE = "YOUR CAT IS A LOVELY CAT"
 
@@ -106,27 +118,37 @@ def test_weight_on_sums_the_keys_of_every_occurrence():
     assert weight_on(A, SENTENCE, "CAT", ["YOUR", "IS"]) == [6.0 + 8.0, 30.0 + 32.0]
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: random_projections(0, 4), ValueError, "d_model"),
-    (lambda: random_projections(8, 2.5), TypeError, "d_k"),
-    (lambda: random_projections(8, 4, seed=-1), ValueError, "seed"),
-    (lambda: projected_weights([[1.0]], torch.ones(1, 1), torch.ones(1, 1)), TypeError, "X"),
-    (lambda: projected_weights(torch.ones(3, 4), torch.ones(5, 2), torch.ones(4, 2)), ValueError, "W_q"),
-    (lambda: projected_weights(torch.ones(3, 4), torch.ones(4, 2), torch.ones(4, 3)), ValueError, r"W_k must have shape \(d_model=4, d_k of W_q=2\), got \(4, 3\)"),
-    (lambda: projected_weights(torch.ones(3, 4), torch.ones(4, 2), torch.ones(4, 2, dtype=torch.long)),
-     ValueError, "W_k"),
-    (lambda: sentence_map(3, *random_projections(8, 2), d_model=8), TypeError, "tokens"),
-    (lambda: adjective_noun_batch(0, torch.Generator()), ValueError, "batch_size"),
-    (lambda: adjective_noun_batch(4, 0), TypeError, "generator"),
-    (lambda: adjective_noun_batch(4, torch.Generator(), seq=3), ValueError, "seq"),
-    (lambda: train_adjective_noun(steps=0), ValueError, "steps"),
-    (lambda: train_adjective_noun(lr=-1.0), ValueError, "lr"),
-    (lambda: attention_properties(torch.ones(2, 2), ["a", "b", "c"]), ValueError, "A must have shape"),
-    (lambda: attention_properties(torch.ones(2, 2) / 2, ["a", "b"], atol=0), ValueError, "atol"),
-    (lambda: attention_properties("A", ["a"]), TypeError, "A must be"),
-    (lambda: weight_on(torch.ones(6, 6), SENTENCE, "DOG", "CAT"), ValueError, "query"),
-    (lambda: weight_on(torch.ones(5, 5), SENTENCE, "CAT", "CAT"), ValueError, "A must have shape"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: random_projections(0, 4), ValueError, "d_model"),
+        (lambda: random_projections(8, 2.5), TypeError, "d_k"),
+        (lambda: random_projections(8, 4, seed=-1), ValueError, "seed"),
+        (lambda: projected_weights([[1.0]], torch.ones(1, 1), torch.ones(1, 1)), TypeError, "X"),
+        (lambda: projected_weights(torch.ones(3, 4), torch.ones(5, 2), torch.ones(4, 2)), ValueError, "W_q"),
+        (
+            lambda: projected_weights(torch.ones(3, 4), torch.ones(4, 2), torch.ones(4, 3)),
+            ValueError,
+            r"W_k must have shape \(d_model=4, d_k of W_q=2\), got \(4, 3\)",
+        ),
+        (
+            lambda: projected_weights(torch.ones(3, 4), torch.ones(4, 2), torch.ones(4, 2, dtype=torch.long)),
+            ValueError,
+            "W_k",
+        ),
+        (lambda: sentence_map(3, *random_projections(8, 2), d_model=8), TypeError, "tokens"),
+        (lambda: adjective_noun_batch(0, torch.Generator()), ValueError, "batch_size"),
+        (lambda: adjective_noun_batch(4, 0), TypeError, "generator"),
+        (lambda: adjective_noun_batch(4, torch.Generator(), seq=3), ValueError, "seq"),
+        (lambda: train_adjective_noun(steps=0), ValueError, "steps"),
+        (lambda: train_adjective_noun(lr=-1.0), ValueError, "lr"),
+        (lambda: attention_properties(torch.ones(2, 2), ["a", "b", "c"]), ValueError, "A must have shape"),
+        (lambda: attention_properties(torch.ones(2, 2) / 2, ["a", "b"], atol=0), ValueError, "atol"),
+        (lambda: attention_properties("A", ["a"]), TypeError, "A must be"),
+        (lambda: weight_on(torch.ones(6, 6), SENTENCE, "DOG", "CAT"), ValueError, "query"),
+        (lambda: weight_on(torch.ones(5, 5), SENTENCE, "CAT", "CAT"), ValueError, "A must have shape"),
+    ],
+)
 def test_bad_input_names_the_argument(call, error, words):
     with pytest.raises(error, match=words):
         call()

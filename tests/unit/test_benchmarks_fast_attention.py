@@ -9,8 +9,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_quick(name):
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), "--quick"], capture_output=True,
-                         text=True, check=True, timeout=300, cwd=ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / name), "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=ROOT,
+    ).stdout
     return json.loads(out)
 
 

@@ -73,8 +73,9 @@ def test_decoder_layer_equals_torch(dtype, norm_first, num_heads, batch, T_tgt, 
     src, tgt = key_padding(batch, T_src, 2), key_padding(batch, T_tgt, 3)
     tgt_mask = causal_mask(T_tgt) & padding_mask(tgt, 0)  # (batch, T_tgt, T_tgt)
     out = ours(y, memory, tgt_mask=tgt_mask, memory_mask=padding_mask(src, 0))
-    ref = theirs(y, memory, tgt_mask=~causal_mask(T_tgt), tgt_key_padding_mask=tgt == 0,
-                 memory_key_padding_mask=src == 0)
+    ref = theirs(
+        y, memory, tgt_mask=~causal_mask(T_tgt), tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0
+    )
     torch.testing.assert_close(out, ref, atol=ATOL[dtype], rtol=0)
     assert ours.self_attn_weights.shape == (batch, num_heads, T_tgt, T_tgt)
     assert ours.cross_attn_weights.shape == (batch, num_heads, T_tgt, T_src)
@@ -87,8 +88,9 @@ def test_decoder_layer_equals_torch(dtype, norm_first, num_heads, batch, T_tgt, 
 def test_encoder_and_decoder_stacks_equal_torch(norm_first, num_heads):
     dtype = torch.float64
     final = (lambda: nn.LayerNorm(D_MODEL, dtype=dtype)) if norm_first else (lambda: None)
-    enc_t = nn.TransformerEncoder(torch_encoder_layer(num_heads, norm_first, dtype), 3, norm=final(),
-                                  enable_nested_tensor=False)
+    enc_t = nn.TransformerEncoder(
+        torch_encoder_layer(num_heads, norm_first, dtype), 3, norm=final(), enable_nested_tensor=False
+    )
     dec_t = nn.TransformerDecoder(torch_decoder_layer(num_heads, norm_first, dtype), 3, norm=final())
     torch.manual_seed(9)
     for stack in (enc_t, dec_t):  # make the three copied layers (and the final norm) differ
@@ -136,8 +138,9 @@ def test_layer_gradients_equal_torch(norm_first):
     theirs(y, m).pow(2).sum().backward()
     torch.testing.assert_close(ours.ff.linear1.weight.grad, theirs.linear1.weight.grad, atol=1e-10, rtol=0)
     torch.testing.assert_close(ours.norm3.weight.grad, theirs.norm3.weight.grad, atol=1e-10, rtol=0)
-    torch.testing.assert_close(ours.cross_attn.W_o.weight.grad, theirs.multihead_attn.out_proj.weight.grad,
-                               atol=1e-10, rtol=0)
+    torch.testing.assert_close(
+        ours.cross_attn.W_o.weight.grad, theirs.multihead_attn.out_proj.weight.grad, atol=1e-10, rtol=0
+    )
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -189,6 +192,7 @@ def test_feed_forward_is_position_wise():
 
 # --- bad input -------------------------------------------------------------------------------
 
+
 def test_bad_layer_sizes_and_inputs():
     with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads.*d_model=16.*num_heads=3"):
         EncoderLayer(16, 3, 32)
@@ -207,7 +211,9 @@ def test_bad_layer_sizes_and_inputs():
 
 
 def test_from_torch_rejects_wrong_layers():
-    with pytest.raises(TypeError, match="layer must be a torch.nn.TransformerEncoderLayer, got TransformerDecoderLayer"):
+    with pytest.raises(
+        TypeError, match="layer must be a torch.nn.TransformerEncoderLayer, got TransformerDecoderLayer"
+    ):
         EncoderLayer.from_torch(nn.TransformerDecoderLayer(16, 2, batch_first=True))
     with pytest.raises(TypeError, match="layer must be a torch.nn.TransformerDecoderLayer, got Linear"):
         DecoderLayer.from_torch(nn.Linear(2, 2))

@@ -5,8 +5,14 @@ import math
 import pytest
 import torch
 
-from utils.dot_products import (pe_variance_share, random_pairs, random_scores, soft_argmax_gradient, spread,
-                                 word_recovery)
+from utils.dot_products import (
+    pe_variance_share,
+    random_pairs,
+    random_scores,
+    soft_argmax_gradient,
+    spread,
+    word_recovery,
+)
 from utils.positional import sinusoidal_encoding
 
 
@@ -45,8 +51,12 @@ def test_random_scores_are_dot_products(n_queries, n_keys, d_k):
     k = torch.randn(n_queries, n_keys, d_k, generator=gen, dtype=torch.float64)
     for i in range(n_queries):
         for j in range(n_keys):
-            assert math.isclose(scores[i, j].item(), sum(q[i, c].item() * k[i, j, c].item() for c in range(d_k)),
-                                rel_tol=1e-12, abs_tol=1e-12)
+            assert math.isclose(
+                scores[i, j].item(),
+                sum(q[i, c].item() * k[i, j, c].item() for c in range(d_k)),
+                rel_tol=1e-12,
+                abs_tol=1e-12,
+            )
     assert torch.equal(scores, random_scores(n_queries, n_keys, d_k, seed=5))
 
 
@@ -57,10 +67,16 @@ def analytic_soft_argmax_gradient(x, temperature):
     return p * (index - (index * p).sum()) / temperature
 
 
-@pytest.mark.parametrize("x, temperature", [
-    ([1.0, 3.0, 2.5, 0.0, 2.0], 1.0), ([1.0, 3.0, 2.5, 0.0, 2.0], 0.3), ([0.0, 0.0], 2.0), ([5.0], 1.0),
-    ([-1.0, 4.0, 4.0, 2.0], 0.5),
-])
+@pytest.mark.parametrize(
+    "x, temperature",
+    [
+        ([1.0, 3.0, 2.5, 0.0, 2.0], 1.0),
+        ([1.0, 3.0, 2.5, 0.0, 2.0], 0.3),
+        ([0.0, 0.0], 2.0),
+        ([5.0], 1.0),
+        ([-1.0, 4.0, 4.0, 2.0], 0.5),
+    ],
+)
 def test_soft_argmax_gradient_matches_the_formula(x, temperature):
     x = torch.tensor(x, dtype=torch.float64)
     got = soft_argmax_gradient(x, temperature)
@@ -76,14 +92,17 @@ def test_soft_argmax_gradient_vanishes_as_temperature_falls():
     assert soft_argmax_gradient(x.float(), 0.003).norm().item() == 0.0  # float32 underflows
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(x=[1.0, 2.0], temperature=1.0), TypeError, "x must be a torch.Tensor"),
-    (dict(x=torch.tensor([1, 2]), temperature=1.0), ValueError, "x must be a floating-point"),
-    (dict(x=torch.tensor(1.0), temperature=1.0), ValueError, "x must have at least 1 dimensions"),
-    (dict(x=torch.ones(2, 3), temperature=1.0), ValueError, r"x must have shape \(n,\), got \(2, 3\)"),
-    (dict(x=torch.ones(3), temperature=0.0), ValueError, "temperature must be > 0, got 0.0"),
-    (dict(x=torch.ones(3), temperature="1"), TypeError, "temperature must be a positive number"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(x=[1.0, 2.0], temperature=1.0), TypeError, "x must be a torch.Tensor"),
+        (dict(x=torch.tensor([1, 2]), temperature=1.0), ValueError, "x must be a floating-point"),
+        (dict(x=torch.tensor(1.0), temperature=1.0), ValueError, "x must have at least 1 dimensions"),
+        (dict(x=torch.ones(2, 3), temperature=1.0), ValueError, r"x must have shape \(n,\), got \(2, 3\)"),
+        (dict(x=torch.ones(3), temperature=0.0), ValueError, "temperature must be > 0, got 0.0"),
+        (dict(x=torch.ones(3), temperature="1"), TypeError, "temperature must be a positive number"),
+    ],
+)
 def test_soft_argmax_gradient_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         soft_argmax_gradient(**kwargs)
@@ -131,23 +150,30 @@ def test_pe_variance_share_spreads_out_with_length():
     assert short[255] > 0.98 and long[255] < 0.6
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: random_pairs(0, 4, 0), ValueError, "n must be a positive int, got 0"),
-    (lambda: random_pairs(4, 2.0, 0), TypeError, "d must be an int, got float"),
-    (lambda: random_pairs(4, 4, -1), ValueError, r"seed must be an int in \[0, 2\*\*63"),
-    (lambda: random_pairs(4, 4, "0"), TypeError, "seed must be an int, got str"),
-    (lambda: random_scores(3, 0, 4, 0), ValueError, "n_keys must be a positive int"),
-    (lambda: random_scores(3, 2, None, 0), TypeError, "d_k must be an int, got NoneType"),
-    (lambda: random_scores(0, 2, 4, 0), ValueError, "n_queries must be a positive int"),
-    (lambda: word_recovery(5, 0), ValueError, "d must be even"),
-    (lambda: word_recovery(4, 0, vocab_size=0), ValueError, "vocab_size must be a positive int"),
-    (lambda: word_recovery(4, 0, max_len=1.5), TypeError, "max_len must be an int"),
-    (lambda: word_recovery(4, 0, n_tokens=-3), ValueError, "n_tokens must be a positive int"),
-    (lambda: word_recovery(4, True), TypeError, "seed must be an int, got bool"),
-    (lambda: pe_variance_share(1, 8), ValueError, r"max_len must be an int >= 2 \(one position has no variance\), got 1"),
-    (lambda: pe_variance_share(10, 7), ValueError, "d_model must be even"),
-    (lambda: pe_variance_share(10, 8, base=0), ValueError, "base must be > 0"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: random_pairs(0, 4, 0), ValueError, "n must be a positive int, got 0"),
+        (lambda: random_pairs(4, 2.0, 0), TypeError, "d must be an int, got float"),
+        (lambda: random_pairs(4, 4, -1), ValueError, r"seed must be an int in \[0, 2\*\*63"),
+        (lambda: random_pairs(4, 4, "0"), TypeError, "seed must be an int, got str"),
+        (lambda: random_scores(3, 0, 4, 0), ValueError, "n_keys must be a positive int"),
+        (lambda: random_scores(3, 2, None, 0), TypeError, "d_k must be an int, got NoneType"),
+        (lambda: random_scores(0, 2, 4, 0), ValueError, "n_queries must be a positive int"),
+        (lambda: word_recovery(5, 0), ValueError, "d must be even"),
+        (lambda: word_recovery(4, 0, vocab_size=0), ValueError, "vocab_size must be a positive int"),
+        (lambda: word_recovery(4, 0, max_len=1.5), TypeError, "max_len must be an int"),
+        (lambda: word_recovery(4, 0, n_tokens=-3), ValueError, "n_tokens must be a positive int"),
+        (lambda: word_recovery(4, True), TypeError, "seed must be an int, got bool"),
+        (
+            lambda: pe_variance_share(1, 8),
+            ValueError,
+            r"max_len must be an int >= 2 \(one position has no variance\), got 1",
+        ),
+        (lambda: pe_variance_share(10, 7), ValueError, "d_model must be even"),
+        (lambda: pe_variance_share(10, 8, base=0), ValueError, "base must be > 0"),
+    ],
+)
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()

@@ -8,8 +8,11 @@ import pytest
 
 import utils.exercises as ex
 
-MODULES = [importlib.import_module(f"utils.exercises.{m.name}")
-           for m in pkgutil.iter_modules(ex.__path__) if m.name.startswith("lesson")]
+MODULES = [
+    importlib.import_module(f"utils.exercises.{m.name}")
+    for m in pkgutil.iter_modules(ex.__path__)
+    if m.name.startswith("lesson")
+]
 EXERCISES = [e for m in MODULES for e in vars(m).values() if isinstance(e, ex.Exercise)]
 IDS = [e.name for e in EXERCISES]
 
@@ -48,14 +51,18 @@ def test_named_wrong_answers_are_caught_in_the_learners_terms(exercise):
         result = exercise.evaluate(m.answer)
         assert result.status == ex.FAIL, f"{exercise.name} accepted the mistake '{m.name}'"
         assert m.says.lower() in result.message.lower(), (
-            f"{exercise.name}: for '{m.name}' the message should say '{m.says}', it says: {result.message}")
+            f"{exercise.name}: for '{m.name}' the message should say '{m.says}', it says: {result.message}"
+        )
         assert result.message.strip().lower() not in {"mismatch", "wrong", "incorrect"}
         messages.add(result.message)
     assert len(messages) == len(mistakes), f"{exercise.name}: two different mistakes get the same message"
 
 
-@pytest.mark.parametrize("exercise", [e for e in EXERCISES if e.kind == "prediction"],
-                         ids=[e.name for e in EXERCISES if e.kind == "prediction"])
+@pytest.mark.parametrize(
+    "exercise",
+    [e for e in EXERCISES if e.kind == "prediction"],
+    ids=[e.name for e in EXERCISES if e.kind == "prediction"],
+)
 def test_prediction_explains_why(exercise, capsys):
     assert exercise.explain, f"{exercise.name} is a prediction without an explanation"
     exercise(exercise.reference)

@@ -5,8 +5,17 @@ import math
 import pytest
 import torch
 
-from utils.extrapolation import (IGNORE, PAD, PE_KINDS, LengthModel, RotarySelfAttention,
-                                 accuracy_by_position, delayed_copy_batch, evaluate, train)
+from utils.extrapolation import (
+    IGNORE,
+    PAD,
+    PE_KINDS,
+    LengthModel,
+    RotarySelfAttention,
+    accuracy_by_position,
+    delayed_copy_batch,
+    evaluate,
+    train,
+)
 from utils.multihead import MultiHeadAttention
 
 
@@ -17,22 +26,29 @@ def test_delayed_copy_targets_are_the_input_shifted():
     for b, n in enumerate([5, 3, 9, 9]):
         assert (tokens[b, :n] >= 1).all() and (tokens[b, :n] < 10).all() and (tokens[b, n:] == PAD).all()
         assert (targets[b, :2] == IGNORE).all() and (targets[b, n:] == IGNORE).all()
-        assert torch.equal(targets[b, 2:n], tokens[b, :n - 2])
+        assert torch.equal(targets[b, 2:n], tokens[b, : n - 2])
     t2, _ = delayed_copy_batch(4, torch.tensor([5, 3, 9, 9]), 10, 2, torch.Generator().manual_seed(0))
     assert torch.equal(tokens, t2)  # seeded: the same batch again
     tokens, _ = delayed_copy_batch(3, 6, 10, 1, g)
     assert tokens.shape == (3, 6) and (tokens != PAD).all()
 
 
-@pytest.mark.parametrize("args, exc, match", [
-    ((0, 5, 10, 2), ValueError, "batch_size must be a positive int, got 0"),
-    ((2, 5, 2, 2), ValueError, r"vocab_size must be an int >= 3 \(PAD and at least two symbols\), got 2"),
-    ((2, 5, 10, 0), ValueError, "shift must be a positive int, got 0"),
-    ((2, 2, 10, 2), ValueError, "lengths must be 2 ints > shift=2, got \\[2, 2\\]"),
-    ((2, torch.tensor([4, 5, 6]), 10, 2), ValueError, r"lengths must have shape \(batch_size=2,\), got \(3,\)"),
-    ((2, torch.tensor([4.0, 5.0]), 10, 2), ValueError, "lengths must be an integer tensor, got dtype torch.float32"),
-    ((2, 5.0, 10, 2), TypeError, "lengths must be a torch.Tensor, got float"),
-])
+@pytest.mark.parametrize(
+    "args, exc, match",
+    [
+        ((0, 5, 10, 2), ValueError, "batch_size must be a positive int, got 0"),
+        ((2, 5, 2, 2), ValueError, r"vocab_size must be an int >= 3 \(PAD and at least two symbols\), got 2"),
+        ((2, 5, 10, 0), ValueError, "shift must be a positive int, got 0"),
+        ((2, 2, 10, 2), ValueError, "lengths must be 2 ints > shift=2, got \\[2, 2\\]"),
+        ((2, torch.tensor([4, 5, 6]), 10, 2), ValueError, r"lengths must have shape \(batch_size=2,\), got \(3,\)"),
+        (
+            (2, torch.tensor([4.0, 5.0]), 10, 2),
+            ValueError,
+            "lengths must be an integer tensor, got dtype torch.float32",
+        ),
+        ((2, 5.0, 10, 2), TypeError, "lengths must be a torch.Tensor, got float"),
+    ],
+)
 def test_delayed_copy_bad_input(args, exc, match):
     with pytest.raises(exc, match=match):
         delayed_copy_batch(*args, generator=torch.Generator().manual_seed(0))
@@ -135,6 +151,7 @@ def test_evaluate_and_accuracy_by_position():
 
 def test_attention_on_source_reads_the_shifted_diagonal():
     from utils.extrapolation import attention_on_source
+
     torch.manual_seed(0)
     model = LengthModel(16, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
     got = attention_on_source(model, 10, batch_size=4, seed=5)  # (2, 2, 10)
@@ -147,8 +164,10 @@ def test_attention_on_source_reads_the_shifted_diagonal():
 
 # --- absolute copy, sinusoidal+offsets, the stored seeds and the figures -------------------------
 
+
 def test_absolute_copy_targets_are_the_anchor_token():
     from utils.extrapolation import absolute_copy_batch, task_batch
+
     tokens, targets = absolute_copy_batch(3, torch.tensor([6, 9, 7]), 10, 4, torch.Generator().manual_seed(1))
     for b, n in enumerate([6, 9, 7]):
         assert (targets[b, :4] == tokens[b, 4]).all() and (targets[b, 5:n] == tokens[b, 4]).all()
@@ -175,9 +194,12 @@ def test_offsets_shift_the_sinusoidal_table():
     x = model.embed(tokens[:1]) + model.table[3:8]
     h = model.encoder(x, torch.ones(1, 1, 5, dtype=torch.bool))
     assert torch.allclose(model.readout(h), moved[:1], atol=1e-5)
-    for bad, words in ((torch.tensor([0, -1]), "offsets must be 2 ints"), (torch.tensor([0, 1020]), "offsets must be 2 ints"),
-                       (torch.tensor([0.0, 1.0]), "offsets must be an integer tensor"),
-                       (torch.tensor([1]), r"offsets must have shape \(batch=2,\)")):
+    for bad, words in (
+        (torch.tensor([0, -1]), "offsets must be 2 ints"),
+        (torch.tensor([0, 1020]), "offsets must be 2 ints"),
+        (torch.tensor([0.0, 1.0]), "offsets must be an integer tensor"),
+        (torch.tensor([1]), r"offsets must have shape \(batch=2,\)"),
+    ):
         with pytest.raises(ValueError, match=words):
             model(tokens, offsets=bad)
     with pytest.raises(ValueError, match="offsets apply to pe_kind='sinusoidal\\+offsets' only"):
@@ -201,6 +223,7 @@ def test_train_with_offsets_and_absolute_task():
 
 def test_copy_head_finds_the_head_and_measures_it():
     from utils.extrapolation import attention_on_source, copy_head
+
     torch.manual_seed(0)
     model = LengthModel(16, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
     h = copy_head(model, 20, 8)
@@ -216,6 +239,7 @@ def test_copy_head_finds_the_head_and_measures_it():
 
 def test_stored_seed_runs_are_complete():
     from utils.extrapolation import TASKS, load_seed_runs
+
     runs = load_seed_runs()
     assert len(runs["seeds"]) >= 3 and "extrapolation_seeds.py" in runs["command"]
     for task in TASKS:
@@ -227,11 +251,15 @@ def test_stored_seed_runs_are_complete():
 
 def test_seed_range_accuracy_ranges_and_in_range():
     from utils.extrapolation import accuracy_ranges, in_range, seed_range
+
     assert seed_range([0.5, 1.0, 0.0]) == (0.5, 0.0, 1.0)
     with pytest.raises(ValueError, match="non-empty"):
         seed_range([])
-    runs = {"runs": {"copy": {"learned": {"0": {"accuracy": {"4": 0.2, "8": 0.5}},
-                                          "1": {"accuracy": {"4": 0.4, "8": 0.7}}}}}}
+    runs = {
+        "runs": {
+            "copy": {"learned": {"0": {"accuracy": {"4": 0.2, "8": 0.5}}, "1": {"accuracy": {"4": 0.4, "8": 0.7}}}}
+        }
+    }
     got = accuracy_ranges(runs, "copy", ["learned (clamped)"])
     assert got["learned (clamped)"][8] == pytest.approx((0.6, 0.5, 0.7))
     assert in_range(0.45, (0.6, 0.5, 0.7), 0.1) and not in_range(0.35, (0.6, 0.5, 0.7), 0.1)
@@ -243,12 +271,18 @@ def test_figures_use_one_colour_per_variant():
     from matplotlib.colors import to_rgba
 
     from utils.extrapolation import COLORS, plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
-    ranges = {"rope": {8: (0.9, 0.8, 1.0), 16: (0.5, 0.4, 0.6)}, "learned (clamped)": {8: (1.0, 1.0, 1.0), 16: (0.3, 0.2, 0.3)}}
+
+    ranges = {
+        "rope": {8: (0.9, 0.8, 1.0), 16: (0.5, 0.4, 0.6)},
+        "learned (clamped)": {8: (1.0, 1.0, 1.0), 16: (0.3, 0.2, 0.3)},
+    }
     fig = plot_accuracy_ranges(ranges, 8, chance=0.1, live={"rope": {8: 0.85, 16: 0.55}})
     ax = fig.axes[0]
     bars = {c.get_label(): c.lines[0] for c in ax.containers}  # errorbar containers: label -> data line
     assert {k: to_rgba(l.get_color()) for k, l in bars.items()} == {
-        "rope (mean, min-max)": to_rgba(COLORS["rope"]), "learned (clamped) (mean, min-max)": to_rgba(COLORS["learned"])}
+        "rope (mean, min-max)": to_rgba(COLORS["rope"]),
+        "learned (clamped) (mean, min-max)": to_rgba(COLORS["learned"]),
+    }
     assert np.allclose(bars["rope (mean, min-max)"].get_ydata(), [0.9, 0.5])
     assert bars["learned (clamped) (mean, min-max)"].get_linestyle() == "--"
     hollow = [l for l in ax.lines if l.get_markerfacecolor() == "none" and len(l.get_xdata())]
@@ -274,6 +308,7 @@ def test_figures_use_one_colour_per_variant():
 
 def test_largest_change_compares_shared_runs_only():
     from utils.extrapolation import largest_change
+
     runs = {"runs": {"copy": {"rope": {"0": {"accuracy": {"4": 0.5, "8": 0.25}}, "1": {"accuracy": {"4": 0.9}}}}}}
     rerun = {"runs": {"copy": {"rope": {"0": {"accuracy": {"4": 0.5, "8": 0.375}}, "7": {"accuracy": {"4": 0.0}}}}}}
     assert largest_change(runs, rerun) == 0.125  # seed 7 is not in runs: skipped

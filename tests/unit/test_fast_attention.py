@@ -14,8 +14,8 @@ from utils.masks import causal_mask
 from utils.translator.decode import greedy_decode
 from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
 
-
 # --- online softmax -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("shape, block", [((5,), 1), ((4, 7), 1), ((3, 5, 33), 8), ((2, 64), 64), ((2, 3, 10), 100)])
 def test_online_softmax_equals_torch(shape, block):
@@ -25,8 +25,10 @@ def test_online_softmax_equals_torch(shape, block):
 
 
 def test_online_softmax_extreme_and_masked_rows():
-    s = torch.tensor([[1000.0, 999.0, 1e4, -5.0], [-1e4, -1e4 - 3, -2e4, -1e4 + 1], [0.0, 1.0, 2.0, 50.0],
-                      [1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
+    s = torch.tensor(
+        [[1000.0, 999.0, 1e4, -5.0], [-1e4, -1e4 - 3, -2e4, -1e4 + 1], [0.0, 1.0, 2.0, 50.0], [1.0, 2.0, 3.0, 4.0]],
+        dtype=torch.float64,
+    )
     mask = torch.ones(4, 4, dtype=torch.bool)
     mask[3] = False  # a fully masked row
     mask[0, 2] = False
@@ -47,8 +49,9 @@ def test_online_softmax_update_matches_the_formula():
     assert float(l3) == 0.0 and not math.isnan(float(l3))
 
 
-@pytest.mark.parametrize("bad, error", [([1.0, 2.0], TypeError), (torch.tensor(1.0), ValueError),
-                                        (torch.tensor([1, 2]), ValueError)])
+@pytest.mark.parametrize(
+    "bad, error", [([1.0, 2.0], TypeError), (torch.tensor(1.0), ValueError), (torch.tensor([1, 2]), ValueError)]
+)
 def test_online_softmax_rejects_bad_scores(bad, error):
     with pytest.raises(error, match="scores"):
         fa.online_softmax(bad)
@@ -66,8 +69,14 @@ def test_online_softmax_rejects_bad_mask_and_block():
 
 # --- tiled attention ----------------------------------------------------------------------------------
 
-SHAPES = [((1, 1, 17, 8), 4), ((2, 4, 37, 16), 5), ((3, 2, 64, 8), 16), ((1, 2, 10, 4), 32), ((2, 33, 8), 8),
-          ((12, 3), 1)]
+SHAPES = [
+    ((1, 1, 17, 8), 4),
+    ((2, 4, 37, 16), 5),
+    ((3, 2, 64, 8), 16),
+    ((1, 2, 10, 4), 32),
+    ((2, 33, 8), 8),
+    ((12, 3), 1),
+]
 
 
 @pytest.mark.parametrize("shape, block", SHAPES)
@@ -85,8 +94,9 @@ def test_tiled_attention_equals_utils_and_torch(shape, block, causal):
     assert stats["computed"] + stats["skipped"] == n * n
 
 
-@pytest.mark.parametrize("T_q, T_k, block, query_block", [(7, 20, 4, None), (20, 7, 3, None), (30, 30, 8, 30),
-                                                          (30, 30, 4, 10)])
+@pytest.mark.parametrize(
+    "T_q, T_k, block, query_block", [(7, 20, 4, None), (20, 7, 3, None), (30, 30, 8, 30), (30, 30, 4, 10)]
+)
 @pytest.mark.parametrize("causal", [False, True])
 def test_tiled_attention_rectangular_and_query_blocks(T_q, T_k, block, query_block, causal):
     torch.manual_seed(1)
@@ -114,17 +124,20 @@ def test_causal_skipped_tiles_formula_and_tile_states():
     assert fa.causal_skipped_tiles(1000, 100) == 45
 
 
-@pytest.mark.parametrize("kwargs, error, name", [
-    (dict(q=[1.0]), TypeError, "q"),
-    (dict(q=torch.randn(4, 5)), ValueError, "d_k"),
-    (dict(k=torch.randn(5, 4)), ValueError, "T_k"),
-    (dict(q=torch.randn(2, 4, 4)), ValueError, "leading"),
-    (dict(block_size=0), ValueError, "block_size"),
-    (dict(block_size=2.5), TypeError, "block_size"),
-    (dict(causal=1), TypeError, "causal"),
-    (dict(query_block=0), ValueError, "query_block"),
-    (dict(v=torch.randn(4, 4, dtype=torch.float64)), ValueError, "dtype"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(q=[1.0]), TypeError, "q"),
+        (dict(q=torch.randn(4, 5)), ValueError, "d_k"),
+        (dict(k=torch.randn(5, 4)), ValueError, "T_k"),
+        (dict(q=torch.randn(2, 4, 4)), ValueError, "leading"),
+        (dict(block_size=0), ValueError, "block_size"),
+        (dict(block_size=2.5), TypeError, "block_size"),
+        (dict(causal=1), TypeError, "causal"),
+        (dict(query_block=0), ValueError, "query_block"),
+        (dict(v=torch.randn(4, 4, dtype=torch.float64)), ValueError, "dtype"),
+    ],
+)
 def test_tiled_attention_rejects_bad_input(kwargs, error, name):
     args = dict(q=torch.randn(4, 4), k=torch.randn(4, 4), v=torch.randn(4, 4), block_size=2)
     args.update(kwargs)
@@ -133,6 +146,7 @@ def test_tiled_attention_rejects_bad_input(kwargs, error, name):
 
 
 # --- grouped-query attention and cache sizes ----------------------------------------------------------
+
 
 @pytest.mark.parametrize("h, g", [(8, 8), (8, 2), (8, 1), (6, 3)])
 @pytest.mark.parametrize("causal", [False, True])
@@ -153,7 +167,7 @@ def test_grouped_query_attention_rejects_bad_heads():
 
 
 def test_kv_cache_bytes():
-    assert fa.kv_cache_bytes(32, 32, 128, 4096, 2) == 2 * 2 ** 30
+    assert fa.kv_cache_bytes(32, 32, 128, 4096, 2) == 2 * 2**30
     assert fa.kv_cache_bytes(2, 4, 16, 10, 4, batch=3) == 2 * 2 * 4 * 16 * 10 * 4 * 3
     with pytest.raises(ValueError, match="length"):
         fa.kv_cache_bytes(2, 4, 16, 0)
@@ -163,10 +177,10 @@ def test_kv_cache_bytes():
 
 # --- the KV cache of the translator -------------------------------------------------------------------
 
+
 def small_model(norm_first=False, seed=0):
     torch.manual_seed(seed)
-    config = TranslatorConfig(30, 40, d_model=32, num_heads=4, d_ff=64, num_layers=2, max_len=70,
-                              norm_first=norm_first)
+    config = TranslatorConfig(30, 40, d_model=32, num_heads=4, d_ff=64, num_layers=2, max_len=70, norm_first=norm_first)
     return Seq2SeqTransformer(config).eval()
 
 
@@ -235,7 +249,9 @@ def test_cache_bad_input():
 
 def test_cache_refuses_to_grow_past_max_len():
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(TranslatorConfig(30, 40, d_model=16, num_heads=2, d_ff=32, num_layers=1, max_len=3)).eval()
+    model = Seq2SeqTransformer(
+        TranslatorConfig(30, 40, d_model=16, num_heads=2, d_ff=32, num_layers=1, max_len=3)
+    ).eval()
     memory, src_mask = model.encode(batch_src()[:, :3])
     cache = fa.start_cache(model, memory, src_mask)
     token = torch.ones(6, dtype=torch.long)
@@ -251,6 +267,7 @@ def test_time_per_token_returns_one_value_per_repeat():
 
 
 # --- memory tracking ----------------------------------------------------------------------------------
+
 
 def test_tensor_memory_counts_known_sizes():
     assert fa.peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 40000

@@ -27,8 +27,11 @@ USES = re.compile(r"\butils\.widgets\b|from utils import .*\bwidgets\b|\bimport 
 
 def widget_test_files():
     here = Path(__file__).name
-    return [p for p in sorted((ROOT / "tests" / "unit").glob("test_*.py"))
-            if p.name != here and (NAME.match(p.name) or USES.search(p.read_text()))]
+    return [
+        p
+        for p in sorted((ROOT / "tests" / "unit").glob("test_*.py"))
+        if p.name != here and (NAME.match(p.name) or USES.search(p.read_text()))
+    ]
 
 
 def overlay_env():
@@ -38,8 +41,12 @@ def overlay_env():
 
 
 def overlay_version():
-    proc = subprocess.run([sys.executable, "-c", "import ipywidgets; print(ipywidgets.__version__)"],
-                          env=overlay_env(), capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import ipywidgets; print(ipywidgets.__version__)"],
+        env=overlay_env(),
+        capture_output=True,
+        text=True,
+    )
     return proc.stdout.strip()
 
 
@@ -57,9 +64,25 @@ def test_widget_tests_pass_on_ipywidgets_7_7_1():
         pytest.skip(reason)
     files = [str(p) for p in widget_test_files()]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider",
-         "-W", "ignore::DeprecationWarning", *files],
-        cwd=ROOT, env=overlay_env(), capture_output=True, text=True, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-o",
+            "addopts=",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "ignore::DeprecationWarning",
+            *files,
+        ],
+        cwd=ROOT,
+        env=overlay_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     tail = "\n".join(proc.stdout.splitlines()[-40:]) + proc.stderr[-2000:]
     assert proc.returncode == 0, f"widget tests fail on ipywidgets 7.7.1:\n{tail}"
     assert re.search(r"\b[1-9]\d* passed", proc.stdout), f"no widget test ran on ipywidgets 7.7.1:\n{tail}"

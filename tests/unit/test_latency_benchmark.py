@@ -10,14 +10,26 @@ def widget_latency(script):
 
 
 def step(control, kind, ms, index=0):
-    return {"notebook": "01_x", "widget": "pe_explorer", "index": index, "control": control, "kind": kind,
-            "action": "ArrowRight from 3", "latency_ms": ms}
+    return {
+        "notebook": "01_x",
+        "widget": "pe_explorer",
+        "index": index,
+        "control": control,
+        "kind": kind,
+        "action": "ArrowRight from 3",
+        "latency_ms": ms,
+    }
 
 
 def test_summary_medians_and_unchanged_steps(widget_latency):
-    steps = [step("a", "slider", 100), step("a", "slider", 300), step("b", "slider", 200),
-             step("c", "dropdown", 900), step("d", "slider", None)]
-    (key, w), = widget_latency.summarize(steps).items()
+    steps = [
+        step("a", "slider", 100),
+        step("a", "slider", 300),
+        step("b", "slider", 200),
+        step("c", "dropdown", 900),
+        step("d", "slider", None),
+    ]
+    ((key, w),) = widget_latency.summarize(steps).items()
     assert key == "01_x:pe_explorer"
     assert w["median_slider_ms"] == 200 and w["slider_steps"] == 3 and w["meets_target"] is True
     assert w["per_control_median_ms"] == {"slider a": 200, "slider b": 200, "dropdown c": 900}

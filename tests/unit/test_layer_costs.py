@@ -8,8 +8,8 @@ from torch import nn
 
 from utils.layer_costs import CausalConv, count_calls, count_flops, layers_to_connect, median_time, path_length
 
-
 # --- path_length ---
+
 
 def test_path_length_counts_nodes_or_only_the_marked_ones():
     x = torch.randn(3, requires_grad=True)
@@ -69,6 +69,7 @@ def test_path_length_bad_input(args, error, words):
 
 # --- count_calls, count_flops, median_time ---
 
+
 def test_count_calls_counts_each_torch_call():
     x = torch.randn(4)
     assert count_calls(lambda t: torch.add(t, 1).mul(2).sum(), x) == 3
@@ -94,19 +95,23 @@ def test_median_time_calls_fn_repeats_times():
     assert len(calls) == 7 and t >= 0
 
 
-@pytest.mark.parametrize("fn, args, error, words", [
-    (count_calls, (3,), TypeError, "fn"),
-    (count_flops, ("f",), TypeError, "fn"),
-    (median_time, (None,), TypeError, "fn"),
-    (median_time, (lambda: None, 0), ValueError, "repeats"),
-    (median_time, (lambda: None, 2.0), TypeError, "repeats"),
-])
+@pytest.mark.parametrize(
+    "fn, args, error, words",
+    [
+        (count_calls, (3,), TypeError, "fn"),
+        (count_flops, ("f",), TypeError, "fn"),
+        (median_time, (None,), TypeError, "fn"),
+        (median_time, (lambda: None, 0), ValueError, "repeats"),
+        (median_time, (lambda: None, 2.0), TypeError, "repeats"),
+    ],
+)
 def test_counters_bad_input(fn, args, error, words):
     with pytest.raises(error, match=words):
         fn(*args)
 
 
 # --- CausalConv ---
+
 
 @pytest.mark.parametrize("d_model, k, dilation, seq", [(3, 1, 1, 4), (3, 2, 1, 5), (4, 3, 2, 9), (2, 3, 9, 30)])
 def test_causal_conv_equals_torch_conv_with_its_end_cut_off(d_model, k, dilation, seq):
@@ -130,30 +135,37 @@ def test_causal_conv_reads_exactly_its_window(k, dilation):
         assert reads == {t - j * dilation for j in range(k) if t - j * dilation >= 0}
 
 
-@pytest.mark.parametrize("args, error, words", [
-    ((0, 3), ValueError, "d_model"),
-    ((4, 0), ValueError, "kernel_size"),
-    ((4, 3, 0), ValueError, "dilation"),
-    ((4.0, 3), TypeError, "d_model"),
-    ((4, "3"), TypeError, "kernel_size"),
-])
+@pytest.mark.parametrize(
+    "args, error, words",
+    [
+        ((0, 3), ValueError, "d_model"),
+        ((4, 0), ValueError, "kernel_size"),
+        ((4, 3, 0), ValueError, "dilation"),
+        ((4.0, 3), TypeError, "d_model"),
+        ((4, "3"), TypeError, "kernel_size"),
+    ],
+)
 def test_causal_conv_bad_construction(args, error, words):
     with pytest.raises(error, match=words):
         CausalConv(*args)
 
 
-@pytest.mark.parametrize("x, error", [
-    (torch.randn(5, 4), ValueError),
-    (torch.randn(2, 5, 3), ValueError),
-    (torch.zeros(2, 5, 4, dtype=torch.long), ValueError),
-    ([[0.0]], TypeError),
-])
+@pytest.mark.parametrize(
+    "x, error",
+    [
+        (torch.randn(5, 4), ValueError),
+        (torch.randn(2, 5, 3), ValueError),
+        (torch.zeros(2, 5, 4, dtype=torch.long), ValueError),
+        ([[0.0]], TypeError),
+    ],
+)
 def test_causal_conv_bad_input(x, error):
     with pytest.raises(error, match="x"):
         CausalConv(4, 3)(x)
 
 
 # --- layers_to_connect ---
+
 
 class _MeanMix(nn.Module):
     """Every output reads every input: x + mean over positions."""
@@ -166,8 +178,8 @@ class _MeanMix(nn.Module):
 @pytest.mark.parametrize("k", [2, 3, 5])
 def test_layers_to_connect_counts_the_stack(n, k):
     assert layers_to_connect(lambda depth: CausalConv(4, k), n, 4) == math.ceil((n - 1) / (k - 1))
-    dilated = layers_to_connect(lambda depth: CausalConv(4, k, dilation=k ** depth), n, 4)
-    assert k ** dilated >= n > k ** (dilated - 1)
+    dilated = layers_to_connect(lambda depth: CausalConv(4, k, dilation=k**depth), n, 4)
+    assert k**dilated >= n > k ** (dilated - 1)
     assert layers_to_connect(lambda depth: _MeanMix(), n, 4) == 1
 
 
@@ -184,16 +196,18 @@ def test_layers_to_connect_leaves_the_random_state_alone():
     assert torch.equal(torch.rand(3), expected)
 
 
-@pytest.mark.parametrize("args, kwargs, error, words", [
-    ((3, 8, 4), {}, TypeError, "make_layer"),
-    ((lambda d: _MeanMix(), 0, 4), {}, ValueError, "n"),
-    ((lambda d: _MeanMix(), 8, 0), {}, ValueError, "d_model"),
-    ((lambda d: _MeanMix(), 8, 4), dict(max_layers=0), ValueError, "max_layers"),
-    ((lambda d: _MeanMix(), 8.0, 4), {}, TypeError, "n"),
-    ((lambda d: "layer", 8, 4), {}, TypeError, "make_layer"),
-    ((lambda d: nn.Linear(4, 3), 8, 4), {}, ValueError, "make_layer"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, error, words",
+    [
+        ((3, 8, 4), {}, TypeError, "make_layer"),
+        ((lambda d: _MeanMix(), 0, 4), {}, ValueError, "n"),
+        ((lambda d: _MeanMix(), 8, 0), {}, ValueError, "d_model"),
+        ((lambda d: _MeanMix(), 8, 4), dict(max_layers=0), ValueError, "max_layers"),
+        ((lambda d: _MeanMix(), 8.0, 4), {}, TypeError, "n"),
+        ((lambda d: "layer", 8, 4), {}, TypeError, "make_layer"),
+        ((lambda d: nn.Linear(4, 3), 8, 4), {}, ValueError, "make_layer"),
+    ],
+)
 def test_layers_to_connect_bad_input(args, kwargs, error, words):
     with pytest.raises(error, match=words):
         layers_to_connect(*args, **kwargs)
-

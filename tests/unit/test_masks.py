@@ -50,22 +50,31 @@ def test_combine_masks_is_logical_and_with_broadcasting():
     assert combine_masks() is None and combine_masks(None, None) is None
 
 
-@pytest.mark.parametrize("n, error, message", [
-    (0, ValueError, "n must be a positive int, got 0"),
-    (-3, ValueError, "n must be a positive int, got -3"),
-    (2.5, TypeError, "n must be an int, got float 2.5"),
-    ("4", TypeError, "n must be an int, got str '4'"),
-    (True, TypeError, "n must be an int, got bool True"),
-])
+@pytest.mark.parametrize(
+    "n, error, message",
+    [
+        (0, ValueError, "n must be a positive int, got 0"),
+        (-3, ValueError, "n must be a positive int, got -3"),
+        (2.5, TypeError, "n must be an int, got float 2.5"),
+        ("4", TypeError, "n must be an int, got str '4'"),
+        (True, TypeError, "n must be an int, got bool True"),
+    ],
+)
 def test_causal_mask_bad_n(n, error, message):
     with pytest.raises(error, match=message):
         causal_mask(n)
 
 
-@pytest.mark.parametrize("tokens, message", [
-    (torch.tensor([[1.0, 2.0, 0.0]]), r"tokens must be an integer tensor, got dtype torch.float32 with shape \(1, 3\)"),
-    (torch.tensor([True, False]), r"tokens must be an integer tensor, got dtype torch.bool with shape \(2,\)"),
-])
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        (
+            torch.tensor([[1.0, 2.0, 0.0]]),
+            r"tokens must be an integer tensor, got dtype torch.float32 with shape \(1, 3\)",
+        ),
+        (torch.tensor([True, False]), r"tokens must be an integer tensor, got dtype torch.bool with shape \(2,\)"),
+    ],
+)
 def test_padding_mask_non_integer_tokens(tokens, message):
     with pytest.raises(ValueError, match=message):
         padding_mask(tokens, 0)

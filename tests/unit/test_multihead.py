@@ -5,9 +5,8 @@ import torch
 from torch import nn
 
 from utils import attention
-from utils.attention import scaled_dot_product_attention
+from utils.attention import attend, scaled_dot_product_attention
 from utils.masks import causal_mask, padding_mask
-from utils.attention import attend
 from utils.multihead import MultiHeadAttention, merge_heads, split_heads
 
 ATOL = {torch.float32: 1e-5, torch.float64: 1e-10}
@@ -194,6 +193,7 @@ def test_dropout_only_in_training_mode():
 
 # --- bad input -------------------------------------------------------------------------------
 
+
 def test_d_model_not_divisible_by_num_heads():
     with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads.*d_model=10.*num_heads=3"):
         MultiHeadAttention(10, 3)
@@ -352,8 +352,7 @@ def test_per_head_4d_mask_on_the_fused_path():
     _, ours = pair(16, 4, torch.float64, seed=5)
     x = torch.randn(2, 5, 16, dtype=torch.float64)
     mask = torch.rand(2, 4, 5, 5, generator=torch.Generator().manual_seed(0)) > 0.5  # some rows empty
-    torch.testing.assert_close(ours(x, x, x, mask, need_weights=False)[0], ours(x, x, x, mask)[0],
-                               atol=1e-10, rtol=0)
+    torch.testing.assert_close(ours(x, x, x, mask, need_weights=False)[0], ours(x, x, x, mask)[0], atol=1e-10, rtol=0)
 
 
 def test_fused_path_with_dropout_runs_in_training_and_is_exact_in_eval():
@@ -368,8 +367,7 @@ def test_fused_path_with_dropout_runs_in_training_and_is_exact_in_eval():
     again, _ = ours(x, x, x, mask, need_weights=False)
     assert not torch.allclose(again, out)  # dropout is random in training mode
     ours.eval()
-    torch.testing.assert_close(ours(x, x, x, mask, need_weights=False)[0], ours(x, x, x, mask)[0],
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours(x, x, x, mask, need_weights=False)[0], ours(x, x, x, mask)[0], atol=1e-5, rtol=0)
 
 
 def test_fused_path_equals_torch_without_weights():

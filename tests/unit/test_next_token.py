@@ -26,14 +26,17 @@ def test_shifted_position_i_sees_only_earlier_targets(T):
     assert all((unshifted[mask[i]] == i).any() for i in range(T)), "unshifted: each sees its own answer"
 
 
-@pytest.mark.parametrize("targets, bos_id, error, message", [
-    ([1, 2], 0, TypeError, "targets must be a torch.Tensor, got list"),
-    (torch.tensor(3), 0, ValueError, "targets must have at least 1 dimensions, got shape ()"),
-    (torch.tensor([1.0, 2.0]), 0, ValueError, "targets must be an integer tensor, got dtype torch.float32"),
-    (torch.tensor([True]), 0, ValueError, "targets must be an integer tensor, got dtype torch.bool"),
-    (torch.tensor([1, 2]), 0.5, TypeError, "bos_id must be an int, got float 0.5"),
-    (torch.tensor([1, 2]), True, TypeError, "bos_id must be an int, got bool True"),
-])
+@pytest.mark.parametrize(
+    "targets, bos_id, error, message",
+    [
+        ([1, 2], 0, TypeError, "targets must be a torch.Tensor, got list"),
+        (torch.tensor(3), 0, ValueError, "targets must have at least 1 dimensions, got shape ()"),
+        (torch.tensor([1.0, 2.0]), 0, ValueError, "targets must be an integer tensor, got dtype torch.float32"),
+        (torch.tensor([True]), 0, ValueError, "targets must be an integer tensor, got dtype torch.bool"),
+        (torch.tensor([1, 2]), 0.5, TypeError, "bos_id must be an int, got float 0.5"),
+        (torch.tensor([1, 2]), True, TypeError, "bos_id must be an int, got bool True"),
+    ],
+)
 def test_shift_right_bad_input(targets, bos_id, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         shift_right(targets, bos_id)
@@ -47,7 +50,7 @@ def test_model_is_causal_the_future_cannot_change_the_past():
     assert logits.shape == (3, 6, 5) and model.bos_id == 5
     for t in range(5):
         changed = tokens.clone()
-        changed[:, t + 1:] = (changed[:, t + 1:] + 1) % 6
+        changed[:, t + 1 :] = (changed[:, t + 1 :] + 1) % 6
         assert torch.allclose(model(changed)[:, : t + 1], logits[:, : t + 1], atol=1e-6)
 
 
@@ -77,14 +80,17 @@ def test_fit_next_token_is_reproducible():
     assert fit_next_token(True, seed=3, steps=5) == fit_next_token(True, seed=3, steps=5)
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    (dict(shift=1, seed=0), TypeError, r"shift must be a bool \(True or False\), got int 1"),
-    (dict(shift=True, seed=-1), ValueError, "seed must be an int in"),
-    (dict(shift=True, seed=0.5), TypeError, "seed must be an int, got float 0.5"),
-    (dict(shift=True, seed=0, steps=0), ValueError, "steps must be a positive int, got 0"),
-    (dict(shift=True, seed=0, vocab_size=2.0), TypeError, "vocab_size must be an int, got float 2.0"),
-    (dict(shift=True, seed=0, lr=0), ValueError, "lr must be > 0, got 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(shift=1, seed=0), TypeError, r"shift must be a bool \(True or False\), got int 1"),
+        (dict(shift=True, seed=-1), ValueError, "seed must be an int in"),
+        (dict(shift=True, seed=0.5), TypeError, "seed must be an int, got float 0.5"),
+        (dict(shift=True, seed=0, steps=0), ValueError, "steps must be a positive int, got 0"),
+        (dict(shift=True, seed=0, vocab_size=2.0), TypeError, "vocab_size must be an int, got float 2.0"),
+        (dict(shift=True, seed=0, lr=0), ValueError, "lr must be > 0, got 0"),
+    ],
+)
 def test_fit_next_token_bad_input(kwargs, error, message):
     with pytest.raises(error, match=message):
         fit_next_token(**kwargs)

@@ -4,11 +4,18 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from utils.blocks import Encoder, EncoderLayer
-from utils.norm_probes import (VARIANT_STYLE, activation_rms, layer_grad_norms, plot_loss_curves, plot_per_layer,
-                               probe_at_init, train_copy_task, warmup_lr)
+from utils.norm_probes import (
+    VARIANT_STYLE,
+    activation_rms,
+    layer_grad_norms,
+    plot_loss_curves,
+    plot_per_layer,
+    probe_at_init,
+    train_copy_task,
+    warmup_lr,
+)
 
 matplotlib.use("Agg")
 
@@ -26,7 +33,7 @@ def test_activation_rms_equals_a_manual_loop(norm_first):
     h = x
     for i, layer in enumerate(encoder.layers):
         h = layer(h)
-        assert rms[i] == pytest.approx(torch.sqrt((h ** 2).mean()).item(), rel=1e-6)
+        assert rms[i] == pytest.approx(torch.sqrt((h**2).mean()).item(), rel=1e-6)
     assert final == pytest.approx(torch.sqrt((encoder.norm(h) ** 2).mean()).item(), rel=1e-6)
     assert rms.shape == (3,)
     if not norm_first:  # every layer ends in a LayerNorm with gamma 1, beta 0
@@ -40,7 +47,7 @@ def test_layer_grad_norms_equal_backward(norm_first):
     norms = layer_grad_norms(encoder, encoder(x).pow(3).mean())
     encoder(x).pow(3).mean().backward()
     for i, layer in enumerate(encoder.layers):
-        expected = torch.sqrt(sum((p.grad ** 2).sum() for p in layer.parameters())).item()
+        expected = torch.sqrt(sum((p.grad**2).sum() for p in layer.parameters())).item()
         assert norms[i] == pytest.approx(expected, rel=1e-5)
     assert (norms > 0).all()
 
@@ -78,24 +85,27 @@ def test_plot_per_layer_draws_one_styled_line_per_variant():
     matplotlib.pyplot.close("all")
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: activation_rms(EncoderLayer(8, 2, 16), torch.randn(2, 5, 8)), TypeError, "encoder"),
-    (lambda: activation_rms(small_encoder(False), torch.randn(5, 8)), ValueError, "x"),
-    (lambda: activation_rms(small_encoder(False), torch.randn(2, 5, 6)), ValueError, "d_model=8"),
-    (lambda: activation_rms(small_encoder(False), torch.ones(2, 5, 8, dtype=torch.long)), ValueError, "x"),
-    (lambda: activation_rms(small_encoder(False), [[1.0]]), TypeError, "x"),
-    (lambda: layer_grad_norms(small_encoder(False), torch.ones(3, requires_grad=True)), ValueError, "loss"),
-    (lambda: layer_grad_norms(small_encoder(False), torch.tensor(1.0)), ValueError, "requires grad"),
-    (lambda: layer_grad_norms(small_encoder(False), 1.0), TypeError, "loss"),
-    (lambda: layer_grad_norms("encoder", torch.tensor(1.0)), TypeError, "encoder"),
-    (lambda: probe_at_init(1), TypeError, "norm_first"),
-    (lambda: probe_at_init(True, num_layers=0), ValueError, "num_layers"),
-    (lambda: probe_at_init(True, d_model=30), ValueError, "d_model"),
-    (lambda: probe_at_init(True, T=2.5), TypeError, "T"),
-    (lambda: plot_per_layer([np.ones((2, 3))], "y", "t"), TypeError, "values"),
-    (lambda: plot_per_layer({"mid-norm": np.ones((2, 3))}, "y", "t"), ValueError, "mid-norm"),
-    (lambda: plot_per_layer({"pre-norm": np.ones(3)}, "y", "t"), ValueError, "(seeds, num_layers)"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: activation_rms(EncoderLayer(8, 2, 16), torch.randn(2, 5, 8)), TypeError, "encoder"),
+        (lambda: activation_rms(small_encoder(False), torch.randn(5, 8)), ValueError, "x"),
+        (lambda: activation_rms(small_encoder(False), torch.randn(2, 5, 6)), ValueError, "d_model=8"),
+        (lambda: activation_rms(small_encoder(False), torch.ones(2, 5, 8, dtype=torch.long)), ValueError, "x"),
+        (lambda: activation_rms(small_encoder(False), [[1.0]]), TypeError, "x"),
+        (lambda: layer_grad_norms(small_encoder(False), torch.ones(3, requires_grad=True)), ValueError, "loss"),
+        (lambda: layer_grad_norms(small_encoder(False), torch.tensor(1.0)), ValueError, "requires grad"),
+        (lambda: layer_grad_norms(small_encoder(False), 1.0), TypeError, "loss"),
+        (lambda: layer_grad_norms("encoder", torch.tensor(1.0)), TypeError, "encoder"),
+        (lambda: probe_at_init(1), TypeError, "norm_first"),
+        (lambda: probe_at_init(True, num_layers=0), ValueError, "num_layers"),
+        (lambda: probe_at_init(True, d_model=30), ValueError, "d_model"),
+        (lambda: probe_at_init(True, T=2.5), TypeError, "T"),
+        (lambda: plot_per_layer([np.ones((2, 3))], "y", "t"), TypeError, "values"),
+        (lambda: plot_per_layer({"mid-norm": np.ones((2, 3))}, "y", "t"), ValueError, "mid-norm"),
+        (lambda: plot_per_layer({"pre-norm": np.ones(3)}, "y", "t"), ValueError, "(seeds, num_layers)"),
+    ],
+)
 def test_bad_input_names_the_argument(call, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         call()
@@ -132,25 +142,34 @@ def test_plot_loss_curves_one_line_per_seed_in_the_variant_colour():
     ax = plot_loss_curves(losses, "title", chance=np.log(16))
     lines = ax.get_lines()
     assert len(lines) == 3 + 2 + 1
-    assert all(matplotlib.colors.same_color(line.get_color(), VARIANT_STYLE["pre-norm"]["color"]) for line in lines[3:5])
+    assert all(
+        matplotlib.colors.same_color(line.get_color(), VARIANT_STYLE["pre-norm"]["color"]) for line in lines[3:5]
+    )
     assert lines[-1].get_ydata()[0] == pytest.approx(np.log(16))
     matplotlib.pyplot.close("all")
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: warmup_lr(-1, 0.01, 4), ValueError, "step"),
-    (lambda: warmup_lr(1.5, 0.01, 4), TypeError, "step"),
-    (lambda: warmup_lr(0, 0.0, 4), ValueError, "lr"),
-    (lambda: warmup_lr(0, 0.01, 0), ValueError, "warmup_steps"),
-    (lambda: train_copy_task("yes", 0.01, 1), TypeError, "norm_first"),
-    (lambda: train_copy_task(True, -0.01, 1), ValueError, "lr"),
-    (lambda: train_copy_task(True, 0.01, 1, steps=0), ValueError, "steps"),
-    (lambda: train_copy_task(True, 0.01, 1, d_model=10), ValueError, "d_model"),
-    (lambda: plot_loss_curves({}, "t"), ValueError, "losses must be a non-empty dict of variant -> array, got an empty one"),
-    (lambda: plot_loss_curves([], "t"), TypeError, "losses must be a non-empty dict of variant -> array, got list"),
-    (lambda: plot_loss_curves({"no-norm": np.ones((1, 3))}, "t"), ValueError, "no-norm"),
-    (lambda: plot_loss_curves({"post-norm": np.ones(3)}, "t"), ValueError, "(seeds, steps)"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: warmup_lr(-1, 0.01, 4), ValueError, "step"),
+        (lambda: warmup_lr(1.5, 0.01, 4), TypeError, "step"),
+        (lambda: warmup_lr(0, 0.0, 4), ValueError, "lr"),
+        (lambda: warmup_lr(0, 0.01, 0), ValueError, "warmup_steps"),
+        (lambda: train_copy_task("yes", 0.01, 1), TypeError, "norm_first"),
+        (lambda: train_copy_task(True, -0.01, 1), ValueError, "lr"),
+        (lambda: train_copy_task(True, 0.01, 1, steps=0), ValueError, "steps"),
+        (lambda: train_copy_task(True, 0.01, 1, d_model=10), ValueError, "d_model"),
+        (
+            lambda: plot_loss_curves({}, "t"),
+            ValueError,
+            "losses must be a non-empty dict of variant -> array, got an empty one",
+        ),
+        (lambda: plot_loss_curves([], "t"), TypeError, "losses must be a non-empty dict of variant -> array, got list"),
+        (lambda: plot_loss_curves({"no-norm": np.ones((1, 3))}, "t"), ValueError, "no-norm"),
+        (lambda: plot_loss_curves({"post-norm": np.ones(3)}, "t"), ValueError, "(seeds, steps)"),
+    ],
+)
 def test_training_helpers_bad_input(call, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         call()

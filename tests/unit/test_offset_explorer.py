@@ -16,8 +16,9 @@ def line(ax, label):
     return found[0]
 
 
-@pytest.mark.parametrize("d_model, base, k", [(64, 10000.0, 10), (16, 100.0, 3), (128, 10000.0, 0),
-                                              (2, 10.0, 25), (32, 1000.0, -7)])
+@pytest.mark.parametrize(
+    "d_model, base, k", [(64, 10000.0, 10), (16, 100.0, 3), (128, 10000.0, 0), (2, 10.0, 25), (32, 1000.0, -7)]
+)
 def test_dot_against_t_is_the_table_product_and_flat(d_model, base, k):
     fig = plotting.plot_offset_explorer(d_model=d_model, base=base, k=k)
     ln = line(fig.axes[0], "PE_t . PE_t+k")
@@ -56,8 +57,7 @@ def test_rotation_picture_shows_the_pair_at_t_and_t_plus_k(d_model, pair, t, k):
         if pos < 0:
             continue
         ln = line(ax, f"PE_{pos}")
-        np.testing.assert_allclose([ln.get_xdata()[1], ln.get_ydata()[1]], pe[pos, 2 * pair: 2 * pair + 2],
-                                   atol=1e-12)
+        np.testing.assert_allclose([ln.get_xdata()[1], ln.get_ydata()[1]], pe[pos, 2 * pair : 2 * pair + 2], atol=1e-12)
     p0 = np.array([line(ax, f"PE_{t}").get_xdata()[1], line(ax, f"PE_{t}").get_ydata()[1]])
     p1 = np.array([line(ax, f"PE_{t + k}").get_xdata()[1], line(ax, f"PE_{t + k}").get_ydata()[1]])
     w = angular_frequencies(d_model).numpy()[pair]
@@ -138,12 +138,15 @@ def test_offset_dot_products_bad_input(kwargs, err, match):
         plotting.offset_dot_products(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    (dict(k=61), ValueError, r"k must be an int in \[-60, 60\], got 61"),
-    (dict(t=51), ValueError, r"t must be an int in \[0, 50\] \(a position\), got 51"),
-    (dict(pair=32), ValueError, r"pair must be an int in \[0, d_model/2=32\), got 32"),
-    (dict(d_model=7), ValueError, r"d_model must be even"),
-])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(k=61), ValueError, r"k must be an int in \[-60, 60\], got 61"),
+        (dict(t=51), ValueError, r"t must be an int in \[0, 50\] \(a position\), got 51"),
+        (dict(pair=32), ValueError, r"pair must be an int in \[0, d_model/2=32\), got 32"),
+        (dict(d_model=7), ValueError, r"d_model must be even"),
+    ],
+)
 def test_widget_bad_input_raises_by_name(kwargs, err, match):
     with pytest.raises(err, match=match):
         widgets.offset_explorer(**kwargs)

@@ -16,6 +16,7 @@ CASES = [(100, 128, 10000.0, 10), (1, 2, 10000.0, 0), (37, 6, 10.0, 36), (500, 5
 
 # --- the pure render function ---
 
+
 @pytest.mark.parametrize("max_len, d_model, base, position", CASES)
 def test_heatmap_image_is_the_pe_table(max_len, d_model, base, position):
     fig = plotting.plot_pe_heatmap(max_len, d_model, base, position)
@@ -43,30 +44,37 @@ def test_default_figure_matches_the_lesson():
     assert list(fig.axes[0].lines[0].get_ydata()) == [10, 10]
 
 
-@pytest.mark.parametrize("position, error, match", [
-    (-1, ValueError, r"position must be an int in \[0, max_len=20\), got -1"),
-    (20, ValueError, r"position must be an int in \[0, max_len=20\), got 20"),
-    (2.5, TypeError, r"position must be an int, got float 2\.5"),
-    (True, TypeError, r"position must be an int, got bool True"),
-    ("3", TypeError, r"position must be an int, got str '3'"),
-])
+@pytest.mark.parametrize(
+    "position, error, match",
+    [
+        (-1, ValueError, r"position must be an int in \[0, max_len=20\), got -1"),
+        (20, ValueError, r"position must be an int in \[0, max_len=20\), got 20"),
+        (2.5, TypeError, r"position must be an int, got float 2\.5"),
+        (True, TypeError, r"position must be an int, got bool True"),
+        ("3", TypeError, r"position must be an int, got str '3'"),
+    ],
+)
 def test_bad_position(position, error, match):
     with pytest.raises(error, match=match):
         plotting.plot_pe_heatmap(max_len=20, d_model=8, position=position)
     assert plt.get_fignums() == []  # nothing half-drawn is left open
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(d_model=7), ValueError, "d_model must be even"),
-    (dict(max_len=0), ValueError, "max_len must be a positive int"),
-    (dict(base=0.0), ValueError, "base must be > 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(d_model=7), ValueError, "d_model must be even"),
+        (dict(max_len=0), ValueError, "max_len must be a positive int"),
+        (dict(base=0.0), ValueError, "base must be > 0"),
+    ],
+)
 def test_bad_table_sizes_are_named(kwargs, error, match):
     with pytest.raises(error, match=match):
         plotting.plot_pe_heatmap(**kwargs)
 
 
 # --- the widget, in this process ---
+
 
 def controls_of(widget):
     return {c.description: c for c in widget.children[0].children}
@@ -104,9 +112,11 @@ def test_changing_a_slider_redraws_with_its_value(renders):
     controls["d_model"].value = 64
     controls["base"].value = 100.0
     controls["position"].value = 42
-    assert renders[-3:] == [dict(max_len=100, d_model=64, base=10000.0, position=10),
-                            dict(max_len=100, d_model=64, base=100.0, position=10),
-                            dict(max_len=100, d_model=64, base=100.0, position=42)]
+    assert renders[-3:] == [
+        dict(max_len=100, d_model=64, base=10000.0, position=10),
+        dict(max_len=100, d_model=64, base=100.0, position=10),
+        dict(max_len=100, d_model=64, base=100.0, position=42),
+    ]
 
 
 def test_position_slider_follows_max_len(renders):
@@ -124,13 +134,16 @@ def test_sliders_reach_the_given_arguments():
     assert [controls[n].value for n in ("max_len", "d_model", "base", "position")] == [800, 1024, 1e6, 700]
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(d_model=7), ValueError, "d_model must be even"),
-    (dict(max_len=0), ValueError, "max_len must be a positive int"),
-    (dict(base=-1.0), ValueError, "base must be > 0"),
-    (dict(position=100), ValueError, r"position must be an int in \[0, max_len=100\)"),
-    (dict(position=1.5), TypeError, "position must be an int"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(d_model=7), ValueError, "d_model must be even"),
+        (dict(max_len=0), ValueError, "max_len must be a positive int"),
+        (dict(base=-1.0), ValueError, "base must be > 0"),
+        (dict(position=100), ValueError, r"position must be an int in \[0, max_len=100\)"),
+        (dict(position=1.5), TypeError, "position must be an int"),
+    ],
+)
 def test_explorer_rejects_bad_arguments_by_name(kwargs, error, match):
     with pytest.raises(error, match=match):
         pe_explorer(**kwargs)
@@ -138,33 +151,46 @@ def test_explorer_rejects_bad_arguments_by_name(kwargs, error, match):
 
 # --- the widget in a real kernel: the Output widget's outputs change when a slider moves ---
 
+
 def test_slider_change_replaces_the_drawn_image_in_a_kernel():
     """nbclient plays the browser's part: it routes the kernel's display messages into the Output."""
     images = 'import hashlib; snap = lambda: [hashlib.md5(o["data"]["image/png"].encode()).hexdigest() for o in out.outputs if "image/png" in o.get("data", {})]'
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in [
-        "from utils.widgets import pe_explorer\nwidget = pe_explorer()\nout = widget.children[-1]\n"
-        "controls = {c.description: c for c in widget.children[0].children}\nwidget",
-        images + "\nbefore = snap()\nprint(len(before))\ncontrols['d_model'].value = 32",
-        "after = snap()\nprint(len(after), after != before)\ncontrols['position'].value = 3",
-        "print(len(snap()), snap() not in (before, after))",
-    ]])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(src)
+            for src in [
+                "from utils.widgets import pe_explorer\nwidget = pe_explorer()\nout = widget.children[-1]\n"
+                "controls = {c.description: c for c in widget.children[0].children}\nwidget",
+                images + "\nbefore = snap()\nprint(len(before))\ncontrols['d_model'].value = 32",
+                "after = snap()\nprint(len(after), after != before)\ncontrols['position'].value = 3",
+                "print(len(snap()), snap() not in (before, after))",
+            ]
+        ]
+    )
     NotebookClient(nb, kernel_name="python3", timeout=120).execute()
     printed = [cell.outputs[0]["text"].strip() for cell in nb.cells[1:]]
     assert printed == ["1", "1 True", "1 True"], printed
 
 
-@pytest.mark.parametrize("value, err, match", [
-    (0, None, None), (np.int64(4), None, None),
-    (5, ValueError, r"row must be an int in \[0, rows=5\), got 5"),
-    (-1, ValueError, r"row must be an int in \[0, rows=5\), got -1"),
-    (True, TypeError, r"row must be an int, got bool True"),
-    (2.0, TypeError, r"row must be an int, got float 2\.0"),
-])
+@pytest.mark.parametrize(
+    "value, err, match",
+    [
+        (0, None, None),
+        (np.int64(4), None, None),
+        (5, ValueError, r"row must be an int in \[0, rows=5\), got 5"),
+        (-1, ValueError, r"row must be an int in \[0, rows=5\), got -1"),
+        (True, TypeError, r"row must be an int, got bool True"),
+        (2.0, TypeError, r"row must be an int, got float 2\.0"),
+    ],
+)
 def test_validation_index_accepts_only_ints_in_range(value, err, match):
     from utils import validation
 
     if err is None:
-        assert validation.index("row", value, 5, "rows") == value and type(validation.index("row", value, 5, "rows")) is int
+        assert (
+            validation.index("row", value, 5, "rows") == value
+            and type(validation.index("row", value, 5, "rows")) is int
+        )
     else:
         with pytest.raises(err, match=match):
             validation.index("row", value, 5, "rows")

@@ -22,10 +22,20 @@ def independent_pe(max_len, d_model, base=10000.0):
 
 # --- values ---
 
-@pytest.mark.parametrize("max_len, d_model, base", [
-    (1, 2, 10000.0), (5, 4, 10000.0), (50, 16, 10000.0), (64, 128, 10000.0), (20, 8, 100.0),
-    (10, 6, 2.5), (7, 10, 1.0), (3, 512, 10000.0),
-])
+
+@pytest.mark.parametrize(
+    "max_len, d_model, base",
+    [
+        (1, 2, 10000.0),
+        (5, 4, 10000.0),
+        (50, 16, 10000.0),
+        (64, 128, 10000.0),
+        (20, 8, 100.0),
+        (10, 6, 2.5),
+        (7, 10, 1.0),
+        (3, 512, 10000.0),
+    ],
+)
 def test_matches_the_formula_entry_by_entry(max_len, d_model, base):
     expected = independent_pe(max_len, d_model, base)
     got64 = sinusoidal_encoding(max_len, d_model, base, dtype=torch.float64).numpy()
@@ -67,6 +77,7 @@ def test_deterministic():
 
 
 # --- shapes and dtypes ---
+
 
 @pytest.mark.parametrize("max_len, d_model", [(1, 2), (1, 512), (7, 4), (100, 128), (513, 6)])
 def test_shape(max_len, d_model):
@@ -118,22 +129,35 @@ def test_bad_input_names_the_argument_and_the_value(kwargs, error, match):
         sinusoidal_encoding(**args)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [b for b in BAD_INPUTS if "dtype" not in b[0]],
-                         ids=[str(b[0]) for b in BAD_INPUTS if "dtype" not in b[0]])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [b for b in BAD_INPUTS if "dtype" not in b[0]],
+    ids=[str(b[0]) for b in BAD_INPUTS if "dtype" not in b[0]],
+)
 def test_positional_encoding_module_rejects_the_same_bad_sizes(kwargs, error, match):
     args = dict(max_len=10, d_model=8) | kwargs
     with pytest.raises(error, match=match):
         PositionalEncoding(**args)
 
 
-@pytest.mark.parametrize("dropout, error", [(-0.1, ValueError), (1.0, ValueError), (1.5, ValueError),
-                                            ("0.1", TypeError), (True, TypeError), (None, TypeError)])
+@pytest.mark.parametrize(
+    "dropout, error",
+    [
+        (-0.1, ValueError),
+        (1.0, ValueError),
+        (1.5, ValueError),
+        ("0.1", TypeError),
+        (True, TypeError),
+        (None, TypeError),
+    ],
+)
 def test_bad_dropout(dropout, error):
     with pytest.raises(error, match=r"dropout must be a probability in \[0, 1\), got"):
         PositionalEncoding(8, dropout=dropout)
 
 
 # --- PositionalEncoding ---
+
 
 @pytest.mark.parametrize("shape", [(6, 16), (2, 6, 16), (3, 2, 10, 16), (1, 32, 16)])
 def test_module_adds_the_table(shape):
@@ -199,12 +223,15 @@ def test_wrong_width_is_a_clear_error(shape):
         layer(torch.zeros(shape))
 
 
-@pytest.mark.parametrize("x, error, match", [
-    (np.zeros((5, 8)), TypeError, r"x must be a torch\.Tensor, got ndarray"),
-    ([[0.0] * 8] * 5, TypeError, r"x must be a torch\.Tensor, got list"),
-    (torch.zeros(8), ValueError, r"x must have at least 2 dimensions, got shape \(8,\)"),
-    (torch.zeros(5, 8, dtype=torch.long), ValueError, r"x must be a floating-point tensor, got dtype torch\.int64"),
-])
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (np.zeros((5, 8)), TypeError, r"x must be a torch\.Tensor, got ndarray"),
+        ([[0.0] * 8] * 5, TypeError, r"x must be a torch\.Tensor, got list"),
+        (torch.zeros(8), ValueError, r"x must have at least 2 dimensions, got shape \(8,\)"),
+        (torch.zeros(5, 8, dtype=torch.long), ValueError, r"x must be a floating-point tensor, got dtype torch\.int64"),
+    ],
+)
 def test_bad_input_tensor(x, error, match):
     with pytest.raises(error, match=match):
         PositionalEncoding(d_model=8, max_len=10)(x)

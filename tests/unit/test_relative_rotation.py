@@ -17,8 +17,8 @@ def test_maps_every_row_to_the_row_k_later(d_model, base, k):
     max_len = 40
     pe = sinusoidal_encoding(max_len, d_model, base, dtype=torch.float64)  # (max_len, d_model)
     m = relative_rotation(k, d_model, base, dtype=torch.float64)  # (d_model, d_model)
-    src = pe[max(0, -k): max_len - max(0, k)]  # rows t whose t + k is in the table
-    dst = pe[max(0, k): max_len - max(0, -k)]  # rows t + k
+    src = pe[max(0, -k) : max_len - max(0, k)]  # rows t whose t + k is in the table
+    dst = pe[max(0, k) : max_len - max(0, -k)]  # rows t + k
     torch.testing.assert_close(src @ m, dst, atol=1e-12, rtol=0)
     torch.testing.assert_close((m.T @ src.T).T, dst, atol=1e-12, rtol=0)
     if k != 0:
@@ -27,7 +27,10 @@ def test_maps_every_row_to_the_row_k_later(d_model, base, k):
 
 def test_maps_a_position_beyond_the_table_and_fractional_offsets():
     w = angular_frequencies(8)  # (4,)
-    pe_at = lambda t: torch.stack([torch.sin(w * t), torch.cos(w * t)], dim=1).reshape(-1)  # (8,)
+
+    def pe_at(t):
+        return torch.stack([torch.sin(w * t), torch.cos(w * t)], dim=1).reshape(-1)  # (8,)
+
     m = relative_rotation(2.5, 8, dtype=torch.float64)  # (8, 8)
     torch.testing.assert_close(pe_at(1000.0) @ m, pe_at(1002.5), atol=1e-9, rtol=0)
 
@@ -38,11 +41,11 @@ def test_block_diagonal_with_rotation_blocks():
     w = angular_frequencies(d_model)  # (3,)
     for i in range(d_model // 2):
         c, s = math.cos(w[i].item() * k), math.sin(w[i].item() * k)
-        block = m[2 * i: 2 * i + 2, 2 * i: 2 * i + 2]  # (2, 2)
+        block = m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2]  # (2, 2)
         torch.testing.assert_close(block, torch.tensor([[c, -s], [s, c]], dtype=torch.float64))
     off = m.clone()
     for i in range(d_model // 2):
-        off[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = 0
+        off[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = 0
     assert torch.count_nonzero(off) == 0
 
 
@@ -58,7 +61,9 @@ def test_orthogonal_with_inverse_equal_to_negative_offset(d_model, base):
 
 @pytest.mark.parametrize("a, b", [(1, 2), (5, -3), (-4, -6), (0, 9), (100, 23)])
 def test_composition(a, b):
-    m = lambda k: relative_rotation(k, 32, dtype=torch.float64)  # (32, 32)
+    def m(k):
+        return relative_rotation(k, 32, dtype=torch.float64)  # (32, 32)
+
     torch.testing.assert_close(m(a) @ m(b), m(a + b), atol=1e-12, rtol=0)
     torch.testing.assert_close(m(a) @ m(b), m(b) @ m(a), atol=1e-12, rtol=0)  # rotations commute here
 

@@ -22,6 +22,7 @@ def _x(batch=3, seq=7, d=4, seed=1):
 
 # --- default_init_W_hh ---
 
+
 @pytest.mark.parametrize("d_hidden", [1, 3, 16])
 def test_init_norms_match_the_weights_torch_makes(d_hidden):
     norms, radii = default_init_W_hh(d_hidden, [0, 7])
@@ -42,20 +43,24 @@ def test_init_norms_leave_the_random_state_alone():
     assert torch.equal(torch.rand(3), expected)
 
 
-@pytest.mark.parametrize("d_hidden, seeds, error, words", [
-    (0, [0], ValueError, "d_hidden"),
-    (2.5, [0], TypeError, "d_hidden"),
-    (4, [], ValueError, "seeds"),
-    (4, "012", TypeError, "seeds"),
-    (4, [0, 1.5], TypeError, "seeds"),
-    (4, [True], TypeError, "seeds"),
-])
+@pytest.mark.parametrize(
+    "d_hidden, seeds, error, words",
+    [
+        (0, [0], ValueError, "d_hidden"),
+        (2.5, [0], TypeError, "d_hidden"),
+        (4, [], ValueError, "seeds"),
+        (4, "012", TypeError, "seeds"),
+        (4, [0, 1.5], TypeError, "seeds"),
+        (4, [True], TypeError, "seeds"),
+    ],
+)
 def test_init_norms_bad_input(d_hidden, seeds, error, words):
     with pytest.raises(error, match=words):
         default_init_W_hh(d_hidden, seeds)
 
 
 # --- grad_norm_to_first ---
+
 
 @pytest.mark.parametrize("n", [0, 1, 5])
 @pytest.mark.parametrize("ord", [2, math.inf])
@@ -78,22 +83,26 @@ def test_grad_probe_takes_a_model_without_a_tuple_output():
     assert grad_norm_to_first(conv, x, 2) == 0.0  # output 2 reads inputs 1 and 2 only
 
 
-@pytest.mark.parametrize("args, error, words", [
-    ((lambda x: x, _x(), 1), TypeError, "model"),
-    ((_rnn(), _x()[0], 1), ValueError, "x"),
-    ((_rnn(), torch.zeros(2, 3, 4, dtype=torch.long), 1), ValueError, "x"),
-    ((_rnn(), [[1.0]], 1), TypeError, "x"),
-    ((_rnn(), _x(seq=4), 4), ValueError, "n"),
-    ((_rnn(), _x(seq=4), -1), ValueError, "n"),
-    ((_rnn(), _x(seq=4), 1.0), TypeError, "n"),
-    ((_rnn(), _x(), 1, 1), ValueError, "ord"),
-])
+@pytest.mark.parametrize(
+    "args, error, words",
+    [
+        ((lambda x: x, _x(), 1), TypeError, "model"),
+        ((_rnn(), _x()[0], 1), ValueError, "x"),
+        ((_rnn(), torch.zeros(2, 3, 4, dtype=torch.long), 1), ValueError, "x"),
+        ((_rnn(), [[1.0]], 1), TypeError, "x"),
+        ((_rnn(), _x(seq=4), 4), ValueError, "n"),
+        ((_rnn(), _x(seq=4), -1), ValueError, "n"),
+        ((_rnn(), _x(seq=4), 1.0), TypeError, "n"),
+        ((_rnn(), _x(), 1, 1), ValueError, "ord"),
+    ],
+)
 def test_grad_probe_bad_input(args, error, words):
     with pytest.raises(error, match=words):
         grad_norm_to_first(*args)
 
 
 # --- first_vanished ---
+
 
 def test_first_vanished_finds_the_first_exact_zero():
     conv = CausalConv(4, kernel_size=3).double()  # output n reads x_0 only while n <= 2
@@ -111,18 +120,22 @@ def test_first_vanished_with_a_threshold_matches_the_probe():
     assert first_vanished(rnn, x, range(30), threshold=0.0) is None  # float64 does not reach 0 in 30 steps
 
 
-@pytest.mark.parametrize("kwargs, error, words", [
-    (dict(ns=5), TypeError, "ns"),
-    (dict(ns=[1], threshold=-1.0), ValueError, "threshold"),
-    (dict(ns=[1], threshold="0"), TypeError, "threshold"),
-    (dict(ns=[1], threshold=math.nan), ValueError, "threshold"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        (dict(ns=5), TypeError, "ns"),
+        (dict(ns=[1], threshold=-1.0), ValueError, "threshold"),
+        (dict(ns=[1], threshold="0"), TypeError, "threshold"),
+        (dict(ns=[1], threshold=math.nan), ValueError, "threshold"),
+    ],
+)
 def test_first_vanished_bad_input(kwargs, error, words):
     with pytest.raises(error, match=words):
         first_vanished(_rnn(), _x(), **kwargs)
 
 
 # --- step_factors ---
+
 
 @pytest.mark.parametrize("d_hidden, seq", [(5, 2), (5, 9), (16, 40)])
 def test_step_factors_multiply_to_the_autograd_ratio(d_hidden, seq):
@@ -150,17 +163,20 @@ def test_step_factors_do_not_underflow_on_long_sequences():
     assert torch.isfinite(parts["factor"]).all() and (parts["factor"] > 0).all()
 
 
-@pytest.mark.parametrize("rnn, x, error, words", [
-    (nn.LSTM(4, 5, batch_first=True).double(), _x(), TypeError, "rnn"),
-    (_rnn(nonlinearity="relu"), _x(), ValueError, "rnn"),
-    (_rnn(bidirectional=True), _x(), ValueError, "rnn"),
-    (_rnn(num_layers=2), _x(), ValueError, "rnn"),
-    (_rnn(batch_first=False), _x(), ValueError, "rnn"),
-    (_rnn(), _x(d=3), ValueError, "x"),
-    (_rnn(), _x(seq=1), ValueError, "x"),
-    (_rnn(), _x()[0], ValueError, "x"),
-    (_rnn(), "x", TypeError, "x"),
-])
+@pytest.mark.parametrize(
+    "rnn, x, error, words",
+    [
+        (nn.LSTM(4, 5, batch_first=True).double(), _x(), TypeError, "rnn"),
+        (_rnn(nonlinearity="relu"), _x(), ValueError, "rnn"),
+        (_rnn(bidirectional=True), _x(), ValueError, "rnn"),
+        (_rnn(num_layers=2), _x(), ValueError, "rnn"),
+        (_rnn(batch_first=False), _x(), ValueError, "rnn"),
+        (_rnn(), _x(d=3), ValueError, "x"),
+        (_rnn(), _x(seq=1), ValueError, "x"),
+        (_rnn(), _x()[0], ValueError, "x"),
+        (_rnn(), "x", TypeError, "x"),
+    ],
+)
 def test_step_factors_bad_input(rnn, x, error, words):
     with pytest.raises(error, match=words):
         step_factors(rnn, x)

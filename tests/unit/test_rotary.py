@@ -5,8 +5,14 @@ import math
 import pytest
 import torch
 
-from utils.positional import (LearnedPositionalEncoding, angular_frequencies, apply_rotary,
-                              rotary_angles, sinusoidal_encoding, sinusoidal_encoding_2d)
+from utils.positional import (
+    LearnedPositionalEncoding,
+    angular_frequencies,
+    apply_rotary,
+    rotary_angles,
+    sinusoidal_encoding,
+    sinusoidal_encoding_2d,
+)
 
 
 def rotation_matrix(k, d_model, base=10000.0):
@@ -14,16 +20,17 @@ def rotation_matrix(k, d_model, base=10000.0):
     M = torch.zeros(d_model, d_model, dtype=torch.float64)
     for i, w in enumerate(angular_frequencies(d_model, base).tolist()):
         c, s = math.cos(w * k), math.sin(w * k)
-        M[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
+        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
     return M
 
 
 # --- rotary ---------------------------------------------------------------------------------------
 
+
 def test_rotation_matrix_is_lesson_02s_identity():
     pe = sinusoidal_encoding(40, 16, dtype=torch.float64)  # (40, 16)
     for k in (0, 1, 5, 13):
-        assert torch.allclose(pe[:40 - k] @ rotation_matrix(k, 16).T, pe[k:], atol=1e-12)
+        assert torch.allclose(pe[: 40 - k] @ rotation_matrix(k, 16).T, pe[k:], atol=1e-12)
 
 
 @pytest.mark.parametrize("d_model, base", [(2, 10000.0), (8, 10000.0), (16, 100.0), (64, 10000.0)])
@@ -53,8 +60,10 @@ def test_rope_dot_product_depends_only_on_the_offset():
     """(R_m q) . (R_n k) is the same for every m with the same n - m, for random q and k."""
     g = torch.Generator().manual_seed(0)
     d_model = 64
-    q, k = torch.randn(d_model, dtype=torch.float64, generator=g), torch.randn(d_model, dtype=torch.float64,
-                                                                              generator=g)
+    q, k = (
+        torch.randn(d_model, dtype=torch.float64, generator=g),
+        torch.randn(d_model, dtype=torch.float64, generator=g),
+    )
     starts = torch.tensor([0, 1, 2, 17, 100, 1000, 5000, 12345], dtype=torch.float64)  # absolute m
     for offset in (-50, -3, -1, 0, 1, 2, 9, 64, 700):
         qm = apply_rotary(q.expand(len(starts), d_model), starts)  # (M, d_model)
@@ -103,27 +112,43 @@ def test_rotary_gradients_flow():
     assert torch.allclose(x.grad, 2 * x.detach(), atol=1e-5)  # a rotation: |Rx|^2 = |x|^2
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: apply_rotary([[1.0, 2.0]]), TypeError, "x must be a torch.Tensor"),
-    (lambda: apply_rotary(torch.ones(4)), ValueError, "x must have at least 2 dimensions"),
-    (lambda: apply_rotary(torch.ones(3, 4, dtype=torch.long)), ValueError, "x must be a floating-point"),
-    (lambda: apply_rotary(torch.ones(3, 5)), ValueError, "x.shape\\[-1\\] must be divisible by 2 \\(pairs are rotated\\), got x.shape\\[-1\\]=5"),
-    (lambda: apply_rotary(torch.ones(3, 4), torch.arange(4)), ValueError, "positions must have shape \\(seq=3,\\), got \\(4,\\)"),
-    (lambda: apply_rotary(torch.ones(3, 4), torch.zeros(3, 1)), ValueError, "positions must have shape \\(T,\\), got \\(3, 1\\)"),
-    (lambda: apply_rotary(torch.ones(3, 4), "012"), TypeError, "positions must be a torch.Tensor, got str"),
-    (lambda: apply_rotary(torch.ones(3, 4), torch.ones(3, dtype=torch.bool)), ValueError, "integer or real.*bool"),
-    (lambda: apply_rotary(torch.ones(2, 4), [0.0, float("nan")]), ValueError, "positions must be finite"),
-    (lambda: apply_rotary(torch.ones(2, 4), base=0), ValueError, "base must be > 0, got 0"),
-    (lambda: rotary_angles(torch.arange(3), 7), ValueError, "d_model must be even.*7"),
-    (lambda: rotary_angles(torch.arange(3), 0), ValueError, "d_model must be a positive int, got 0"),
-    (lambda: rotary_angles(torch.arange(3), 4, base=-1.0), ValueError, "base must be > 0"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: apply_rotary([[1.0, 2.0]]), TypeError, "x must be a torch.Tensor"),
+        (lambda: apply_rotary(torch.ones(4)), ValueError, "x must have at least 2 dimensions"),
+        (lambda: apply_rotary(torch.ones(3, 4, dtype=torch.long)), ValueError, "x must be a floating-point"),
+        (
+            lambda: apply_rotary(torch.ones(3, 5)),
+            ValueError,
+            "x.shape\\[-1\\] must be divisible by 2 \\(pairs are rotated\\), got x.shape\\[-1\\]=5",
+        ),
+        (
+            lambda: apply_rotary(torch.ones(3, 4), torch.arange(4)),
+            ValueError,
+            "positions must have shape \\(seq=3,\\), got \\(4,\\)",
+        ),
+        (
+            lambda: apply_rotary(torch.ones(3, 4), torch.zeros(3, 1)),
+            ValueError,
+            "positions must have shape \\(T,\\), got \\(3, 1\\)",
+        ),
+        (lambda: apply_rotary(torch.ones(3, 4), "012"), TypeError, "positions must be a torch.Tensor, got str"),
+        (lambda: apply_rotary(torch.ones(3, 4), torch.ones(3, dtype=torch.bool)), ValueError, "integer or real.*bool"),
+        (lambda: apply_rotary(torch.ones(2, 4), [0.0, float("nan")]), ValueError, "positions must be finite"),
+        (lambda: apply_rotary(torch.ones(2, 4), base=0), ValueError, "base must be > 0, got 0"),
+        (lambda: rotary_angles(torch.arange(3), 7), ValueError, "d_model must be even.*7"),
+        (lambda: rotary_angles(torch.arange(3), 0), ValueError, "d_model must be a positive int, got 0"),
+        (lambda: rotary_angles(torch.arange(3), 4, base=-1.0), ValueError, "base must be > 0"),
+    ],
+)
 def test_rotary_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
 
 
 # --- learned absolute PE -------------------------------------------------------------------------
+
 
 def test_learned_pe_adds_one_trained_vector_per_position():
     torch.manual_seed(0)
@@ -149,20 +174,28 @@ def test_learned_pe_has_no_vector_past_max_len():
     assert torch.equal(y[0, :10], w) and torch.equal(y[0, 10:], w[9].expand(5, 8))
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: LearnedPositionalEncoding(0, 8), ValueError, "max_len must be a positive int, got 0"),
-    (lambda: LearnedPositionalEncoding(10, 2.5), TypeError, "d_model must be an int, got float"),
-    (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(2, 3, 6)), ValueError, "x must have shape \\(\\.\\.\\., seq, d_model=8\\), got \\(2, 3, 6\\)"),
-    (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(8)), ValueError, "x must have at least 2 dimensions"),
-    (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(2, 8, dtype=torch.long)), ValueError, "floating-point"),
-    (lambda: LearnedPositionalEncoding(10, 8)(None), TypeError, "x must be a torch.Tensor, got NoneType"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: LearnedPositionalEncoding(0, 8), ValueError, "max_len must be a positive int, got 0"),
+        (lambda: LearnedPositionalEncoding(10, 2.5), TypeError, "d_model must be an int, got float"),
+        (
+            lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(2, 3, 6)),
+            ValueError,
+            "x must have shape \\(\\.\\.\\., seq, d_model=8\\), got \\(2, 3, 6\\)",
+        ),
+        (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(8)), ValueError, "x must have at least 2 dimensions"),
+        (lambda: LearnedPositionalEncoding(10, 8)(torch.zeros(2, 8, dtype=torch.long)), ValueError, "floating-point"),
+        (lambda: LearnedPositionalEncoding(10, 8)(None), TypeError, "x must be a torch.Tensor, got NoneType"),
+    ],
+)
 def test_learned_pe_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
 
 
 # --- 2-D sinusoidal PE ---------------------------------------------------------------------------
+
 
 def test_2d_encoding_is_row_pe_then_column_pe():
     H, W, d = 3, 5, 16
@@ -182,12 +215,19 @@ def test_2d_dot_product_depends_only_on_the_2d_offset():
         assert torch.allclose(torch.stack(dots), dots[0].expand(len(dots)), atol=1e-10)
 
 
-@pytest.mark.parametrize("args, exc, match", [
-    ((0, 4, 8), ValueError, "height must be a positive int, got 0"),
-    ((4, -1, 8), ValueError, "width must be a positive int, got -1"),
-    ((4, 4, 6), ValueError, "d_model must be divisible by 4 \\(sin/cos pairs for rows and columns\\), got d_model=6"),
-    ((4, 4, 8.0), TypeError, "d_model must be an int, got float"),
-])
+@pytest.mark.parametrize(
+    "args, exc, match",
+    [
+        ((0, 4, 8), ValueError, "height must be a positive int, got 0"),
+        ((4, -1, 8), ValueError, "width must be a positive int, got -1"),
+        (
+            (4, 4, 6),
+            ValueError,
+            "d_model must be divisible by 4 \\(sin/cos pairs for rows and columns\\), got d_model=6",
+        ),
+        ((4, 4, 8.0), TypeError, "d_model must be an int, got float"),
+    ],
+)
 def test_2d_bad_input(args, exc, match):
     with pytest.raises(exc, match=match):
         sinusoidal_encoding_2d(*args)

@@ -9,8 +9,8 @@ import torch
 from utils import fast_attention as fa
 from utils import tile_widget
 
-
 # --- the tile explorer's pure functions ----------------------------------------------------------------
+
 
 def test_tile_grid_counts_and_running_state():
     grid = tile_widget.tile_grid(32, 8, True, 20, 1)
@@ -22,7 +22,9 @@ def test_tile_grid_counts_and_running_state():
     m, l = tile_widget.running_state(scores, 20, 8, 1, True)
     assert m == scores[20, :16].max()
     m_end, l_end = tile_widget.running_state(scores, 20, 8, 3, True)
-    assert m_end == scores[20, :21].max() and math.isclose(l_end, float((torch.tensor(scores[20, :21]) - m_end).exp().sum()), rel_tol=1e-6)
+    assert m_end == scores[20, :21].max() and math.isclose(
+        l_end, float((torch.tensor(scores[20, :21]) - m_end).exp().sum()), rel_tol=1e-6
+    )
     assert tile_widget.running_state(scores, 0, 8, 0, True)[0] == scores[0, 0]
 
 

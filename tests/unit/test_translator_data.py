@@ -17,7 +17,12 @@ def ds():
 def test_same_seed_same_data_other_seed_other_data(ds):
     again = make_dataset(seed=3, n_train=800, n_val=100, n_test=100, n_test_unseen=100)
     assert (again.train, again.val, again.test, again.test_unseen, again.heldout_forms) == (
-        ds.train, ds.val, ds.test, ds.test_unseen, ds.heldout_forms)
+        ds.train,
+        ds.val,
+        ds.test,
+        ds.test_unseen,
+        ds.heldout_forms,
+    )
     other = make_dataset(seed=4, n_train=800, n_val=100, n_test=100, n_test_unseen=100)
     assert other.train != ds.train
 
@@ -77,24 +82,41 @@ def test_gold_alignment_drops_inserts_and_splits_words():
 def test_agreement_needs_context():
     # determiner and adjectives take the noun's gender and number; the verb the subject's gender and number
     assert make_pair("some quick foxes chase the old wolf".split()).tgt == (
-        "une", "vulpe", "rape", "lo", "lupo", "veko", "ke", "chasant")
-    assert make_pair("some quick wolves chase a fox".split()).tgt == (
-        "uni", "lupi", "rapi", "vulpa", "ke", "chasont")
+        "une",
+        "vulpe",
+        "rape",
+        "lo",
+        "lupo",
+        "veko",
+        "ke",
+        "chasant",
+    )
+    assert make_pair("some quick wolves chase a fox".split()).tgt == ("uni", "lupi", "rapi", "vulpa", "ke", "chasont")
     assert make_pair("a quick fox chases the old wolves".split()).tgt == (
-        "vulpa", "rapa", "li", "lupi", "veki", "ke", "chasas")
+        "vulpa",
+        "rapa",
+        "li",
+        "lupi",
+        "veki",
+        "ke",
+        "chasas",
+    )
     # the English verb form carries the number, never the gender: both genders share "chases"
     assert make_pair("the dog chases a cat".split()).tgt[-1] == "chasos"
 
 
-@pytest.mark.parametrize("sentence, match", [
-    ("dog sees a cat", "word 0: expected a determiner"),
-    ("the dog sees", "word 3: expected a determiner .* got the end of the sentence"),
-    ("the dog see a cat", "word 2: the verb 'see' does not agree with the singular subject"),
-    ("a dogs see a cat", "word 0: 'a' cannot go with the plural noun 'dogs'"),
-    ("the dog sees a cat the", "word 5: expected a preposition"),
-    ("the dog sees a big", "word 5: expected an adjective or a noun"),
-    ("the dog sees a cat near the tree now", "word 8: expected the end"),
-])
+@pytest.mark.parametrize(
+    "sentence, match",
+    [
+        ("dog sees a cat", "word 0: expected a determiner"),
+        ("the dog sees", "word 3: expected a determiner .* got the end of the sentence"),
+        ("the dog see a cat", "word 2: the verb 'see' does not agree with the singular subject"),
+        ("a dogs see a cat", "word 0: 'a' cannot go with the plural noun 'dogs'"),
+        ("the dog sees a cat the", "word 5: expected a preposition"),
+        ("the dog sees a big", "word 5: expected an adjective or a noun"),
+        ("the dog sees a cat near the tree now", "word 8: expected the end"),
+    ],
+)
 def test_ungrammatical_sentences_are_named(sentence, match):
     with pytest.raises(grammar.GrammarError, match=match):
         grammar.reference_translation(sentence.split())
@@ -129,25 +151,31 @@ def test_tensors_and_batches(ds):
     assert torch.equal(pad_sequences([[5], [6, 7]], 0), torch.tensor([[5, 0], [6, 7]]))
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"n_train": 0}, ValueError, "n_train must be a positive int"),
-    ({"n_test": 1.5}, TypeError, "n_test must be an int"),
-    ({"seed": "a"}, TypeError, "seed must be an int"),
-    ({"n_test_unseen": 0}, ValueError, "n_test_unseen must be a positive int"),
-    ({"n_adjective_forms": 11}, ValueError, r"n_adjective_forms must be an int in \[0, 10\], got 11"),
-    ({"seed": -1}, ValueError, r"seed must be an int in \[0, 2\*\*63\)"),
-    ({"n_verb_forms": 1.0}, TypeError, "n_verb_forms must be an int"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"n_train": 0}, ValueError, "n_train must be a positive int"),
+        ({"n_test": 1.5}, TypeError, "n_test must be an int"),
+        ({"seed": "a"}, TypeError, "seed must be an int"),
+        ({"n_test_unseen": 0}, ValueError, "n_test_unseen must be a positive int"),
+        ({"n_adjective_forms": 11}, ValueError, r"n_adjective_forms must be an int in \[0, 10\], got 11"),
+        ({"seed": -1}, ValueError, r"seed must be an int in \[0, 2\*\*63\)"),
+        ({"n_verb_forms": 1.0}, TypeError, "n_verb_forms must be an int"),
+    ],
+)
 def test_make_dataset_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         make_dataset(**kwargs)
 
 
-@pytest.mark.parametrize("words, match", [
-    (["a", "a"], "words must be distinct"),
-    (["a b"], "without spaces"),
-    (["<pad>"], "not a special token"),
-])
+@pytest.mark.parametrize(
+    "words, match",
+    [
+        (["a", "a"], "words must be distinct"),
+        (["a b"], "without spaces"),
+        (["<pad>"], "not a special token"),
+    ],
+)
 def test_vocab_bad_input(words, match):
     with pytest.raises(ValueError, match=match):
         Vocab(words)
@@ -156,7 +184,9 @@ def test_vocab_bad_input(words, match):
 def test_vocab_encode_and_decode_bad_input(ds):
     with pytest.raises(TypeError, match="words must be a list of words, got the str"):
         ds.src_vocab.encode("the dog")
-    with pytest.raises(ValueError, match=r"ids must be an int in \[0, 60\] \(a token id of a vocabulary of 61\), got 99"):
+    with pytest.raises(
+        ValueError, match=r"ids must be an int in \[0, 60\] \(a token id of a vocabulary of 61\), got 99"
+    ):
         ds.src_vocab.decode([99])
 
 

@@ -41,10 +41,10 @@ def test_future_target_tokens_do_not_change_earlier_logits(t):
     model = make_model()
     src, tgt = tokens(2, 6, 20, 0), tokens(2, 7, 30, 1)
     changed = tgt.clone()
-    changed[:, t + 1:] = tokens(2, 7, 30, 2)[:, t + 1:]
+    changed[:, t + 1 :] = tokens(2, 7, 30, 2)[:, t + 1 :]
     a, b = model(src, tgt), model(src, changed)  # (2, 7, 30)
-    torch.testing.assert_close(a[:, :t + 1], b[:, :t + 1], atol=1e-6, rtol=0)
-    assert not torch.allclose(a[:, t + 1:], b[:, t + 1:]), "changing later tokens should change later logits"
+    torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1], atol=1e-6, rtol=0)
+    assert not torch.allclose(a[:, t + 1 :], b[:, t + 1 :]), "changing later tokens should change later logits"
 
 
 def test_source_padding_changes_nothing():
@@ -109,17 +109,24 @@ def test_translate_bad_input():
         translate(model, " ".join(["s1"] * 70), src_vocab, tgt_vocab)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"d_model": 30, "num_heads": 4}, ValueError, "d_model must be divisible by num_heads=4, got d_model=30"),
-    ({"d_model": 33}, ValueError, "d_model must be even"),
-    ({"num_layers": 0}, ValueError, "num_layers must be a positive int"),
-    ({"src_vocab_size": 2.5}, TypeError, "src_vocab_size must be an int"),
-    ({"dropout": 1.0}, ValueError, r"dropout must be a probability in \[0, 1\), got 1.0"),
-    ({"dropout": "0.1"}, TypeError, r"dropout must be a probability in \[0, 1\), got str '0.1'"),
-    ({"pad_id": 40}, ValueError, r"pad_id must be an int in \[0, 19\] \(a token id of a vocabulary of 20\), got 40"),
-    ({"pad_id": 0.0}, TypeError, "pad_id must be an int, got float 0.0"),
-    ({"norm_first": 1}, TypeError, r"norm_first must be a bool \(True or False\), got int 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"d_model": 30, "num_heads": 4}, ValueError, "d_model must be divisible by num_heads=4, got d_model=30"),
+        ({"d_model": 33}, ValueError, "d_model must be even"),
+        ({"num_layers": 0}, ValueError, "num_layers must be a positive int"),
+        ({"src_vocab_size": 2.5}, TypeError, "src_vocab_size must be an int"),
+        ({"dropout": 1.0}, ValueError, r"dropout must be a probability in \[0, 1\), got 1.0"),
+        ({"dropout": "0.1"}, TypeError, r"dropout must be a probability in \[0, 1\), got str '0.1'"),
+        (
+            {"pad_id": 40},
+            ValueError,
+            r"pad_id must be an int in \[0, 19\] \(a token id of a vocabulary of 20\), got 40",
+        ),
+        ({"pad_id": 0.0}, TypeError, "pad_id must be an int, got float 0.0"),
+        ({"norm_first": 1}, TypeError, r"norm_first must be a bool \(True or False\), got int 1"),
+    ],
+)
 def test_model_config_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         make_model(**kwargs)
@@ -142,16 +149,24 @@ def test_config_is_one_dataclass():
         config.differences({})
 
 
-@pytest.mark.parametrize("src, tgt, error, match", [
-    ([[4, 5]], None, TypeError, "src must be a torch.Tensor, got list"),
-    (torch.ones(2, 3), None, ValueError, "src must be an integer tensor"),
-    (torch.ones(3, dtype=torch.long), None, ValueError, r"src must have shape \(batch, seq\)"),
-    (torch.ones(2, 0, dtype=torch.long), None, ValueError, r"src.shape\[1\] \(seq\) must be a positive int, got 0"),
-    (torch.full((1, 3), 20), None, ValueError, r"src must hold token ids in \[0, vocab_size=20\), got min 20"),
-    (torch.ones(1, 65, dtype=torch.long), None, ValueError, "src has 65 positions, more than max_len=64"),
-    (None, torch.full((1, 3), -1), ValueError, r"tgt must hold token ids in \[0, vocab_size=30\)"),
-    (None, torch.ones(2, 3, dtype=torch.long), ValueError, r"tgt must have shape \(batch of src=1, T\), got \(2, 3\)"),
-])
+@pytest.mark.parametrize(
+    "src, tgt, error, match",
+    [
+        ([[4, 5]], None, TypeError, "src must be a torch.Tensor, got list"),
+        (torch.ones(2, 3), None, ValueError, "src must be an integer tensor"),
+        (torch.ones(3, dtype=torch.long), None, ValueError, r"src must have shape \(batch, seq\)"),
+        (torch.ones(2, 0, dtype=torch.long), None, ValueError, r"src.shape\[1\] \(seq\) must be a positive int, got 0"),
+        (torch.full((1, 3), 20), None, ValueError, r"src must hold token ids in \[0, vocab_size=20\), got min 20"),
+        (torch.ones(1, 65, dtype=torch.long), None, ValueError, "src has 65 positions, more than max_len=64"),
+        (None, torch.full((1, 3), -1), ValueError, r"tgt must hold token ids in \[0, vocab_size=30\)"),
+        (
+            None,
+            torch.ones(2, 3, dtype=torch.long),
+            ValueError,
+            r"tgt must have shape \(batch of src=1, T\), got \(2, 3\)",
+        ),
+    ],
+)
 def test_forward_bad_input(src, tgt, error, match):
     model = make_model()
     src = tokens(1, 4, 20, 0) if src is None else src
@@ -193,7 +208,7 @@ def test_beam_search_finds_a_more_probable_translation_than_greedy():
             probs = torch.full((tgt.shape[0], tgt.shape[1], V), 1e-6)
             for b in range(tgt.shape[0]):
                 for t in range(tgt.shape[1]):
-                    seq = tgt[b, :t + 1].tolist()
+                    seq = tgt[b, : t + 1].tolist()
                     if seq == [1]:
                         probs[b, t, 5], probs[b, t, 6] = 0.5, 0.4
                     elif seq == [1, 5]:

@@ -8,9 +8,17 @@ import torch
 from utils.translator.checkpoint import load_checkpoint, save_checkpoint
 from utils.translator.data import make_dataset, to_tensors
 from utils.translator.decode import translate
-from utils.translator.evaluate import (agreement_attention, alignment_accuracy, all_but_heldout_right, bleu,
-                                       evaluate, exact_match, heldout_form_probability, heldout_substitutions,
-                                       token_accuracy)
+from utils.translator.evaluate import (
+    agreement_attention,
+    alignment_accuracy,
+    all_but_heldout_right,
+    bleu,
+    evaluate,
+    exact_match,
+    heldout_form_probability,
+    heldout_substitutions,
+    token_accuracy,
+)
 from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
 from utils.translator.train import ProgressLine, loss_fn, noam_lr, shift_targets, train
 
@@ -24,8 +32,9 @@ def ds():
 def trained(ds):
     """A tiny model after 60 steps: enough for the loss to fall, not to translate."""
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(TranslatorConfig(len(ds.src_vocab), len(ds.tgt_vocab), d_model=32, num_heads=2,
-                                                d_ff=64, num_layers=1))
+    model = Seq2SeqTransformer(
+        TranslatorConfig(len(ds.src_vocab), len(ds.tgt_vocab), d_model=32, num_heads=2, d_ff=64, num_layers=1)
+    )
     src, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)
     history = train(model, src, tgt, steps=60, batch_size=32, warmup=20, seed=0, num_threads=1, progress=False)
     return model, history
@@ -71,7 +80,7 @@ def test_warmup_schedule():
     lrs = [noam_lr(s, d_model, warmup) for s in range(1, 20001)]
     peak = max(range(len(lrs)), key=lrs.__getitem__) + 1
     assert peak == warmup
-    assert lrs[warmup - 1] == pytest.approx(512 ** -0.5 * 4000 ** -0.5)
+    assert lrs[warmup - 1] == pytest.approx(512**-0.5 * 4000**-0.5)
     assert lrs[0] < lrs[99] < lrs[warmup - 1] > lrs[-1]
 
 
@@ -83,7 +92,9 @@ def test_checkpoint_round_trip(trained, ds, tmp_path):
     assert src_vocab == ds.src_vocab and tgt_vocab == ds.tgt_vocab and loaded.config == model.config
     for p in ds.test[:5]:
         sentence = " ".join(p.src)
-        assert translate(loaded, sentence, src_vocab, tgt_vocab) == translate(model, sentence, ds.src_vocab, ds.tgt_vocab)
+        assert translate(loaded, sentence, src_vocab, tgt_vocab) == translate(
+            model, sentence, ds.src_vocab, ds.tgt_vocab
+        )
     fresh = Seq2SeqTransformer(model.config)
     load_checkpoint(path, model=fresh)
     for a, b in zip(fresh.state_dict().values(), model.state_dict().values()):
@@ -147,6 +158,7 @@ def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds):
                     if s is not None:  # "ke" translates no source word: it is not counted
                         w[b, :, j, (s + shift) % len(pairs[b].src)] = 1.0
             return out, w
+
         return hook
 
     for shift, expected in ((0, 1.0), (1, 0.0)):
@@ -156,14 +168,17 @@ def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds):
         assert torch.equal(acc, torch.full((1, 2), expected))
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"steps": 0}, ValueError, "steps must be a positive int"),
-    ({"label_smoothing": 1.5}, ValueError, r"label_smoothing must be a probability in \[0, 1\), got 1.5"),
-    ({"label_smoothing": None}, TypeError, r"label_smoothing must be a probability in \[0, 1\), got NoneType"),
-    ({"seed": -1}, ValueError, r"seed must be an int in \[0, 2\*\*63\)"),
-    ({"num_threads": 0}, ValueError, "num_threads must be a positive int"),
-    ({"batch_size": 0}, ValueError, "batch_size must be a positive int"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"steps": 0}, ValueError, "steps must be a positive int"),
+        ({"label_smoothing": 1.5}, ValueError, r"label_smoothing must be a probability in \[0, 1\), got 1.5"),
+        ({"label_smoothing": None}, TypeError, r"label_smoothing must be a probability in \[0, 1\), got NoneType"),
+        ({"seed": -1}, ValueError, r"seed must be an int in \[0, 2\*\*63\)"),
+        ({"num_threads": 0}, ValueError, "num_threads must be a positive int"),
+        ({"batch_size": 0}, ValueError, "batch_size must be a positive int"),
+    ],
+)
 def test_train_bad_input(trained, ds, kwargs, error, match):
     model, _ = trained
     src, tgt = to_tensors(ds.train[:50], ds.src_vocab, ds.tgt_vocab)
@@ -197,6 +212,7 @@ def test_agreement_attention_counts_the_noun_whose_gender_is_taken(ds):
                 for j, s in enumerate(getattr(p, field)):
                     w[b, :, j, 0 if s is None else s] = 1.0
             return out, w
+
         return hook
 
     for field, expected in (("agrees_with", 1.0), ("alignment", 0.0)):
@@ -219,8 +235,12 @@ def test_heldout_substitutions_and_rest_right():
     assert "albi" in p.tgt and "albi" in q.tgt and "vidas" in q.tgt
     hyps = [list(p.tgt), ["la", "mira", "li", "kani", "albo", "ke", "amas"]]
     counts = heldout_substitutions(hyps, [p, q], forms)
-    assert counts == {"the held-out form": 1, "same stem, a trained ending": 1, "another word": 1,
-                      "sentence of another length": 0}
+    assert counts == {
+        "the held-out form": 1,
+        "same stem, a trained ending": 1,
+        "another word": 1,
+        "sentence of another length": 0,
+    }
     assert heldout_substitutions([["x"], ["y"]], [p, q], forms)["sentence of another length"] == 3
     assert all_but_heldout_right(hyps, [p, q], forms) == 1.0
     assert all_but_heldout_right([list(p.tgt), ["la"] * len(q.tgt)], [p, q], forms) == 0.5

@@ -37,11 +37,14 @@ def test_heatmap_draws_the_weights_and_the_gold_markers():
     assert len(no_gold.axes[0].collections) == 0
 
 
-@pytest.mark.parametrize("weights, gold, match", [
-    (np.ones((2, 4)), None, r"weights must have shape \(len\(tgt_words\)=3, len\(src_words\)=4\), got \(2, 4\)"),
-    (np.ones((3, 4)), [0, 9], r"gold must give at most 3 source indices in \[0, 4\) \(or None\), got \[0, 9\]"),
-    (np.ones((3, 4)), [0, 1, 2, 3], "gold must give at most 3"),
-])
+@pytest.mark.parametrize(
+    "weights, gold, match",
+    [
+        (np.ones((2, 4)), None, r"weights must have shape \(len\(tgt_words\)=3, len\(src_words\)=4\), got \(2, 4\)"),
+        (np.ones((3, 4)), [0, 9], r"gold must give at most 3 source indices in \[0, 4\) \(or None\), got \[0, 9\]"),
+        (np.ones((3, 4)), [0, 1, 2, 3], "gold must give at most 3"),
+    ],
+)
 def test_heatmap_bad_input(weights, gold, match):
     with pytest.raises(ValueError, match=match):
         plot_cross_attention(weights, list("abcd"), list("xyz"), gold)

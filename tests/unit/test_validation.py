@@ -145,7 +145,9 @@ def test_token_id():
         validation.token_id("pad_id", 0.0)
     with pytest.raises(ValueError, match=r"pad_id must be an int >= 0 \(a token id\), got -1"):
         validation.token_id("pad_id", -1)
-    with pytest.raises(ValueError, match=r"eos_id must be an int in \[0, 4\] \(a token id of a vocabulary of 5\), got 5"):
+    with pytest.raises(
+        ValueError, match=r"eos_id must be an int in \[0, 4\] \(a token id of a vocabulary of 5\), got 5"
+    ):
         validation.token_id("eos_id", 5, vocab_size=5)
 
 

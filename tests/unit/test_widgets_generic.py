@@ -13,9 +13,15 @@ import pytest
 from utils import tile_widget, widgets
 
 EXPLORER_MODULES = (widgets, tile_widget)  # modules whose *_explorer functions are tested here
-EXPLORERS = [f for module in EXPLORER_MODULES for name, f in vars(module).items()
-             if name.endswith("_explorer") and not name.startswith("_") and inspect.isfunction(f)
-             and f.__module__ == module.__name__]
+EXPLORERS = [
+    f
+    for module in EXPLORER_MODULES
+    for name, f in vars(module).items()
+    if name.endswith("_explorer")
+    and not name.startswith("_")
+    and inspect.isfunction(f)
+    and f.__module__ == module.__name__
+]
 SLIDERS = (ipywidgets.IntSlider, ipywidgets.FloatSlider, ipywidgets.FloatLogSlider)
 CHOICES = (ipywidgets.Dropdown, ipywidgets.ToggleButtons, ipywidgets.RadioButtons, ipywidgets.SelectionSlider)
 TOGGLES = (ipywidgets.Checkbox, ipywidgets.ToggleButton)
@@ -23,8 +29,10 @@ TEXTS = (ipywidgets.Text, ipywidgets.Textarea)
 
 
 def needs_arguments(f):
-    return any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-               for p in inspect.signature(f).parameters.values())
+    return any(
+        p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in inspect.signature(f).parameters.values()
+    )
 
 
 def controls(widget):
@@ -43,8 +51,8 @@ def outputs(widget):
 def next_value(c):
     """A value one step away from the control's current one."""
     if isinstance(c, ipywidgets.FloatLogSlider):
-        up = c.value * c.base ** c.step
-        return up if np.log(up) / np.log(c.base) <= c.max + 1e-9 else c.value / c.base ** c.step
+        up = c.value * c.base**c.step
+        return up if np.log(up) / np.log(c.base) <= c.max + 1e-9 else c.value / c.base**c.step
     if isinstance(c, SLIDERS):
         return c.value + c.step if c.value + c.step <= c.max else c.value - c.step
     if isinstance(c, CHOICES):
@@ -100,4 +108,5 @@ def test_every_control_redraws_a_different_figure(explorer, drawn):
         assert len(drawn) > before, f"{label}: nothing was redrawn"
         prev = drawn[before - 1]
         assert any(f.shape != prev.shape or not np.array_equal(f, prev) for f in drawn[before:]), (
-            f"{label}: the figure did not change")
+            f"{label}: the figure did not change"
+        )

@@ -129,7 +129,9 @@ def compare_arrays(got, expected, what="value", atol=1e-4):
     bad = np.argwhere(~np.isclose(got, expected, atol=atol, rtol=0) | np.isnan(got))
     if len(bad):
         idx = tuple(int(i) for i in bad[0])
-        where = ", ".join(f"{n} {i}" for n, i in zip(("row", "column", "index"), idx)) if len(idx) <= 2 else f"index {idx}"
+        where = (
+            ", ".join(f"{n} {i}" for n, i in zip(("row", "column", "index"), idx)) if len(idx) <= 2 else f"index {idx}"
+        )
         return f"{what} at {where}: expected {expected[idx]:.4f}, got {got[idx]:.4f}"
     return None
 

@@ -24,17 +24,33 @@ def _number(answer):
 
 
 UNDERFLOW_MISTAKES = [  # (name, a typical answer, the range it explains, what the message says)
-    ("stop at float32's smallest normal number", 111, (95, 117),
-     "float32's smallest *normal* number is 2^-126; below it come the subnormals down to 2^-149, and only "
-     "under those is a number exactly 0"),
-    ("stop where the norm reads 0", 66, (50, 80),
-     "that is where the gradient's norm reads 0 (its squares underflow below 2^-75); the gradient itself "
-     "lives on until its entries fall below 2^-149"),
-    ("use float64's smallest number", 938, (700, 1200),
-     "2^-1074 is float64's smallest number; the question is about float32, whose smallest is 2^-149"),
-    ("shrink by ||W_hh||_2 per step", 2148, (1500, 4000),
-     "||W_hh||_2 = 0.95 only bounds the shrink per step; the gradient falls by the measured factor, about "
-     "0.45 per step"),
+    (
+        "stop at float32's smallest normal number",
+        111,
+        (95, 117),
+        "float32's smallest *normal* number is 2^-126; below it come the subnormals down to 2^-149, and only "
+        "under those is a number exactly 0",
+    ),
+    (
+        "stop where the norm reads 0",
+        66,
+        (50, 80),
+        "that is where the gradient's norm reads 0 (its squares underflow below 2^-75); the gradient itself "
+        "lives on until its entries fall below 2^-149",
+    ),
+    (
+        "use float64's smallest number",
+        938,
+        (700, 1200),
+        "2^-1074 is float64's smallest number; the question is about float32, whose smallest is 2^-149",
+    ),
+    (
+        "shrink by ||W_hh||_2 per step",
+        2148,
+        (1500, 4000),
+        "||W_hh||_2 = 0.95 only bounds the shrink per step; the gradient falls by the measured factor, about "
+        "0.45 per step",
+    ),
 ]
 
 
@@ -63,10 +79,14 @@ def predict_underflow(answer):
         if a <= n <= b:
             return f"you predicted n = {n:g}, the gradient is exactly 0 from about n = {UNDERFLOW}: {says}"
     if n < lo:
-        return (f"you predicted n = {n:g}: too early; the gradient is exactly 0 only from about n = {UNDERFLOW} "
-                "(count the orders of magnitude from about 1 down to 2^-149 = 1.4e-45)")
-    return (f"you predicted n = {n:g}: too late; the gradient is exactly 0 from about n = {UNDERFLOW} "
-            "(at about 0.45 per step it loses one order of magnitude every 3 steps)")
+        return (
+            f"you predicted n = {n:g}: too early; the gradient is exactly 0 only from about n = {UNDERFLOW} "
+            "(count the orders of magnitude from about 1 down to 2^-149 = 1.4e-45)"
+        )
+    return (
+        f"you predicted n = {n:g}: too late; the gradient is exactly 0 from about n = {UNDERFLOW} "
+        "(at about 0.45 per step it loses one order of magnitude every 3 steps)"
+    )
 
 
 # --- 2. transfer: a stacked RNN, counted like Table 1 ----------------------------------------------
@@ -100,16 +120,28 @@ def _stacked_path_without_climbing(n, num_layers):  # the horizontal steps only
 
 
 STACKED_MISTAKES = [
-    mistake("count every cell run as a sequential step", _stacked_no_overlap,
-            says="the layers overlap: cell (2, t) can run as soon as cells (1, t) and (2, t - 1) are done, "
-                 "while layer 1 already works on position t + 1"),
-    mistake("route the path through every cell", _stacked_path_through_every_cell,
-            says="the path is the SHORTEST route from x_0 to the top output: climb the layers once, then "
-                 "walk along the top layer"),
-    mistake("count only the first layer", _stacked_first_layer_only,
-            says="the other layers are cells too: they add runs, steps and path"),
-    mistake("count only the steps along the sequence", _stacked_path_without_climbing,
-            says="the route also climbs from layer 1 to the top layer, one cell application per layer"),
+    mistake(
+        "count every cell run as a sequential step",
+        _stacked_no_overlap,
+        says="the layers overlap: cell (2, t) can run as soon as cells (1, t) and (2, t - 1) are done, "
+        "while layer 1 already works on position t + 1",
+    ),
+    mistake(
+        "route the path through every cell",
+        _stacked_path_through_every_cell,
+        says="the path is the SHORTEST route from x_0 to the top output: climb the layers once, then "
+        "walk along the top layer",
+    ),
+    mistake(
+        "count only the first layer",
+        _stacked_first_layer_only,
+        says="the other layers are cells too: they add runs, steps and path",
+    ),
+    mistake(
+        "count only the steps along the sequence",
+        _stacked_path_without_climbing,
+        says="the route also climbs from layer 1 to the top layer, one cell application per layer",
+    ),
 ]
 STACKED_CASES = [(1, 1), (10, 1), (1, 3), (10, 2), (64, 2), (5, 4), (100, 6)]
 STACKED_PARTS = ("cell runs", "sequential steps", "path length")
@@ -152,8 +184,10 @@ def stacked_rnn(answer):
     for (n, num_layers), got, exp in zip(STACKED_CASES, got_all, expected):
         if got != exp:
             part = next(p for p, g, e in zip(STACKED_PARTS, got, exp) if g != e)
-            where = (f"for n = {n}, num_layers = {num_layers} your {part} is "
-                     f"{got[STACKED_PARTS.index(part)]}, expected {exp[STACKED_PARTS.index(part)]}")
+            where = (
+                f"for n = {n}, num_layers = {num_layers} your {part} is "
+                f"{got[STACKED_PARTS.index(part)]}, expected {exp[STACKED_PARTS.index(part)]}"
+            )
             return f"{where}: {m.says}" if m else where
     return None
 
@@ -166,14 +200,14 @@ def _dilated_layers_solution(n, kernel, growth):
     # L layers see 1 + (kernel - 1) * (1 + growth + ... + growth**(L - 1)) positions; stop when that is >= n.
     layers, seen = 0, 1
     while seen < n:
-        seen += (kernel - 1) * growth ** layers
+        seen += (kernel - 1) * growth**layers
         layers += 1
     return layers
 
 
 def _dilated_lesson_formula(n, kernel, growth):  # the lesson's kernel**L >= n, whatever the growth
     layers = 0
-    while kernel ** layers < n:
+    while kernel**layers < n:
         layers += 1
     return layers
 
@@ -181,7 +215,7 @@ def _dilated_lesson_formula(n, kernel, growth):  # the lesson's kernel**L >= n, 
 def _dilated_reach_is_dilation(n, kernel, growth):  # a layer reaches `dilation` back, not (kernel-1) x it
     layers, seen = 0, 1
     while seen < n:
-        seen += growth ** layers
+        seen += growth**layers
         layers += 1
     return layers
 
@@ -191,18 +225,36 @@ def _dilated_one_too_many(n, kernel, growth):  # wants to see n + 1 positions
 
 
 DILATED_MISTAKES = [
-    mistake("use the lesson's kernel**L >= n whatever the growth", _dilated_lesson_formula,
-            says="kernel**L >= n holds only when each layer's dilation is kernel times the last; here it "
-                 "grows by `growth`"),
-    mistake("let each layer reach back only its dilation", _dilated_reach_is_dilation,
-            says="a layer of width kernel and dilation D reads kernel positions, the farthest "
-                 "(kernel - 1) x D back"),
-    mistake("ask for n + 1 positions", _dilated_one_too_many,
-            says="outputs n - 1 and input 0 are n positions apart counting both ends: the stack must see "
-                 "n positions, not n + 1"),
+    mistake(
+        "use the lesson's kernel**L >= n whatever the growth",
+        _dilated_lesson_formula,
+        says="kernel**L >= n holds only when each layer's dilation is kernel times the last; here it grows by `growth`",
+    ),
+    mistake(
+        "let each layer reach back only its dilation",
+        _dilated_reach_is_dilation,
+        says="a layer of width kernel and dilation D reads kernel positions, the farthest (kernel - 1) x D back",
+    ),
+    mistake(
+        "ask for n + 1 positions",
+        _dilated_one_too_many,
+        says="outputs n - 1 and input 0 are n positions apart counting both ends: the stack must see "
+        "n positions, not n + 1",
+    ),
 ]
-DILATED_CASES = [(2, 2, 2), (4, 2, 2), (16, 2, 2), (17, 2, 2), (64, 3, 3), (30, 3, 2), (31, 3, 2), (100, 3, 1),
-                 (1000, 4, 2), (50, 5, 3), (9, 3, 3)]
+DILATED_CASES = [
+    (2, 2, 2),
+    (4, 2, 2),
+    (16, 2, 2),
+    (17, 2, 2),
+    (64, 3, 3),
+    (30, 3, 2),
+    (31, 3, 2),
+    (100, 3, 1),
+    (1000, 4, 2),
+    (50, 5, 3),
+    (9, 3, 3),
+]
 
 
 @exercise(
@@ -226,8 +278,7 @@ def dilated_layers(answer):
     m = _which(got_all, DILATED_CASES, DILATED_MISTAKES, lambda a, b: a == b)
     for (n, kernel, growth), got, exp in zip(DILATED_CASES, got_all, expected):
         if got != exp:
-            where = (f"for n = {n}, kernel = {kernel}, growth = {growth} you answered {got!r} layers, "
-                     f"expected {exp}")
+            where = f"for n = {n}, kernel = {kernel}, growth = {growth} you answered {got!r} layers, expected {exp}"
             return f"{where}: {m.says}" if m else where
     return None
 
@@ -278,13 +329,22 @@ def _grad_summed_not_norm(rnn, x):  # the sum of the gradient's entries, not its
 
 
 GRAD_MISTAKES = [
-    mistake("take the gradient at the last input", _grad_to_last,
-            says="that is the gradient at the LAST input, one step from the loss; take x.grad[0]"),
-    mistake("sum the loss over every position", _grad_of_every_position,
-            says="the loss must be the last output only, out[-1].sum(); with every output, position 0's own "
-                 "output is 0 steps away"),
-    mistake("sum the gradient's entries", _grad_summed_not_norm,
-            says="return the gradient's norm (its length, .norm()), not the sum of its entries"),
+    mistake(
+        "take the gradient at the last input",
+        _grad_to_last,
+        says="that is the gradient at the LAST input, one step from the loss; take x.grad[0]",
+    ),
+    mistake(
+        "sum the loss over every position",
+        _grad_of_every_position,
+        says="the loss must be the last output only, out[-1].sum(); with every output, position 0's own "
+        "output is 0 steps away",
+    ),
+    mistake(
+        "sum the gradient's entries",
+        _grad_summed_not_norm,
+        says="return the gradient's norm (its length, .norm()), not the sum of its entries",
+    ),
 ]
 
 

@@ -33,16 +33,20 @@ def _which(got_all, cases, mistakes, same):
 # --- 1. prediction: the length of PE(pos) at d_model = 512 ---------------------------------------
 
 ROW_NORM_MISTAKES = [
-    ("give every entry size 1", math.sqrt(512),
-     "not every entry has size 1: a sine and a cosine of the same angle share one unit of squared length, "
-     "sin^2 + cos^2 = 1, so each PAIR adds 1"),
-    ("forget the square root", 256.0,
-     "256 is the squared length (one per pair); the length is its square root"),
-    ("expect a unit vector", 1.0,
-     "nothing normalises PE: each of the 256 pairs adds 1 to the squared length"),
-    ("count every column once", 512.0,
-     "512 is the number of columns; the squared length adds sin^2 + cos^2 = 1 per pair, and the length "
-     "is a square root"),
+    (
+        "give every entry size 1",
+        math.sqrt(512),
+        "not every entry has size 1: a sine and a cosine of the same angle share one unit of squared length, "
+        "sin^2 + cos^2 = 1, so each PAIR adds 1",
+    ),
+    ("forget the square root", 256.0, "256 is the squared length (one per pair); the length is its square root"),
+    ("expect a unit vector", 1.0, "nothing normalises PE: each of the 256 pairs adds 1 to the squared length"),
+    (
+        "count every column once",
+        512.0,
+        "512 is the number of columns; the squared length adds sin^2 + cos^2 = 1 per pair, and the length "
+        "is a square root",
+    ),
 ]
 
 
@@ -109,16 +113,27 @@ def _table_sin_cos_swapped(max_len, d_model):
 
 
 TABLE_MISTAKES = [
-    mistake("put every sine first, then every cosine", _table_halves,
-            says="you put every sin first, then every cos (a layout some libraries use); the paper "
-                 "interleaves them: column 2i is sin, column 2i+1 is cos"),
-    mistake("start the positions at 1", _table_from_one,
-            says="row 0 must be position 0, PE(0) = (0, 1, 0, 1, ...): your rows start at position 1"),
-    mistake("forget the 2 in 2i/d_model", _table_exponent_without_two,
-            says="the exponent is 2i/d_model with i the PAIR index; you used i/d_model, so the waves are "
-                 "too fast"),
-    mistake("swap sin and cos", _table_sin_cos_swapped,
-            says="sin and cos are swapped: even columns (0, 2, ...) are sin, odd columns cos"),
+    mistake(
+        "put every sine first, then every cosine",
+        _table_halves,
+        says="you put every sin first, then every cos (a layout some libraries use); the paper "
+        "interleaves them: column 2i is sin, column 2i+1 is cos",
+    ),
+    mistake(
+        "start the positions at 1",
+        _table_from_one,
+        says="row 0 must be position 0, PE(0) = (0, 1, 0, 1, ...): your rows start at position 1",
+    ),
+    mistake(
+        "forget the 2 in 2i/d_model",
+        _table_exponent_without_two,
+        says="the exponent is 2i/d_model with i the PAIR index; you used i/d_model, so the waves are too fast",
+    ),
+    mistake(
+        "swap sin and cos",
+        _table_sin_cos_swapped,
+        says="sin and cos are swapped: even columns (0, 2, ...) are sin, odd columns cos",
+    ),
 ]
 TABLE_CASES = [(7, 4), (50, 16), (128, 64)]
 
@@ -177,17 +192,29 @@ def _position_exponent_one(pe_row):  # the slowest pair read with w = 1/10000
 
 
 POSITION_MISTAKES = [
-    mistake("read the first pair only", _position_first_pair,
-            says="the first pair (sin t, cos t) comes back every 2 pi = 6.28 positions, so it only gives t "
-                 "up to a multiple of 2 pi; a slow pair does not wrap"),
-    mistake("take asin of the first column", _position_asin,
-            says="asin returns angles in [-pi/2, pi/2] only, and the first column wraps every 2 pi "
-                 "positions; use atan2(sin, cos) on a pair that does not wrap"),
-    mistake("swap sin and cos in atan2", _position_cos_sin_swapped,
-            says="atan2 takes (sine, cosine): column 2i is the sine, column 2i+1 the cosine"),
-    mistake("give the slowest pair the frequency 1/10000", _position_exponent_one,
-            says="the slowest pair is i = d_model/2 - 1, with frequency 10000^(-(d_model - 2)/d_model), "
-                 "a little faster than 1/10000"),
+    mistake(
+        "read the first pair only",
+        _position_first_pair,
+        says="the first pair (sin t, cos t) comes back every 2 pi = 6.28 positions, so it only gives t "
+        "up to a multiple of 2 pi; a slow pair does not wrap",
+    ),
+    mistake(
+        "take asin of the first column",
+        _position_asin,
+        says="asin returns angles in [-pi/2, pi/2] only, and the first column wraps every 2 pi "
+        "positions; use atan2(sin, cos) on a pair that does not wrap",
+    ),
+    mistake(
+        "swap sin and cos in atan2",
+        _position_cos_sin_swapped,
+        says="atan2 takes (sine, cosine): column 2i is the sine, column 2i+1 the cosine",
+    ),
+    mistake(
+        "give the slowest pair the frequency 1/10000",
+        _position_exponent_one,
+        says="the slowest pair is i = d_model/2 - 1, with frequency 10000^(-(d_model - 2)/d_model), "
+        "a little faster than 1/10000",
+    ),
 ]
 POSITION_CASES = [(3, 16), (44, 16), (710, 64), (200, 512), (1234, 64), (5000, 16), (9, 128), (0, 8)]
 
@@ -245,13 +272,20 @@ def _base_exponent_upside_down(d_model, longest):
 
 
 BASE_MISTAKES = [
-    mistake("forget the 2 pi", _base_without_two_pi,
-            says="a wave sin(w pos) repeats every 2 pi / w positions, not 1 / w"),
-    mistake("give the slowest pair the exponent 1", _base_exponent_one,
-            says="the slowest pair is i = d_model/2 - 1, so its wavelength is 2 pi * base^((d_model - 2)/"
-                 "d_model); 2 pi * base is a limit no pair reaches"),
-    mistake("turn the exponent upside down", _base_exponent_upside_down,
-            says="from 2 pi * base^e = longest, base = (longest / 2 pi)^(1/e) with e = (d_model - 2)/d_model"),
+    mistake(
+        "forget the 2 pi", _base_without_two_pi, says="a wave sin(w pos) repeats every 2 pi / w positions, not 1 / w"
+    ),
+    mistake(
+        "give the slowest pair the exponent 1",
+        _base_exponent_one,
+        says="the slowest pair is i = d_model/2 - 1, so its wavelength is 2 pi * base^((d_model - 2)/"
+        "d_model); 2 pi * base is a limit no pair reaches",
+    ),
+    mistake(
+        "turn the exponent upside down",
+        _base_exponent_upside_down,
+        says="from 2 pi * base^e = longest, base = (longest / 2 pi)^(1/e) with e = (d_model - 2)/d_model",
+    ),
 ]
 BASE_CASES = [(512, 2 * math.pi * 10000 ** (510 / 512)), (64, 1000.0), (16, 100.0), (4, 50.0), (128, 5e5)]
 
@@ -280,7 +314,9 @@ def base_for_wavelength(answer):
     for (d, longest), got, exp in zip(BASE_CASES, got_all, expected):
         if not _same_base(got, exp):
             slowest = 2 * math.pi * got ** ((d - 2) / d) if got > 0 else float("nan")
-            where = (f"for d_model = {d}, longest = {longest:g}: your base {got:.6g} gives a slowest "
-                     f"wavelength of {slowest:.6g} positions (expected base {exp:.6g})")
+            where = (
+                f"for d_model = {d}, longest = {longest:g}: your base {got:.6g} gives a slowest "
+                f"wavelength of {slowest:.6g} positions (expected base {exp:.6g})"
+            )
             return f"{where}; {m.says}" if m else where
     return None

@@ -35,17 +35,32 @@ def _which(got_all, cases, mistakes, same):
 NEAR_90 = 0.95  # 2 * Phi(sqrt(512) * sin(5 deg)) - 1 = 0.951 for Gaussian directions
 NEAR_90_BAND = (0.90, 0.99)
 NEAR_90_MISTAKES = [  # (name, a typical answer, the range it explains, what the message says)
-    ("spread the angles evenly, as in the plane", 10 / 180, (0.0, 0.15),
-     "in the plane, angles are spread evenly and 10 of 180 degrees lie within 5 of 90; in 512 dimensions "
-     "the cosine has standard deviation 1/sqrt(512) = 0.044, so angles crowd around 90 degrees"),
-    ("guess one standard deviation", 0.68, (0.6, 0.75),
-     "5 degrees is not one standard deviation: |cos| < sin(5 deg) = 0.087 is about 2 standard deviations "
-     "of 0.044"),
-    ("guess half of them", 0.5, (0.3, 0.6),
-     "half is far too few: the cosine's standard deviation is 1/sqrt(512) = 0.044, half the 0.087 allowed"),
-    ("say every pair", 1.0, (0.99 + 1e-9, 1.0),
-     "not all: about 1 pair in 20 lies further than 5 degrees from perpendicular (|cos| above 2 standard "
-     "deviations)"),
+    (
+        "spread the angles evenly, as in the plane",
+        10 / 180,
+        (0.0, 0.15),
+        "in the plane, angles are spread evenly and 10 of 180 degrees lie within 5 of 90; in 512 dimensions "
+        "the cosine has standard deviation 1/sqrt(512) = 0.044, so angles crowd around 90 degrees",
+    ),
+    (
+        "guess one standard deviation",
+        0.68,
+        (0.6, 0.75),
+        "5 degrees is not one standard deviation: |cos| < sin(5 deg) = 0.087 is about 2 standard deviations of 0.044",
+    ),
+    (
+        "guess half of them",
+        0.5,
+        (0.3, 0.6),
+        "half is far too few: the cosine's standard deviation is 1/sqrt(512) = 0.044, half the 0.087 allowed",
+    ),
+    (
+        "say every pair",
+        1.0,
+        (0.99 + 1e-9, 1.0),
+        "not all: about 1 pair in 20 lies further than 5 degrees from perpendicular (|cos| above 2 standard "
+        "deviations)",
+    ),
 ]
 
 
@@ -107,18 +122,26 @@ def _offset_sign_flipped(pe_t, pe_s):  # the angle from PE_{t+k} to PE_t: -k
 
 
 OFFSET_MISTAKES = [
-    mistake("use the dot product only", _offset_from_dot_only,
-            says="the dot product is even in k (cos(w k) = cos(-w k)): it gives |k| and loses the sign; the "
-                 "odd part, sin(w k), from the J form, tells k from -k"),
-    mistake("read the fastest pair", _offset_fastest_pair,
-            says="the fastest pair (w = 1) turns by k radians, which wraps every 2 pi = 6.28 positions; a slow "
-                 "pair does not wrap"),
-    mistake("measure the angle the wrong way round", _offset_sign_flipped,
-            says="your sign is flipped: k > 0 means PE_{t+k} is LATER than PE_t, so measure the angle from "
-                 "PE_t to PE_{t+k}"),
+    mistake(
+        "use the dot product only",
+        _offset_from_dot_only,
+        says="the dot product is even in k (cos(w k) = cos(-w k)): it gives |k| and loses the sign; the "
+        "odd part, sin(w k), from the J form, tells k from -k",
+    ),
+    mistake(
+        "read the fastest pair",
+        _offset_fastest_pair,
+        says="the fastest pair (w = 1) turns by k radians, which wraps every 2 pi = 6.28 positions; a slow "
+        "pair does not wrap",
+    ),
+    mistake(
+        "measure the angle the wrong way round",
+        _offset_sign_flipped,
+        says="your sign is flipped: k > 0 means PE_{t+k} is LATER than PE_t, so measure the angle from "
+        "PE_t to PE_{t+k}",
+    ),
 ]
-OFFSET_CASES = [(10, 5, 16), (100, -5, 64), (0, 37, 128), (300, -150, 64), (3, 2000, 16), (1500, -1234, 512),
-                (7, 0, 8)]
+OFFSET_CASES = [(10, 5, 16), (100, -5, 64), (0, 37, 128), (300, -150, 64), (3, 2000, 16), (1500, -1234, 512), (7, 0, 8)]
 
 
 def _same_offset(a, b):
@@ -183,16 +206,30 @@ def _temperature_log10(x, target):  # the two-score formula with log10 instead o
 
 
 TEMPERATURE_MISTAKES = [
-    mistake("use the gap to the runner-up only", _temperature_two_scores,
-            says="every other key takes weight too: the arg-max gets 1 / sum_j exp((x_j - x_max) / T), not "
-                 "only 1 / (1 + exp(-gap / T))"),
-    mistake("multiply the scores by the temperature", _temperature_inverted,
-            says="softmax(x / T) DIVIDES the scores by T; your T works for softmax(x * T)"),
-    mistake("take log10 for the log-odds", _temperature_log10,
-            says="softmax uses exp, so its inverse is the natural log (math.log), not log10"),
+    mistake(
+        "use the gap to the runner-up only",
+        _temperature_two_scores,
+        says="every other key takes weight too: the arg-max gets 1 / sum_j exp((x_j - x_max) / T), not "
+        "only 1 / (1 + exp(-gap / T))",
+    ),
+    mistake(
+        "multiply the scores by the temperature",
+        _temperature_inverted,
+        says="softmax(x / T) DIVIDES the scores by T; your T works for softmax(x * T)",
+    ),
+    mistake(
+        "take log10 for the log-odds",
+        _temperature_log10,
+        says="softmax uses exp, so its inverse is the natural log (math.log), not log10",
+    ),
 ]
-TEMPERATURE_CASES = [([1.0, 3.0], 0.9), ([1.0, 3.0, 2.5, 0.0, 2.0], 0.6), ([1.0, 3.0, 2.5, 0.0, 2.0], 0.99),
-                     ([0.2, -1.0, 0.5, 0.4, 0.1, 0.0, -0.3, 0.45], 0.7), ([10.0, 0.0, 0.0, 0.0], 0.95)]
+TEMPERATURE_CASES = [
+    ([1.0, 3.0], 0.9),
+    ([1.0, 3.0, 2.5, 0.0, 2.0], 0.6),
+    ([1.0, 3.0, 2.5, 0.0, 2.0], 0.99),
+    ([0.2, -1.0, 0.5, 0.4, 0.1, 0.0, -0.3, 0.45], 0.7),
+    ([10.0, 0.0, 0.0, 0.0], 0.95),
+]
 
 
 def _top_weight(x, T):
@@ -225,8 +262,9 @@ def temperature_for_weight(answer):
         if not good:
             if not T > 0:
                 return f"for x = {x} and target {target} you returned T = {T:g}: a temperature must be positive"
-            where = (f"for x = {x}: at your T = {T:.4g} the largest score gets weight {_top_weight(x, T):.4f}, "
-                     f"not {target}")
+            where = (
+                f"for x = {x}: at your T = {T:.4g} the largest score gets weight {_top_weight(x, T):.4f}, not {target}"
+            )
             return f"{where}; {m.says}" if m else where
     return None
 
@@ -259,13 +297,21 @@ def _softmax_wrong_axis(x, temperature=1.0):  # normalises columns instead of th
 
 
 SOFTMAX_MISTAKES = [
-    mistake("skip the shift", _softmax_naive,
-            says="your softmax returned nan: exp(1000) overflows to inf and inf / inf = nan; subtract the "
-                 "maximum first"),
-    mistake("multiply by the temperature", _softmax_times_temperature,
-            says="softmax(x / T) divides the scores by the temperature; you multiplied"),
-    mistake("normalise over the first axis", _softmax_wrong_axis,
-            says="each ROW must sum to 1: take the max and the sum over the last axis (dim=-1)"),
+    mistake(
+        "skip the shift",
+        _softmax_naive,
+        says="your softmax returned nan: exp(1000) overflows to inf and inf / inf = nan; subtract the maximum first",
+    ),
+    mistake(
+        "multiply by the temperature",
+        _softmax_times_temperature,
+        says="softmax(x / T) divides the scores by the temperature; you multiplied",
+    ),
+    mistake(
+        "normalise over the first axis",
+        _softmax_wrong_axis,
+        says="each ROW must sum to 1: take the max and the sum over the last axis (dim=-1)",
+    ),
 ]
 
 

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from utils.exercises import NotAttempted, compare_arrays, compare_with_mistakes, exercise, mistake
+from utils.exercises import compare_arrays, compare_with_mistakes, exercise, mistake
 
 
 def _prediction(answer):
@@ -17,25 +17,34 @@ def _prediction(answer):
 # Prediction: which of the four properties does the YOUR CAT deck's matrix break?
 
 SENTENCE = "YOUR CAT IS A LOVELY CAT".split()
-DECK = torch.tensor([  # (seq, seq) the YOUR CAT slide deck's matrix, as printed
-    [0.268, 0.119, 0.134, 0.148, 0.179, 0.152],
-    [0.124, 0.278, 0.201, 0.128, 0.154, 0.115],
-    [0.147, 0.132, 0.262, 0.097, 0.218, 0.145],
-    [0.210, 0.128, 0.206, 0.212, 0.119, 0.125],
-    [0.146, 0.158, 0.152, 0.143, 0.227, 0.174],
-    [0.195, 0.114, 0.203, 0.103, 0.157, 0.229],
-], dtype=torch.float64)
+DECK = torch.tensor(
+    [  # (seq, seq) the YOUR CAT slide deck's matrix, as printed
+        [0.268, 0.119, 0.134, 0.148, 0.179, 0.152],
+        [0.124, 0.278, 0.201, 0.128, 0.154, 0.115],
+        [0.147, 0.132, 0.262, 0.097, 0.218, 0.145],
+        [0.210, 0.128, 0.206, 0.212, 0.119, 0.125],
+        [0.146, 0.158, 0.152, 0.143, 0.227, 0.174],
+        [0.195, 0.114, 0.203, 0.103, 0.157, 0.229],
+    ],
+    dtype=torch.float64,
+)
 _BROKEN = {3, 4}
 _HOLDS_WHY = {
     1: f"property 1 holds: no weight is negative (the smallest is {DECK.min():.3f})",
-    2: (f"property 2 holds: the rows sum to {DECK.sum(-1).min():.3f} to {DECK.sum(-1).max():.3f}, which is 1 "
-        "within the deck's rounding (six numbers rounded to three decimals can be off by 0.003)"),
+    2: (
+        f"property 2 holds: the rows sum to {DECK.sum(-1).min():.3f} to {DECK.sum(-1).max():.3f}, which is 1 "
+        "within the deck's rounding (six numbers rounded to three decimals can be off by 0.003)"
+    ),
 }
 _BROKEN_WHY = {
-    3: (f"property 3 is broken: the two CAT rows differ (the first CAT gives itself {DECK[1, 1]:.3f} and the "
-        f"other CAT {DECK[1, 5]:.3f}; the second gives itself {DECK[5, 5]:.3f} and the other {DECK[5, 1]:.3f})"),
-    4: (f"property 4 is broken: the two CAT columns differ (YOUR gives the first CAT {DECK[0, 1]:.3f} "
-        f"and the second {DECK[0, 5]:.3f})"),
+    3: (
+        f"property 3 is broken: the two CAT rows differ (the first CAT gives itself {DECK[1, 1]:.3f} and the "
+        f"other CAT {DECK[1, 5]:.3f}; the second gives itself {DECK[5, 5]:.3f} and the other {DECK[5, 1]:.3f})"
+    ),
+    4: (
+        f"property 4 is broken: the two CAT columns differ (YOUR gives the first CAT {DECK[0, 1]:.3f} "
+        f"and the second {DECK[0, 5]:.3f})"
+    ),
 }
 
 
@@ -53,10 +62,12 @@ _BROKEN_WHY = {
     without positional encoding) must get identical rows and columns, so it cannot come from the word
     embeddings alone.
     """,
-    wrong=[mistake("think it is a valid attention matrix, nothing broken", set(), says="nothing is broken"),
-           mistake("see only the rows of the two CATs", {3}, says="columns differ"),
-           mistake("see only the columns of the two CATs", {4}, says="rows differ"),
-           mistake("count the rows summing to 1.001 as broken", {2, 3, 4}, says="within the deck's rounding")],
+    wrong=[
+        mistake("think it is a valid attention matrix, nothing broken", set(), says="nothing is broken"),
+        mistake("see only the rows of the two CATs", {3}, says="columns differ"),
+        mistake("see only the columns of the two CATs", {4}, says="rows differ"),
+        mistake("count the rows summing to 1.001 as broken", {2, 3, 4}, says="within the deck's rounding"),
+    ],
 )
 def predict_broken_properties(answer):
     """answer: the set of property numbers (1-4) that the deck's matrix breaks."""
@@ -80,6 +91,7 @@ def predict_broken_properties(answer):
 # ---------------------------------------------------------------------------------------------------
 # Practice: one query's weights.
 
+
 def _attention_weights(q, K):
     return torch.softmax(K @ q / math.sqrt(q.shape[-1]), dim=-1)  # (n,)
 
@@ -90,10 +102,15 @@ def _attention_weights(q, K):
     Then torch.softmax(scores, dim=-1) turns the n scores into weights that sum to 1.
     """,
     reference=_attention_weights,
-    wrong=[mistake("forget the 1/sqrt(d_k)", lambda q, K: torch.softmax(K @ q, dim=-1), says="1/sqrt(d_k)"),
-           mistake("divide by d_k instead of sqrt(d_k)", lambda q, K: torch.softmax(K @ q / q.shape[-1], dim=-1),
-                   says="instead of sqrt(d_k)"),
-           mistake("leave out the softmax", lambda q, K: K @ q / math.sqrt(q.shape[-1]), says="softmax")],
+    wrong=[
+        mistake("forget the 1/sqrt(d_k)", lambda q, K: torch.softmax(K @ q, dim=-1), says="1/sqrt(d_k)"),
+        mistake(
+            "divide by d_k instead of sqrt(d_k)",
+            lambda q, K: torch.softmax(K @ q / q.shape[-1], dim=-1),
+            says="instead of sqrt(d_k)",
+        ),
+        mistake("leave out the softmax", lambda q, K: K @ q / math.sqrt(q.shape[-1]), says="softmax"),
+    ],
 )
 def attention_weights(answer):
     """answer(q (d_k,), K (n, d_k)) -> weights (n,) = softmax(q K^T / sqrt(d_k))."""
@@ -102,9 +119,11 @@ def attention_weights(answer):
         q = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_k,)
         K = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
         got = answer(q.clone(), K.clone())
-        wrong = {"forget the 1/sqrt(d_k)": torch.softmax(K @ q, dim=-1),
-                 "divide by d_k instead of sqrt(d_k)": torch.softmax(K @ q / d_k, dim=-1),
-                 "leave out the softmax (the weights must be positive and sum to 1)": K @ q / math.sqrt(d_k)}
+        wrong = {
+            "forget the 1/sqrt(d_k)": torch.softmax(K @ q, dim=-1),
+            "divide by d_k instead of sqrt(d_k)": torch.softmax(K @ q / d_k, dim=-1),
+            "leave out the softmax (the weights must be positive and sum to 1)": K @ q / math.sqrt(d_k),
+        }
         problem = compare_with_mistakes(got, _attention_weights(q, K), f"your answer for n={n}, d_k={d_k}", wrong)
         if problem:
             return problem
@@ -113,6 +132,7 @@ def attention_weights(answer):
 
 # ---------------------------------------------------------------------------------------------------
 # Transfer: inputs whose diagonal is not the row maximum.
+
 
 def _diagonal_not_max(seq, d_model):
     lengths = torch.arange(1, seq + 1, dtype=torch.float64)  # (seq,) all different
@@ -140,11 +160,14 @@ def _one_longer_word(seq, d_model):
     """,
     reference=_diagonal_not_max,
     kind="transfer",
-    wrong=[mistake("use random vectors, as the lesson's embeddings", _random_words, says="too close"),
-           mistake("give every word the same vector", lambda seq, d: torch.ones(seq, d), says="same vector"),
-           mistake("use one-hot vectors", lambda seq, d: torch.eye(seq, d), says="same length"),
-           mistake("make one word longer, as in the lesson's counterexample", _one_longer_word,
-                   says="only the longest vector")],
+    wrong=[
+        mistake("use random vectors, as the lesson's embeddings", _random_words, says="too close"),
+        mistake("give every word the same vector", lambda seq, d: torch.ones(seq, d), says="same vector"),
+        mistake("use one-hot vectors", lambda seq, d: torch.eye(seq, d), says="same length"),
+        mistake(
+            "make one word longer, as in the lesson's counterexample", _one_longer_word, says="only the longest vector"
+        ),
+    ],
 )
 def diagonal_not_max(answer):
     """answer(seq, d_model) -> X (seq, d_model) whose self-attention has its diagonal as the row maximum
@@ -163,23 +186,32 @@ def diagonal_not_max(answer):
             continue
         lengths = X.norm(dim=-1)  # (seq,)
         if torch.allclose(X, X[:1].expand_as(X)):
-            return (f"{where}: your rows are all the same vector, so every weight in a row is equal and "
-                    "the diagonal ties for the maximum in every row")
+            return (
+                f"{where}: your rows are all the same vector, so every weight in a row is equal and "
+                "the diagonal ties for the maximum in every row"
+            )
         if torch.allclose(lengths, lengths[0].expand_as(lengths)):
-            return (f"{where}: all your vectors have the same length ({lengths[0]:.3g}), so by Cauchy-Schwarz "
-                    "x_i·x_j <= x_i·x_i and the diagonal is the maximum of every row")
+            return (
+                f"{where}: all your vectors have the same length ({lengths[0]:.3g}), so by Cauchy-Schwarz "
+                "x_i·x_j <= x_i·x_i and the diagonal is the maximum of every row"
+            )
         if len(diag_max) == seq:
-            return (f"{where}: the diagonal is still the maximum of all {seq} rows: your lengths, "
-                    f"{lengths.min():.3g} to {lengths.max():.3g}, are too close for any x_i·x_j to beat x_i·x_i; "
-                    "make the lengths very different and let longer vectors point the way of shorter ones")
-        return (f"{where}: the diagonal is still the maximum in rows {diag_max} ({len(diag_max)} of {seq}); "
-                "only the longest vector must keep its diagonal, so give every other row a longer vector "
-                "pointing its way")
+            return (
+                f"{where}: the diagonal is still the maximum of all {seq} rows: your lengths, "
+                f"{lengths.min():.3g} to {lengths.max():.3g}, are too close for any x_i·x_j to beat x_i·x_i; "
+                "make the lengths very different and let longer vectors point the way of shorter ones"
+            )
+        return (
+            f"{where}: the diagonal is still the maximum in rows {diag_max} ({len(diag_max)} of {seq}); "
+            "only the longest vector must keep its diagonal, so give every other row a longer vector "
+            "pointing its way"
+        )
     return None
 
 
 # ---------------------------------------------------------------------------------------------------
 # Transfer: a classifier head that does not care about word order.
+
 
 def _self_attention(X):
     A = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=-1)  # (seq, seq)
@@ -216,10 +248,12 @@ def _unscaled(X, W_c):
     """,
     reference=_pooled_classifier,
     kind="transfer",
-    wrong=[mistake("read the class from position 0 instead of pooling", _first_position, says="position 0"),
-           mistake("average the positions instead of summing them", _mean_pool, says="average the positions"),
-           mistake("take the softmax over the queries (dim=0)", _softmax_over_queries, says="summed embeddings"),
-           mistake("forget the 1/sqrt(d_model)", _unscaled, says="1/sqrt(d_model)")],
+    wrong=[
+        mistake("read the class from position 0 instead of pooling", _first_position, says="position 0"),
+        mistake("average the positions instead of summing them", _mean_pool, says="average the positions"),
+        mistake("take the softmax over the queries (dim=0)", _softmax_over_queries, says="summed embeddings"),
+        mistake("forget the 1/sqrt(d_model)", _unscaled, says="1/sqrt(d_model)"),
+    ],
 )
 def pooled_classifier(answer):
     """answer(X (seq, d_model), W_c (d_model, num_classes)) -> class scores (num_classes,) of
@@ -232,12 +266,14 @@ def pooled_classifier(answer):
         expected = _pooled_classifier(X, W_c)  # (num_classes,) the same for every order of the words
         where = f"for seq={seq}, d_model={d_model}, {classes} classes"
         got = torch.as_tensor(answer(X.clone(), W_c.clone())).to(torch.float64)
-        wrong = {"read position 0's output alone (the scores change when the words are reordered; "
-                 "sum over all positions)": _first_position(X, W_c),
-                 "average the positions: the lesson's pool is a sum": _mean_pool(X, W_c),
-                 "take the summed embeddings X @ W_c: with the softmax over the queries (dim=0) each column "
-                 "of weights sums to 1, so the sum over positions gives back the sum of the x_s": X.sum(0) @ W_c,
-                 "forget the 1/sqrt(d_model) in the scores": _unscaled(X, W_c)}
+        wrong = {
+            "read position 0's output alone (the scores change when the words are reordered; "
+            "sum over all positions)": _first_position(X, W_c),
+            "average the positions: the lesson's pool is a sum": _mean_pool(X, W_c),
+            "take the summed embeddings X @ W_c: with the softmax over the queries (dim=0) each column "
+            "of weights sums to 1, so the sum over positions gives back the sum of the x_s": X.sum(0) @ W_c,
+            "forget the 1/sqrt(d_model) in the scores": _unscaled(X, W_c),
+        }
         problem = compare_with_mistakes(got, expected, f"{where}, your answer", wrong)
         if problem:
             return problem
@@ -245,6 +281,8 @@ def pooled_classifier(answer):
             perm = torch.randperm(seq, generator=gen)  # (seq,)
             got_perm = torch.as_tensor(answer(X[perm].clone(), W_c.clone())).to(torch.float64)
             if compare_arrays(got_perm, expected, atol=1e-6):
-                return (f"{where}: your scores change when the words are reordered as {perm.tolist()}: "
-                        "the head must be permutation invariant")
+                return (
+                    f"{where}: your scores change when the words are reordered as {perm.tolist()}: "
+                    "the head must be permutation invariant"
+                )
     return None

@@ -33,12 +33,16 @@ def _mask_problem(got, expected, what, why):
 
 _CHANGED_AT, _T = 2, 6
 _SAYS = {
-    0: ("the mask hides a token from the positions before it, not from itself: output 2 reads its own "
-        "token, and outputs 3, 4 and 5 read it too"),
+    0: (
+        "the mask hides a token from the positions before it, not from itself: output 2 reads its own "
+        "token, and outputs 3, 4 and 5 read it too"
+    ),
     1: "not only output 2: the later positions 3, 4 and 5 attend to position 2 too, so their outputs change",
     2: "outputs 0 and 1 are the ones that cannot change: they come before position 2 and the mask hides it",
-    3: ("positions 3, 4 and 5 change, and so does position 2 itself: the causal mask keeps the diagonal, "
-        "so output 2 reads token 2"),
+    3: (
+        "positions 3, 4 and 5 change, and so does position 2 itself: the causal mask keeps the diagonal, "
+        "so output 2 reads token 2"
+    ),
     6: "6 is what happens without the mask; with it, outputs 0 and 1 cannot see position 2",
 }
 
@@ -55,11 +59,13 @@ _SAYS = {
     With the causal mask, output t depends on tokens 0 to t only. Changing token 2 changes the outputs
     that can read it, 2, 3, 4 and 5 (four of six), and leaves outputs 0 and 1 as they were.
     """,
-    wrong=[mistake("think the mask hides the change from everyone", 0, says="reads its own token"),
-           mistake("count only the changed position itself", 1, says="later positions"),
-           mistake("think the change reaches the past", 2, says="cannot change"),
-           mistake("forget that position 2 sees itself", 3, says="keeps the diagonal"),
-           mistake("forget the mask", 6, says="without the mask")],
+    wrong=[
+        mistake("think the mask hides the change from everyone", 0, says="reads its own token"),
+        mistake("count only the changed position itself", 1, says="later positions"),
+        mistake("think the change reaches the past", 2, says="cannot change"),
+        mistake("forget that position 2 sees itself", 3, says="keeps the diagonal"),
+        mistake("forget the mask", 6, says="without the mask"),
+    ],
 )
 def predict_changed_outputs(answer):
     """answer: how many of 6 outputs change, under the causal mask, when token 2 changes."""
@@ -71,12 +77,14 @@ def predict_changed_outputs(answer):
         return None
     if got in _SAYS:
         return f"not {got}: " + _SAYS[got]
-    return (f"not {got}: there are {_T} outputs; count those whose row of the causal mask lets them see "
-            f"key {_CHANGED_AT}")
+    return (
+        f"not {got}: there are {_T} outputs; count those whose row of the causal mask lets them see key {_CHANGED_AT}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # Practice: a masked softmax without NaN.
+
 
 def _masked_softmax(scores, mask):
     has_key = mask.any(dim=-1, keepdim=True)  # (..., 1)
@@ -91,12 +99,19 @@ def _masked_softmax(scores, mask):
     keep their scores finite before the softmax, and set their weights to 0 afterwards.
     """,
     reference=_masked_softmax,
-    wrong=[mistake("fill with -inf and stop there",
-                   lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), dim=-1), says="all masked"),
-           mistake("zero the masked weights after the softmax", lambda s, m: torch.softmax(s, dim=-1) * m,
-                   says="renormalise"),
-           mistake("fill the masked scores with 0", lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1),
-                   says="e^0 = 1")],
+    wrong=[
+        mistake(
+            "fill with -inf and stop there",
+            lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), dim=-1),
+            says="all masked",
+        ),
+        mistake(
+            "zero the masked weights after the softmax", lambda s, m: torch.softmax(s, dim=-1) * m, says="renormalise"
+        ),
+        mistake(
+            "fill the masked scores with 0", lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1), says="e^0 = 1"
+        ),
+    ],
 )
 def masked_softmax(answer):
     """answer(scores (..., T_k), mask (..., T_k)) -> weights, 0 where masked, rows of an empty mask all 0."""
@@ -110,25 +125,32 @@ def masked_softmax(answer):
         return f"weights have shape {tuple(got.shape)}, expected {tuple(scores.shape)}"
     if torch.isnan(got).any():
         idx = tuple(int(i) for i in torch.isnan(got).nonzero()[0])
-        return (f"NaN at index {idx}: that row's keys are all masked, and softmax of all -inf is 0/0; "
-                "a row whose keys are all masked must give zeros")
+        return (
+            f"NaN at index {idx}: that row's keys are all masked, and softmax of all -inf is 0/0; "
+            "a row whose keys are all masked must give zeros"
+        )
     leak = got.masked_select(~mask)
     if (leak != 0).any():
         idx = tuple(int(i) for i in ((got != 0) & ~mask).nonzero()[0])
-        return (f"a masked key gets weight {got[idx]:.4f} at index {idx}: a score of 0 does not remove a key "
-                "(e^0 = 1); fill masked scores with -inf")
+        return (
+            f"a masked key gets weight {got[idx]:.4f} at index {idx}: a score of 0 does not remove a key "
+            "(e^0 = 1); fill masked scores with -inf"
+        )
     sums = got.sum(-1)  # (batch, T_q)
     has_key = mask.any(-1)  # (batch, T_q)
     bad = (has_key & ((sums - 1).abs() > 1e-6)).nonzero()
     if len(bad):
         b, i = (int(v) for v in bad[0])
-        return (f"row {(b, i)} sums to {sums[b, i]:.4f}, not 1: after removing the masked keys the others "
-                "must renormalise (take the softmax after masking the scores, not before)")
+        return (
+            f"row {(b, i)} sums to {sums[b, i]:.4f}, not 1: after removing the masked keys the others "
+            "must renormalise (take the softmax after masking the scores, not before)"
+        )
     return compare_arrays(got, _masked_softmax(scores, mask), "weights")
 
 
 # ---------------------------------------------------------------------------------------------------
 # Transfer: a sliding-window causal mask.
+
 
 def _sliding_window(n, w):
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]  # (n, 1), (1, n)
@@ -158,20 +180,25 @@ def _window_without_self(n, w):
     """,
     reference=_sliding_window,
     kind="transfer",
-    wrong=[mistake("let the window reach w tokens back (w + 1 keys)", _window_w_plus_1, says="tokens before it"),
-           mistake("forget that the window is causal (|i - j| < w)", _window_both_sides, says="future"),
-           mistake("leave the query itself out of its window", _window_without_self, says="sees itself"),
-           mistake("return a float mask", lambda n, w: _sliding_window(n, w).float(), says="torch.bool")],
+    wrong=[
+        mistake("let the window reach w tokens back (w + 1 keys)", _window_w_plus_1, says="tokens before it"),
+        mistake("forget that the window is causal (|i - j| < w)", _window_both_sides, says="future"),
+        mistake("leave the query itself out of its window", _window_without_self, says="sees itself"),
+        mistake("return a float mask", lambda n, w: _sliding_window(n, w).float(), says="torch.bool"),
+    ],
 )
 def sliding_window_mask(answer):
     """answer(n, w) -> bool (n, n): query i may attend to itself and the w - 1 tokens before it."""
     for n, w in ((6, 3), (5, 1), (4, 4), (3, 5)):
+
         def why(i, j, value):
             if value and j > i:
                 return f"key {j} comes after query {i}: a sliding window is still causal, it never sees the future"
             if value:
-                return (f"key {j} is {i - j} steps back, but a window of width {w} holds only the query itself "
-                        f"and the {w - 1} tokens before it")
+                return (
+                    f"key {j} is {i - j} steps back, but a window of width {w} holds only the query itself "
+                    f"and the {w - 1} tokens before it"
+                )
             if i == j:
                 return "every query sees itself: the window holds the query itself and the tokens before it"
             return f"key {j} is {i - j} steps back, inside the window of width {w}"
@@ -184,6 +211,7 @@ def sliding_window_mask(answer):
 
 # ---------------------------------------------------------------------------------------------------
 # Transfer: a prefix-LM mask.
+
 
 def _prefix_lm(n, prefix_len):
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]  # (n, 1), (1, n)
@@ -208,12 +236,20 @@ def _prefix_cut_off(n, prefix_len):
     """,
     reference=_prefix_lm,
     kind="transfer",
-    wrong=[mistake("use the plain causal mask", lambda n, p: torch.ones(n, n, dtype=torch.bool).tril(),
-                   says="prefix is bidirectional"),
-           mistake("let the prefix queries see the whole row", _prefix_sees_everything, says="after the prefix"),
-           mistake("make the prefix one token too long (j <= prefix_len)",
-                   lambda n, p: _prefix_lm(n, p + 1), says="one token too long"),
-           mistake("cut the later tokens off from the prefix", _prefix_cut_off, says="sees its past")],
+    wrong=[
+        mistake(
+            "use the plain causal mask",
+            lambda n, p: torch.ones(n, n, dtype=torch.bool).tril(),
+            says="prefix is bidirectional",
+        ),
+        mistake("let the prefix queries see the whole row", _prefix_sees_everything, says="after the prefix"),
+        mistake(
+            "make the prefix one token too long (j <= prefix_len)",
+            lambda n, p: _prefix_lm(n, p + 1),
+            says="one token too long",
+        ),
+        mistake("cut the later tokens off from the prefix", _prefix_cut_off, says="sees its past"),
+    ],
 )
 def prefix_lm_mask(answer):
     """answer(n, prefix_len) -> bool (n, n): bidirectional over positions < prefix_len, causal after."""
@@ -223,20 +259,30 @@ def prefix_lm_mask(answer):
 
         def why(i, j, value):
             if value and j >= p:
-                return (f"key {j} comes after query {i} and after {prefix}: "
-                        "after the prefix the mask is causal, and no query sees the future beyond the prefix")
+                return (
+                    f"key {j} comes after query {i} and after {prefix}: "
+                    "after the prefix the mask is causal, and no query sees the future beyond the prefix"
+                )
             if not value and j <= i:
                 return f"key {j} is at or before query {i}: every query sees its past and itself"
-            return (f"key {j} is in {prefix}, which every query sees in full, "
-                    "even prefix tokens after it: the prefix is bidirectional")
+            return (
+                f"key {j} is in {prefix}, which every query sees in full, "
+                "even prefix tokens after it: the prefix is bidirectional"
+            )
 
         what = f"the mask for n={n}, prefix_len={p}"
         for off in (1, -1):
             got_t = torch.as_tensor(got)
-            if 0 <= p + off <= n and got_t.dtype == torch.bool and torch.equal(got_t, _prefix_lm(n, p + off)) \
-                    and not torch.equal(_prefix_lm(n, p + off), _prefix_lm(n, p)):
-                return (f"{what}: your prefix is one token too {'long' if off > 0 else 'short'} "
-                        f"({p + off} tokens); {prefix} has prefix_len = {p} tokens")
+            if (
+                0 <= p + off <= n
+                and got_t.dtype == torch.bool
+                and torch.equal(got_t, _prefix_lm(n, p + off))
+                and not torch.equal(_prefix_lm(n, p + off), _prefix_lm(n, p))
+            ):
+                return (
+                    f"{what}: your prefix is one token too {'long' if off > 0 else 'short'} "
+                    f"({p + off} tokens); {prefix} has prefix_len = {p} tokens"
+                )
         problem = _mask_problem(got, _prefix_lm(n, p), what, why)
         if problem:
             return problem
@@ -245,6 +291,7 @@ def prefix_lm_mask(answer):
 
 # ---------------------------------------------------------------------------------------------------
 # Transfer: sentences packed into one row.
+
 
 def _packed(lengths):
     sentence = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))  # (T,) sentence index
@@ -266,11 +313,15 @@ def _packed_blocks_only(lengths):
     """,
     reference=_packed,
     kind="transfer",
-    wrong=[mistake("use one causal mask over the whole row",
-                   lambda lengths: torch.ones(sum(lengths), sum(lengths), dtype=torch.bool).tril(),
-                   says="must not see each other"),
-           mistake("build the blocks but forget the causal part", _packed_blocks_only, says="causal part"),
-           mistake("return a float mask", lambda lengths: _packed(lengths).float(), says="torch.bool")],
+    wrong=[
+        mistake(
+            "use one causal mask over the whole row",
+            lambda lengths: torch.ones(sum(lengths), sum(lengths), dtype=torch.bool).tril(),
+            says="must not see each other",
+        ),
+        mistake("build the blocks but forget the causal part", _packed_blocks_only, says="causal part"),
+        mistake("return a float mask", lambda lengths: _packed(lengths).float(), says="torch.bool"),
+    ],
 )
 def packed_causal_mask(answer):
     """answer(lengths) -> bool (T, T), T = sum(lengths): causal within each sentence, nothing across."""
@@ -280,8 +331,10 @@ def packed_causal_mask(answer):
         def why(i, j, value):
             si, sj = sentence[i], sentence[j]
             if value and si != sj:
-                return (f"query {i} is in sentence {si} but key {j} in sentence {sj}: packed sentences must "
-                        "not see each other")
+                return (
+                    f"query {i} is in sentence {si} but key {j} in sentence {sj}: packed sentences must "
+                    "not see each other"
+                )
             if value:
                 return f"key {j} comes after query {i} in the same sentence: the causal part is missing"
             return f"key {j} is at or before query {i} in the same sentence ({si}), so query {i} may attend to it"

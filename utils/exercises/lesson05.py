@@ -5,7 +5,6 @@ import torch
 from torch import nn
 
 from utils.exercises import compare_arrays, exercise, mistake
-from utils.multihead import MultiHeadAttention
 
 
 def _prediction(answer):
@@ -19,11 +18,12 @@ def _prediction(answer):
 _D, _H = 64, 8
 _RIGHT = 4 * _D * _D + 4 * _D  # 16,640
 _SAYS = {
-    _H * _RIGHT: (f"that is {_H} × {_RIGHT:,}, as if every head had its own d_model × d_model W_q, W_k, W_v and "
-                  f"W_o; the heads share the four matrices out in blocks of width d_k = {_D // _H}"),
+    _H * _RIGHT: (
+        f"that is {_H} × {_RIGHT:,}, as if every head had its own d_model × d_model W_q, W_k, W_v and "
+        f"W_o; the heads share the four matrices out in blocks of width d_k = {_D // _H}"
+    ),
     4 * _D * _D: f"that leaves out the four bias vectors of {_D} numbers each",
-    _RIGHT // _H: (f"that is one head's share of the {_RIGHT:,}: all {_H} heads together own the whole four "
-                   "matrices"),
+    _RIGHT // _H: (f"that is one head's share of the {_RIGHT:,}: all {_H} heads together own the whole four matrices"),
     3 * _D * _D + 3 * _D: "that counts W_q, W_k and W_v but not W_o, which mixes the heads after the concatenation",
 }
 
@@ -41,10 +41,12 @@ _SAYS = {
     4·64² + 4·64 = {_RIGHT:,} parameters for 1, 2, 4 or 8 heads. The heads divide the columns of W_q, W_k
     and W_v (and the rows of W_o) among themselves; they do not add matrices.
     """,
-    wrong=[mistake("give every head its own full-size matrices", _H * _RIGHT, says="its own d_model × d_model"),
-           mistake("forget the biases", 4 * _D * _D, says="bias vectors"),
-           mistake("count one head's slices", _RIGHT // _H, says="one head's share"),
-           mistake("forget W_o", 3 * _D * _D + 3 * _D, says="not W_o")],
+    wrong=[
+        mistake("give every head its own full-size matrices", _H * _RIGHT, says="its own d_model × d_model"),
+        mistake("forget the biases", 4 * _D * _D, says="bias vectors"),
+        mistake("count one head's slices", _RIGHT // _H, says="one head's share"),
+        mistake("forget W_o", 3 * _D * _D + 3 * _D, says="not W_o"),
+    ],
 )
 def predict_param_count(answer):
     """answer: the number of parameters of MultiHeadAttention(d_model=64, num_heads=8), biases included."""
@@ -56,12 +58,12 @@ def predict_param_count(answer):
         return None
     if got in _SAYS:
         return f"not {got:,}: " + _SAYS[got]
-    return (f"not {got:,}: count the four d_model × d_model matrices and their four bias vectors, "
-            f"at d_model = {_D}")
+    return f"not {got:,}: count the four d_model × d_model matrices and their four bias vectors, at d_model = {_D}"
 
 
 # ---------------------------------------------------------------------------------------------------
 # Practice: split the heads.
+
 
 def _split_heads_solution(x, num_heads):
     batch, T, d_model = x.shape
@@ -90,11 +92,11 @@ def _split_heads_axes_not_moved(x, num_heads):
     Reshaping straight to (batch, num_heads, T, d_k) cuts the memory in the wrong places.
     """,
     reference=_split_heads_solution,
-    wrong=[mistake("reshape straight to (batch, num_heads, T, d_k)", _split_heads_no_transpose,
-                   says="cuts the memory"),
-           mistake("split the features as (d_k, num_heads)", _split_heads_interleaved,
-                   says="every num_heads-th column"),
-           mistake("stop before moving the head axis", _split_heads_axes_not_moved, says="transpose(1, 2)")],
+    wrong=[
+        mistake("reshape straight to (batch, num_heads, T, d_k)", _split_heads_no_transpose, says="cuts the memory"),
+        mistake("split the features as (d_k, num_heads)", _split_heads_interleaved, says="every num_heads-th column"),
+        mistake("stop before moving the head axis", _split_heads_axes_not_moved, says="transpose(1, 2)"),
+    ],
 )
 def split_heads(answer):
     """answer(x (batch, T, d_model), num_heads) -> (batch, num_heads, T, d_k), head i = columns i*d_k:(i+1)*d_k."""
@@ -106,28 +108,36 @@ def split_heads(answer):
             return f"return a torch.Tensor, got {type(got).__name__}"
         expected = _split_heads_solution(x, h)
         if tuple(got.shape) == (batch, T, h, d_model // h) and torch.equal(got, _split_heads_axes_not_moved(x, h)):
-            return (f"{where}: your shape is (batch, T, num_heads, d_k) = {tuple(got.shape)}; move the head "
-                    "axis in front of T with .transpose(1, 2)")
+            return (
+                f"{where}: your shape is (batch, T, num_heads, d_k) = {tuple(got.shape)}; move the head "
+                "axis in front of T with .transpose(1, 2)"
+            )
         if tuple(got.shape) != tuple(expected.shape):
-            return (f"{where}: expected shape {tuple(expected.shape)} (batch, num_heads, T, d_k), "
-                    f"got {tuple(got.shape)}")
+            return f"{where}: expected shape {tuple(expected.shape)} (batch, num_heads, T, d_k), got {tuple(got.shape)}"
         if torch.equal(got, expected):
             continue
         if torch.equal(got, _split_heads_no_transpose(x, h)):
-            return (f"{where}: reshaping straight to (batch, num_heads, T, d_k) cuts the memory in the wrong "
-                    "places: head 0 gets whole tokens instead of the first d_k columns of every token")
+            return (
+                f"{where}: reshaping straight to (batch, num_heads, T, d_k) cuts the memory in the wrong "
+                "places: head 0 gets whole tokens instead of the first d_k columns of every token"
+            )
         if torch.equal(got, _split_heads_interleaved(x, h)):
-            return (f"{where}: head i must hold the contiguous columns i*d_k ... (i+1)*d_k - 1; yours takes "
-                    "every num_heads-th column (you split the features as (d_k, num_heads))")
+            return (
+                f"{where}: head i must hold the contiguous columns i*d_k ... (i+1)*d_k - 1; yours takes "
+                "every num_heads-th column (you split the features as (d_k, num_heads))"
+            )
         idx = tuple(int(i) for i in (got != expected).nonzero()[0])
-        return (f"{where}: element [batch, head, t, j] = {list(idx)} should be "
-                f"x[{idx[0]}, {idx[2]}, {idx[1] * (d_model // h) + idx[3]}] = {expected[idx]:.0f}, "
-                f"got {got[idx]:.0f} (head i holds columns i*d_k ... (i+1)*d_k - 1 of token t)")
+        return (
+            f"{where}: element [batch, head, t, j] = {list(idx)} should be "
+            f"x[{idx[0]}, {idx[2]}, {idx[1] * (d_model // h) + idx[3]}] = {expected[idx]:.0f}, "
+            f"got {got[idx]:.0f} (head i holds columns i*d_k ... (i+1)*d_k - 1 of token t)"
+        )
     return None
 
 
 # ---------------------------------------------------------------------------------------------------
 # Transfer: per-head W_Q, W_K, W_V from torch.nn.MultiheadAttention's in_proj_weight.
+
 
 def _split_in_proj(in_proj_weight, num_heads):
     d_model = in_proj_weight.shape[1]
@@ -149,8 +159,7 @@ def _in_proj_reshape_transposed(in_proj_weight, num_heads):
 
 def _in_proj_interleaved(in_proj_weight, num_heads):
     d_model = in_proj_weight.shape[1]
-    return tuple(W.reshape(d_model // num_heads, num_heads, d_model).permute(1, 2, 0)
-                 for W in in_proj_weight.chunk(3))
+    return tuple(W.reshape(d_model // num_heads, num_heads, d_model).permute(1, 2, 0) for W in in_proj_weight.chunk(3))
 
 
 def _in_proj_per_head_packing(in_proj_weight, num_heads):
@@ -160,13 +169,19 @@ def _in_proj_per_head_packing(in_proj_weight, num_heads):
 
 
 _IN_PROJ_MISTAKES = {
-    _in_proj_reshape_transposed: ("reshaping W_q.T (d_model, d_model) straight to (num_heads, d_model, d_k) "
-                                  "cuts it along the input features; head i's block is columns i*d_k ... "
-                                  "(i+1)*d_k - 1 of W_q.T"),
-    _in_proj_interleaved: ("head i must take the contiguous rows i*d_k ... (i+1)*d_k - 1 of W_q in "
-                           "in_proj_weight; yours takes every num_heads-th row"),
-    _in_proj_per_head_packing: ("in_proj_weight stacks all of W_q (rows 0 to d_model - 1), then all of W_k, "
-                                "then all of W_v; yours reads it as [q, k, v] blocks per head"),
+    _in_proj_reshape_transposed: (
+        "reshaping W_q.T (d_model, d_model) straight to (num_heads, d_model, d_k) "
+        "cuts it along the input features; head i's block is columns i*d_k ... "
+        "(i+1)*d_k - 1 of W_q.T"
+    ),
+    _in_proj_interleaved: (
+        "head i must take the contiguous rows i*d_k ... (i+1)*d_k - 1 of W_q in "
+        "in_proj_weight; yours takes every num_heads-th row"
+    ),
+    _in_proj_per_head_packing: (
+        "in_proj_weight stacks all of W_q (rows 0 to d_model - 1), then all of W_k, "
+        "then all of W_v; yours reads it as [q, k, v] blocks per head"
+    ),
 }
 
 
@@ -179,12 +194,14 @@ _IN_PROJ_MISTAKES = {
     """,
     reference=_split_in_proj,
     kind="transfer",
-    wrong=[mistake("keep nn.Linear's (out, in) layout", _in_proj_no_transpose, says="nn.Linear's"),
-           mistake("reshape the transposed matrix straight into heads", _in_proj_reshape_transposed,
-                   says="input features"),
-           mistake("take every num_heads-th row for a head", _in_proj_interleaved, says="every num_heads-th row"),
-           mistake("read in_proj_weight as [q, k, v] per head", _in_proj_per_head_packing,
-                   says="stacks all of W_q")],
+    wrong=[
+        mistake("keep nn.Linear's (out, in) layout", _in_proj_no_transpose, says="nn.Linear's"),
+        mistake(
+            "reshape the transposed matrix straight into heads", _in_proj_reshape_transposed, says="input features"
+        ),
+        mistake("take every num_heads-th row for a head", _in_proj_interleaved, says="every num_heads-th row"),
+        mistake("read in_proj_weight as [q, k, v] per head", _in_proj_per_head_packing, says="stacks all of W_q"),
+    ],
 )
 def split_in_proj(answer):
     """answer(in_proj_weight (3 d_model, d_model), num_heads) -> (W_Q, W_K, W_V), each (num_heads, d_model, d_k),
@@ -202,9 +219,11 @@ def split_in_proj(answer):
         d_k = d_model // h
         for name, W in zip(("W_Q", "W_K", "W_V"), got):
             if tuple(W.shape) == (h, d_k, d_model) and d_k != d_model:
-                return (f"{where}: {name} has shape {tuple(W.shape)}, (num_heads, d_k, d_model): that is "
-                        "nn.Linear's (out_features, in_features) layout; transpose each head's block so "
-                        f"that x @ {name}[i] works, shape (num_heads, d_model, d_k)")
+                return (
+                    f"{where}: {name} has shape {tuple(W.shape)}, (num_heads, d_k, d_model): that is "
+                    "nn.Linear's (out_features, in_features) layout; transpose each head's block so "
+                    f"that x @ {name}[i] works, shape (num_heads, d_model, d_k)"
+                )
             if tuple(W.shape) != (h, d_model, d_k):
                 return f"{where}: {name} has shape {tuple(W.shape)}, expected {(h, d_model, d_k)}"
         expected = _split_in_proj(weight, h)
@@ -214,7 +233,9 @@ def split_in_proj(answer):
             if all(compare_arrays(W, E, atol=1e-7) is None for W, E in zip(got, wrong(weight, h))):
                 return f"{where}: {says}"
         for name, W, E in zip(("W_Q", "W_K", "W_V"), got, expected):
-            problem = compare_arrays(W.reshape(-1, d_k), E.reshape(-1, d_k), f"{where}: {name} as (num_heads·d_model, d_k)")
+            problem = compare_arrays(
+                W.reshape(-1, d_k), E.reshape(-1, d_k), f"{where}: {name} as (num_heads·d_model, d_k)"
+            )
             if problem:
                 return problem
     return None
@@ -222,6 +243,7 @@ def split_in_proj(answer):
 
 # ---------------------------------------------------------------------------------------------------
 # Transfer: parameters and key-value cache of multi-query and grouped-query attention.
+
 
 def _gqa_counts(d_model, num_heads, num_kv_heads, T):
     d_k = d_model // num_heads
@@ -233,8 +255,12 @@ def _gqa_reference_by_modules(d_model, num_heads, num_kv_heads, T):
     """The same counts from real layers: parameters of W_q, W_k, W_v, W_o and the cached k, v tensors."""
     d_k = d_model // num_heads
     with torch.random.fork_rng():
-        layers = [nn.Linear(d_model, d_model), nn.Linear(d_model, num_kv_heads * d_k),
-                  nn.Linear(d_model, num_kv_heads * d_k), nn.Linear(d_model, d_model)]
+        layers = [
+            nn.Linear(d_model, d_model),
+            nn.Linear(d_model, num_kv_heads * d_k),
+            nn.Linear(d_model, num_kv_heads * d_k),
+            nn.Linear(d_model, d_model),
+        ]
     x = torch.zeros(T, d_model)  # (T, d_model)
     k = layers[1](x).view(T, num_kv_heads, d_k)  # (T, num_kv_heads, d_k) what the cache keeps
     v = layers[2](x).view(T, num_kv_heads, d_k)  # (T, num_kv_heads, d_k)
@@ -250,18 +276,33 @@ def _gqa_reference_by_modules(d_model, num_heads, num_kv_heads, T):
     """,
     reference=_gqa_counts,
     kind="transfer",
-    wrong=[mistake("shrink W_q and W_o too",
-                   lambda d, h, g, T: (4 * (d * g * (d // h) + g * (d // h)), 2 * T * g * (d // h)),
-                   says="W_q and W_o stay"),
-           mistake("count plain multi-head attention", lambda d, h, g, T: (4 * d * d + 4 * d, 2 * T * g * (d // h)),
-                   says="plain multi-head attention"),
-           mistake("forget the biases",
-                   lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0] - 2 * d - 2 * g * (d // h), _gqa_counts(d, h, g, T)[1]),
-                   says="biases"),
-           mistake("cache only the keys", lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0], T * g * (d // h)),
-                   says="values are cached too"),
-           mistake("cache a key and a value per query head",
-                   lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0], 2 * T * d), says="per key-value head")],
+    wrong=[
+        mistake(
+            "shrink W_q and W_o too",
+            lambda d, h, g, T: (4 * (d * g * (d // h) + g * (d // h)), 2 * T * g * (d // h)),
+            says="W_q and W_o stay",
+        ),
+        mistake(
+            "count plain multi-head attention",
+            lambda d, h, g, T: (4 * d * d + 4 * d, 2 * T * g * (d // h)),
+            says="plain multi-head attention",
+        ),
+        mistake(
+            "forget the biases",
+            lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0] - 2 * d - 2 * g * (d // h), _gqa_counts(d, h, g, T)[1]),
+            says="biases",
+        ),
+        mistake(
+            "cache only the keys",
+            lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0], T * g * (d // h)),
+            says="values are cached too",
+        ),
+        mistake(
+            "cache a key and a value per query head",
+            lambda d, h, g, T: (_gqa_counts(d, h, g, T)[0], 2 * T * d),
+            says="per key-value head",
+        ),
+    ],
 )
 def gqa_counts(answer):
     """answer(d_model, num_heads, num_kv_heads, T) -> (parameters, numbers in the key-value cache of T tokens)."""
@@ -275,20 +316,33 @@ def gqa_counts(answer):
         got_params, got_cache = (v.item() if hasattr(v, "item") else v for v in got)
         problems = []
         if got_params != params:
-            why = {4 * (d_model * g * d_k + g * d_k): ("W_q and W_o stay d_model × d_model: only the keys and "
-                                                       "values are shared between query heads"),
-                   4 * d_model * d_model + 4 * d_model: (f"{got_params:,} is plain multi-head attention: with "
-                                                         f"num_kv_heads = {g}, W_k and W_v have only "
-                                                         f"num_kv_heads·d_k = {g * d_k} columns"),
-                   params - 2 * d_model - 2 * g * d_k: "count the four biases too"}
-            problems.append(f"expected {params:,} parameters, got {got_params:,}"
-                            + (f" ({why[got_params]})" if got_params in why else ""))
+            why = {
+                4 * (d_model * g * d_k + g * d_k): (
+                    "W_q and W_o stay d_model × d_model: only the keys and values are shared between query heads"
+                ),
+                4 * d_model * d_model + 4 * d_model: (
+                    f"{got_params:,} is plain multi-head attention: with "
+                    f"num_kv_heads = {g}, W_k and W_v have only "
+                    f"num_kv_heads·d_k = {g * d_k} columns"
+                ),
+                params - 2 * d_model - 2 * g * d_k: "count the four biases too",
+            }
+            problems.append(
+                f"expected {params:,} parameters, got {got_params:,}"
+                + (f" ({why[got_params]})" if got_params in why else "")
+            )
         if got_cache != cache:
-            why = {T * g * d_k: "the values are cached too, not only the keys",
-                   2 * T * d_model: (f"query heads share keys and values: the cache keeps one key and one value "
-                                     f"per key-value head ({g}), not per query head ({h})")}
-            problems.append(f"expected {cache:,} numbers in the cache, got {got_cache:,}"
-                            + (f" ({why[got_cache]})" if got_cache in why else ""))
+            why = {
+                T * g * d_k: "the values are cached too, not only the keys",
+                2 * T * d_model: (
+                    f"query heads share keys and values: the cache keeps one key and one value "
+                    f"per key-value head ({g}), not per query head ({h})"
+                ),
+            }
+            problems.append(
+                f"expected {cache:,} numbers in the cache, got {got_cache:,}"
+                + (f" ({why[got_cache]})" if got_cache in why else "")
+            )
         if problems:
             return f"{where}: " + "; ".join(problems)
     return None

@@ -26,16 +26,24 @@ def _compare_cases(answer, reference, wrong, cases, atol=1e-6):
         if problem:
             return f"{label}: {problem}"
         H = expected.shape[-1]
-        mistakes = {m.name: m.answer(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
-                    .detach().reshape(-1, H) for m in wrong}
-        problem = compare_with_mistakes(got.detach().reshape(-1, H), expected.reshape(-1, H),
-                                        f"{label}: your output (rows = tokens)", mistakes, atol=atol)
+        mistakes = {
+            m.name: m.answer(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]).detach().reshape(-1, H)
+            for m in wrong
+        }
+        problem = compare_with_mistakes(
+            got.detach().reshape(-1, H),
+            expected.reshape(-1, H),
+            f"{label}: your output (rows = tokens)",
+            mistakes,
+            atol=atol,
+        )
         if problem:
             return problem
     return None
 
 
 # --- 1. LayerNorm by hand (practice) ---------------------------------------------------------------
+
 
 def _layer_norm_solution(x, g, b, eps):
     mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
@@ -68,12 +76,19 @@ def _layer_norm_bias_inside(x, g, b, eps):
 
 _LAYER_NORM_MISTAKES = [
     mistake("divide by H - 1 (torch.var's default) instead of H", _layer_norm_unbiased, says="H - 1"),
-    mistake("take the mean over the batch (dim 0, batch norm's axis) instead of each token's features",
-            _layer_norm_over_batch, says="batch norm's axis"),
-    mistake("add eps to sigma instead of inside the square root", _layer_norm_eps_outside,
-            says="inside the square root"),
-    mistake("add b before multiplying by g (g * (N(x) + b) instead of g * N(x) + b)", _layer_norm_bias_inside,
-            says="g * N(x) + b"),
+    mistake(
+        "take the mean over the batch (dim 0, batch norm's axis) instead of each token's features",
+        _layer_norm_over_batch,
+        says="batch norm's axis",
+    ),
+    mistake(
+        "add eps to sigma instead of inside the square root", _layer_norm_eps_outside, says="inside the square root"
+    ),
+    mistake(
+        "add b before multiplying by g (g * (N(x) + b) instead of g * N(x) + b)",
+        _layer_norm_bias_inside,
+        says="g * N(x) + b",
+    ),
 ]
 
 
@@ -100,7 +115,7 @@ def _layer_norm_cases():
 )
 def layer_norm(answer):
     """answer(x (..., H), g (H,), b (H,), eps) -> LayerNorm over the last axis, as torch.nn.LayerNorm."""
-    for (x, g, b, eps), label in _layer_norm_cases():  # the reference is torch.nn.LayerNorm itself
+    for (x, g, b, eps), _label in _layer_norm_cases():  # the reference is torch.nn.LayerNorm itself
         ln = nn.LayerNorm(x.shape[-1], eps=eps, dtype=torch.float64)
         with torch.no_grad():
             ln.weight.copy_(g)
@@ -112,8 +127,9 @@ def layer_norm(answer):
 
 # --- 2. RMSNorm (transfer) ----------------------------------------------------------------------------
 
+
 def _rms_norm_solution(x, g, eps):
-    rms = torch.sqrt((x ** 2).mean(dim=-1, keepdim=True) + eps)  # (..., 1): root of the mean square
+    rms = torch.sqrt((x**2).mean(dim=-1, keepdim=True) + eps)  # (..., 1): root of the mean square
     return g * x / rms  # (..., H)
 
 
@@ -123,25 +139,34 @@ def _rms_norm_subtracts_mean(x, g, eps):
 
 
 def _rms_norm_sum_of_squares(x, g, eps):
-    return g * x / torch.sqrt((x ** 2).sum(dim=-1, keepdim=True) + eps)
+    return g * x / torch.sqrt((x**2).sum(dim=-1, keepdim=True) + eps)
 
 
 def _rms_norm_eps_outside(x, g, eps):
-    return g * x / (torch.sqrt((x ** 2).mean(dim=-1, keepdim=True)) + eps)
+    return g * x / (torch.sqrt((x**2).mean(dim=-1, keepdim=True)) + eps)
 
 
 def _rms_norm_over_batch(x, g, eps):
-    return g * x / torch.sqrt((x ** 2).mean(dim=0, keepdim=True) + eps)
+    return g * x / torch.sqrt((x**2).mean(dim=0, keepdim=True) + eps)
 
 
 _RMS_MISTAKES = [
-    mistake("subtract the mean first (that is LayerNorm; RMSNorm keeps the mean)", _rms_norm_subtracts_mean,
-            says="RMSNorm keeps the mean"),
-    mistake("divide by the root of the sum of the squares instead of their mean", _rms_norm_sum_of_squares,
-            says="sum of the squares"),
+    mistake(
+        "subtract the mean first (that is LayerNorm; RMSNorm keeps the mean)",
+        _rms_norm_subtracts_mean,
+        says="RMSNorm keeps the mean",
+    ),
+    mistake(
+        "divide by the root of the sum of the squares instead of their mean",
+        _rms_norm_sum_of_squares,
+        says="sum of the squares",
+    ),
     mistake("add eps outside the square root", _rms_norm_eps_outside, says="outside the square root"),
-    mistake("average the squares over the batch (dim 0) instead of each token's features", _rms_norm_over_batch,
-            says="over the batch"),
+    mistake(
+        "average the squares over the batch (dim 0) instead of each token's features",
+        _rms_norm_over_batch,
+        says="over the batch",
+    ),
 ]
 
 
@@ -177,6 +202,7 @@ def rms_norm(answer):
 
 # --- 3. The parameter count of the paper's base model (transfer) --------------------------------------
 
+
 def _parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size):
     attention = 4 * (d_model * d_model + d_model)  # W_q, W_k, W_v, W_o with biases; num_heads does not matter
     ffn = d_model * d_ff + d_ff + d_ff * d_model + d_model  # W_1, b_1, W_2, b_2
@@ -197,8 +223,9 @@ def _count_without_biases(d_model, d_ff, num_heads, num_layers, vocab_size):
 
 
 def _count_no_cross_attention(d_model, d_ff, num_heads, num_layers, vocab_size):
-    return (_parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size)
-            - num_layers * (4 * (d_model * d_model + d_model) + 2 * d_model))
+    return _parameter_count_solution(d_model, d_ff, num_heads, num_layers, vocab_size) - num_layers * (
+        4 * (d_model * d_model + d_model) + 2 * d_model
+    )
 
 
 def _count_per_head_full_projections(d_model, d_ff, num_heads, num_layers, vocab_size):
@@ -212,13 +239,24 @@ def _count_without_layer_norms(d_model, d_ff, num_heads, num_layers, vocab_size)
 
 
 _COUNT_MISTAKES = [
-    mistake("give the source embedding, the target embedding and the output projection a matrix each "
-            "(the paper shares one)", _count_three_embeddings, says="the paper shares one"),
+    mistake(
+        "give the source embedding, the target embedding and the output projection a matrix each "
+        "(the paper shares one)",
+        _count_three_embeddings,
+        says="the paper shares one",
+    ),
     mistake("leave out the biases of the linear maps", _count_without_biases, says="biases"),
-    mistake("leave out the decoder's cross-attention sublayer (its attention and its LayerNorm)",
-            _count_no_cross_attention, says="cross-attention"),
-    mistake("give every head its own d_model x d_model W_q, W_k, W_v (each head's are d_model x d_k, "
-            "d_k = d_model / num_heads)", _count_per_head_full_projections, says="d_k = d_model / num_heads"),
+    mistake(
+        "leave out the decoder's cross-attention sublayer (its attention and its LayerNorm)",
+        _count_no_cross_attention,
+        says="cross-attention",
+    ),
+    mistake(
+        "give every head its own d_model x d_model W_q, W_k, W_v (each head's are d_model x d_k, "
+        "d_k = d_model / num_heads)",
+        _count_per_head_full_projections,
+        says="d_k = d_model / num_heads",
+    ),
     mistake("leave out the LayerNorms' g and b", _count_without_layer_norms, says="LayerNorms' g and b"),
 ]
 
@@ -231,8 +269,11 @@ _GAP = 100 * max(abs(_parameter_count_solution(**BASE) / 65e6 - 1), abs(_paramet
 
 def _built_count(d_model, d_ff, num_heads, num_layers, vocab_size):
     """Parameters of the post-norm utils Encoder and Decoder plus one shared embedding (small sizes only)."""
-    parts = [Encoder(d_model, num_heads, d_ff, num_layers), Decoder(d_model, num_heads, d_ff, num_layers),
-             nn.Embedding(vocab_size, d_model)]
+    parts = [
+        Encoder(d_model, num_heads, d_ff, num_layers),
+        Decoder(d_model, num_heads, d_ff, num_layers),
+        nn.Embedding(vocab_size, d_model),
+    ]
     return sum(p.numel() for part in parts for p in part.parameters())
 
 
@@ -257,8 +298,13 @@ def _built_count(d_model, d_ff, num_heads, num_layers, vocab_size):
 )
 def parameter_count(answer):
     """answer(d_model, d_ff, num_heads, num_layers, vocab_size) -> parameters of the paper's encoder-decoder."""
-    cases = [dict(d_model=16, d_ff=32, num_heads=4, num_layers=2, vocab_size=50), BASE,
-             dict(BASE, num_heads=16), dict(BASE, num_layers=3, vocab_size=1000), BIG]
+    cases = [
+        dict(d_model=16, d_ff=32, num_heads=4, num_layers=2, vocab_size=50),
+        BASE,
+        dict(BASE, num_heads=16),
+        dict(BASE, num_layers=3, vocab_size=1000),
+        BIG,
+    ]
     assert all(_built_count(**case) == _parameter_count_solution(**case) for case in cases[:1])  # the formula
     for case in cases:
         expected = _parameter_count_solution(**case)
@@ -271,17 +317,27 @@ def parameter_count(answer):
         for m in _COUNT_MISTAKES:
             if int(got) == m.answer(**case):
                 return f"for {sizes} you count {int(got):,}: that is what you get if you {m.name}"
-        return (f"for {sizes} the model has {expected:,} parameters, your function says {int(got):,} "
-                f"(off by {int(got) - expected:+,})")
+        return (
+            f"for {sizes} the model has {expected:,} parameters, your function says {int(got):,} "
+            f"(off by {int(got) - expected:+,})"
+        )
     return None
-
 
 
 # --- 4. Prediction: which layer of a pre-norm stack gets the largest gradient? -----------------------
 
 _LAYERS = 24
-_WORDS = {"first": "first", "bottom": "first", "last": "last", "top": "last", "same": "same", "equal": "same",
-          "all": "same", "all the same": "same", "middle": "middle"}
+_WORDS = {
+    "first": "first",
+    "bottom": "first",
+    "last": "last",
+    "top": "last",
+    "same": "same",
+    "equal": "same",
+    "all": "same",
+    "all the same": "same",
+    "middle": "middle",
+}
 
 
 def _as_choice(answer):
@@ -327,12 +383,18 @@ def predict_largest_gradient(answer):
     if choice is None:
         return f"write 'first', 'last' or 'same' (or a layer number from 1 to {_LAYERS}), got {answer!r}"
     if choice == "last":
-        return ("'last' is what post-norm gives, not pre-norm: the gradient reaching a pre-norm stack's top "
-                "passes through the final LayerNorm, which divides by the RMS of the grown stream")
+        return (
+            "'last' is what post-norm gives, not pre-norm: the gradient reaching a pre-norm stack's top "
+            "passes through the final LayerNorm, which divides by the RMS of the grown stream"
+        )
     if choice == "same":
-        return ("the residual path is an identity, but the layers do not see the same thing: the stream grows "
-                "from layer to layer, and the higher layers' gradients are divided by its larger RMS")
+        return (
+            "the residual path is an identity, but the layers do not see the same thing: the stream grows "
+            "from layer to layer, and the higher layers' gradients are divided by its larger RMS"
+        )
     if choice == "middle":
-        return ("nothing singles out a middle layer: layer 1 reads the smallest stream, and it also collects "
-                "through the residual path what every layer above sends back")
+        return (
+            "nothing singles out a middle layer: layer 1 reads the smallest stream, and it also collects "
+            "through the residual path what every layer above sends back"
+        )
     return None

@@ -57,6 +57,7 @@ def _compare_numbers(cases, answer, reference, wrong, rel=1e-7):
 
 # --- 1. Prediction: exact match on the unseen-forms test ------------------------------------------
 
+
 @exercise(
     hint="""
     Every sentence of the unseen-forms test needs one word form that was never a training label. The
@@ -67,8 +68,11 @@ def _compare_numbers(cases, answer, reference, wrong, rel=1e-7):
     kind="prediction",
     wrong=[
         mistake("expect it to do as well as on new sentences", 1.0, says="never a training label"),
-        mistake("expect it to combine a known stem with a known ending about half the time", 0.5,
-                says="one logit per whole word"),
+        mistake(
+            "expect it to combine a known stem with a known ending about half the time",
+            0.5,
+            says="one logit per whole word",
+        ),
         mistake("expect it to guess the form now and then", 0.25, says="pushes that logit down"),
     ],
     explain="""
@@ -86,36 +90,51 @@ def predict_unseen_exact_match(answer):
     if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not 0 <= answer <= 1:
         return f"write a fraction between 0 and 1 (0.5 for half), got {answer!r}"
     if answer > 0.9:
-        return ("these sentences are not like the new ones: each needs a word form that was never a training "
-                "label, and the model has no reason to put probability on it")
+        return (
+            "these sentences are not like the new ones: each needs a word form that was never a training "
+            "label, and the model has no reason to put probability on it"
+        )
     if answer >= 0.4:
-        return ("the model has learnt the stems and the endings, but its output layer has one logit per whole "
-                "word, and the held-out word's logit was never trained up")
+        return (
+            "the model has learnt the stems and the endings, but its output layer has one logit per whole "
+            "word, and the held-out word's logit was never trained up"
+        )
     if answer > 0.1:
-        return ("the model does not guess it now and then: every training step pushes that logit down, as the "
-                "held-out word is never the label")
+        return (
+            "the model does not guess it now and then: every training step pushes that logit down, as the "
+            "held-out word is never the label"
+        )
     return None
 
 
 # --- 2. The paper's warm-up learning rate ------------------------------------------------------------
 
+
 def _lrate_solution(step, d_model, warmup):
-    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
 _LRATE_MISTAKES = [
-    mistake("take the larger of the two terms (max) instead of the smaller (min)",
-            lambda step, d_model, warmup: d_model ** -0.5 * max(step ** -0.5, step * warmup ** -1.5),
-            says="smaller (min)"),
-    mistake("leave out the factor d_model^-0.5",
-            lambda step, d_model, warmup: min(step ** -0.5, step * warmup ** -1.5), says="d_model^-0.5"),
-    mistake("write warmup^-0.5 where the formula has warmup^-1.5",
-            lambda step, d_model, warmup: d_model ** -0.5 * min(step ** -0.5, step * warmup ** -0.5),
-            says="warmup^-1.5"),
-    mistake("count steps from 0 (the paper's step_num starts at 1)",
-            lambda step, d_model, warmup: d_model ** -0.5 * min(max(step - 1, 1e-12) ** -0.5,
-                                                                (step - 1) * warmup ** -1.5),
-            says="starts at 1"),
+    mistake(
+        "take the larger of the two terms (max) instead of the smaller (min)",
+        lambda step, d_model, warmup: d_model**-0.5 * max(step**-0.5, step * warmup**-1.5),
+        says="smaller (min)",
+    ),
+    mistake(
+        "leave out the factor d_model^-0.5",
+        lambda step, d_model, warmup: min(step**-0.5, step * warmup**-1.5),
+        says="d_model^-0.5",
+    ),
+    mistake(
+        "write warmup^-0.5 where the formula has warmup^-1.5",
+        lambda step, d_model, warmup: d_model**-0.5 * min(step**-0.5, step * warmup**-0.5),
+        says="warmup^-1.5",
+    ),
+    mistake(
+        "count steps from 0 (the paper's step_num starts at 1)",
+        lambda step, d_model, warmup: d_model**-0.5 * min(max(step - 1, 1e-12) ** -0.5, (step - 1) * warmup**-1.5),
+        says="starts at 1",
+    ),
 ]
 _PEAK = _lrate_solution(4000, 512, 4000)
 
@@ -135,13 +154,22 @@ _PEAK = _lrate_solution(4000, 512, 4000)
 )
 def warmup_learning_rate(answer):
     """answer(step, d_model, warmup) -> d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step >= 1."""
-    cases = [((step, d_model, warmup), f"step={step}, d_model={d_model}, warmup={warmup}")
-             for step, d_model, warmup in ((1, 512, 4000), (2000, 512, 4000), (4000, 512, 4000),
-                                           (100000, 512, 4000), (10, 64, 400), (1300, 64, 400))]
+    cases = [
+        ((step, d_model, warmup), f"step={step}, d_model={d_model}, warmup={warmup}")
+        for step, d_model, warmup in (
+            (1, 512, 4000),
+            (2000, 512, 4000),
+            (4000, 512, 4000),
+            (100000, 512, 4000),
+            (10, 64, 400),
+            (1300, 64, 400),
+        )
+    ]
     return _compare_numbers(cases, answer, _lrate_solution, _LRATE_MISTAKES)
 
 
 # --- 3. Label-smoothed cross-entropy -----------------------------------------------------------------
+
 
 def _smoothed_solution(logits, labels, epsilon, pad_id):
     log_p = logits.log_softmax(-1)  # (N, V)
@@ -181,12 +209,18 @@ def _smoothed_without_uniform(logits, labels, epsilon, pad_id):
 
 
 _SMOOTH_MISTAKES = [
-    mistake("spread epsilon over the V - 1 other classes (torch spreads it over all V classes, the label "
-            "included)", _smoothed_over_others, says="all V classes, the label included"),
+    mistake(
+        "spread epsilon over the V - 1 other classes (torch spreads it over all V classes, the label included)",
+        _smoothed_over_others,
+        says="all V classes, the label included",
+    ),
     mistake("average over every position, padding included", _smoothed_with_padding, says="padding included"),
     mistake("sum -log p over the classes without dividing by V", _smoothed_not_divided, says="dividing by V"),
-    mistake("scale the usual loss by (1 - epsilon) and forget the uniform part", _smoothed_without_uniform,
-            says="forget the uniform part"),
+    mistake(
+        "scale the usual loss by (1 - epsilon) and forget the uniform part",
+        _smoothed_without_uniform,
+        says="forget the uniform part",
+    ),
 ]
 
 
@@ -198,8 +232,12 @@ def _smooth_cases():
         labels = torch.randint(0, V, (N,), generator=g)  # (N,)
         labels[labels == pad_id] = (pad_id + 1) % V
         labels[-2:] = pad_id  # the last two positions are padding
-        cases.append(((logits, labels, epsilon, pad_id), f"{N} positions (2 of them padding, id {pad_id}), "
-                                                         f"V={V}, epsilon={epsilon}"))
+        cases.append(
+            (
+                (logits, labels, epsilon, pad_id),
+                f"{N} positions (2 of them padding, id {pad_id}), V={V}, epsilon={epsilon}",
+            )
+        )
     return cases
 
 
@@ -226,18 +264,28 @@ def label_smoothed_loss(answer):
 
 # --- 4. A length-normalised beam score ------------------------------------------------------------------
 
+
 def _beam_score_solution(token_log_probs, alpha):
     length_penalty = ((5 + len(token_log_probs)) / 6) ** alpha  # Wu et al. (2016)
     return sum(token_log_probs) / length_penalty
 
 
 _BEAM_MISTAKES = [
-    mistake("keep the plain sum of log-probabilities (no length penalty)",
-            lambda lp, alpha: sum(lp), says="no length penalty"),
-    mistake("divide by |Y|^alpha, without Wu et al.'s (5 + |Y|) / 6",
-            lambda lp, alpha: sum(lp) / len(lp) ** alpha, says="(5 + |Y|) / 6"),
-    mistake("multiply by the length penalty instead of dividing by it",
-            lambda lp, alpha: sum(lp) * ((5 + len(lp)) / 6) ** alpha, says="instead of dividing"),
+    mistake(
+        "keep the plain sum of log-probabilities (no length penalty)",
+        lambda lp, alpha: sum(lp),
+        says="no length penalty",
+    ),
+    mistake(
+        "divide by |Y|^alpha, without Wu et al.'s (5 + |Y|) / 6",
+        lambda lp, alpha: sum(lp) / len(lp) ** alpha,
+        says="(5 + |Y|) / 6",
+    ),
+    mistake(
+        "multiply by the length penalty instead of dividing by it",
+        lambda lp, alpha: sum(lp) * ((5 + len(lp)) / 6) ** alpha,
+        says="instead of dividing",
+    ),
 ]
 
 
@@ -253,12 +301,14 @@ _BEAM_MISTAKES = [
 def beam_score(answer):
     """answer(token_log_probs (list of floats <= 0), alpha) -> sum / ((5 + |Y|) / 6) ** alpha."""
     hypotheses = ([-0.1, -0.3, -0.05], [-0.2, -0.1, -0.4, -0.3, -0.2, -0.05], [-1.5], [-0.01] * 12)
-    cases = [((list(h), alpha), f"log-probabilities {h} with alpha={alpha}")
-             for alpha in (0.6, 1.0) for h in hypotheses]
+    cases = [
+        ((list(h), alpha), f"log-probabilities {h} with alpha={alpha}") for alpha in (0.6, 1.0) for h in hypotheses
+    ]
     return _compare_numbers(cases, answer, _beam_score_solution, _BEAM_MISTAKES)
 
 
 # --- 5. Greedy decoding (practice) ---------------------------------------------------------------------
+
 
 class _ScriptedModel(Seq2SeqTransformer):
     """Row b of the batch says script[b] one token per step, then <eos>, then 9 forever."""
@@ -285,7 +335,7 @@ def _greedy_stub_reference(model, src, bos_id, eos_id, max_len):
             break
     out = []
     for row in ys[:, 1:].tolist():
-        out.append(row[:row.index(eos_id)] if eos_id in row else row)
+        out.append(row[: row.index(eos_id)] if eos_id in row else row)
     return out
 
 
@@ -315,7 +365,7 @@ def _greedy_first_position(model, src, bos_id, eos_id, max_len):
         ys = torch.cat([ys, next_id[:, None]], dim=1)
         if (ys == eos_id).any(dim=1).all():
             break
-    return [row[:row.index(eos_id)] if eos_id in row else row for row in ys[:, 1:].tolist()]
+    return [row[: row.index(eos_id)] if eos_id in row else row for row in ys[:, 1:].tolist()]
 
 
 def _greedy_row_problem(got, expected, script, max_len):
@@ -327,8 +377,10 @@ def _greedy_row_problem(got, expected, script, max_len):
     if len(got) == 1 and len(expected) > 1:
         return "your output has one token: feed each chosen token back in and repeat"
     if len(got) > 1 and len(set(got)) == 1 and got[0] == script[0] and len(set(script)) > 1:
-        return ("your output repeats the first token: take the arg-max at the last position, "
-                "model.decode(...)[:, -1], the prediction of the next token")
+        return (
+            "your output repeats the first token: take the arg-max at the last position, "
+            "model.decode(...)[:, -1], the prediction of the next token"
+        )
     return None
 
 
@@ -366,8 +418,10 @@ def _check_greedy(decode):
         for b, (g, e) in enumerate(zip(got, expected)):
             if g != e:
                 problem = _greedy_row_problem(g, e, _ScriptedModel.scripts[b], max_len)
-                return (f"with max_len={max_len}, sentence {b}: expected {e}, got {g} (a model that says "
-                        f"{_ScriptedModel.scripts[b]} then <eos>=2 then 9s)" + (f"; {problem}" if problem else ""))
+                return (
+                    f"with max_len={max_len}, sentence {b}: expected {e}, got {g} (a model that says "
+                    f"{_ScriptedModel.scripts[b]} then <eos>=2 then 9s)" + (f"; {problem}" if problem else "")
+                )
     torch.manual_seed(1)
     random_model = Seq2SeqTransformer(TranslatorConfig(12, 12, 16, 2, 32, 1)).eval()
     with torch.no_grad():

@@ -17,14 +17,16 @@ def _compare_cases(answer, wrong, cases, what, atol=1e-6):
             return f"{label}: {what} should have shape {tuple(expected.shape)}, got {tuple(got.shape)}"
         width = expected.shape[-1]
         mistakes = {m.name: m.answer(*args).reshape(-1, width) for m in wrong}
-        problem = compare_with_mistakes(got.detach().reshape(-1, width), expected.reshape(-1, width),
-                                        f"{label}: {what}", mistakes, atol=atol)
+        problem = compare_with_mistakes(
+            got.detach().reshape(-1, width), expected.reshape(-1, width), f"{label}: {what}", mistakes, atol=atol
+        )
         if problem:
             return problem
     return None
 
 
 # --- 1. Prediction: sinusoidal PE at three times the training length ------------------------------
+
 
 @exercise(
     hint="""
@@ -51,18 +53,25 @@ def predict_sinusoidal_at_48(answer):
     if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not 0 <= answer <= 1:
         return f"write an accuracy between 0 and 1 (0.5 for half the tokens right), got {answer!r}"
     if answer >= 0.85:
-        return ("the sinusoidal PE is defined at every position, but the model never trained on positions "
-                "16..47: there it does about as badly as a model without PE")
+        return (
+            "the sinusoidal PE is defined at every position, but the model never trained on positions "
+            "16..47: there it does about as badly as a model without PE"
+        )
     if answer > 0.5:
-        return ("positions 16..47, which the model never saw, hold about two thirds of the targets of a length-48 "
-                "sequence, and there it is about as bad as a model without PE")
+        return (
+            "positions 16..47, which the model never saw, hold about two thirds of the targets of a length-48 "
+            "sequence, and there it is about as bad as a model without PE"
+        )
     if answer < 0.2:
-        return ("a length-48 sequence starts with positions 0..15, which the model trained on and still copies "
-                "right: about a third of the targets")
+        return (
+            "a length-48 sequence starts with positions 0..15, which the model trained on and still copies "
+            "right: about a third of the targets"
+        )
     return None
 
 
 # --- 2. An ALiBi distance bias (transfer) ---------------------------------------------------------------
+
 
 def _alibi_solution(T, num_heads):
     slopes = 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, dtype=torch.float64) / num_heads)  # (num_heads,)
@@ -99,14 +108,21 @@ def _alibi_halving(T, num_heads):
 
 
 _ALIBI_MISTAKES = [
-    mistake("start the slopes at 1 (the first head's slope is 2^(-8/num_heads))", _alibi_first_slope_one,
-            says="first head's slope"),
+    mistake(
+        "start the slopes at 1 (the first head's slope is 2^(-8/num_heads))",
+        _alibi_first_slope_one,
+        says="first head's slope",
+    ),
     mistake("add the distance instead of subtracting it", _alibi_positive, says="subtracting"),
     mistake("use i - j instead of the distance |i - j|", _alibi_signed, says="|i - j|"),
-    mistake("give every head the slope 1/2 (each head has a slope of its own)", _alibi_one_slope,
-            says="slope of its own"),
-    mistake("halve the slope from head to head whatever the number of heads (the ratio is 2^(-8/num_heads))",
-            _alibi_halving, says="ratio is 2^(-8/num_heads)"),
+    mistake(
+        "give every head the slope 1/2 (each head has a slope of its own)", _alibi_one_slope, says="slope of its own"
+    ),
+    mistake(
+        "halve the slope from head to head whatever the number of heads (the ratio is 2^(-8/num_heads))",
+        _alibi_halving,
+        says="ratio is 2^(-8/num_heads)",
+    ),
 ]
 
 
@@ -127,6 +143,7 @@ def alibi_bias(answer):
 
 
 # --- 3. 2-D sin-cos encodings for a patch grid (transfer) -------------------------------------------------
+
 
 def _pe_1d(n, d):
     """Lesson 01's table (n, d): sin in even columns, cos in odd ones."""
@@ -179,20 +196,30 @@ def _pe_2d_full_width_frequencies(rows, cols, d_model):
     w = 1.0 / 10000 ** (torch.arange(0, half, 2, dtype=torch.float64) / d_model)  # d_model, not d_model / 2
     out = torch.zeros(rows * cols, d_model, dtype=torch.float64)
     out[:, 0:half:2], out[:, 1:half:2] = torch.sin(pos_r * w), torch.cos(pos_r * w)
-    out[:, half::2], out[:, half + 1::2] = torch.sin(pos_c * w), torch.cos(pos_c * w)
+    out[:, half::2], out[:, half + 1 :: 2] = torch.sin(pos_c * w), torch.cos(pos_c * w)
     return out
 
 
 _PE_2D_MISTAKES = [
-    mistake("put the column's encoding in the first half (here the row comes first)", _pe_2d_column_first,
-            says="the row comes first"),
-    mistake("add a full-width row PE and a full-width column PE instead of giving each half of the vector",
-            _pe_2d_added, says="half of the vector"),
-    mistake("number the patches column by column instead of in reading order", _pe_2d_column_major,
-            says="reading order"),
+    mistake(
+        "put the column's encoding in the first half (here the row comes first)",
+        _pe_2d_column_first,
+        says="the row comes first",
+    ),
+    mistake(
+        "add a full-width row PE and a full-width column PE instead of giving each half of the vector",
+        _pe_2d_added,
+        says="half of the vector",
+    ),
+    mistake(
+        "number the patches column by column instead of in reading order", _pe_2d_column_major, says="reading order"
+    ),
     mistake("give each patch the 1-D PE of its index r * cols + c", _pe_2d_one_index, says="1-D PE of its index"),
-    mistake("compute each half's frequencies with d_model instead of d_model / 2", _pe_2d_full_width_frequencies,
-            says="d_model / 2"),
+    mistake(
+        "compute each half's frequencies with d_model instead of d_model / 2",
+        _pe_2d_full_width_frequencies,
+        says="d_model / 2",
+    ),
 ]
 
 
@@ -218,6 +245,7 @@ def pe_2d(answer):
 
 # --- 4. RoPE by hand (practice) ------------------------------------------------------------------------
 
+
 def _rope_solution(x, positions):
     """Turn pair (x[t, 2i], x[t, 2i+1]) by angle positions[t] * w_i, as lesson 02's M_k does to PE_t."""
     d = x.shape[-1]
@@ -239,7 +267,7 @@ def _rope_halves_not_pairs(x, positions):
     d = x.shape[-1]
     w = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
     theta = positions.double()[:, None] * w  # (T, d/2)
-    a, b = x[:, : d // 2], x[:, d // 2:]
+    a, b = x[:, : d // 2], x[:, d // 2 :]
     return torch.cat([a * theta.cos() + b * theta.sin(), b * theta.cos() - a * theta.sin()], dim=-1)
 
 
@@ -253,12 +281,19 @@ def _rope_one_frequency(x, positions):
 
 
 _ROPE_MISTAKES = [
-    mistake("turn the pairs the other way (the angle's sign flipped)", _rope_turned_the_other_way,
-            says="the other way"),
-    mistake("pair feature i with feature i + d/2 (the 'rotate half' layout) instead of 2i with 2i+1",
-            _rope_halves_not_pairs, says="2i with 2i+1"),
-    mistake("turn every pair by the position itself, forgetting the frequency w_i", _rope_one_frequency,
-            says="frequency w_i"),
+    mistake(
+        "turn the pairs the other way (the angle's sign flipped)", _rope_turned_the_other_way, says="the other way"
+    ),
+    mistake(
+        "pair feature i with feature i + d/2 (the 'rotate half' layout) instead of 2i with 2i+1",
+        _rope_halves_not_pairs,
+        says="2i with 2i+1",
+    ),
+    mistake(
+        "turn every pair by the position itself, forgetting the frequency w_i",
+        _rope_one_frequency,
+        says="frequency w_i",
+    ),
 ]
 
 

@@ -25,9 +25,11 @@ SKIP_T, SKIP_B = 1000, 100
     masked: n(n - 1)/2 = 45 of the 100. The 10 diagonal tiles are half masked, but their entries with
     j <= i must still be computed, so they are not skipped.
     """,
-    wrong=[mistake("count the diagonal tiles as skipped", 55, says="diagonal"),
-           mistake("take half of the 100 tiles", 50, says="half"),
-           mistake("count masked entries, not tiles", SKIP_T * (SKIP_T - 1) // 2, says="entries")],
+    wrong=[
+        mistake("count the diagonal tiles as skipped", 55, says="diagonal"),
+        mistake("take half of the 100 tiles", 50, says="half"),
+        mistake("count masked entries, not tiles", SKIP_T * (SKIP_T - 1) // 2, says="entries"),
+    ],
 )
 def skipped_tiles(answer):
     """answer: the number of tiles tiled attention skips for a causal mask, T = 1000, block size 100."""
@@ -38,18 +40,24 @@ def skipped_tiles(answer):
     if answer == 45:
         return None
     if answer == 55:
-        return ("55 counts the 10 diagonal tiles as skipped; each diagonal tile has entries with j <= i that "
-                "must be computed, so only the tiles strictly above the diagonal are skipped")
+        return (
+            "55 counts the 10 diagonal tiles as skipped; each diagonal tile has entries with j <= i that "
+            "must be computed, so only the tiles strictly above the diagonal are skipped"
+        )
     if answer == 50:
-        return ("50 is half of the 100 tiles, but the masked half of the grid cuts through the diagonal tiles; "
-                "count the tiles whose every entry is masked")
+        return (
+            "50 is half of the 100 tiles, but the masked half of the grid cuts through the diagonal tiles; "
+            "count the tiles whose every entry is masked"
+        )
     if answer == SKIP_T * (SKIP_T - 1) // 2:
-        return (f"{answer} counts masked entries (j > i) of the 1000 x 1000 grid; the question asks for "
-                "100 x 100 tiles")
-    return f"{answer} tiles: not right; draw the 10 x 10 grid of tiles and mark those with every entry above the diagonal"
+        return f"{answer} counts masked entries (j > i) of the 1000 x 1000 grid; the question asks for 100 x 100 tiles"
+    return (
+        f"{answer} tiles: not right; draw the 10 x 10 grid of tiles and mark those with every entry above the diagonal"
+    )
 
 
 # --- 2. The online-softmax update ---------------------------------------------------------------------
+
 
 def _update_reference(m, l, x):
     m_new = max(m, x)
@@ -79,9 +87,11 @@ UPDATE_CASES = [(1.0, 2.5, 0.3), (1.0, 2.5, 3.0), (-2.0, 1.0, 4.0), (5.0, 1.7, 5
     exp(s - m_new) = exp(s - m) * exp(m - m_new). So l_new = l * exp(m - m_new) + exp(x - m_new).
     """,
     reference=_update_reference,
-    wrong=[mistake("forget to rescale the old sum", _update_no_rescale, says="rescale"),
-           mistake("rescale by exp(m_new - m)", _update_rescale_upside_down, says="exp(m - m_new)"),
-           mistake("keep the old maximum", _update_keep_old_max, says="maximum")],
+    wrong=[
+        mistake("forget to rescale the old sum", _update_no_rescale, says="rescale"),
+        mistake("rescale by exp(m_new - m)", _update_rescale_upside_down, says="exp(m - m_new)"),
+        mistake("keep the old maximum", _update_keep_old_max, says="maximum"),
+    ],
 )
 def online_update(fn):
     """fn(m, l, x) -> (m_new, l_new): the running maximum and sum of exp(s - m) after one new score x."""
@@ -89,19 +99,26 @@ def online_update(fn):
     for m, l, x in UPDATE_CASES:
         got.append([float(v) for v in fn(m, l, x)])
         expected.append(list(_update_reference(m, l, x)))
-        for key, f in (("no rescale", _update_no_rescale), ("upside down", _update_rescale_upside_down),
-                       ("old max", _update_keep_old_max)):
+        for key, f in (
+            ("no rescale", _update_no_rescale),
+            ("upside down", _update_rescale_upside_down),
+            ("old max", _update_keep_old_max),
+        ):
             named[key].append(list(f(m, l, x)))
     if compare_arrays(got, expected, atol=1e-9) is None:
         return None
     if compare_arrays(got, named["no rescale"], atol=1e-9) is None:
-        return ("when x is a new maximum, the old terms of l were exp(s - m) and must become exp(s - m_new): "
-                "rescale l by exp(m - m_new) before adding exp(x - m_new)")
+        return (
+            "when x is a new maximum, the old terms of l were exp(s - m) and must become exp(s - m_new): "
+            "rescale l by exp(m - m_new) before adding exp(x - m_new)"
+        )
     if compare_arrays(got, named["upside down"], atol=1e-9) is None:
         return "the old sum must shrink when the maximum grows: multiply it by exp(m - m_new) <= 1, not exp(m_new - m)"
     if compare_arrays(got, named["old max"], atol=1e-9) is None:
-        return ("the running maximum must become max(m, x); keeping the old one lets exp(x - m) overflow "
-                "for a large new score")
+        return (
+            "the running maximum must become max(m, x); keeping the old one lets exp(x - m) overflow "
+            "for a large new score"
+        )
     for (m, l, x), g, e in zip(UPDATE_CASES, got, expected):
         if compare_arrays(g, e, atol=1e-9) is not None:
             return f"for m={m}, l={l}, x={x}: expected (m_new, l_new) = ({e[0]:.4f}, {e[1]:.4f}), got ({g[0]:.4f}, {g[1]:.4f})"
@@ -109,6 +126,7 @@ def online_update(fn):
 
 
 # --- 3. The size of a key-value cache (grouped-query attention, half precision, a batch) --------------
+
 
 def _cache_reference(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
     return num_layers * 2 * num_kv_heads * d_k * length * batch * bytes_per_value
@@ -126,8 +144,12 @@ def _cache_no_batch(num_layers, num_heads, num_kv_heads, d_k, length, batch, byt
     return num_layers * 2 * num_kv_heads * d_k * length * bytes_per_value
 
 
-CACHE_CASES = [(32, 32, 8, 128, 4096, 1, 2), (80, 64, 8, 128, 1000, 4, 2), (12, 12, 12, 64, 512, 3, 4),
-               (2, 4, 1, 16, 64, 10, 4)]
+CACHE_CASES = [
+    (32, 32, 8, 128, 4096, 1, 2),
+    (80, 64, 8, 128, 1000, 4, 2),
+    (12, 12, 12, 64, 512, 3, 4),
+    (2, 4, 1, 16, 64, 10, 4),
+]
 
 
 @exercise(
@@ -138,9 +160,11 @@ CACHE_CASES = [(32, 32, 8, 128, 4096, 1, 2), (80, 64, 8, 128, 1000, 4, 2), (12, 
     """,
     reference=_cache_reference,
     kind="transfer",
-    wrong=[mistake("count keys only", _cache_no_two, says="keys and values"),
-           mistake("count the query heads", _cache_query_heads, says="query heads"),
-           mistake("forget the batch", _cache_no_batch, says="batch")],
+    wrong=[
+        mistake("count keys only", _cache_no_two, says="keys and values"),
+        mistake("count the query heads", _cache_query_heads, says="query heads"),
+        mistake("forget the batch", _cache_no_batch, says="batch"),
+    ],
 )
 def cache_bytes(fn):
     """fn(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value) -> bytes of the cache."""
@@ -153,8 +177,10 @@ def cache_bytes(fn):
         if got == _cache_no_two(*case):
             return f"for {where}: {got} is half the answer; every layer caches keys and values (the factor 2)"
         if got == _cache_query_heads(*case):
-            return (f"for {where}: {got} uses the num_heads query heads; only the num_kv_heads key/value heads "
-                    "are cached (queries are never cached)")
+            return (
+                f"for {where}: {got} uses the num_heads query heads; only the num_kv_heads key/value heads "
+                "are cached (queries are never cached)"
+            )
         if got == _cache_no_batch(*case):
             return f"for {where}: {got} is one sentence's cache; the batch holds {case[5]} sentences, each with its own"
         return f"for {where}: expected {expected} bytes, got {got}"
@@ -162,6 +188,7 @@ def cache_bytes(fn):
 
 
 # --- 4. Merge two partial attention results -----------------------------------------------------------
+
 
 def _merge_reference(part1, part2):
     (m1, l1, o1), (m2, l2, o2) = part1, part2
@@ -201,9 +228,11 @@ def _partial(scores, values):
     """,
     reference=_merge_reference,
     kind="transfer",
-    wrong=[mistake("average the two outputs", _merge_average, says="average"),
-           mistake("weight by the sums, ignoring the maxima", _merge_sums_without_max, says="different maxima"),
-           mistake("weight by the maxima, ignoring the sums", _merge_max_without_sums, says="running sum l")],
+    wrong=[
+        mistake("average the two outputs", _merge_average, says="average"),
+        mistake("weight by the sums, ignoring the maxima", _merge_sums_without_max, says="different maxima"),
+        mistake("weight by the maxima, ignoring the sums", _merge_max_without_sums, says="running sum l"),
+    ],
 )
 def merge_partials(fn):
     """fn((m1, l1, o1), (m2, l2, o2)) -> the attention output of one query over all keys, from two partial
@@ -219,12 +248,22 @@ def merge_partials(fn):
         if compare_arrays(got, expected, atol=1e-9) is None:
             continue
         for f, message in (
-                (_merge_average, "the plain average gives each part weight 1/2, whatever its keys' scores; "
-                                 "weight each part by its share w_i = l_i exp(m_i - m) of the softmax sum"),
-                (_merge_sums_without_max, "l1 and l2 are sums of exp(s - m_i) under different maxima: bring them "
-                                          "to the common maximum m with exp(m_i - m) before weighting"),
-                (_merge_max_without_sums, "exp(m_i - m) alone ignores how many keys each part summed; weight by "
-                                          "the running sum l too: w_i = l_i exp(m_i - m)")):
+            (
+                _merge_average,
+                "the plain average gives each part weight 1/2, whatever its keys' scores; "
+                "weight each part by its share w_i = l_i exp(m_i - m) of the softmax sum",
+            ),
+            (
+                _merge_sums_without_max,
+                "l1 and l2 are sums of exp(s - m_i) under different maxima: bring them "
+                "to the common maximum m with exp(m_i - m) before weighting",
+            ),
+            (
+                _merge_max_without_sums,
+                "exp(m_i - m) alone ignores how many keys each part summed; weight by "
+                "the running sum l too: w_i = l_i exp(m_i - m)",
+            ),
+        ):
             if compare_arrays(got, f(*parts), atol=1e-9) is None:
                 return f"{n} keys split after {split}: {message}"
         return f"{n} keys split after {split}: " + compare_arrays(got, expected, "merged output", atol=1e-9)

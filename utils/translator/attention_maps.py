@@ -31,5 +31,4 @@ def cross_attention_map(model, sentence, src_vocab, tgt_vocab):
         reference, alignment = None, None
     gold = list(alignment) if reference is not None and predicted == reference else None
     shown = [tgt_vocab.itos[i] for i in ids]  # one label per query row, special tokens included
-    return {"src": words + ["<eos>"], "tgt": shown + [last], "weights": weights,
-            "reference": reference, "gold": gold}
+    return {"src": words + ["<eos>"], "tgt": shown + [last], "weights": weights, "reference": reference, "gold": gold}

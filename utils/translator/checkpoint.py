@@ -16,13 +16,23 @@ FORMAT = "attention-by-hand translator v2"  # v2: the config is a TranslatorConf
 def save_checkpoint(path, model, src_vocab, tgt_vocab):
     """Write the model's config, its weights and both vocabularies to `path` (plain tensors and lists)."""
     validation.instance("model", model, Seq2SeqTransformer)
-    for name, vocab, size in (("src_vocab", src_vocab, model.config.src_vocab_size),
-                              ("tgt_vocab", tgt_vocab, model.config.tgt_vocab_size)):
+    for name, vocab, size in (
+        ("src_vocab", src_vocab, model.config.src_vocab_size),
+        ("tgt_vocab", tgt_vocab, model.config.tgt_vocab_size),
+    ):
         validation.instance(name, vocab, Vocab)
         if len(vocab) != size:
             raise ValueError(f"{name} has {len(vocab)} tokens but the model was built for {size}")
-    torch.save({"format": FORMAT, "config": dataclasses.asdict(model.config), "state_dict": model.state_dict(),
-                "src_vocab": src_vocab.words(), "tgt_vocab": tgt_vocab.words()}, Path(path))
+    torch.save(
+        {
+            "format": FORMAT,
+            "config": dataclasses.asdict(model.config),
+            "state_dict": model.state_dict(),
+            "src_vocab": src_vocab.words(),
+            "tgt_vocab": tgt_vocab.words(),
+        },
+        Path(path),
+    )
 
 
 def load_checkpoint(path, model=None):
@@ -43,8 +53,10 @@ def load_checkpoint(path, model=None):
         diff = config.differences(model.config)
         if diff:
             lines = ", ".join(f"{k}: checkpoint {a!r} vs model {b!r}" for k, (a, b) in diff.items())
-            raise ValueError(f"model does not match the checkpoint's config ({lines}); build it with "
-                             f"Seq2SeqTransformer(the checkpoint's config) or pass model=None")
+            raise ValueError(
+                f"model does not match the checkpoint's config ({lines}); build it with "
+                f"Seq2SeqTransformer(the checkpoint's config) or pass model=None"
+            )
     model.load_state_dict(ckpt["state_dict"])
     model.eval()
     return model, Vocab(ckpt["src_vocab"]), Vocab(ckpt["tgt_vocab"])

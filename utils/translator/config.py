@@ -33,5 +33,8 @@ class TranslatorConfig:
     def differences(self, other):
         """{field: (self's value, other's value)} for every field where the two configs differ."""
         validation.instance("other", other, TranslatorConfig)
-        return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != getattr(other, f.name)}
+        return {
+            f.name: (getattr(self, f.name), getattr(other, f.name))
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        }

@@ -59,19 +59,28 @@ class Dataset:
 def make_pair(words):
     """A Pair from a grammatical source sentence (list of words) and its reference translation."""
     out = grammar.analyse(words)
-    return Pair(tuple(words), tuple(w for w, *_ in out), tuple(a for _, a, _, _ in out),
-                tuple(r for _, _, r, _ in out), tuple(g for *_, g in out))
+    return Pair(
+        tuple(words),
+        tuple(w for w, *_ in out),
+        tuple(a for _, a, _, _ in out),
+        tuple(r for _, _, r, _ in out),
+        tuple(g for *_, g in out),
+    )
 
 
 def choose_heldout_forms(rng, n_adjective_forms, n_verb_forms):
     """Adjective and verb forms to keep out of training: each adjective and each verb at most once, with the
     four (gender, number) in turn, so each still has its three other forms in training."""
-    for name, value, limit in (("n_adjective_forms", n_adjective_forms, len(grammar.ADJECTIVES)),
-                               ("n_verb_forms", n_verb_forms, len(grammar.VERBS))):
+    for name, value, limit in (
+        ("n_adjective_forms", n_adjective_forms, len(grammar.ADJECTIVES)),
+        ("n_verb_forms", n_verb_forms, len(grammar.VERBS)),
+    ):
         validation.integer(name, value, minimum=0, maximum=limit)
     forms = []
-    for kind, words, n_forms, form in (("adjective", grammar.ADJECTIVES, n_adjective_forms, grammar.adjective_form),
-                                       ("verb", grammar.VERBS, n_verb_forms, grammar.verb_form)):
+    for kind, words, n_forms, form in (
+        ("adjective", grammar.ADJECTIVES, n_adjective_forms, grammar.adjective_form),
+        ("verb", grammar.VERBS, n_verb_forms, grammar.verb_form),
+    ):
         first = int(rng.integers(4))  # the (gender, number) cycle through all four, from a random start
         for i, k in enumerate(rng.permutation(len(words))[:n_forms]):
             g, n = grammar.GENDER_NUMBER[(first + i) % 4]
@@ -79,11 +88,9 @@ def choose_heldout_forms(rng, n_adjective_forms, n_verb_forms):
     return sorted(forms, key=lambda f: (f.kind, f.neo))
 
 
-def make_dataset(seed=0, n_train=20000, n_val=500, n_test=500, n_test_unseen=500, n_adjective_forms=6,
-                 n_verb_forms=3):
+def make_dataset(seed=0, n_train=20000, n_val=500, n_test=500, n_test_unseen=500, n_adjective_forms=6, n_verb_forms=3):
     """Generate the splits deterministically from `seed`; all sentences are distinct across splits."""
-    for name, value in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test),
-                        ("n_test_unseen", n_test_unseen)):
+    for name, value in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test), ("n_test_unseen", n_test_unseen)):
         validation.positive_int(name, value)
     validation.seed("seed", seed)
     rng = np.random.default_rng(seed)
@@ -112,8 +119,7 @@ def make_dataset(seed=0, n_train=20000, n_val=500, n_test=500, n_test_unseen=500
         splits[split].append(pair)
     src_vocab = Vocab(grammar.source_words())
     tgt_vocab = Vocab(grammar.target_words())
-    return Dataset(splits["train"], splits["val"], splits["test"], splits["test_unseen"], heldout,
-                   src_vocab, tgt_vocab)
+    return Dataset(splits["train"], splits["val"], splits["test"], splits["test_unseen"], heldout, src_vocab, tgt_vocab)
 
 
 def pad_sequences(seqs, pad_id):
@@ -123,7 +129,7 @@ def pad_sequences(seqs, pad_id):
     longest = max(len(s) for s in seqs)
     out = torch.full((len(seqs), longest), pad_id, dtype=torch.long)  # (N, T)
     for i, s in enumerate(seqs):
-        out[i, :len(s)] = torch.as_tensor(s, dtype=torch.long)
+        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
     return out
 
 
@@ -148,8 +154,8 @@ def batches(src, tgt, batch_size, seed, pad_id=0):
     while True:
         order = torch.randperm(src.shape[0], generator=gen)
         for start in range(0, len(order) - batch_size + 1, batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             s, t = src[idx], tgt[idx]  # (B, S), (B, T)
-            s = s[:, :int((s != pad_id).sum(1).max())]  # drop all-padding columns
-            t = t[:, :int((t != pad_id).sum(1).max())]
+            s = s[:, : int((s != pad_id).sum(1).max())]  # drop all-padding columns
+            t = t[:, : int((t != pad_id).sum(1).max())]
             yield s, t

@@ -3,8 +3,8 @@
 import torch
 
 from utils import validation
-from utils.translator.model import Seq2SeqTransformer, eval_mode
 from utils.fast_attention import decode_step, start_cache
+from utils.translator.model import Seq2SeqTransformer, eval_mode
 from utils.translator.vocab import Vocab
 
 
@@ -42,7 +42,7 @@ def greedy_decode(model, src, bos_id, eos_id, max_len=None, use_cache=False):
                 break
     out = []
     for row in ys[:, 1:].tolist():
-        out.append(row[:row.index(eos_id)] if eos_id in row else row)
+        out.append(row[: row.index(eos_id)] if eos_id in row else row)
     return out
 
 
@@ -95,8 +95,10 @@ def _beam_search(model, src, bos_id, eos_id, beam_size, max_len):
         total = torch.tensor([score for _, score in beams])[:, None] + logp  # (k, V)
         top = total.flatten().topk(min(beam_size, total.numel()))
         vocab = total.shape[1]  # flat index i = (beam i // vocab) extended by token (i % vocab)
-        beams = [(ys[i // vocab].tolist() + [i % vocab], score)
-                 for score, i in zip(top.values.tolist(), top.indices.tolist())]
+        beams = [
+            (ys[i // vocab].tolist() + [i % vocab], score)
+            for score, i in zip(top.values.tolist(), top.indices.tolist())
+        ]
         finished += [(ids[1:-1], score) for ids, score in beams if ids[-1] == eos_id]
         beams = [(ids, score) for ids, score in beams if ids[-1] != eos_id]
         # log-probabilities are <= 0, so a live beam can only lose score: stop once none can win

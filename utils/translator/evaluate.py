@@ -16,7 +16,7 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, batch_size=250):
     batch_size = validation.positive_int("batch_size", batch_size)
     out = []
     for start in range(0, len(pairs), batch_size):
-        src, _ = to_tensors(pairs[start:start + batch_size], src_vocab, tgt_vocab)  # (B, S)
+        src, _ = to_tensors(pairs[start : start + batch_size], src_vocab, tgt_vocab)  # (B, S)
         ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len=src.shape[1] + 5)
         out += [tgt_vocab.decode(row) for row in ids]
     return out
@@ -35,15 +35,16 @@ def token_accuracy(hypotheses, references):
 
 def bleu(hypotheses, references):
     """Corpus BLEU (0-100) from sacrebleu, on the words as they are (tokenize='none')."""
-    return sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]],
-                                 tokenize="none").score
+    return sacrebleu.corpus_bleu(
+        [" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]], tokenize="none"
+    ).score
 
 
 def _gold(pairs, field, shape):
     """(B, T) long tensor of pairs' per-word source indices from `field` (-1 where None or past the end)."""
     gold = torch.full(shape, -1, dtype=torch.long)  # (B, T)
     for i, p in enumerate(pairs):
-        gold[i, :len(getattr(p, field))] = torch.tensor([-1 if a is None else a for a in getattr(p, field)])
+        gold[i, : len(getattr(p, field))] = torch.tensor([-1 if a is None else a for a in getattr(p, field)])
     return gold
 
 
@@ -61,7 +62,7 @@ def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=Non
     right = torch.zeros(cfg.num_layers, cfg.num_heads)
     total = 0
     for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start:start + batch_size]
+        chunk = pairs[start : start + batch_size]
         src, tgt = to_tensors(chunk, src_vocab, tgt_vocab)  # (B, S), (B, T)
         decoder_input, _ = shift_targets(tgt)  # (B, T-1)
         with eval_mode(model):
@@ -71,7 +72,7 @@ def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=Non
         if roles is not None:
             wanted = torch.zeros_like(has_gold)
             for i, p in enumerate(chunk):
-                wanted[i, :len(p.role)] = torch.tensor([r in roles for r in p.role])
+                wanted[i, : len(p.role)] = torch.tensor([r in roles for r in p.role])
             has_gold &= wanted
         total += int(has_gold.sum())
         for layer, w in enumerate(model.cross_attention()):  # w (B, h, T-1, S)
@@ -99,17 +100,23 @@ def evaluate(model, pairs, src_vocab, tgt_vocab):
     hyps = translate_pairs(model, pairs, src_vocab, tgt_vocab)
     refs = [list(p.tgt) for p in pairs]
     align = alignment_accuracy(model, pairs, src_vocab, tgt_vocab)
-    return {"exact_match": exact_match(hyps, refs), "token_accuracy": token_accuracy(hyps, refs),
-            "bleu": bleu(hyps, refs), "alignment_accuracy": align,
-            "best_head_alignment_accuracy": float(align.max()), "hypotheses": hyps}
+    return {
+        "exact_match": exact_match(hyps, refs),
+        "token_accuracy": token_accuracy(hyps, refs),
+        "bleu": bleu(hyps, refs),
+        "alignment_accuracy": align,
+        "best_head_alignment_accuracy": float(align.max()),
+        "hypotheses": hyps,
+    }
 
 
 def heldout_substitutions(hypotheses, pairs, heldout_forms):
     """What the model wrote where the reference needs a held-out form, as counts: "the held-out form",
     "same stem, a trained ending" (e.g. albo for albi), "another word", "sentence of another length"."""
     forms = {f.neo: f for f in heldout_forms}
-    counts = dict.fromkeys(("the held-out form", "same stem, a trained ending", "another word",
-                            "sentence of another length"), 0)
+    counts = dict.fromkeys(
+        ("the held-out form", "same stem, a trained ending", "another word", "sentence of another length"), 0
+    )
     for hyp, p in zip(hypotheses, pairs, strict=True):
         for j, word in enumerate(p.tgt):
             if word not in forms:
@@ -130,8 +137,10 @@ def heldout_substitutions(hypotheses, pairs, heldout_forms):
 def all_but_heldout_right(hypotheses, pairs, heldout_forms):
     """Fraction of sentences translated right at every word except the held-out forms (same length)."""
     held = {f.neo for f in heldout_forms}
-    good = sum(len(h) == len(p.tgt) and all(a == b or b in held for a, b in zip(h, p.tgt))
-               for h, p in zip(hypotheses, pairs, strict=True))
+    good = sum(
+        len(h) == len(p.tgt) and all(a == b or b in held for a, b in zip(h, p.tgt))
+        for h, p in zip(hypotheses, pairs, strict=True)
+    )
     return good / len(pairs)
 
 

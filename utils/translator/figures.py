@@ -27,8 +27,14 @@ def plot_decoding_steps(probs, itos, chosen, top=4, ncols=4):
         colors = [CHOSEN if i == chosen[t] else OTHER for i in order]
         ax.barh(range(len(order)), probs[t, order], color=colors)
         for k, i in enumerate(order):  # the value beside each bar: runners-up may be too small to see
-            ax.text(1.02, k, f"{probs[t, i]:.0e}" if probs[t, i] < 0.01 else f"{probs[t, i]:.2f}",
-                    va="center", fontsize=7, transform=ax.get_yaxis_transform())
+            ax.text(
+                1.02,
+                k,
+                f"{probs[t, i]:.0e}" if probs[t, i] < 0.01 else f"{probs[t, i]:.2f}",
+                va="center",
+                fontsize=7,
+                transform=ax.get_yaxis_transform(),
+            )
         ax.set_yticks(range(len(order)), [itos[i] for i in order], fontsize=8)
         ax.set_xlim(0, 1)
         ax.tick_params(axis="x", labelsize=7)
@@ -41,13 +47,16 @@ def plot_head_scores(scores, title, label="fraction of arg-max hits"):
     """Heatmaps (num_layers x num_heads) side by side, one per entry of `scores`, with values written in."""
     validation.non_empty("scores", scores, dict, "dict name -> (num_layers, num_heads) array")
     arrays = {name: np.asarray(a, dtype=float) for name, a in scores.items()}
-    first = validation.shape(f"scores[{next(iter(arrays))!r}]", next(iter(arrays.values())), ("num_layers", "num_heads"))
+    first = validation.shape(
+        f"scores[{next(iter(arrays))!r}]", next(iter(arrays.values())), ("num_layers", "num_heads")
+    )
     layers, heads = first.shape
     for name, a in arrays.items():  # one shape for all
         validation.shape(f"scores[{name!r}]", a, (("num_layers", layers), ("num_heads", heads)))
     n = len(arrays)
-    fig, axes = plt.subplots(1, n, figsize=(0.6 + 1.0 * heads * n, 0.9 + 0.75 * layers), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        1, n, figsize=(0.6 + 1.0 * heads * n, 0.9 + 0.75 * layers), squeeze=False, layout="constrained"
+    )
     for ax, (name, a) in zip(axes[0], arrays.items()):
         im = ax.imshow(a, cmap="Blues", vmin=0, vmax=1)
         for (i, j), v in np.ndenumerate(a):

@@ -16,20 +16,42 @@ for "ke".
 
 # noun: (singular, plural, Neo stem, gender)
 NOUNS = [
-    ("dog", "dogs", "kan", "m"), ("cat", "cats", "mir", "f"), ("bird", "birds", "pul", "m"),
-    ("fox", "foxes", "vulp", "f"), ("horse", "horses", "kaval", "m"), ("tree", "trees", "arbor", "f"),
-    ("child", "children", "nin", "m"), ("house", "houses", "kas", "f"), ("river", "rivers", "flum", "m"),
-    ("boat", "boats", "nav", "f"), ("wolf", "wolves", "lup", "m"), ("apple", "apples", "pom", "f"),
+    ("dog", "dogs", "kan", "m"),
+    ("cat", "cats", "mir", "f"),
+    ("bird", "birds", "pul", "m"),
+    ("fox", "foxes", "vulp", "f"),
+    ("horse", "horses", "kaval", "m"),
+    ("tree", "trees", "arbor", "f"),
+    ("child", "children", "nin", "m"),
+    ("house", "houses", "kas", "f"),
+    ("river", "rivers", "flum", "m"),
+    ("boat", "boats", "nav", "f"),
+    ("wolf", "wolves", "lup", "m"),
+    ("apple", "apples", "pom", "f"),
 ]
 # adjective: (English, Neo stem)
 ADJECTIVES = [
-    ("big", "grand"), ("small", "pik"), ("red", "rub"), ("old", "vek"), ("young", "jun"),
-    ("happy", "fel"), ("black", "nigr"), ("white", "alb"), ("quick", "rap"), ("quiet", "kalm"),
+    ("big", "grand"),
+    ("small", "pik"),
+    ("red", "rub"),
+    ("old", "vek"),
+    ("young", "jun"),
+    ("happy", "fel"),
+    ("black", "nigr"),
+    ("white", "alb"),
+    ("quick", "rap"),
+    ("quiet", "kalm"),
 ]
 # verb: (3rd person singular, plural, Neo stem); Neo adds an ending for the subject's gender and number
 VERBS = [
-    ("sees", "see", "vid"), ("likes", "like", "am"), ("follows", "follow", "sekv"), ("finds", "find", "trov"),
-    ("hears", "hear", "aud"), ("watches", "watch", "spekt"), ("helps", "help", "help"), ("chases", "chase", "chas"),
+    ("sees", "see", "vid"),
+    ("likes", "like", "am"),
+    ("follows", "follow", "sekv"),
+    ("finds", "find", "trov"),
+    ("hears", "hear", "aud"),
+    ("watches", "watch", "spekt"),
+    ("helps", "help", "help"),
+    ("chases", "chase", "chas"),
 ]
 # preposition: (English, Neo postposition as a tuple of words: "behind" takes two)
 PREPOSITIONS = [("near", ("pres",)), ("behind", ("na", "post")), ("under", ("sub",)), ("with", ("kun",))]
@@ -69,8 +91,13 @@ def verb_form(verb, gender, number):
 
 def source_words():
     """Every source-language word, in a fixed order."""
-    return (list(DETERMINERS) + [a for a, _ in ADJECTIVES] + [w for n in NOUNS for w in n[:2]]
-            + [w for v in VERBS for w in v[:2]] + [p for p, _ in PREPOSITIONS])
+    return (
+        list(DETERMINERS)
+        + [a for a, _ in ADJECTIVES]
+        + [w for n in NOUNS for w in n[:2]]
+        + [w for v in VERBS for w in v[:2]]
+        + [p for p, _ in PREPOSITIONS]
+    )
 
 
 def target_words():
@@ -100,8 +127,10 @@ def _parse_np(words, i):
         raise GrammarError(f"word {j}: expected an adjective or a noun, got {got}")
     _, _, gender, number = NOUN_INFO[words[j]]
     if (gender, number) not in DETERMINERS[words[det]]:
-        raise GrammarError(f"word {det}: {words[det]!r} cannot go with the "
-                           f"{'plural' if number == 'pl' else 'singular'} noun {words[j]!r}")
+        raise GrammarError(
+            f"word {det}: {words[det]!r} cannot go with the "
+            f"{'plural' if number == 'pl' else 'singular'} noun {words[j]!r}"
+        )
     return {"det": det, "adjs": adjs, "noun": j, "gender": gender, "number": number}, j + 1
 
 
@@ -125,14 +154,15 @@ def parse(words):
         raise GrammarError(f"word {i}: expected a verb, got {got}")
     verb = i
     if VERB_INFO[words[verb]][2] != subj["number"]:
-        raise GrammarError(f"word {verb}: the verb {words[verb]!r} does not agree with the "
-                           f"{'plural' if subj['number'] == 'pl' else 'singular'} subject")
+        raise GrammarError(
+            f"word {verb}: the verb {words[verb]!r} does not agree with the "
+            f"{'plural' if subj['number'] == 'pl' else 'singular'} subject"
+        )
     obj, i = _parse_np(words, verb + 1)
     prep = pobj = None
     if i < len(words):
         if words[i] not in PREP_INFO:
-            raise GrammarError(f"word {i}: expected a preposition {sorted(PREP_INFO)} or the end, "
-                               f"got {words[i]!r}")
+            raise GrammarError(f"word {i}: expected a preposition {sorted(PREP_INFO)} or the end, got {words[i]!r}")
         prep = i
         pobj, i = _parse_np(words, i + 1)
         if i < len(words):

@@ -25,7 +25,7 @@ class Seq2SeqTransformer(nn.Module):
         for emb in (self.src_embed, self.tgt_embed):
             # std d_model^-0.5, so that after the x sqrt(d_model) scaling embeddings are about as large as
             # the PE (entries in [-1, 1]); torch's default N(0, 1) would drown the positions 8x at d_model=64.
-            nn.init.normal_(emb.weight, std=d_model ** -0.5)
+            nn.init.normal_(emb.weight, std=d_model**-0.5)
         self.register_buffer("pe", sinusoidal_encoding(c.max_len, d_model), persistent=False)  # (max_len, d_model)
         self.dropout = nn.Dropout(c.dropout)
         self.encoder = Encoder(d_model, c.num_heads, c.d_ff, c.num_layers, c.dropout, c.norm_first)
@@ -40,7 +40,7 @@ class Seq2SeqTransformer(nn.Module):
 
     def _embed(self, embedding, tokens):
         x = embedding(tokens) * math.sqrt(self.d_model)  # (batch, T, d_model), scaled as in the paper
-        return self.dropout(x + self.pe[:tokens.shape[1]])  # (batch, T, d_model)
+        return self.dropout(x + self.pe[: tokens.shape[1]])  # (batch, T, d_model)
 
     def _need_weights(self, need_weights):
         """None means: keep the attention weights in eval mode (for the maps), train on the fused kernel."""
@@ -58,8 +58,9 @@ class Seq2SeqTransformer(nn.Module):
         self._check_tokens("tgt", tgt, self.config.tgt_vocab_size)
         T = tgt.shape[1]
         tgt_mask = combine_masks(causal_mask(T, device=tgt.device), padding_mask(tgt, self.pad_id))  # (batch, T, T)
-        h = self.decoder(self._embed(self.tgt_embed, tgt), memory, tgt_mask, src_mask,
-                         self._need_weights(need_weights))  # (batch, T, d_model)
+        h = self.decoder(
+            self._embed(self.tgt_embed, tgt), memory, tgt_mask, src_mask, self._need_weights(need_weights)
+        )  # (batch, T, d_model)
         return self.generator(h)  # (batch, T, tgt_vocab)
 
     def forward(self, src, tgt, need_weights=None):
@@ -81,8 +82,13 @@ class Seq2SeqTransformer(nn.Module):
 
 def parameter_counts(model):
     """Number of parameters per part of the model: embeddings, encoder, decoder, generator."""
-    parts = {"source embedding": model.src_embed, "target embedding": model.tgt_embed,
-             "encoder": model.encoder, "decoder": model.decoder, "output projection": model.generator}
+    parts = {
+        "source embedding": model.src_embed,
+        "target embedding": model.tgt_embed,
+        "encoder": model.encoder,
+        "decoder": model.decoder,
+        "output projection": model.generator,
+    }
     return {name: sum(p.numel() for p in part.parameters()) for name, part in parts.items()}
 
 

@@ -23,8 +23,16 @@ class TorchSeq2Seq(nn.Module):
         self.register_buffer("pe", Seq2SeqTransformer(c).pe.clone(), persistent=False)
         with warnings.catch_warnings():  # norm_first: torch warns that its nested-tensor fast path is off
             warnings.simplefilter("ignore", UserWarning)
-            self.transformer = nn.Transformer(c.d_model, c.num_heads, c.num_layers, c.num_layers,
-                                              c.d_ff, c.dropout, batch_first=True, norm_first=c.norm_first)
+            self.transformer = nn.Transformer(
+                c.d_model,
+                c.num_heads,
+                c.num_layers,
+                c.num_layers,
+                c.d_ff,
+                c.dropout,
+                batch_first=True,
+                norm_first=c.norm_first,
+            )
         if not c.norm_first:  # our post-norm stacks (as in the paper) end without nn.Transformer's final norms
             self.transformer.encoder.norm = None
             self.transformer.decoder.norm = None
@@ -32,11 +40,17 @@ class TorchSeq2Seq(nn.Module):
 
     def forward(self, src, tgt):
         """Logits (batch, T, tgt_vocab); torch's masks use True = NOT allowed, the opposite of ours."""
-        x = self.src_embed(src) * math.sqrt(self.d_model) + self.pe[:src.shape[1]]  # (batch, S, d_model)
-        y = self.tgt_embed(tgt) * math.sqrt(self.d_model) + self.pe[:tgt.shape[1]]  # (batch, T, d_model)
+        x = self.src_embed(src) * math.sqrt(self.d_model) + self.pe[: src.shape[1]]  # (batch, S, d_model)
+        y = self.tgt_embed(tgt) * math.sqrt(self.d_model) + self.pe[: tgt.shape[1]]  # (batch, T, d_model)
         src_pad = src == self.pad_id  # (batch, S): True = ignore
-        h = self.transformer(x, y, tgt_mask=~causal_mask(tgt.shape[1]), src_key_padding_mask=src_pad,
-                             tgt_key_padding_mask=tgt == self.pad_id, memory_key_padding_mask=src_pad)
+        h = self.transformer(
+            x,
+            y,
+            tgt_mask=~causal_mask(tgt.shape[1]),
+            src_key_padding_mask=src_pad,
+            tgt_key_padding_mask=tgt == self.pad_id,
+            memory_key_padding_mask=src_pad,
+        )
         return self.generator(h)  # (batch, T, tgt_vocab)
 
 

@@ -25,7 +25,7 @@ def noam_lr(step, d_model, warmup, factor=1.0):
     validation.positive_int("d_model", d_model)
     validation.positive_int("warmup", warmup)
     validation.positive_float("factor", factor)
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
 def make_optimizer(model, warmup=400, factor=1.0):
@@ -38,8 +38,9 @@ def make_optimizer(model, warmup=400, factor=1.0):
 
 def loss_fn(logits, labels, pad_id, label_smoothing=0.0):
     """Mean cross-entropy over the non-padding labels; logits (batch, T, vocab), labels (batch, T)."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=pad_id,
-                           label_smoothing=label_smoothing)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=pad_id, label_smoothing=label_smoothing
+    )
 
 
 class ProgressLine:
@@ -59,8 +60,9 @@ class ProgressLine:
     def text(self, n, loss):
         """The bar as a line of text, e.g. 'training: 100%|##########| 1300/1300 [00:45<00:00, ...]'."""
         postfix = None if loss is None else f"loss={loss:.3f}"
-        return tqdm.format_meter(n, self.total, time.perf_counter() - self.start, prefix=self.desc,
-                                 postfix=postfix, ascii=True, ncols=100)
+        return tqdm.format_meter(
+            n, self.total, time.perf_counter() - self.start, prefix=self.desc, postfix=postfix, ascii=True, ncols=100
+        )
 
     def update(self, n, loss=None, force=False):
         """Show that n of total steps are done (at most once per `interval` seconds unless `force`)."""
@@ -104,8 +106,19 @@ def _notebook_display():
 
 
 @cached  # a test run that executes the lesson twice trains once (unset for learners: trains)
-def train(model, src, tgt, steps, batch_size=64, warmup=400, factor=1.0, label_smoothing=0.0, seed=0,
-          num_threads=2, progress=True):
+def train(
+    model,
+    src,
+    tgt,
+    steps,
+    batch_size=64,
+    warmup=400,
+    factor=1.0,
+    label_smoothing=0.0,
+    seed=0,
+    num_threads=2,
+    progress=True,
+):
     """Train `model` in place for `steps` steps on padded tensors src (N, S), tgt (N, T); return the history.
 
     The history holds per-step "loss", "lr" and "tokens" (target positions trained on), and "seconds".

@@ -13,8 +13,9 @@ class Vocab:
         words = list(words)
         bad = [w for w in words if not isinstance(w, str) or not w or " " in w or w in SPECIALS]
         if bad:
-            raise ValueError(f"words must be non-empty strings without spaces and not a special token "
-                             f"{SPECIALS}, got {bad[:5]}")
+            raise ValueError(
+                f"words must be non-empty strings without spaces and not a special token {SPECIALS}, got {bad[:5]}"
+            )
         if len(set(words)) != len(words):
             dup = sorted({w for w in words if words.count(w) > 1})
             raise ValueError(f"words must be distinct, got duplicates {dup[:5]}")
@@ -36,7 +37,7 @@ class Vocab:
 
     def words(self):
         """The ordinary words (no special tokens), in id order."""
-        return self.itos[len(SPECIALS):]
+        return self.itos[len(SPECIALS) :]
 
     def unknown(self, words):
         """The words not in this vocabulary, in order, without repeats."""
