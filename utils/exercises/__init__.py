@@ -77,6 +77,8 @@ class Exercise:
         if answer is None or answer is Ellipsis:
             return Result(short, NOT_ATTEMPTED, "fill in the stub above, then run this cell again")
         try:
+            if callable(answer) and not callable(self.reference):  # a value asked for, a stub function given
+                answer = answer()
             message = self.check_fn(answer)
         except (NotImplementedError, NotAttempted):
             return Result(short, NOT_ATTEMPTED, "replace `raise NotImplementedError` with your code")
@@ -133,6 +135,24 @@ def compare_arrays(got, expected, what="value", atol=1e-4):
             ", ".join(f"{n} {i}" for n, i in zip(("row", "column", "index"), idx)) if len(idx) <= 2 else f"index {idx}"
         )
         return f"{what} at {where}: expected {expected[idx]:.4f}, got {got[idx]:.4f}"
+    return None
+
+
+def prediction_number(answer):
+    """A prediction as a float, or raise TypeError saying a number was expected."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        raise TypeError(f"write your prediction as a number, got {answer!r}")
+    return float(answer)
+
+
+def matching_mistake(got_all, cases, mistakes, same):
+    """The named mistake whose answers equal the learner's `got_all` on every case (`same(a, b)`), or None."""
+    for m in mistakes:
+        try:
+            if all(same(got, m.answer(*case)) for got, case in zip(got_all, cases)):
+                return m
+        except (ArithmeticError, ValueError):  # this mistake cannot even produce an answer here
+            continue
     return None
 
 

@@ -6,21 +6,12 @@ import math
 import torch
 from torch import nn
 
-from utils.exercises import exercise, mistake
+from utils.exercises import exercise, matching_mistake, mistake, prediction_number
 
 # --- 1. prediction: the distance at which the float32 gradient is exactly 0 -----------------------
 
 UNDERFLOW = 131  # float64's prediction for the seed-0 RNN of the lesson (the float32 run lands within 3)
 UNDERFLOW_BAND = (118, 144)  # within 10% of it: a rough estimate from the printed numbers is enough
-
-
-def _number(answer):
-    """A prediction as a float; a function (an untouched stub) is called so that it raises."""
-    if callable(answer):
-        answer = answer()
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        raise TypeError(f"write your prediction as a number, got {answer!r}")
-    return float(answer)
 
 
 UNDERFLOW_MISTAKES = [  # (name, a typical answer, the range it explains, what the message says)
@@ -71,7 +62,7 @@ UNDERFLOW_MISTAKES = [  # (name, a typical answer, the range it explains, what t
 )
 def predict_underflow(answer):
     """The distance n at which the float32 gradient from the loss at position n to x_0 is first exactly 0."""
-    n = _number(answer)
+    n = prediction_number(answer)
     lo, hi = UNDERFLOW_BAND
     if lo <= n <= hi:
         return None
@@ -147,17 +138,6 @@ STACKED_CASES = [(1, 1), (10, 1), (1, 3), (10, 2), (64, 2), (5, 4), (100, 6)]
 STACKED_PARTS = ("cell runs", "sequential steps", "path length")
 
 
-def _which(got_all, cases, mistakes, same):
-    """The named mistake that gives the learner's answers on every case, or None."""
-    for m in mistakes:
-        try:
-            if all(same(got, m.answer(*case)) for got, case in zip(got_all, cases)):
-                return m
-        except (ArithmeticError, ValueError):  # this mistake cannot even produce an answer here
-            continue
-    return None
-
-
 @exercise(
     hint="""
     Draw the grid: a row per layer, a column per position; cell (l, t) needs the cell below it, (l - 1, t),
@@ -180,7 +160,7 @@ def stacked_rnn(answer):
     expected = [_stacked_rnn_solution(*case) for case in STACKED_CASES]
     if got_all == expected:
         return None
-    m = _which(got_all, STACKED_CASES, STACKED_MISTAKES, lambda a, b: tuple(a) == tuple(b))
+    m = matching_mistake(got_all, STACKED_CASES, STACKED_MISTAKES, lambda a, b: tuple(a) == tuple(b))
     for (n, num_layers), got, exp in zip(STACKED_CASES, got_all, expected):
         if got != exp:
             part = next(p for p, g, e in zip(STACKED_PARTS, got, exp) if g != e)
@@ -275,7 +255,7 @@ def dilated_layers(answer):
     expected = [_dilated_layers_solution(*case) for case in DILATED_CASES]
     if all(g == e for g, e in zip(got_all, expected)):
         return None
-    m = _which(got_all, DILATED_CASES, DILATED_MISTAKES, lambda a, b: a == b)
+    m = matching_mistake(got_all, DILATED_CASES, DILATED_MISTAKES, lambda a, b: a == b)
     for (n, kernel, growth), got, exp in zip(DILATED_CASES, got_all, expected):
         if got != exp:
             where = f"for n = {n}, kernel = {kernel}, growth = {growth} you answered {got!r} layers, expected {exp}"

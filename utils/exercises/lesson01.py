@@ -6,29 +6,8 @@ import math
 import numpy as np
 import torch
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.exercises import compare_arrays, exercise, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
-
-
-def _number(answer):
-    """A prediction as a float; a function (an untouched stub) is called so that it raises."""
-    if callable(answer):
-        answer = answer()
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        raise TypeError(f"write your prediction as a number, got {answer!r}")
-    return float(answer)
-
-
-def _which(got_all, cases, mistakes, same):
-    """The named mistake that gives the learner's answers on every case, or None."""
-    for m in mistakes:
-        try:
-            if all(same(got, m.answer(*case)) for got, case in zip(got_all, cases)):
-                return m
-        except (ArithmeticError, ValueError):  # this mistake cannot even produce an answer here
-            continue
-    return None
-
 
 # --- 1. prediction: the length of PE(pos) at d_model = 512 ---------------------------------------
 
@@ -65,7 +44,7 @@ ROW_NORM_MISTAKES = [
 )
 def predict_row_norm(answer):
     """The length |PE(pos)| of a row of the d_model = 512 table (the same for every pos?)."""
-    got = _number(answer)
+    got = prediction_number(answer)
     if math.isclose(got, 16.0, abs_tol=0.05):
         return None
     for _, value, says in ROW_NORM_MISTAKES:
@@ -242,7 +221,7 @@ def position_from_pe(answer):
         got_all.append(float(got))
     if all(_same_position(g, t) for g, (t, _) in zip(got_all, POSITION_CASES)):
         return None
-    m = _which(got_all, [(rows[c],) for c in POSITION_CASES], POSITION_MISTAKES, _same_position)
+    m = matching_mistake(got_all, [(rows[c],) for c in POSITION_CASES], POSITION_MISTAKES, _same_position)
     for (t, d), got in zip(POSITION_CASES, got_all):
         if not _same_position(got, t):
             where = f"for PE({t}) at d_model = {d} you returned {got:g}"
@@ -310,7 +289,7 @@ def base_for_wavelength(answer):
     expected = [base_for_wavelength_solution(*case) for case in BASE_CASES]
     if all(_same_base(g, e) for g, e in zip(got_all, expected)):
         return None
-    m = _which(got_all, BASE_CASES, BASE_MISTAKES, _same_base)
+    m = matching_mistake(got_all, BASE_CASES, BASE_MISTAKES, _same_base)
     for (d, longest), got, exp in zip(BASE_CASES, got_all, expected):
         if not _same_base(got, exp):
             slowest = 2 * math.pi * got ** ((d - 2) / d) if got > 0 else float("nan")

@@ -6,29 +6,8 @@ import math
 import numpy as np
 import torch
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.exercises import compare_arrays, exercise, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
-
-
-def _number(answer):
-    """A prediction as a float; a function (an untouched stub) is called so that it raises."""
-    if callable(answer):
-        answer = answer()
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        raise TypeError(f"write your prediction as a number, got {answer!r}")
-    return float(answer)
-
-
-def _which(got_all, cases, mistakes, same):
-    """The named mistake that gives the learner's answers on every case, or None."""
-    for m in mistakes:
-        try:
-            if all(same(got, m.answer(*case)) for got, case in zip(got_all, cases)):
-                return m
-        except (ArithmeticError, ValueError):  # this mistake cannot even produce an answer here
-            continue
-    return None
-
 
 # --- 1. prediction: the share of random pairs within 5 degrees of perpendicular, d = 512 ----------
 
@@ -81,7 +60,7 @@ NEAR_90_MISTAKES = [  # (name, a typical answer, the range it explains, what the
 )
 def predict_near_perpendicular(answer):
     """The share (0 to 1) of random pairs in 512 dimensions within 5 degrees of perpendicular."""
-    share = _number(answer)
+    share = prediction_number(answer)
     if share > 1 or share < 0:
         return f"you wrote {share:g}: write a share between 0 and 1 (half is 0.5)"
     lo, hi = NEAR_90_BAND
@@ -167,7 +146,7 @@ def signed_offset(answer):
         got_all.append(float(answer(pe[t].copy(), pe[t + k].copy())))
     if all(_same_offset(g, k) for g, (_, k, _) in zip(got_all, OFFSET_CASES)):
         return None
-    m = _which(got_all, args, OFFSET_MISTAKES, _same_offset)
+    m = matching_mistake(got_all, args, OFFSET_MISTAKES, _same_offset)
     for (t, k, d_model), got in zip(OFFSET_CASES, got_all):
         if not _same_offset(got, k):
             where = f"for PE_{t} and PE_{t + k} (d_model = {d_model}) you returned {got:g}, expected k = {k}"
@@ -257,7 +236,7 @@ def temperature_for_weight(answer):
     ok = [T > 0 and abs(_top_weight(x, T) - target) < 1e-4 for T, (x, target) in zip(got_all, TEMPERATURE_CASES)]
     if all(ok):
         return None
-    m = _which(got_all, TEMPERATURE_CASES, TEMPERATURE_MISTAKES, _same_temperature)
+    m = matching_mistake(got_all, TEMPERATURE_CASES, TEMPERATURE_MISTAKES, _same_temperature)
     for T, (x, target), good in zip(got_all, TEMPERATURE_CASES, ok):
         if not good:
             if not T > 0:

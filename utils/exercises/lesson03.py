@@ -7,12 +7,6 @@ import torch
 
 from utils.exercises import compare_arrays, compare_with_mistakes, exercise, mistake
 
-
-def _prediction(answer):
-    """A prediction is a value; a callable (e.g. an untouched stub function) is called first."""
-    return answer() if callable(answer) else answer
-
-
 # ---------------------------------------------------------------------------------------------------
 # Prediction: which of the four properties does the YOUR CAT deck's matrix break?
 
@@ -71,7 +65,7 @@ _BROKEN_WHY = {
 )
 def predict_broken_properties(answer):
     """answer: the set of property numbers (1-4) that the deck's matrix breaks."""
-    got = _prediction(answer)
+    got = answer
     if isinstance(got, int):
         got = {got}
     if isinstance(got, dict) and not got:

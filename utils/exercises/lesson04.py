@@ -7,11 +7,6 @@ import torch
 from utils.exercises import compare_arrays, exercise, mistake
 
 
-def _prediction(answer):
-    """A prediction is a value; a callable (e.g. an untouched stub function) is called first."""
-    return answer() if callable(answer) else answer
-
-
 def _mask_problem(got, expected, what, why):
     """None if `got` is the bool mask `expected`; else what is wrong, `why(i, j, value)` saying why
     the first wrong entry (query i, key j) must not be `value`."""
@@ -69,7 +64,7 @@ _SAYS = {
 )
 def predict_changed_outputs(answer):
     """answer: how many of 6 outputs change, under the causal mask, when token 2 changes."""
-    got = _prediction(answer)
+    got = answer
     if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
         return f"write the number of outputs that change, a whole number from 0 to {_T}; got {got!r}"
     got = int(got)

@@ -6,12 +6,6 @@ from torch import nn
 
 from utils.exercises import compare_arrays, exercise, mistake
 
-
-def _prediction(answer):
-    """A prediction is a value; a callable (e.g. an untouched stub function) is called first."""
-    return answer() if callable(answer) else answer
-
-
 # ---------------------------------------------------------------------------------------------------
 # Prediction: the parameters of 8 heads at d_model = 64.
 
@@ -50,7 +44,7 @@ _SAYS = {
 )
 def predict_param_count(answer):
     """answer: the number of parameters of MultiHeadAttention(d_model=64, num_heads=8), biases included."""
-    got = _prediction(answer)
+    got = answer
     if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
         return f"write the number of parameters as a whole number; got {got!r}"
     got = int(got)

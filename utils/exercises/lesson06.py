@@ -377,8 +377,6 @@ def _as_choice(answer):
 )
 def predict_largest_gradient(answer):
     """answer: 'first', 'last' or 'same' (or a layer number 1..24), written before the demonstration."""
-    if callable(answer):
-        answer = answer()
     choice = _as_choice(answer)
     if choice is None:
         return f"write 'first', 'last' or 'same' (or a layer number from 1 to {_LAYERS}), got {answer!r}"

@@ -85,8 +85,6 @@ def _compare_numbers(cases, answer, reference, wrong, rel=1e-7):
 )
 def predict_unseen_exact_match(answer):
     """answer: the fraction (0 to 1) of unseen-forms test sentences translated exactly right."""
-    if callable(answer):
-        answer = answer()
     if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not 0 <= answer <= 1:
         return f"write a fraction between 0 and 1 (0.5 for half), got {answer!r}"
     if answer > 0.9:

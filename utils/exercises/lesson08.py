@@ -48,8 +48,6 @@ def _compare_cases(answer, wrong, cases, what, atol=1e-6):
 )
 def predict_sinusoidal_at_48(answer):
     """answer: the sinusoidal model's token accuracy (0 to 1) at length 48, after training on lengths <= 16."""
-    if callable(answer):
-        answer = answer()
     if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not 0 <= answer <= 1:
         return f"write an accuracy between 0 and 1 (0.5 for half the tokens right), got {answer!r}"
     if answer >= 0.85:

@@ -33,8 +33,6 @@ SKIP_T, SKIP_B = 1000, 100
 )
 def skipped_tiles(answer):
     """answer: the number of tiles tiled attention skips for a causal mask, T = 1000, block size 100."""
-    if callable(answer):  # a stub function: call it (an untouched one raises NotImplementedError)
-        answer = answer()
     if isinstance(answer, bool) or not isinstance(answer, (int, float)):
         return f"write a number of tiles, got {type(answer).__name__} {answer!r}"
     if answer == 45:
