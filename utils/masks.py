@@ -24,9 +24,7 @@ def combine_masks(*masks):
     if not masks:
         return None
     for i, m in enumerate(masks):
-        validation.tensor(f"masks[{i}]", m)
-        if m.dtype != torch.bool:
-            raise ValueError(f"masks[{i}] must be a bool tensor (True = may attend), got {m.dtype}")
+        validation.bool_mask(f"masks[{i}]", m)
     try:
         shape = torch.broadcast_shapes(*(m.shape for m in masks))
     except RuntimeError:

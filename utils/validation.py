@@ -53,15 +53,21 @@ def tensor(name, value, min_dim=0, floating=False):
     return value
 
 
-def mask(name, value, scores_shape, context=""):
-    """Return `value` if it is a bool tensor (True = may attend) that broadcasts to `scores_shape`
-    (..., T_q, T_k), else raise naming `name`; `context` (e.g. the q and k shapes) ends the message."""
+def bool_mask(name, value):
+    """Return `value` if it is a bool tensor (True = may attend), else raise naming `name`."""
     tensor(name, value)
     if value.dtype != torch.bool:
         raise ValueError(
             f"{name} must be a bool tensor (True = may attend), got dtype {value.dtype} with shape "
             f"{tuple(value.shape)}; convert with {name}.bool() or build it with utils.masks"
         )
+    return value
+
+
+def mask(name, value, scores_shape, context=""):
+    """Return `value` if it is a bool tensor (True = may attend) that broadcasts to `scores_shape`
+    (..., T_q, T_k), else raise naming `name`; `context` (e.g. the q and k shapes) ends the message."""
+    bool_mask(name, value)
     scores_shape = torch.Size(scores_shape)
     try:
         ok = torch.broadcast_shapes(value.shape, scores_shape) == scores_shape

@@ -166,3 +166,15 @@ def test_divisible():
         validation.divisible("d_model", 30, 4, "num_heads")
     with pytest.raises(ValueError, match=r"d_model must be divisible by 4 \(rows and columns\), got d_model=6"):
         validation.divisible("d_model", 6, 4, why="rows and columns")
+
+
+def test_bool_mask_and_mask():
+    causal = torch.ones(3, 3, dtype=torch.bool).tril()
+    assert validation.bool_mask("mask", causal) is causal
+    assert validation.mask("mask", causal, (2, 4, 3, 3)) is causal
+    with pytest.raises(TypeError, match="mask must be a torch.Tensor, got list"):
+        validation.bool_mask("mask", [[True]])
+    with pytest.raises(ValueError, match=r"mask must be a bool tensor \(True = may attend\), got dtype torch.float32"):
+        validation.mask("mask", causal.float(), (3, 3))
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 3\) must broadcast to the scores' shape \(3, 3\)"):
+        validation.mask("mask", torch.ones(2, 3, dtype=torch.bool), (3, 3))
