@@ -927,15 +927,16 @@ check.stacked_rnn(stacked_rnn)
 # %% [markdown]
 # **Exercise 2 (other dilations).** Section 4 stacked causal convolutions of width $k$ whose
 # dilation grows by a factor $k$ per layer ($1, k, k^2, \dots$), and contiguous ones (dilation 1
-# everywhere). Let it grow by any factor instead: layer $l = 0, 1, 2, \dots$ has width `kernel` and
-# dilation `growth ** l`, so its output $t$ reads inputs $t, t - \text{dilation}, \dots$. Write
+# everywhere). Let it grow by any whole factor `growth` from 1 to `kernel` instead: layer
+# $l = 0, 1, 2, \dots$ has width `kernel` and dilation `growth ** l`, so its output $t$ reads inputs
+# $t, t - \text{dilation}, \dots$. Write
 # `dilated_layers(n, kernel, growth)`: the fewest such layers before output $n - 1$ reads input 0
 # (`growth = 1` and `growth = kernel` must give section 4's two rows).
 
 
 # %%
 def dilated_layers(n, kernel, growth):
-    """The fewest causal layers (dilation growth**l in layer l) that connect output n - 1 to input 0."""
+    """The fewest causal layers (dilation growth**l in layer l, 1 <= growth <= kernel) connecting output n - 1 to input 0."""
     raise NotImplementedError  # your code here
 
 

@@ -653,7 +653,7 @@ check.pe_table(pe_table)
 # %% [markdown]
 # **2. Which position is this?** Section 6 showed that no two positions share a vector, so the
 # vector must give its position away. Write `position_from_pe(pe_row)`: given one row $PE(t)$ of the
-# table (a NumPy array of length $d_{model}$, base 10000, $t$ between 0 and 5000), return the
+# table (a NumPy array of length $d_{model} \ge 8$, base 10000, $t$ between 0 and 5000), return the
 # integer $t$, without building the table.
 
 

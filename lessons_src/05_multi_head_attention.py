@@ -16,9 +16,8 @@
 # 1. built multi-head attention step by step — project, split, attend, concatenate, $W^O$ — with
 #    every shape printed, and checked it against `utils.multihead` and `torch.nn.MultiheadAttention`
 #    with copied weights;
-# 2. counted parameters and multiply–adds and seen that `h` heads have exactly the parameters and
-#    matrix-product multiply–adds of one head of width `d_model` (only the element-wise softmax work
-#    grows, by `h`);
+# 2. counted the parameters and multiply–adds of 1 to 8 heads and compared them with one head of width
+#    `d_model`;
 # 3. seen what "multiple copies improve the *resolution* of attention" (the COMP7607 slides) means:
 #    a task where no fixed split of one head's weight between two places does better than an
 #    error of ½, while two heads read both places sharply;
@@ -247,7 +246,7 @@ print(
 )
 
 # %% [markdown]
-# ## 2. Same cost as one wide head
+# ## 2. Parameters and multiply–adds, counted
 #
 # **Predict first.** How many parameters does `MultiHeadAttention(d_model=64, num_heads=8)` have, biases
 # included? Replace `None` by your number before you run the next cells; the check after the count says

@@ -751,11 +751,12 @@ print(
 #
 # Every attention so far returned its weights, so that we could plot them. Training never looks at
 # them. With `need_weights=False`, `MultiHeadAttention` (and the layers, which pass the flag on)
-# hands the same per-head $Q$, $K$, $V$ and the same mask to PyTorch's fused kernel
+# hands the same per-head $Q$, $K$, $V$ and mask to PyTorch's fused kernel
 # `torch.nn.functional.scaled_dot_product_attention`, which computes
-# $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$ in one call and returns no weights (`None`). Same
-# function, so the same output and the same gradients — including for a query whose keys are all
-# masked: its heads output zeros on both paths, so the layer outputs just the bias of $W_o$.
+# $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$ in one call and returns no weights (`None`). A query
+# whose keys are all masked is handled the same way on both paths: it is first let see every key, and its
+# output is set to zero afterwards, as the weights path sets its weights to zero. So the same output and
+# the same gradients are expected — and for that query the layer outputs just the bias of $W_o$.
 
 # %%
 import time
@@ -886,7 +887,7 @@ check.layer_norm(my_layer_norm)
 # **RMSNorm** (Zhang and Sennrich, 2019): it skips the centring and the bias, and divides each token by
 # the root of its mean square,
 #
-# $$\mathrm{RMSNorm}(\mathbf x) = \mathbf g \odot rac{\mathbf x}{\sqrt{rac1H\sum_{i=1}^H x_i^2 + arepsilon}}.$$
+# $$\mathrm{RMSNorm}(\mathbf x) = \mathbf g \odot \frac{\mathbf x}{\sqrt{\frac1H\sum_{i=1}^H x_i^2 + \varepsilon}}.$$
 #
 # Write `my_rms_norm(x, g, eps)` over the last axis. The checker compares it with `torch.nn.RMSNorm`.
 # Then think: a token $\mathbf x + c$ (every feature shifted by the same $c$) gives the same LayerNorm

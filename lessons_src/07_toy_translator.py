@@ -699,7 +699,7 @@ assert same
 # the reference answer: `check.name.solution()`. Each exercise cell stands on its own: use only its
 # arguments, `torch` and `math`.
 #
-# **1. The paper's learning rate (transfer).** Section 4 called `noam_lr`; write the schedule yourself
+# **1. The paper's learning rate.** Section 4 called `noam_lr`; write the schedule yourself
 # from the paper's formula (section 5.3, without our `factor`),
 # $\text{lrate} = d_{\text{model}}^{-0.5}\cdot\min(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup}^{-1.5})$,
 # as `my_lrate(step, d_model, warmup)` for steps counted from 1. At which step does it peak for the

@@ -849,19 +849,20 @@ def my_alibi(T, num_heads):
 check.alibi_bias(my_alibi)
 
 # %% [markdown]
-# **3. 2-D sin-cos encodings for a patch grid (transfer).** Section 6 called `sinusoidal_encoding_2d`;
-# write it. `my_pe_2d(rows, cols, d_model)` returns one vector per patch, shape (rows · cols, d_model),
-# patches in reading order (patch k sits at row k // cols, column k % cols). The first d_model / 2
-# features are lesson 01's sinusoidal PE, of width d_model / 2, of the patch's row; the last d_model / 2
-# the same for its column.
+# **3. Sin-cos encodings for a video (transfer).** Section 6 gave each patch of an image the PE of its
+# row in one half of its vector and the PE of its column in the other half. A video adds a third axis,
+# time. Write `my_pe_3d(frames, rows, cols, d_model)` (`d_model` divisible by 6): one vector per patch,
+# shape (frames · rows · cols, d_model), patches listed frame by frame and, within a frame, in reading
+# order. The first d_model / 3 features are lesson 01's sinusoidal PE, of width d_model / 3, of the
+# patch's frame; the next d_model / 3 the same for its row; the last d_model / 3 for its column.
 
 
 # %%
-def my_pe_2d(rows, cols, d_model):
+def my_pe_3d(frames, rows, cols, d_model):
     raise NotImplementedError
 
 
-check.pe_2d(my_pe_2d)
+check.pe_3d(my_pe_3d)
 
 # %% [markdown]
 # **Open question.** Change `TRAIN_LEN` to 24 or `SHIFT` to 3 and rerun section 3: does the sinusoidal

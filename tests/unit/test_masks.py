@@ -94,7 +94,9 @@ def test_padding_mask_other_bad_input():
 
 
 def test_combine_masks_bad_input():
-    with pytest.raises(ValueError, match=r"masks\[1\] must be a bool tensor \(True = may attend\), got dtype torch.int64"):
+    with pytest.raises(
+        ValueError, match=r"masks\[1\] must be a bool tensor \(True = may attend\), got dtype torch.int64"
+    ):
         combine_masks(causal_mask(3), torch.ones(3, 3, dtype=torch.long))
     with pytest.raises(TypeError, match=r"masks\[0\] must be a torch.Tensor, got list"):
         combine_masks([[True]])

@@ -134,7 +134,7 @@ def compare_arrays(got, expected, what="value", atol=1e-4):
         where = (
             ", ".join(f"{n} {i}" for n, i in zip(("row", "column", "index"), idx)) if len(idx) <= 2 else f"index {idx}"
         )
-        return f"{what} at {where}: expected {expected[idx]:.4f}, got {got[idx]:.4f}"
+        return f"{what} at {where}: expected {expected[idx]:.6g}, got {got[idx]:.6g} (off by {got[idx] - expected[idx]:.1e})"
     return None
 
 

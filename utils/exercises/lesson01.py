@@ -145,9 +145,9 @@ def pe_table(answer):
 
 def position_from_pe_solution(pe_row):
     d_model = len(pe_row)
-    i = d_model // 2 - 1  # the slowest pair: its angle w t stays below pi for every t we need
+    i = d_model // 2 - 1  # the slowest pair: at d_model >= 8 its angle w t stays below 2 pi for t <= 5000
     w = 10000 ** (-2 * i / d_model)
-    angle = math.atan2(pe_row[2 * i], pe_row[2 * i + 1])  # sin in column 2i, cos in column 2i+1
+    angle = math.atan2(pe_row[2 * i], pe_row[2 * i + 1]) % (2 * math.pi)  # sin in column 2i, cos in 2i+1
     return round(angle / w)
 
 
@@ -195,7 +195,7 @@ POSITION_MISTAKES = [
         "a little faster than 1/10000",
     ),
 ]
-POSITION_CASES = [(3, 16), (44, 16), (710, 64), (200, 512), (1234, 64), (5000, 16), (9, 128), (0, 8)]
+POSITION_CASES = [(3, 16), (44, 16), (710, 64), (200, 512), (1234, 64), (5000, 16), (9, 128), (0, 8), (4999, 8)]
 
 
 def _same_position(a, b):
@@ -205,8 +205,9 @@ def _same_position(a, b):
 @exercise(
     hint="""
     One pair (sin(w t), cos(w t)) gives the angle w t with atan2(sin, cos), but only up to a multiple of
-    2 pi. Pick a pair whose angle stays below pi over the positions you need: the slowest one,
-    i = d_model/2 - 1, with w = 10000 ** (-2i / d_model). Then t = angle / w, rounded.
+    2 pi: take atan2(sin, cos) % (2 pi), in [0, 2 pi). Pick a pair whose angle stays below 2 pi over the
+    positions you need: the slowest one, i = d_model/2 - 1, with w = 10000 ** (-2i / d_model). Then
+    t = angle / w, rounded.
     """,
     reference=position_from_pe_solution,
     kind="transfer",

@@ -106,6 +106,11 @@ def _masked_softmax(scores, mask):
         mistake(
             "fill the masked scores with 0", lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1), says="e^0 = 1"
         ),
+        mistake(
+            "fill the masked scores with -1e9 instead of -inf",
+            lambda s, m: torch.softmax(s.masked_fill(~m, -1e9), dim=-1),
+            says="equally likely",
+        ),
     ],
 )
 def masked_softmax(answer):
@@ -127,6 +132,13 @@ def masked_softmax(answer):
     leak = got.masked_select(~mask)
     if (leak != 0).any():
         idx = tuple(int(i) for i in ((got != 0) & ~mask).nonzero()[0])
+        if not mask[idx[:-1]].any():
+            row = [round(float(v), 4) for v in got[idx[:-1]]]
+            return (
+                f"row {idx[:-1]} has no allowed key, yet its weights are {row}: a large negative fill such as "
+                "-1e9 leaves every key equally likely there (1/T_k each); set the weights of a row whose keys "
+                "are all masked to 0"
+            )
         return (
             f"a masked key gets weight {got[idx]:.4f} at index {idx}: a score of 0 does not remove a key "
             "(e^0 = 1); fill masked scores with -inf"

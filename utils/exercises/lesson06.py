@@ -1,6 +1,8 @@
 """Exercises of lesson 06 (transformer blocks): LayerNorm by hand, RMSNorm, the parameter count of the
 paper's base model, and a prediction about gradients in a pre-norm stack."""
 
+import numbers
+
 import torch
 from torch import nn
 
@@ -310,7 +312,7 @@ def parameter_count(answer):
         expected = _parameter_count_solution(**case)
         got = answer(**case)
         sizes = ", ".join(f"{k}={v}" for k, v in case.items())
-        if not isinstance(got, (int, float)) or isinstance(got, bool) or got != int(got):
+        if not isinstance(got, numbers.Real) or isinstance(got, bool) or got != int(got):
             return f"return a whole number (an int), got {got!r} for {sizes}"
         if int(got) == expected:
             continue

@@ -3,6 +3,7 @@ learning rate, label-smoothed cross-entropy, a length-normalised beam score, and
 
 import contextlib
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +30,7 @@ def _number_problem(got, what):
     """A message when `got` is not a real number, else None."""
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
-    if isinstance(got, bool) or not isinstance(got, (int, float)) or math.isnan(got):
+    if isinstance(got, bool) or not isinstance(got, numbers.Real) or math.isnan(got):
         return f"{what}: return a number, got {got!r}"
     return None
 
@@ -143,7 +144,7 @@ _PEAK = _lrate_solution(4000, 512, 4000)
     with min(...), and multiply by d_model ** -0.5. The two terms are equal at step = warmup.
     """,
     reference=_lrate_solution,
-    kind="transfer",
+    kind="practice",
     wrong=_LRATE_MISTAKES,
     explain=f"""
     With the paper's d_model = 512 and warmup = 4000 the rate climbs to {_PEAK:.3g} at step 4000 and

@@ -152,7 +152,7 @@ def _pe_1d(n, d):
     return pe
 
 
-def _pe_2d_solution(rows, cols, d_model):
+def _pe_3d_solution(frames, rows, cols, d_model):
     def pe(n, d):  # lesson 01's table (n, d): sin in even columns, cos in odd ones
         pos = torch.arange(n, dtype=torch.float64)[:, None]  # (n, 1)
         w = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
@@ -160,63 +160,82 @@ def _pe_2d_solution(rows, cols, d_model):
         table[:, 0::2], table[:, 1::2] = torch.sin(pos * w), torch.cos(pos * w)
         return table
 
+    third = d_model // 3
+    f = torch.arange(frames).repeat_interleave(rows * cols)  # (N,): 0 0 ... 1 1 ...: frame by frame
+    r = torch.arange(rows).repeat_interleave(cols).repeat(frames)  # (N,): reading order within a frame
+    c = torch.arange(cols).repeat(frames * rows)  # (N,)
+    return torch.cat([pe(frames, third)[f], pe(rows, third)[r], pe(cols, third)[c]], dim=-1)  # (N, d_model)
+
+
+def _grid(frames, rows, cols):
+    f = torch.arange(frames).repeat_interleave(rows * cols)
+    r = torch.arange(rows).repeat_interleave(cols).repeat(frames)
+    c = torch.arange(cols).repeat(frames * rows)
+    return f, r, c
+
+
+def _pe_3d_image_only(frames, rows, cols, d_model):  # lesson 08's 2-D encoding: the frame is lost
+    f, r, c = _grid(frames, rows, cols)
     half = d_model // 2
-    r = torch.arange(rows).repeat_interleave(cols)  # (rows * cols,): 0 0 0 1 1 1 ... reading order
-    c = torch.arange(cols).repeat(rows)  # (rows * cols,): 0 1 2 0 1 2 ...
-    return torch.cat([pe(rows, half)[r], pe(cols, half)[c]], dim=-1)  # (rows * cols, d_model)
-
-
-def _pe_2d_column_first(rows, cols, d_model):
-    half = d_model // 2
-    r, c = torch.arange(rows).repeat_interleave(cols), torch.arange(cols).repeat(rows)
-    return torch.cat([_pe_1d(cols, half)[c], _pe_1d(rows, half)[r]], dim=-1)
-
-
-def _pe_2d_added(rows, cols, d_model):
-    r, c = torch.arange(rows).repeat_interleave(cols), torch.arange(cols).repeat(rows)
-    return _pe_1d(rows, d_model)[r] + _pe_1d(cols, d_model)[c]
-
-
-def _pe_2d_column_major(rows, cols, d_model):
-    half = d_model // 2
-    r, c = torch.arange(rows).repeat(cols), torch.arange(cols).repeat_interleave(rows)  # column by column
     return torch.cat([_pe_1d(rows, half)[r], _pe_1d(cols, half)[c]], dim=-1)
 
 
-def _pe_2d_one_index(rows, cols, d_model):
-    return _pe_1d(rows * cols, d_model)
+def _pe_3d_column_first(frames, rows, cols, d_model):
+    f, r, c = _grid(frames, rows, cols)
+    third = d_model // 3
+    return torch.cat([_pe_1d(cols, third)[c], _pe_1d(rows, third)[r], _pe_1d(frames, third)[f]], dim=-1)
 
 
-def _pe_2d_full_width_frequencies(rows, cols, d_model):
-    half = d_model // 2
-    r, c = torch.arange(rows).repeat_interleave(cols), torch.arange(cols).repeat(rows)
-    pos_r, pos_c = r.double()[:, None], c.double()[:, None]
-    w = 1.0 / 10000 ** (torch.arange(0, half, 2, dtype=torch.float64) / d_model)  # d_model, not d_model / 2
-    out = torch.zeros(rows * cols, d_model, dtype=torch.float64)
-    out[:, 0:half:2], out[:, 1:half:2] = torch.sin(pos_r * w), torch.cos(pos_r * w)
-    out[:, half::2], out[:, half + 1 :: 2] = torch.sin(pos_c * w), torch.cos(pos_c * w)
+def _pe_3d_added(frames, rows, cols, d_model):
+    f, r, c = _grid(frames, rows, cols)
+    return _pe_1d(frames, d_model)[f] + _pe_1d(rows, d_model)[r] + _pe_1d(cols, d_model)[c]
+
+
+def _pe_3d_frames_last(frames, rows, cols, d_model):  # positions ordered row, column, then frame
+    third = d_model // 3
+    f = torch.arange(frames).repeat(rows * cols)
+    r = torch.arange(rows).repeat_interleave(cols * frames)
+    c = torch.arange(cols).repeat_interleave(frames).repeat(rows)
+    return torch.cat([_pe_1d(frames, third)[f], _pe_1d(rows, third)[r], _pe_1d(cols, third)[c]], dim=-1)
+
+
+def _pe_3d_full_width_frequencies(frames, rows, cols, d_model):
+    f, r, c = _grid(frames, rows, cols)
+    third = d_model // 3
+    w = 1.0 / 10000 ** (torch.arange(0, third, 2, dtype=torch.float64) / d_model)  # d_model, not d_model / 3
+    out = torch.zeros(len(f), d_model, dtype=torch.float64)
+    for k, idx in enumerate((f, r, c)):
+        pos = idx.double()[:, None]
+        out[:, k * third : (k + 1) * third : 2] = torch.sin(pos * w)
+        out[:, k * third + 1 : (k + 1) * third : 2] = torch.cos(pos * w)
     return out
 
 
-_PE_2D_MISTAKES = [
+_PE_3D_MISTAKES = [
     mistake(
-        "put the column's encoding in the first half (here the row comes first)",
-        _pe_2d_column_first,
-        says="the row comes first",
+        "reuse the image's 2-D encoding, which has no part for the frame",
+        _pe_3d_image_only,
+        says="no part for the frame",
     ),
     mistake(
-        "add a full-width row PE and a full-width column PE instead of giving each half of the vector",
-        _pe_2d_added,
-        says="half of the vector",
+        "put the column's encoding first (the order here is frame, row, column)",
+        _pe_3d_column_first,
+        says="frame, row, column",
     ),
     mistake(
-        "number the patches column by column instead of in reading order", _pe_2d_column_major, says="reading order"
+        "add full-width PEs instead of giving each axis a third of the vector",
+        _pe_3d_added,
+        says="a third of the vector",
     ),
-    mistake("give each patch the 1-D PE of its index r * cols + c", _pe_2d_one_index, says="1-D PE of its index"),
     mistake(
-        "compute each half's frequencies with d_model instead of d_model / 2",
-        _pe_2d_full_width_frequencies,
-        says="d_model / 2",
+        "list the patches pixel position first and frame last, instead of frame by frame",
+        _pe_3d_frames_last,
+        says="frame by frame",
+    ),
+    mistake(
+        "compute each third's frequencies with d_model instead of d_model / 3",
+        _pe_3d_full_width_frequencies,
+        says="d_model / 3",
     ),
 ]
 
@@ -224,21 +243,26 @@ _PE_2D_MISTAKES = [
 @exercise(
     hint="""
     Write lesson 01's 1-D table pe(n, d) first (sin in even columns, cos in odd, w_i = 1 / 10000**(2i/d)).
-    Patch k of the grid sits at row r = k // cols and column c = k % cols. Its vector is
-    torch.cat([pe(rows, d_model // 2)[r], pe(cols, d_model // 2)[c]]): the row's PE, then the column's.
+    Patch k sits in frame f = k // (rows * cols), and within its frame at row r = (k // cols) % rows and
+    column c = k % cols. Its vector is torch.cat([pe(frames, t)[f], pe(rows, t)[r], pe(cols, t)[c]]) with
+    t = d_model // 3: the frame's PE, then the row's, then the column's.
     """,
-    reference=_pe_2d_solution,
+    reference=_pe_3d_solution,
     kind="transfer",
-    wrong=_PE_2D_MISTAKES,
+    wrong=_PE_3D_MISTAKES,
 )
-def pe_2d(answer):
-    """answer(rows, cols, d_model) -> (rows * cols, d_model): row PE then column PE, patches in reading order."""
+def pe_3d(answer):
+    """answer(frames, rows, cols, d_model) -> (frames * rows * cols, d_model): frame, row, column PE."""
     cases = []
-    for rows, cols, d_model in ((3, 4, 8), (4, 4, 16), (2, 5, 12)):
-        expected = sinusoidal_encoding_2d(rows, cols, d_model, dtype=torch.float64)
-        assert torch.allclose(expected, _pe_2d_solution(rows, cols, d_model))
-        cases.append(((rows, cols, d_model), expected, f"a {rows} x {cols} grid, d_model={d_model}"))
-    return _compare_cases(answer, _PE_2D_MISTAKES, cases, "encoding (rows: patches, columns: features)")
+    for frames, rows, cols, d_model in ((2, 3, 4, 12), (3, 2, 2, 24), (4, 3, 3, 36)):
+        expected = _pe_3d_solution(frames, rows, cols, d_model)
+        third = d_model // 3  # the row and column thirds are section 6's 2-D encoding of width 2 d_model / 3
+        image = sinusoidal_encoding_2d(rows, cols, 2 * third, dtype=torch.float64).repeat(frames, 1)
+        assert torch.allclose(expected[:, third:], image)
+        cases.append(
+            ((frames, rows, cols, d_model), expected, f"{frames} frames of {rows} x {cols}, d_model={d_model}")
+        )
+    return _compare_cases(answer, _PE_3D_MISTAKES, cases, "encoding (rows: patches, columns: features)")
 
 
 # --- 4. RoPE by hand (practice) ------------------------------------------------------------------------
@@ -319,4 +343,4 @@ def rope_rotate(answer):
         pe = sinusoidal_encoding(3, d, dtype=torch.float64)  # rotating PE_0 by t gives PE_t
         assert torch.allclose(_rope_solution(pe[:1].expand(3, d), torch.arange(3)), pe)
         cases.append(((x, positions), expected, f"x of shape (6, {d})"))
-    return _compare_cases(answer, _ROPE_MISTAKES, cases, "rotated x", atol=1e-6)
+    return _compare_cases(answer, _ROPE_MISTAKES, cases, "rotated x", atol=1e-4)

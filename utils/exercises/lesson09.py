@@ -258,8 +258,8 @@ def merge_partials(fn):
             ),
             (
                 _merge_max_without_sums,
-                "exp(m_i - m) alone ignores how many keys each part summed; weight by "
-                "the running sum l too: w_i = l_i exp(m_i - m)",
+                "exp(m_i - m) alone ignores each part's running sum l_i = Σ exp(s_j - m_i); "
+                "weight by it too: w_i = l_i exp(m_i - m)",
             ),
         ):
             if compare_arrays(got, f(*parts), atol=1e-9) is None:
