@@ -5,7 +5,6 @@ computes attention (multi-head attention and every model built on it call `atten
 """
 
 import math
-import numbers
 
 import torch
 import torch.nn.functional as F
@@ -49,26 +48,8 @@ def attend(q, k, v, mask=None, dropout_p=0.0, need_weights=True):
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
     """Return (output (..., T_q, d_v), weights (..., T_q, T_k)); a row with no allowed key gives zeros."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        validation.tensor(name, t, min_dim=2, floating=True)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same number of positions T_k (dim -2), "
-            f"got k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
-    try:
-        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"the leading (batch) dimensions of q, k and v must broadcast, got q {tuple(q.shape)}, "
-            f"k {tuple(k.shape)} and v {tuple(v.shape)}"
-        ) from None
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real) or not 0 <= dropout_p < 1:
-        raise ValueError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
+    batch = validation.attention_inputs(q, k, v)
+    dropout_p = validation.probability("dropout_p", dropout_p)
     if mask is not None:
         scores_shape = torch.Size((*batch, q.shape[-2], k.shape[-2]))
         validation.mask("mask", mask, scores_shape, f"for q {tuple(q.shape)} and k {tuple(k.shape)}")

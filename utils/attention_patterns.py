@@ -6,6 +6,7 @@ import math
 import torch
 
 from utils import validation
+from utils.attention import attend
 from utils.attention_map import as_tokens, token_embeddings
 
 NOUNS = ("CAT", "DOG", "BIRD", "FISH", "HORSE", "MOUSE")
@@ -36,7 +37,7 @@ def projected_weights(X, W_q, W_k):
     _matrix("W_k", W_k, X.shape[-1])
     validation.shape("W_k", W_k, (("d_model", W_q.shape[0]), ("d_k of W_q", W_q.shape[1])))
     Q, K = X @ W_q.to(X.dtype), X @ W_k.to(X.dtype)  # (..., T, d_k) each
-    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[1]), dim=-1)  # (..., T, T)
+    return attend(Q, K, K)[1]  # (..., T, T): softmax(Q K^T / sqrt(d_k)), the weights of utils.attention
 
 
 def sentence_map(sentence, W_q, W_k, d_model=512):

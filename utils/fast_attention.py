@@ -34,7 +34,7 @@ def online_softmax(scores, mask=None, block_size=1):
     validation.tensor("scores", scores, min_dim=1, floating=True)
     block_size = validation.positive_int("block_size", block_size)
     if mask is not None:
-        _check_bool_mask("mask", mask, scores.shape)
+        validation.mask("mask", mask, scores.shape)
         scores = scores.masked_fill(~mask, float("-inf"))
     m = torch.full(scores.shape[:-1], float("-inf"), dtype=scores.dtype, device=scores.device)  # (...,)
     l = torch.zeros_like(m)  # (...,)
@@ -53,30 +53,11 @@ def _finite_or_zero(m):
     return torch.where(torch.isneginf(m), torch.zeros_like(m), m)
 
 
-def _check_bool_mask(name, mask, shape):
-    validation.tensor(name, mask)
-    if mask.dtype != torch.bool:
-        raise ValueError(f"{name} must be a bool tensor (True = may attend), got dtype {mask.dtype}")
-    try:
-        ok = torch.broadcast_shapes(mask.shape, shape) == shape
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(f"{name} of shape {tuple(mask.shape)} must broadcast to {tuple(shape)}")
-
-
 # --- tiled attention ---------------------------------------------------------------------------------
 
 
 def _check_qkv(q, k, v):
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        validation.tensor(name, t, min_dim=2, floating=True)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same number of positions T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
+    validation.attention_inputs(q, k, v)
     if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
         raise ValueError(
             f"q, k and v must have the same leading (batch, head) dimensions, got q {tuple(q.shape)}, "
@@ -84,8 +65,6 @@ def _check_qkv(q, k, v):
         )
     if k.shape[-2] == 0:
         raise ValueError(f"k must have at least one position, got {tuple(k.shape)}")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
 
 
 def tiled_attention(q, k, v, block_size=64, causal=False, query_block=None, return_stats=False):

@@ -380,7 +380,7 @@ def _child(conn, payload):
             for attr, obj in vars(module).items():
                 if isinstance(obj, exercises.Exercise):
                     checkers[(module.__name__.rsplit(".", 1)[-1], attr)] = types.SimpleNamespace(
-                        name=obj.name, check_fn=_frozen(obj.check_fn)
+                        name=obj.name, check_fn=_frozen(obj.check_fn), reference=obj.reference
                     )
         evaluate = _frozen(exercises.Exercise.evaluate)
         snapshots = [(vars(m), dict(vars(m))) for m in (builtins, exercises, *modules)]

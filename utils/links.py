@@ -44,7 +44,7 @@ def pip_requirement():
 
 def colab_setup_source():
     """The first code cell of every lesson (tagged colab-setup): does nothing outside Colab, and on Colab
-    stops with one line saying what failed and what to do when the install fails."""
+    stops with one line saying what failed and what to do when the install fails. Laid out as ruff formats it."""
     return "\n".join(
         [
             f"# On Google Colab, install this collection's `utils` ({RELEASE}) first; elsewhere this cell does nothing.",
@@ -53,11 +53,12 @@ def colab_setup_source():
             "",
             'if "google.colab" in sys.modules:',
             f'    requirement = "{pip_requirement()}"',
-            '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement],',
-            "                         capture_output=True, text=True)",
+            '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)',
             "    if pip.returncode != 0:",
             '        reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]',
-            '        raise SystemExit(f"Setup failed: pip could not install {requirement} ({reason}). "',
-            '                         "Check that this runtime is online, then run this cell again.")',
+            "        raise SystemExit(",
+            '            f"Setup failed: pip could not install {requirement} ({reason}). "',
+            '            "Check that this runtime is online, then run this cell again."',
+            "        )",
         ]
     )

@@ -53,6 +53,30 @@ def tensor(name, value, min_dim=0, floating=False):
     return value
 
 
+def attention_inputs(q, k, v):
+    """Check q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v): floating tensors of one dtype whose
+    leading (batch) dimensions broadcast; return the broadcast leading shape."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        tensor(name, t, min_dim=2, floating=True)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same number of positions T_k (dim -2), "
+            f"got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    try:
+        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the leading (batch) dimensions of q, k and v must broadcast, got q {tuple(q.shape)}, "
+            f"k {tuple(k.shape)} and v {tuple(v.shape)}"
+        ) from None
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    return batch
+
+
 def bool_mask(name, value):
     """Return `value` if it is a bool tensor (True = may attend), else raise naming `name`."""
     tensor(name, value)

@@ -252,7 +252,7 @@ def test_other_bad_inputs():
         ValueError, match=r"leading \(batch\) dimensions of q, k and v must broadcast.*q \(2, 4, 8\), k \(3, 4, 8\)"
     ):
         scaled_dot_product_attention(torch.randn(2, 4, 8), torch.randn(3, 4, 8), torch.randn(3, 4, 8))
-    with pytest.raises(ValueError, match=r"dropout_p must be a number in \[0, 1\), got 1.5"):
+    with pytest.raises(ValueError, match=r"dropout_p must be a probability in \[0, 1\), got 1.5"):
         scaled_dot_product_attention(x, x, x, dropout_p=1.5)
 
 

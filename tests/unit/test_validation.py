@@ -178,3 +178,20 @@ def test_bool_mask_and_mask():
         validation.mask("mask", causal.float(), (3, 3))
     with pytest.raises(ValueError, match=r"mask of shape \(2, 3\) must broadcast to the scores' shape \(3, 3\)"):
         validation.mask("mask", torch.ones(2, 3, dtype=torch.bool), (3, 3))
+
+
+def test_attention_inputs():
+    q, k, v = torch.zeros(2, 1, 3, 4), torch.zeros(5, 4), torch.zeros(5, 6)
+    assert validation.attention_inputs(q, k, v) == (2, 1)
+    with pytest.raises(TypeError, match="k must be a torch.Tensor, got list"):
+        validation.attention_inputs(q, [[0.0]], v)
+    with pytest.raises(
+        ValueError, match=r"q and k must share their last dimension d_k, got q \(2, 1, 3, 4\) and k \(5, 3\)"
+    ):
+        validation.attention_inputs(q, torch.zeros(5, 3), v)
+    with pytest.raises(ValueError, match=r"k and v must have the same number of positions T_k \(dim -2\)"):
+        validation.attention_inputs(q, k, torch.zeros(4, 6))
+    with pytest.raises(ValueError, match="leading .batch. dimensions of q, k and v must broadcast"):
+        validation.attention_inputs(q, torch.zeros(3, 5, 4), torch.zeros(3, 5, 6))
+    with pytest.raises(ValueError, match="q, k and v must share a dtype"):
+        validation.attention_inputs(q, k.double(), v)
