@@ -192,6 +192,6 @@ def test_attention_inputs():
     with pytest.raises(ValueError, match=r"k and v must have the same number of positions T_k \(dim -2\)"):
         validation.attention_inputs(q, k, torch.zeros(4, 6))
     with pytest.raises(ValueError, match="leading .batch. dimensions of q, k and v must broadcast"):
-        validation.attention_inputs(q, torch.zeros(3, 5, 4), torch.zeros(3, 5, 6))
+        validation.attention_inputs(torch.zeros(2, 3, 3, 4), torch.zeros(4, 5, 4), torch.zeros(4, 5, 6))
     with pytest.raises(ValueError, match="q, k and v must share a dtype"):
         validation.attention_inputs(q, k.double(), v)
