@@ -464,14 +464,12 @@ print("PASS: tiled by hand (blocks of 1, 7, 16, 50) equals utils and torch's att
 # the tile (all $j > i$) contributes nothing: it need not be computed at all. Before counting, a prediction.
 #
 # **Exercise 1 (predict).** For $T = 1000$ and blocks of $B = 100$, how many of the tiles are skipped?
-# Write a number.
+# Write a number in the next cell; the check comes after the count below.
 
 # %%
 from utils.exercises import lesson09 as check
 
-my_prediction = ...  # the number of tiles skipped, T = 1000, B = 100
-
-check.skipped_tiles(my_prediction)
+my_prediction = None  # your answer: the number of tiles skipped, T = 1000, B = 100
 
 # %% [markdown]
 # `utils.fast_attention.tiled_attention` is the same loop over batches and heads at once, with the causal
@@ -505,6 +503,12 @@ for T, B in pairs:
     assert stats["skipped"] == n * (n - 1) // 2 == causal_skipped_tiles(T, B)
     assert stats["computed"] + stats["skipped"] == n * n
 print(f"PASS: for all {len(pairs)} pairs T = 1..39, B = 1..11, the causal mask skips exactly n(n-1)/2 tiles")
+
+# %% [markdown]
+# Now check the prediction you wrote above (exercise 1):
+
+# %%
+check.skipped_tiles(my_prediction)
 
 # %% [markdown]
 # The fraction of tiles skipped, $n(n-1)/2$ of $n^2$, is $(n-1)/(2n)$: it approaches one half as the sequence

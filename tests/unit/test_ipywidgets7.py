@@ -55,14 +55,15 @@ def test_widget_tests_are_found():
     assert "test_widgets_generic.py" in files, files
 
 
-def test_widget_tests_pass_on_ipywidgets_7_7_1():
+@pytest.mark.parametrize("path", widget_test_files(), ids=lambda p: p.name)
+def test_widget_tests_pass_on_ipywidgets_7_7_1(path):
+    """One widget test file per test, so that the reruns spread over the workers."""
     version = overlay_version() if OVERLAY.is_dir() else None
     if version != "7.7.1":
         reason = f"ipywidgets 7.7.1 overlay not found at {OVERLAY} (got {version}); build it with: {BUILD}"
         if os.environ.get("REQUIRE_IPYWIDGETS7") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    files = [str(p) for p in widget_test_files()]
     proc = subprocess.run(
         [
             sys.executable,
@@ -75,7 +76,7 @@ def test_widget_tests_pass_on_ipywidgets_7_7_1():
             "no:cacheprovider",
             "-W",
             "ignore::DeprecationWarning",
-            *files,
+            str(path),
         ],
         cwd=ROOT,
         env=overlay_env(),
@@ -84,5 +85,5 @@ def test_widget_tests_pass_on_ipywidgets_7_7_1():
         timeout=900,
     )
     tail = "\n".join(proc.stdout.splitlines()[-40:]) + proc.stderr[-2000:]
-    assert proc.returncode == 0, f"widget tests fail on ipywidgets 7.7.1:\n{tail}"
-    assert re.search(r"\b[1-9]\d* passed", proc.stdout), f"no widget test ran on ipywidgets 7.7.1:\n{tail}"
+    assert proc.returncode == 0, f"{path.name} fails on ipywidgets 7.7.1:\n{tail}"
+    assert re.search(r"\b[1-9]\d* passed", proc.stdout), f"no test of {path.name} ran on ipywidgets 7.7.1:\n{tail}"
