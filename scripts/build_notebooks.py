@@ -12,8 +12,8 @@ import time
 
 import jupytext
 import nbformat
-from nbclient import NotebookClient
 
+from utils.kernel_client import notebook_client
 from utils.lessons import checkout, lessons
 
 ROOT = checkout(__file__)  # the kernel imports the same installed utils (pip install -e .)
@@ -56,7 +56,7 @@ def build(src, timeout=900):
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata.pop("jupytext", None)
     nb.metadata["jupytext"] = {"formats": "notebooks///ipynb,lessons_src///py:percent"}
-    client = NotebookClient(
+    client = notebook_client(
         nb,
         timeout=timeout,
         kernel_name="python3",

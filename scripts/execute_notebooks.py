@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from utils.kernel_client import notebook_client
 from utils.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
@@ -40,7 +40,7 @@ def kernel_versions(names):
     import json
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(VERSIONS % (sorted(names),))])
-    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    notebook_client(nb, timeout=120, kernel_name="python3").execute()
     return json.loads(nb.cells[0].outputs[0]["text"])
 
 
@@ -49,7 +49,7 @@ def execute(path, timeout):
     nb = copy.deepcopy(nbformat.read(path, as_version=4))
     start = time.perf_counter()
     try:
-        NotebookClient(
+        notebook_client(
             nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
         ).execute()
     except CellExecutionError as err:

@@ -582,6 +582,8 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
     import nbformat
     from nbclient.exceptions import DeadKernelError
 
+    from utils.kernel_client import notebook_client
+
     n_cells = len(nb.cells)
     for cell in nb.cells:  # a cell the run does not reach must not show the learner's old outputs
         if cell.cell_type == "code":
@@ -616,8 +618,9 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
             error = f"stopped: the notebook printed more than {max_output / 1e6:g} MB"
         errors.append({"cell": cell_index + 1, "source": first[:80], "error": error[:MAX_MESSAGE]})
 
-    client = _client_class()(
+    client = notebook_client(
         nb,
+        client_class=_client_class(),
         kernel_name="python3",
         allow_errors=True,
         record_timing=False,

@@ -169,8 +169,9 @@ def imports_of(path):
 def test_everything_a_lesson_imports_is_on_colab_after_the_setup_cell():
     extras = {Requirement(s).name for s in pyproject()["project"]["optional-dependencies"][links.COLAB_EXTRA]}
     available = COLAB_SHIPS | {IMPORT_NAME.get(n, n.replace("-", "_")) for n in extras} | {"utils"}
-    # What learners run on Colab: the lessons and the utils they import (not the instructor's grader).
-    files = SOURCES + [p for p in (ROOT / "utils").rglob("*.py") if p.name != "grade.py"]
+    # What learners run on Colab: the lessons and the utils they import (not the instructor's grader, nor the
+    # notebook runner it shares with the scripts).
+    files = SOURCES + [p for p in (ROOT / "utils").rglob("*.py") if p.name not in ("grade.py", "kernel_client.py")]
     missing = {
         f"{name} (in {p.relative_to(ROOT)})"
         for p in files

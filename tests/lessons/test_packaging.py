@@ -13,7 +13,7 @@ ROOT = checkout(__file__)
 # Import name -> distribution name, where they differ.
 DISTRIBUTION = {"IPython": "ipython", "yaml": "pyyaml"}
 # Imported by utils but needed only by an extra: module -> extra.
-EXTRA_ONLY = {"nbclient": "grade", "nbformat": "grade"}
+EXTRA_ONLY = {"nbclient": "grade", "nbformat": "grade", "jupyter_client": "grade", "traitlets": "grade"}
 
 
 def project():

@@ -5,9 +5,9 @@ import matplotlib.pyplot as plt
 import nbformat
 import numpy as np
 import pytest
-from nbclient import NotebookClient
 
 from utils import plotting
+from utils.kernel_client import notebook_client
 from utils.positional import sinusoidal_encoding
 from utils.widgets import pe_explorer
 
@@ -167,7 +167,7 @@ def test_slider_change_replaces_the_drawn_image_in_a_kernel():
             ]
         ]
     )
-    NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    notebook_client(nb, kernel_name="python3", timeout=120).execute()
     printed = [cell.outputs[0]["text"].strip() for cell in nb.cells[1:]]
     assert printed == ["1", "1 True", "1 True"], printed
 
