@@ -68,8 +68,9 @@ def main(argv=None):
     with lab_driver.running_lab() as lab, sync_playwright() as pw:
         browser = lab_driver.launch_browser(pw)
         try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            lab_driver.load_lab(page, lab)
             for path in notebooks:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 try:
                     start = time.perf_counter()
                     lab_driver.open_notebook(page, lab, path.relative_to(ROOT).as_posix())
@@ -80,8 +81,7 @@ def main(argv=None):
                     for s in lab_driver.exercise_widgets(page, lab, repeats=args.repeats):
                         steps.append({"notebook": path.stem, **s})
                 finally:
-                    page.close(run_before_unload=False)
-                    lab.shutdown_kernels()
+                    lab_driver.close_documents(page, lab)
         finally:
             browser.close()
     result = {

@@ -98,9 +98,9 @@ class Lab:
             body = resp.read()
         return json.loads(body) if body else None
 
-    def notebook_url(self, rel):
-        # reset: start from an empty workspace, or the previous test's notebook reopens in a hidden tab
-        return f"{self.url}lab/tree/{rel}?reset&token={self.token}"
+    def app_url(self):
+        # reset: start from an empty workspace, not the one a previous page left
+        return f"{self.url}lab?reset&token={self.token}"
 
     def kernels_idle(self):
         return all(k["execution_state"] == "idle" for k in self.api("kernels"))
@@ -152,6 +152,8 @@ def running_lab(root=ROOT, timeout=120):
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.extension_manager=readonly",
+        # window.jupyterapp: one loaded page opens notebook after notebook (loading JupyterLab costs seconds)
+        "--LabApp.expose_app_in_browser=True",
         "--ServerApp.open_browser=False",
         "--allow-root",
         # checkpoints (written when a notebook opens) go to the private folder, not into the repo
@@ -230,9 +232,22 @@ def wait_kernel_idle(lab, page=None, timeout=60, settle=0.5):
     raise TimeoutError(f"kernel not idle after {timeout} s")
 
 
+def load_lab(page, lab, timeout=120):
+    """Load JupyterLab in `page` and wait until it has started and restored its (empty) workspace."""
+    page.goto(lab.app_url(), timeout=timeout * 1000)
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=timeout * 1000)
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+
+
 def open_notebook(page, lab, rel, timeout=120):
-    """Open `rel` in JupyterLab and wait for its kernel; return the dialogs shown (none expected)."""
-    page.goto(lab.notebook_url(rel), timeout=timeout * 1000)
+    """Open `rel` in JupyterLab (loaded in `page` first if it is not) as the file browser does, and wait for its
+    kernel; return the dialogs shown (none expected)."""
+    if not page.evaluate("() => window.jupyterapp !== undefined"):
+        load_lab(page, lab, timeout)
+    if page.locator(".jp-NotebookPanel").count():
+        raise RuntimeError(f"a notebook is still open in the page: close_documents(page) before opening {rel}")
+    # not awaited: the command's promise waits for the kernel, which a "Select Kernel" dialog holds up
+    page.evaluate("path => { window.jupyterapp.commands.execute('docmanager:open', {path}); }", rel)
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=timeout * 1000)
     deadline = time.monotonic() + timeout
     while not lab.api("sessions") and time.monotonic() < deadline:
@@ -243,6 +258,21 @@ def open_notebook(page, lab, rel, timeout=120):
         wait_kernel_idle(lab, page, timeout=max(1, deadline - time.monotonic()))
         page.wait_for_timeout(500)  # a late "Select Kernel" dialog would show by now
     return dialogs(page)
+
+
+def close_documents(page, lab, timeout=30):
+    """Dismiss every dialog, close every open document unsaved and shut down every kernel, leaving JupyterLab
+    loaded and empty for the next notebook."""
+    deadline = time.monotonic() + timeout
+    while page.locator(".jp-Dialog").count():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"dialogs still open after {timeout} s: {dialogs(page)}")
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(100)
+    # dispose() closes a widget without asking to save it (autosave is off: nothing is written)
+    page.evaluate("() => { for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) w.dispose(); }")
+    page.wait_for_selector(".jp-NotebookPanel", state="detached", timeout=timeout * 1000)
+    lab.shutdown_kernels()
 
 
 def menu(page, top, item):
