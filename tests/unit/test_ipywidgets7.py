@@ -55,9 +55,24 @@ def test_widget_tests_are_found():
     assert "test_widgets_generic.py" in files, files
 
 
-@pytest.mark.parametrize("path", widget_test_files(), ids=lambda p: p.name)
-def test_widget_tests_pass_on_ipywidgets_7_7_1(path):
-    """One widget test file per test, so that the reruns spread over the workers."""
+# Two reruns, one per worker (each pytest subprocess costs seconds to start and import torch): the generic test
+# of every explorer, the slowest file, alone; every other widget test file together.
+GENERIC = "test_widgets_generic.py"
+
+
+def rerun_groups():
+    files = widget_test_files()
+    return [[p for p in files if p.name == GENERIC], [p for p in files if p.name != GENERIC]]
+
+
+def test_the_reruns_cover_every_widget_test_file_once():
+    assert sorted(p for group in rerun_groups() for p in group) == widget_test_files()
+    assert all(rerun_groups())
+
+
+@pytest.mark.parametrize("paths", rerun_groups(), ids=["generic", "the-others"])
+def test_widget_tests_pass_on_ipywidgets_7_7_1(paths):
+    """Each widget test file passes on ipywidgets 7.7.1, and each ran at least one test there."""
     version = overlay_version() if OVERLAY.is_dir() else None
     if version != "7.7.1":
         reason = f"ipywidgets 7.7.1 overlay not found at {OVERLAY} (got {version}); build it with: {BUILD}"
@@ -76,7 +91,8 @@ def test_widget_tests_pass_on_ipywidgets_7_7_1(path):
             "no:cacheprovider",
             "-W",
             "ignore::DeprecationWarning",
-            str(path),
+            "-rA",
+            *map(str, paths),
         ],
         cwd=ROOT,
         env=overlay_env(),
@@ -84,6 +100,13 @@ def test_widget_tests_pass_on_ipywidgets_7_7_1(path):
         text=True,
         timeout=900,
     )
-    tail = "\n".join(proc.stdout.splitlines()[-40:]) + proc.stderr[-2000:]
-    assert proc.returncode == 0, f"{path.name} fails on ipywidgets 7.7.1:\n{tail}"
-    assert re.search(r"\b[1-9]\d* passed", proc.stdout), f"no test of {path.name} ran on ipywidgets 7.7.1:\n{tail}"
+    names = ", ".join(p.name for p in paths)
+    failed = sorted({m for m in re.findall(r"^(?:FAILED|ERROR) tests/unit/(test_\w+\.py)", proc.stdout, re.M)})
+    start = min(
+        (proc.stdout.find(f" {part} =") for part in ("ERRORS", "FAILURES") if f" {part} =" in proc.stdout), default=-1
+    )
+    tail = (proc.stdout[start : start + 3000] if start >= 0 else proc.stdout[-3000:]) + proc.stderr[-2000:]
+    assert proc.returncode == 0, f"{', '.join(failed) or names} fail(s) on ipywidgets 7.7.1:\n{tail}"
+    passed = set(re.findall(r"^PASSED tests/unit/(test_\w+\.py)::", proc.stdout, re.M))
+    missing = [p.name for p in paths if p.name not in passed]
+    assert not missing, f"no test of {', '.join(missing)} ran on ipywidgets 7.7.1:\n{tail}"
