@@ -218,23 +218,25 @@ assert cache.self_k[0].shape[2] == 3 and cache.cross_k[0].shape[2] == src2.shape
 
 # %% [markdown]
 # **Cached = uncached.** On the whole held-out set, greedy decoding with the cache (`use_cache=True`) gives
-# the same translations; and, forcing 64 steps (ignoring `<eos>`) on 100 of them, every step's logits agree
-# to float rounding. (The two paths multiply matrices of different shapes, so the last bits may differ.)
+# the same tokens (each translation cut at the cap below); and, forcing 64 steps (ignoring `<eos>`) on 100 of
+# them, every step's logits agree to float rounding. (The two paths multiply matrices of different shapes, so
+# the last bits may differ.)
 #
 # We let each translation run to 5 tokens past the longest reference translation. A wrong translation can
 # run on long after its reference would have ended, and a batch is decoded until its last sentence stops:
-# without a cap, one such sentence makes the uncached decoder recompute every position of all 500 for dozens
-# of extra steps. The 64 forced steps below check the cache on long outputs.
+# without a cap, decoding could go on to the model's limit (printed below), recomputing every position of all
+# 500 sentences at each step. The 64 forced steps below check the cache on long outputs.
 
 # %%
 test_src, _ = to_tensors(ds.test, ds.src_vocab, ds.tgt_vocab)  # (500, S)
-cap = max(len(pair.tgt) for pair in ds.test) + 5  # tokens: the longest reference translation's length + 5
+cap = max(len(pair.tgt) for pair in ds.test) + 5  # decoding steps: the longest reference's length + 5
 plain = greedy_decode(model, test_src, BOS, EOS, max_len=cap)
 cached = greedy_decode(model, test_src, BOS, EOS, max_len=cap, use_cache=True)
 assert cached == plain
 print(
-    f"PASS: cached and uncached greedy decoding give the same tokens on all {len(plain)} held-out sentences "
-    f"(up to {cap} tokens each)"
+    f"PASS: cached and uncached greedy decoding give the same tokens on all {len(plain)} held-out sentences, "
+    f"each cut at {cap} tokens (the longest reference has {cap - 5}; uncapped, decoding could run to "
+    f"{model.max_len - 1})"
 )
 ids_plain, logits_plain = greedy_steps(model, test_src[:100], BOS, 64, use_cache=False)
 ids_cached, logits_cached = greedy_steps(model, test_src[:100], BOS, 64, use_cache=True)
@@ -246,11 +248,12 @@ print(
 
 # %% [markdown]
 # **Time per generated token.** We force $n$ steps for $n$ = 8, 16, 32, 64 on 64 held-out sentences at once
-# and divide the time by $n$, in three rounds that each time every $n$ in turn. Without the cache, step $t$ processes $t$ positions, so the
-# time per token grows with $n$; with it, every step processes one position (plus attention over the
-# cached $t$ keys, which is small here). The numbers depend on the computer; the claims are checked below. Other
-# programs running at the same time slow some runs down, so the growth compares runs of the same round, a
-# second or so apart.
+# and divide the time by $n$, in three rounds that each time every $n$ in turn. Without the cache, step $t$
+# processes $t$ positions, so the time per token grows with $n$; with it, every step processes one position
+# (plus attention over the cached $t$ keys, which is small here). The numbers depend on the computer; the
+# claims are checked below. Other programs running at the same time slow some runs down, so the growth
+# compares runs of the same round, close together in time. Each run also encodes its source sentences once,
+# and that cost is shared by its $n$ tokens, so short runs cost a little more per token, with the cache too.
 
 # %% tags=["nbval-ignore-output"]
 lengths, batch_src = [8, 16, 32, 64], test_src[:64]  # (64, S)
