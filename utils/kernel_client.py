@@ -10,14 +10,16 @@ import time
 from queue import Empty
 
 from jupyter_client.asynchronous.client import AsyncKernelClient
-from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Type, default
 
 POLL_S = 0.25  # the longest a missed wake-up can delay a message
+# The async channel class of the installed jupyter_client (its name and module differ between 6.x, which Colab
+# ships, and 8.x, which requirements.txt pins).
+AsyncChannel = AsyncKernelClient.shell_channel_class.default_value
 
 
-class ShortPollChannel(AsyncZMQSocketChannel):
+class ShortPollChannel(AsyncChannel):
     """A channel whose get_msg polls at most POLL_S seconds at a time, until a message or the timeout."""
 
     async def get_msg(self, timeout=None):
