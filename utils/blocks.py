@@ -40,6 +40,21 @@ def _check_torch_layer(layer, kind, norm_first):
         raise ValueError(f"norm_first={norm_first} given but layer has norm_first={layer.norm_first}")
 
 
+def _sized_like(cls, layer, kind, norm_first):
+    """Our layer `cls` with the sizes of the torch layer (checked first) and a copy of its self-attention."""
+    _check_torch_layer(layer, kind, norm_first)
+    ours = cls(
+        layer.self_attn.embed_dim,
+        layer.self_attn.num_heads,
+        layer.linear1.out_features,
+        layer.dropout.p,
+        layer.norm_first,
+        layer.norm1.eps,
+    )
+    ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
+    return ours
+
+
 def _copy_common(ours, layer):
     """Copy the feed-forward and LayerNorm weights that encoder and decoder layers share."""
     ours = ours.to(layer.linear1.weight.dtype)  # first, so float64 weights are not rounded to float32
@@ -81,17 +96,7 @@ class EncoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer, norm_first=None):
         """A copy of a torch.nn.TransformerEncoderLayer (batch_first, ReLU) with the same weights."""
-        _check_torch_layer(layer, nn.TransformerEncoderLayer, norm_first)
-        ours = cls(
-            layer.self_attn.embed_dim,
-            layer.self_attn.num_heads,
-            layer.linear1.out_features,
-            layer.dropout.p,
-            layer.norm_first,
-            layer.norm1.eps,
-        )
-        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
-        return _copy_common(ours, layer)
+        return _copy_common(_sized_like(cls, layer, nn.TransformerEncoderLayer, norm_first), layer)
 
 
 class DecoderLayer(nn.Module):
@@ -139,16 +144,7 @@ class DecoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer, norm_first=None):
         """A copy of a torch.nn.TransformerDecoderLayer (batch_first, ReLU) with the same weights."""
-        _check_torch_layer(layer, nn.TransformerDecoderLayer, norm_first)
-        ours = cls(
-            layer.self_attn.embed_dim,
-            layer.self_attn.num_heads,
-            layer.linear1.out_features,
-            layer.dropout.p,
-            layer.norm_first,
-            layer.norm1.eps,
-        )
-        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
+        ours = _sized_like(cls, layer, nn.TransformerDecoderLayer, norm_first)
         ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
         return _copy_common(ours, layer)
 
