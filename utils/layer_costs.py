@@ -74,6 +74,30 @@ def count_flops(fn, *args):
     return counter.get_total_flops()
 
 
+class CountSoftmax(TorchFunctionMode):
+    """Counts the elements normalised by the softmax calls made inside a `with` block (one exponential each)."""
+
+    FUNCTIONS = (torch.softmax, F.softmax, torch.Tensor.softmax, torch.special.softmax)
+
+    def __init__(self):
+        super().__init__()
+        self.elements = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.FUNCTIONS:
+            self.elements += args[0].numel()
+        return func(*args, **(kwargs or {}))
+
+
+def count_softmax_elements(fn, *args):
+    """Elements that softmax normalises in fn(*args), without recording gradients (a fused kernel's own softmax
+    is not seen)."""
+    validation.function("fn", fn)
+    with torch.no_grad(), CountSoftmax() as counter:
+        fn(*args)
+    return counter.elements
+
+
 class CausalConv(nn.Module):
     """A 1-D convolution over positions: output t reads inputs t, t - dilation, ..., t - (kernel_size - 1) dilation."""
 

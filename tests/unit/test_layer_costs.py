@@ -6,7 +6,15 @@ import pytest
 import torch
 from torch import nn
 
-from utils.layer_costs import CausalConv, count_calls, count_flops, layers_to_connect, median_time, path_length
+from utils.layer_costs import (
+    CausalConv,
+    count_calls,
+    count_flops,
+    count_softmax_elements,
+    layers_to_connect,
+    median_time,
+    path_length,
+)
 
 # --- path_length ---
 
@@ -67,7 +75,23 @@ def test_path_length_bad_input(args, error, words):
         path_length(*args)
 
 
-# --- count_calls, count_flops, median_time ---
+# --- count_calls, count_flops, count_softmax_elements, median_time ---
+
+
+def test_count_softmax_elements_counts_every_softmax_api_once():
+    x = torch.randn(2, 3, 5)
+    assert count_softmax_elements(lambda t: torch.softmax(t, -1), x) == 30
+    assert count_softmax_elements(lambda t: nn.functional.softmax(t, dim=0).softmax(-1), x) == 60
+    assert count_softmax_elements(lambda t: torch.special.softmax(t[0], -1), x) == 15
+    assert count_softmax_elements(lambda t: t.exp() / t.exp().sum(-1, keepdim=True), x) == 0  # not a softmax call
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+def test_count_softmax_elements_of_attention_is_batch_heads_t_t(num_heads):
+    from utils.multihead import MultiHeadAttention
+
+    mha, x = MultiHeadAttention(8, num_heads), torch.randn(3, 5, 8)
+    assert count_softmax_elements(lambda t: mha(t, t, t), x) == 3 * num_heads * 5 * 5
 
 
 def test_count_calls_counts_each_torch_call():
@@ -100,6 +124,7 @@ def test_median_time_calls_fn_repeats_times():
     [
         (count_calls, (3,), TypeError, "fn"),
         (count_flops, ("f",), TypeError, "fn"),
+        (count_softmax_elements, (None,), TypeError, "fn"),
         (median_time, (None,), TypeError, "fn"),
         (median_time, (lambda: None, 0), ValueError, "repeats"),
         (median_time, (lambda: None, 2.0), TypeError, "repeats"),
