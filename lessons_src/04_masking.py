@@ -270,8 +270,8 @@ fig = plot_attention(words, causal_weights.numpy(), mask=causal_mask(n).numpy(),
 # ## 4. A leakage test
 #
 # If the mask works, changing the tokens after position $t$ cannot change any output at positions
-# $\le t$. We check it for every $t$, through two stacked attention layers with learned projections (a
-# decoder is a stack: the mask must hold through all of it), for 5 initialisations and inputs. Without
+# $\le t$. We check it for every $t$, through two stacked attention layers with their own projections $W_q, W_k, W_v$ (random, as
+# at initialisation; a decoder is a stack: the mask must hold through all of it), for 5 initialisations and inputs. Without
 # the mask, the past changes.
 #
 # **Predict first.** After this test we take each 6-token input and change only the token at position 2
@@ -508,7 +508,7 @@ print(
 
 # %% [markdown]
 # and `torch.nn.MultiheadAttention` (whose boolean `attn_mask` means the opposite, True = *may not*
-# attend, so we pass `~left_mask`):
+# attend, so we pass `~left_mask`), called as by default, with `need_weights=True`:
 
 # %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
@@ -516,14 +516,57 @@ mha = torch.nn.MultiheadAttention(d_model, num_heads=1, batch_first=True)
 mha_out, mha_w = mha(x_left, x_left, x_left, attn_mask=~left_mask)  # (1, T, d_model), (1, T, T)
 print(mha_out[0, :4, :4].detach().numpy().round(4))
 
+# %% [markdown]
+# NaN in rows 0–2. That answer depends on a flag that seems to be only about what is returned: with
+# `need_weights=False`, `nn.MultiheadAttention` returns no weights and computes the attention through
+# `F.scaled_dot_product_attention`. The same inputs, both flags, in training and in evaluation mode:
+
+# %% tags=["nbval-ignore-output"]
+mha_runs = {}  # (mode, need_weights) -> (output (1, T, d_model), weights (1, T, T) or None)
+for mode in ("train", "eval"):
+    mha.train(mode == "train")
+    for need_weights in (True, False):
+        mha_runs[mode, need_weights] = mha(x_left, x_left, x_left, attn_mask=~left_mask, need_weights=need_weights)
+print(mha_runs["eval", False][0][0, :4, :4].detach().numpy().round(4))  # need_weights=False, eval mode
+
+
 # %%
-assert torch.isnan(mha_out[0, :3]).all() and torch.isnan(mha_w[0, :3]).all()
-assert not torch.isnan(mha_out[0, 3:]).any()
-print("nn.MultiheadAttention returns NaN for the fully-masked rows (and the rest is finite): PASS")
+def fully_masked_rows(out):
+    """What rows 0-2 (the queries with nothing to attend to) hold: NaN, exact zeros or something else."""
+    rows = out[0, :3]  # (3, ...)
+    return "NaN" if torch.isnan(rows).all() else "exact zeros" if (rows == 0).all() else "other values"
+
+
+for (mode, need_weights), (out_mha, w_mha) in mha_runs.items():
+    held = fully_masked_rows(out_mha)
+    print(
+        f"{mode:5} mode, need_weights={need_weights!s:5}: rows 0-2 {held}, weights",
+        w_mha if w_mha is None else fully_masked_rows(w_mha),
+    )
+    assert held == ("NaN" if need_weights else "exact zeros")
+    assert not torch.isnan(out_mha[0, 3:]).any()
+    assert torch.allclose(out_mha[0, 3:], mha_out[0, 3:], atol=1e-6)  # rows 3-5: the same for every flag and mode
+print(
+    "nn.MultiheadAttention: NaN with need_weights=True, exact zeros with need_weights=False, in both modes; "
+    "rows 3-5 finite and equal for all four (within 1e-6): PASS"
+)
 
 # %% [markdown]
-# So the same situation gives zeros in one torch function and NaN in another. `utils` always gives zeros:
-# a query that may attend to nothing receives nothing.
+# Those zeros are the attention's zeros plus the bias of the output projection $W^O$, which
+# `nn.MultiheadAttention` sets to 0 when it is created. With another bias (as after training), the
+# fully-masked rows hold that bias:
+
+# %%
+with torch.no_grad():
+    mha.out_proj.bias.fill_(0.5)
+    biased, _ = mha(x_left, x_left, x_left, attn_mask=~left_mask, need_weights=False)  # (1, T, d_model)
+    mha.out_proj.bias.zero_()
+assert (biased[0, :3] == 0.5).all()
+print("with out_proj.bias = 0.5, need_weights=False gives 0.5 in every entry of rows 0-2: PASS")
+
+# %% [markdown]
+# So the same situation gives zeros or NaN, depending on the function and even on `need_weights`. `utils`
+# always gives zeros: a query that may attend to nothing receives nothing.
 #
 # ## 7. The explorer, with its mask control
 #
@@ -554,8 +597,10 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 #   layers.
 # - Seeing itself leaks nothing because the decoder's input is the target shifted right: position $i$
 #   holds $y_{i-1}$, sees $y_{<i}$ and predicts $y_i$. Without the shift a model copies its answer.
-# - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN, `nn.MultiheadAttention` →
-#   NaN, `F.scaled_dot_product_attention` (this torch version) → zeros, `utils` → zeros.
+# - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN; `nn.MultiheadAttention` →
+#   NaN with `need_weights=True` (its default) but zeros (plus the bias of $W^O$) with `need_weights=False`,
+#   in training and evaluation mode alike; `F.scaled_dot_product_attention` → zeros; `utils` → zeros
+#   (the torch results are those of this torch version).
 #
 # ## Exercises
 #
@@ -636,5 +681,5 @@ check.packed_causal_mask(packed_causal_mask)
 #   mid autumn festival", written with $j < i$, which this lesson corrects to $j \le i$.
 # - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, and
 #   setting scores to $-\infty$ before the softmax so that positions do not interact.
-# - Reading notes on the paper (June 2020): masked self-attention in the decoder "prevent[s] looking
+# - Reading notes on the paper (June 2020): "Masked self-attention in decoder: prevent looking
 #   forward".
