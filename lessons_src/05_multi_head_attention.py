@@ -16,9 +16,10 @@
 # 1. built multi-head attention step by step — project, split, attend, concatenate, $W^O$ — with
 #    every shape printed, and checked it against `utils.multihead` and `torch.nn.MultiheadAttention`
 #    with copied weights;
-# 2. counted the parameters and multiply–adds of 1 to 8 heads and compared them with one head of width
-#    `d_model`;
-# 3. seen what "multiple copies improve the *resolution* of attention" (the COMP7607 slides) means:
+# 2. counted the parameters, the multiply–adds, the softmax work and the attention weights of 1 to 8
+#    heads and compared them with one head of width `d_model`: which costs stay equal and which grow;
+# 3. seen what the COMP7607 slides mean when they say multiple heads "Improve the “resolution” of the
+#    attention mechanism":
 #    a task where no fixed split of one head's weight between two places does better than an
 #    error of ½, while two heads read both places sharply;
 # 4. read PyTorch's two opposite conventions for boolean masks;
@@ -56,6 +57,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from utils.attention import scaled_dot_product_attention
 from utils.head_training import heldout_error, train_heads
+from utils.layer_costs import count_softmax_elements
 from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention, merge_heads, split_heads
 from utils.plotting import plot_head_attention, plot_head_grid
@@ -212,7 +214,8 @@ print("PASS: project / split / attend / concat / W_o with torch's weights == tor
 # Hand the same causal mask (`True` on and below the diagonal) to both, with the queries, keys and
 # values of the previous cell. `F.scaled_dot_product_attention` takes it as it is;
 # `nn.MultiheadAttention` needs `~allowed`. Given `allowed` itself, it does the opposite of
-# causal: each query sees only *later* tokens, and the last query sees nothing at all (NaN).
+# causal: each query sees only *later* tokens, and the last query sees nothing at all (NaN, with the
+# default `need_weights=True`; lesson 04 shows that `need_weights=False` gives zeros there).
 # For the Transformer layers, compare a bool mask with a float mask, which is unambiguous in every
 # API: it is *added* to the scores, 0 where allowed and $-\infty$ where blocked.
 
@@ -285,8 +288,8 @@ check.predict_param_count(my_prediction)
 # | weights × values | $T^2 d_{model}$ | $h \cdot T^2 d_v = T^2 d_{model}$ |
 #
 # Rather than trust the table, let PyTorch's `FlopCounterMode` count the matrix products the
-# forward pass actually runs (the softmax and the scaling are not matrix products; they are
-# $O(h T^2)$ element-wise work).
+# forward pass actually runs. (The paper, section 3.2.2, says the total cost is "similar to that of
+# single-head attention with full dimensionality": the next cells show which parts are equal.)
 
 
 # %%
@@ -306,16 +309,49 @@ assert set(macs.values()) == {formula}
 print("PASS: the same multiply-adds for 1, 2, 4 and 8 heads, equal to the formula")
 
 # %% [markdown]
-# So multi-head attention is not "h times the work". What changes is *what it can express*:
-# `h` separate softmaxes instead of one.
+# The matrix products are not everything. The scaling, the mask and the softmax act on every score,
+# and each head has its own `T × T` scores: `batch · h · T²` of them, `h` times as many as one wide
+# head has. The weights the softmax returns, a `(batch, h, T, T)` tensor that the layer keeps for the
+# backward pass (and returns, to be plotted), grow the same way. Count the elements the softmax
+# normalises (`utils.layer_costs.count_softmax_elements`, one exponential each) and the size of the
+# returned weights, at the same sizes:
+
+
+# %%
+def softmax_and_weights(num_heads, batch=2, T=10, d_model=64):
+    """(elements the softmax normalises, numbers in the returned weights) in one forward pass."""
+    mha = MultiHeadAttention(d_model, num_heads)
+    x = torch.randn(batch, T, d_model)  # (batch, T, d_model)
+    with torch.no_grad():
+        weights = mha(x, x, x)[1]  # (batch, num_heads, T, T)
+    return count_softmax_elements(lambda x: mha(x, x, x), x), weights.numel()
+
+
+softmax_work = {h: softmax_and_weights(h) for h in (1, 2, 4, 8)}
+print("h: (softmax elements, weights):", softmax_work)
+for h, (elements, numel) in softmax_work.items():
+    assert elements == numel == 2 * h * 10 * 10  # batch * h * T * T
+    assert counts[h] == counts[1] and macs[h] == macs[1]
+print(
+    "PASS: parameters and multiply-adds equal for 1, 2, 4 and 8 heads; softmax elements and weights "
+    "= batch * h * T * T, h times those of one head"
+)
+
+# %% [markdown]
+# So `h` heads cost exactly what one wide head costs in **parameters** and in the **multiply–adds of
+# the matrix products**: the heads divide the width `d_model` between them. The **softmax work** and
+# the **attention weights** grow `h`-fold. At these sizes that is 1600 softmax elements for 8 heads
+# (batch 2) beside 353280 multiply–adds; it grows with $T^2$, so it matters for long sequences, and lesson 09
+# avoids storing the weights at all. What `h` buys is *what it can express*: `h` separate softmaxes
+# instead of one.
 
 # %% [markdown]
 # ## 3. What "improving the resolution" means
 #
-# The COMP7607 slides say multiple heads "improve the resolution of the attention mechanism"; the
-# paper (section 3.2.2) says "with a single attention head, averaging inhibits" attending to
-# different places at once. Here is a task where that is literally true. Each sequence has 6
-# tokens of `d_model = 8` features:
+# The COMP7607 slides say multiple heads "Improve the “resolution” of the attention mechanism"; the
+# paper (section 3.2.2) says that multi-head attention lets the model attend to information at
+# different positions jointly, and "With a single attention head, averaging inhibits this." Here is
+# a task where that is literally true. Each sequence has 6 tokens of `d_model = 8` features:
 #
 # * features 0–3: random **content** on every token;
 # * feature 4 = 1 tags one token **A**, feature 5 = 1 tags another token **B** (random positions);
@@ -352,8 +388,18 @@ def tag_labels(x):
 
 
 x_demo, y_demo = make_two_places(1, torch.Generator().manual_seed(3))
+
+
+# %% tags=["nbval-ignore-output"]
 print(x_demo[0])
 print("target:", y_demo[0, 0])
+
+# %%
+where_a, where_b = int(x_demo[0, :, 4].argmax()), int(x_demo[0, :, 5].argmax())
+print("tokens:", tag_labels(x_demo[0]))
+assert x_demo[0, :, 4:6].sum(0).tolist() == [1.0, 1.0] and x_demo[0, -1, 6] == 1 and (x_demo[0, -1, :4] == 0).all()
+assert torch.equal(y_demo[0, 0], torch.cat([x_demo[0, where_a, :2], x_demo[0, where_b, 2:4]]))
+print("PASS: one token tagged A, one tagged B, the last one asks (no content); target = A's features 0-1, B's 2-3")
 
 # %% [markdown]
 # Head 0 (columns 0–3 of each projection) asks "where is tag A?": the asking feature becomes a
@@ -378,7 +424,11 @@ with torch.no_grad():
     two_heads.W_o.weight[0, 0] = two_heads.W_o.weight[1, 1] = 1.0  # output 0-1 <- head 0
     two_heads.W_o.weight[2, 4] = two_heads.W_o.weight[3, 5] = 1.0  # output 2-3 <- head 1
 out, w_two = two_heads(x_demo, x_demo, x_demo)  # (1, T, d_model), (1, 2, T, T)
+
+# %% tags=["nbval-ignore-output"]
 print("asking token's output:", out[0, -1, :4].detach(), "\ntarget:               ", y_demo[0, 0])
+
+# %%
 assert torch.allclose(out[0, -1, :4], y_demo[0, 0], atol=1e-6)
 print("PASS: two heads retrieve A's and B's features (max |diff| < 1e-6)")
 
@@ -391,7 +441,6 @@ labels = tag_labels(x_demo[0])
 fig = plot_head_grid(w_two[0].detach().numpy(), tokens=labels)
 fig.suptitle("Last row (the asking token): head 0 reads A, head 1 reads B")
 plt.show()
-where_a, where_b = int(x_demo[0, :, 4].argmax()), int(x_demo[0, :, 5].argmax())
 assert w_two[0, 0, -1, where_a] > 0.999 and w_two[0, 1, -1, where_b] > 0.999
 print("PASS: head 0 puts > 0.999 of the asking token's weight on A, head 1 > 0.999 on B")
 
@@ -412,8 +461,13 @@ with torch.no_grad():
         one_head.W_v.weight[i, i] = one_head.W_o.weight[i, i] = 1.0  # values = content features
 out_one, w_one = one_head(x_demo, x_demo, x_demo)  # (1, T, d_model), (1, 1, T, T)
 blend = 0.5 * (x_demo[0, where_a, :4] + x_demo[0, where_b, :4])  # (4,)
+
+# %% tags=["nbval-ignore-output"]
 print("weights of the asking token:", w_one[0, 0, -1].detach())
 print("output:", out_one[0, -1, :4].detach(), "\n½(A+B):", blend, "\ntarget:", y_demo[0, 0])
+
+# %%
+assert torch.allclose(w_one[0, 0, -1, [where_a, where_b]], torch.tensor(0.5)) and w_one[0, 0, -1].sum() > 0.999
 assert torch.allclose(out_one[0, -1, :4], blend, atol=1e-6)
 assert (out_one[0, -1, :4] - y_demo[0, 0]).abs().max() > 0.5
 print("PASS: one head splits its weight ½/½ and returns the blend ½(A+B), more than 0.5 from the target")
@@ -567,25 +621,25 @@ def tag_weights(model):
     return torch.stack([on_a, on_b], dim=-1)
 
 
-split = [tag_weights(model) for model, _ in runs[2]]
-for seed, t in zip(seeds, split):
-    print(
-        f"initialisation {seed}: weight on (A, B) head 0 {np.round(t[0].numpy(), 3)}, head 1 {np.round(t[1].numpy(), 3)}"
-    )
-
-
-# %%
 def divides(t):
     """True if one head puts > 0.8 on A (< 0.2 on B) and another > 0.8 on B (< 0.2 on A)."""
     return bool(((t[:, 0] > 0.8) & (t[:, 1] < 0.2)).any() and ((t[:, 1] > 0.8) & (t[:, 0] < 0.2)).any())
 
 
+split = [tag_weights(model) for model, _ in runs[2]]
+for seed, t in zip(seeds, split):
+    print(
+        f"initialisation {seed}: weight on (A, B) head 0 {np.round(t[0].numpy(), 3)}, head 1 {np.round(t[1].numpy(), 3)}"
+    )
 divided = sum(divides(t) for t in split)
+print(f"the heads divide the labour in {divided} of {len(split)} initialisations")
+
+# %%
 assert divided >= 4
 assert all(((t[:, 0] > 0.2) & (t[:, 1] > 0.2)).any() for t in split if not divides(t))
 print(
-    f"PASS: in {divided} of {len(split)} initialisations one head puts > 0.8 on A and the other > 0.8 on B "
-    "(in the rest, a head still shares its weight between A and B)"
+    f"PASS: in at least 4 of {len(split)} initialisations one head puts > 0.8 on A and the other > 0.8 on B "
+    "(in any other, a head still shares its weight between A and B)"
 )
 
 # %% [markdown]
@@ -720,8 +774,9 @@ head_explorer(w_sentence, tokens=sentence)
 # * Multi-head attention = project with $W^Q, W^K, W^V$ → split the `d_model` features into `h`
 #   heads of `d_k = d_model / h` → attend in each head → concatenate → $W^O$. It equals
 #   `utils.multihead.MultiHeadAttention` and `torch.nn.MultiheadAttention` with copied weights.
-# * It has the same parameters ($4 d_{model}^2 + 4 d_{model}$) and multiply–adds as one head of
-#   width `d_model`: the heads divide the width, they do not multiply the work.
+# * It has the same parameters ($4 d_{model}^2 + 4 d_{model}$) and the same multiply–adds in its
+#   matrix products as one head of width `d_model`: the heads divide the width. The softmax work and
+#   the `(batch, h, T, T)` weights grow `h`-fold.
 # * What it buys is `h` independent softmaxes. A head with a fixed split between two places scores
 #   no better than ½ on the two-places task, whatever the split; a trained single head gets below
 #   that only because its weights depend on the content, and two heads solve the task — the
@@ -803,14 +858,15 @@ check.gqa_counts(my_gqa_counts)
 # ## Sources
 #
 # * Vaswani et al., 2017, "Attention Is All You Need", NeurIPS — section 3.2.2 (multi-head
-#   attention: the formula, $d_k = d_v = d_{model}/h$, the cost similar to one full-width head,
-#   "with a single attention head, averaging inhibits this").
+#   attention: the formula, $d_k = d_v = d_{model}/h$, the total cost "similar to that of single-head
+#   attention with full dimensionality",
+#   "With a single attention head, averaging inhibits this.").
 # * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong) — multiple heads
 #   "improve the 'resolution' of the attention mechanism".
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT example) —
 #   the multi-head formula, printed with $W^Q$ and $W^V$ missing their subscript $i$.
-# * Reading notes on the paper (June 2020) — "split into parallel heads and embed into different
-#   representation spaces".
+# * Reading notes on the paper (June 2020) — "Multi-head self-attention: split into parallel heads and
+#   embed into diff representation space".
 # * Shazeer, 2019, "Fast Transformer Decoding: One Write-Head is All You Need" — multi-query attention
 #   (exercise 3).
 # * Ainslie et al., 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head
