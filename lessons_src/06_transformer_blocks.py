@@ -36,7 +36,7 @@ if "google.colab" in sys.modules:
         )
 
 # %% [markdown]
-# The usual imports; one thread keeps the printed digits identical from run to run.
+# The usual imports; one thread keeps the printed digits identical from run to run on one computer.
 
 # %%
 import matplotlib.pyplot as plt
@@ -76,13 +76,45 @@ print("PASS: utils FeedForward == max(0, x W_1 + b_1) W_2 + b_2, and == applying
 
 # %% [markdown]
 # So it **commutes with permutations**: shuffling the positions before or after the FFN gives the
-# same result. (Compare lesson 03: attention is permutation *equivariant* too — nothing in a block
-# knows the order except through the positional encoding.)
+# same result.
 
 # %%
 perm = torch.tensor([3, 0, 4, 1, 2])  # (T,): a reordering of the positions
 assert torch.allclose(ffn(x[:, perm]), ffn(x)[:, perm], atol=1e-6)
 print("PASS: FFN(x[:, perm]) == FFN(x)[:, perm] for perm =", perm.tolist())
+
+# %% [markdown]
+# Attention without a mask commutes with permutations too (lesson 03: it is permutation
+# *equivariant*), and so does LayerNorm, which sees one token at a time. So an **encoder layer** knows
+# nothing of the order of its inputs: order has to come in through the positional encoding. A
+# **decoder layer** is different. Its causal mask lets position $i$ attend to positions $0 \dots i$
+# only — the first position sees itself alone, the last sees everything — so **the causal mask itself
+# carries position**. Shuffle the input of an encoder layer and of a decoder layer (`d_model = 16`,
+# 4 heads, `d_ff = 64`, the same encoder memory) with the same `perm`, and compare with the shuffled
+# output, for 5 seeds; the decoder layer with and without its causal mask:
+
+# %% tags=["nbval-ignore-output"]
+shuffle_gap = {"encoder layer": [], "decoder layer, causal mask": [], "decoder layer, no mask": []}
+for seed in range(5):
+    torch.manual_seed(seed)
+    enc_p, dec_p = EncoderLayer(16, 4, 64).eval(), DecoderLayer(16, 4, 64).eval()
+    x_p, memory_p = torch.randn(2, 5, 16), torch.randn(2, 6, 16)  # (batch, T, d_model), (batch, T_src, d_model)
+    for name, layer_fn in [
+        ("encoder layer", lambda x: enc_p(x)),
+        ("decoder layer, causal mask", lambda x: dec_p(x, memory_p, tgt_mask=causal_mask(5))),
+        ("decoder layer, no mask", lambda x: dec_p(x, memory_p)),
+    ]:
+        shuffle_gap[name].append((layer_fn(x_p[:, perm]) - layer_fn(x_p)[:, perm]).abs().max().item())
+for name, gaps in shuffle_gap.items():
+    print(f"{name:27s}: max |layer(x[:, perm]) - layer(x)[:, perm]| = {min(gaps):.1e} to {max(gaps):.1e} over 5 seeds")
+
+# %%
+assert max(shuffle_gap["encoder layer"]) < 1e-5 and max(shuffle_gap["decoder layer, no mask"]) < 1e-5
+assert min(shuffle_gap["decoder layer, causal mask"]) > 0.1
+print(
+    "PASS: in 5 of 5 seeds, shuffling commutes with the encoder layer and the unmasked decoder layer (to 1e-5); "
+    "with its causal mask, the decoder layer's output changes by more than 0.1: the mask carries position"
+)
 
 # %% [markdown]
 # ## 2. Layer normalisation
@@ -201,8 +233,9 @@ print(
 # token. Output feature $j$ is $g_j N(\mathbf x)_j + b_j$, so over many tokens it has spread
 # $|g_j|$ and centre $b_j$ — the network chooses each feature's scale and offset instead of being
 # stuck with 1 and 0. What they *cannot* do is give a token back its own mean and scale:
-# $\mathrm{LN}(a\mathbf x + c) = \mathrm{LN}(\mathbf x)$ for every $a > 0$ and $c$ (exactly without ε,
-# which only blurs it slightly), and g, b are shared by all tokens. (So "the network can undo the normalisation" holds per feature, not per token.)
+# $\mathrm{LN}(a\mathbf x + c) = \mathrm{LN}(\mathbf x)$ for every $a > 0$ and $c$, whatever g and b are
+# (exactly without ε, which only blurs it slightly). The token's μ and σ are gone before g and b act,
+# and g and b are the same for every token.
 
 # %% tags=["nbval-ignore-output"]
 torch.manual_seed(8)
@@ -229,6 +262,49 @@ assert max(lost) < 1e-9
 print(
     "PASS: feature j of the output has std |g_j| (within 5 %) and mean b_j (within 0.2) over 4000 tokens, for all 16 features; "
     "LN(a x + c) == LN(x) (to 1e-9 in float64, with eps = 0) for a in (0.5, 3, 100), c in (-7, 0, 42), 5 seeds"
+)
+
+# %% [markdown]
+# So g and b cannot undo the normalisation, not even one feature at a time; how much of it they can
+# bring back depends on how much the tokens' μ and σ differ. If every token had the same
+# μ and σ, $g = \sqrt{\sigma^2 + \varepsilon}$ and $b = \mu$ would undo it exactly; tokens differ. Measure how much of $x_j$
+# the best $g_j, b_j$ bring back: fit $x_j \approx g_j N(\mathbf x)_j + b_j$ by least squares over 4000
+# tokens, for each of the 16 features, and report the share of $x_j$'s variance it explains ($R^2$;
+# 1 would be a perfect undo). Two kinds of tokens, 5 seeds each: tokens that each get their own scale
+# (0.5 to 3) and offset (normal, standard deviation 2), and tokens that all come from one standard normal
+# distribution (whose μ and σ over 16 features still vary a little from token to token):
+
+
+# %% tags=["nbval-ignore-output"]
+def undo_r2(tokens):
+    """R^2 of the best x_j = g_j N(x)_j + b_j, per feature j: (H,)."""
+    n = normalised(tokens)  # (n_tokens, H)
+    r2 = []
+    for j in range(tokens.shape[-1]):
+        design = torch.stack([n[:, j], torch.ones(len(n), dtype=n.dtype)], dim=-1)  # (n_tokens, 2)
+        fit = design @ torch.linalg.lstsq(design, tokens[:, j : j + 1]).solution  # (n_tokens, 1)
+        r2.append(1 - ((tokens[:, j : j + 1] - fit) ** 2).mean().item() / tokens[:, j].var(unbiased=False).item())
+    return np.array(r2)
+
+
+undo = {"own scale and offset": [], "one distribution": []}
+for seed in range(5):
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(4000, 16, generator=gen, dtype=torch.float64)  # (4000 tokens, 16 features)
+    scale = 0.5 + 2.5 * torch.rand(4000, 1, generator=gen, dtype=torch.float64)  # (4000, 1): one per token
+    offset = 2.0 * torch.randn(4000, 1, generator=gen, dtype=torch.float64)  # (4000, 1)
+    undo["own scale and offset"].append(undo_r2(scale * z + offset))
+    undo["one distribution"].append(undo_r2(z))
+for kind, r2 in undo.items():
+    print(
+        f"tokens with {kind:20s}: R^2 of the best g_j, b_j = {np.min(r2):.2f} to {np.max(r2):.2f} (16 features x 5 seeds)"
+    )
+
+# %%
+assert np.max(undo["own scale and offset"]) < 0.5 and np.min(undo["one distribution"]) > 0.8
+print(
+    "PASS: for every feature and seed, the best g_j, b_j explain less than half of x_j's variance when tokens "
+    "have their own scale and offset (R^2 < 0.5), and more than 0.8 when all tokens come from one distribution"
 )
 
 # %% [markdown]
@@ -308,11 +384,11 @@ plt.show()
 # ### Why layer norm suits sequences of different lengths
 #
 # In a Transformer the "items" are tokens: a batch is `(batch, T, d_model)` and short sentences are
-# padded to the longest. Batch norm's statistics for a feature are taken over every token of every
-# sentence in the batch — padding included — so a sentence's output depends on *which other
-# sentences* share its batch and how much padding they bring. Layer norm looks at one token at a
-# time, so a sentence's output is the same alone or in any batch. Check it for 5 random pairs of a
-# 3-token and a 6-token sentence:
+# padded to the longest. In **training mode**, batch norm's statistics for a feature are taken over
+# every token of every sentence in the batch — padding included — so a sentence's output depends on
+# *which other sentences* share its batch and how much padding they bring. Layer norm looks at one
+# token at a time, so a sentence's output is the same alone or in any batch. Check it for 5 random
+# pairs of a 3-token and a 6-token sentence:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -339,7 +415,62 @@ print(
 assert max(ln_changes) < 1e-6 and min(bn_changes) > 0.1
 print(
     "PASS: in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched "
-    "(to 1e-6); batch norm changes it by more than 0.1"
+    "(to 1e-6); batch norm in training mode changes it by more than 0.1"
+)
+
+# %% [markdown]
+# In **evaluation mode** batch norm does not look at the batch: it normalises with the running
+# averages of each feature's mean and variance collected during training (`running_mean`,
+# `running_var`). A sentence's output then no longer depends on its batch-mates. The problem moves
+# elsewhere: those averages describe the *training* batches, padding included, not the tokens the
+# model meets at inference. Collect them over 200 padded training batches (8 sentences of 2 to 10
+# tokens, padded with zeros; every real token's features have mean 2 and standard deviation 3), then,
+# in evaluation mode, batch the short sentence as before and normalise 2000 new real tokens, for 5
+# seeds; and the same without padding (every sentence 10 tokens long):
+
+
+# %% tags=["nbval-ignore-output"]
+def running_batch_norm(seed, padded):
+    """A BatchNorm1d(4) whose running statistics come from 200 training batches, in evaluation mode."""
+    gen = torch.Generator().manual_seed(seed)
+    bn = nn.BatchNorm1d(4, affine=False, momentum=None)  # momentum=None: the plain average over batches
+    for _ in range(200):
+        lengths = torch.randint(2, 11, (8,), generator=gen) if padded else torch.full((8,), 10)  # (8,)
+        real = torch.arange(10) < lengths[:, None]  # (8, 10): True on real tokens
+        tokens = (2.0 + 3.0 * torch.randn(8, 10, 4, generator=gen)) * real[..., None]  # (8, 10, 4): pads are 0
+        bn(tokens.reshape(-1, 4))  # training mode: updates the running statistics
+    return bn.eval()
+
+
+eval_changes, eval_stats = [], {True: [], False: []}
+for seed in range(5):
+    torch.manual_seed(seed)
+    short, long = torch.randn(1, 3, 4), torch.randn(1, 6, 4)  # the same pairs as above
+    padded = torch.cat([F.pad(short, (0, 0, 0, 3)), long])  # (2, 6, 4)
+    for with_padding in (True, False):
+        bn = running_batch_norm(seed, with_padding)
+        if with_padding:
+            eval_changes.append((bn(short[0]) - bn(padded.reshape(-1, 4))[:3]).abs().max().item())
+        new_tokens = 2.0 + 3.0 * torch.randn(2000, 4, generator=torch.Generator().manual_seed(100 + seed))  # (2000, 4)
+        out_new = bn(new_tokens)  # (2000, 4)
+        eval_stats[with_padding].append(torch.stack([out_new.mean(0), out_new.std(0)]).numpy())  # (2, 4)
+eval_stats = {with_padding: np.array(stats) for with_padding, stats in eval_stats.items()}  # (seeds, 2, 4)
+print("evaluation mode: the short sentence's output moves by", max(eval_changes), "when it is batched")
+for with_padding, stats in eval_stats.items():
+    print(
+        f"running statistics {'with' if with_padding else 'without'} padding: new real tokens come out with "
+        f"mean {stats[:, 0].min():.2f} to {stats[:, 0].max():.2f} and std {stats[:, 1].min():.2f} to "
+        f"{stats[:, 1].max():.2f} (4 features x 5 seeds)"
+    )
+
+# %%
+assert max(eval_changes) == 0.0
+assert (eval_stats[True][:, 0] > 0.2).all() and (eval_stats[True][:, 1] > 1.1).all()
+assert (np.abs(eval_stats[False][:, 0]) < 0.1).all() and (np.abs(eval_stats[False][:, 1] - 1) < 0.1).all()
+print(
+    "PASS: in evaluation mode, batch norm gives the short sentence exactly the same output alone or batched "
+    "(5 of 5 seeds); with padding in its running statistics, new real tokens come out with mean > 0.2 and "
+    "std > 1.1 in every feature instead of 0 and 1 (5 of 5 seeds); without padding, within 0.1 of 0 and 1"
 )
 
 # %% [markdown]
@@ -835,12 +966,16 @@ print(
 # ## Summary
 #
 # * The FFN is one small MLP applied to every position with the same weights; it commutes with
-#   permutations of the positions.
+#   permutations of the positions, and so does an encoder layer. A decoder layer with its causal mask
+#   does not: the mask carries position.
 # * LayerNorm normalises each token over its features: $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
 #   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
 #   variance 1 per token, not a range of $[0, 1]$; the learned $g$ (γ) and $b$ (β) give each feature
-#   its own scale and offset, the same for every token. Batch norm normalises each feature over the
-#   batch, which ties a sentence's output to its batch-mates and their padding.
+#   its own scale and offset, the same for every token; they cannot give a token back its own mean
+#   and scale. Batch norm normalises each feature over the batch: in training mode that ties a
+#   sentence's output to its batch-mates and their padding; in evaluation mode it uses running
+#   statistics, so a sentence's output does not depend on its batch, but those statistics are the
+#   training batches' (padding included), not those of the tokens it meets at inference.
 # * Residual connections give every sublayer an identity path. Post-norm (the paper,
 #   `LN(x + f(x))`) keeps the stream at unit scale; pre-norm (`x + f(LN(x))`, most code today and
 #   The Annotated Transformer's code) lets it grow with depth and needs a final LayerNorm.
