@@ -98,6 +98,22 @@ def count_softmax_elements(fn, *args):
     return counter.elements
 
 
+def saved_storage_bytes(fn, *args):
+    """Bytes of each distinct storage autograd keeps for the backward pass of fn(*args), in the order first kept
+    (a tensor kept twice, or two views of one storage, count once)."""
+    validation.function("fn", fn)
+    storages = {}  # data pointer -> bytes
+
+    def pack(t):
+        storage = t.untyped_storage()
+        storages.setdefault(storage.data_ptr(), storage.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*args)
+    return list(storages.values())
+
+
 class CausalConv(nn.Module):
     """A 1-D convolution over positions: output t reads inputs t, t - dilation, ..., t - (kernel_size - 1) dilation."""
 

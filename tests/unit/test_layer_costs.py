@@ -14,6 +14,7 @@ from utils.layer_costs import (
     layers_to_connect,
     median_time,
     path_length,
+    saved_storage_bytes,
 )
 
 # --- path_length ---
@@ -94,6 +95,26 @@ def test_count_softmax_elements_of_attention_is_batch_heads_t_t(num_heads):
     assert count_softmax_elements(lambda t: mha(t, t, t), x) == 3 * num_heads * 5 * 5
 
 
+def test_saved_storage_bytes_lists_what_backward_keeps_once_per_storage():
+    x = torch.randn(3, 5, requires_grad=True)
+    assert saved_storage_bytes(lambda t: torch.softmax(t, -1), x) == [60]  # its output
+    assert saved_storage_bytes(lambda t: t * t, x) == [60]  # x kept twice, one storage
+    assert saved_storage_bytes(lambda t: t * t.exp(), x) == [60, 60]  # x and exp(x)
+    assert saved_storage_bytes(lambda t: t + 1, x) == []  # nothing to keep
+    assert saved_storage_bytes(lambda t: t.double().exp(), x) == [120]  # float64 output
+    with torch.no_grad():
+        assert saved_storage_bytes(lambda t: torch.softmax(t, -1), x) == []  # no graph, nothing kept
+
+
+def test_saved_storage_bytes_of_attention_with_and_without_weights():
+    from utils.multihead import MultiHeadAttention
+
+    mha, x = MultiHeadAttention(8, 2), torch.randn(3, 5, 8)
+    weight_bytes = 3 * 2 * 5 * 5 * 4  # (batch, heads, T, T) float32
+    assert saved_storage_bytes(lambda t: mha(t, t, t), x).count(weight_bytes) == 1
+    assert saved_storage_bytes(lambda t: mha(t, t, t, need_weights=False), x).count(weight_bytes) == 0
+
+
 def test_count_calls_counts_each_torch_call():
     x = torch.randn(4)
     assert count_calls(lambda t: torch.add(t, 1).mul(2).sum(), x) == 3
@@ -125,6 +146,7 @@ def test_median_time_calls_fn_repeats_times():
         (count_calls, (3,), TypeError, "fn"),
         (count_flops, ("f",), TypeError, "fn"),
         (count_softmax_elements, (None,), TypeError, "fn"),
+        (saved_storage_bytes, ("f",), TypeError, "fn"),
         (median_time, (None,), TypeError, "fn"),
         (median_time, (lambda: None, 0), ValueError, "repeats"),
         (median_time, (lambda: None, 2.0), TypeError, "repeats"),
