@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from utils.attention import scaled_dot_product_attention
+from utils.attention_map import MASK_KINDS, attention_map
 from utils.masks import causal_mask, combine_masks, padding_mask
 from utils.next_token import chance, fit_next_token, shift_right
 from utils.plotting import plot_attention, plot_attention_explorer
@@ -153,7 +154,7 @@ print(weights[1].numpy().round(3))
 
 # %%
 assert torch.all(weights.masked_select(~pad_mask.expand(3, T, T)) == 0), "no query attends to a pad"
-assert torch.allclose(weights.sum(-1), torch.ones(3, T))
+assert (weights.sum(-1) - 1).abs().max() < 1e-6
 print("no query attends to a pad, and every row of weights sums to 1 (within 1e-6): PASS")
 fig = plot_attention(
     tokens=["THE", "CAT", "SAT", "<pad>", "<pad>", "<pad>"],
@@ -163,8 +164,10 @@ fig = plot_attention(
 )
 
 # %% [markdown]
-# The claim that matters: **outputs at real positions do not depend on what the pad tokens are.**
-# Replace every pad vector by something wild, 5 times over, and compare. Without the mask they do
+# The claim that matters: **outputs at real positions do not depend on the values of the pad tokens**
+# (as long as they are finite numbers: an `inf` or NaN pad still turns the real outputs into NaN, because
+# its weight 0 times NaN or `inf` is NaN). Replace every pad vector by something wild, 5 times over, and
+# compare. Without the mask they do
 # change. (The outputs *at* pad positions are meaningless either way; later lessons ignore them in the
 # loss.)
 
@@ -226,9 +229,11 @@ assert slides_weights[1, 0] == 1.0
 print("j < i: row 0 is NaN, the diagonal is 0, and 'mid' puts weight 1 on 'Happy': PASS")
 
 # %% [markdown]
-# One NaN row is enough to ruin training: it flows into the output and the loss, and backprop carries it
-# into the gradient of the value projection `W_v` (every value row meets the NaN weights of row 0).
-# The same in 5 initialisations of the weights:
+# One NaN row is enough to ruin training. It flows into the output and into a loss over every position.
+# Even a loss that leaves position 0 out does not help: backprop carries the NaN into every entry of the
+# gradient of the value projection `W_v`, because each value row meets row 0's NaN weights, multiplied
+# by that row's zero gradient, and $0 \cdot \text{NaN} = \text{NaN}$. The same in 5 initialisations of the
+# weights:
 
 # %%
 slides_mask = torch.ones(n, n, dtype=torch.bool).triu()  # (n, n) True where the slides put -inf (j >= i)
@@ -237,13 +242,18 @@ for seed in SEEDS:
     torch.manual_seed(seed)
     W_q, W_v = torch.nn.Linear(8, 8, dtype=torch.float64), torch.nn.Linear(8, 8, dtype=torch.float64)
     e_q = (W_q(qk) @ qk.T / math.sqrt(8)).masked_fill(slides_mask, float("-inf"))  # (n, n)
-    loss = (torch.softmax(e_q, dim=-1) @ W_v(qk)).square().sum()  # (,) any loss will do
-    loss.backward()
-    assert torch.isnan(loss)
+    out_q = torch.softmax(e_q, dim=-1) @ W_v(qk)  # (n, 8)
+    loss = out_q.square().sum()  # (,) a loss over every position
+    loss_later = out_q[1:].square().sum()  # (,) a loss over positions 1-3 only
+    loss_later.backward()
+    assert torch.isnan(loss) and torch.isfinite(loss_later)
     nan_grads.append(int(W_v.weight.grad.isnan().sum()))
-print("NaN entries in W_v's gradient, per seed:", nan_grads, "of", W_v.weight.numel())
+print("NaN entries in W_v's gradient (loss over positions 1-3), per seed:", nan_grads, "of", W_v.weight.numel())
 assert nan_grads == [W_v.weight.numel()] * 5
-print("the loss and every entry of W_v's gradient are NaN, in 5 of 5 initialisations: PASS")
+print(
+    "the loss over every position is NaN; the loss over positions 1-3 is finite, yet every entry of W_v's "
+    "gradient is NaN, in 5 of 5 initialisations: PASS"
+)
 
 # %% [markdown]
 # The fix: keep the diagonal. Position $i$ may attend to every $j \le i$, itself included, and
@@ -413,7 +423,7 @@ print("shifted: position i sees only y_<i; unshifted: all 5 positions see their 
 # prediction can only use what the mask lets it see. The data are **uniformly random** tokens (8 kinds,
 # 6 per sequence): there is nothing to learn, so an honest model cannot beat chance, accuracy $1/8$ and
 # cross-entropy $\ln 8$. Train 300 steps, for 5 seeds, with and without the shift, and measure on
-# sequences it has never seen:
+# 1000 sequences drawn after training from the same random source:
 
 # %%
 acc_chance, ce_chance = chance(8)
@@ -500,7 +510,7 @@ print(torch_out[0, :4, :4].numpy().round(4))
 
 # %%
 assert (torch_out[0] == 0).all(dim=-1).tolist() == [True, True, True, False, False, False]
-assert torch.allclose(torch_out, ours.detach(), atol=1e-6)
+assert (torch_out - ours.detach()).abs().max() < 1e-6
 print(
     "F.scaled_dot_product_attention (this torch version) also returns zeros for the fully-masked rows, "
     "and equals utils elsewhere (within 1e-6): PASS"
@@ -519,7 +529,8 @@ print(mha_out[0, :4, :4].detach().numpy().round(4))
 # %% [markdown]
 # NaN in rows 0–2. That answer depends on a flag that seems to be only about what is returned: with
 # `need_weights=False`, `nn.MultiheadAttention` returns no weights and computes the attention through
-# `F.scaled_dot_product_attention`. The same inputs, both flags, in training and in evaluation mode:
+# `F.scaled_dot_product_attention`. The same inputs, both flags, in training and in evaluation mode
+# (with gradients on, as in training):
 
 # %% tags=["nbval-ignore-output"]
 mha_runs = {}  # (mode, need_weights) -> (output (1, T, d_model), weights (1, T, T) or None)
@@ -545,11 +556,39 @@ for (mode, need_weights), (out_mha, w_mha) in mha_runs.items():
     )
     assert held == ("NaN" if need_weights else "exact zeros")
     assert not torch.isnan(out_mha[0, 3:]).any()
-    assert torch.allclose(out_mha[0, 3:], mha_out[0, 3:], atol=1e-6)  # rows 3-5: the same for every flag and mode
+    assert (out_mha[0, 3:] - mha_out[0, 3:]).abs().max() < 1e-6  # rows 3-5: the same for every flag and mode
 print(
-    "nn.MultiheadAttention: NaN with need_weights=True, exact zeros with need_weights=False, in both modes; "
-    "rows 3-5 finite and equal for all four (within 1e-6): PASS"
+    "nn.MultiheadAttention with gradients on: NaN with need_weights=True, exact zeros with need_weights=False, "
+    "in both modes; rows 3-5 finite and equal for all four (within 1e-6): PASS"
 )
+
+# %% [markdown]
+# There is a third answer. In evaluation mode, under `torch.no_grad()` (as when a trained model is
+# used), with self-attention, batch-first input and an **even** number of heads, `nn.MultiheadAttention`
+# takes a fused inference "fast path", and with `need_weights=False` the rows are NaN again. The same
+# input through a fresh module with 1 head and with 2 heads, in evaluation mode, `need_weights=False`,
+# with and without gradients (a 3-D `attn_mask` must have one mask per sequence *and head*, so we pass
+# the 2-D mask of our one sequence, shared by all heads):
+
+# %%
+no_grad_runs = {}  # (num_heads, gradients on) -> what rows 0-2 hold
+for num_heads in (1, 2):
+    torch.manual_seed(0)
+    mha_h = torch.nn.MultiheadAttention(d_model, num_heads=num_heads, batch_first=True).eval()
+    for grad_on in (True, False):
+        with torch.set_grad_enabled(grad_on):
+            out_h, _ = mha_h(x_left, x_left, x_left, attn_mask=~left_mask[0], need_weights=False)  # (1, T, d_model)
+        no_grad_runs[num_heads, grad_on] = fully_masked_rows(out_h)
+        print(
+            f"{num_heads} head(s), eval mode, gradients {'on ' if grad_on else 'off'}: rows 0-2 {no_grad_runs[num_heads, grad_on]}"
+        )
+assert no_grad_runs == {
+    (1, True): "exact zeros",
+    (1, False): "exact zeros",
+    (2, True): "exact zeros",
+    (2, False): "NaN",
+}
+print("need_weights=False, eval mode: zeros, except with 2 heads under torch.no_grad(), which gives NaN: PASS")
 
 # %% [markdown]
 # Those zeros are the attention's zeros plus the bias of the output projection $W^O$, which
@@ -565,13 +604,27 @@ assert (biased[0, :3] == 0.5).all()
 print("with out_proj.bias = 0.5, need_weights=False gives 0.5 in every entry of rows 0-2: PASS")
 
 # %% [markdown]
-# So the same situation gives zeros or NaN, depending on the function and even on `need_weights`. `utils`
-# always gives zeros: a query that may attend to nothing receives nothing.
+# So the same situation gives zeros or NaN, depending on the function, on `need_weights`, and even on the
+# number of heads and whether gradients are on. `utils` always gives zeros: a query that may attend to
+# nothing receives nothing.
 #
 # ## 7. The explorer, with its mask control
 #
 # The attention-map explorer of lesson 03 has a mask dropdown: none, causal, padding (tokens equal to
-# `<pad>`) and causal+padding. Masked cells are dotted and have weight 0; every other row sums to 1.
+# `<pad>`) and causal+padding. Masked cells are dotted and have weight 0. Every row that may attend to at
+# least one key sums to 1; a row with nothing to attend to (a sentence that starts with `<pad>`, under
+# causal+padding) is all zeros. Checked on two sentences, with every mask kind:
+
+# %%
+for sentence in ("YOUR CAT IS A LOVELY CAT <pad> <pad>", "<pad> YOUR CAT IS"):
+    for kind in MASK_KINDS:
+        w_map, m_map = attention_map(sentence, mask_kind=kind)  # (T, T), (T, T)
+        allowed = m_map.any(-1)  # (T,) rows with at least one key
+        assert torch.all(w_map[~m_map] == 0) and torch.all(w_map[~allowed] == 0)
+        assert (w_map[allowed].sum(-1) - 1).abs().max() < 1e-6
+print("masked cells 0; rows with a key sum to 1 (within 1e-6); rows with none are all zeros: PASS")
+
+# %% [markdown]
 # Its state with both masks on a padded sentence:
 
 # %%
@@ -589,7 +642,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 # - A score of $-\infty$ before the softmax gives that key weight exactly 0; the rest renormalise. A
 #   score of 0 does not remove anything.
 # - Padding mask: `(batch, 1, T)`, True on real tokens; outputs at real positions do not depend on the
-#   pads.
+#   (finite) values of the pads.
 # - Causal mask: True for $j \le i$. The COMP7607 slides' $j < i$ masks the diagonal, turns the first
 #   row into NaN and, through the loss, every entry of the value projection's gradient (5 of 5
 #   initialisations).
@@ -599,8 +652,9 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 #   holds $y_{i-1}$, sees $y_{<i}$ and predicts $y_i$. Without the shift a model copies its answer.
 # - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN; `nn.MultiheadAttention` →
 #   NaN with `need_weights=True` (its default) but zeros (plus the bias of $W^O$) with `need_weights=False`,
-#   in training and evaluation mode alike; `F.scaled_dot_product_attention` → zeros; `utils` → zeros
-#   (the torch results are those of this torch version).
+#   in training and evaluation mode, except on its inference fast path (evaluation mode, `torch.no_grad()`,
+#   an even number of heads), which gives NaN again; `F.scaled_dot_product_attention` → zeros; `utils` →
+#   zeros (the torch results are those of this torch version).
 #
 # ## Exercises
 #
