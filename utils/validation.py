@@ -312,6 +312,42 @@ def floating_dtype(name, value):
     return value
 
 
+def items(name, value, what="a list"):
+    """Return `value` as a list if it is an iterable other than a str (e.g. a list, a tuple, a 1-D tensor)."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be {what}, got the str {value!r}; split a sentence with .split()")
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be {what}, got {_kind(value)}") from None
+
+
+def id_list(name, value):
+    """Return `value` as a 1-D long tensor if it is a sequence of int token ids (>= 0); a float or a str is
+    refused, not truncated."""
+    value = items(name, value, "a list of int token ids")
+    if not value:
+        return torch.zeros(0, dtype=torch.long)
+    try:
+        ids = torch.as_tensor(value)  # keeps the ids' own dtype: 2.5 stays a float
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name} must be a list of int token ids, got {value!r:.80}") from None
+    shape(name, ids, ("T",))
+    return token_ids(name, ids).long()
+
+
+def word_lists(name, value, length=None, length_of=None):
+    """Return `value` if it is a non-empty list or tuple of word lists (each a list or tuple of str), of
+    `length` items when given (`length_of` names what has that length)."""
+    non_empty(name, value, (list, tuple), "list of word lists")
+    for i, words in enumerate(value):
+        if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+            raise TypeError(f"{name}[{i}] must be a list of words (str), got {_kind(words)[:80]}")
+    if length is not None and len(value) != length:
+        raise ValueError(f"{name} must have one item per item of {length_of} ({length}), got {len(value)}")
+    return value
+
+
 def non_empty(name, value, types=(list, tuple), what=None):
     """Return `value` if it is a non-empty instance of `types` (e.g. dict, list); `what` describes its items."""
     what = what or " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))

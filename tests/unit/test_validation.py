@@ -267,3 +267,23 @@ def test_mask_that_could_be_batch_or_query_is_ambiguous():
     validation.mask("mask", keys, (3, 5))  # no batch
     with pytest.raises(ValueError, match="ambiguous"):  # (batch, 1, T_k) on 4-D scores: read as heads
         validation.mask("mask", torch.ones(2, 1, 5, dtype=torch.bool), (2, 2, 3, 5))
+
+
+def test_items_id_list_and_word_lists():
+    assert validation.items("words", ("a", "b")) == ["a", "b"]
+    with pytest.raises(TypeError, match=r"words must be a list of words, got the str 'ab'; split"):
+        validation.items("words", "ab", "a list of words")
+    with pytest.raises(TypeError, match="ids must be a list, got int 3"):
+        validation.items("ids", 3)
+    assert validation.id_list("ids", [3, 4]).tolist() == [3, 4] and validation.id_list("ids", []).numel() == 0
+    with pytest.raises(ValueError, match="ids must be an integer tensor, got dtype torch.float32"):
+        validation.id_list("ids", [3, 4.5])  # refused, not truncated to 4
+    with pytest.raises(TypeError, match=r"ids must be a list of int token ids, got \[3, 'a'\]"):
+        validation.id_list("ids", [3, "a"])
+    assert validation.word_lists("refs", [["a"], ("b", "c")], 2, "hyps")
+    with pytest.raises(TypeError, match=r"refs\[1\] must be a list of words \(str\), got str 'b'"):
+        validation.word_lists("refs", [["a"], "b"])
+    with pytest.raises(ValueError, match=r"refs must have one item per item of hyps \(3\), got 2"):
+        validation.word_lists("refs", [["a"], ["b"]], 3, "hyps")
+    with pytest.raises(ValueError, match="refs must be a non-empty list of word lists, got an empty one"):
+        validation.word_lists("refs", [])
