@@ -232,6 +232,7 @@ def test_sampler_covers_the_grammar():
         (lambda v: v.encode(["the"], eos=1), TypeError, "eos must be a bool"),
         (lambda v: v.decode(5), TypeError, "ids must be a sequence of token ids, got int 5"),
         (lambda v: v.decode([2.0]), TypeError, "ids must be an int, got float 2.0"),
+        (lambda v: v.decode(torch.tensor([2.5])), TypeError, "ids must be an int, got float 2.5"),
         (lambda v: v.decode(torch.tensor([4, 999])), ValueError, r"ids must be an int in \[0, 60\]"),
     ],
 )

@@ -55,7 +55,7 @@ class Vocab:
         """Words for a sequence of ids, stopping at <eos> and skipping <pad> and <bos>."""
         out = []
         for i in validation.items("ids", ids, "a sequence of token ids"):
-            i = validation.token_id("ids", int(i) if hasattr(i, "__index__") else i, len(self))
+            i = validation.token_id("ids", i.item() if hasattr(i, "item") else i, len(self))  # a tensor or numpy item
             if i == self.eos_id:
                 break
             if i not in (self.pad_id, self.bos_id):
