@@ -5,6 +5,7 @@ import copy
 import torch.nn.functional as F
 from torch import nn
 
+from utils import validation
 from utils.multihead import MultiHeadAttention
 
 
@@ -13,11 +14,19 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model, d_ff, dropout=0.0):
         super().__init__()
+        d_model = validation.positive_int("d_model", d_model)
+        d_ff = validation.positive_int("d_ff", d_ff)
+        dropout = validation.probability("dropout", dropout)
+        validation.allocation(f"d_model={d_model}, d_ff={d_ff}", 2 * d_model * (d_ff + 1) * 4, "two float32 layers")
+        self.d_model = d_model
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):
+        validation.tensor("x", x, min_dim=1, floating=True)
+        validation.shape("x", x, ("...", ("d_model", self.d_model)))
+        validation.dtype_of("x", x, self.linear1.weight.dtype, "this module's weights")
         return self.linear2(self.dropout(F.relu(self.linear1(x))))  # (..., d_model)
 
 
@@ -66,11 +75,24 @@ def _copy_common(ours, layer):
     return ours.train(layer.training)
 
 
+def _layer_args(norm_first, eps):
+    """Check the arguments every layer takes besides the sizes (checked by its sublayers)."""
+    return validation.boolean("norm_first", norm_first), validation.positive_float("eps", eps)
+
+
+def _check_x(name, x, layer):
+    """Check a layer's input x or memory: (batch, seq, d_model) in the dtype of its weights."""
+    return validation.features(
+        name, x, layer.self_attn.d_model, layer.self_attn.W_q.weight.dtype, "this layer's weights"
+    )
+
+
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each wrapped in a residual connection and LayerNorm."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, eps=1e-5):
         super().__init__()
+        norm_first, eps = _layer_args(norm_first, eps)
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ff = FeedForward(d_model, d_ff, dropout)
@@ -88,6 +110,7 @@ class EncoderLayer(nn.Module):
 
         need_weights=False runs torch's fused attention kernel (same output) and keeps no weights (None).
         """
+        _check_x("x", x, self)
         x = _sublayer(
             x, lambda y: self._self_attention(y, mask, need_weights), self.norm1, self.dropout, self.norm_first
         )
@@ -104,6 +127,7 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, eps=1e-5):
         super().__init__()
+        norm_first, eps = _layer_args(norm_first, eps)
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
@@ -129,6 +153,9 @@ class DecoderLayer(nn.Module):
 
         need_weights=False runs torch's fused attention kernel (same output) and keeps no weights (None).
         """
+        _check_x("x", x, self)
+        _check_x("memory", memory, self)
+        validation.shape("memory", memory, (("batch of x", x.shape[0]), "T_src", ("d_model", x.shape[2])))
         x = _sublayer(
             x, lambda y: self._self_attention(y, tgt_mask, need_weights), self.norm1, self.dropout, self.norm_first
         )
@@ -154,6 +181,7 @@ class Encoder(nn.Module):
 
     def __init__(self, d_model, num_heads, d_ff, num_layers, dropout=0.0, norm_first=False):
         super().__init__()
+        num_layers = validation.positive_int("num_layers", num_layers)
         layer = EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first)
         self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
@@ -174,6 +202,7 @@ class Decoder(nn.Module):
 
     def __init__(self, d_model, num_heads, d_ff, num_layers, dropout=0.0, norm_first=False):
         super().__init__()
+        num_layers = validation.positive_int("num_layers", num_layers)
         layer = DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first)
         self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()

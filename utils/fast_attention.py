@@ -21,8 +21,17 @@ from utils.multihead import merge_heads, split_heads
 
 def online_softmax_update(m, l, x):
     """One new score x for a row with running maximum m and running sum l = sum exp(s - m):
-    return (m_new, l_new); the old sum is rescaled by exp(m - m_new) when the maximum grows."""
-    m, l, x = (torch.as_tensor(a, dtype=torch.float64) if not isinstance(a, torch.Tensor) else a for a in (m, l, x))
+    return (m_new, l_new); the old sum is rescaled by exp(m - m_new) when the maximum grows.
+    m and x may be -inf (nothing seen yet, a removed score), never NaN or +inf; l is finite and >= 0."""
+    m = validation.real_tensor("m", m, allow_neg_inf=True)
+    l = validation.real_tensor("l", l, minimum=0)
+    x = validation.real_tensor("x", x, allow_neg_inf=True)
+    try:
+        torch.broadcast_shapes(m.shape, l.shape, x.shape)
+    except RuntimeError:
+        raise ValueError(
+            f"m, l and x must have shapes that broadcast, got {tuple(m.shape)}, {tuple(l.shape)} and {tuple(x.shape)}"
+        ) from None
     m_new = torch.maximum(m, x)
     safe = torch.where(torch.isinf(m_new) & (m_new < 0), torch.zeros_like(m_new), m_new)  # -inf: nothing seen yet
     return m_new, l * torch.exp(m - safe) + torch.exp(x - safe)
@@ -30,8 +39,10 @@ def online_softmax_update(m, l, x):
 
 def online_softmax(scores, mask=None, block_size=1):
     """softmax over the last dimension, reading the scores once (block_size columns at a time) for the
-    maximum and the sum together, then writing exp(s - m) / l. A row with no allowed score gives zeros."""
+    maximum and the sum together, then writing exp(s - m) / l. A row with no allowed score gives zeros.
+    Scores may be -inf (removed), never NaN or +inf: softmax has no finite answer for them."""
     validation.tensor("scores", scores, min_dim=1, floating=True)
+    validation.finite("scores", scores, allow_neg_inf=True)
     block_size = validation.positive_int("block_size", block_size)
     if mask is not None:
         validation.mask("mask", mask, scores.shape)
@@ -71,8 +82,13 @@ def tiled_attention(q, k, v, block_size=64, causal=False, query_block=None, retu
     """softmax(q k^T / sqrt(d_k)) v computed query_block queries x block_size keys at a time (query_block
     defaults to block_size), never holding the (T_q, T_k) scores: each key block updates a running maximum m,
     sum l and output with the online-softmax rescaling. With causal (key j allowed for query i when j <= i),
-    tiles entirely above the diagonal are skipped. With return_stats, also {"computed": n, "skipped": n}."""
+    tiles entirely above the diagonal are skipped. With return_stats, also {"computed": n, "skipped": n}.
+
+    q, k and v must be finite: where torch's kernels return NaN for a NaN or an infinity, which rows get NaN
+    depends on the kernel (and here on the tiles skipped), so a non-finite input is refused, not guessed at."""
     _check_qkv(q, k, v)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        validation.finite(name, t)
     B = validation.positive_int("block_size", block_size)
     B_q = B if query_block is None else validation.positive_int("query_block", query_block)
     validation.boolean("causal", causal)
@@ -116,12 +132,20 @@ def causal_skipped_tiles(T, block_size):
     return n * (n - 1) // 2
 
 
+MAX_TILES = 1024  # tiles a side tile_states lists: an (n, n) object array and n^2 Python steps, for drawing
+
+
 def tile_states(T, block_size, causal):
     """(n, n) array of tile kinds for T queries and keys in blocks of block_size: "skipped" (every entry masked),
     "partial" (crosses the diagonal) or "full" (every entry computed)."""
     T, B = validation.positive_int("T", T), validation.positive_int("block_size", block_size)
     validation.boolean("causal", causal)
     n = -(-T // B)
+    if n > MAX_TILES:
+        raise ValueError(
+            f"T={T} and block_size={block_size} give {n} tiles a side; tile_states draws at most {MAX_TILES} a "
+            f"side (T / block_size <= {MAX_TILES}): use a larger block_size or a smaller T"
+        )
     states = np.full((n, n), "full", dtype=object)
     if causal:
         for i in range(n):
@@ -143,9 +167,10 @@ def grouped_query_attention(q, k, v, mask=None):
     num_kv_heads = num_heads is multi-head attention, num_kv_heads = 1 multi-query attention."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         validation.tensor(name, t, floating=True)
-        if t.dim() != 4:
-            raise ValueError(f"{name} must have shape (batch, heads, T, d_k), got {tuple(t.shape)}")
+        validation.shape(name, t, ("batch", "heads", "T", "d_k"))
     h, g = q.shape[1], k.shape[1]
+    validation.positive_int("q.shape[1] (num_heads)", h)
+    validation.positive_int("k.shape[1] (num_kv_heads)", g)
     if v.shape[1] != g or h % g:
         raise ValueError(
             f"k and v must have the same number of heads, dividing q's {h}; got k {tuple(k.shape)}, v {tuple(v.shape)}"
@@ -193,8 +218,7 @@ class KVCache:
 
     def nbytes(self, part="self"):
         """Bytes held by the self-attention ("self") or cross-attention ("cross") keys and values."""
-        if part not in ("self", "cross"):
-            raise ValueError(f"part must be 'self' or 'cross', got {part!r}")
+        validation.choice("part", part, ("self", "cross"))
         tensors = self.self_k + self.self_v if part == "self" else self.cross_k + self.cross_v
         return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -240,7 +264,7 @@ def decode_step(model, cache, tokens):
     _check_model(model)
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache (from start_cache), got {type(cache).__name__}")
-    validation.tensor("tokens", tokens)
+    validation.token_ids("tokens", tokens, model.tgt_embed.num_embeddings)
     tokens = tokens.reshape(-1, 1)  # (batch, 1)
     if tokens.shape[0] != cache.key_mask.shape[0]:
         raise ValueError(f"tokens must hold one id per sentence ({cache.key_mask.shape[0]}), got {tokens.shape[0]}")
@@ -282,6 +306,7 @@ def greedy_steps(model, src, bos_id, steps, use_cache=False):
     _check_model(model)
     steps = validation.positive_int("steps", steps)
     validation.boolean("use_cache", use_cache)
+    validation.token_id("bos_id", bos_id, model.tgt_embed.num_embeddings)
     if steps > model.max_len - 1:
         raise ValueError(
             f"steps must be at most max_len - 1 = {model.max_len - 1} (<bos> takes a position), got {steps}"
@@ -359,8 +384,7 @@ class TensorMemory(TorchDispatchMode):
 
 def peak_tensor_bytes(fn, *args, **kwargs):
     """The most bytes of tensors held at once while fn(*args, **kwargs) runs (the inputs not counted)."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    validation.function("fn", fn)
     with TensorMemory() as mem:
         result = fn(*args, **kwargs)
         del result

@@ -8,6 +8,7 @@ from utils import validation
 def causal_mask(n, device=None):
     """(n, n) bool, True on and below the diagonal: position i sees j <= i (itself included)."""
     n = validation.positive_int("n", n)
+    validation.allocation(f"n={n}", n * n, "an (n, n) bool mask")
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()  # (n, n)
 
 

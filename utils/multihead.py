@@ -10,12 +10,18 @@ from utils.attention import attend
 
 def split_heads(x, num_heads):
     """(batch, T, d_model) -> (batch, num_heads, T, d_k) with d_k = d_model / num_heads."""
+    validation.tensor("x", x)
+    validation.shape("x", x, ("batch", "T", "d_model"))
+    num_heads = validation.positive_int("num_heads", num_heads)
+    validation.divisible("x.shape[-1] (d_model)", x.shape[-1], num_heads, "num_heads")
     batch, T, d_model = x.shape
     return x.view(batch, T, num_heads, d_model // num_heads).transpose(1, 2)
 
 
 def merge_heads(x):
     """(batch, num_heads, T, d_k) -> (batch, T, num_heads * d_k): the Concat of the paper."""
+    validation.tensor("x", x)
+    validation.shape("x", x, ("batch", "num_heads", "T", "d_k"))
     batch, num_heads, T, d_k = x.shape
     return x.transpose(1, 2).reshape(batch, T, num_heads * d_k)
 
@@ -27,26 +33,19 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         d_model = validation.positive_int("d_model", d_model)
         num_heads = validation.positive_int("num_heads", num_heads)
-        if d_model % num_heads:
-            raise ValueError(
-                f"d_model must be divisible by num_heads (d_k = d_model / num_heads), "
-                f"got d_model={d_model} and num_heads={num_heads}"
-            )
+        validation.divisible("d_model", d_model, num_heads, "num_heads", "d_k = d_model / num_heads")
+        validation.boolean("bias", bias)
+        validation.allocation(f"d_model={d_model}", 4 * d_model * (d_model + 1) * 4, "four float32 projections")
         self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
-        self.dropout = dropout
+        self.dropout = validation.probability("dropout", dropout)
         self.W_q = nn.Linear(d_model, d_model, bias=bias)  # all heads' W_q_i side by side
         self.W_k = nn.Linear(d_model, d_model, bias=bias)
         self.W_v = nn.Linear(d_model, d_model, bias=bias)
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
 
-    def _check_input(self, name, x):
-        validation.tensor(name, x, floating=True)
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
-
     def _check_inputs(self, query, key, value):
         for name, x in (("query", query), ("key", key), ("value", value)):
-            self._check_input(name, x)
+            validation.features(name, x, self.d_model, self.W_q.weight.dtype)
         if key.shape != value.shape:
             raise ValueError(
                 f"key and value must have the same shape (batch, T_k, d_model), "
@@ -88,8 +87,14 @@ class MultiHeadAttention(nn.Module):
         validation.tensor("mask", mask)
         if mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (batch, 1, T_q or 1, T_k): the same mask for every head
-        scores_shape = (query.shape[0], self.num_heads, query.shape[1], key.shape[1])
-        validation.mask("mask", mask, scores_shape, f"for query {tuple(query.shape)} and key {tuple(key.shape)}")
+        batch, h, t_q, t_k = scores_shape = (query.shape[0], self.num_heads, query.shape[1], key.shape[1])
+        forms = (
+            f"{(1, t_q, t_k)} or {(t_q, t_k)} shared by the batch, {(batch, 1, t_k)} per sentence's keys (as "
+            f"utils.masks.padding_mask builds it), {(batch, t_q, t_k)} per sentence, or 4-D with a head axis "
+            f"(batch, 1 or {h}, 1 or {t_q}, {t_k})"
+        )
+        context = f"for query {tuple(query.shape)} and key {tuple(key.shape)}"
+        validation.mask("mask", mask, scores_shape, context, forms)
         return mask.to(query.device)
 
     def _attention(self, q, k, v, mask, need_weights):

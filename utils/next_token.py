@@ -42,7 +42,8 @@ class CausalAttentionLM(nn.Module):
         validation.max_positions("tokens", tokens, self.pe.shape[0])
         T = tokens.shape[-1]
         x = self.embedding(tokens) + self.pe[:T]  # (batch, T, d_model)
-        h, _ = scaled_dot_product_attention(self.W_q(x), self.W_k(x), self.W_v(x), causal_mask(T))
+        mask = causal_mask(T, device=tokens.device)[None]  # (1, T, T): one mask for the batch, whatever its size
+        h, _ = scaled_dot_product_attention(self.W_q(x), self.W_k(x), self.W_v(x), mask)
         return self.W_out(h)  # (batch, T, vocab_size)
 
 

@@ -118,7 +118,7 @@ def offset_dot_products(d_model, base=10000.0, k=10, num_t=60):
 def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset=60):
     """Three panels: PE_t . PE_{t+k} against t (flat), against the offset (k marked), one pair's rotation."""
     d_model = validation.even_positive_int("d_model", d_model)
-    base = validation.positive_float("base", base)
+    base = validation.pe_base("base", base)
     max_offset = validation.positive_int("max_offset", max_offset)
     pair = validation.index("pair", pair, d_model // 2, "d_model/2")
     t = validation.integer("t", t, minimum=0, why="a position")

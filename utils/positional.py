@@ -9,7 +9,7 @@ from utils import validation
 def angular_frequencies(d_model, base=10000.0):
     """w_i = 1 / base^(2i/d_model) for i = 0 .. d_model/2 - 1, as float64."""
     d_model = validation.even_positive_int("d_model", d_model)
-    base = validation.positive_float("base", base)
+    base = validation.pe_base("base", base)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
     return base ** (-two_i / d_model)  # (d_model/2,)
 
@@ -19,6 +19,7 @@ def sinusoidal_encoding(max_len, d_model, base=10000.0, dtype=torch.float32):
     max_len = validation.positive_int("max_len", max_len)
     validation.floating_dtype("dtype", dtype)
     w = angular_frequencies(d_model, base)  # (d_model/2,)
+    validation.allocation(f"max_len={max_len}, d_model={d_model}", max_len * len(w) * 2 * 8, "a float64 table")
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     angles = pos * w  # (max_len, d_model/2)
     pe = torch.empty(max_len, len(w) * 2, dtype=torch.float64)  # (max_len, d_model)
@@ -62,6 +63,7 @@ def relative_rotation(k, d_model, base=10000.0, dtype=torch.float32):
     k = validation.real("k", k)  # an offset in positions
     validation.floating_dtype("dtype", dtype)
     w = angular_frequencies(d_model, base)  # (d_model/2,)
+    validation.allocation(f"d_model={d_model}", (len(w) * 2) ** 2 * 8, "a float64 (d_model, d_model) matrix")
     cos, sin = torch.cos(w * float(k)), torch.sin(w * float(k))  # (d_model/2,) each
     m = torch.zeros(len(w) * 2, len(w) * 2, dtype=torch.float64)  # (d_model, d_model)
     idx = torch.arange(0, len(w) * 2, 2)  # (d_model/2,) the sin column of each pair
@@ -81,6 +83,7 @@ class LearnedPositionalEncoding(nn.Module):
         self.max_len = validation.positive_int("max_len", max_len)
         self.d_model = validation.positive_int("d_model", d_model)
         dropout = validation.probability("dropout", dropout)
+        validation.allocation(f"max_len={max_len}, d_model={d_model}", max_len * d_model * 4, "a float32 table")
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
         self.dropout = nn.Dropout(dropout)
@@ -151,6 +154,9 @@ def sinusoidal_encoding_2d(height, width, d_model, base=10000.0, dtype=torch.flo
     width = validation.positive_int("width", width)
     d_model = validation.positive_int("d_model", d_model)
     validation.divisible("d_model", d_model, 4, why="sin/cos pairs for rows and columns")
+    validation.allocation(
+        f"height={height}, width={width}, d_model={d_model}", height * width * d_model * 8, "a float64 table"
+    )
     rows = sinusoidal_encoding(height, d_model // 2, base, torch.float64)  # (height, d_model/2)
     cols = sinusoidal_encoding(width, d_model // 2, base, torch.float64)  # (width, d_model/2)
     grid = torch.cat(

@@ -34,12 +34,37 @@ def even_positive_int(name, value):
 
 
 def positive_float(name, value):
-    """Return `value` as a float if it is a real number > 0, else raise naming `name`."""
+    """Return `value` as a float if it is a finite real number > 0, else raise naming `name`."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+    if not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def pe_base(name, value):
+    """Return `value` as a float if it is a finite number >= 1: the base of sinusoidal frequencies
+    w_i = base^(-2i/d_model), which then fall from 1 (base 1: every pair the same wave)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a finite number >= 1, got {type(value).__name__} {value!r}")
+    if not 1 <= value < math.inf:
+        raise ValueError(
+            f"{name} must be a finite number >= 1 (frequencies base^(-2i/d_model) falling from 1), got {value!r}"
+        )
+    return float(value)
+
+
+MAX_BYTES = 2**30  # the largest tensor or array a helper builds on request (1 GiB): a bigger size is a typo
+
+
+def allocation(args, nbytes, what):
+    """Raise a ValueError before building `what` (e.g. "a (n, n) bool mask") of `nbytes` bytes when that is more
+    than MAX_BYTES; `args` names the arguments and their values, e.g. "n=1000000"."""
+    if nbytes > MAX_BYTES:
+        raise ValueError(
+            f"{args} asks for {what} of {nbytes:,} bytes ({nbytes / 2**30:.3g} GiB), more than the "
+            f"{MAX_BYTES / 2**30:g} GiB a helper builds at once; use smaller sizes"
+        )
 
 
 def tensor(name, value, min_dim=0, floating=False):
@@ -50,6 +75,54 @@ def tensor(name, value, min_dim=0, floating=False):
         raise ValueError(f"{name} must have at least {min_dim} dimensions, got shape {tuple(value.shape)}")
     if floating and not value.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
+    return value
+
+
+def finite(name, value, allow_neg_inf=False):
+    """Return tensor `value` if it holds no NaN and no infinity (-inf allowed with allow_neg_inf: a removed score)."""
+    ok = torch.isfinite(value).all() if not allow_neg_inf else not (torch.isnan(value) | torch.isposinf(value)).any()
+    if not ok:
+        bad = ~torch.isfinite(value) if not allow_neg_inf else torch.isnan(value) | torch.isposinf(value)
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        what = "NaN or +inf (-inf, a removed score, is allowed)" if allow_neg_inf else "NaN or infinity"
+        n = int(bad.sum())
+        raise ValueError(
+            f"{name} must hold no {what}, got {n} such entr{'y' if n == 1 else 'ies'} in shape "
+            f"{tuple(value.shape)}, the first {value[where].item()} at index {where}"
+        )
+    return value
+
+
+def real_tensor(name, value, allow_neg_inf=False, minimum=None):
+    """Return `value` as a floating tensor (a real number becomes a 0-d float64 tensor) holding no NaN and no
+    infinity (-inf allowed with allow_neg_inf), every entry >= minimum when given."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = torch.tensor(float(value), dtype=torch.float64)
+    elif not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a real number or a floating torch.Tensor, got {_kind(value)}")
+    tensor(name, value, floating=True)
+    finite(name, value, allow_neg_inf)
+    if minimum is not None and value.numel() and value.min() < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got a minimum of {value.min().item()!r}")
+    return value
+
+
+def dtype_of(name, value, dtype, owner):
+    """Return tensor `value` if its dtype is `dtype`, that of `owner` (e.g. "this module's weights")."""
+    if value.dtype != dtype:
+        raise ValueError(
+            f"{name} must have dtype {dtype} (that of {owner}), got {value.dtype}; convert {name} with "
+            f".to({dtype}) or {owner} with .to({value.dtype})"
+        )
+    return value
+
+
+def features(name, value, d_model, dtype=None, owner="this module's weights"):
+    """Return `value` if it is a floating tensor (batch, seq, d_model) of `dtype` (when given), else raise."""
+    tensor(name, value, floating=True)
+    shape(name, value, ("batch", "seq", ("d_model", d_model)))
+    if dtype is not None:
+        dtype_of(name, value, dtype, owner)
     return value
 
 
@@ -88,11 +161,30 @@ def bool_mask(name, value):
     return value
 
 
-def mask(name, value, scores_shape, context=""):
+def mask_forms(scores_shape):
+    """The mask shapes accepted for scores (batch, ..., T_q, T_k), as text: shared by the batch or per sentence."""
+    *lead, t_q, t_k = scores_shape
+    if not lead:
+        return f"(T_q, T_k) = {(t_q, t_k)}, (1, T_k) or (T_q, 1)"
+    ones = (1,) * (len(lead) - 1)
+    how = "utils.masks.padding_mask builds it" if not ones else "utils.masks.padding_mask(...)[:, None] gives"
+    return (
+        f"{(1, *ones, t_q, t_k)} or {(t_q, t_k)} shared by the batch, {(lead[0], *ones, 1, t_k)} "
+        f"per sentence's keys (as {how}), {(lead[0], *ones, t_q, t_k)} per sentence"
+    )
+
+
+def mask(name, value, scores_shape, context="", forms=None):
     """Return `value` if it is a bool tensor (True = may attend) that broadcasts to `scores_shape`
-    (..., T_q, T_k), else raise naming `name`; `context` (e.g. the q and k shapes) ends the message."""
+    (batch, ..., T_q, T_k), else raise naming `name`; `context` (e.g. the q and k shapes) ends the message.
+
+    Broadcasting aligns a mask's last dimension with T_k. A mask with fewer dimensions than the scores whose
+    first dimension (> 1) equals the batch size but would be aligned with another axis (e.g. (batch, T_k)
+    with batch = T_q) is refused as ambiguous. `forms` (text) lists the accepted shapes (default mask_forms)."""
     bool_mask(name, value)
     scores_shape = torch.Size(scores_shape)
+    forms = forms or mask_forms(scores_shape)
+    context = f" {context}" if context else ""
     try:
         ok = torch.broadcast_shapes(value.shape, scores_shape) == scores_shape
     except RuntimeError:
@@ -100,7 +192,15 @@ def mask(name, value, scores_shape, context=""):
     if not ok:
         raise ValueError(
             f"{name} of shape {tuple(value.shape)} must broadcast to the scores' shape "
-            f"{tuple(scores_shape)} (..., T_q, T_k)" + (f" {context}" if context else "")
+            f"{tuple(scores_shape)} (..., T_q, T_k){context}; accepted: {forms}"
+        )
+    m, n = value.dim(), len(scores_shape)
+    if n >= 3 and 2 <= m < n and value.shape[0] > 1 and value.shape[0] == scores_shape[0]:
+        raise ValueError(
+            f"{name} of shape {tuple(value.shape)} is ambiguous for scores of shape {tuple(scores_shape)} "
+            f"(batch, ..., T_q, T_k){context}: its first dimension, {value.shape[0]}, is the batch size but "
+            f"broadcasting would read it as dimension {n - m} of the scores (size {scores_shape[n - m]}); "
+            f"give it every dimension: {forms}"
         )
     return value
 
@@ -209,6 +309,42 @@ def floating_dtype(name, value):
     """Return `value` if it is a floating torch.dtype such as torch.float32."""
     if not (isinstance(value, torch.dtype) and value.is_floating_point):
         raise TypeError(f"{name} must be a floating torch.dtype such as torch.float32, got {value!r}")
+    return value
+
+
+def items(name, value, what="a list"):
+    """Return `value` as a list if it is an iterable other than a str (e.g. a list, a tuple, a 1-D tensor)."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be {what}, got the str {value!r}; split a sentence with .split()")
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be {what}, got {_kind(value)}") from None
+
+
+def id_list(name, value):
+    """Return `value` as a 1-D long tensor if it is a sequence of int token ids (>= 0); a float or a str is
+    refused, not truncated."""
+    value = items(name, value, "a list of int token ids")
+    if not value:
+        return torch.zeros(0, dtype=torch.long)
+    try:
+        ids = torch.as_tensor(value)  # keeps the ids' own dtype: 2.5 stays a float
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name} must be a list of int token ids, got {value!r:.80}") from None
+    shape(name, ids, ("T",))
+    return token_ids(name, ids).long()
+
+
+def word_lists(name, value, length=None, length_of=None):
+    """Return `value` if it is a non-empty list or tuple of word lists (each a list or tuple of str), of
+    `length` items when given (`length_of` names what has that length)."""
+    non_empty(name, value, (list, tuple), "list of word lists")
+    for i, words in enumerate(value):
+        if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+            raise TypeError(f"{name}[{i}] must be a list of words (str), got {_kind(words)[:80]}")
+    if length is not None and len(value) != length:
+        raise ValueError(f"{name} must have one item per item of {length_of} ({length}), got {len(value)}")
     return value
 
 

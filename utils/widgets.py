@@ -31,7 +31,7 @@ def pe_explorer(max_len=100, d_model=128, base=10000.0, position=10):
     """Sliders for max_len, d_model, base and a highlighted position over the PE heatmap."""
     max_len = validation.positive_int("max_len", max_len)  # bad arguments raise here, by name
     d_model = validation.even_positive_int("d_model", d_model)
-    base = validation.positive_float("base", base)
+    base = validation.pe_base("base", base)
     validation.index("position", position, max_len, "max_len")
     style = {"description_width": "initial"}
     log_base = math.log10(base)
@@ -121,7 +121,7 @@ def attention_explorer(
 def offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3):
     """Sliders for d_model, base, offset k, frequency pair and position t over plot_offset_explorer."""
     d_model = validation.even_positive_int("d_model", d_model)  # bad arguments raise here, by name
-    base = validation.positive_float("base", base)
+    base = validation.pe_base("base", base)
     validation.integer("k", k, minimum=-60, maximum=60)
     validation.index("pair", pair, d_model // 2, "d_model/2")
     validation.integer("t", t, minimum=0, maximum=50, why="a position")

@@ -299,10 +299,11 @@ def test_validation_mask_names_the_argument():
     with pytest.raises(
         ValueError,
         match=r"tgt_mask of shape \(5, 4\) must broadcast to the scores' shape "
-        r"\(2, 4, 5\) \(..., T_q, T_k\)$",
+        r"\(2, 4, 5\) \(..., T_q, T_k\); accepted: \(1, 4, 5\) or \(4, 5\) shared by the batch, \(2, 1, 5\) "
+        r"per sentence's keys \(as utils.masks.padding_mask builds it\), \(2, 4, 5\) per sentence$",
     ):
         validation.mask("tgt_mask", m.T, shape)
-    with pytest.raises(ValueError, match=r"\(3, 4, 5\) must broadcast .* for this layer$"):
+    with pytest.raises(ValueError, match=r"\(3, 4, 5\) must broadcast .* for this layer; accepted: "):
         validation.mask("tgt_mask", m.expand(3, 4, 5), shape, "for this layer")
 
 
@@ -315,3 +316,21 @@ def test_validation_head_weights():
         validation.head_weights("weights", "heads")
     with pytest.raises(TypeError, match="got list"):
         validation.head_weights("weights", [[[1.0, 2.0]], [[1.0]]])  # ragged
+
+
+def test_ambiguous_masks_are_refused_and_documented_ones_still_work():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 3, 4), torch.randn(3, 5, 4), torch.randn(3, 5, 4)  # batch 3 = T_q 3
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 5\) is ambiguous for scores of shape \(3, 3, 5\)"):
+        scaled_dot_product_attention(q, k, v, torch.ones(3, 5, dtype=torch.bool))
+    tokens = torch.tensor([[1, 2, 0, 0, 0], [1, 2, 3, 0, 0], [1, 2, 3, 4, 5]])  # (batch, T_k), 0 = padding
+    _, w = scaled_dot_product_attention(q, k, v, padding_mask(tokens, 0))  # (batch, 1, T_k): documented
+    assert torch.equal(w > 0, padding_mask(tokens, 0).expand(3, 3, 5))
+    x = torch.randn(3, 3, 4)  # self-attention, batch 3 = T 3: the causal mask needs its batch axis
+    with pytest.raises(ValueError, match="ambiguous"):
+        scaled_dot_product_attention(x, x, x, causal_mask(3))
+    _, w = scaled_dot_product_attention(x, x, x, causal_mask(3)[None])  # (1, T, T)
+    assert torch.equal(w > 0, causal_mask(3).expand(3, 3, 3))
+    y = torch.randn(2, 3, 4)  # batch 2 != T 3: (T, T) is read as it always was
+    _, w = scaled_dot_product_attention(y, y, y, causal_mask(3))
+    assert torch.equal(w > 0, causal_mask(3).expand(2, 3, 3))

@@ -115,7 +115,7 @@ def test_bad_input():
         attention_map("a b", mask_kind="future")
     with pytest.raises(TypeError, match=r"mask_kind must be one of .*, got bool True"):
         explorer_mask("a b", True)
-    with pytest.raises(ValueError, match="temperature must be > 0, got 0"):
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0, got 0"):
         attention_map("a b", temperature=0)
     with pytest.raises(TypeError, match=r"tokens\[0\] must be a str, got int"):
         attention_map([1, 2])

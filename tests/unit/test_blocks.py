@@ -194,17 +194,17 @@ def test_feed_forward_is_position_wise():
 
 
 def test_bad_layer_sizes_and_inputs():
-    with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads.*d_model=16.*num_heads=3"):
+    with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads=3 .*got d_model=16"):
         EncoderLayer(16, 3, 32)
     layer = EncoderLayer(16, 2, 32)
-    with pytest.raises(ValueError, match=r"query must have shape \(batch, seq, d_model=16\), got \(5, 16\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq, d_model=16\), got \(5, 16\)"):
         layer(torch.randn(5, 16))
     with pytest.raises(ValueError, match=r"got \(2, 5, 8\)"):
         layer(torch.randn(2, 5, 8))
     with pytest.raises(TypeError, match="must be a torch.Tensor, got ndarray"):
         layer(torch.randn(2, 5, 16).numpy())
     dec = DecoderLayer(16, 2, 32)
-    with pytest.raises(ValueError, match=r"key must have shape \(batch, seq, d_model=16\), got \(2, 3, 4\)"):
+    with pytest.raises(ValueError, match=r"memory must have shape \(batch, seq, d_model=16\), got \(2, 3, 4\)"):
         dec(torch.randn(2, 5, 16), torch.randn(2, 3, 4))
     with pytest.raises(TypeError, match="need_weights must be a bool"):
         layer(torch.randn(2, 5, 16), need_weights=None)
@@ -225,3 +225,62 @@ def test_from_torch_rejects_wrong_layers():
         DecoderLayer.from_torch(nn.TransformerDecoderLayer(16, 2, batch_first=True), norm_first=True)
     with pytest.raises(TypeError, match="stack must be a torch.nn.TransformerEncoder, got TransformerEncoderLayer"):
         Encoder.from_torch(nn.TransformerEncoderLayer(16, 2, batch_first=True))
+
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        ((8, 0), ValueError, "d_ff must be a positive int, got 0"),
+        ((0, 8), ValueError, "d_model must be a positive int, got 0"),
+        (("8", 16), TypeError, "d_model must be an int, got str '8'"),
+        ((8, 16, 2.0), ValueError, r"dropout must be a probability in \[0, 1\), got 2.0"),
+        ((10**6, 10**6), ValueError, r"^d_model=1000000, d_ff=1000000 asks for two float32 layers of "),
+    ],
+)
+def test_feed_forward_bad_sizes(args, error, match):
+    with pytest.raises(error, match=match):
+        FeedForward(*args)
+
+
+def test_feed_forward_bad_input():
+    ff = FeedForward(8, 16)
+    with pytest.raises(ValueError, match=r"x must have shape \(..., d_model=8\), got \(2, 3, 7\)"):
+        ff(torch.randn(2, 3, 7))
+    with pytest.raises(ValueError, match=r"x must have dtype torch.float32 .*got torch.float64"):
+        ff(torch.randn(2, 3, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match="x must be a floating-point tensor"):
+        ff(torch.ones(2, 3, 8, dtype=torch.long))
+
+
+@pytest.mark.parametrize("eps", [-1, 0, float("nan"), float("inf")])
+@pytest.mark.parametrize("layer", [EncoderLayer, DecoderLayer])
+def test_bad_eps(layer, eps):
+    with pytest.raises(ValueError, match="eps must be a finite number > 0, got"):
+        layer(8, 2, 16, eps=eps)
+
+
+@pytest.mark.parametrize("layer", [EncoderLayer, DecoderLayer, Encoder, Decoder])
+def test_bad_norm_first(layer):
+    args = (8, 2, 16) if layer in (EncoderLayer, DecoderLayer) else (8, 2, 16, 1)
+    with pytest.raises(TypeError, match="norm_first must be a bool"):
+        layer(*args, norm_first="yes")
+
+
+@pytest.mark.parametrize("stack", [Encoder, Decoder])
+@pytest.mark.parametrize("num_layers, error", [(0, ValueError), (-1, ValueError), (2.5, TypeError)])
+def test_bad_num_layers(stack, num_layers, error):
+    with pytest.raises(error, match="num_layers must be"):
+        stack(8, 2, 16, num_layers)
+
+
+def test_layers_check_x_and_memory_before_any_sublayer():
+    pre = EncoderLayer(8, 2, 16, norm_first=True)  # LayerNorm first: its own error would not name x
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq, d_model=8\), got \(2, 3, 7\)"):
+        pre(torch.randn(2, 3, 7))
+    with pytest.raises(ValueError, match=r"x must have dtype torch.float32 \(that of this layer's weights\)"):
+        pre(torch.randn(2, 3, 8, dtype=torch.float64))
+    dec = DecoderLayer(8, 2, 16)
+    with pytest.raises(ValueError, match=r"memory must have shape \(batch of x=2, T_src, d_model=8\), got \(3, 4, 8\)"):
+        dec(torch.randn(2, 3, 8), torch.randn(3, 4, 8))
+    with pytest.raises(ValueError, match=r"x must have shape"):
+        Encoder(8, 2, 16, 2)(torch.randn(1, 3, 7))

@@ -99,7 +99,7 @@ def test_soft_argmax_gradient_vanishes_as_temperature_falls():
         (dict(x=torch.tensor([1, 2]), temperature=1.0), ValueError, "x must be a floating-point"),
         (dict(x=torch.tensor(1.0), temperature=1.0), ValueError, "x must have at least 1 dimensions"),
         (dict(x=torch.ones(2, 3), temperature=1.0), ValueError, r"x must have shape \(n,\), got \(2, 3\)"),
-        (dict(x=torch.ones(3), temperature=0.0), ValueError, "temperature must be > 0, got 0.0"),
+        (dict(x=torch.ones(3), temperature=0.0), ValueError, "temperature must be a finite number > 0, got 0.0"),
         (dict(x=torch.ones(3), temperature="1"), TypeError, "temperature must be a positive number"),
     ],
 )
@@ -171,7 +171,7 @@ def test_pe_variance_share_spreads_out_with_length():
             r"max_len must be an int >= 2 \(one position has no variance\), got 1",
         ),
         (lambda: pe_variance_share(10, 7), ValueError, "d_model must be even"),
-        (lambda: pe_variance_share(10, 8, base=0), ValueError, "base must be > 0"),
+        (lambda: pe_variance_share(10, 8, base=0), ValueError, "base must be a finite number >= 1"),
     ],
 )
 def test_bad_input(call, error, match):

@@ -298,3 +298,90 @@ def test_loglog_slope():
     assert math.isclose(fa.loglog_slope([1, 2, 4], [3, 12, 48]), 2.0)
     with pytest.raises(ValueError, match="positive"):
         fa.loglog_slope([1, 2], [0, 1])
+
+
+# --- non-finite input, huge sizes ----------------------------------------------------------------------
+
+
+def test_online_softmax_refuses_nan_and_plus_inf_but_keeps_minus_inf():
+    for bad in ([1.0, math.inf, 0.0], [1.0, math.nan, 0.0]):
+        with pytest.raises(ValueError, match=r"scores must hold no NaN or \+inf .* at index \(1,\)"):
+            fa.online_softmax(torch.tensor(bad))
+        assert torch.isnan(torch.softmax(torch.tensor(bad), -1)).all()  # torch has no number to give either
+    s = torch.tensor([1.0, -math.inf, 0.0])  # a removed score
+    torch.testing.assert_close(fa.online_softmax(s), torch.softmax(s, -1))
+
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        (("a", 0.0, 1.0), TypeError, "m must be a real number or a floating torch.Tensor, got str 'a'"),
+        ((0.0, -1.0, 1.0), ValueError, "l must be >= 0, got a minimum of -1.0"),
+        ((0.0, math.inf, 1.0), ValueError, "l must hold no NaN or infinity"),
+        ((0.0, 1.0, math.nan), ValueError, r"x must hold no NaN or \+inf"),
+        ((math.inf, 1.0, 0.0), ValueError, r"m must hold no NaN or \+inf"),
+        ((torch.zeros(2), 1.0, torch.zeros(3)), ValueError, r"m, l and x must have shapes that broadcast"),
+        ((0.0, 1.0, torch.tensor(1)), ValueError, "x must be a floating-point tensor"),
+    ],
+)
+def test_online_softmax_update_rejects_bad_state(args, error, match):
+    with pytest.raises(error, match=match):
+        fa.online_softmax_update(*args)
+
+
+@pytest.mark.parametrize("name, value", [("q", math.nan), ("k", math.nan), ("q", math.inf), ("v", -math.inf)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_tiled_attention_refuses_non_finite_input(name, value, causal):
+    torch.manual_seed(0)
+    args = {n: torch.randn(1, 1, 6, 4) for n in ("q", "k", "v")}
+    args[name][0, 0, 3, 0] = value
+    with pytest.raises(ValueError, match=rf"{name} must hold no NaN or infinity, got 1 such entry .* \(0, 0, 3, 0\)"):
+        fa.tiled_attention(**args, block_size=2, causal=causal)
+
+
+def _spoiled_rows(out):
+    """One letter per query row of a (1, 1, T, d) output: N (a NaN), 0 (all zeros) or . (numbers)."""
+    return "".join("N" if torch.isnan(r).any() else "0" if (r == 0).all() else "." for r in out[0, 0])
+
+
+@pytest.mark.parametrize(
+    "name, causal, fused, math_kernel",
+    [("q", False, "...0..", "...N.."), ("k", True, "...NNN", "NNNNNN")],
+)
+def test_torch_kernels_disagree_on_non_finite_input(name, causal, fused, math_kernel):
+    # Why tiled_attention refuses non-finite input instead of propagating NaN "as torch does": torch's own
+    # kernels disagree. A NaN in query 3 gives a zero row in the fused kernel and a NaN row in the math one; a
+    # NaN in key 3 under the causal mask spoils rows 3-5 in the fused kernel and every row in the math one.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.manual_seed(0)
+    args = {n: torch.randn(1, 1, 6, 4) for n in ("q", "k", "v")}
+    args[name][0, 0, 3, 0] = math.nan
+    assert _spoiled_rows(F.scaled_dot_product_attention(*args.values(), is_causal=causal)) == fused
+    with sdpa_kernel(SDPBackend.MATH):
+        assert _spoiled_rows(F.scaled_dot_product_attention(*args.values(), is_causal=causal)) == math_kernel
+
+
+def test_tile_states_is_capped():
+    assert fa.tile_states(fa.MAX_TILES, 1, False).shape == (fa.MAX_TILES, fa.MAX_TILES)
+    with pytest.raises(
+        ValueError, match=r"T=20000 and block_size=1 give 20000 tiles a side; tile_states draws at most"
+    ):
+        fa.tile_states(20000, 1, True)
+
+
+def test_grouped_query_attention_with_no_key_head():
+    with pytest.raises(ValueError, match=r"k.shape\[1\] \(num_kv_heads\) must be a positive int, got 0"):
+        fa.grouped_query_attention(torch.randn(1, 4, 3, 8), torch.randn(1, 0, 3, 8), torch.randn(1, 0, 3, 8))
+
+
+def test_decoding_helpers_check_token_ids():
+    model = small_model()
+    memory, src_mask = model.encode(batch_src())
+    cache = fa.start_cache(model, memory, src_mask)
+    with pytest.raises(ValueError, match=r"tokens must hold token ids in \[0, vocab_size=40\), got min 999"):
+        fa.decode_step(model, cache, torch.full((6,), 999))
+    with pytest.raises(ValueError, match=r"bos_id must be an int in \[0, 39\]"):
+        fa.greedy_steps(model, batch_src(), -1, 2)
+    with pytest.raises(TypeError, match="fn must be a function"):
+        fa.peak_tensor_bytes(5)

@@ -56,7 +56,7 @@ def test_bad_input():
         train_heads(copy_previous, ROWS, 1, -1)
     with pytest.raises(ValueError, match=r"steps must be a positive int, got 0"):
         train_heads(copy_previous, ROWS, 1, 0, steps=0)
-    with pytest.raises(ValueError, match=r"lr must be > 0, got 0"):
+    with pytest.raises(ValueError, match=r"lr must be a finite number > 0, got 0"):
         train_heads(copy_previous, ROWS, 1, 0, lr=0)
     with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads"):
         train_heads(copy_previous, ROWS, 2, 0)  # d_model = 7

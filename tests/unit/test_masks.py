@@ -102,3 +102,8 @@ def test_combine_masks_bad_input():
         combine_masks([[True]])
     with pytest.raises(ValueError, match=r"masks must broadcast to one shape, got shapes \(3, 3\), \(2, 1, 4\)"):
         combine_masks(causal_mask(3), torch.ones(2, 1, 4, dtype=torch.bool))
+
+
+def test_causal_mask_too_large_is_refused_before_allocating():
+    with pytest.raises(ValueError, match=r"n=1000000 asks for an \(n, n\) bool mask of 1,000,000,000,000 bytes"):
+        causal_mask(10**6)

@@ -195,7 +195,7 @@ def test_dropout_only_in_training_mode():
 
 
 def test_d_model_not_divisible_by_num_heads():
-    with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads.*d_model=10.*num_heads=3"):
+    with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads=3 .*got d_model=10"):
         MultiHeadAttention(10, 3)
 
 
@@ -387,3 +387,63 @@ def test_need_weights_must_be_a_bool():
         mha(x, x, x, need_weights=0)
     with pytest.raises(TypeError, match="need_weights must be a bool .True or False., got str 'no'"):
         mha(x, x, x, need_weights="no")
+
+
+def test_split_and_merge_heads_check_their_arguments():
+    x = torch.randn(2, 3, 8)
+    assert torch.equal(merge_heads(split_heads(x, 2)), x)
+    with pytest.raises(ValueError, match=r"x.shape\[-1\] \(d_model\) must be divisible by num_heads=2, got .*=7"):
+        split_heads(torch.randn(2, 3, 7), 2)
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, T, d_model\), got \(3, 8\)"):
+        split_heads(x[0], 2)
+    with pytest.raises(ValueError, match="num_heads must be a positive int, got 0"):
+        split_heads(x, 0)
+    with pytest.raises(TypeError, match="x must be a torch.Tensor, got str"):
+        split_heads("x", 2)
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, num_heads, T, d_k\), got \(2, 3, 8\)"):
+        merge_heads(x)
+
+
+@pytest.mark.parametrize("dropout", [2.0, -0.5, 1.0, float("nan")])
+def test_bad_dropout_is_refused(dropout):
+    with pytest.raises(ValueError, match=r"dropout must be a probability in \[0, 1\), got"):
+        MultiHeadAttention(8, 2, dropout=dropout)
+
+
+def test_bad_bias_and_huge_size():
+    with pytest.raises(TypeError, match="bias must be a bool"):
+        MultiHeadAttention(8, 2, bias="yes")
+    with pytest.raises(ValueError, match=r"^d_model=1000000 asks for four float32 projections of "):
+        MultiHeadAttention(10**6, 1)
+
+
+def test_input_of_another_dtype_is_a_clear_error():
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    with pytest.raises(
+        ValueError, match=r"query must have dtype torch.float32 \(that of this module's weights\), got torch.float64"
+    ):
+        mha(x, x, x)
+    out, _ = mha.double()(x, x, x)  # a float64 module takes float64 input
+    assert out.dtype == torch.float64
+
+
+def test_mask_whose_batch_equals_t_q_is_ambiguous():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2).eval()
+    q, kv = torch.randn(3, 3, 8), torch.randn(3, 5, 8)  # batch 3 = T_q 3, T_k 5
+    keys = torch.ones(3, 5, dtype=torch.bool)
+    keys[1, 2] = False  # sentence 1 must not see key 2
+    with pytest.raises(
+        ValueError, match=r"mask of shape \(3, 5\) is ambiguous .* every dimension: \(1, 3, 5\) or \(3, 5\) shared"
+    ):
+        mha(q, kv, kv, keys)
+    # the accepted spellings of that key mask give what the sentence alone gives
+    out, w = mha(q, kv, kv, keys[:, None, :])  # (batch, 1, T_k)
+    assert torch.all(w[1, :, :, 2] == 0) and torch.all(w[0, :, :, 2] > 0)
+    alone, _ = mha(q[1:2], kv[1:2], kv[1:2], keys[1:2])  # batch 1: (1, T_k) is not ambiguous
+    torch.testing.assert_close(out[1:2], alone)
+    # with another batch size a (T_q, T_k) mask is what it has always been
+    causal = torch.ones(3, 5, dtype=torch.bool).tril()
+    _, w4 = mha(torch.randn(4, 3, 8), torch.randn(4, 5, 8), torch.randn(4, 5, 8), causal)
+    assert torch.all(w4[:, :, 0, 1:] == 0)

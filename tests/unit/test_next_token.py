@@ -88,7 +88,7 @@ def test_fit_next_token_is_reproducible():
         (dict(shift=True, seed=0.5), TypeError, "seed must be an int, got float 0.5"),
         (dict(shift=True, seed=0, steps=0), ValueError, "steps must be a positive int, got 0"),
         (dict(shift=True, seed=0, vocab_size=2.0), TypeError, "vocab_size must be an int, got float 2.0"),
-        (dict(shift=True, seed=0, lr=0), ValueError, "lr must be > 0, got 0"),
+        (dict(shift=True, seed=0, lr=0), ValueError, "lr must be a finite number > 0, got 0"),
     ],
 )
 def test_fit_next_token_bad_input(kwargs, error, message):

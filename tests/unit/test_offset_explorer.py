@@ -74,7 +74,7 @@ def test_rotation_picture_shows_the_pair_at_t_and_t_plus_k(d_model, pair, t, k):
     [
         (dict(d_model=7), ValueError, r"d_model must be even.*got 7"),
         (dict(d_model="64"), TypeError, r"d_model must be an int"),
-        (dict(base=0), ValueError, r"base must be > 0"),
+        (dict(base=0), ValueError, r"base must be a finite number >= 1"),
         (dict(k=1.5), TypeError, r"k must be an int, got float 1.5"),
         (dict(k=True), TypeError, r"k must be an int, got bool"),
         (dict(pair=32), ValueError, r"pair must be an int in \[0, d_model/2=32\), got 32"),
@@ -130,7 +130,7 @@ def test_offset_dot_products_reads_the_table():
         (dict(d_model=5, k=1), ValueError, r"d_model must be even.*got 5"),
         (dict(d_model=8, k="3"), TypeError, r"k must be an int, got str '3'"),
         (dict(d_model=8, k=3, num_t=0), ValueError, r"num_t must be a positive int, got 0"),
-        (dict(d_model=8, k=3, base=-1.0), ValueError, r"base must be > 0, got -1.0"),
+        (dict(d_model=8, k=3, base=-1.0), ValueError, r"base must be a finite number >= 1 .*, got -1.0"),
     ],
 )
 def test_offset_dot_products_bad_input(kwargs, err, match):

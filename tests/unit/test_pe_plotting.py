@@ -65,7 +65,7 @@ def test_bad_position(position, error, match):
     [
         (dict(d_model=7), ValueError, "d_model must be even"),
         (dict(max_len=0), ValueError, "max_len must be a positive int"),
-        (dict(base=0.0), ValueError, "base must be > 0"),
+        (dict(base=0.0), ValueError, "base must be a finite number >= 1"),
     ],
 )
 def test_bad_table_sizes_are_named(kwargs, error, match):
@@ -139,7 +139,7 @@ def test_sliders_reach_the_given_arguments():
     [
         (dict(d_model=7), ValueError, "d_model must be even"),
         (dict(max_len=0), ValueError, "max_len must be a positive int"),
-        (dict(base=-1.0), ValueError, "base must be > 0"),
+        (dict(base=-1.0), ValueError, "base must be a finite number >= 1"),
         (dict(position=100), ValueError, r"position must be an int in \[0, max_len=100\)"),
         (dict(position=1.5), TypeError, "position must be an int"),
     ],

@@ -112,11 +112,16 @@ BAD_INPUTS = [
     (dict(max_len=2.5), TypeError, r"max_len must be an int, got float 2\.5"),
     (dict(max_len=None), TypeError, r"max_len must be an int, got NoneType None"),
     (dict(max_len=False), TypeError, r"max_len must be an int, got bool False"),
-    (dict(base=0), ValueError, r"base must be > 0, got 0"),
-    (dict(base=-10000.0), ValueError, r"base must be > 0, got -10000\.0"),
-    (dict(base=float("nan")), ValueError, r"base must be > 0, got nan"),
-    (dict(base="10000"), TypeError, r"base must be a positive number, got str '10000'"),
-    (dict(base=True), TypeError, r"base must be a positive number, got bool True"),
+    (dict(base=0), ValueError, r"base must be a finite number >= 1 .*, got 0"),
+    (dict(base=-10000.0), ValueError, r"base must be a finite number >= 1 .*, got -10000\.0"),
+    (dict(base=float("nan")), ValueError, r"base must be a finite number >= 1 .*, got nan"),
+    # inf: w_i = 0 for every pair but the first, a table constant after its first two columns
+    (dict(base=float("inf")), ValueError, r"base must be a finite number >= 1 .*, got inf"),
+    (dict(base=0.5), ValueError, r"base must be a finite number >= 1 .*, got 0\.5"),  # frequencies above 1
+    (dict(base="10000"), TypeError, r"base must be a finite number >= 1, got str '10000'"),
+    (dict(base=True), TypeError, r"base must be a finite number >= 1, got bool True"),
+    # (10**7, 512): a 41 GB float64 table, refused before torch's allocator is asked
+    (dict(max_len=10**7, d_model=512), ValueError, r"max_len=10000000, d_model=512 asks for a float64 table of "),
     (dict(dtype=torch.int64), TypeError, r"dtype must be a floating torch\.dtype.*torch\.int64"),
     (dict(dtype="float32"), TypeError, r"dtype must be a floating torch\.dtype.*'float32'"),
 ]
@@ -235,3 +240,18 @@ def test_wrong_width_is_a_clear_error(shape):
 def test_bad_input_tensor(x, error, match):
     with pytest.raises(error, match=match):
         PositionalEncoding(d_model=8, max_len=10)(x)
+
+
+def test_other_tables_refuse_huge_sizes_before_allocating():
+    with pytest.raises(ValueError, match=r"^d_model=1000000 asks for a float64 \(d_model, d_model\) matrix of "):
+        positional.relative_rotation(1, 10**6)
+    with pytest.raises(ValueError, match=r"^max_len=1000000000, d_model=512 asks for a float32 table of "):
+        positional.LearnedPositionalEncoding(10**9, 512)
+    with pytest.raises(ValueError, match=r"^height=100000, width=100000, d_model=8 asks for a float64 table of "):
+        positional.sinusoidal_encoding_2d(10**5, 10**5, 8)
+
+
+def test_base_one_is_one_wave_repeated():
+    # base = 1 (the pe_explorer slider's lowest value) is allowed: every pair gets w_i = 1
+    pe = sinusoidal_encoding(6, 8, base=1.0)  # (6, 8)
+    assert torch.equal(pe[:, 0::2], pe[:, :1].expand(-1, 4)) and torch.equal(pe[:, 1::2], pe[:, 1:2].expand(-1, 4))

@@ -216,3 +216,73 @@ def test_sampler_covers_the_grammar():
         grammar.reference_translation(s)  # every sample parses
     lengths = {len(s) for s in sentences}
     assert min(lengths) == 5 and max(lengths) == 14  # 4 + 1 + 4 + 1 + 4
+
+
+# --- bad input: every case names the argument ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda v: Vocab(5), TypeError, "words must be a list of words, got int 5"),
+        (lambda v: Vocab("dog cat"), TypeError, "words must be a list of words, got the str 'dog cat'"),
+        (lambda v: v.encode(5), TypeError, "words must be a list of words, got int 5"),
+        (lambda v: v.encode("the cat"), TypeError, r"words must be a list of words, got the str 'the cat'; split"),
+        (lambda v: v.encode(["the"], bos="yes"), TypeError, "bos must be a bool"),
+        (lambda v: v.encode(["the"], eos=1), TypeError, "eos must be a bool"),
+        (lambda v: v.decode(5), TypeError, "ids must be a sequence of token ids, got int 5"),
+        (lambda v: v.decode([2.0]), TypeError, "ids must be an int, got float 2.0"),
+        (lambda v: v.decode(torch.tensor([2.5])), TypeError, "ids must be an int, got float 2.5"),
+        (lambda v: v.decode(torch.tensor([4, 999])), ValueError, r"ids must be an int in \[0, 60\]"),
+    ],
+)
+def test_vocab_bad_arguments(call, error, match):
+    with pytest.raises(error, match=match):
+        call(Vocab(grammar.source_words()))
+
+
+def test_vocab_takes_any_sequence_of_ids():
+    v = Vocab(grammar.source_words())
+    ids = v.encode(["the", "dog"], eos=True)
+    assert v.decode(torch.tensor(ids)) == v.decode(np.array(ids)) == v.decode(tuple(ids)) == ["the", "dog"]
+
+
+@pytest.mark.parametrize(
+    "seqs, error, match",
+    [
+        ([[1, "a"]], TypeError, r"seqs\[0\] must be a list of int token ids, got \[1, 'a'\]"),
+        ([[1, 2], [1, 2.5]], ValueError, r"seqs\[1\] must be an integer tensor, got dtype torch.float32"),
+        ([[1, -2]], ValueError, r"seqs\[0\] must hold token ids >= 0, got min -2"),
+        ([5], TypeError, r"seqs\[0\] must be a list of int token ids, got int 5"),
+        ([[[1, 2]]], ValueError, r"seqs\[0\] must have shape \(T,\), got \(1, 2\)"),
+    ],
+)
+def test_pad_sequences_refuses_what_it_would_truncate(seqs, error, match):
+    with pytest.raises(error, match=match):
+        pad_sequences(seqs, 0)
+
+
+def test_pad_sequences_keeps_empty_sequences():
+    assert pad_sequences([[], [3]], 0).tolist() == [[0], [3]]
+
+
+def test_to_tensors_and_grammar_bad_input():
+    v = Vocab(grammar.source_words())
+    with pytest.raises(TypeError, match=r"pairs\[0\] must be a Pair, got str"):
+        to_tensors(["the dog sees a cat"], v, v)
+    with pytest.raises(TypeError, match="words must be a list of words, got the str 'the dog sees a cat'"):
+        make_pair("the dog sees a cat")
+    with pytest.raises(TypeError, match="words must be a list of words, got the str"):
+        grammar.reference_translation("the dog sees a cat")
+    with pytest.raises(ValueError, match=r"gender must be one of \('m', 'f'\), got 'x'"):
+        grammar.adjective_form("big", "x", "sg")
+    with pytest.raises(ValueError, match=r"number must be one of \('sg', 'pl'\), got 'plural'"):
+        grammar.verb_form("sees", "m", "plural")
+    with pytest.raises(ValueError, match="adjective must be one of .*, got 'zzz'"):
+        grammar.adjective_form("zzz", "m", "sg")
+    with pytest.raises(ValueError, match="verb must be one of .*, got 'zzz'"):
+        grammar.verb_form("zzz", "m", "sg")
+    with pytest.raises(TypeError, match=r"rng must be a numpy Generator \(np.random.default_rng\(seed\)\), got int"):
+        grammar.sample_sentence(5)
+    with pytest.raises(ValueError, match=r"number must be one of \('sg', 'pl'\), got 'x'"):
+        grammar.sample_noun_phrase(np.random.default_rng(0), "x")

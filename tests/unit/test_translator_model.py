@@ -281,3 +281,19 @@ def test_decoding_restores_the_mode_even_when_it_raises(training):
     greedy_decode(good, src, 1, 2, max_len=3)
     beam_search(good, src, 1, 2, max_len=3)
     assert good.training is training
+
+
+def test_parameter_counts_and_torch_reference_bad_input():
+    config = TranslatorConfig(20, 30, d_model=16, num_heads=2, d_ff=32, num_layers=1, max_len=8)
+    with pytest.raises(TypeError, match="model must be a Seq2SeqTransformer, got str"):
+        parameter_counts("model")
+    ref = TorchSeq2Seq(config)
+    src = torch.tensor([[4, 5, 2]])
+    with pytest.raises(ValueError, match="src must be an integer tensor, got dtype torch.float32"):
+        ref(src.float(), src)
+    with pytest.raises(ValueError, match=r"tgt must hold token ids in \[0, vocab_size=30\), got min 4 and max 99"):
+        ref(src, torch.tensor([[4, 99]]))
+    with pytest.raises(ValueError, match=r"src has 9 positions, more than max_len=8"):
+        ref(torch.ones(1, 9, dtype=torch.long), src)
+    with pytest.raises(ValueError, match=r"tgt must have shape \(batch of src=1, T\), got \(2, 3\)"):
+        ref(src, src.expand(2, -1))

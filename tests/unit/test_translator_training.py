@@ -1,6 +1,7 @@
 """Training (the loss falls in a few seconds), the warm-up schedule, checkpoints, evaluation and bad input."""
 
 import dataclasses
+import datetime
 
 import pytest
 import torch
@@ -194,7 +195,7 @@ def test_schedule_and_shift_bad_input():
         shift_targets(torch.tensor([[1]]))
     with pytest.raises(ValueError, match=r"tgt must have shape \(batch, T\), got \(3,\)"):
         shift_targets(torch.tensor([1, 2, 3]))
-    with pytest.raises(ValueError, match="factor must be > 0, got 0"):
+    with pytest.raises(ValueError, match="factor must be a finite number > 0, got 0"):
         noam_lr(1, 64, 100, factor=0)
 
 
@@ -295,3 +296,173 @@ def test_evaluation_restores_the_model_mode(trained, ds, training):
         assert model.training is training
     finally:
         model.eval()
+
+
+# --- damaged checkpoints: one ValueError naming the file and what is wrong ---------------------------
+
+
+@pytest.fixture
+def saved(trained, ds, tmp_path):
+    model, _ = trained
+    path = tmp_path / "translator.pt"
+    save_checkpoint(path, model, ds.src_vocab, ds.tgt_vocab)
+    return model, path
+
+
+def _write(path, content):
+    path.write_bytes(content)
+    return path
+
+
+def test_checkpoint_stores_a_sha256_of_what_it_holds(saved):
+    from utils.translator.checkpoint import FORMAT, content_digest
+
+    _, path = saved
+    stored = torch.load(path, weights_only=True)
+    assert stored["format"] == FORMAT and stored["sha256"] == content_digest(stored)
+    changed = dict(stored, state_dict=dict(stored["state_dict"]))
+    name = next(iter(changed["state_dict"]))
+    changed["state_dict"][name] = changed["state_dict"][name].clone()
+    changed["state_dict"][name].view(-1)[0] += 1e-6  # one weight, slightly
+    assert content_digest(changed) != stored["sha256"]
+    assert content_digest(dict(stored, tgt_vocab=stored["tgt_vocab"][::-1])) != stored["sha256"]
+
+
+def test_checkpoint_with_one_flipped_byte_in_a_weight_is_refused(saved):
+    model, path = saved
+    raw = path.read_bytes()
+    weight = model.generator.bias.detach().numpy().tobytes()
+    at = raw.index(weight) + len(weight) // 2  # a byte inside the stored output-layer bias
+    bad = _write(path.with_name("flipped.pt"), raw[:at] + bytes([raw[at] ^ 0x01]) + raw[at + 1 :])
+    with pytest.raises(ValueError, match=r"checkpoint '.*flipped.pt' is corrupt: the SHA-256 .* does not match"):
+        load_checkpoint(bad)
+
+
+def test_checkpoint_with_a_flipped_byte_anywhere_never_loads_silently(saved):
+    _, path = saved
+    raw = path.read_bytes()
+    for at in range(0, len(raw), max(1, len(raw) // 40)):  # 40 positions over the whole file
+        bad = _write(path.with_name("damaged.pt"), raw[:at] + bytes([raw[at] ^ 0x10]) + raw[at + 1 :])
+        try:
+            _, src_vocab, tgt_vocab = load_checkpoint(bad)
+        except ValueError as err:
+            assert "damaged.pt" in str(err)
+            continue
+        # a flip in zip metadata torch does not read (e.g. a timestamp) leaves every weight and word intact
+        stored, again = torch.load(path, weights_only=True), torch.load(bad, weights_only=True)
+        assert stored["sha256"] == again["sha256"] and src_vocab.words() == stored["src_vocab"], at
+
+
+@pytest.mark.parametrize(
+    "name, content, match",
+    [
+        ("empty.pt", lambda raw: b"", r"is empty \(0 bytes\)"),
+        ("notes.pt", lambda raw: b"a text file\n", r"is not a checkpoint written by torch.save: it is a text file"),
+        ("half.pt", lambda raw: raw[: len(raw) // 2], r"is truncated: torch.load cannot read it"),
+        ("cut.pt", lambda raw: raw[:-30], r"is truncated: torch.load cannot read it"),
+        ("noise.pt", lambda raw: bytes(range(256)) * 4, r"is not a checkpoint written by torch.save: it is not a zip"),
+    ],
+)
+def test_unreadable_checkpoint_files(saved, name, content, match):
+    _, path = saved
+    bad = _write(path.with_name(name), content(path.read_bytes()))
+    with pytest.raises(ValueError, match=rf"^checkpoint '.*{name}' {match}"):
+        load_checkpoint(bad)
+
+
+def _resave(path, name, **changes):
+    """The checkpoint at `path` with some entries changed, its digest recomputed: a sound file of other content."""
+    from utils.translator.checkpoint import content_digest
+
+    ckpt = dict(torch.load(path, weights_only=True), **changes)
+    ckpt["sha256"] = content_digest(ckpt)
+    torch.save(ckpt, path.with_name(name))
+    return path.with_name(name)
+
+
+def test_checkpoint_whose_vocabulary_is_shorter_than_its_config(saved):
+    _, path = saved
+    words = torch.load(path, weights_only=True)["tgt_vocab"]
+    bad = _resave(path, "short.pt", tgt_vocab=words[:-1])
+    with pytest.raises(
+        ValueError, match=r"'.*short.pt' holds a tgt_vocab of 111 tokens but its config says tgt_vocab_size=112"
+    ):
+        load_checkpoint(bad)
+
+
+def test_checkpoint_of_another_config_or_version(saved):
+    _, path = saved
+    stored = torch.load(path, weights_only=True)
+    bad = _resave(path, "renamed.pt", config={**stored["config"], "layers": 1})
+    with pytest.raises(ValueError, match=r"'.*renamed.pt' holds another config than this code's TranslatorConfig"):
+        load_checkpoint(bad)
+    bad = _resave(path, "wider.pt", config={**stored["config"], "d_ff": 128})
+    with pytest.raises(ValueError, match=r"'.*wider.pt' holds weights that do not fit its config"):
+        load_checkpoint(bad)
+    old = dict(stored, format="attention-by-hand translator v2")
+    del old["sha256"]
+    torch.save(old, path.with_name("v2.pt"))
+    with pytest.raises(
+        ValueError, match=r"'.*v2.pt' is a checkpoint of another version, 'attention-by-hand translator v2'"
+    ):
+        load_checkpoint(path.with_name("v2.pt"))
+
+
+def test_checkpoint_holding_code_is_refused(tmp_path):
+    # a date stands for any object: weights_only=True refuses to rebuild classes it does not know
+    torch.save({"format": "x", "f": datetime.date(2024, 1, 1)}, tmp_path / "code.pt")
+    with pytest.raises(
+        ValueError, match=r"'.*code.pt' is corrupt or holds objects a checkpoint never has \(refused by weights_only"
+    ):
+        load_checkpoint(tmp_path / "code.pt")
+
+
+def test_model_mismatch_names_the_checkpoint(saved):
+    model, path = saved
+    other = Seq2SeqTransformer(dataclasses.replace(model.config, d_model=64))
+    with pytest.raises(ValueError, match=r"^model does not match the config of checkpoint 'translator.pt' \(d_model"):
+        load_checkpoint(path, model=other)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: exact_match([["a"]], []), ValueError, "references must be a non-empty list of word lists"),
+        (
+            lambda: exact_match([["a"]], [["a"], ["b"]]),
+            ValueError,
+            r"hypotheses must have one item per item of references \(2\), got 1",
+        ),
+        (lambda: token_accuracy([["a"]], [[]]), ValueError, "references must hold at least one word"),
+        (
+            lambda: bleu("abc", [["a", "b", "c"]]),
+            TypeError,
+            r"hypotheses must be a non-empty list of word lists, got str",
+        ),
+        (
+            lambda: bleu([["a"], "b"], [["a"], ["b"]]),
+            TypeError,
+            r"hypotheses\[1\] must be a list of words \(str\), got str 'b'",
+        ),
+        (lambda: heldout_substitutions([["a"]], [], []), ValueError, "pairs must be a non-empty list of Pairs"),
+        (lambda: all_but_heldout_right([["a"]], ["p"], []), TypeError, r"pairs\[0\] must be a Pair, got str"),
+    ],
+)
+def test_metrics_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_loss_fn_bad_input():
+    logits, labels = torch.randn(2, 3, 5), torch.tensor([[1, 2, 0], [4, 0, 0]])
+    assert loss_fn(logits, labels, 0) > 0
+    with pytest.raises(ValueError, match=r"labels must have shape \(batch=2, T=3\), got \(2, 4\)"):
+        loss_fn(logits, torch.ones(2, 4, dtype=torch.long), 0)
+    with pytest.raises(ValueError, match=r"labels must hold token ids in \[0, vocab_size=5\), got min 0 and max 7"):
+        loss_fn(logits, torch.tensor([[1, 7, 0], [4, 0, 0]]), 0)
+    with pytest.raises(ValueError, match=r"label_smoothing must be a probability in \[0, 1\), got 2.0"):
+        loss_fn(logits, labels, 0, 2.0)
+    with pytest.raises(ValueError, match=r"logits must have shape \(batch, T, vocab\), got \(6, 5\)"):
+        loss_fn(logits.reshape(6, 5), labels, 0)
+    with pytest.raises(ValueError, match="pad_id must be an int in"):
+        loss_fn(logits, labels, 5)

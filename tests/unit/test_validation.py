@@ -195,3 +195,95 @@ def test_attention_inputs():
         validation.attention_inputs(torch.zeros(2, 3, 3, 4), torch.zeros(4, 5, 4), torch.zeros(4, 5, 6))
     with pytest.raises(ValueError, match="q, k and v must share a dtype"):
         validation.attention_inputs(q, k.double(), v)
+
+
+def test_positive_float_refuses_infinity():
+    assert validation.positive_float("lr", 0.5) == 0.5
+    for bad in (math.inf, 0, -1.0, math.nan):
+        with pytest.raises(ValueError, match=r"lr must be a finite number > 0, got"):
+            validation.positive_float("lr", bad)
+
+
+def test_pe_base():
+    assert validation.pe_base("base", 10000) == 10000.0 and validation.pe_base("base", 1) == 1.0
+    for bad in (math.inf, 0.999, 0, -2.0, math.nan):
+        with pytest.raises(ValueError, match=r"base must be a finite number >= 1 .*, got"):
+            validation.pe_base("base", bad)
+    with pytest.raises(TypeError, match=r"base must be a finite number >= 1, got str '10'"):
+        validation.pe_base("base", "10")
+
+
+def test_allocation():
+    validation.allocation("n=4", validation.MAX_BYTES, "a mask")  # at the limit: fine
+    with pytest.raises(ValueError, match=r"^n=40000 asks for a mask of 1,600,000,000 bytes \(1.49 GiB\), more than"):
+        validation.allocation("n=40000", 40000**2, "a mask")
+
+
+def test_finite_and_real_tensor():
+    t = torch.tensor([0.0, -math.inf])
+    assert validation.finite("s", t, allow_neg_inf=True) is t
+    with pytest.raises(
+        ValueError, match=r"s must hold no NaN or infinity, got 1 such entry in shape \(2,\), the first"
+    ):
+        validation.finite("s", t)
+    with pytest.raises(
+        ValueError, match=r"s must hold no NaN or \+inf .*got 2 such entries .* first nan at index \(0,\)"
+    ):
+        validation.finite("s", torch.tensor([math.nan, math.inf, -math.inf]), allow_neg_inf=True)
+    got = validation.real_tensor("m", 2)
+    assert got.dtype == torch.float64 and got.item() == 2.0
+    with pytest.raises(TypeError, match="m must be a real number or a floating torch.Tensor, got str 'a'"):
+        validation.real_tensor("m", "a")
+    with pytest.raises(TypeError, match="m must be a real number or a floating torch.Tensor, got bool True"):
+        validation.real_tensor("m", True)
+    with pytest.raises(ValueError, match="l must be >= 0, got a minimum of -1.0"):
+        validation.real_tensor("l", -1.0, minimum=0)
+
+
+def test_features_and_dtype_of():
+    x = torch.randn(2, 3, 8)
+    assert validation.features("x", x, 8, torch.float32) is x
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq, d_model=8\), got \(3, 8\)"):
+        validation.features("x", x[0], 8)
+    with pytest.raises(ValueError, match=r"x must have dtype torch.float32 \(that of the weights\), got torch.float64"):
+        validation.features("x", x.double(), 8, torch.float32, "the weights")
+
+
+def test_mask_that_could_be_batch_or_query_is_ambiguous():
+    scores = (3, 2, 3, 5)  # (batch, heads, T_q, T_k) with batch = T_q = 3
+    keys = torch.ones(3, 5, dtype=torch.bool)  # (batch, T_k)? or (T_q, T_k)? the shape cannot tell
+    with pytest.raises(
+        ValueError, match=r"mask of shape \(3, 5\) is ambiguous .* first dimension, 3, is the batch size"
+    ):
+        validation.mask("mask", keys, scores)
+    with pytest.raises(
+        ValueError, match=r"give it every dimension: \(1, 1, 3, 5\) or \(3, 5\) shared by the batch, \(3, 1, 1, 5\) per"
+    ):
+        validation.mask("mask", keys, scores)
+    for fine in ((1, 3, 5), (3, 1, 1, 5), (1, 1, 3, 5), (5,)):  # full-rank, batch 1, or a key row
+        validation.mask("mask", torch.ones(fine, dtype=torch.bool), scores)
+    validation.mask("mask", keys, (4, 2, 3, 5))  # batch 4 != T_q 3: (T_q, T_k), nothing to confuse
+    validation.mask("mask", keys, (1, 2, 3, 5))  # batch 1
+    validation.mask("mask", keys, (3, 5))  # no batch
+    with pytest.raises(ValueError, match="ambiguous"):  # (batch, 1, T_k) on 4-D scores: read as heads
+        validation.mask("mask", torch.ones(2, 1, 5, dtype=torch.bool), (2, 2, 3, 5))
+
+
+def test_items_id_list_and_word_lists():
+    assert validation.items("words", ("a", "b")) == ["a", "b"]
+    with pytest.raises(TypeError, match=r"words must be a list of words, got the str 'ab'; split"):
+        validation.items("words", "ab", "a list of words")
+    with pytest.raises(TypeError, match="ids must be a list, got int 3"):
+        validation.items("ids", 3)
+    assert validation.id_list("ids", [3, 4]).tolist() == [3, 4] and validation.id_list("ids", []).numel() == 0
+    with pytest.raises(ValueError, match="ids must be an integer tensor, got dtype torch.float32"):
+        validation.id_list("ids", [3, 4.5])  # refused, not truncated to 4
+    with pytest.raises(TypeError, match=r"ids must be a list of int token ids, got \[3, 'a'\]"):
+        validation.id_list("ids", [3, "a"])
+    assert validation.word_lists("refs", [["a"], ("b", "c")], 2, "hyps")
+    with pytest.raises(TypeError, match=r"refs\[1\] must be a list of words \(str\), got str 'b'"):
+        validation.word_lists("refs", [["a"], "b"])
+    with pytest.raises(ValueError, match=r"refs must have one item per item of hyps \(3\), got 2"):
+        validation.word_lists("refs", [["a"], ["b"]], 3, "hyps")
+    with pytest.raises(ValueError, match="refs must be a non-empty list of word lists, got an empty one"):
+        validation.word_lists("refs", [])

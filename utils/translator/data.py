@@ -126,16 +126,19 @@ def pad_sequences(seqs, pad_id):
     """Stack lists of ids of different lengths into a (len(seqs), longest) long tensor, padded on the right."""
     validation.non_empty("seqs", seqs, (list, tuple), "list of id lists")
     validation.token_id("pad_id", pad_id)
+    seqs = [validation.id_list(f"seqs[{i}]", s) for i, s in enumerate(seqs)]
     longest = max(len(s) for s in seqs)
     out = torch.full((len(seqs), longest), pad_id, dtype=torch.long)  # (N, T)
     for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+        out[i, : len(s)] = s
     return out
 
 
 def to_tensors(pairs, src_vocab, tgt_vocab):
     """src (N, S): source ids + <eos>; tgt (N, T): <bos> + Neo ids + <eos>; both padded with <pad>."""
     validation.non_empty("pairs", pairs, (list, tuple), "list of Pairs")
+    for i, p in enumerate(pairs):
+        validation.instance(f"pairs[{i}]", p, Pair)
     validation.instance("src_vocab", src_vocab, Vocab)
     validation.instance("tgt_vocab", tgt_vocab, Vocab)
     src = pad_sequences([src_vocab.encode(p.src, eos=True) for p in pairs], src_vocab.pad_id)  # (N, S)

@@ -5,7 +5,7 @@ import torch
 
 from utils import validation
 from utils.translator import grammar
-from utils.translator.data import to_tensors
+from utils.translator.data import Pair, to_tensors
 from utils.translator.decode import greedy_decode
 from utils.translator.model import eval_mode
 from utils.translator.train import shift_targets
@@ -24,20 +24,39 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, batch_size=250):
 
 def exact_match(hypotheses, references):
     """Fraction of sentences translated exactly right."""
+    _check_pairs(hypotheses, references)
     return sum(list(h) == list(r) for h, r in zip(hypotheses, references, strict=True)) / len(references)
 
 
 def token_accuracy(hypotheses, references):
     """Fraction of reference words matched at the same position (a missing word counts as wrong)."""
+    _check_pairs(hypotheses, references)
+    if not any(references):
+        raise ValueError("references must hold at least one word, got only empty sentences")
     right = sum(a == b for h, r in zip(hypotheses, references, strict=True) for a, b in zip(h, r))
     return right / sum(len(r) for r in references)
 
 
 def bleu(hypotheses, references):
     """Corpus BLEU (0-100) from sacrebleu, on the words as they are (tokenize='none')."""
+    _check_pairs(hypotheses, references)
     return sacrebleu.corpus_bleu(
         [" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]], tokenize="none"
     ).score
+
+
+def _pairs(pairs):
+    """`pairs` checked: a non-empty list of Pairs."""
+    validation.non_empty("pairs", pairs, (list, tuple), "list of Pairs")
+    for i, p in enumerate(pairs):
+        validation.instance(f"pairs[{i}]", p, Pair)
+    return pairs
+
+
+def _check_pairs(hypotheses, references, references_name="references"):
+    """Hypotheses and references: non-empty lists of word lists, one hypothesis per reference."""
+    validation.word_lists(references_name, references)
+    validation.word_lists("hypotheses", hypotheses, len(references), references_name)
 
 
 def _gold(pairs, field, shape):
@@ -113,6 +132,7 @@ def evaluate(model, pairs, src_vocab, tgt_vocab):
 def heldout_substitutions(hypotheses, pairs, heldout_forms):
     """What the model wrote where the reference needs a held-out form, as counts: "the held-out form",
     "same stem, a trained ending" (e.g. albo for albi), "another word", "sentence of another length"."""
+    _check_pairs(hypotheses, [list(p.tgt) for p in _pairs(pairs)], "pairs")
     forms = {f.neo: f for f in heldout_forms}
     counts = dict.fromkeys(
         ("the held-out form", "same stem, a trained ending", "another word", "sentence of another length"), 0
@@ -136,6 +156,7 @@ def heldout_substitutions(hypotheses, pairs, heldout_forms):
 
 def all_but_heldout_right(hypotheses, pairs, heldout_forms):
     """Fraction of sentences translated right at every word except the held-out forms (same length)."""
+    _check_pairs(hypotheses, [list(p.tgt) for p in _pairs(pairs)], "pairs")
     held = {f.neo for f in heldout_forms}
     good = sum(
         len(h) == len(p.tgt) and all(a == b or b in held for a, b in zip(h, p.tgt))

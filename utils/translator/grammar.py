@@ -14,6 +14,10 @@ two words ("na post"). alignment[j] is the index of the English word Neo word j 
 for "ke".
 """
 
+import numpy as np
+
+from utils import validation
+
 # noun: (singular, plural, Neo stem, gender)
 NOUNS = [
     ("dog", "dogs", "kan", "m"),
@@ -81,12 +85,21 @@ PREP_INFO = dict(PREPOSITIONS)
 
 def adjective_form(adjective, gender, number):
     """The Neo form of an English adjective for a noun of this gender and number, e.g. ("big", "m", "sg") -> grando."""
+    validation.choice("adjective", adjective, ADJ_INFO)
+    _gender_number(gender, number)
     return ADJ_INFO[adjective] + ENDINGS[(gender, number)]
 
 
 def verb_form(verb, gender, number):
     """The Neo form of an English verb (either form) for a subject of this gender and number."""
+    validation.choice("verb", verb, VERB_INFO)
+    _gender_number(gender, number)
     return VERB_INFO[verb][1] + VERB_ENDINGS[(gender, number)]
+
+
+def _gender_number(gender, number):
+    validation.choice("gender", gender, ("m", "f"))
+    validation.choice("number", number, ("sg", "pl"))
 
 
 def source_words():
@@ -147,7 +160,7 @@ def _np_target(words, np_):
 
 def parse(words):
     """Parse a source sentence (list of words) into its noun phrases, verb and preposition."""
-    words = list(words)
+    words = validation.items("words", words, "a list of words")
     subj, i = _parse_np(words, 0)
     if i >= len(words) or words[i] not in VERB_INFO:
         got = repr(words[i]) if i < len(words) else "the end of the sentence"
@@ -176,7 +189,7 @@ def analyse(words):
     role is one of det, noun, adj, postp, particle, verb; agrees_with is the source index of the noun
     whose gender the word takes (determiners, adjectives, the verb), else None.
     """
-    words = list(words)
+    words = validation.items("words", words, "a list of words")
     tree = parse(words)
     out = _np_target(words, tree["subj"])
     if tree["prep"] is not None:
@@ -197,6 +210,9 @@ def reference_translation(words):
 
 def sample_noun_phrase(rng, number=None):
     """Random DET ADJ* NOUN (0, 1 or 2 distinct adjectives) as a list of words, and its number."""
+    validation.instance("rng", rng, np.random.Generator, "numpy Generator (np.random.default_rng(seed))")
+    if number is not None:
+        validation.choice("number", number, ("sg", "pl"))
     number = number or ("sg" if rng.random() < 0.5 else "pl")
     noun = NOUNS[rng.integers(len(NOUNS))]
     det = ["the", "a"][rng.integers(2)] if number == "sg" else ["the", "some"][rng.integers(2)]

@@ -82,6 +82,7 @@ class Seq2SeqTransformer(nn.Module):
 
 def parameter_counts(model):
     """Number of parameters per part of the model: embeddings, encoder, decoder, generator."""
+    validation.instance("model", model, Seq2SeqTransformer)
     parts = {
         "source embedding": model.src_embed,
         "target embedding": model.tgt_embed,

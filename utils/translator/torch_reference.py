@@ -40,6 +40,12 @@ class TorchSeq2Seq(nn.Module):
 
     def forward(self, src, tgt):
         """Logits (batch, T, tgt_vocab); torch's masks use True = NOT allowed, the opposite of ours."""
+        c = self.config
+        for name, tokens, size in (("src", src, c.src_vocab_size), ("tgt", tgt, c.tgt_vocab_size)):
+            validation.token_ids(name, tokens, size)
+            validation.shape(name, tokens, ("batch", "seq"))
+            validation.max_positions(name, tokens, c.max_len)
+        validation.shape("tgt", tgt, (("batch of src", src.shape[0]), "T"))
         x = self.src_embed(src) * math.sqrt(self.d_model) + self.pe[: src.shape[1]]  # (batch, S, d_model)
         y = self.tgt_embed(tgt) * math.sqrt(self.d_model) + self.pe[: tgt.shape[1]]  # (batch, T, d_model)
         src_pad = src == self.pad_id  # (batch, S): True = ignore

@@ -38,6 +38,15 @@ def make_optimizer(model, warmup=400, factor=1.0):
 
 def loss_fn(logits, labels, pad_id, label_smoothing=0.0):
     """Mean cross-entropy over the non-padding labels; logits (batch, T, vocab), labels (batch, T)."""
+    validation.tensor("logits", logits, floating=True)
+    validation.shape("logits", logits, ("batch", "T", "vocab"))
+    batch, T, vocab = logits.shape
+    validation.token_id("pad_id", pad_id, vocab)
+    labels = validation.token_ids("labels", labels)
+    validation.shape("labels", labels, (("batch", batch), ("T", T)))
+    if int((labels.masked_fill(labels == pad_id, 0)).max()) >= vocab:
+        validation.token_ids("labels", labels, vocab)  # an id past the vocabulary that is not padding
+    label_smoothing = validation.probability("label_smoothing", label_smoothing)
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=pad_id, label_smoothing=label_smoothing
     )

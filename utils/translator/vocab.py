@@ -10,7 +10,7 @@ class Vocab:
     """Ids 0-3 are <pad>, <bos>, <eos>, <unk>; the words follow in the order given."""
 
     def __init__(self, words):
-        words = list(words)
+        words = validation.items("words", words, "a list of words")
         bad = [w for w in words if not isinstance(w, str) or not w or " " in w or w in SPECIALS]
         if bad:
             raise ValueError(
@@ -45,16 +45,17 @@ class Vocab:
 
     def encode(self, words, bos=False, eos=False):
         """List of ids for a list of words (unknown words -> <unk>), optionally framed by <bos> / <eos>."""
-        if isinstance(words, str):
-            raise TypeError(f"words must be a list of words, got the str {words!r}; use sentence.split()")
+        words = validation.items("words", words, "a list of words")
+        validation.boolean("bos", bos)
+        validation.boolean("eos", eos)
         ids = [self.stoi.get(w, self.unk_id) if w not in SPECIALS else self.unk_id for w in words]
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def decode(self, ids):
         """Words for a sequence of ids, stopping at <eos> and skipping <pad> and <bos>."""
         out = []
-        for i in (int(i) for i in ids):
-            validation.token_id("ids", i, len(self))
+        for i in validation.items("ids", ids, "a sequence of token ids"):
+            i = validation.token_id("ids", i.item() if hasattr(i, "item") else i, len(self))  # a tensor or numpy item
             if i == self.eos_id:
                 break
             if i not in (self.pad_id, self.bos_id):
