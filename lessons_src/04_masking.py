@@ -165,9 +165,9 @@ fig = plot_attention(
 
 # %% [markdown]
 # The claim that matters: **outputs at real positions do not depend on the values of the pad tokens**
-# (as long as they are finite numbers; an `inf` or NaN pad is checked below). Replace every pad vector by
-# something wild, 5 times over, and compare. Without the mask they do change. (The outputs *at* pad
-# positions are meaningless either way; later lessons ignore them in the loss.)
+# (as long as they are finite numbers small enough that no score overflows; an `inf` or NaN pad is checked
+# below). Replace every pad vector by something wild, 5 times over, and compare. Without the mask they do
+# change. (The outputs *at* pad positions are meaningless either way; later lessons ignore them in the loss.)
 
 # %%
 real = tokens != 0  # (batch, T)
@@ -588,24 +588,29 @@ print(
 # %% [markdown]
 # There is a third answer. In evaluation mode, when nothing needs a gradient (under `torch.no_grad()`, as
 # when a trained model is used, or with frozen parameters and an input that does not require one), with
-# self-attention (query, key and value the same tensor), batch-first input and an **even** number of
-# heads, `nn.MultiheadAttention` takes a fused inference "fast path", and with `need_weights=False` the
-# rows are NaN again. The same input through a fresh module with 1 head and with 2 heads, in evaluation
-# mode, `need_weights=False`: with gradients on, under `torch.no_grad()`, with frozen parameters
-# (`requires_grad_(False)`) and gradients on, and under `torch.no_grad()` with a copy of the input as
-# key and value (a 3-D `attn_mask` must have one mask per sequence *and head*, so we pass the 2-D mask of
-# our one sequence, shared by all heads):
+# self-attention (query, key and value the same tensor), batch-first input, an **even** number of heads,
+# a boolean mask and the module's default options (bias on, no `add_zero_attn` or `bias_k`/`bias_v`,
+# `kdim` = `vdim` = `embed_dim`), `nn.MultiheadAttention` takes a fused inference "fast path", and with
+# `need_weights=False` the rows are NaN again. The same input through a fresh module with 1 head and with
+# 2 heads, in evaluation mode, `need_weights=False`: with gradients on, under `torch.no_grad()`, with
+# frozen parameters (`requires_grad_(False)`) and gradients on, under `torch.no_grad()` with a copy of the
+# input as key and value, and under `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$
+# where masked) instead of booleans (a 3-D `attn_mask` must have one mask per sequence *and head*, so we
+# pass the 2-D mask of our one sequence, shared by all heads):
 
 # %%
 no_grad_runs = {}  # (num_heads, setting) -> what rows 0-2 hold
 for num_heads in (1, 2):
     torch.manual_seed(0)
     mha_h = torch.nn.MultiheadAttention(d_model, num_heads=num_heads, batch_first=True).eval()
-    for setting in ("gradients on", "no_grad", "frozen", "no_grad, key a copy"):
+    for setting in ("gradients on", "no_grad", "frozen", "no_grad, key a copy", "no_grad, float mask"):
         mha_h.requires_grad_(setting != "frozen")
         key = x_left.clone() if setting.endswith("copy") else x_left  # (1, T, d_model)
+        blocked = ~left_mask[0]  # (T, T) True where masked, torch's convention
+        if setting.endswith("float mask"):
+            blocked = torch.zeros(blocked.shape).masked_fill(blocked, float("-inf"))  # (T, T) 0 or -inf
         with torch.set_grad_enabled(not setting.startswith("no_grad")):
-            out_h, _ = mha_h(x_left, key, key, attn_mask=~left_mask[0], need_weights=False)  # (1, T, d_model)
+            out_h, _ = mha_h(x_left, key, key, attn_mask=blocked, need_weights=False)  # (1, T, d_model)
         no_grad_runs[num_heads, setting] = fully_masked_rows(out_h)
         print(f"{num_heads} head(s), eval mode, {setting:19}: rows 0-2 {no_grad_runs[num_heads, setting]}")
 assert not x_left.requires_grad
@@ -614,14 +619,17 @@ assert no_grad_runs == {
     (1, "no_grad"): "exact zeros",
     (1, "frozen"): "exact zeros",
     (1, "no_grad, key a copy"): "exact zeros",
+    (1, "no_grad, float mask"): "exact zeros",
     (2, "gradients on"): "exact zeros",
     (2, "no_grad"): "NaN",
     (2, "frozen"): "NaN",
     (2, "no_grad, key a copy"): "exact zeros",
+    (2, "no_grad, float mask"): "exact zeros",
 }
 print(
     "need_weights=False, eval mode: zeros, except with 2 heads when nothing needs a gradient (torch.no_grad() "
-    "or frozen parameters) and query, key and value are one tensor, which gives NaN: PASS"
+    "or frozen parameters), query, key and value are one tensor and the mask is boolean, which gives NaN; "
+    "the same mask as floats gives zeros: PASS"
 )
 
 # %% [markdown]
@@ -687,7 +695,8 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 # - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN; `nn.MultiheadAttention` →
 #   NaN with `need_weights=True` (its default) but zeros (plus the bias of $W^O$) with `need_weights=False`,
 #   in training and evaluation mode, except on its inference fast path (evaluation mode, no gradient being
-#   recorded, self-attention with batch-first input, an even number of heads), which gives NaN again;
+#   recorded, self-attention with batch-first input, an even number of heads, a boolean mask, default
+#   options), which gives NaN again;
 #   `F.scaled_dot_product_attention` → zeros; `utils` → zeros (the torch results are those of this torch
 #   version).
 #
