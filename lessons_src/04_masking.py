@@ -165,11 +165,9 @@ fig = plot_attention(
 
 # %% [markdown]
 # The claim that matters: **outputs at real positions do not depend on the values of the pad tokens**
-# (as long as they are finite numbers: an `inf` or NaN pad still turns the real outputs into NaN, because
-# its weight 0 times NaN or `inf` is NaN). Replace every pad vector by something wild, 5 times over, and
-# compare. Without the mask they do
-# change. (The outputs *at* pad positions are meaningless either way; later lessons ignore them in the
-# loss.)
+# (as long as they are finite numbers small enough that no score overflows; an `inf` or NaN pad is checked
+# below). Replace every pad vector by something wild, 5 times over, and compare. Without the mask they do
+# change. (The outputs *at* pad positions are meaningless either way; later lessons ignore them in the loss.)
 
 # %%
 real = tokens != 0  # (batch, T)
@@ -193,6 +191,31 @@ print("without it, 5 of 5 change the real outputs (max |change| > 0.1): PASS")
 # %% tags=["nbval-ignore-output"]
 print("masked:  ", [f"{c:.1e}" for c in changes_masked])
 print("no mask: ", [f"{c:.2f}" for c in changes_nomask])
+
+# %% [markdown]
+# The pads must be finite. An `inf`, $-\infty$ or NaN pad turns the real outputs of its sentence into
+# NaN, in two ways. As a key, its score is NaN: the dot product of a real query (whose entries have both
+# signs) with an all-`inf` key adds $+\infty$ and $-\infty$ terms, and $\infty - \infty$ is NaN; adding
+# the mask's $-\infty$ does not remove a NaN (NaN plus anything is NaN), so the softmax makes every
+# weight of the row NaN. As a value alone (keys finite), it does get weight 0, but $0 \cdot \infty$ and
+# $0 \cdot \text{NaN}$ are NaN:
+
+# %%
+padded = real & (~real).any(-1, keepdim=True)  # (batch, T): real tokens of the sentences that have pads
+for bad in (float("inf"), float("-inf"), float("nan")):
+    x_bad = torch.where(real[..., None], x, torch.tensor(bad))  # (batch, T, d_model) pads all `bad`
+    raw_scores = x @ x_bad.transpose(-2, -1)  # (batch, T, T) real queries, bad keys
+    out_key, w_key = scaled_dot_product_attention(x_bad, x_bad, x_bad, pad_mask)  # (batch, T, d_model), (batch, T, T)
+    out_val, w_val = scaled_dot_product_attention(x, x, x_bad, pad_mask)  # (batch, T, d_model), (batch, T, T)
+    assert torch.isnan(raw_scores.masked_select(real[:, :, None] & ~real[:, None, :])).all()
+    assert torch.isnan(w_key[padded]).all() and torch.isnan(out_key[padded]).all()
+    assert torch.isfinite(w_val).all() and (w_val.masked_select(~pad_mask.expand(3, T, T)) == 0).all()
+    assert torch.isnan(out_val[padded]).all()
+print(
+    "pads of inf, -inf or NaN: as keys, every score of a real query with a pad is NaN, so are all its "
+    "weights and its output; as values alone, every pad weight is 0 and every real output of a padded "
+    "sentence is still NaN: PASS"
+)
 
 # %% [markdown]
 # ## 3. The causal mask
@@ -563,32 +586,51 @@ print(
 )
 
 # %% [markdown]
-# There is a third answer. In evaluation mode, under `torch.no_grad()` (as when a trained model is
-# used), with self-attention, batch-first input and an **even** number of heads, `nn.MultiheadAttention`
-# takes a fused inference "fast path", and with `need_weights=False` the rows are NaN again. The same
-# input through a fresh module with 1 head and with 2 heads, in evaluation mode, `need_weights=False`,
-# with and without gradients (a 3-D `attn_mask` must have one mask per sequence *and head*, so we pass
-# the 2-D mask of our one sequence, shared by all heads):
+# There is a third answer. In evaluation mode, when nothing needs a gradient (under `torch.no_grad()`, as
+# when a trained model is used, or with frozen parameters and an input that does not require one), with
+# self-attention (query, key and value the same tensor), batch-first input, an **even** number of heads,
+# a boolean mask and the module's default options (bias on, no `add_zero_attn` or `bias_k`/`bias_v`,
+# `kdim` = `vdim` = `embed_dim`), `nn.MultiheadAttention` takes a fused inference "fast path", and with
+# `need_weights=False` the rows are NaN again. The same input through a fresh module with 1 head and with
+# 2 heads, in evaluation mode, `need_weights=False`: with gradients on, under `torch.no_grad()`, with
+# frozen parameters (`requires_grad_(False)`) and gradients on, under `torch.no_grad()` with a copy of the
+# input as key and value, and under `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$
+# where masked) instead of booleans (a 3-D `attn_mask` must have one mask per sequence *and head*, so we
+# pass the 2-D mask of our one sequence, shared by all heads):
 
 # %%
-no_grad_runs = {}  # (num_heads, gradients on) -> what rows 0-2 hold
+no_grad_runs = {}  # (num_heads, setting) -> what rows 0-2 hold
 for num_heads in (1, 2):
     torch.manual_seed(0)
     mha_h = torch.nn.MultiheadAttention(d_model, num_heads=num_heads, batch_first=True).eval()
-    for grad_on in (True, False):
-        with torch.set_grad_enabled(grad_on):
-            out_h, _ = mha_h(x_left, x_left, x_left, attn_mask=~left_mask[0], need_weights=False)  # (1, T, d_model)
-        no_grad_runs[num_heads, grad_on] = fully_masked_rows(out_h)
-        print(
-            f"{num_heads} head(s), eval mode, gradients {'on ' if grad_on else 'off'}: rows 0-2 {no_grad_runs[num_heads, grad_on]}"
-        )
+    for setting in ("gradients on", "no_grad", "frozen", "no_grad, key a copy", "no_grad, float mask"):
+        mha_h.requires_grad_(setting != "frozen")
+        key = x_left.clone() if setting.endswith("copy") else x_left  # (1, T, d_model)
+        blocked = ~left_mask[0]  # (T, T) True where masked, torch's convention
+        if setting.endswith("float mask"):
+            blocked = torch.zeros(blocked.shape).masked_fill(blocked, float("-inf"))  # (T, T) 0 or -inf
+        with torch.set_grad_enabled(not setting.startswith("no_grad")):
+            out_h, _ = mha_h(x_left, key, key, attn_mask=blocked, need_weights=False)  # (1, T, d_model)
+        no_grad_runs[num_heads, setting] = fully_masked_rows(out_h)
+        print(f"{num_heads} head(s), eval mode, {setting:19}: rows 0-2 {no_grad_runs[num_heads, setting]}")
+assert not x_left.requires_grad
 assert no_grad_runs == {
-    (1, True): "exact zeros",
-    (1, False): "exact zeros",
-    (2, True): "exact zeros",
-    (2, False): "NaN",
+    (1, "gradients on"): "exact zeros",
+    (1, "no_grad"): "exact zeros",
+    (1, "frozen"): "exact zeros",
+    (1, "no_grad, key a copy"): "exact zeros",
+    (1, "no_grad, float mask"): "exact zeros",
+    (2, "gradients on"): "exact zeros",
+    (2, "no_grad"): "NaN",
+    (2, "frozen"): "NaN",
+    (2, "no_grad, key a copy"): "exact zeros",
+    (2, "no_grad, float mask"): "exact zeros",
 }
-print("need_weights=False, eval mode: zeros, except with 2 heads under torch.no_grad(), which gives NaN: PASS")
+print(
+    "need_weights=False, eval mode: zeros, except with 2 heads when nothing needs a gradient (torch.no_grad() "
+    "or frozen parameters), query, key and value are one tensor and the mask is boolean, which gives NaN; "
+    "the same mask as floats gives zeros: PASS"
+)
 
 # %% [markdown]
 # Those zeros are the attention's zeros plus the bias of the output projection $W^O$, which
@@ -605,7 +647,7 @@ print("with out_proj.bias = 0.5, need_weights=False gives 0.5 in every entry of 
 
 # %% [markdown]
 # So the same situation gives zeros or NaN, depending on the function, on `need_weights`, and even on the
-# number of heads and whether gradients are on. `utils` always gives zeros: a query that may attend to
+# number of heads and whether anything needs a gradient. `utils` always gives zeros: a query that may attend to
 # nothing receives nothing.
 #
 # ## 7. The explorer, with its mask control
@@ -652,9 +694,11 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 #   holds $y_{i-1}$, sees $y_{<i}$ and predicts $y_i$. Without the shift a model copies its answer.
 # - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN; `nn.MultiheadAttention` →
 #   NaN with `need_weights=True` (its default) but zeros (plus the bias of $W^O$) with `need_weights=False`,
-#   in training and evaluation mode, except on its inference fast path (evaluation mode, `torch.no_grad()`,
-#   an even number of heads), which gives NaN again; `F.scaled_dot_product_attention` → zeros; `utils` →
-#   zeros (the torch results are those of this torch version).
+#   in training and evaluation mode, except on its inference fast path (evaluation mode, no gradient being
+#   recorded, self-attention with batch-first input, an even number of heads, a boolean mask, default
+#   options), which gives NaN again;
+#   `F.scaled_dot_product_attention` → zeros; `utils` → zeros (the torch results are those of this torch
+#   version).
 #
 # ## Exercises
 #

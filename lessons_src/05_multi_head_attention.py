@@ -387,11 +387,11 @@ print(
 # paper (section 3.2.2) says "Multi-head attention allows the model to jointly attend to information
 # from different representation subspaces at different positions. With a single attention head,
 # averaging inhibits this." The paper's base model uses $h = 8$ heads of $d_k = d_v = 64$
-# ($d_{model} = 512$). Its Table 3, rows (A), varies $h$ at constant computation (English–German
-# development set): 1 head ($d_k = 512$) 24.9 BLEU, 4 heads 25.5, 8 heads 25.8, 16 heads 25.8,
-# 32 heads 25.4; section 6.2 sums it up: "While single-head attention is 0.9 BLEU worse than the best
-# setting, quality also drops off with too many heads." Here is a task where the single head's
-# handicap is literally true. Each sequence has 6 tokens of `d_model = 8` features:
+# ($d_{model} = 512$), 25.8 BLEU in the base row of its Table 3 (English–German development set). Rows
+# (A) of that table vary $h$ at constant computation: 1 head ($d_k = 512$) 24.9 BLEU, 4 heads 25.5,
+# 16 heads 25.8, 32 heads 25.4; section 6.2 sums it up: "While single-head attention is 0.9 BLEU worse
+# than the best setting, quality also drops off with too many heads." Here is a task where the single
+# head's handicap is literally true. Each sequence has 6 tokens of `d_model = 8` features:
 #
 # * features 0–3: random **content** on every token;
 # * feature 4 = 1 tags one token **A**, feature 5 = 1 tags another token **B** (random positions);
@@ -832,8 +832,8 @@ head_explorer(w_sentence, tokens=sentence)
 #   no better than ½ on the two-places task, whatever the split; a trained single head gets below
 #   that only because its weights depend on the content, and two heads solve the task — the
 #   "resolution" of the COMP7607 slides. On a sentence, two heads become "previous word" and
-#   "next word". The paper uses $h = 8$, $d_k = d_v = 64$; in its Table 3 (A) one head is 0.9 BLEU
-#   worse than the best setting, and 32 heads are worse too.
+#   "next word". The paper uses $h = 8$, $d_k = d_v = 64$; in its Table 3 one head (rows (A)) is 0.9
+#   BLEU worse than the best setting (8 heads, the base row, and 16 heads), and 32 heads are worse too.
 # * PyTorch averages the heads' weights by default (`average_attn_weights=True`), which can make
 #   two sharp heads look like one unsure one; `utils` keeps per-head weights.
 # * Boolean masks: `True` = may attend in `utils` and `F.scaled_dot_product_attention`;
@@ -912,7 +912,7 @@ check.gqa_counts(my_gqa_counts)
 # * Vaswani et al., 2017, "Attention Is All You Need", NeurIPS — section 3.2.2 (multi-head
 #   attention: the formula, $h = 8$, $d_k = d_v = d_{model}/h = 64$, the total cost "similar to that
 #   of single-head attention with full dimensionality", "With a single attention head, averaging
-#   inhibits this."); Table 3 rows (A) and section 6.2 (BLEU for 1 to 32 heads).
+#   inhibits this."); Table 3, base row and rows (A), and section 6.2 (BLEU for 1 to 32 heads).
 # * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong) — multiple heads
 #   "Improve the “resolution” of the attention mechanism."
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT example) —
