@@ -109,7 +109,7 @@ def _attention_weights(q, K):
 def attention_weights(answer):
     """answer(q (d_k,), K (n, d_k)) -> weights (n,) = softmax(q K^T / sqrt(d_k))."""
     gen, fresh = torch.Generator().manual_seed(1), torch.Generator().manual_seed(fresh_seed())
-    drawn = [tuple(int(v) for v in torch.randint(1, 33, (2,), generator=fresh)) for _ in range(2)]
+    drawn = [tuple(int(v) for v in torch.randint(2, 33, (2,), generator=fresh)) for _ in range(2)]  # n >= 2
     for k, (n, d_k) in enumerate([(4, 8), (7, 3), (1, 16), *drawn]):  # fixed cases, then two drawn anew
         source = gen if k < 3 else fresh
         q = torch.randn(d_k, generator=source, dtype=torch.float64)  # (d_k,)
