@@ -1,27 +1,35 @@
-"""Grade learners' copies of the lessons: every exercise's verdict is decided by the grader, not the notebook.
+"""Grade learners' copies of the lessons: every exercise's verdict is decided in the grader's own process,
+where no learner code runs.
 
-    python -m utils.grade NOTEBOOK... [--json] [--csv FILE] [--save-executed DIR] [-j N]
+    python -m utils.grade NOTEBOOK... [--json] [--csv FILE] [--save-executed DIR] [-j N] [--lesson NN]
                           [--timeout SECONDS] [--notebook-timeout SECONDS] [--max-output MB]
 
-Two things happen to each notebook, at the same time:
+Before anything else the grader imports every lesson's checkers and hashes utils' files; it reads every
+notebook file. Then two things happen to each notebook, at the same time:
 
 - Verdicts. The grader reads the notebook's code cells. An exercise is a call `check.NAME(ANSWER)`
   where `check` is any name bound by `from utils.exercises import lessonNN [as check]` or
   `import utils.exercises.lessonNN as check`. For each exercise (the last cell that calls it) the
   grader gathers the code that recreates ANSWER: the notebook's import statements up to that cell,
   the cell itself, and, following the names it uses, the latest earlier cell defining each of them
-  (a `def`, an assignment such as a prediction `my_prediction = ...` in its own cell), transitively.
-  That code runs in a child process the grader starts (one per notebook, a fresh one after a crash or
-  a time-out), where the lesson's checkers were imported and copied before any learner code ran and
-  `check` only records the answer. The copied checker then judges it. So a notebook that writes PASS
-  into `utils.exercises` results or replaces a checker grades nothing but its own kernel.
-  An exercise whose check call is missing, or whose stub is untouched (`raise NotImplementedError`,
-  `...`), is NOT ATTEMPTED; one whose recreating code raises is FAIL with the error.
+  (a `def`, an assignment such as a prediction `my_prediction = ...` in its own cell) and every later
+  cell changing it in place (`cfg.scale = 2`, `xs.append(1)`), transitively. A fresh child process per
+  exercise (a new interpreter; utils/grade_child.py) runs that code with `check` only recording the
+  answer, then calls the answer on the inputs the grader sends and sends back plain data (JSON; arrays
+  as .npy, never a pickle). The grader's own checker, given a stand-in that forwards each call to the
+  child, decides. Expected values never enter a learner's process; an answer that is not plain data, a
+  child that dies, stalls or sends something malformed is FAIL. An exercise whose check call is missing,
+  or whose stub is untouched (`raise NotImplementedError`, `...`), is NOT ATTEMPTED.
 - Notebook run. The notebook also runs top to bottom in its own new python3 kernel (errors allowed),
-  to report each cell that raises, a cell or a notebook that runs too long, a notebook that prints
-  too much (its output is cut and it is stopped), or a kernel that dies. What the kernel's checkers
-  printed stays in the notebook for the learner; when it disagrees with the grader's verdict, the
-  grader's wins and the report adds a note ("the notebook claims PASS; ...").
+  to report each cell that raises, a cell or a notebook that runs too long (a kernel that ignores the
+  interrupt is killed), a notebook that prints too much (its output is cut and it is stopped), or a
+  kernel that dies. What the kernel's checkers printed stays in the notebook for the learner; when it
+  disagrees with the grader's verdict, the grader's wins and the report adds a note
+  ("the notebook claims PASS; ...").
+
+Kernels and children run in their own session and, where Linux user namespaces work, in their own user,
+mount and PID namespace with utils and the Python installation read-only (isolation_prefix). utils' hashes
+are checked before and after each notebook: a change refuses every later notebook.
 
 Options:
   --json                 print one JSON document instead of the tables
@@ -30,13 +38,16 @@ Options:
   --save-executed DIR    keep each executed notebook in DIR (same file name; -2, -3... when two
                          share one), with the grader's verdict table as a last markdown cell
   -j N, --jobs N         grade N notebooks at a time (default 1)
+  --lesson NN            the lesson every notebook must be; a notebook whose exercises are another
+                         lesson's, or whose file name (NN_...) says another, is reported ("wrong lesson")
   --timeout SECONDS      per cell in the kernel, and per exercise when the grader reruns it (default 600)
   --notebook-timeout SECONDS
                          total for one notebook's kernel run, and for all its exercises' reruns (default 3600)
   --max-output MB        output a notebook may print before it is stopped (default 20)
 
 Exit code: 0 every exercise passed; 1 some exercise did not (or none was found); 2 a notebook raised,
-timed out, printed too much, lost its kernel or could not be read.
+timed out, printed too much, lost its kernel, could not be read, is of the wrong lesson, or was refused
+(utils changed).
 """
 
 import argparse
@@ -314,14 +325,16 @@ def plan(nb, path=None, lesson=None):
 
 
 @functools.cache
-def isolation_prefix():
+def isolation_prefix(network=True):
     """The command that starts a learner's process (kernel or child) where it cannot reach the grader.
 
     With Linux user namespaces (`unshare`, util-linux): a new user, mount and PID namespace, so the process
     sees only its own processes (it cannot signal or trace the grader, nor read its memory through /proc),
     and the grader's code (utils, the Python installation, its site-packages) is mounted read-only in a way
-    the learner's root-in-a-namespace cannot undo. Measured when first needed; [] where it does not work,
-    and then the process only gets its own session (see the README: what is not prevented)."""
+    the learner's root-in-a-namespace cannot undo; without `network` (a child, which talks to the grader over
+    an inherited pipe) also a network namespace with no interface but its own loopback. Measured when first
+    needed; [] where it does not work, and then the process only gets its own session (README: what is not
+    prevented)."""
     if os.environ.get("UTILS_GRADE_ISOLATION", "auto") == "none" or sys.platform != "linux":
         return []
     import shutil
@@ -334,7 +347,7 @@ def isolation_prefix():
     script = (
         'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" '
         "|| exit 97; shift; n=$((n - 1)); done; exec unshare --user --map-root-user --mount --pid --fork "
-        '--kill-child --mount-proc -- "$@"'
+        f'--kill-child --mount-proc {"" if network else "--net "}-- "$@"'
     )
     prefix = ["unshare", "--user", "--map-root-user", "--mount", "--", "sh", "-c", script, "sh", str(len(read_only))]
     prefix += read_only
@@ -433,7 +446,7 @@ class _Child:
         mine, theirs = multiprocessing.Pipe()
         try:
             self.proc = subprocess.Popen(
-                [*isolation_prefix(), sys.executable, "-I", "-c", grade_child.BOOT, str(theirs.fileno())],
+                [*isolation_prefix(network=False), sys.executable, "-I", "-c", grade_child.BOOT, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -789,9 +802,21 @@ def _tampered(files):
     return f"utils changed on disk since the grader loaded it ({shown})"
 
 
-def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=None, lesson=None):
+def read_notebook(path):
+    """The notebook at `path` as nbformat reads it, or the exception that reading it raised."""
+    import nbformat
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as err:  # missing file, not JSON, not a notebook
+        return err
+
+
+def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=None, lesson=None, nb=None):
     """Grade one notebook: its status, its cell errors and every exercise's verdict (decided by the grader).
-    Refused (status "refused") when utils' files changed since the grader loaded its checkers."""
+    `nb`: the notebook as read_notebook gave it earlier (main reads every notebook before any kernel runs, so
+    one learner's code cannot rewrite another's file). Refused (status "refused") when utils' files changed
+    since the grader loaded its checkers."""
     import nbformat
 
     path = Path(path)
@@ -802,10 +827,9 @@ def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=No
         error = f"{_tampered(changed)}: not graded; restore utils (git checkout, or reinstall) and grade again"
         report.update(status="refused", errors=[{"cell": None, "error": error}])
         return report
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as err:  # missing file, not JSON, not a notebook
-        report.update(status="unreadable", errors=[{"cell": None, "error": f"{type(err).__name__}: {err}"}])
+    nb = read_notebook(path) if nb is None else nb
+    if isinstance(nb, Exception):
+        report.update(status="unreadable", errors=[{"cell": None, "error": f"{type(nb).__name__}: {nb}"}])
         return report
     try:
         the_plan = plan(nb, path, lesson)
@@ -1015,8 +1039,16 @@ def main(argv=None):
 
     load_checkers()  # every checker, before any learner code runs; their files' hashes are checked from now on
 
-    def one(path_and_save):
-        path, save = path_and_save
+    notebooks = [read_notebook(path) for path in args.notebooks]  # all of them before any learner code runs
+    if not isolation_prefix():
+        print(
+            "warning: no user namespaces here (unshare --user failed): learner code runs as your user, and can "
+            "signal the grader or write its files (README: For instructors)",
+            file=sys.stderr,
+        )
+
+    def one(job):
+        path, save, nb = job
         try:
             return grade(
                 path,
@@ -1025,6 +1057,7 @@ def main(argv=None):
                 max_output_mb=args.max_output,
                 save_to=save,
                 lesson=args.lesson,
+                nb=nb,
             )
         except Exception as err:  # the grader's own failure on one notebook: reported, the run goes on
             error = {"cell": None, "error": f"the grader failed on it: {type(err).__name__}: {err}"[:MAX_MESSAGE]}
@@ -1032,7 +1065,7 @@ def main(argv=None):
 
     reports = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for report in pool.map(one, zip(args.notebooks, saves)):
+        for report in pool.map(one, zip(args.notebooks, saves, notebooks)):
             reports.append(report)
             if not args.json:
                 print(table(report), end="\n\n", flush=True)
@@ -1043,7 +1076,13 @@ def main(argv=None):
             writer.writeheader()
             writer.writerows(csv_rows(reports))
     if args.json:
-        print(json.dumps({"notebooks": reports, "exit_code": code, "statuses": list(STATUSES)}, indent=2))
+        isolation = "namespaces" if isolation_prefix() else "none"
+        print(
+            json.dumps(
+                {"notebooks": reports, "exit_code": code, "statuses": list(STATUSES), "isolation": isolation},
+                indent=2,
+            )
+        )
     else:
         total = [e for r in reports for e in r["exercises"]]
         print(
