@@ -162,15 +162,25 @@ class _Cell:
         self.defines = self.assigns | imported
         self.uses = _globals_used(table) - self.defines
         self.aliases = [pair for n in ast.walk(tree) for pair in _exercise_aliases(n)]
-        self.changes, self.calls_on = _changed_names(tree)
-        self.calls = [
-            (n.func.value.id, n.func.attr)
+        self.changes, calls_on = _changed_names(tree)
+        self.calls_on = set().union(*calls_on.values())
+        calls = [
+            n
             for n in ast.walk(tree)
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
             and isinstance(n.func.value, ast.Name)
             and (n.args or n.keywords)
         ]
+        self.calls = [(n.func.value.id, n.func.attr) for n in calls]
+        # check.NAME(answer) with `answer` a name this cell neither defines nor changes: the answer is that
+        # name's value, recreated by earlier cells alone (the rest of this cell, e.g. a demonstration, is not run)
+        self.answer_names = {}
+        for n in calls:
+            arg = n.args[0] if len(n.args) == 1 and not n.keywords else None
+            mine = self.assigns | self.changes | set().union(*(v for c, v in calls_on.items() if c is not n))
+            if isinstance(arg, ast.Name) and arg.id not in mine:
+                self.answer_names.setdefault((n.func.value.id, n.func.attr), set()).add(arg.id)
 
 
 def _root(node):
@@ -182,9 +192,9 @@ def _root(node):
 
 def _changed_names(tree):
     """(names a cell changes through an attribute or an item: `cfg.scale = 2`, `d[k] += 1`, `del x.y`;
-    names a statement-level call may change in place: `xs.append(1)`, `init.zeros_(layer.weight)`),
+    {statement-level call: the names it may change in place: `xs.append(1)`, `init.zeros_(layer.weight)`}),
     outside function bodies, which run only when called."""
-    changes, calls_on = set(), set()
+    changes, calls_on = set(), {}
     stack = list(tree.body)
     while stack:
         node = stack.pop()
@@ -199,11 +209,12 @@ def _changed_names(tree):
             changes |= {_root(t) for t in ast.walk(target) if isinstance(t, (ast.Attribute, ast.Subscript))}
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             call = node.value
+            names = {_root(a) for a in [*call.args, *(k.value for k in call.keywords)]}
             if isinstance(call.func, ast.Attribute):
-                calls_on.add(_root(call.func.value))
-            calls_on |= {_root(a) for a in [*call.args, *(k.value for k in call.keywords)]}
+                names.add(_root(call.func.value))
+            calls_on[call] = names - {None}
         stack += [n for n in ast.iter_child_nodes(node) if isinstance(n, (ast.stmt, ast.excepthandler))]
-    return changes - {None}, calls_on - {None}
+    return changes - {None}, calls_on
 
 
 def _globals_used(table):
@@ -217,10 +228,11 @@ def _globals_used(table):
     return names
 
 
-def _closure(cells, target, aliases):
-    """Positions (in `cells`) of the cells that recreate what cell `target` uses, target included."""
-    needed, seen = {target}, set()
-    work = [(name, target) for name in cells[target].uses]
+def _closure(cells, target, aliases, names=None):
+    """Positions (in `cells`) of the cells that recreate what cell `target` uses, target included; with
+    `names`, of the cells before `target` that recreate those names."""
+    needed, seen = ({target}, set()) if names is None else (set(), set())
+    work = [(name, target) for name in (cells[target].uses if names is None else names)]
     while work:
         name, before = work.pop()
         if name in aliases or (name, before) in seen:
@@ -291,20 +303,28 @@ def plan(nb, path=None, lesson=None):
         problems.append(f"{says} says {expected}, but the notebook imports the exercises of {', '.join(found)}")
     modules = [expected] if expected else found  # without the import, the file name says the lesson
     known = {(m, attr): name for m in modules for attr, name in _lesson_exercises(m).items()}
-    last_call = {}
+    last_call, last_calls = {}, {}
     for pos, c in enumerate(cells):
         for alias, attr in c.calls:
             if (aliases.get(alias), attr) in known:
+                if last_call.get((aliases[alias], attr)) != pos:
+                    last_calls[(aliases[alias], attr)] = []
                 last_call[(aliases[alias], attr)] = pos
+                last_calls[(aliases[alias], attr)].append(alias)
     items = []
     for (module, attr), pos in sorted(last_call.items(), key=lambda kv: (kv[1], kv[0])):
-        needed = _closure(cells, pos, aliases)
+        names = set().union(
+            *(v for (a, x), v in cells[pos].answer_names.items() if (aliases.get(a), x) == (module, attr))
+        )
+        answer = next(iter(names)) if len(names) == 1 and len(last_calls[(module, attr)]) == 1 else None
+        needed = _closure(cells, pos, aliases, None if answer is None else [answer])
         items.append(
             {
                 "module": module,
                 "attr": attr,
                 "name": known[(module, attr)],
                 "target": cells[pos].number,
+                "answer": answer,  # the name whose value is the answer, or None: rerun the target cell
                 "imports": [(c.number, src) for c in cells[: pos + 1] for src in c.imports],
                 "cells": [(cells[j].number, cells[j].source) for j in needed],
             }
@@ -440,6 +460,7 @@ class _Child:
             "module": item["module"],
             "attr": item["attr"],
             "target": item["target"],
+            "answer": item.get("answer"),
             "imports": [_without_exercise_imports(src) for _, src in item["imports"]],
             "cells": [(number, _without_exercise_imports(src)) for number, src in item["cells"]],
         }

@@ -188,6 +188,11 @@ def _outcome(payload):
             if number == payload["target"] and answers():
                 break  # the cell failed after its check call: judge the answer it gave
             return {"outcome": "raised", "cell": number, **_error(err)}, None
+    if payload.get("answer") is not None:  # the answer is a name's value; its check cell was not rerun
+        if payload["answer"] not in ns:
+            error = NameError(f"name {payload['answer']!r} is not defined")
+            return {"outcome": "raised", "cell": payload["target"], **_error(error)}, None
+        log.append((payload["module"], payload["attr"], ns[payload["answer"]]))
     if not answers():
         return {"outcome": "no call"}, None
     answer = answers()[-1]

@@ -139,7 +139,9 @@ def test_the_plan_reruns_the_latest_definitions_an_answer_needs(tmp_path):
     assert sorted(plan["known"].values()) == sorted(NAME.values())
     cells = {item["attr"]: [n for n, _ in item["cells"]] for item in plan["items"]}
     # cells are numbered as the notebook shows them (1 = the markdown title, 2 = the imports)
-    assert cells == {A: [4, 5], B: [6, 8], C: [9]}  # not the superseded helper (3), not the print (7)
+    assert cells == {A: [4, 5], B: [6], C: [9]}  # not the superseded helper (3), not the print (7)
+    # B is a value named in its check call: the cell defining it is rerun, not the check cell (8)
+    assert [item["answer"] for item in plan["items"]] == [None, "my_prediction", None]
     imports = [src for item in plan["items"] for _, src in item["imports"]]
     assert f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C" in imports
 
