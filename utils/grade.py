@@ -80,7 +80,7 @@ PACKAGE = "utils.exercises"
 STATUSES = (PASS, FAIL, NOT_ATTEMPTED)
 MAX_MESSAGE = 2000  # characters of a verdict's message kept (a message can quote a learner's value)
 STARTUP = 120  # seconds a child's interpreter may take to start
-INTERRUPT_GRACE = 5  # seconds an interrupted cell has to stop before its kernel is killed
+INTERRUPT_GRACE = 10  # seconds an interrupted cell has to stop before its kernel is killed
 MARKER = "__utils_grade_claims__:"
 # Run last in the learner's kernel, only to notice a notebook whose own verdicts disagree with the grader's.
 COLLECT = f"""
