@@ -820,3 +820,22 @@ def test_patches_in_the_learners_processes_never_reach_the_checker(graded):
     assert ex["pe_table"]["note"].startswith("the notebook claims PASS")  # its kernel was fooled, not the grader
     assert ex["base_for_wavelength"]["message"].startswith("for d_model = 512")
     assert "the first pair" in ex["position_from_pe"]["message"]
+
+
+@pytest.mark.parametrize("isolation", ["none", "auto"])
+def test_a_kernel_that_stops_itself_is_killed_or_cannot_stop(tmp_path, monkeypatch, isolation):
+    """SIGSTOP to itself: without namespaces the kernel is killed once the interrupt goes unanswered; in its
+    PID namespace the kernel is process 1, which a signal it has no handler for does not reach."""
+    monkeypatch.setenv("UTILS_GRADE_ISOLATION", isolation)
+    grade.isolation_prefix.cache_clear()
+    try:
+        path = notebook(tmp_path / "stop.ipynb", "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)", "1")
+        report = grade.grade(path, timeout=3)
+    finally:
+        monkeypatch.undo()
+        grade.isolation_prefix.cache_clear()
+    if isolation == "none" or not grade.isolation_prefix():
+        assert report["status"] == "timed out" and "ignored the interrupt" in report["errors"][0]["error"]
+        assert report["seconds"] < 3 + grade.INTERRUPT_GRACE + 30
+    else:
+        assert report["status"] == "ok", report
