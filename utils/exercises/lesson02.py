@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from utils.exercises import compare_arrays, exercise, matching_mistake, mistake, prediction_number
+from utils.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
 
 # --- 1. prediction: the share of random pairs within 5 degrees of perpendicular, d = 512 ----------
@@ -304,7 +304,7 @@ SOFTMAX_MISTAKES = [
 )
 def stable_softmax(answer):
     """answer(x, temperature) must equal torch.softmax(x / temperature, dim=-1), also for huge x."""
-    gen = torch.Generator().manual_seed(2)
+    gen = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
     cases = [
         ("x = [1, 2, 3] at temperature 1", torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), 1.0),
         ("a (3, 5) batch of rows at temperature 2", torch.randn(3, 5, generator=gen, dtype=torch.float64) * 4, 2.0),

@@ -4,7 +4,7 @@ Masks are bool, True = may attend."""
 
 import torch
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.exercises import compare_arrays, exercise, fresh_seed, mistake
 
 
 def _mask_problem(got, expected, what, why):
@@ -115,9 +115,9 @@ def _masked_softmax(scores, mask):
 )
 def masked_softmax(answer):
     """answer(scores (..., T_k), mask (..., T_k)) -> weights, 0 where masked, rows of an empty mask all 0."""
-    gen = torch.Generator().manual_seed(4)
+    gen = torch.Generator().manual_seed(fresh_seed())  # the scores: drawn anew on every check
     scores = torch.randn(2, 3, 5, generator=gen, dtype=torch.float64)  # (batch, T_q, T_k)
-    mask = torch.rand(2, 3, 5, generator=gen) > 0.4  # (batch, T_q, T_k)
+    mask = torch.rand(2, 3, 5, generator=torch.Generator().manual_seed(4)) > 0.4  # (batch, T_q, T_k) fixed
     mask[0, 0] = True  # nothing masked
     mask[1, 2] = False  # nothing allowed
     got = torch.as_tensor(answer(scores.clone(), mask.clone())).to(torch.float64)

@@ -3,7 +3,7 @@ ALiBi distance bias, 2-D sin-cos encodings for a patch grid (MAE), and RoPE by h
 
 import torch
 
-from utils.exercises import compare_with_mistakes, exercise, mistake
+from utils.exercises import compare_with_mistakes, exercise, fresh_seed, mistake
 from utils.positional import apply_rotary, sinusoidal_encoding, sinusoidal_encoding_2d
 
 
@@ -333,7 +333,7 @@ _ROPE_MISTAKES = [
 )
 def rope_rotate(answer):
     """answer(x (T, d) float64, positions (T,) long) -> x with row t's pairs turned by positions[t] * w_i."""
-    g = torch.Generator().manual_seed(8)
+    g = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
     positions = torch.tensor([0, 1, 2, 5, 40, 1000])  # (T,)
     cases = []
     for d in (2, 8, 16):
