@@ -2,6 +2,7 @@
 and merging two partial attention results."""
 
 import math
+import random
 
 import torch
 
@@ -94,7 +95,9 @@ UPDATE_CASES = [(1.0, 2.5, 0.3), (1.0, 2.5, 3.0), (-2.0, 1.0, 4.0), (5.0, 1.7, 5
 def online_update(fn):
     """fn(m, l, x) -> (m_new, l_new): the running maximum and sum of exp(s - m) after one new score x."""
     got, expected, named = [], [], {"no rescale": [], "upside down": [], "old max": []}
-    for m, l, x in UPDATE_CASES:
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    cases = UPDATE_CASES + [(rng.uniform(-5, 5), rng.uniform(0.5, 10), rng.uniform(-8, 8)) for _ in range(2)]
+    for m, l, x in cases:
         got.append([float(v) for v in fn(m, l, x)])
         expected.append(list(_update_reference(m, l, x)))
         for key, f in (
@@ -117,7 +120,7 @@ def online_update(fn):
             "the running maximum must become max(m, x); keeping the old one lets exp(x - m) overflow "
             "for a large new score"
         )
-    for (m, l, x), g, e in zip(UPDATE_CASES, got, expected):
+    for (m, l, x), g, e in zip(cases, got, expected):
         if compare_arrays(g, e, atol=1e-9) is not None:
             return f"for m={m}, l={l}, x={x}: expected (m_new, l_new) = ({e[0]:.4f}, {e[1]:.4f}), got ({g[0]:.4f}, {g[1]:.4f})"
     return "the result does not match the online-softmax update"
