@@ -254,12 +254,14 @@ DILATED_CASES = [
 def dilated_layers(answer):
     """answer(n, kernel, growth) -> the fewest causal layers (dilation growth**l in layer l) that connect
     output n - 1 to input 0."""
-    got_all = [answer(*case) for case in DILATED_CASES]
-    expected = [_dilated_layers_solution(*case) for case in DILATED_CASES]
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    cases = DILATED_CASES + [(rng.randint(2, 1000), rng.randint(2, 5), rng.randint(1, 3)) for _ in range(2)]
+    got_all = [answer(*case) for case in cases]
+    expected = [_dilated_layers_solution(*case) for case in cases]
     if all(g == e for g, e in zip(got_all, expected)):
         return None
-    m = matching_mistake(got_all, DILATED_CASES, DILATED_MISTAKES, lambda a, b: a == b)
-    for (n, kernel, growth), got, exp in zip(DILATED_CASES, got_all, expected):
+    m = matching_mistake(got_all, cases, DILATED_MISTAKES, lambda a, b: a == b)
+    for (n, kernel, growth), got, exp in zip(cases, got_all, expected):
         if got != exp:
             where = f"for n = {n}, kernel = {kernel}, growth = {growth} you answered {got!r} layers, expected {exp}"
             return f"{where}: {m.says}" if m else where
