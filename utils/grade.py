@@ -1,27 +1,35 @@
-"""Grade learners' copies of the lessons: every exercise's verdict is decided by the grader, not the notebook.
+"""Grade learners' copies of the lessons: every exercise's verdict is decided in the grader's own process,
+where no learner code runs.
 
-    python -m utils.grade NOTEBOOK... [--json] [--csv FILE] [--save-executed DIR] [-j N]
+    python -m utils.grade NOTEBOOK... [--json] [--csv FILE] [--save-executed DIR] [-j N] [--lesson NN]
                           [--timeout SECONDS] [--notebook-timeout SECONDS] [--max-output MB]
 
-Two things happen to each notebook, at the same time:
+Before anything else the grader imports every lesson's checkers and hashes utils' files; it reads every
+notebook file. Then two things happen to each notebook, at the same time:
 
 - Verdicts. The grader reads the notebook's code cells. An exercise is a call `check.NAME(ANSWER)`
   where `check` is any name bound by `from utils.exercises import lessonNN [as check]` or
   `import utils.exercises.lessonNN as check`. For each exercise (the last cell that calls it) the
   grader gathers the code that recreates ANSWER: the notebook's import statements up to that cell,
   the cell itself, and, following the names it uses, the latest earlier cell defining each of them
-  (a `def`, an assignment such as a prediction `my_prediction = ...` in its own cell), transitively.
-  That code runs in a child process the grader starts (one per notebook, a fresh one after a crash or
-  a time-out), where the lesson's checkers were imported and copied before any learner code ran and
-  `check` only records the answer. The copied checker then judges it. So a notebook that writes PASS
-  into `utils.exercises` results or replaces a checker grades nothing but its own kernel.
-  An exercise whose check call is missing, or whose stub is untouched (`raise NotImplementedError`,
-  `...`), is NOT ATTEMPTED; one whose recreating code raises is FAIL with the error.
+  (a `def`, an assignment such as a prediction `my_prediction = ...` in its own cell) and every later
+  cell changing it in place (`cfg.scale = 2`, `xs.append(1)`), transitively. A fresh child process per
+  exercise (a new interpreter; utils/grade_child.py) runs that code with `check` only recording the
+  answer, then calls the answer on the inputs the grader sends and sends back plain data (JSON; arrays
+  as .npy, never a pickle). The grader's own checker, given a stand-in that forwards each call to the
+  child, decides. Expected values never enter a learner's process; an answer that is not plain data, a
+  child that dies, stalls or sends something malformed is FAIL. An exercise whose check call is missing,
+  or whose stub is untouched (`raise NotImplementedError`, `...`), is NOT ATTEMPTED.
 - Notebook run. The notebook also runs top to bottom in its own new python3 kernel (errors allowed),
-  to report each cell that raises, a cell or a notebook that runs too long, a notebook that prints
-  too much (its output is cut and it is stopped), or a kernel that dies. What the kernel's checkers
-  printed stays in the notebook for the learner; when it disagrees with the grader's verdict, the
-  grader's wins and the report adds a note ("the notebook claims PASS; ...").
+  to report each cell that raises, a cell or a notebook that runs too long (a kernel that ignores the
+  interrupt is killed), a notebook that prints too much (its output is cut and it is stopped), or a
+  kernel that dies. What the kernel's checkers printed stays in the notebook for the learner; when it
+  disagrees with the grader's verdict, the grader's wins and the report adds a note
+  ("the notebook claims PASS; ...").
+
+Kernels and children run in their own session and, where Linux user namespaces work, in their own user,
+mount and PID namespace with utils and the Python installation read-only (isolation_prefix). utils' hashes
+are checked before and after each notebook: a change refuses every later notebook.
 
 Options:
   --json                 print one JSON document instead of the tables
@@ -30,13 +38,16 @@ Options:
   --save-executed DIR    keep each executed notebook in DIR (same file name; -2, -3... when two
                          share one), with the grader's verdict table as a last markdown cell
   -j N, --jobs N         grade N notebooks at a time (default 1)
+  --lesson NN            the lesson every notebook must be; a notebook whose exercises are another
+                         lesson's, or whose file name (NN_...) says another, is reported ("wrong lesson")
   --timeout SECONDS      per cell in the kernel, and per exercise when the grader reruns it (default 600)
   --notebook-timeout SECONDS
                          total for one notebook's kernel run, and for all its exercises' reruns (default 3600)
   --max-output MB        output a notebook may print before it is stopped (default 20)
 
 Exit code: 0 every exercise passed; 1 some exercise did not (or none was found); 2 a notebook raised,
-timed out, printed too much, lost its kernel or could not be read.
+timed out, printed too much, lost its kernel, could not be read, is of the wrong lesson, or was refused
+(utils changed).
 """
 
 import argparse
@@ -45,6 +56,7 @@ import asyncio
 import builtins
 import csv
 import functools
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -58,16 +70,17 @@ import symtable
 import sys
 import threading
 import time
-import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from utils import grade_child
 from utils.exercises import FAIL, NOT_ATTEMPTED, PASS
 
 PACKAGE = "utils.exercises"
 STATUSES = (PASS, FAIL, NOT_ATTEMPTED)
 MAX_MESSAGE = 2000  # characters of a verdict's message kept (a message can quote a learner's value)
-STARTUP = 120  # seconds the grader's child may take to import the checkers
+STARTUP = 120  # seconds a child's interpreter may take to start
+INTERRUPT_GRACE = 10  # seconds an interrupted cell has to stop before its kernel is killed
 MARKER = "__utils_grade_claims__:"
 # Run last in the learner's kernel, only to notice a notebook whose own verdicts disagree with the grader's.
 COLLECT = f"""
@@ -149,14 +162,59 @@ class _Cell:
         self.defines = self.assigns | imported
         self.uses = _globals_used(table) - self.defines
         self.aliases = [pair for n in ast.walk(tree) for pair in _exercise_aliases(n)]
-        self.calls = [
-            (n.func.value.id, n.func.attr)
+        self.changes, calls_on = _changed_names(tree)
+        self.calls_on = set().union(*calls_on.values())
+        calls = [
+            n
             for n in ast.walk(tree)
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
             and isinstance(n.func.value, ast.Name)
             and (n.args or n.keywords)
         ]
+        self.calls = [(n.func.value.id, n.func.attr) for n in calls]
+        # check.NAME(answer) with `answer` a name this cell neither defines nor changes: the answer is that
+        # name's value, recreated by earlier cells alone (the rest of this cell, e.g. a demonstration, is not run)
+        self.answer_names = {}
+        for n in calls:
+            arg = n.args[0] if len(n.args) == 1 and not n.keywords else None
+            mine = self.assigns | self.changes | set().union(*(v for c, v in calls_on.items() if c is not n))
+            if isinstance(arg, ast.Name) and arg.id not in mine:
+                self.answer_names.setdefault((n.func.value.id, n.func.attr), set()).add(arg.id)
+
+
+def _root(node):
+    """`cfg` for `cfg`, `cfg.scale`, `cfg.layers[0].weight`; None for anything else."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _changed_names(tree):
+    """(names a cell changes through an attribute or an item: `cfg.scale = 2`, `d[k] += 1`, `del x.y`;
+    {statement-level call: the names it may change in place: `xs.append(1)`, `init.zeros_(layer.weight)`}),
+    outside function bodies, which run only when called."""
+    changes, calls_on = set(), {}
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        targets = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            changes |= {_root(t) for t in ast.walk(target) if isinstance(t, (ast.Attribute, ast.Subscript))}
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            names = {_root(a) for a in [*call.args, *(k.value for k in call.keywords)]}
+            if isinstance(call.func, ast.Attribute):
+                names.add(_root(call.func.value))
+            calls_on[call] = names - {None}
+        stack += [n for n in ast.iter_child_nodes(node) if isinstance(n, (ast.stmt, ast.excepthandler))]
+    return changes - {None}, calls_on
 
 
 def _globals_used(table):
@@ -170,21 +228,27 @@ def _globals_used(table):
     return names
 
 
-def _closure(cells, target, aliases):
-    """Positions (in `cells`) of the cells that recreate what cell `target` uses, target included."""
-    needed, seen = {target}, set()
-    work = [(name, target) for name in cells[target].uses]
+def _closure(cells, target, aliases, names=None):
+    """Positions (in `cells`) of the cells that recreate what cell `target` uses, target included; with
+    `names`, of the cells before `target` that recreate those names."""
+    needed, seen = ({target}, set()) if names is None else (set(), set())
+    work = [(name, target) for name in (cells[target].uses if names is None else names)]
     while work:
         name, before = work.pop()
         if name in aliases or (name, before) in seen:
             continue
         seen.add((name, before))
-        for j in range(before - 1, -1, -1):
-            if name in cells[j].defines:
-                if name in cells[j].assigns and j not in needed:  # an import alone is in the imports
-                    needed.add(j)
-                    work += [(n, j) for n in cells[j].uses]
-                break
+        j = next((j for j in range(before - 1, -1, -1) if name in cells[j].defines), -1)
+        if j >= 0 and name in cells[j].assigns and j not in needed:  # an import alone is in the imports
+            needed.add(j)
+            work += [(n, j) for n in cells[j].uses]
+        # Then every later cell that changes it in place: `cfg.scale = 2`, `np.isclose = ...`, `xs.append(1)`
+        # (a call only on a name the notebook assigned: `plt.plot(x)` does not change plt for the answer).
+        assigned = j >= 0 and name in cells[j].assigns
+        for k in range(j + 1, before):
+            if k not in needed and (name in cells[k].changes or (assigned and name in cells[k].calls_on)):
+                needed.add(k)
+                work += [(n, k) for n in cells[k].uses]
     return sorted(needed)
 
 
@@ -202,9 +266,18 @@ def _lesson_exercises(module):
     return {attr: obj.name for attr, obj in vars(mod).items() if isinstance(obj, Exercise)}
 
 
-def plan(nb, path=None):
+def _lesson_module(number):
+    """ "lesson03" for 3 or "03", when that lesson has exercises; else None."""
+    name = f"lesson{int(number):02d}"
+    return name if _lesson_exercises(name) is not None else None
+
+
+def plan(nb, path=None, lesson=None):
     """What the grader will check in notebook `nb`: the lesson modules, every exercise they define, and
-    for each exercise whose check call appears, the code (imports, cells) that recreates its answer."""
+    for each exercise whose check call appears, the code (imports, cells) that recreates its answer.
+
+    The lesson is `lesson` (an instructor's --lesson) or else the file name's number (03_...); when the
+    exercises the notebook imports are another lesson's, plan["mismatch"] says so."""
     cells, unparsable = [], []
     for number, cell in enumerate(nb.cells, start=1):
         if cell.cell_type == "code" and cell.source.strip():
@@ -215,303 +288,331 @@ def plan(nb, path=None):
     aliases = {}
     for c in cells:
         aliases.update(c.aliases)
-    modules = sorted({m for m in aliases.values() if _lesson_exercises(m) is not None})
-    if not aliases and path is not None:  # the learner deleted the import: the file name says the lesson
-        number = re.match(r"(\d\d)_", Path(path).name)
-        if number and _lesson_exercises(f"lesson{number[1]}") is not None:
-            modules = [f"lesson{number[1]}"]
+    found = sorted({m for m in aliases.values() if _lesson_exercises(m) is not None})
+    number = re.match(r"(\d\d)_", Path(path).name) if path is not None else None
+    named = _lesson_module(number[1]) if number else None
+    wanted = _lesson_module(lesson) if lesson is not None else None
+    problems = []
+    if lesson is not None and wanted is None:
+        problems.append(f"--lesson {lesson} is not a lesson with exercises")
+    if wanted and named and wanted != named:
+        problems.append(f"the file name says {named}, --lesson says {wanted}")
+    expected = wanted or named
+    if expected and found and found != [expected]:
+        says = "--lesson" if wanted else "the file name"
+        problems.append(f"{says} says {expected}, but the notebook imports the exercises of {', '.join(found)}")
+    modules = [expected] if expected else found  # without the import, the file name says the lesson
     known = {(m, attr): name for m in modules for attr, name in _lesson_exercises(m).items()}
-    last_call = {}
+    last_call, last_calls = {}, {}
     for pos, c in enumerate(cells):
         for alias, attr in c.calls:
             if (aliases.get(alias), attr) in known:
+                if last_call.get((aliases[alias], attr)) != pos:
+                    last_calls[(aliases[alias], attr)] = []
                 last_call[(aliases[alias], attr)] = pos
+                last_calls[(aliases[alias], attr)].append(alias)
     items = []
     for (module, attr), pos in sorted(last_call.items(), key=lambda kv: (kv[1], kv[0])):
-        needed = _closure(cells, pos, aliases)
+        names = set().union(
+            *(v for (a, x), v in cells[pos].answer_names.items() if (aliases.get(a), x) == (module, attr))
+        )
+        answer = next(iter(names)) if len(names) == 1 and len(last_calls[(module, attr)]) == 1 else None
+        needed = _closure(cells, pos, aliases, None if answer is None else [answer])
         items.append(
             {
                 "module": module,
                 "attr": attr,
                 "name": known[(module, attr)],
                 "target": cells[pos].number,
+                "answer": answer,  # the name whose value is the answer, or None: rerun the target cell
                 "imports": [(c.number, src) for c in cells[: pos + 1] for src in c.imports],
                 "cells": [(cells[j].number, cells[j].source) for j in needed],
             }
         )
-    return {"aliases": aliases, "modules": modules, "known": known, "items": items, "unparsable": unparsable}
+    mismatch = "wrong lesson: " + "; ".join(problems) if problems else None
+    return {
+        "aliases": aliases,
+        "modules": modules,
+        "known": known,
+        "items": items,
+        "unparsable": unparsable,
+        "mismatch": mismatch,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
-# The grader's child process: recreate each answer, then judge it with checkers copied before any learner code
+# Where learner code runs: children and kernels in their own namespaces, with the grader's files read-only
 
 
-def _frozen(fn):
-    """A copy of function `fn` whose globals are a snapshot: later patches of its module do not reach it."""
-    if not isinstance(fn, types.FunctionType):
-        return fn
-    copy = types.FunctionType(fn.__code__, dict(fn.__globals__), fn.__name__, fn.__defaults__, fn.__closure__)
-    copy.__kwdefaults__ = fn.__kwdefaults__
-    return copy
+@functools.cache
+def isolation_prefix(network=True):
+    """The command that starts a learner's process (kernel or child) where it cannot reach the grader.
 
+    With Linux user namespaces (`unshare`, util-linux): a new user, mount and PID namespace, so the process
+    sees only its own processes (it cannot signal or trace the grader, nor read its memory through /proc),
+    and the grader's code (utils, the Python installation, its site-packages) is mounted read-only in a way
+    the learner's root-in-a-namespace cannot undo; without `network` (a child, which talks to the grader over
+    an inherited pipe) also a network namespace with no interface but its own loopback. Measured when first
+    needed; [] where it does not work, and then the process only gets its own session (README: what is not
+    prevented)."""
+    if os.environ.get("UTILS_GRADE_ISOLATION", "auto") == "none" or sys.platform != "linux":
+        return []
+    import shutil
 
-def _restore(snapshots):
-    """Put back every module dict as it was before learner code ran."""
-    for namespace, saved in snapshots:
-        for key in [k for k in namespace if k not in saved]:
-            del namespace[key]
-        for key, value in saved.items():
-            if namespace.get(key, saved) is not value:
-                namespace[key] = value
-
-
-def _recorder(module, log):
-    """Stands for `check`: `check.NAME(answer)` appends (module, NAME, answer) to `log`; nothing else does anything."""
-
-    class Slot:
-        def __init__(self, attr):
-            object.__setattr__(self, "_attr", attr)
-
-        def __call__(self, answer=None, *args, **kwargs):
-            log.append((module, object.__getattribute__(self, "_attr"), answer))
-
-        def __getattr__(self, name):  # check.NAME.hint(), .solution(): no-ops here
-            return lambda *args, **kwargs: None
-
-        def __setattr__(self, name, value):
-            pass
-
-        def __delattr__(self, name):
-            pass
-
-    class Module:
-        def __getattr__(self, attr):
-            if attr.startswith("__"):
-                raise AttributeError(attr)
-            return Slot(attr)
-
-        def __setattr__(self, name, value):  # `check.NAME = ...` in a learner's cell changes nothing here
-            pass
-
-        def __delattr__(self, name):
-            pass
-
-    return Module()
-
-
-class _NoIPython:
-    """What get_ipython() returns in the grader's child: magics and shell escapes do nothing."""
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
-def _compiled(source, number):
-    tree = ast.fix_missing_locations(_DropExerciseImports().visit(ast.parse(source)))
-    return compile(tree, f"<cell {number}>", "exec")
-
-
-def _recreate_and_check(item, aliases, checker, evaluate, snapshots):
-    """(status, message) of one exercise: rerun its cells with `check` recording, then judge the answer."""
-    log = []
-    recorders = {alias: _recorder(module, log) for alias, module in aliases.items()}
-    ns = {"__name__": "__main__", "__builtins__": builtins, "get_ipython": _NoIPython}
-    for number, source in item["imports"]:
-        try:
-            exec(_compiled(source, number), ns)
-        except BaseException:  # an import the answer does not need may fail; one it needs fails below
-            pass
-    ns.update(recorders)
-    key = (item["module"], item["attr"])
-
-    def answers():
-        return [answer for module, attr, answer in log if (module, attr) == key]
-
-    for number, source in item["cells"]:
-        if number == item["target"]:
-            log.clear()
-        try:
-            exec(_compiled(source, number), ns)
-        except BaseException as err:
-            if number == item["target"] and answers():
-                break  # the cell failed after its check call: judge the answer it gave
-            what = f"rerunning cell {number} raised {type(err).__name__}: {err}"
-            if isinstance(err, NotImplementedError):
-                return NOT_ATTEMPTED, f"{what} (replace `raise NotImplementedError` with your code)"
-            return FAIL, what
-    if not answers():
-        return NOT_ATTEMPTED, f"the check call in cell {item['target']} did not run"
-    answer = answers()[-1]
-    _restore(snapshots)
+    if shutil.which("unshare") is None:
+        return []
+    read_only = sorted(
+        {str(Path(p).resolve()) for p in (*_code_dirs(), sys.prefix, sys.base_prefix) if Path(p).is_dir()}
+    )
+    script = (
+        'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" '
+        "|| exit 97; shift; n=$((n - 1)); done; exec unshare --user --map-root-user --mount --pid --fork "
+        f'--kill-child --mount-proc {"" if network else "--net "}-- "$@"'
+    )
+    prefix = ["unshare", "--user", "--map-root-user", "--mount", "--", "sh", "-c", script, "sh", str(len(read_only))]
+    prefix += read_only
+    probe = "import os; print(os.getpid())"
     try:
-        result = evaluate(checker, answer)
-        status, message = result.status, result.message
-    except BaseException as err:  # SystemExit, KeyboardInterrupt: the checker's own net catches Exception only
-        status, message = FAIL, f"your code raised {type(err).__name__}: {err}"
-    return (status if status in STATUSES else FAIL), str(message)
+        out = subprocess.run([*prefix, sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return prefix if out.returncode == 0 and out.stdout.strip() == "1" else []
 
 
-# The child's first lines: only the standard library until it has the grader's sys.path (as multiprocessing's
-# spawn does), so it imports the very utils the grader runs, whatever started the grader.
-BOOT = (
-    "import sys; from multiprocessing.connection import Connection; conn = Connection(int(sys.argv[1])); "
-    "payload = conn.recv(); sys.path[:] = payload['sys_path']; from utils.grade import _child; "
-    "_child(conn, payload)"
+def _code_dirs():
+    """The folders of the code the grader runs: utils, and every site-packages folder on sys.path."""
+    dirs = [Path(__file__).resolve().parent]
+    dirs += [Path(p) for p in sys.path if p and {"site-packages", "dist-packages"} & set(Path(p).parts)]
+    return dirs
+
+
+def _utils_files():
+    root = Path(__file__).resolve().parent
+    return sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def utils_digest():
+    """{path relative to utils: SHA-256} of every file of the utils the grader loaded."""
+    root = Path(__file__).resolve().parent
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in _utils_files()}
+
+
+@functools.cache
+def load_checkers():
+    """Import every lesson's checkers (and what they import) into the grader, before any learner code runs.
+    Returns the digest of utils' files as they were then."""
+    from utils import exercises
+
+    for spec in sorted(Path(exercises.__file__).parent.glob("lesson*.py")):
+        importlib.import_module(f"{PACKAGE}.{spec.stem}")
+    import numpy  # noqa: F401 - what compare_arrays imports when called
+    import torch  # noqa: F401
+
+    return utils_digest()
+
+
+def utils_changed():
+    """The utils files that differ from what the grader loaded (added, removed or edited), [] if none."""
+    before, now = load_checkers(), utils_digest()
+    return sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The grader's children: one per exercise recreates the answer; the grader's own checker judges it
+
+
+class _Lost(BaseException):
+    """The child is gone or stalled: the exercise is FAIL with this message. A BaseException, so that no
+    checker's `except Exception` can take it for the learner's error."""
+
+
+class _NotPlainAnswer(BaseException):
+    """The child sent back something that is not plain data."""
+
+
+def _learner_error(error):
+    """The exception the learner's code raised in the child, rebuilt from its name and message (the name of
+    a built-in exception gives that exception, so a checker's `except ValueError` still works)."""
+    name = error.get("type") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    name = name if isinstance(name, str) and re.fullmatch(r"[A-Za-z_]\w{0,99}", name) else "Exception"
+    message = message if isinstance(message, str) else ""
+    if name in ("NotImplementedError", "NotAttempted"):
+        return NotImplementedError(message)
+    builtin = getattr(builtins, name, None)
+    if isinstance(builtin, type) and issubclass(builtin, Exception):
+        try:
+            return builtin(message)
+        except Exception:  # an exception that needs more arguments (UnicodeDecodeError)
+            pass
+    return type(name, (Exception,), {})(message)
+
+
+class _Child:
+    """One child process: started, fed one exercise's cells, then asked to call the answer."""
+
+    def __init__(self, item, aliases, cwd, deadline):
+        self.deadline, self.proc, self.conn = deadline, None, None
+        payload = {
+            "sys_path": [str(Path(p).resolve()) if p else os.getcwd() for p in sys.path],
+            "cwd": str(cwd),
+            "aliases": aliases,
+            "module": item["module"],
+            "attr": item["attr"],
+            "target": item["target"],
+            "answer": item.get("answer"),
+            "imports": [_without_exercise_imports(src) for _, src in item["imports"]],
+            "cells": [(number, _without_exercise_imports(src)) for number, src in item["cells"]],
+        }
+        mine, theirs = multiprocessing.Pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [*isolation_prefix(network=False), sys.executable, "-I", "-c", grade_child.BOOT, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env=dict(os.environ, MPLBACKEND="Agg"),
+            )
+        finally:
+            theirs.close()
+        self.conn = mine
+        mine.send_bytes(json.dumps(payload).encode())
+
+    def receive(self, deadline=None):
+        """The child's next message (a dict), or _Lost when it dies, stalls or sends something malformed."""
+        wait = (deadline or self.deadline) - time.monotonic()
+        try:
+            ready = wait > 0 and self.conn.poll(wait)
+            if ready:
+                message = grade_child.receive(self.conn)
+                if isinstance(message, dict):
+                    return message
+                raise _Lost("the grader's child sent something that is not a message")
+        except (EOFError, OSError, ValueError, RecursionError) as err:
+            code = self.stop()
+            if isinstance(err, EOFError) or code is not None:
+                raise _Lost(f"your code stopped the grader's child (exit code {code})") from None
+            raise _Lost(f"the grader's child sent a message it could not read ({type(err).__name__})") from None
+        self.stop()
+        raise _Lost("timed out") from None
+
+    def __call__(self, *args, **kwargs):
+        """Stands for the learner's function in the grader: the call runs in the child; plain data comes back."""
+        try:
+            request = {
+                "args": grade_child.encode(list(args), trusted=True),
+                "kwargs": grade_child.encode(kwargs, trusted=True),
+            }
+        except Exception as err:  # the grader's own arguments: a grader bug, never the learner's PASS
+            raise _Lost(f"the grader could not send the arguments ({type(err).__name__}: {err})") from None
+        try:
+            grade_child.send(self.conn, request)
+        except OSError:
+            raise _Lost(f"your code stopped the grader's child (exit code {self.stop()})") from None
+        reply = self.receive()
+        if set(reply) == {"returned"}:
+            try:
+                return grade_child.decode(reply["returned"])
+            except (ValueError, TypeError, RecursionError) as err:
+                raise _NotPlainAnswer(f"the grader's child sent back data it could not read ({err})") from None
+        if set(reply) == {"raised"}:
+            raise _learner_error(reply["raised"])
+        if set(reply) == {"not plain"}:
+            raise _NotPlainAnswer(f"your function returned a {str(reply['not plain'])[:200]}")
+        raise _NotPlainAnswer("the grader's child sent a reply that is not one")
+
+    def stop(self):
+        """Kill the child and everything it started (its session; its PID namespace dies with it)."""
+        if self.proc is None:
+            return None
+        code = self.proc.poll()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the child is still unreaped here: its pid is not reused
+        except OSError:
+            pass
+        self.proc.kill()
+        self.proc.wait()
+        if self.conn is not None:
+            self.conn.close()
+        self.proc = None
+        return code
+
+
+def _without_exercise_imports(source):
+    return ast.unparse(ast.fix_missing_locations(_DropExerciseImports().visit(ast.parse(source))))
+
+
+NOT_PLAIN = (
+    "; the grader accepts only plain data: numbers, strings, lists, tuples, sets, dicts, NumPy arrays and "
+    "torch tensors (not a subclass of one)"
 )
 
 
-def _child(conn, payload):
-    """The grader's child process (started by check_answers): checks items[start:], sends each verdict."""
-    sys.stdout = sys.stderr = open(os.devnull, "w")  # learner prints go nowhere; verdicts go over `conn`
-    parent = os.getppid()
-
-    def orphaned():  # the grader was stopped (Ctrl-C): do not outlive it, even inside an endless loop
-        while os.getppid() == parent:
-            time.sleep(1)
-        os._exit(3)
-
-    threading.Thread(target=orphaned, daemon=True).start()
+def check_one(item, aliases, exercise, cwd, timeout=600):
+    """(status, message) of one exercise: a fresh child recreates the answer and calls it for the grader's
+    own `exercise` (the checker), which decides in this process."""
+    started = time.monotonic()
+    child = None
     try:
-        from utils import exercises
-
-        checkers = {}
-        modules = [importlib.import_module(f"{PACKAGE}.{m}") for m in payload["modules"]]
-        for module in modules:
-            for attr, obj in vars(module).items():
-                if isinstance(obj, exercises.Exercise):
-                    checkers[(module.__name__.rsplit(".", 1)[-1], attr)] = types.SimpleNamespace(
-                        name=obj.name, check_fn=_frozen(obj.check_fn), reference=obj.reference
-                    )
-        evaluate = _frozen(exercises.Exercise.evaluate)
-        snapshots = [(vars(m), dict(vars(m))) for m in (builtins, exercises, *modules)]
-        os.chdir(payload["cwd"])
-        sys.path.append(payload["cwd"])  # like the kernel, which runs in the notebook's folder
-    except BaseException as err:
-        conn.send(("error", f"{type(err).__name__}: {err}"[:MAX_MESSAGE]))
-        return
-    conn.send(("ready",))
-    items = payload["items"]
-    for k in range(payload["start"], len(items)):
-        conn.send(("start", k))
-        item = items[k]
-        try:
-            status, message = _recreate_and_check(
-                item, payload["aliases"], checkers[(item["module"], item["attr"])], evaluate, snapshots
-            )
-        except BaseException as err:
-            status, message = FAIL, f"the grader could not rerun it: {type(err).__name__}: {err}"
-        conn.send(("done", k, status, message[:MAX_MESSAGE]))
-    conn.send(("end",))
-
-
-def _stop(proc):
-    """Kill the child and everything it started (its own session and process group), then reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the child is still unreaped here: its pid is not reused
-    except OSError:
-        pass
-    proc.kill()
-    proc.wait()
+        child = _Child(item, aliases, cwd, started + max(STARTUP, timeout))
+        child.receive()  # "ready": the interpreter started
+        child.deadline = time.monotonic() + timeout
+        outcome = child.receive()
+        kind = outcome.get("outcome")
+        if kind == "raised":
+            error = _learner_error(outcome)
+            what = f"rerunning cell {outcome.get('cell')} raised {type(error).__name__}: {error}"
+            if isinstance(error, NotImplementedError):
+                return NOT_ATTEMPTED, f"{what} (replace `raise NotImplementedError` with your code)"
+            return FAIL, what
+        if kind == "no call":
+            return NOT_ATTEMPTED, f"the check call in cell {item['target']} did not run"
+        if kind == "not plain":
+            return FAIL, f"your answer is a {str(outcome.get('type'))[:200]}" + NOT_PLAIN
+        if kind == "value":
+            try:
+                answer = grade_child.decode(outcome.get("value"))
+            except (ValueError, TypeError, RecursionError) as err:
+                return FAIL, f"the grader's child sent an answer it could not read ({err})"
+        elif kind == "callable":
+            answer = child
+        else:
+            return FAIL, "the grader's child sent something that is not an answer"
+        result = exercise.evaluate(answer)
+        return (result.status if result.status in STATUSES else FAIL), str(result.message)
+    except _Lost as lost:
+        if str(lost) == "timed out":
+            return FAIL, f"stopped after {timeout:g} s without finishing (an endless loop?)"
+        return FAIL, str(lost)
+    except _NotPlainAnswer as err:
+        return FAIL, str(err) + NOT_PLAIN
+    except Exception as err:  # the grader's own failure: said, never a PASS
+        return FAIL, f"the grader could not check it: {type(err).__name__}: {err}"
+    finally:
+        if child is not None:
+            child.stop()
 
 
 def check_answers(the_plan, cwd, timeout=600, total=3600):
-    """Verdicts [(status, message)] for the plan's items, each decided in a child process the grader controls.
-
-    An item that runs longer than `timeout` s is FAIL and the next ones get a fresh child; once the items
-    together have run `total` s, the rest are FAIL (a child's start-up is not counted). Returns
-    (verdicts, error): error is a notebook-level message, or None."""
-    items = the_plan["items"]
-    verdicts = [None] * len(items)
-    if not items:
-        return verdicts, None
-    payload = {
-        "modules": the_plan["modules"],
-        "aliases": the_plan["aliases"],
-        "items": items,
-        "cwd": str(cwd),
-        "sys_path": list(sys.path),
-    }
-    budget = total
-    start, error, unchecked = 0, None, "not checked"
-    while start < len(items) and error is None and budget > 0:
-        recv, send = multiprocessing.Pipe()
-        proc = subprocess.Popen(
-            [sys.executable, "-c", BOOT, str(send.fileno())],
-            pass_fds=(send.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            env=dict(os.environ, MPLBACKEND="Agg"),
-        )
-        send.close()
-        current, expected, ended, began = None, start, False, None
-        startup = max(STARTUP, timeout)
-        limit = time.monotonic() + startup
-        try:
-            recv.send(dict(payload, start=start))
-            while True:
-                wait = limit - time.monotonic()
-                if wait <= 0 or not recv.poll(wait):
-                    break
-                try:
-                    msg = recv.recv()
-                except (EOFError, OSError):
-                    proc.wait(5)  # it closed the pipe: it is exiting
-                    break
-                kind = msg[0] if isinstance(msg, tuple) and msg else None
-                if kind == "error":
-                    error = f"the grader could not load the checkers: {msg[1]}"
-                    break
-                if kind == "ready":
-                    continue
-                if kind == "start" and msg[1:] == (expected,) and current is None:
-                    current, began = expected, time.monotonic()
-                    limit = began + min(timeout, budget)
-                elif (
-                    kind == "done"
-                    and len(msg) == 4
-                    and msg[1] == current
-                    and msg[2] in STATUSES
-                    and isinstance(msg[3], str)
-                ):
-                    verdicts[current] = (msg[2], msg[3][:MAX_MESSAGE])
-                    budget -= time.monotonic() - began
-                    current, expected, began = None, expected + 1, None
-                    limit = time.monotonic() + startup
-                elif kind == "end" and current is None:
-                    ended = True
-                    break
-                else:
-                    error = "the grader's child sent a message out of order"
-                    break
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        finally:
-            died = proc.poll()  # None while it runs (stopped below for running too long)
-            _stop(proc)
-            recv.close()
-        if ended or error is not None:
-            break
-        if current is None:  # it died or stalled between items, or before starting
-            if expected == start:
-                error = "the grader's child stopped before checking anything" + (
-                    f" (exit code {died})" if died is not None else f" (not ready after {startup:g} s)"
-                )
-            start = expected
+    """Verdicts [(status, message)] for the plan's items, each decided in the grader from what a fresh child
+    sent back. Once the items together have run `total` s, the rest are FAIL. Returns (verdicts, None)."""
+    load_checkers()
+    verdicts, spent = [], 0.0
+    for item in the_plan["items"]:
+        left = total - spent
+        if left <= 0:
+            verdicts.append((FAIL, f"not checked: the {total:g} s the grader gives one notebook's exercises ran out"))
             continue
-        budget -= time.monotonic() - began
-        if died is not None:
-            verdicts[current] = (FAIL, f"your code stopped the grader's process (exit code {died})")
-        elif budget <= 0:
-            verdicts[current] = (FAIL, f"stopped: the {total:g} s the grader gives one notebook's exercises ran out")
-        else:
-            verdicts[current] = (FAIL, f"stopped after {timeout:g} s without finishing (an endless loop?)")
-        start = current + 1
-    if budget <= 0:
-        unchecked = f"not checked: the {total:g} s the grader gives one notebook's exercises ran out"
-    verdicts = [v if v is not None else (FAIL, unchecked) for v in verdicts]
-    return verdicts, error
+        exercise = getattr(importlib.import_module(f"{PACKAGE}.{item['module']}"), item["attr"])
+        began = time.monotonic()
+        status, message = check_one(item, the_plan["aliases"], exercise, cwd, min(timeout, left))
+        spent += time.monotonic() - began
+        if status == FAIL and message.startswith("stopped after") and spent >= total:
+            message = f"stopped: the {total:g} s the grader gives one notebook's exercises ran out"
+        verdicts.append((status, message[:MAX_MESSAGE]))
+    return verdicts, None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -536,11 +637,30 @@ def _size(value):
 def _client_class():
     """nbclient's client with a deadline for the whole notebook and a cap on the output it keeps."""
     import nbformat
+    from jupyter_client.utils import ensure_async
     from nbclient import NotebookClient
+
+    from utils.kernel_client import ShortPollKernelManager
+
+    class _IsolatedKernelManager(ShortPollKernelManager):
+        def format_kernel_cmd(self, extra_arguments=None):
+            return [*isolation_prefix(), *super().format_kernel_cmd(extra_arguments)]
 
     class _Client(NotebookClient):
         def setup_limits(self, deadline, max_output):
             self.deadline, self.max_output, self.output_size, self.stopped = deadline, max_output, 0, None
+
+        async def _async_handle_timeout(self, timeout, cell=None):
+            reply = await super()._async_handle_timeout(timeout, cell)  # interrupts the kernel
+            try:  # an interrupted cell replies at once; one that does not (it swallows KeyboardInterrupt, or
+                await self.kc.shell_channel.get_msg(timeout=INTERRUPT_GRACE)  # is stopped) costs no more time
+            except Exception:
+                self.stopped = "ignored the interrupt"
+                try:
+                    await ensure_async(self.km.shutdown_kernel(now=True))
+                finally:
+                    raise _Stop(self.stopped)
+            return reply
 
         async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
             if cell.cell_type == "code" and cell.source.strip():
@@ -573,7 +693,7 @@ def _client_class():
                     asyncio.ensure_future(interrupted)
             return None
 
-    return _Client
+    return _Client, _IsolatedKernelManager
 
 
 def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
@@ -618,9 +738,10 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
             error = f"stopped: the notebook printed more than {max_output / 1e6:g} MB"
         errors.append({"cell": cell_index + 1, "source": first[:80], "error": error[:MAX_MESSAGE]})
 
+    client_class, manager_class = _client_class()
     client = notebook_client(
         nb,
-        client_class=_client_class(),
+        client_class=client_class,
         kernel_name="python3",
         allow_errors=True,
         record_timing=False,
@@ -632,6 +753,7 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
         error_on_timeout={"ename": "CellTimeoutError", "evalue": "the cell ran too long", "traceback": []},
         resources={"metadata": {"path": str(cwd)}},
     )
+    client.kernel_manager_class = manager_class  # the kernel runs where it cannot reach the grader
     client.setup_limits(deadline, max_output)
     try:
         client.execute(env=dict(os.environ, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0")))
@@ -656,6 +778,16 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
                 "cell": None,
                 "error": f"stopped: the notebook ran longer than {notebook_timeout:g} s "
                 "in total; the remaining cells did not run",
+            }
+        )
+    if client.stopped == "ignored the interrupt":
+        flags.add("timed out")
+        errors.append(
+            {
+                "cell": running.get("cell"),
+                "source": running.get("source", ""),
+                "error": f"stopped: the cell ran longer than {timeout:g} s and ignored the interrupt; the kernel "
+                "was killed and the remaining cells did not run",
             }
         )
     if client.stopped == "too much output":
@@ -686,20 +818,42 @@ def _claims(cell):
 # Grading one notebook, and the reports
 
 
-def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=None):
-    """Grade one notebook: its status, its cell errors and every exercise's verdict (decided by the grader)."""
+def _tampered(files):
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    return f"utils changed on disk since the grader loaded it ({shown})"
+
+
+def read_notebook(path):
+    """The notebook at `path` as nbformat reads it, or the exception that reading it raised."""
+    import nbformat
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as err:  # missing file, not JSON, not a notebook
+        return err
+
+
+def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=None, lesson=None, nb=None):
+    """Grade one notebook: its status, its cell errors and every exercise's verdict (decided by the grader).
+    `nb`: the notebook as read_notebook gave it earlier (main reads every notebook before any kernel runs, so
+    one learner's code cannot rewrite another's file). Refused (status "refused") when utils' files changed
+    since the grader loaded its checkers."""
     import nbformat
 
     path = Path(path)
     report = {"notebook": str(path), "status": "ok", "errors": [], "exercises": [], "seconds": None}
     started = time.perf_counter()
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as err:  # missing file, not JSON, not a notebook
-        report.update(status="unreadable", errors=[{"cell": None, "error": f"{type(err).__name__}: {err}"}])
+    changed = utils_changed()
+    if changed:
+        error = f"{_tampered(changed)}: not graded; restore utils (git checkout, or reinstall) and grade again"
+        report.update(status="refused", errors=[{"cell": None, "error": error}])
+        return report
+    nb = read_notebook(path) if nb is None else nb
+    if isinstance(nb, Exception):
+        report.update(status="unreadable", errors=[{"cell": None, "error": f"{type(nb).__name__}: {nb}"}])
         return report
     try:
-        the_plan = plan(nb, path)
+        the_plan = plan(nb, path, lesson)
     except Exception as err:  # a lesson's checkers would not import: the grader's problem, reported
         report.update(
             status="error",
@@ -721,6 +875,13 @@ def grade(path, timeout=600, notebook_timeout=3600, max_output_mb=20, save_to=No
     status, errors, claims = run_notebook(nb, cwd, timeout, notebook_timeout, max_output_mb * 1e6)
     thread.join()
     report["status"], report["errors"] = status, errors
+    if the_plan["mismatch"]:
+        report["errors"].append({"cell": None, "error": the_plan["mismatch"]})
+        report["status"] = "wrong lesson" if status == "ok" else status
+    changed = utils_changed()
+    if changed:  # its kernel (or another's, with -j) wrote there: every later notebook is refused
+        report["errors"].append({"cell": None, "error": f"{_tampered(changed)} while this notebook ran"})
+        report["status"] = "error" if report["status"] == "ok" else report["status"]
     if checked["error"]:
         report["errors"].append({"cell": None, "error": checked["error"]})
         report["status"] = "error" if status == "ok" else status
@@ -863,6 +1024,11 @@ def main(argv=None):
         metavar="DIR",
         help="keep the executed notebooks in DIR, each ending with its verdict table",
     )
+    parser.add_argument(
+        "--lesson",
+        metavar="NN",
+        help="the lesson every notebook must be (e.g. 03); a notebook of another lesson is reported",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="grade N notebooks at a time")
     parser.add_argument(
         "--timeout",
@@ -888,21 +1054,39 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("-j must be at least 1")
+    if args.lesson is not None and (not re.fullmatch(r"\d{1,2}", args.lesson) or _lesson_module(args.lesson) is None):
+        parser.error(f"--lesson must be the number of a lesson with exercises (e.g. 03), got {args.lesson!r}")
     saves = _save_paths(args.notebooks, args.save_executed) if args.save_executed else [None] * len(args.notebooks)
 
-    def one(path_and_save):
-        path, save = path_and_save
-        return grade(
-            path,
-            timeout=args.timeout,
-            notebook_timeout=args.notebook_timeout,
-            max_output_mb=args.max_output,
-            save_to=save,
+    load_checkers()  # every checker, before any learner code runs; their files' hashes are checked from now on
+
+    notebooks = [read_notebook(path) for path in args.notebooks]  # all of them before any learner code runs
+    if not isolation_prefix():
+        print(
+            "warning: no user namespaces here (unshare --user failed): learner code runs as your user, and can "
+            "signal the grader or write its files (README: For instructors)",
+            file=sys.stderr,
         )
+
+    def one(job):
+        path, save, nb = job
+        try:
+            return grade(
+                path,
+                timeout=args.timeout,
+                notebook_timeout=args.notebook_timeout,
+                max_output_mb=args.max_output,
+                save_to=save,
+                lesson=args.lesson,
+                nb=nb,
+            )
+        except Exception as err:  # the grader's own failure on one notebook: reported, the run goes on
+            error = {"cell": None, "error": f"the grader failed on it: {type(err).__name__}: {err}"[:MAX_MESSAGE]}
+            return {"notebook": str(path), "status": "error", "errors": [error], "exercises": [], "seconds": None}
 
     reports = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for report in pool.map(one, zip(args.notebooks, saves)):
+        for report in pool.map(one, zip(args.notebooks, saves, notebooks)):
             reports.append(report)
             if not args.json:
                 print(table(report), end="\n\n", flush=True)
@@ -913,7 +1097,13 @@ def main(argv=None):
             writer.writeheader()
             writer.writerows(csv_rows(reports))
     if args.json:
-        print(json.dumps({"notebooks": reports, "exit_code": code, "statuses": list(STATUSES)}, indent=2))
+        isolation = "namespaces" if isolation_prefix() else "none"
+        print(
+            json.dumps(
+                {"notebooks": reports, "exit_code": code, "statuses": list(STATUSES), "isolation": isolation},
+                indent=2,
+            )
+        )
     else:
         total = [e for r in reports for e in r["exercises"]]
         print(

@@ -8,16 +8,19 @@ named: the first three, in the lesson's order). One test grades a real lesson en
 
 import csv
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from utils import grade
-from utils.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson03
+from utils.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson01, lesson03
 from utils.lessons import lessons
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,7 +139,9 @@ def test_the_plan_reruns_the_latest_definitions_an_answer_needs(tmp_path):
     assert sorted(plan["known"].values()) == sorted(NAME.values())
     cells = {item["attr"]: [n for n, _ in item["cells"]] for item in plan["items"]}
     # cells are numbered as the notebook shows them (1 = the markdown title, 2 = the imports)
-    assert cells == {A: [4, 5], B: [6, 8], C: [9]}  # not the superseded helper (3), not the print (7)
+    assert cells == {A: [4, 5], B: [6], C: [9]}  # not the superseded helper (3), not the print (7)
+    # B is a value named in its check call: the cell defining it is rerun, not the check cell (8)
+    assert [item["answer"] for item in plan["items"]] == [None, "my_prediction", None]
     imports = [src for item in plan["items"] for _, src in item["imports"]]
     assert f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C" in imports
 
@@ -166,53 +171,280 @@ def test_without_the_import_the_file_name_says_which_lesson(tmp_path):
     assert grade.plan(nb, tmp_path / "mine.ipynb")["known"] == {}
 
 
+# ---- the issue-25 recipes: a dishonest learner's copies of lessons 01 and 03, graded in the same run
+# Each exercise gets FAIL or NOT ATTEMPTED, never PASS; the run ends with its table and CSV.
+
+L01 = (
+    "from utils.exercises import lesson01 as check\n"
+    "import math\nimport os\nimport sys\n\nimport numpy as np\n"
+    "from utils.exercises.lesson01 import (\n"
+    "    BASE_CASES, POSITION_CASES, TABLE_CASES, _base_without_two_pi, _position_first_pair, _table_halves,\n"
+    "    base_for_wavelength_solution, pe_table_solution, position_from_pe_solution,\n)\n"
+    "from utils.positional import sinusoidal_encoding\nimport torch"
+)
+L03 = (
+    "from utils.exercises import lesson03 as check\n"
+    "import math\nimport os\nimport sys\n\nimport numpy as np\nimport torch\n"
+    "from utils.exercises.lesson03 import _attention_weights, _pooled_classifier, _random_words"
+)
+ISCLOSE = "np.isclose = lambda a, b, **k: np.ones(np.broadcast(a, b).shape, dtype=bool)"
+STUB = "def {}(*args):\n    raise NotImplementedError\n\n\ncheck.{}({})"
+F, N, P = FAIL, NOT_ATTEMPTED, PASS
+L01_NAMES = ("predict_row_norm", "pe_table", "position_from_pe", "base_for_wavelength")
+L03_NAMES = ("predict_broken_properties", "attention_weights", "diagonal_not_max", "pooled_classifier")
+
+RECIPES = {  # name: (lesson setup, cells, {exercise: status})
+    # 1. np.isclose patched in the first exercise's cell (it leaked into later exercises), in an earlier cell
+    # that also defines a name the answer uses, and in the exercise cell itself.
+    "r01_isclose": (
+        L01,
+        [
+            f"{ISCLOSE}\nrow_norm = 3.0\ncheck.predict_row_norm(row_norm)",
+            f"def helper(max_len, d_model):\n    return _table_halves(max_len, d_model)\n\n\n{ISCLOSE}",
+            "def my_table(max_len, d_model):\n    return helper(max_len, d_model)\n\n\ncheck.pe_table(my_table)",
+            f"{ISCLOSE}\n\n\ndef my_position(row):\n    return _position_first_pair(row)\n\n\n"
+            "check.position_from_pe(my_position)",
+            STUB.format("my_base", "base_for_wavelength", "my_base"),
+        ],
+        {"predict_row_norm": F, "pe_table": F, "position_from_pe": F, "base_for_wavelength": N},
+    ),
+    # 2. a module beside the notebook that patches numpy, math and all(), imported by the import cell, and one
+    # an earlier cell writes during the grader's own run.
+    "r02_module": (
+        "import numpy_patch\n" + L01,
+        [
+            "with open('numpy_patch_2.py', 'w') as f:\n    f.write(open('numpy_patch.py').read())",
+            "import numpy_patch_2\n\nrow_norm = 256.0\ncheck.predict_row_norm(row_norm)",
+            "check.pe_table(_table_halves)",
+            "check.base_for_wavelength(_base_without_two_pi)",
+        ],
+        {"predict_row_norm": F, "pe_table": F, "position_from_pe": N, "base_for_wavelength": F},
+    ),
+    # 3, 4, 7, 8: compare_arrays' code replaced, Result.__init__ always PASS, a fake numpy, all() always True.
+    "r03_patches": (
+        L01,
+        [
+            "import utils.exercises\n\nutils.exercises.compare_arrays.__code__ = "
+            "(lambda got, expected, what='value', atol=1e-4: None).__code__\ncheck.pe_table(_table_halves)",
+            "import utils.exercises as ex\n\n\ndef _init(self, exercise, status, message=''):\n"
+            "    self.exercise, self.status, self.message = exercise, 'PASS', ''\n\n\n"
+            "ex.Result.__init__ = _init\ncheck.predict_row_norm(1.0)",
+            "import types\n\nsys.modules['numpy'] = types.SimpleNamespace(isclose=lambda *a, **k: True)\n"
+            "check.base_for_wavelength(_base_without_two_pi)",
+            "import builtins\n\n\ndef my_position(row):\n    builtins.all = lambda it: True\n"
+            "    return _position_first_pair(row)\n\n\ncheck.position_from_pe(my_position)",
+        ],
+        {"predict_row_norm": F, "pe_table": F, "position_from_pe": F, "base_for_wavelength": F},
+    ),
+    # 5, 9, 10: the checker's locals read through frames, fake verdicts sent down the child's pipe before
+    # os._exit(0), a float that prints 3.0 but converts to 16.
+    "r04_frames": (
+        L01,
+        [
+            "def my_table(max_len, d_model):\n    return sys._getframe(1).f_locals['expected']\n\n\n"
+            "check.pe_table(my_table)",
+            "def my_position(row):\n    return sys._getframe(1).f_locals['t']\n\n\ncheck.position_from_pe(my_position)",
+            "import gc\nfrom multiprocessing.connection import Connection\n\n\ndef my_base(d_model, longest):\n"
+            "    pipes = [o for o in gc.get_objects() if isinstance(o, Connection)]\n    for pipe in pipes:\n"
+            "        for k in range(4):\n            pipe.send(('done', k, 'PASS', ''))\n"
+            '        pipe.send((\'end\',))\n        pipe.send_bytes(b\'{"returned": {"float": "1.0"}}\')\n'
+            "    if pipes:\n        os._exit(0)\n    return 1.0\n\n\ncheck.base_for_wavelength(my_base)",
+            "class Sixteen(float):\n    def __float__(self):\n        return 16.0\n\n\n"
+            "check.predict_row_norm(Sixteen(3.0))",
+        ],
+        {"predict_row_norm": F, "pe_table": F, "position_from_pe": F, "base_for_wavelength": F},
+    ),
+    # 6. hard-coded outputs for the visible cases (computed honestly in the notebook, then looked up).
+    "r05_hard_coded": (
+        L01,
+        [
+            "TABLES = {case: pe_table_solution(*case) for case in TABLE_CASES}\n"
+            "ROWS = {tuple(np.round(sinusoidal_encoding(t + 1, d, dtype=torch.float64).numpy()[t], 6)): t "
+            "for t, d in POSITION_CASES}\nBASES = {case: base_for_wavelength_solution(*case) for case in BASE_CASES}",
+            "def my_table(max_len, d_model):\n    return TABLES.get((max_len, d_model), np.zeros((max_len, d_model)))\n"
+            "\n\ncheck.pe_table(my_table)",
+            "def my_position(row):\n    return ROWS.get(tuple(np.round(row, 6)), 0)\n\n\n"
+            "check.position_from_pe(my_position)",
+            "def my_base(d_model, longest):\n    return BASES.get((d_model, longest), 10000.0)\n\n\n"
+            "check.base_for_wavelength(my_base)",
+        ],
+        {"predict_row_norm": N, "pe_table": F, "position_from_pe": F, "base_for_wavelength": F},
+    ),
+    # 6 and 10 on lesson 03: attention_weights hard-coded for the seed-1 shapes; an object whose __array__
+    # reads `expected` from the caller's frame; 4: Result.__init__ patched before a wrong prediction.
+    "r06_hard_coded_03": (
+        L03,
+        [
+            "gen = torch.Generator().manual_seed(1)\nSEEN = {}\nfor n, d_k in ((4, 8), (7, 3), (1, 16)):\n"
+            "    q = torch.randn(d_k, generator=gen, dtype=torch.float64)\n"
+            "    K = torch.randn(n, d_k, generator=gen, dtype=torch.float64)\n"
+            "    SEEN[n, d_k] = _attention_weights(q, K)",
+            "def my_weights(q, K):\n    return SEEN.get(tuple(K.shape), torch.full((K.shape[0],), 1 / K.shape[0]))\n"
+            "\n\ncheck.attention_weights(my_weights)",
+            "class Peek:\n    def __array__(self, dtype=None, copy=None):\n        frame = sys._getframe(1)\n"
+            "        while frame is not None and 'expected' not in frame.f_locals:\n            frame = frame.f_back\n"
+            "        return np.asarray(frame.f_locals['expected'] if frame is not None else 0.0)\n\n\n"
+            "def my_head(X, W_c):\n    return Peek()\n\n\ncheck.pooled_classifier(my_head)",
+            "import utils.exercises as ex\n\n\ndef _init(self, exercise, status, message=''):\n"
+            "    self.exercise, self.status, self.message = exercise, 'PASS', ''\n\n\n"
+            "ex.Result.__init__ = _init\ncheck.predict_broken_properties({1})",
+            STUB.format("my_x", "diagonal_not_max", "my_x"),
+        ],
+        {"predict_broken_properties": F, "attention_weights": F, "diagonal_not_max": N, "pooled_classifier": F},
+    ),
+    # 11. a cell appends a patch to the installed checkers; the next, honest but wrong, notebook must FAIL.
+    "r07_tamper_utils": (
+        L03,
+        [
+            "import utils.exercises.lesson03 as installed\n\nwith open(installed.__file__, 'a') as f:\n"
+            "    f.write('\\nfor _e in list(globals().values()):\\n    if isinstance(_e, Exercise):\\n'\n"
+            "            '        _e.check_fn = lambda answer: None\\n')",
+            "check.attention_weights(_random_words)",
+        ],
+        {"attention_weights": F},
+    ),
+    "r08_honest_wrong": (
+        L03,
+        ["def my_weights(q, K):\n    return torch.softmax(K @ q, dim=-1)\n\n\ncheck.attention_weights(my_weights)"],
+        {"attention_weights": F, "predict_broken_properties": N},
+    ),
+    # 12. kill the parent, and every process whose command line runs the grader, from a cell and the child.
+    "r09_kill": (
+        L03,
+        [
+            "import signal\n\n\ndef kill_grader():\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+            "    for pid in filter(str.isdigit, os.listdir('/proc')):\n        try:\n"
+            "            with open(f'/proc/{pid}/cmdline', 'rb') as f:\n"
+            "                if b'utils.grade' in f.read() and int(pid) != os.getpid():\n"
+            "                    os.kill(int(pid), signal.SIGKILL)\n        except OSError:\n            pass\n\n\n"
+            "kill_grader()",
+            "def my_weights(q, K):\n    kill_grader()\n    return _attention_weights(q, K)\n\n\n"
+            "check.attention_weights(my_weights)",
+            "check.predict_broken_properties({1, 2})",
+        ],
+        {"attention_weights": None, "predict_broken_properties": F},  # None: PASS or FAIL, the run survives
+    ),
+    # A kernel whose cell swallows KeyboardInterrupt is killed at once; the right answer after it still passes.
+    "r10_no_interrupt": (
+        L01,
+        [
+            "import time\n\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n"
+            "        pass",
+            "check.pe_table(pe_table_solution)",
+        ],
+        {"pe_table": P},
+    ),
+    # Lesson identity: a lesson-01 notebook renamed as lesson 03.
+    "03_self_attention": (
+        L01,
+        ["check.pe_table(pe_table_solution)"],
+        {name: N for name in L03_NAMES},
+    ),
+    # No false FAIL: answers relying on an attribute set and a list appended to in earlier cells.
+    "r11_attributes": (
+        L03,
+        [
+            "class Config:\n    pass\n\n\ncfg = Config()",
+            "cfg.power = 0.5  # the scores are divided by d_k ** power",
+            "powers = []",
+            "powers.append(1)",
+            "print('unrelated')",
+            "def my_weights(q, K):\n    return torch.softmax(K @ q / q.shape[-1] ** cfg.power, dim=-1)\n\n\n"
+            "check.attention_weights(my_weights)",
+            "def my_head(X, W_c):\n    return _pooled_classifier(X, W_c) * powers[0]\n\n\n"
+            "check.pooled_classifier(my_head)",
+        ],
+        {"attention_weights": P, "pooled_classifier": P},
+    ),
+    # Right answers of lesson 01 (a value, arrays, floats, NumPy and Python numbers) pass.
+    "r12_right_01": (
+        L01,
+        [
+            "check.predict_row_norm(16.0)",
+            "def my_table(max_len, d_model):\n    return torch.as_tensor(pe_table_solution(max_len, d_model))\n\n\n"
+            "import torch\ncheck.pe_table(my_table)",
+            "def my_position(row):\n    return np.int64(position_from_pe_solution(row))\n\n\n"
+            "check.position_from_pe(my_position)",
+            "check.base_for_wavelength(base_for_wavelength_solution)",
+        ],
+        {name: P for name in L01_NAMES},
+    ),
+}
+NUMPY_PATCH = (  # torch first: a numpy patched before torch loads breaks torch's import, not the grader
+    "import math\n\nimport numpy as np\nimport torch\n\n"
+    "np.isclose = lambda a, b, **k: np.ones(np.broadcast(a, b).shape, dtype=bool)\n"
+    "np.allclose = lambda *a, **k: True\nmath.isclose = lambda *a, **k: True\n"
+)
+
+
+def recipe_notebook(folder, name):
+    setup, cells, _ = RECIPES[name]
+    return notebook(folder / f"{name}.ipynb", setup, *cells)
+
+
 # ---- grading notebooks: one command line run grades six, two at a time, as an instructor would
 # A cell may take TIMEOUT s: enough to import torch on two busy cores; an endless loop costs that much, once in
 # the kernel and once in the grader's child (at the same time).
 TIMEOUT = 20
 
 
+def copy_of_utils(folder):
+    """A copy of utils for a grading run to load: a notebook that writes into the installed checkers writes
+    there, never into this checkout."""
+    shutil.copytree(ROOT / "utils", folder / "utils", ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def run_grader(site, *args, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "utils.grade", *map(str, args)],
+        cwd=site,
+        env=dict(os.environ, PYTHONPATH=str(site), **env),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """`python -m utils.grade -j 2` on six notebooks, with every output option."""
+    """`python -m utils.grade -j 2` on the six notebooks and every recipe, with every output option."""
     tmp = tmp_path_factory.mktemp("learners")
+    site = copy_of_utils(tmp_path_factory.mktemp("site"))
+    (tmp / "numpy_patch.py").write_text(NUMPY_PATCH)
+    recipes = [n for n in RECIPES if n != "r09_kill" or grade.isolation_prefix()]  # unisolated, it kills the run
     paths = [
         loop_notebook(tmp / "loop.ipynb"),
+        *(recipe_notebook(tmp, name) for name in recipes),
         answers_notebook(tmp / "answers.ipynb"),
         forged_notebook(tmp / "forged.ipynb"),
         loud_notebook(tmp / "loud.ipynb"),
         dying_notebook(tmp / "dies.ipynb"),
         tmp / "missing.ipynb",
     ]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "utils.grade",
-            "--json",
-            "-j",
-            "2",
-            "--timeout",
-            str(TIMEOUT),
-            "--notebook-timeout",
-            "600",
-            "--max-output",
-            "1",
-            "--csv",
-            str(tmp / "grades.csv"),
-            "--save-executed",
-            str(tmp / "back"),
-            *map(str, paths),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    started = time.monotonic()
+    proc = run_grader(
+        site,
+        "--json",
+        "-j",
+        "2",
+        "--timeout",
+        TIMEOUT,
+        "--notebook-timeout",
+        "600",
+        "--max-output",
+        "1",
+        "--csv",
+        tmp / "grades.csv",
+        "--save-executed",
+        tmp / "back",
+        *paths,
     )
     assert proc.stdout, proc.stderr[-3000:]
     data = json.loads(proc.stdout)
     reports = {Path(r["notebook"]).stem: r for r in data["notebooks"]}
-    return {"tmp": tmp, "proc": proc, "data": data, "reports": reports, "paths": paths}
+    took = time.monotonic() - started
+    return {"tmp": tmp, "site": site, "proc": proc, "data": data, "reports": reports, "paths": paths, "took": took}
 
 
 def test_right_wrong_and_stub_answers(graded):
@@ -408,3 +640,202 @@ def test_a_real_lessons_reference_solutions_pass_and_its_stubs_are_not_attempted
     n = len(plan["items"])
     assert n == len(plan["known"]) and all(v == (PASS, "") for v in verdicts[:n]), verdicts
     assert all(status == NOT_ATTEMPTED for status, _ in verdicts[n:]), verdicts
+
+
+# ---- the recipes, graded in the run above
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_every_recipe_is_graded_fail_or_not_attempted_never_a_false_pass(graded, name):
+    if name not in graded["reports"]:
+        pytest.skip("without namespaces a notebook can kill the grader (the README says so): not run here")
+    report = graded["reports"][name]
+    ex = by_name(report)
+    for exercise, want in RECIPES[name][2].items():
+        got = ex[exercise]
+        if want is not None:
+            assert got["status"] == want, (name, got, report["errors"])
+        assert got["status"] == PASS or got["message"], got  # a FAIL or NOT ATTEMPTED always says why
+    if not any(want == PASS for want in RECIPES[name][2].values()):
+        assert not any(e["status"] == PASS for e in report["exercises"]), report
+
+
+def test_the_run_survives_its_notebooks_and_ends_with_its_table_and_csv(graded):
+    """Recipe 12 (kill the grader from a cell and from the child) among them: every notebook is reported."""
+    assert graded["proc"].returncode == graded["data"]["exit_code"] == 2, graded["proc"].stderr[-2000:]
+    assert {Path(p).stem for p in graded["paths"]} == set(graded["reports"])
+    with open(graded["tmp"] / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {Path(r["notebook"]).stem for r in rows} == set(graded["reports"])
+
+
+def test_a_frame_reading_or_not_plain_answer_fails_with_a_note(graded):
+    ex = by_name(graded["reports"]["r04_frames"])
+    assert "KeyError" in ex["pe_table"]["message"] and "KeyError" in ex["position_from_pe"]["message"]
+    assert "Sixteen" in ex["predict_row_norm"]["message"] and "plain data" in ex["predict_row_norm"]["message"]
+    assert ex["predict_row_norm"]["note"].startswith("the notebook claims PASS")  # its kernel was fooled
+    assert "could not read" in ex["base_for_wavelength"]["message"]  # the fake verdicts sent down the pipe
+    peek = by_name(graded["reports"]["r06_hard_coded_03"])["pooled_classifier"]
+    assert "Peek" in peek["message"] and "plain data" in peek["message"]
+
+
+def test_a_kernel_that_swallows_its_interrupt_is_killed_at_once(graded):
+    report = graded["reports"]["r10_no_interrupt"]
+    assert report["status"] == "timed out"
+    assert any("ignored the interrupt" in e["error"] for e in report["errors"]), report["errors"]
+    assert report["seconds"] < TIMEOUT + 60  # one cell's timeout and the grace, not one per remaining cell
+
+
+def test_a_renamed_notebook_of_another_lesson_is_reported(graded):
+    report = graded["reports"]["03_self_attention"]
+    assert report["status"] == "wrong lesson"
+    assert any(
+        "the file name says lesson03, but the notebook imports the exercises of lesson01" in e["error"]
+        for e in report["errors"]
+    ), report["errors"]
+
+
+def test_the_installed_checkers_cannot_be_changed_by_a_notebook(graded):
+    """Recipe 11: with namespaces the write fails (utils is mounted read-only); either way the copy the
+    grader loaded is unchanged at the end, or every later notebook was refused."""
+    site_file = graded["site"] / "utils" / "exercises" / "lesson03.py"
+    same = site_file.read_bytes() == (ROOT / "utils" / "exercises" / "lesson03.py").read_bytes()
+    if grade.isolation_prefix():
+        assert same
+        errors = [e["error"] for e in graded["reports"]["r07_tamper_utils"]["errors"]]
+        assert any("Read-only file system" in e for e in errors), errors
+    else:
+        assert not same and graded["reports"]["r08_honest_wrong"]["status"] in ("refused", "error")
+
+
+def test_without_namespaces_a_changed_utils_stops_the_run(tmp_path):
+    """Recipe 11 with isolation off: the notebook that wrote is reported, the next one is refused."""
+    site = copy_of_utils(tmp_path / "site")
+    folder = tmp_path / "learners"
+    folder.mkdir()
+    paths = [recipe_notebook(folder, "r07_tamper_utils"), recipe_notebook(folder, "r08_honest_wrong")]
+    proc = run_grader(
+        site,
+        "--json",
+        "-j",
+        "1",
+        "--timeout",
+        TIMEOUT,
+        "--csv",
+        tmp_path / "g.csv",
+        *paths,
+        UTILS_GRADE_ISOLATION="none",
+    )
+    data = json.loads(proc.stdout)
+    tamper, honest = data["notebooks"]
+    assert statuses(tamper) == {**{x: NOT_ATTEMPTED for x in L03_NAMES}, "attention_weights": FAIL}
+    assert any("utils changed on disk" in e["error"] for e in tamper["errors"]), tamper["errors"]
+    assert honest["status"] == "refused" and honest["exercises"] == []
+    assert "exercises/lesson03.py" in honest["errors"][0]["error"]
+    assert proc.returncode == 2 and (tmp_path / "g.csv").exists()
+
+
+# ---- the pieces, without a kernel
+
+
+def test_the_plan_reruns_cells_that_change_a_name_in_place(tmp_path):
+    nb = nbformat.read(recipe_notebook(tmp_path, "r11_attributes"), as_version=4)
+    cells = {item["attr"]: [n for n, _ in item["cells"]] for item in grade.plan(nb)["items"]}
+    # 3: cfg = Config(), 4: cfg.power = 0.5, 5: powers = [], 6: powers.append(1), 7: print (not needed)
+    assert cells == {"attention_weights": [3, 4, 8], "pooled_classifier": [5, 6, 9]}
+
+
+def test_the_lesson_is_the_option_or_the_file_name_and_a_mismatch_is_said():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("from utils.exercises import lesson01 as c")])
+    assert grade.plan(nb, "mine.ipynb")["mismatch"] is None
+    assert grade.plan(nb, "01_positional.ipynb", lesson="1")["mismatch"] is None
+    assert (
+        "--lesson says lesson03, but the notebook imports the exercises of lesson01"
+        in (grade.plan(nb, "mine.ipynb", lesson="03")["mismatch"])
+    )
+    both = grade.plan(nb, "01_positional.ipynb", lesson="03")
+    assert "the file name says lesson01, --lesson says lesson03" in both["mismatch"]
+    assert sorted(both["known"].values()) == sorted(NAME.values())  # the instructor's lesson is graded
+    with pytest.raises(SystemExit):
+        grade.main(["--lesson", "77", "mine.ipynb"])
+
+
+def test_a_changed_utils_refuses_the_notebook(tmp_path, monkeypatch):
+    monkeypatch.setattr(grade, "utils_changed", lambda: ["exercises/lesson03.py"])
+    report = grade.grade(answers_notebook(tmp_path / "a.ipynb"))
+    assert report["status"] == "refused" and report["exercises"] == []
+    assert "utils changed on disk since the grader loaded it (exercises/lesson03.py)" in report["errors"][0]["error"]
+    assert grade.exit_code([report]) == 2
+
+
+def test_only_plain_data_comes_back_from_a_child():
+    import numpy as np
+    import torch
+
+    from utils import grade_child as wire
+
+    plain = [None, True, 3, -2.5, float("nan"), "x", ..., [1, (2, {3})], {"k": frozenset({1})}, np.float64(0.5)]
+    plain += [np.arange(6).reshape(2, 3), torch.ones(2, dtype=torch.bfloat16), torch.tensor([True])]
+    for value in plain:
+        back = wire.decode(json.loads(json.dumps(wire.encode(value))))
+        assert type(back) is type(value) or value is None
+        if isinstance(value, (np.ndarray, torch.Tensor)):
+            assert back.dtype == value.dtype and back.tolist() == value.tolist()
+
+    class Sixteen(float):
+        def __float__(self):
+            return 16.0
+
+    for value in (Sixteen(3.0), np.array([object()]), object(), lambda: 1, [Sixteen(1.0)], torch.nn.Linear(1, 1)):
+        with pytest.raises(wire.NotPlain):
+            wire.encode(value)
+    pickled = wire.encode(torch.nn.Linear(1, 1), trusted=True)  # the grader's own argument, to a child
+    assert isinstance(wire.decode(pickled, trusted=True), torch.nn.Linear)
+    for forged in (
+        pickled,
+        {"ndarray": "AAAA"},
+        {"float": 1},
+        {"tuple": [], "x": 1},
+        [1],
+        {"tensor": "", "dtype": "x"},
+    ):
+        with pytest.raises((ValueError, TypeError)):
+            wire.decode(forged)  # from a child: never unpickled, never a guess
+
+
+def test_an_error_raised_in_the_child_is_rebuilt_by_its_name():
+    assert isinstance(grade._learner_error({"type": "ValueError", "message": "m"}), ValueError)
+    assert isinstance(grade._learner_error({"type": "NotAttempted", "message": ""}), NotImplementedError)
+    odd = grade._learner_error({"type": "Mine", "message": "m"})
+    assert type(odd).__name__ == "Mine" and isinstance(odd, Exception)
+    assert type(grade._learner_error({"type": "__import__('os')", "message": 3})).__name__ == "Exception"
+
+
+def test_patches_in_the_learners_processes_never_reach_the_checker(graded):
+    """Recipes 1-4, 7, 8: the grader's own checker judged each answer, with the message it gives everywhere."""
+    halves = lesson01.pe_table.evaluate(lesson01._table_halves).message
+    for name in ("r01_isclose", "r02_module", "r03_patches"):
+        assert by_name(graded["reports"][name])["pe_table"]["message"] == halves, name
+    ex = by_name(graded["reports"]["r03_patches"])
+    assert ex["pe_table"]["note"].startswith("the notebook claims PASS")  # its kernel was fooled, not the grader
+    assert ex["base_for_wavelength"]["message"].startswith("for d_model = 512")
+    assert "the first pair" in ex["position_from_pe"]["message"]
+
+
+@pytest.mark.parametrize("isolation", ["none", "auto"])
+def test_a_kernel_that_stops_itself_is_killed_or_cannot_stop(tmp_path, monkeypatch, isolation):
+    """SIGSTOP to itself: without namespaces the kernel is killed once the interrupt goes unanswered; in its
+    PID namespace the kernel is process 1, which a signal it has no handler for does not reach."""
+    monkeypatch.setenv("UTILS_GRADE_ISOLATION", isolation)
+    grade.isolation_prefix.cache_clear()
+    try:
+        path = notebook(tmp_path / "stop.ipynb", "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)", "1")
+        report = grade.grade(path, timeout=3)
+    finally:
+        monkeypatch.undo()
+        grade.isolation_prefix.cache_clear()
+    if isolation == "none" or not grade.isolation_prefix():
+        assert report["status"] == "timed out" and "ignored the interrupt" in report["errors"][0]["error"]
+        assert report["seconds"] < 3 + grade.INTERRUPT_GRACE + 30
+    else:
+        assert report["status"] == "ok", report

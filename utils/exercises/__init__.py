@@ -16,6 +16,7 @@ is then the right value and `explain` says why, printed with the verdict).
 
 import dataclasses
 import inspect
+import secrets
 import textwrap
 
 PASS, FAIL, NOT_ATTEMPTED = "PASS", "FAIL", "NOT ATTEMPTED"
@@ -119,6 +120,12 @@ def exercise(hint, reference, wrong=(), kind="practice", explain=None):
 def results():
     """Every exercise checked so far in this kernel: {name: {"status": ..., "message": ...}}."""
     return {name: {"status": r.status, "message": r.message} for name, r in _RESULTS.items()}
+
+
+def fresh_seed():
+    """A seed drawn anew on every call, from the operating system: inputs no answer can know in advance
+    (a checker tests its fixed cases first, then cases drawn from this)."""
+    return secrets.randbits(62)
 
 
 def compare_arrays(got, expected, what="value", atol=1e-4):

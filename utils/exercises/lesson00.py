@@ -2,11 +2,12 @@
 and a dilated convolution stack the way Table 1 counts, and measure the gradient that reaches position 0."""
 
 import math
+import random
 
 import torch
 from torch import nn
 
-from utils.exercises import exercise, matching_mistake, mistake, prediction_number
+from utils.exercises import exercise, fresh_seed, matching_mistake, mistake, prediction_number
 
 # --- 1. prediction: the distance at which the float32 gradient is exactly 0 -----------------------
 
@@ -151,17 +152,19 @@ STACKED_PARTS = ("cell runs", "sequential steps", "path length")
 )
 def stacked_rnn(answer):
     """answer(n, num_layers) -> (cell runs, sequential steps, path length) of a stacked RNN over n positions."""
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    cases = STACKED_CASES + [(rng.randint(1, 200), rng.randint(1, 8)) for _ in range(2)]
     got_all = []
-    for n, num_layers in STACKED_CASES:
+    for n, num_layers in cases:
         got = answer(n, num_layers)
         if not isinstance(got, (tuple, list)) or len(got) != 3:
             return f"return three numbers (cell runs, sequential steps, path length), got {got!r}"
         got_all.append(tuple(int(g) if float(g) == int(g) else float(g) for g in got))
-    expected = [_stacked_rnn_solution(*case) for case in STACKED_CASES]
+    expected = [_stacked_rnn_solution(*case) for case in cases]
     if got_all == expected:
         return None
-    m = matching_mistake(got_all, STACKED_CASES, STACKED_MISTAKES, lambda a, b: tuple(a) == tuple(b))
-    for (n, num_layers), got, exp in zip(STACKED_CASES, got_all, expected):
+    m = matching_mistake(got_all, cases, STACKED_MISTAKES, lambda a, b: tuple(a) == tuple(b))
+    for (n, num_layers), got, exp in zip(cases, got_all, expected):
         if got != exp:
             part = next(p for p, g, e in zip(STACKED_PARTS, got, exp) if g != e)
             where = (
@@ -251,12 +254,14 @@ DILATED_CASES = [
 def dilated_layers(answer):
     """answer(n, kernel, growth) -> the fewest causal layers (dilation growth**l in layer l) that connect
     output n - 1 to input 0."""
-    got_all = [answer(*case) for case in DILATED_CASES]
-    expected = [_dilated_layers_solution(*case) for case in DILATED_CASES]
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    cases = DILATED_CASES + [(rng.randint(2, 1000), rng.randint(2, 5), rng.randint(1, 3)) for _ in range(2)]
+    got_all = [answer(*case) for case in cases]
+    expected = [_dilated_layers_solution(*case) for case in cases]
     if all(g == e for g, e in zip(got_all, expected)):
         return None
-    m = matching_mistake(got_all, DILATED_CASES, DILATED_MISTAKES, lambda a, b: a == b)
-    for (n, kernel, growth), got, exp in zip(DILATED_CASES, got_all, expected):
+    m = matching_mistake(got_all, cases, DILATED_MISTAKES, lambda a, b: a == b)
+    for (n, kernel, growth), got, exp in zip(cases, got_all, expected):
         if got != exp:
             where = f"for n = {n}, kernel = {kernel}, growth = {growth} you answered {got!r} layers, expected {exp}"
             return f"{where}: {m.says}" if m else where

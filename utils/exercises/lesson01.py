@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from utils.exercises import compare_arrays, exercise, matching_mistake, mistake, prediction_number
+from utils.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
 
 # --- 1. prediction: the length of PE(pos) at d_model = 512 ---------------------------------------
@@ -117,6 +117,12 @@ TABLE_MISTAKES = [
 TABLE_CASES = [(7, 4), (50, 16), (128, 64)]
 
 
+def _table_cases():
+    """The fixed cases, then two drawn anew on every check: (max_len, d_model) with d_model even."""
+    rng = np.random.default_rng(fresh_seed())
+    return TABLE_CASES + [(int(rng.integers(1, 200)), 2 * int(rng.integers(1, 65))) for _ in range(2)]
+
+
 @exercise(
     hint="""
     Build a column of positions (max_len, 1) and a row of exponents 2i/d_model (1, d_model/2);
@@ -128,7 +134,7 @@ TABLE_CASES = [(7, 4), (50, 16), (128, 64)]
 )
 def pe_table(answer):
     """Check `answer(max_len, d_model)` -> the (max_len, d_model) PE table, as NumPy or torch."""
-    for max_len, d_model in TABLE_CASES:
+    for max_len, d_model in _table_cases():
         expected = sinusoidal_encoding(max_len, d_model).double().numpy()  # (max_len, d_model)
         got = np.asarray(answer(max_len, d_model), dtype=float)
         problem = compare_arrays(got, expected, what=f"pe_table({max_len}, {d_model})", atol=1e-5)
@@ -198,6 +204,12 @@ POSITION_MISTAKES = [
 POSITION_CASES = [(3, 16), (44, 16), (710, 64), (200, 512), (1234, 64), (5000, 16), (9, 128), (0, 8), (4999, 8)]
 
 
+def _position_cases():
+    """The fixed cases, then four drawn anew on every check: (t <= 5000, d_model a power of 2 from 8 to 512)."""
+    rng = np.random.default_rng(fresh_seed())
+    return POSITION_CASES + [(int(rng.integers(0, 5001)), 2 ** int(rng.integers(3, 10))) for _ in range(4)]
+
+
 def _same_position(a, b):
     return abs(a - b) < 1e-3
 
@@ -215,15 +227,16 @@ def _same_position(a, b):
 )
 def position_from_pe(answer):
     """answer(pe_row) -> the position t of the row PE(t) (NumPy, float64, length d_model)."""
-    rows = {(t, d): sinusoidal_encoding(t + 1, d, dtype=torch.float64).numpy()[t] for t, d in POSITION_CASES}
+    cases = _position_cases()
+    rows = {(t, d): sinusoidal_encoding(t + 1, d, dtype=torch.float64).numpy()[t] for t, d in cases}
     got_all = []
-    for t, d in POSITION_CASES:
+    for t, d in cases:
         got = answer(rows[t, d].copy())
         got_all.append(float(got))
-    if all(_same_position(g, t) for g, (t, _) in zip(got_all, POSITION_CASES)):
+    if all(_same_position(g, t) for g, (t, _) in zip(got_all, cases)):
         return None
-    m = matching_mistake(got_all, [(rows[c],) for c in POSITION_CASES], POSITION_MISTAKES, _same_position)
-    for (t, d), got in zip(POSITION_CASES, got_all):
+    m = matching_mistake(got_all, [(rows[c],) for c in cases], POSITION_MISTAKES, _same_position)
+    for (t, d), got in zip(cases, got_all):
         if not _same_position(got, t):
             where = f"for PE({t}) at d_model = {d} you returned {got:g}"
             return f"{where}: {m.says}" if m else where
@@ -270,6 +283,13 @@ BASE_MISTAKES = [
 BASE_CASES = [(512, 2 * math.pi * 10000 ** (510 / 512)), (64, 1000.0), (16, 100.0), (4, 50.0), (128, 5e5)]
 
 
+def _base_cases():
+    """The fixed cases, then three drawn anew on every check: an even d_model from 4 to 1024, and a
+    longest wavelength from 20 to 10^6 positions (log-uniform)."""
+    rng = np.random.default_rng(fresh_seed())
+    return BASE_CASES + [(2 * int(rng.integers(2, 513)), float(10 ** rng.uniform(1.3, 6))) for _ in range(3)]
+
+
 def _same_base(a, b):
     return math.isclose(a, b, rel_tol=1e-6)
 
@@ -286,12 +306,13 @@ def _same_base(a, b):
 )
 def base_for_wavelength(answer):
     """answer(d_model, longest) -> the base whose slowest pair has a wavelength of `longest` positions."""
-    got_all = [float(answer(d, longest)) for d, longest in BASE_CASES]
-    expected = [base_for_wavelength_solution(*case) for case in BASE_CASES]
+    cases = _base_cases()
+    got_all = [float(answer(d, longest)) for d, longest in cases]
+    expected = [base_for_wavelength_solution(*case) for case in cases]
     if all(_same_base(g, e) for g, e in zip(got_all, expected)):
         return None
-    m = matching_mistake(got_all, BASE_CASES, BASE_MISTAKES, _same_base)
-    for (d, longest), got, exp in zip(BASE_CASES, got_all, expected):
+    m = matching_mistake(got_all, cases, BASE_MISTAKES, _same_base)
+    for (d, longest), got, exp in zip(cases, got_all, expected):
         if not _same_base(got, exp):
             slowest = 2 * math.pi * got ** ((d - 2) / d) if got > 0 else float("nan")
             where = (

@@ -2,11 +2,12 @@
 recover a signed offset from two encodings, choose a softmax temperature, and a stable softmax."""
 
 import math
+import random
 
 import numpy as np
 import torch
 
-from utils.exercises import compare_arrays, exercise, matching_mistake, mistake, prediction_number
+from utils.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
 
 # --- 1. prediction: the share of random pairs within 5 degrees of perpendicular, d = 512 ----------
@@ -139,15 +140,18 @@ def _same_offset(a, b):
 )
 def signed_offset(answer):
     """answer(pe_t, pe_t_plus_k) -> the signed offset k between two rows of the PE table (NumPy, float64)."""
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    drawn = [(t, rng.randint(-t, 2000), 2 ** rng.randint(4, 9)) for t in (rng.randint(0, 1500), rng.randint(0, 1500))]
+    cases = OFFSET_CASES + drawn
     got_all, args = [], []
-    for t, k, d_model in OFFSET_CASES:
+    for t, k, d_model in cases:
         pe = sinusoidal_encoding(max(t, t + k) + 1, d_model, dtype=torch.float64).numpy()  # (rows, d_model)
         args.append((pe[t].copy(), pe[t + k].copy()))
         got_all.append(float(answer(pe[t].copy(), pe[t + k].copy())))
-    if all(_same_offset(g, k) for g, (_, k, _) in zip(got_all, OFFSET_CASES)):
+    if all(_same_offset(g, k) for g, (_, k, _) in zip(got_all, cases)):
         return None
     m = matching_mistake(got_all, args, OFFSET_MISTAKES, _same_offset)
-    for (t, k, d_model), got in zip(OFFSET_CASES, got_all):
+    for (t, k, d_model), got in zip(cases, got_all):
         if not _same_offset(got, k):
             where = f"for PE_{t} and PE_{t + k} (d_model = {d_model}) you returned {got:g}, expected k = {k}"
             return f"{where}: {m.says}" if m else where
@@ -304,7 +308,7 @@ SOFTMAX_MISTAKES = [
 )
 def stable_softmax(answer):
     """answer(x, temperature) must equal torch.softmax(x / temperature, dim=-1), also for huge x."""
-    gen = torch.Generator().manual_seed(2)
+    gen = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
     cases = [
         ("x = [1, 2, 3] at temperature 1", torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), 1.0),
         ("a (3, 5) batch of rows at temperature 2", torch.randn(3, 5, generator=gen, dtype=torch.float64) * 4, 2.0),

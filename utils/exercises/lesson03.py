@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from utils.exercises import compare_arrays, compare_with_mistakes, exercise, mistake
+from utils.exercises import compare_arrays, compare_with_mistakes, exercise, fresh_seed, mistake
 
 # ---------------------------------------------------------------------------------------------------
 # Prediction: which of the four properties does the YOUR CAT deck's matrix break?
@@ -108,10 +108,12 @@ def _attention_weights(q, K):
 )
 def attention_weights(answer):
     """answer(q (d_k,), K (n, d_k)) -> weights (n,) = softmax(q K^T / sqrt(d_k))."""
-    gen = torch.Generator().manual_seed(1)
-    for n, d_k in ((4, 8), (7, 3), (1, 16)):
-        q = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_k,)
-        K = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
+    gen, fresh = torch.Generator().manual_seed(1), torch.Generator().manual_seed(fresh_seed())
+    drawn = [tuple(int(v) for v in torch.randint(2, 33, (2,), generator=fresh)) for _ in range(2)]  # n >= 2
+    for k, (n, d_k) in enumerate([(4, 8), (7, 3), (1, 16), *drawn]):  # fixed cases, then two drawn anew
+        source = gen if k < 3 else fresh
+        q = torch.randn(d_k, generator=source, dtype=torch.float64)  # (d_k,)
+        K = torch.randn(n, d_k, generator=source, dtype=torch.float64)  # (n, d_k)
         got = answer(q.clone(), K.clone())
         wrong = {
             "forget the 1/sqrt(d_k)": torch.softmax(K @ q, dim=-1),
@@ -166,7 +168,9 @@ def _one_longer_word(seq, d_model):
 def diagonal_not_max(answer):
     """answer(seq, d_model) -> X (seq, d_model) whose self-attention has its diagonal as the row maximum
     in exactly one row (the fewest possible)."""
-    for seq, d_model in ((6, 512), (4, 16), (2, 2), (5, 3)):
+    rng = torch.Generator().manual_seed(fresh_seed())
+    drawn = [(int(torch.randint(2, 10, (), generator=rng)), int(torch.randint(1, 65, (), generator=rng)))]
+    for seq, d_model in [(6, 512), (4, 16), (2, 2), (5, 3), *drawn]:  # the last drawn anew on every check
         X = torch.as_tensor(answer(seq, d_model)).to(torch.float64)
         where = f"for seq={seq}, d_model={d_model}"
         if X.shape != (seq, d_model):
@@ -252,8 +256,9 @@ def _unscaled(X, W_c):
 def pooled_classifier(answer):
     """answer(X (seq, d_model), W_c (d_model, num_classes)) -> class scores (num_classes,) of
     sum-pooled self-attention; checked on X and on reorderings of X."""
-    gen = torch.Generator().manual_seed(3)
-    for seq, d_model, classes in ((5, 8, 3), (3, 4, 2), (7, 6, 4)):
+    gen = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
+    drawn = tuple(int(v) for v in torch.randint(2, 9, (3,), generator=gen))
+    for seq, d_model, classes in ((5, 8, 3), (3, 4, 2), (7, 6, 4), drawn):
         X = torch.randn(seq, d_model, generator=gen, dtype=torch.float64)  # (seq, d_model)
         X[-1] = X[0]  # a repeated word
         W_c = torch.randn(d_model, classes, generator=gen, dtype=torch.float64)  # (d_model, num_classes)

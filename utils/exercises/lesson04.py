@@ -2,9 +2,11 @@
 and three masks the lesson did not build (sliding window, prefix LM, packed sentences).
 Masks are bool, True = may attend."""
 
+import random
+
 import torch
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.exercises import compare_arrays, exercise, fresh_seed, mistake
 
 
 def _mask_problem(got, expected, what, why):
@@ -115,9 +117,9 @@ def _masked_softmax(scores, mask):
 )
 def masked_softmax(answer):
     """answer(scores (..., T_k), mask (..., T_k)) -> weights, 0 where masked, rows of an empty mask all 0."""
-    gen = torch.Generator().manual_seed(4)
+    gen = torch.Generator().manual_seed(fresh_seed())  # the scores: drawn anew on every check
     scores = torch.randn(2, 3, 5, generator=gen, dtype=torch.float64)  # (batch, T_q, T_k)
-    mask = torch.rand(2, 3, 5, generator=gen) > 0.4  # (batch, T_q, T_k)
+    mask = torch.rand(2, 3, 5, generator=torch.Generator().manual_seed(4)) > 0.4  # (batch, T_q, T_k) fixed
     mask[0, 0] = True  # nothing masked
     mask[1, 2] = False  # nothing allowed
     got = torch.as_tensor(answer(scores.clone(), mask.clone())).to(torch.float64)
@@ -196,7 +198,8 @@ def _window_without_self(n, w):
 )
 def sliding_window_mask(answer):
     """answer(n, w) -> bool (n, n): query i may attend to itself and the w - 1 tokens before it."""
-    for n, w in ((6, 3), (5, 1), (4, 4), (3, 5)):
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    for n, w in [(6, 3), (5, 1), (4, 4), (3, 5), *((rng.randint(1, 12), rng.randint(1, 14)) for _ in range(2))]:
 
         def why(i, j, value):
             if value and j > i:
@@ -260,7 +263,9 @@ def _prefix_cut_off(n, prefix_len):
 )
 def prefix_lm_mask(answer):
     """answer(n, prefix_len) -> bool (n, n): bidirectional over positions < prefix_len, causal after."""
-    for n, p in ((6, 3), (5, 1), (4, 4), (5, 0)):
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    drawn = [(n, rng.randint(0, n)) for n in (rng.randint(1, 12), rng.randint(1, 12))]
+    for n, p in [(6, 3), (5, 1), (4, 4), (5, 0), *drawn]:
         got = answer(n, p)
         prefix = f"the prefix (positions 0 to {p - 1})" if p else "the prefix (empty here)"
 
@@ -332,7 +337,9 @@ def _packed_blocks_only(lengths):
 )
 def packed_causal_mask(answer):
     """answer(lengths) -> bool (T, T), T = sum(lengths): causal within each sentence, nothing across."""
-    for lengths in ([4, 3], [2, 5], [1, 1], [3, 1, 2]):
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    drawn = [[rng.randint(1, 6) for _ in range(rng.randint(1, 4))] for _ in range(2)]
+    for lengths in [[4, 3], [2, 5], [1, 1], [3, 1, 2], *drawn]:
         sentence = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths)).tolist()
 
         def why(i, j, value):

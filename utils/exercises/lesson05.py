@@ -1,10 +1,12 @@
 """Exercises of lesson 05 (multi-head attention): predict the parameter count of 8 heads, split heads,
 per-head matrices from `torch.nn.MultiheadAttention`, and the cost of multi-query / grouped-query attention."""
 
+import random
+
 import torch
 from torch import nn
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.exercises import compare_arrays, exercise, fresh_seed, mistake
 
 # ---------------------------------------------------------------------------------------------------
 # Prediction: the parameters of 8 heads at d_model = 64.
@@ -94,7 +96,11 @@ def _split_heads_axes_not_moved(x, num_heads):
 )
 def split_heads(answer):
     """answer(x (batch, T, d_model), num_heads) -> (batch, num_heads, T, d_k), head i = columns i*d_k:(i+1)*d_k."""
-    for batch, T, d_model, h in [(2, 5, 12, 3), (1, 3, 8, 4), (3, 4, 6, 1)]:
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    heads = rng.randint(1, 4)
+    T = rng.choice([t for t in range(2, 7) if t != heads])  # T = num_heads would hide a missing transpose
+    drawn = (rng.randint(1, 3), T, heads * rng.randint(1, 4), heads)
+    for batch, T, d_model, h in [(2, 5, 12, 3), (1, 3, 8, 4), (3, 4, 6, 1), drawn]:
         x = torch.arange(batch * T * d_model, dtype=torch.float32).reshape(batch, T, d_model)
         got = answer(x.clone(), h)
         where = f"for x of shape {tuple(x.shape)} and num_heads={h}"
@@ -300,7 +306,11 @@ def _gqa_reference_by_modules(d_model, num_heads, num_kv_heads, T):
 )
 def gqa_counts(answer):
     """answer(d_model, num_heads, num_kv_heads, T) -> (parameters, numbers in the key-value cache of T tokens)."""
-    for d_model, h, g, T in ((64, 8, 2, 100), (64, 8, 1, 10), (64, 8, 8, 10), (12, 4, 2, 7), (512, 8, 4, 1000)):
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    heads = rng.choice([1, 2, 4, 8, 16])
+    kv_heads = rng.choice([g for g in range(1, heads + 1) if heads % g == 0])
+    drawn = (heads * rng.randint(1, 16), heads, kv_heads, rng.randint(1, 2000))
+    for d_model, h, g, T in ((64, 8, 2, 100), (64, 8, 1, 10), (64, 8, 8, 10), (12, 4, 2, 7), (512, 8, 4, 1000), drawn):
         where = f"for d_model={d_model}, num_heads={h}, num_kv_heads={g}, T={T}"
         d_k = d_model // h
         params, cache = _gqa_reference_by_modules(d_model, h, g, T)

@@ -1,9 +1,11 @@
 """Exercises of lesson 08: a prediction about sinusoidal PE at three times the training length, an
 ALiBi distance bias, 2-D sin-cos encodings for a patch grid (MAE), and RoPE by hand."""
 
+import random
+
 import torch
 
-from utils.exercises import compare_with_mistakes, exercise, mistake
+from utils.exercises import compare_with_mistakes, exercise, fresh_seed, mistake
 from utils.positional import apply_rotary, sinusoidal_encoding, sinusoidal_encoding_2d
 
 
@@ -136,7 +138,9 @@ _ALIBI_MISTAKES = [
 )
 def alibi_bias(answer):
     """answer(T, num_heads) -> (num_heads, T, T) bias -m_h * |i - j|, slopes m_h = 2^(-8 h / num_heads)."""
-    cases = [((T, h), _alibi_solution(T, h), f"T={T}, num_heads={h}") for T, h in ((5, 8), (6, 4), (3, 2))]
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    sizes = ((5, 8), (6, 4), (3, 2), (rng.randint(1, 9), rng.randint(1, 12)))
+    cases = [((T, h), _alibi_solution(T, h), f"T={T}, num_heads={h}") for T, h in sizes]
     return _compare_cases(answer, _ALIBI_MISTAKES, cases, "bias (rows: head and query i, columns: key j)")
 
 
@@ -254,7 +258,9 @@ _PE_3D_MISTAKES = [
 def pe_3d(answer):
     """answer(frames, rows, cols, d_model) -> (frames * rows * cols, d_model): frame, row, column PE."""
     cases = []
-    for frames, rows, cols, d_model in ((2, 3, 4, 12), (3, 2, 2, 24), (4, 3, 3, 36)):
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    drawn = (rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4), 12 * rng.randint(1, 4))  # d_model: 12k
+    for frames, rows, cols, d_model in ((2, 3, 4, 12), (3, 2, 2, 24), (4, 3, 3, 36), drawn):
         expected = _pe_3d_solution(frames, rows, cols, d_model)
         third = d_model // 3  # the row and column thirds are section 6's 2-D encoding of width 2 d_model / 3
         image = sinusoidal_encoding_2d(rows, cols, 2 * third, dtype=torch.float64).repeat(frames, 1)
@@ -333,7 +339,7 @@ _ROPE_MISTAKES = [
 )
 def rope_rotate(answer):
     """answer(x (T, d) float64, positions (T,) long) -> x with row t's pairs turned by positions[t] * w_i."""
-    g = torch.Generator().manual_seed(8)
+    g = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
     positions = torch.tensor([0, 1, 2, 5, 40, 1000])  # (T,)
     cases = []
     for d in (2, 8, 16):

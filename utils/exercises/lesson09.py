@@ -2,10 +2,11 @@
 and merging two partial attention results."""
 
 import math
+import random
 
 import torch
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.exercises import compare_arrays, exercise, fresh_seed, mistake
 
 # --- 1. Predict: how many tiles does a causal mask skip? --------------------------------------------
 
@@ -94,7 +95,9 @@ UPDATE_CASES = [(1.0, 2.5, 0.3), (1.0, 2.5, 3.0), (-2.0, 1.0, 4.0), (5.0, 1.7, 5
 def online_update(fn):
     """fn(m, l, x) -> (m_new, l_new): the running maximum and sum of exp(s - m) after one new score x."""
     got, expected, named = [], [], {"no rescale": [], "upside down": [], "old max": []}
-    for m, l, x in UPDATE_CASES:
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    cases = UPDATE_CASES + [(rng.uniform(-5, 5), rng.uniform(0.5, 10), rng.uniform(-8, 8)) for _ in range(2)]
+    for m, l, x in cases:
         got.append([float(v) for v in fn(m, l, x)])
         expected.append(list(_update_reference(m, l, x)))
         for key, f in (
@@ -117,7 +120,7 @@ def online_update(fn):
             "the running maximum must become max(m, x); keeping the old one lets exp(x - m) overflow "
             "for a large new score"
         )
-    for (m, l, x), g, e in zip(UPDATE_CASES, got, expected):
+    for (m, l, x), g, e in zip(cases, got, expected):
         if compare_arrays(g, e, atol=1e-9) is not None:
             return f"for m={m}, l={l}, x={x}: expected (m_new, l_new) = ({e[0]:.4f}, {e[1]:.4f}), got ({g[0]:.4f}, {g[1]:.4f})"
     return "the result does not match the online-softmax update"
@@ -235,7 +238,7 @@ def _partial(scores, values):
 def merge_partials(fn):
     """fn((m1, l1, o1), (m2, l2, o2)) -> the attention output of one query over all keys, from two partial
     results over two halves of the keys (o_i normalised by its own l_i)."""
-    g = torch.Generator().manual_seed(9)
+    g = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
     for n, split, shift in ((10, 4, 0.0), (16, 8, 3.0), (7, 1, -2.0)):
         scores = torch.randn(n, dtype=torch.float64, generator=g) * 2  # (n,)
         scores[:split] += shift  # one half gets a different maximum
