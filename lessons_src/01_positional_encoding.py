@@ -7,10 +7,12 @@
 # - seen why plain integer positions, or positions squeezed into [0, 1], are poor position signals;
 # - built the sinusoidal encoding of *Attention is all you need* (section 3.5) with loops, and checked
 #   it against the tested `utils.positional.sinusoidal_encoding`;
-# - reproduced the $PE(0)$ and $PE(1)$ of the YOUR CAT slide deck, and found two slips in its figures;
+# - reproduced the $PE(0)$ and $PE(1)$ of the YOUR CAT slide deck, and checked how its figures were
+#   cut to four decimals and which exponents give them;
 # - seen what changes when the sin/cos pairs are numbered from 1, as in the COMP7607 slides, instead of
 #   from 0, as in the paper;
-# - checked that the encoding is bounded, deterministic and unique for every position;
+# - checked that the encoding is bounded, deterministic and unique for every position, and read the
+#   paper's own reasons for choosing it;
 # - added it to the word embeddings of "YOUR CAT IS A LOVELY CAT" and measured how big it is next to them;
 # - explored the PE table with sliders.
 #
@@ -49,7 +51,7 @@ import torch
 
 from utils.exercises import lesson01 as check
 from utils.plotting import plot_pe_heatmap
-from utils.positional import PositionalEncoding, angular_frequencies, sinusoidal_encoding
+from utils.positional import PositionalEncoding, angular_frequencies, relative_rotation, sinusoidal_encoding
 from utils.widgets import pe_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -175,10 +177,12 @@ for seq_len in (5, 50):
     print(f"seq_len {seq_len:2d}: {scaled[:4].numpy().round(4)} ..., step between neighbours {steps[seq_len]:.4f}")
 
 # %%
-assert math.isclose(steps[5], 1 / 4, rel_tol=1e-6) and math.isclose(steps[50], 1 / 49, rel_tol=1e-6)
-words_apart = 0.25 / steps[50]  # a gap of 0.25 measured in words of the 50-word sentence
-assert words_apart > 12
-print(f"a gap of 0.25 is 1 word in the 5-word sentence but {words_apart:.2f} words in the 50-word one: PASS")
+words_apart = {seq_len: 0.25 / step for seq_len, step in steps.items()}  # a gap of 0.25, counted in words
+at_half = {seq_len: (torch.arange(seq_len) / (seq_len - 1) == 0.5).nonzero().flatten().tolist() for seq_len in steps}
+print(f"a gap of 0.25 is {words_apart[5]:.2f} word in the 5-word sentence, {words_apart[50]:.2f} in the 50-word one")
+print(f"the word at 0.5: {at_half[5]} in the 5-word sentence, {at_half[50]} in the 50-word one")
+assert words_apart[50] > 12 * words_apart[5] and at_half[5] == [2] and at_half[50] == []
+print("the same number is a different distance, or no word at all, in sentences of different lengths: PASS")
 
 # %% [markdown]
 # The same number means different things in different sentences, and 0.5 is word 2 of a five-word
@@ -264,9 +268,12 @@ print(f"truncation reproduces the deck's row; rounding does not (columns {differ
 # The deck's figures are **truncated**, not rounded: $\sin(1) = 0.841470\ldots$ rounds to 0.8415, and
 # the last entry, $0.99999999\ldots$, rounds to 1.0000.
 #
-# The deck's exponents are garbled too: it writes the first pair as $\sin(1/10000^{4/517})$ and the
-# last as $\sin(1/10000^{40/517})$. The formula's exponent is $2i/d_{model}$: 0 for the first pair
-# ($i = 0$) and $510/512$ for the last ($i = 255$). Only the formula gives the deck's own numbers:
+# Next to these numbers, the copy of the deck we work from (text taken from the slides) writes
+# other exponents: the first pair as $\sin(1/10000^{4/517})$, the last as $\sin(1/10000^{40/517})$,
+# and every entry of $PE(0)$ as $0/10000\frac{1}{101}$. We cannot tell from that copy whether the
+# slides themselves read so or the text was garbled in the copying. What we can check is which
+# exponents give the deck's own numbers. The formula's exponent is $2i/d_{model}$: 0 for the first
+# pair ($i = 0$) and $510/512$ for the last ($i = 255$):
 
 # %%
 garbled_first, garbled_last = math.sin(1 / 10000 ** (4 / 517)), math.sin(1 / 10000 ** (40 / 517))
@@ -275,7 +282,7 @@ print(f"first sine: garbled {garbled_first:.4f}, formula {formula_first:.4f}, de
 print(f"last sine:  garbled {garbled_last:.4f}, formula {formula_last:.4f}, deck 0.0001")
 assert abs(garbled_first - 0.8414) > 0.03 and abs(garbled_last - 0.0001) > 0.4
 assert math.floor(formula_first * 10**4) == 8414 and math.floor(formula_last * 10**4) == 1
-print("the exponent is 2i/d_model, not 4/517 or 40/517: PASS")
+print("the deck's numbers come from the exponent 2i/d_model, not from 4/517 or 40/517: PASS")
 
 # %% [markdown]
 # ## 6. Bounded, deterministic, unique
@@ -310,12 +317,19 @@ print("bounded: every entry in [-1, 1], every row of norm 16: PASS")
 check.predict_row_norm(my_prediction)
 
 # %% [markdown]
-# **Deterministic**: no random numbers and nothing learned, so computing it again gives the very
-# same bits.
+# **Deterministic**: no random numbers and nothing learned, so the table cannot depend on the random
+# state. Build it after two different seeds; a learned position table (an `nn.Embedding`, which
+# starts from random numbers) built the same way does depend on them:
 
 # %%
-assert torch.equal(sinusoidal_encoding(max_len, d_model, dtype=torch.float64), pe)
-print("deterministic: PASS")
+tables, learned = [], []
+for seed in (0, 1):
+    torch.manual_seed(seed)
+    tables.append(sinusoidal_encoding(max_len, d_model, dtype=torch.float64))  # (max_len, d_model)
+    learned.append(torch.nn.Embedding(max_len, d_model).weight.detach())  # (max_len, d_model), untrained
+assert torch.equal(tables[0], tables[1]) and torch.equal(tables[0], pe)
+assert not torch.equal(learned[0], learned[1])
+print("deterministic: the same bits after two different seeds (a learned table is not): PASS")
 
 # %% [markdown]
 # **Unique**: no two positions may share a vector. Comparing all $10{,}000^2/2$ pairs directly is
@@ -411,6 +425,40 @@ ax.set(
 plt.show()
 
 # %% [markdown]
+# **Why the paper chose it.** Section 3.5 gives its reasons. The first: "We chose this function
+# because we hypothesized it would allow the model to easily learn to attend by relative positions,
+# since for any fixed offset k, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$."
+# That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position,
+# so one matrix $M_k$ of 2 × 2 rotations (`utils.positional.relative_rotation`, built in lesson 02)
+# takes every row of the table $k$ rows down:
+
+# %%
+for offset in (1, 7, 100, 5000):
+    M_k = relative_rotation(offset, d_model, dtype=torch.float64)  # (d_model, d_model)
+    assert torch.allclose(pe[:-offset] @ M_k, pe[offset:], rtol=0, atol=1e-9)  # (max_len - k, d_model)
+print("PE(pos + k) = PE(pos) M_k at every pos of the 10,000, for k = 1, 7, 100 and 5000 (within 1e-9): PASS")
+
+# %% [markdown]
+# The second reason, after trying the alternative: "We also experimented with using learned
+# positional embeddings [9] instead, and found that the two versions produced nearly identical
+# results (see Table 3 row (E)). We chose the sinusoidal version because it may allow the model to
+# extrapolate to sequence lengths longer than the ones encountered during training." Table 3's
+# figures, on the English-to-German development set (newstest2013):
+
+# %%
+table_3 = {  # (perplexity, BLEU) on newstest2013, copied from the paper's Table 3
+    "base model (sinusoids)": (4.92, 25.8),
+    "row (E): positional embedding instead of sinusoids": (4.92, 25.7),
+}
+for row, (perplexity, bleu) in table_3.items():
+    print(f"{row:52s} perplexity {perplexity:.2f}   BLEU {bleu:.1f}")
+
+# %% [markdown]
+# So the paper kept sinusoids for a hope, "may allow", which it does not test. The YOUR CAT deck
+# repeats the hope ("Easier to extrapolate for longer sequences"); the COMP7607 slides answer it
+# with "(No)". Lesson 08 measures it.
+
+# %% [markdown]
 # ## 7. Numbering the pairs from 0 or from 1
 #
 # The paper's pairs are $i = 0, \dots, d_{model}/2 - 1$, with exponents $2i/d_{model}$ from 0 to
@@ -424,6 +472,11 @@ plt.show()
 
 
 # %%
+def wavelengths_of(table):
+    """2 pi over each pair's angle at position 1, read from row 1 of a PE table (pairs with angle below pi)."""
+    return 2 * math.pi / torch.atan2(table[1, 0::2], table[1, 1::2])  # (d_model/2,)
+
+
 def pe_from_one(max_len, d_model, base=10000.0):
     """The table with the pairs numbered k = 1 .. d_model/2, as in the COMP7607 slides."""
     k = torch.arange(1, d_model // 2 + 1, dtype=torch.float64)  # (d_model/2,)
@@ -438,11 +491,8 @@ gaps_at_ends = []
 for d in (4, 16, 64, 128, 512, 1024):
     paper, slides = sinusoidal_encoding(50, d, dtype=torch.float64), pe_from_one(50, d)  # (50, d) each
     assert torch.allclose(slides[:, :-2], paper[:, 2:], rtol=0, atol=1e-12)  # the same pairs, moved by one
-    k_paper = torch.arange(d // 2, dtype=torch.float64)  # (d/2,) i = 0 .. d/2 - 1
-    k_slides = k_paper + 1  # (d/2,) k = 1 .. d/2
-    paper_wl = 2 * math.pi * 10000 ** (2 * k_paper / d)  # (d/2,) wavelengths
-    slides_wl = 2 * math.pi * 10000 ** (2 * k_slides / d)  # (d/2,)
-    assert math.isclose(paper_wl[0], 2 * math.pi) and paper_wl[-1] < 10000 * 2 * math.pi
+    paper_wl, slides_wl = wavelengths_of(paper), wavelengths_of(slides)  # (d/2,) each, read from the tables
+    assert math.isclose(paper_wl[0], 2 * math.pi, rel_tol=1e-12) and paper_wl[-1] < 10000 * 2 * math.pi
     assert slides_wl[0] > 2 * math.pi and math.isclose(slides_wl[-1], 10000 * 2 * math.pi, rel_tol=1e-12)
     print(f"{d:7d}  {paper_wl[0]:16.4f} {paper_wl[-1]:18.1f}  {slides_wl[0]:12.4f} {slides_wl[-1]:15.1f}")
     gaps_at_ends.append((slides_wl[0] / paper_wl[0]).item())  # = 10000^(2/d), shrinking towards 1
@@ -456,8 +506,8 @@ print(
 # The shift moves every pair by one place: the slides' table is the paper's without its fastest pair
 # (wavelength exactly $2\pi$), with one slower pair added at the end, whose wavelength is exactly
 # $10000 \cdot 2\pi$. The paper's own sentence, wavelengths "from $2\pi$ to $10000 \cdot 2\pi$"
-# (section 3.5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; no numbering
-# reaches both. As $d_{model}$ grows, the two tables' ends approach each other.
+# (section 3.5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; with
+# $d_{model}/2$ pairs whose exponents step by $2/d_{model}$, no numbering reaches both. As $d_{model}$ grows, the two tables' ends approach each other.
 #
 # `utils` numbers the pairs **from 0**, as the paper's formula does: its fastest pair has angular
 # frequency exactly 1, so $PE(1)$ starts with $\sin 1$. So does the YOUR CAT deck's $PE(1)$ (0.8414);
@@ -476,8 +526,8 @@ print("utils and the YOUR CAT deck number the pairs from 0, as the paper does: P
 # ## 8. Computed once, reused for every sentence
 #
 # The table does not depend on the words, so it is computed once up to a maximum length and then
-# sliced (the YOUR CAT deck: "only computed once and reused for every sentence during training and
-# inference"). `utils.positional.PositionalEncoding` does exactly that. The table is a **buffer**,
+# sliced (the YOUR CAT deck: "Only computed once and reused for every sentence during training and
+# inference."). `utils.positional.PositionalEncoding` does exactly that. The table is a **buffer**,
 # not a parameter: it moves with the model (`.to(device)`), but no optimizer will ever change it.
 
 # %%
@@ -518,15 +568,23 @@ print(vocab, tokens)
 # %% [markdown]
 # How big is PE next to the embedding? The YOUR CAT deck draws embedding entries in the thousands
 # (952.207, 5450.840, ...), and PE entries in the thousands too (1664.068, ...). Those cannot be
-# sinusoidal PE values, which never leave $[-1, 1]$; and next to embeddings that large, the real PE
-# would vanish. Compare the norm of $PE(pos)$, always 16 at $d_{model} = 512$, with the word vectors'
-# norms for three kinds of embedding: entries drawn from $N(0, 1/d_{model})$ then multiplied by
-# $\sqrt{d_{model}}$ as the paper does (section 3.4); PyTorch's default `nn.Embedding` entries,
-# $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers like the deck's. Each is drawn 5 times.
+# sinusoidal PE values, which never leave $[-1, 1]$ (section 6):
 
 # %%
 deck_pe_cat = [1664.068, 8080.133, 2620.399, 9386.405, 3120.159]  # the deck's "PE" column for CAT
-assert max(abs(v) for v in deck_pe_cat) > 1  # so these are not sinusoidal PE values
+print("the deck's PE for CAT (position 1):", deck_pe_cat)
+print("the real PE(1), first five entries:", sinusoidal_encoding(2, 512)[1, :5])
+
+# %% [markdown]
+# And next to embeddings that large, the real PE would vanish. How large are embeddings, then? The
+# paper does not say how it initialises them: section 3.4 gives only "In the embedding layers, we
+# multiply those weights by $\sqrt{d_{model}}$." So the answer depends on a choice the paper leaves
+# open. Compare the norm of $PE(pos)$, always 16 at $d_{model} = 512$, with the word vectors' norms
+# for three embeddings, each drawn 5 times: entries from $N(0, 1/d_{model})$ times $\sqrt{d_{model}}$
+# (our choice, used from here on); PyTorch's default `nn.Embedding` entries, $N(0, 1)$, times
+# $\sqrt{d_{model}}$; and numbers like the deck's.
+
+# %%
 d_model, seq = 512, len(sentence)
 pe_norm = sinusoidal_encoding(seq, d_model).norm(dim=1).mean().item()  # every row has norm 16
 
@@ -536,7 +594,8 @@ def embedding_tables(seed):
     torch.manual_seed(seed)
     return {
         "N(0, 1/d_model) x sqrt(d_model)": torch.randn(len(vocab), d_model) / math.sqrt(d_model) * math.sqrt(d_model),
-        "N(0, 1) x sqrt(d_model)": torch.randn(len(vocab), d_model) * math.sqrt(d_model),
+        "nn.Embedding's N(0, 1) x sqrt(d_model)": torch.nn.Embedding(len(vocab), d_model).weight.detach()
+        * math.sqrt(d_model),
         "like the deck: uniform in [0, 10000)": torch.rand(len(vocab), d_model) * 10000,
     }
 
@@ -557,18 +616,22 @@ print(
     f"16 / 512 = {16 / 512:.5f}"
 )
 assert all(0.65 < r < 0.77 for r in ratios["N(0, 1/d_model) x sqrt(d_model)"])  # about 1/sqrt(2): comparable
-assert all(0.028 < r < 0.035 for r in ratios["N(0, 1) x sqrt(d_model)"])  # about 16/512: a small nudge
+assert all(0.028 < r < 0.035 for r in ratios["nn.Embedding's N(0, 1) x sqrt(d_model)"])  # about 16/512: a small nudge
 assert all(r < 1e-3 for r in ratios["like the deck: uniform in [0, 10000)"])  # PE would be swamped
 print(
-    "in 5 of 5 draws: PE / word norm in (0.65, 0.77) for unit variance, in (0.028, 0.035) for "
-    "N(0, 1) x sqrt(d_model), below 0.001 next to the deck's numbers: PASS"
+    "in 5 of 5 draws: PE / word norm in (0.65, 0.77) for ours (unit variance), in (0.028, 0.035) for "
+    "nn.Embedding's N(0, 1) x sqrt(d_model), below 0.001 next to the deck's numbers: PASS"
 )
 
 # %% [markdown]
-# With entries of variance 1 (the first kind), a word vector has norm about $\sqrt{512}$ and PE has
-# norm 16: the ratio is about $1/\sqrt{2}$ (printed above), so neither dominates the other, which is
-# what the YOUR CAT deck asks for ("positional encodings don't dominate the word embeddings"). We use
-# that embedding and add PE with the module from section 8:
+# With our choice (entries of variance 1 after the $\sqrt{d_{model}}$), a word vector has norm about
+# $\sqrt{512}$ and PE has norm 16: the ratio is about $1/\sqrt{2}$ (printed above), so neither
+# dominates the other, which is what the YOUR CAT deck asks for ("positional encodings don't
+# dominate the word embeddings"). With PyTorch's default `nn.Embedding` the same $\sqrt{d_{model}}$
+# makes the word vectors $\sqrt{512}$ times longer, and PE becomes a small nudge, about $16/512$ of
+# their norm. So "PE is about as large as the embedding" is a fact about our initialisation, not
+# about the paper's model; and training changes the embeddings anyway. We use our embedding and add
+# PE with the module from section 8:
 
 # %%
 X = embedding_tables(seed=0)["N(0, 1/d_model) x sqrt(d_model)"][tokens]  # (seq, d_model) word vectors
@@ -578,8 +641,8 @@ print(X_pe.shape)
 
 # %% [markdown]
 # The two CATs (positions 1 and 5) start as the very same vector. After adding PE they differ, by
-# exactly the distance between $PE(1)$ and $PE(5)$, the offset-4 distance from section 6, whatever the
-# embedding (5 draws):
+# exactly the distance between $PE(1)$ and $PE(5)$, the offset-4 distance from section 6, in each of
+# 5 draws of the embedding:
 
 # %%
 cat_1, cat_5 = 1, 5
@@ -591,6 +654,7 @@ for seed in SEEDS:
     assert math.isclose((X_pe[cat_1] - X_pe[cat_5]).norm().item(), offset_4, abs_tol=1e-4)
 print(f"the two CATs: identical before PE, {offset_4:.4f} apart after it (within 1e-4), in 5 of 5 draws: PASS")
 
+# %% [markdown]
 # ## 10. The whole table at a glance
 #
 # Rows are positions, columns are dimensions. The left columns (fast waves) flip colour every few
@@ -603,9 +667,31 @@ image = fig.axes[0].images[0].get_array()  # what is drawn: the PE table
 assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
 
 # %% [markdown]
-# Now explore it live: change `d_model`, `max_len`, the `base` (10000 in the paper: a smaller base makes
-# every wave faster) and the highlighted `position`. (On GitHub the widget is not live; run the
-# notebook.)
+# The explorer below has a slider for the `base` (10000 in the paper). Lowering it speeds up every
+# pair but the first: pair 0 (columns 0 and 1) has $w_0 = 1/\text{base}^0 = 1$ whatever the base,
+# so those two columns never move, while every other $w_i = \text{base}^{-2i/d_{model}}$ grows as
+# the base falls; at base 1, the slider's lowest, every pair is as fast as the first. The explorer's
+# own drawing function at three bases:
+
+# %%
+drawn = {}
+for base in (10000.0, 100.0, 1.0):
+    fig_base = plot_pe_heatmap(max_len=100, d_model=128, base=base, position=10)
+    drawn[base] = np.array(fig_base.axes[0].images[0].get_array())  # (max_len, d_model) as drawn
+    plt.close(fig_base)
+slider_bases = 10 ** np.arange(0, 5.25, 0.25)  # the slider's bases, 1 to 100000
+w_by_base = torch.stack([angular_frequencies(128, b) for b in slider_bases])  # (bases, d_model/2)
+assert all(np.array_equal(drawn[b][:, :2], drawn[10000.0][:, :2]) for b in drawn)  # pair 0 never moves
+assert (drawn[100.0][:, 2:] != drawn[10000.0][:, 2:]).any(axis=0).all()  # every other column does
+assert np.allclose(drawn[1.0][:, 0::2], drawn[1.0][:, :1]) and np.allclose(drawn[1.0][:, 1::2], drawn[1.0][:, 1:2])
+assert (w_by_base[:, 0] == 1).all() and (w_by_base[1:, 1:] < w_by_base[:-1, 1:]).all()
+print(
+    "pair 0 is the same at every base; every other pair is faster at a lower base, and at base 1 all equal pair 0: PASS"
+)
+
+# %% [markdown]
+# Now explore it live: change `d_model`, `max_len`, the `base` and the highlighted `position`.
+# (On GitHub the widget is not live; run the notebook.)
 
 # %% tags=["nbval-ignore-output"]
 pe_explorer()
@@ -621,14 +707,20 @@ pe_explorer()
 #   $[-1, 1]$ with every row of norm $\sqrt{d_{model}/2}$, deterministic, unique for each position, and
 #   with a distance between positions that depends only on how far apart they are.
 # - $PE(0) = (0, 1, 0, 1, \dots)$. The YOUR CAT deck's $PE(1)$ figures are truncated, not rounded,
-#   and its exponents should read $2i/d_{model}$.
+#   and they come from the exponent $2i/d_{model}$, not from the $4/517$ and $40/517$ written beside
+#   them in our copy of the deck.
+# - The paper chose sinusoids hoping the model would attend by relative positions ($PE_{pos+k}$ is a
+#   fixed linear function of $PE_{pos}$) and extrapolate to longer sequences; learned position
+#   embeddings gave nearly identical results (Table 3, row (E)).
 # - The paper numbers the pairs from $i = 0$ (fastest wavelength $2\pi$), and so do `utils` and the
 #   YOUR CAT deck; the COMP7607 slides number them from 1, which drops the $2\pi$ wave and makes the
 #   slowest exactly $10000 \cdot 2\pi$.
 # - Vectors are rows: a sentence is `(T, d_model)` and maps act as $xW$, here and in every later
 #   lesson.
-# - The table is computed once (a buffer) and added to the embeddings; with unit-variance embeddings
-#   its norm is about $1/\sqrt{2}$ of theirs. The two CATs become different vectors.
+# - The table is computed once (a buffer) and added to the embeddings. How large it is next to them
+#   depends on their initialisation, which the paper does not give: about $1/\sqrt{2}$ of their norm
+#   with our unit-variance entries, about $16/512$ with `nn.Embedding`'s default times
+#   $\sqrt{d_{model}}$. The two CATs become different vectors.
 #
 # ## Exercises
 #
@@ -684,12 +776,14 @@ check.base_for_wavelength(base_for_wavelength)
 # ## Sources
 #
 # - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.5 (the sinusoidal encoding,
-#   its geometric progression of wavelengths, and why it was chosen), section 3.4 (embeddings
-#   multiplied by $\sqrt{d_{model}}$), sections 3.2.2 and 3.3 (the row-vector convention, $xW$).
+#   its geometric progression of wavelengths, and why it was chosen), Table 3 row (E) (learned
+#   positional embeddings), section 3.4 (embeddings multiplied by $\sqrt{d_{model}}$), sections 3.2.2
+#   and 3.3 (the row-vector convention, $xW$).
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the positional-encoding
-#   vector with the pairs numbered $1, \dots, d/2$.
+#   vector with the pairs numbered $1, \dots, d/2$, and "(No)" to the hope of extrapolation.
 # - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, its
-#   embedding and PE figures, $PE(0)$ and $PE(1)$ at $d_{model} = 512$, and the precomputed table.
+#   embedding and PE figures, $PE(0)$ and $PE(1)$ at $d_{model} = 512$, the precomputed table, and the
+#   hope of extrapolation.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the formula with $i$
 #   from 0, and why neither integer positions nor positions in $[0, 1]$ will do.
 # - Reading notes on the paper (June 2020): "A chases B" vs "B chases A", and the four properties a

@@ -158,6 +158,44 @@ def test_step_factors_multiply_to_the_autograd_ratio(d_hidden, seq):
     assert (parts["W_hh_part"] <= torch.linalg.svdvals(W_hh.detach()).max() + 1e-12).all()
 
 
+def test_step_factors_slope_spread_by_hand():
+    rnn, x = _rnn(4, 6), _x(seq=9)
+    parts = step_factors(rnn, x)
+    h, _ = rnn(x)  # (batch, seq, d_hidden)
+    slope = 1 - h.detach()[:, 1:] ** 2  # (batch, seq - 1, d_hidden)
+    expected = (slope.std(dim=2, correction=0) / slope.mean(dim=2)).mean(dim=1)  # (batch,)
+    assert torch.allclose(parts["slope_spread"], expected, rtol=1e-12)
+    assert (parts["slope_spread"] > 0).all()
+
+
+def test_step_factors_uniform_slope_is_the_gain_of_W_hh_alone():
+    rnn, x = _rnn(4, 6), _x(seq=12)
+    real, uniform = step_factors(rnn, x), step_factors(rnn, x, uniform_slope=True)
+    W_hh = rnn.weight_hh_l0.detach()  # (d_hidden, d_hidden)
+    u, logs = torch.ones(6, dtype=torch.float64), []
+    for _ in range(11):  # a scalar slope per step leaves only the direction u W_hh^k
+        logs.append(((u @ W_hh).norm() / u.norm()).log())
+        u = u @ W_hh
+    gain = torch.stack(logs).mean().exp()
+    assert torch.allclose(uniform["W_hh_part"], gain.expand(3), rtol=1e-12)  # the same for every sequence
+    h, _ = rnn(x)
+    mean_slope = (1 - h.detach()[:, 1:] ** 2).mean(dim=2)  # (batch, seq - 1)
+    assert torch.allclose(uniform["tanh_part"], mean_slope.log().mean(dim=1).exp(), rtol=1e-12)
+    assert torch.equal(uniform["slope_spread"], real["slope_spread"])  # measured on the real slope
+    assert not torch.allclose(uniform["W_hh_part"], real["W_hh_part"], rtol=1e-3)
+
+
+def test_step_factors_uniform_slope_gain_tends_to_the_spectral_radius():
+    torch.manual_seed(0)
+    A = torch.randn(6, 6, dtype=torch.float64)
+    rnn = _rnn(4, 6)
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_((A + A.T) / 8)  # symmetric: a real dominant eigenvalue
+    radius = torch.linalg.eigvalsh(rnn.weight_hh_l0.detach()).abs().max().item()
+    gain = step_factors(rnn, _x(seq=400), uniform_slope=True)["W_hh_part"]
+    assert torch.allclose(gain, torch.full_like(gain, radius), rtol=0.02)
+
+
 def test_step_factors_do_not_underflow_on_long_sequences():
     parts = step_factors(_rnn(), _x(seq=2000))
     assert torch.isfinite(parts["factor"]).all() and (parts["factor"] > 0).all()
@@ -180,3 +218,9 @@ def test_step_factors_do_not_underflow_on_long_sequences():
 def test_step_factors_bad_input(rnn, x, error, words):
     with pytest.raises(error, match=words):
         step_factors(rnn, x)
+
+
+@pytest.mark.parametrize("uniform_slope", [1, "yes", None])
+def test_step_factors_uniform_slope_must_be_a_bool(uniform_slope):
+    with pytest.raises(TypeError, match="uniform_slope must be a bool"):
+        step_factors(_rnn(), _x(), uniform_slope=uniform_slope)
