@@ -812,7 +812,8 @@ print(
 # %% [markdown]
 # ### 5.4 In float32, when is it exactly zero?
 #
-# Models train in float32, whose smallest positive number is $2^{-149} \approx 1.4 \times 10^{-45}$.
+# PyTorch computes in float32 unless told otherwise (as we did with `.double()`), and float32's
+# smallest positive number is $2^{-149} \approx 1.4 \times 10^{-45}$.
 # Two things reach zero, at different distances. The gradient's **norm**, as computed, squares
 # each entry first, and a square below $2^{-150}$ rounds to 0: once every entry is below
 # $2^{-75} \approx 2.6 \times 10^{-23}$, the norm reads exactly 0 while the gradient is not. The
@@ -946,9 +947,10 @@ plt.show()
 
 # %% [markdown]
 # On one CPU thread, attention's $n^2$ work (the counts of section 4) must eventually cost more
-# than the RNN's $n$ steps of small work; on a GPU, which runs thousands of multiply-adds at once,
-# the $n^2$ comparisons happen in parallel and the RNN's $n$ dependent steps become the bottleneck
-# ("GPU loves parallel computing blocks!", the COMP7607 slides). Training adds one more advantage
+# than the RNN's $n$ steps of small work; a GPU, which runs thousands of multiply-adds at once, can
+# do the $n^2$ comparisons side by side, while no hardware can run the RNN's $n$ dependent steps
+# side by side ("GPU loves parallel computing blocks!", the COMP7607 slides; this CPU-only lesson
+# does not time a GPU). Training adds one more advantage
 # (the reading notes): with teacher forcing every target position of a Transformer is a training
 # example computed in the same pass, while an RNN must still step through the sequence.
 #

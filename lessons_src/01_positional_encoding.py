@@ -3,7 +3,7 @@
 #
 # **Goals.** By the end of this lesson you will have
 #
-# - seen why a model with no recurrence cannot tell "A chases B" from "B chases A" on its own;
+# - seen why summing or attending over word vectors cannot tell "A chases B" from "B chases A";
 # - seen why plain integer positions, or positions squeezed into [0, 1], are poor position signals;
 # - built the sinusoidal encoding of *Attention is all you need* (section 3.5) with loops, and checked
 #   it against the tested `utils.positional.sinusoidal_encoding`;
@@ -130,11 +130,12 @@ print("the RNN's final states for the two sentences differ by more than 0.1, in 
 print("distance between the two final states, per draw:", [round(g, 3) for g in gaps])
 
 # %% [markdown]
-# So we must put the position *into* each word's vector. The Transformer adds a position vector
-# $PE(pos)$ to the word vector before the first layer. What should $PE(pos)$ be? The reading notes on
-# the paper list what we want: **bounded**, **deterministic**, **unique for each position**, and a distance between two
-# steps that **means the same thing in sentences of different lengths**. Let us try the obvious
-# candidates first; Liang Hong's slides and the reading notes both reject them.
+# So the position has to enter some other way. The Transformer puts it *into* each word's vector: it
+# adds a position vector $PE(pos)$ to the word vector before the first layer. What should $PE(pos)$
+# be? The reading notes on the paper list what we want: **bounded**, **deterministic**, **unique for
+# each position**, and a distance between two steps that **means the same thing in sentences of
+# different lengths**. Let us try the obvious candidates first; Liang Hong's slides and the reading
+# notes both reject them.
 #
 # ## 2. Why not integer positions?
 #
@@ -665,6 +666,10 @@ print(f"the two CATs: identical before PE, {offset_4:.4f} apart after it (within
 fig = plot_pe_heatmap(max_len=100, d_model=128, position=10)
 image = fig.axes[0].images[0].get_array()  # what is drawn: the PE table
 assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
+sign_changes = int((np.diff(np.sign(image[1:, 0])) != 0).sum())  # column 0, sin(pos), after pos 0
+drift = float(np.abs(image[:, -8:] - image[0, -8:]).max())  # the last 8 columns, over all 100 positions
+assert sign_changes >= 30 and drift < 0.05
+print(f"column 0 changes sign {sign_changes} times in 100 rows; the last 8 columns move by at most {drift:.3f}: PASS")
 
 # %% [markdown]
 # The explorer below has a slider for the `base` (10000 in the paper). Lowering it speeds up every
@@ -699,8 +704,8 @@ pe_explorer()
 # %% [markdown]
 # ## Summary
 #
-# - Summing or attending over word vectors ignores their order, so position must be put into the
-#   vectors themselves.
+# - Summing or attending over word vectors ignores their order, so the Transformer puts position into
+#   the vectors themselves.
 # - Integer positions grow without bound and swamp the embedding; positions scaled to $[0, 1]$ give a
 #   step between neighbours that depends on the sentence length.
 # - $PE(pos, 2i) = \sin(pos / 10000^{2i/d_{model}})$, $PE(pos, 2i+1) = \cos(\ldots)$: bounded in
