@@ -46,26 +46,31 @@ def default_init_W_hh(d_hidden, seeds):
     return torch.stack(norms), torch.stack(radii)
 
 
-def grad_norm_to_first(model, x, n, ord=2):
-    """Median over the batch of || d (sum of the output at position n) / d x_0 ||_ord; x is (batch, seq, d_model)
-    and model(x) returns (batch, seq, d) or a tuple starting with it, like nn.RNN."""
+def grad_norm_to_first(model, x, n, ord=2, over="median"):
+    """|| d (sum of the output at position n) / d x_0 ||_ord per sequence of x (batch, seq, d_model), reduced over the
+    batch: over="median" (torch.median: for an even batch the lower of the two middle values) or "max".
+    model(x) returns (batch, seq, d) or a tuple starting with it, like nn.RNN."""
     validation.instance("model", model, nn.Module, "torch.nn.Module")
     _check_batch("x", x)
     validation.index("n", n, x.shape[1], "seq")
     validation.choice("ord", ord, (2, float("inf")))  # Euclidean norm or largest |entry|
+    validation.choice("over", over, ("median", "max"))
     x = x[:, : n + 1].detach().clone().requires_grad_(True)  # (batch, n+1, d_model)
     y = model(x)
     y = y[0] if isinstance(y, tuple) else y  # (batch, n+1, d)
     (grad,) = torch.autograd.grad(y[:, -1].sum(), x)  # the batch's sequences are independent
-    return torch.linalg.vector_norm(grad[:, 0], ord=ord, dim=-1).median().item()
+    norms = torch.linalg.vector_norm(grad[:, 0], ord=ord, dim=-1)  # (batch,)
+    return (norms.median() if over == "median" else norms.max()).item()
 
 
-def first_vanished(model, x, ns, threshold=0.0, ord=2):
-    """The first n in `ns` whose grad_norm_to_first(model, x, n, ord) is <= threshold (0.0: exactly zero), or None."""
+def first_vanished(model, x, ns, threshold=0.0, ord=2, over="median"):
+    """The first n in `ns` whose grad_norm_to_first(model, x, n, ord, over) is <= threshold (0.0: exactly zero), or
+    None; over="max" asks it of every sequence in the batch."""
     validation.instance("ns", ns, (list, tuple, range), "list or range of ints")
     threshold = validation.real("threshold", threshold, minimum=0)
+    validation.choice("over", over, ("median", "max"))
     for n in ns:
-        if grad_norm_to_first(model, x, n, ord) <= threshold:
+        if grad_norm_to_first(model, x, n, ord, over) <= threshold:
             return n
     return None
 

@@ -74,6 +74,15 @@ def test_grad_probe_equals_autograd_by_hand(n, ord):
         out[-1].sum().backward()
         norms.append(torch.linalg.vector_norm(xb.grad[0], ord=ord))
     assert got == pytest.approx(torch.stack(norms).median().item(), rel=1e-12)
+    assert grad_norm_to_first(rnn, x, n, ord=ord, over="max") == pytest.approx(max(norms).item(), rel=1e-12)
+
+
+def test_grad_probe_median_is_the_lower_middle_of_an_even_batch():
+    rnn, x = _rnn(), _x(batch=4)
+    norms = sorted(grad_norm_to_first(rnn, x[b : b + 1], 3) for b in range(4))
+    assert norms[1] < norms[2]  # two different middle values
+    assert grad_norm_to_first(rnn, x, 3) == pytest.approx(norms[1], rel=1e-12)
+    assert grad_norm_to_first(rnn, x, 3, over="max") == pytest.approx(norms[3], rel=1e-12)
 
 
 def test_grad_probe_takes_a_model_without_a_tuple_output():
@@ -94,6 +103,8 @@ def test_grad_probe_takes_a_model_without_a_tuple_output():
         ((_rnn(), _x(seq=4), -1), ValueError, "n"),
         ((_rnn(), _x(seq=4), 1.0), TypeError, "n"),
         ((_rnn(), _x(), 1, 1), ValueError, "ord"),
+        ((_rnn(), _x(), 1, 2, "mean"), ValueError, "over"),
+        ((_rnn(), _x(), 1, 2, None), TypeError, "over"),
     ],
 )
 def test_grad_probe_bad_input(args, error, words):
@@ -118,6 +129,9 @@ def test_first_vanished_with_a_threshold_matches_the_probe():
     expected = next(n for n, v in enumerate(values) if v <= threshold)
     assert first_vanished(rnn, x, range(30), threshold=threshold) == expected
     assert first_vanished(rnn, x, range(30), threshold=0.0) is None  # float64 does not reach 0 in 30 steps
+    largest = [grad_norm_to_first(rnn, x, n, over="max") for n in range(30)]
+    expected = next(n for n, v in enumerate(largest) if v <= threshold)
+    assert first_vanished(rnn, x, range(30), threshold=threshold, over="max") == expected
 
 
 @pytest.mark.parametrize(
@@ -127,6 +141,7 @@ def test_first_vanished_with_a_threshold_matches_the_probe():
         (dict(ns=[1], threshold=-1.0), ValueError, "threshold"),
         (dict(ns=[1], threshold="0"), TypeError, "threshold"),
         (dict(ns=[1], threshold=math.nan), ValueError, "threshold"),
+        (dict(ns=[1], over="min"), ValueError, "over"),
     ],
 )
 def test_first_vanished_bad_input(kwargs, error, words):
