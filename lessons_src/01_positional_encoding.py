@@ -3,7 +3,8 @@
 #
 # **Goals.** By the end of this lesson you will have
 #
-# - seen why summing or attending over word vectors cannot tell "A chases B" from "B chases A";
+# - seen why summing, or attending without a mask, over word vectors cannot tell "A chases B" from
+#   "B chases A";
 # - seen why plain integer positions, or positions squeezed into [0, 1], are poor position signals;
 # - built the sinusoidal encoding of *Attention is all you need* (section 3.5) with loops, and checked
 #   it against the tested `utils.positional.sinusoidal_encoding`;
@@ -61,9 +62,9 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # An RNN reads a sentence one word at a time, so its state after the last word depends on the order
 # the words came in. A Transformer reads all words at once. Take the simplest things it does with a
-# set of word vectors: **sum** them, or let each word **attend** to all the others,
-# $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$ (the parameter-free self-attention of lesson 03).
-# Neither looks at where a word sits. Here are "A chases B" and "B chases A" with random word vectors:
+# set of word vectors: **sum** them, or let each word **attend** to all the others, with no mask,
+# $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$ (the parameter-free self-attention of lesson 03,
+# unmasked as in the encoder). Neither looks at where a word sits. Here are "A chases B" and "B chases A" with random word vectors:
 
 # %% tags=["nbval-ignore-output"]
 SEEDS = range(5)  # every claim about random numbers is checked over these seeds
@@ -95,14 +96,28 @@ print("attention output for 'A', B chases A:", out_ba[2, :4])
 # %% [markdown]
 # The sums are the same, and the word "A" comes out of attention as the same vector whether it is the
 # subject or the object (the whole output is just the input order, shuffled). That is no accident of
-# these vectors: it holds for any, as 5 random draws confirm.
+# these vectors: it holds for any vectors (lesson 03 proves it); 5 random draws show it. A **causal
+# mask** (lesson 04), which lets each word see only the words before it, as in the decoder, breaks
+# this: then who may see whom depends on the order, and so does the output.
+
 
 # %%
+def causal_attention(X):
+    """The same attention, but word t sees only words 0..t (the decoder's causal mask)."""
+    scores = X @ X.T / math.sqrt(X.shape[-1])  # (seq, seq)
+    future = torch.triu(torch.ones_like(scores, dtype=torch.bool), diagonal=1)  # (seq, seq) True above the diagonal
+    return torch.softmax(scores.masked_fill(future, -math.inf), dim=-1) @ X  # (seq, d_model)
+
+
+causal_gaps = []
 for seed in SEEDS:
     X_ab, X_ba = sentences(seed)  # (seq, d_model) each
     assert torch.allclose(X_ab.sum(dim=0), X_ba.sum(dim=0), atol=1e-6)  # sum: order-blind
     assert torch.allclose(self_attention(X_ab)[[2, 1, 0]], self_attention(X_ba), atol=1e-6)  # shuffled
-print("sum and attention cannot tell the two sentences apart, in 5 of 5 draws (within 1e-6): PASS")
+    causal_gaps.append((causal_attention(X_ab)[0] - causal_attention(X_ba)[2]).norm().item())  # 'A' in each
+print("sum and unmasked attention cannot tell the two sentences apart, in 5 of 5 draws (within 1e-6): PASS")
+assert min(causal_gaps) > 0.05
+print("with a causal mask, the output for 'A' differs between the two sentences by more than 0.05, in 5 of 5: PASS")
 
 # %% [markdown]
 # A tiny RNN, $h_t = \tanh(h_{t-1} W_h + x_t W_x)$ (row vectors, as everywhere here), is not fooled:
@@ -157,9 +172,8 @@ for seq_len in (10, 100, 1000, 10000):
     print(f"seq_len {seq_len:5d}: last position {last:4d} = {last / largest_entry:7.1f} x the largest of them")
 
 # %%
-assert largest_entry < 5  # word-vector entries stay small, in every draw...
-assert (1000 - 1) / largest_entry > 150  # ...while position 999 dwarfs them, and it only grows
-print("in 5 of 5 draws every word-vector entry is below 5, while position 999 is above 150 x that: PASS")
+assert largest_entry < 5  # word-vector entries stay small, in every draw, while positions only grow
+print("in 5 of 5 draws every word-vector entry is below 5, so position 999 is more than 199 x any of them: PASS")
 
 # %% [markdown]
 # A model trained on sentences of up to 100 words would also meet values like 999 for the first time
@@ -186,8 +200,8 @@ assert words_apart[50] > 12 * words_apart[5] and at_half[5] == [2] and at_half[5
 print("the same number is a different distance, or no word at all, in sentences of different lengths: PASS")
 
 # %% [markdown]
-# The same number means different things in different sentences, and 0.5 is word 2 of a five-word
-# sentence but no word at all of a 50-word one. The sinusoidal encoding below has no `seq_len` in
+# The same number means different things in different sentences, and 0.5 is position 2 (the third
+# word) of a five-word sentence but no word at all of a 50-word one. The sinusoidal encoding below has no `seq_len` in
 # it at all, so it cannot have this problem.
 #
 # ## 4. The sinusoidal formula
@@ -320,7 +334,8 @@ check.predict_row_norm(my_prediction)
 # %% [markdown]
 # **Deterministic**: no random numbers and nothing learned, so the table cannot depend on the random
 # state. Build it after two different seeds; a learned position table (an `nn.Embedding`, which
-# starts from random numbers) built the same way does depend on them:
+# starts from random numbers) built the same way does depend on them. (This catches a table that
+# draws random numbers; that it is the right table, we check again against section 4's loops.)
 
 # %%
 tables, learned = [], []
@@ -329,8 +344,9 @@ for seed in (0, 1):
     tables.append(sinusoidal_encoding(max_len, d_model, dtype=torch.float64))  # (max_len, d_model)
     learned.append(torch.nn.Embedding(max_len, d_model).weight.detach())  # (max_len, d_model), untrained
 assert torch.equal(tables[0], tables[1]) and torch.equal(tables[0], pe)
+assert torch.allclose(tables[1][:50], torch.from_numpy(pe_naive(50, d_model)), rtol=0, atol=1e-12)
 assert not torch.equal(learned[0], learned[1])
-print("deterministic: the same bits after two different seeds (a learned table is not): PASS")
+print("deterministic: the same bits after two different seeds, and the loops' table (a learned table is not): PASS")
 
 # %% [markdown]
 # **Unique**: no two positions may share a vector. Comparing all $10{,}000^2/2$ pairs directly is
@@ -369,14 +385,21 @@ print("unique: no two of 10,000 positions share a vector; the closest are neighb
 
 # %% [markdown]
 # That was one width. The same shortcut checks 5 more, from $d_{model} = 16$ to $1024$: in each, the
-# closest two of the 10,000 positions are neighbours, and no two coincide.
+# closest two of the 10,000 positions are neighbours, and no two coincide. At very small widths,
+# $d_{model} \le 10$, that changes: there two far-apart positions come closer than neighbours.
 
 # %%
 for d in (16, 64, 128, 256, 1024):
     dist_d = (d - 2 * torch.cos(k[:, None] * angular_frequencies(d)).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
     print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}")
     assert dist_d.min() > 1 and int(dist_d.argmin()) == 0
-print("unique at 6 of 6 widths, the closest always neighbours: PASS")
+print("unique at 6 of 6 widths (16 to 1024), where the closest are neighbours: PASS")
+for d in (2, 4, 6, 8, 10):
+    dist_d = (d - 2 * torch.cos(k[:, None] * angular_frequencies(d)).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
+    print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}", end="")
+    print(f" (neighbours: {dist_d[0]:.4f})")
+    assert int(dist_d.argmin()) > 0 and dist_d.min() < dist_d[0]
+print("at d_model = 2 to 10 the closest two of 10,000 positions are not neighbours: PASS")
 
 # %% [markdown]
 # The same identity answers the $[0, 1]$ problem: two neighbours are the same distance apart
@@ -402,6 +425,22 @@ for offset, turns in ((44, 7), (710, 113)):
         f"{first_pair:.5f} apart in the first pair, {all_pairs:.4f} in all 256"
     )
     assert first_pair < 0.02 and all_pairs > 10
+
+# %% [markdown]
+# Close, but never back exactly: $(\sin pos, \cos pos)$ returns to $PE(0)$'s pair $(0, 1)$ only when
+# $pos$ is a whole multiple of $2\pi$, and no whole number $pos > 0$ is, because $\pi$ is
+# irrational. The same holds for any two positions $t \ne s$ (their difference is a whole number),
+# so uniqueness holds beyond the 10,000 positions checked above, at every length. How close the
+# first pair comes, over the first million positions:
+
+# %%
+far_positions = torch.arange(1, 1_000_001, dtype=torch.float64)  # (10^6,)
+first_pair_gap = (2 * torch.sin(far_positions / 2)).abs()  # (10^6,) |(sin p, cos p) - (0, 1)| = |2 sin(p/2)|
+print(
+    f"closest return of the first pair in 10^6 positions: {first_pair_gap.min():.1e}, at position {int(first_pair_gap.argmin()) + 1}"
+)
+assert first_pair_gap.min() > 0
+print("the first pair alone never returns to (0, 1) at positions 1 to 10^6: PASS")
 
 # %% [markdown]
 # Each pair's **wavelength**, $2\pi / w_i = 2\pi \cdot 10000^{2i/d_{model}}$, is a
@@ -447,12 +486,12 @@ print("PE(pos + k) = PE(pos) M_k at every pos of the 10,000, for k = 1, 7, 100 a
 # figures, on the English-to-German development set (newstest2013):
 
 # %%
-table_3 = {  # (perplexity, BLEU) on newstest2013, copied from the paper's Table 3
+table_3 = {  # (perplexity per word-piece, BLEU) on newstest2013, copied from the paper's Table 3
     "base model (sinusoids)": (4.92, 25.8),
     "row (E): positional embedding instead of sinusoids": (4.92, 25.7),
 }
 for row, (perplexity, bleu) in table_3.items():
-    print(f"{row:52s} perplexity {perplexity:.2f}   BLEU {bleu:.1f}")
+    print(f"{row:52s} perplexity (per word-piece) {perplexity:.2f}   BLEU {bleu:.1f}")
 
 # %% [markdown]
 # So the paper kept sinusoids for a hope, "may allow", which it does not test. The YOUR CAT deck
@@ -462,8 +501,10 @@ for row, (perplexity, bleu) in table_3.items():
 # %% [markdown]
 # ## 7. Numbering the pairs from 0 or from 1
 #
-# The paper's pairs are $i = 0, \dots, d_{model}/2 - 1$, with exponents $2i/d_{model}$ from 0 to
-# $(d_{model} - 2)/d_{model}$. The COMP7607 slides write the same vector for position $i$ (there $i$
+# The paper does not list the range of $i$; its columns $2i, 2i+1$ filling $d_{model}$ and its
+# shortest wavelength $2\pi$ put the pairs at $i = 0, \dots, d_{model}/2 - 1$, with exponents
+# $2i/d_{model}$ from 0 to $(d_{model} - 2)/d_{model}$. The COMP7607 slides write the position vector
+# for position $i$ (there $i$
 # is the position) with the pairs numbered $1, \dots, d/2$:
 #
 # $$\Big(\sin\big(i/10000^{2 \cdot 1/d}\big),\ \cos\big(i/10000^{2 \cdot 1/d}\big),\ \dots,\
@@ -510,18 +551,20 @@ print(
 # (section 3.5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; with
 # $d_{model}/2$ pairs whose exponents step by $2/d_{model}$, no numbering reaches both. As $d_{model}$ grows, the two tables' ends approach each other.
 #
-# `utils` numbers the pairs **from 0**, as the paper's formula does: its fastest pair has angular
+# `utils` numbers the pairs **from 0**, as the paper's formula implies: its fastest pair has angular
 # frequency exactly 1, so $PE(1)$ starts with $\sin 1$. So does the YOUR CAT deck's $PE(1)$ (0.8414);
 # numbered from 1, $PE(1)$ would start with the deck's *third* number, 0.8218.
 
 # %%
 assert angular_frequencies(512)[0].item() == 1.0
-assert sinusoidal_encoding(2, 512, dtype=torch.float64)[1, 0].item() == math.sin(1.0)
+assert math.isclose(
+    sinusoidal_encoding(2, 512, dtype=torch.float64)[1, 0].item(), math.sin(1.0), rel_tol=0, abs_tol=1e-15
+)
 from_one_first = pe_from_one(2, 512)[1, 0].item()
 print(f"PE(1), first column: utils sin(1) = {math.sin(1.0):.6f}; numbered from 1: {from_one_first:.6f}")
 assert math.floor(math.sin(1.0) * 10**4) / 10**4 == deck_pe1[0]
 assert math.floor(from_one_first * 10**4) / 10**4 == deck_pe1[2] != deck_pe1[0]
-print("utils and the YOUR CAT deck number the pairs from 0, as the paper does: PASS")
+print("utils and the YOUR CAT deck number the pairs from 0, as the paper's formula implies: PASS")
 
 # %% [markdown]
 # ## 8. Computed once, reused for every sentence
@@ -538,9 +581,27 @@ print("parameters:", [name for name, _ in pos_enc.named_parameters()])
 print("buffers:", [(name, tuple(b.shape)) for name, b in pos_enc.named_buffers()])
 assert list(pos_enc.parameters()) == []
 assert torch.equal(pos_enc.pe, sinusoidal_encoding(128, 512))
-zeros = torch.zeros(2, 6, 512)  # (batch, seq, d_model)
-assert torch.equal(pos_enc(zeros), pos_enc.pe[:6].expand(2, 6, 512))  # the forward pass only slices and adds
+x = torch.randn(2, 6, 512)  # (batch, seq, d_model) stand-in embeddings
+assert torch.equal(pos_enc(x), x + pos_enc.pe[:6])  # the forward pass only slices and adds
 print("a precomputed buffer, sliced per sentence: PASS")
+
+# %% [markdown]
+# The printout shows a `Dropout(p=0.0)`. The paper (section 5.4): "In addition, we apply dropout to
+# the sums of the embeddings and the positional encodings in both the encoder and decoder stacks. For
+# the base model, we use a rate of $P_{drop} = 0.1$." We keep $p = 0$ here, so the output is exactly
+# embedding + PE and can be checked, as the cell above does. With `dropout=0.1`, the paper's rate,
+# training zeroes about a tenth of the sums (and scales the rest by $1/0.9$); evaluation zeroes none:
+
+# %%
+pos_enc_train = PositionalEncoding(d_model=512, max_len=128, dropout=0.1)  # a new module is in training mode
+out = pos_enc_train(x)  # (batch, seq, d_model)
+kept = out != 0  # (batch, seq, d_model)
+assert 0.05 < 1 - kept.double().mean().item() < 0.15
+assert torch.allclose(out[kept], pos_enc(x)[kept] / 0.9, rtol=1e-6, atol=0)
+assert torch.equal(pos_enc_train.eval()(x), pos_enc(x))
+print(
+    "with dropout=0.1 about a tenth of the sums are zeroed in training, the rest scaled by 1/0.9, none in evaluation: PASS"
+)
 
 # %% [markdown]
 # A sentence longer than the table is an error, with a message that says how to fix it:
@@ -567,12 +628,27 @@ tokens = torch.tensor([vocab[word] for word in sentence])  # (seq,) = (6,)
 print(vocab, tokens)
 
 # %% [markdown]
-# How big is PE next to the embedding? The YOUR CAT deck draws embedding entries in the thousands
-# (952.207, 5450.840, ...), and PE entries in the thousands too (1664.068, ...). Those cannot be
-# sinusoidal PE values, which never leave $[-1, 1]$ (section 6):
+# How big is PE next to the embedding? The YOUR CAT deck draws embedding entries from below 1 up to
+# several thousand (952.207, 5450.840, 0.565, ...), and PE entries in the hundreds and thousands
+# (1664.068, 912.970, ...). Those cannot be sinusoidal PE values, which never leave $[-1, 1]$
+# (section 6):
 
 # %%
 deck_pe_cat = [1664.068, 8080.133, 2620.399, 9386.405, 3120.159]  # the deck's "PE" column for CAT
+deck_pe_cat_again = [1281.458, 7902.890, 912.970, 3821.102, 1659.217, 7018.620]  # and for the second CAT
+deck_embedding = {  # the deck's embedding columns for YOUR, CAT, IS, A, LOVELY
+    "YOUR": [952.207, 5450.840, 1853.448, 1.658, 2671.529],
+    "CAT": [171.411, 3276.350, 9192.819, 3633.421, 8390.473],
+    "IS": [621.659, 1304.051, 0.565, 7679.805, 4506.025],
+    "A": [776.562, 5567.288, 58.942, 2716.194, 5119.949],
+    "LOVELY": [6422.693, 6315.080, 9358.778, 2141.081, 735.147],
+}
+entries = [v for column in deck_embedding.values() for v in column]
+pe_entries = deck_pe_cat + deck_pe_cat_again
+print(
+    f"the deck's embedding entries run from {min(entries)} to {max(entries)}; its PE entries from {min(pe_entries)} to {max(pe_entries)}"
+)
+assert min(entries) < 1 and max(entries) > 5000 and 100 < min(pe_entries) < 1000 < max(pe_entries)
 print("the deck's PE for CAT (position 1):", deck_pe_cat)
 print("the real PE(1), first five entries:", sinusoidal_encoding(2, 512)[1, :5])
 
@@ -704,12 +780,14 @@ pe_explorer()
 # %% [markdown]
 # ## Summary
 #
-# - Summing or attending over word vectors ignores their order, so the Transformer puts position into
-#   the vectors themselves.
+# - Summing, or unmasked self-attention (the encoder's), ignores order: the outputs are the same rows,
+#   reordered. (A causal mask, lesson 04, makes the decoder's attention order-dependent, but only
+#   through who may see whom.) So the Transformer puts position into the vectors themselves.
 # - Integer positions grow without bound and swamp the embedding; positions scaled to $[0, 1]$ give a
 #   step between neighbours that depends on the sentence length.
 # - $PE(pos, 2i) = \sin(pos / 10000^{2i/d_{model}})$, $PE(pos, 2i+1) = \cos(\ldots)$: bounded in
-#   $[-1, 1]$ with every row of norm $\sqrt{d_{model}/2}$, deterministic, unique for each position, and
+#   $[-1, 1]$ with every row of norm $\sqrt{d_{model}/2}$, deterministic, unique for each position
+#   (checked for 10,000 positions; beyond, because $\pi$ is irrational), and
 #   with a distance between positions that depends only on how far apart they are.
 # - $PE(0) = (0, 1, 0, 1, \dots)$. The YOUR CAT deck's $PE(1)$ figures are truncated, not rounded,
 #   and they come from the exponent $2i/d_{model}$, not from the $4/517$ and $40/517$ written beside
@@ -717,7 +795,7 @@ pe_explorer()
 # - The paper chose sinusoids hoping the model would attend by relative positions ($PE_{pos+k}$ is a
 #   fixed linear function of $PE_{pos}$) and extrapolate to longer sequences; learned position
 #   embeddings gave nearly identical results (Table 3, row (E)).
-# - The paper numbers the pairs from $i = 0$ (fastest wavelength $2\pi$), and so do `utils` and the
+# - The paper's formula implies pairs numbered from $i = 0$ (fastest wavelength $2\pi$), and so do `utils` and the
 #   YOUR CAT deck; the COMP7607 slides number them from 1, which drops the $2\pi$ wave and makes the
 #   slowest exactly $10000 \cdot 2\pi$.
 # - Vectors are rows: a sentence is `(T, d_model)` and maps act as $xW$, here and in every later
