@@ -357,8 +357,8 @@ print(
 # neighbourhood of $r$ positions, is left out). The paper's section 4 explains the
 # convolutional entry: a layer of width $k < n$ connects each output to only $k$ inputs, so
 # connecting the two ends needs a stack of $O(n/k)$ layers with contiguous kernels, or
-# $O(\log_k(n))$ with **dilated** ones (the paper cites ByteNet, Kalchbrenner et al., 2017), where layer
-# $l$ skips $k^l - 1$ positions between the inputs it reads (the COMP7607 slides list such
+# $O(\log_k(n))$ with **dilated** ones (the paper cites ByteNet, Kalchbrenner et al., 2017), where
+# layer $l$ skips $k^l - 1$ positions between the inputs it reads (the COMP7607 slides list such
 # "Convolution Style Models" too). Our convolutions are causal, like the RNN:
 # output $t$ reads inputs $t, t - \text{dilation}, \dots$.
 #
@@ -825,8 +825,8 @@ for c, g in growing.items():
 # every seed: the slope of tanh fell. From $c = 4$ the per-step factor passes 1 in most seeds, and
 # there the gradient grows over the 128 steps, by amounts that differ by orders of magnitude from
 # seed to seed (printed above); in the others it still vanishes (the counts below): how far the
-# states saturate decides. Gradient clipping (against exploding) and gated cells such as the LSTM (against
-# vanishing) were the usual repairs.
+# states saturate decides. Gradient clipping (against exploding) and gated cells such as the LSTM
+# (against vanishing) were the usual repairs.
 
 # %%
 count = {
@@ -908,8 +908,8 @@ print("PASS: at d_hidden = 4 and 8 the gain of W_hh passes 1.1 x rho(W_hh) in so
 # every one of the 8 gradients is exactly 0.
 #
 # **Predict first.** Before running the next cells, estimate the distance $n$ at which the float32
-# gradient **itself** (the median sequence's) is first exactly 0, from two numbers section 5.2 printed: the gradient at
-# $n = 1$ and the factor it shrinks by per step. Write a whole number; the check after the
+# gradient **itself** (the median sequence's) is first exactly 0, from two numbers section 5.2
+# printed: the gradient at $n = 1$ and the factor it shrinks by per step. Write a whole number; the check after the
 # measurement says whether you were close.
 
 # %%

@@ -64,7 +64,8 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # the words came in. A Transformer reads all words at once. Take the simplest things it does with a
 # set of word vectors: **sum** them, or let each word **attend** to all the others, with no mask,
 # $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$ (the parameter-free self-attention of lesson 03,
-# unmasked as in the encoder). Neither looks at where a word sits. Here are "A chases B" and "B chases A" with random word vectors:
+# unmasked as in the encoder). Neither looks at where a word sits. Here are "A chases B" and
+# "B chases A" with random word vectors:
 
 # %% tags=["nbval-ignore-output"]
 SEEDS = range(5)  # every claim about random numbers is checked over these seeds
@@ -201,8 +202,8 @@ print("the same number is a different distance, or no word at all, in sentences 
 
 # %% [markdown]
 # The same number means different things in different sentences, and 0.5 is position 2 (the third
-# word) of a five-word sentence but no word at all of a 50-word one. The sinusoidal encoding below has no `seq_len` in
-# it at all, so it cannot have this problem.
+# word) of a five-word sentence but no word at all of a 50-word one. The sinusoidal encoding below
+# has no `seq_len` in it at all, so it cannot have this problem.
 #
 # ## 4. The sinusoidal formula
 #
@@ -795,8 +796,8 @@ pe_explorer()
 # - The paper chose sinusoids hoping the model would attend by relative positions ($PE_{pos+k}$ is a
 #   fixed linear function of $PE_{pos}$) and extrapolate to longer sequences; learned position
 #   embeddings gave nearly identical results (Table 3, row (E)).
-# - The paper's formula implies pairs numbered from $i = 0$ (fastest wavelength $2\pi$), and so do `utils` and the
-#   YOUR CAT deck; the COMP7607 slides number them from 1, which drops the $2\pi$ wave and makes the
+# - The paper's formula implies pairs numbered from $i = 0$ (fastest wavelength $2\pi$); `utils` and
+#   the YOUR CAT deck number them so too; the COMP7607 slides number them from 1, which drops the $2\pi$ wave and makes the
 #   slowest exactly $10000 \cdot 2\pi$.
 # - Vectors are rows: a sentence is `(T, d_model)` and maps act as $xW$, here and in every later
 #   lesson.
