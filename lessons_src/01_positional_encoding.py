@@ -98,16 +98,21 @@ print("attention output for 'A', B chases A:", out_ba[2, :4])
 # The sums are the same, and the word "A" comes out of attention as the same vector whether it is the
 # subject or the object (the whole output is just the input order, shuffled). That is no accident of
 # these vectors: it holds for any vectors (lesson 03 proves it); 5 random draws show it. A **causal
-# mask** (lesson 04), which lets each word see only the words before it, as in the decoder, breaks
-# this: then who may see whom depends on the order, and so does the output.
+# mask** (lesson 04), which lets each word see only itself and the words before it, as in the
+# decoder, breaks this: then who may see whom depends on the order, and so does the output.
 
 
 # %%
-def causal_attention(X):
-    """The same attention, but word t sees only words 0..t (the decoder's causal mask)."""
+def causal_weights(X):
+    """The attention weights under the decoder's causal mask: row t weighs only words 0..t."""
     scores = X @ X.T / math.sqrt(X.shape[-1])  # (seq, seq)
     future = torch.triu(torch.ones_like(scores, dtype=torch.bool), diagonal=1)  # (seq, seq) True above the diagonal
-    return torch.softmax(scores.masked_fill(future, -math.inf), dim=-1) @ X  # (seq, d_model)
+    return torch.softmax(scores.masked_fill(future, -math.inf), dim=-1)  # (seq, seq)
+
+
+def causal_attention(X):
+    """The same attention, but word t sees only words 0..t (the decoder's causal mask)."""
+    return causal_weights(X) @ X  # (seq, d_model)
 
 
 causal_gaps = []
@@ -116,9 +121,15 @@ for seed in SEEDS:
     assert torch.allclose(X_ab.sum(dim=0), X_ba.sum(dim=0), atol=1e-6)  # sum: order-blind
     assert torch.allclose(self_attention(X_ab)[[2, 1, 0]], self_attention(X_ba), atol=1e-6)  # shuffled
     causal_gaps.append((causal_attention(X_ab)[0] - causal_attention(X_ba)[2]).norm().item())  # 'A' in each
+    sees = causal_weights(X_ab) > 0  # (seq, seq) True where word t (row) gives word j (column) weight
+    assert torch.equal(sees, torch.ones(3, 3, dtype=torch.bool).tril())  # itself and the words before it
 print("sum and unmasked attention cannot tell the two sentences apart, in 5 of 5 draws (within 1e-6): PASS")
 assert min(causal_gaps) > 0.05
 print("with a causal mask, the output for 'A' differs between the two sentences by more than 0.05, in 5 of 5: PASS")
+print(
+    "with a causal mask, each word gives weight to itself and to every word before it, none to a later one, "
+    "in 5 of 5 draws: PASS"
+)
 
 # %% [markdown]
 # A tiny RNN, $h_t = \tanh(h_{t-1} W_h + x_t W_x)$ (row vectors, as everywhere here), is not fooled:
@@ -761,14 +772,15 @@ for base in (10000.0, 100.0, 1.0):
     fig_base = plot_pe_heatmap(max_len=100, d_model=128, base=base, position=10)
     drawn[base] = np.array(fig_base.axes[0].images[0].get_array())  # (max_len, d_model) as drawn
     plt.close(fig_base)
-slider_bases = 10 ** np.arange(0, 5.25, 0.25)  # the slider's bases, 1 to 100000
-w_by_base = torch.stack([angular_frequencies(128, b) for b in slider_bases])  # (bases, d_model/2)
+bases = np.logspace(0, 5, 101)  # 101 bases from 1 to 100000, each 10^0.05 times the one before
+w_by_base = torch.stack([angular_frequencies(128, b) for b in bases])  # (bases, d_model/2)
 assert all(np.array_equal(drawn[b][:, :2], drawn[10000.0][:, :2]) for b in drawn)  # pair 0 never moves
 assert (drawn[100.0][:, 2:] != drawn[10000.0][:, 2:]).any(axis=0).all()  # every other column does
 assert np.allclose(drawn[1.0][:, 0::2], drawn[1.0][:, :1]) and np.allclose(drawn[1.0][:, 1::2], drawn[1.0][:, 1:2])
 assert (w_by_base[:, 0] == 1).all() and (w_by_base[1:, 1:] < w_by_base[:-1, 1:]).all()
 print(
-    "pair 0 is the same at every base; every other pair is faster at a lower base, and at base 1 all equal pair 0: PASS"
+    "pair 0 is the same at every base; every other pair is faster at a lower base (101 bases from 1 to 100000), "
+    "and at base 1 all equal pair 0: PASS"
 )
 
 # %% [markdown]
@@ -776,14 +788,21 @@ print(
 # (On GitHub the widget is not live; run the notebook.)
 
 # %% tags=["nbval-ignore-output"]
-pe_explorer()
+explorer = pe_explorer()
+explorer
+
+# %%
+base_slider = next(c for c in explorer.children[0].children if c.description == "base")  # the explorer's base
+lowest, highest = base_slider.base**base_slider.min, base_slider.base**base_slider.max
+assert lowest == 1 and highest >= 10000 and base_slider.value == 10000
+print(f"the base slider runs from {lowest:g} to {highest:g} and starts at the paper's {base_slider.value:g}: PASS")
 
 # %% [markdown]
 # ## Summary
 #
-# - Summing, or unmasked self-attention (the encoder's), ignores order: the outputs are the same rows,
-#   reordered. (A causal mask, lesson 04, makes the decoder's attention order-dependent, but only
-#   through who may see whom.) So the Transformer puts position into the vectors themselves.
+# - Summing ignores order (the same vector); unmasked self-attention (the encoder's) gives the same
+#   rows, reordered. (A causal mask, lesson 04, makes the decoder's attention order-dependent, but
+#   only through who may see whom.) So the Transformer puts position into the vectors themselves.
 # - Integer positions grow without bound and swamp the embedding; positions scaled to $[0, 1]$ give a
 #   step between neighbours that depends on the sentence length.
 # - $PE(pos, 2i) = \sin(pos / 10000^{2i/d_{model}})$, $PE(pos, 2i+1) = \cos(\ldots)$: bounded in
