@@ -84,7 +84,8 @@ def step_factors(rnn, x, uniform_slope=False):
     of 1 - h_t^2 over those steps and units; and "slope_spread", the mean over the steps of the standard
     deviation of 1 - h_t^2 across the units divided by its mean (0 when every unit has the same slope).
     With uniform_slope=True each step uses the mean of 1 - h_t^2 over the units in every unit instead (a
-    what-if, no longer the gradient): W_hh_part is then the gain of W_hh alone on the path the gradient takes.
+    what-if, no longer the gradient): W_hh_part is then the gain of W_hh alone along the path the gradient
+    would take if every unit had the step's mean slope.
     """
     _check_rnn(rnn)
     _check_batch("x", x, rnn.input_size)

@@ -200,6 +200,19 @@ def test_step_factors_uniform_slope_is_the_gain_of_W_hh_alone():
     assert not torch.allclose(uniform["W_hh_part"], real["W_hh_part"], rtol=1e-3)
 
 
+def test_step_factors_uniform_slope_follows_the_gradient_with_each_steps_mean_slope():
+    rnn, x = _rnn(4, 6), _x(seq=12)
+    uniform = step_factors(rnn, x, uniform_slope=True)
+    W_hh, (h, _) = rnn.weight_hh_l0.detach(), rnn(x)  # (d_hidden, d_hidden), (batch, seq, d_hidden)
+    h = h.detach()
+    g, logs = torch.ones(3, 6, dtype=torch.float64), []  # (batch, d_hidden) dL/dh_last
+    for t in range(11, 0, -1):  # the what-if gradient: g_{t-1} = (g_t * mean slope of step t) W_hh
+        g_d = g * (1 - h[:, t] ** 2).mean(dim=1, keepdim=True)  # (batch, d_hidden)
+        g = g_d @ W_hh  # (batch, d_hidden), small enough here not to underflow
+        logs.append((g.norm(dim=1) / g_d.norm(dim=1)).log())
+    assert torch.allclose(uniform["W_hh_part"], torch.stack(logs).mean(0).exp(), rtol=1e-12)
+
+
 def test_step_factors_uniform_slope_gain_tends_to_the_spectral_radius():
     torch.manual_seed(0)
     A = torch.randn(6, 6, dtype=torch.float64)
