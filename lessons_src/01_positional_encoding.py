@@ -3,14 +3,17 @@
 #
 # **Goals.** By the end of this lesson you will have
 #
-# - seen why a model with no recurrence cannot tell "A chases B" from "B chases A" on its own;
+# - seen why summing, or attending without a mask, over word vectors cannot tell "A chases B" from
+#   "B chases A";
 # - seen why plain integer positions, or positions squeezed into [0, 1], are poor position signals;
 # - built the sinusoidal encoding of *Attention is all you need* (section 3.5) with loops, and checked
 #   it against the tested `utils.positional.sinusoidal_encoding`;
-# - reproduced the $PE(0)$ and $PE(1)$ of the YOUR CAT slide deck, and found two slips in its figures;
+# - reproduced the $PE(0)$ and $PE(1)$ of the YOUR CAT slide deck, and checked how its figures were
+#   cut to four decimals and which exponents give them;
 # - seen what changes when the sin/cos pairs are numbered from 1, as in the COMP7607 slides, instead of
 #   from 0, as in the paper;
-# - checked that the encoding is bounded, deterministic and unique for every position;
+# - checked that the encoding is bounded, deterministic and unique for every position, and read the
+#   paper's own reasons for choosing it;
 # - added it to the word embeddings of "YOUR CAT IS A LOVELY CAT" and measured how big it is next to them;
 # - explored the PE table with sliders.
 #
@@ -49,7 +52,7 @@ import torch
 
 from utils.exercises import lesson01 as check
 from utils.plotting import plot_pe_heatmap
-from utils.positional import PositionalEncoding, angular_frequencies, sinusoidal_encoding
+from utils.positional import PositionalEncoding, angular_frequencies, relative_rotation, sinusoidal_encoding
 from utils.widgets import pe_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -59,9 +62,10 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # An RNN reads a sentence one word at a time, so its state after the last word depends on the order
 # the words came in. A Transformer reads all words at once. Take the simplest things it does with a
-# set of word vectors: **sum** them, or let each word **attend** to all the others,
-# $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$ (the parameter-free self-attention of lesson 03).
-# Neither looks at where a word sits. Here are "A chases B" and "B chases A" with random word vectors:
+# set of word vectors: **sum** them, or let each word **attend** to all the others, with no mask,
+# $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$ (the parameter-free self-attention of lesson 03,
+# unmasked as in the encoder). Neither looks at where a word sits. Here are "A chases B" and
+# "B chases A" with random word vectors:
 
 # %% tags=["nbval-ignore-output"]
 SEEDS = range(5)  # every claim about random numbers is checked over these seeds
@@ -93,14 +97,39 @@ print("attention output for 'A', B chases A:", out_ba[2, :4])
 # %% [markdown]
 # The sums are the same, and the word "A" comes out of attention as the same vector whether it is the
 # subject or the object (the whole output is just the input order, shuffled). That is no accident of
-# these vectors: it holds for any, as 5 random draws confirm.
+# these vectors: it holds for any vectors (lesson 03 proves it); 5 random draws show it. A **causal
+# mask** (lesson 04), which lets each word see only itself and the words before it, as in the
+# decoder, breaks this: then who may see whom depends on the order, and so does the output.
+
 
 # %%
+def causal_weights(X):
+    """The attention weights under the decoder's causal mask: row t weighs only words 0..t."""
+    scores = X @ X.T / math.sqrt(X.shape[-1])  # (seq, seq)
+    future = torch.triu(torch.ones_like(scores, dtype=torch.bool), diagonal=1)  # (seq, seq) True above the diagonal
+    return torch.softmax(scores.masked_fill(future, -math.inf), dim=-1)  # (seq, seq)
+
+
+def causal_attention(X):
+    """The same attention, but word t sees only words 0..t (the decoder's causal mask)."""
+    return causal_weights(X) @ X  # (seq, d_model)
+
+
+causal_gaps = []
 for seed in SEEDS:
     X_ab, X_ba = sentences(seed)  # (seq, d_model) each
     assert torch.allclose(X_ab.sum(dim=0), X_ba.sum(dim=0), atol=1e-6)  # sum: order-blind
     assert torch.allclose(self_attention(X_ab)[[2, 1, 0]], self_attention(X_ba), atol=1e-6)  # shuffled
-print("sum and attention cannot tell the two sentences apart, in 5 of 5 draws (within 1e-6): PASS")
+    causal_gaps.append((causal_attention(X_ab)[0] - causal_attention(X_ba)[2]).norm().item())  # 'A' in each
+    sees = causal_weights(X_ab) > 0  # (seq, seq) True where word t (row) gives word j (column) weight
+    assert torch.equal(sees, torch.ones(3, 3, dtype=torch.bool).tril())  # itself and the words before it
+print("sum and unmasked attention cannot tell the two sentences apart, in 5 of 5 draws (within 1e-6): PASS")
+assert min(causal_gaps) > 0.05
+print("with a causal mask, the output for 'A' differs between the two sentences by more than 0.05, in 5 of 5: PASS")
+print(
+    "with a causal mask, each word gives weight to itself and to every word before it, none to a later one, "
+    "in 5 of 5 draws: PASS"
+)
 
 # %% [markdown]
 # A tiny RNN, $h_t = \tanh(h_{t-1} W_h + x_t W_x)$ (row vectors, as everywhere here), is not fooled:
@@ -128,11 +157,12 @@ print("the RNN's final states for the two sentences differ by more than 0.1, in 
 print("distance between the two final states, per draw:", [round(g, 3) for g in gaps])
 
 # %% [markdown]
-# So we must put the position *into* each word's vector. The Transformer adds a position vector
-# $PE(pos)$ to the word vector before the first layer. What should $PE(pos)$ be? The reading notes on
-# the paper list what we want: **bounded**, **deterministic**, **unique for each position**, and a distance between two
-# steps that **means the same thing in sentences of different lengths**. Let us try the obvious
-# candidates first; Liang Hong's slides and the reading notes both reject them.
+# So the position has to enter some other way. The Transformer puts it *into* each word's vector: it
+# adds a position vector $PE(pos)$ to the word vector before the first layer. What should $PE(pos)$
+# be? The reading notes on the paper list what we want: **bounded**, **deterministic**, **unique for
+# each position**, and a distance between two steps that **means the same thing in sentences of
+# different lengths**. Let us try the obvious candidates first; Liang Hong's slides and the reading
+# notes both reject them.
 #
 # ## 2. Why not integer positions?
 #
@@ -154,9 +184,8 @@ for seq_len in (10, 100, 1000, 10000):
     print(f"seq_len {seq_len:5d}: last position {last:4d} = {last / largest_entry:7.1f} x the largest of them")
 
 # %%
-assert largest_entry < 5  # word-vector entries stay small, in every draw...
-assert (1000 - 1) / largest_entry > 150  # ...while position 999 dwarfs them, and it only grows
-print("in 5 of 5 draws every word-vector entry is below 5, while position 999 is above 150 x that: PASS")
+assert largest_entry < 5  # word-vector entries stay small, in every draw, while positions only grow
+print("in 5 of 5 draws every word-vector entry is below 5, so position 999 is more than 199 x any of them: PASS")
 
 # %% [markdown]
 # A model trained on sentences of up to 100 words would also meet values like 999 for the first time
@@ -175,15 +204,17 @@ for seq_len in (5, 50):
     print(f"seq_len {seq_len:2d}: {scaled[:4].numpy().round(4)} ..., step between neighbours {steps[seq_len]:.4f}")
 
 # %%
-assert math.isclose(steps[5], 1 / 4, rel_tol=1e-6) and math.isclose(steps[50], 1 / 49, rel_tol=1e-6)
-words_apart = 0.25 / steps[50]  # a gap of 0.25 measured in words of the 50-word sentence
-assert words_apart > 12
-print(f"a gap of 0.25 is 1 word in the 5-word sentence but {words_apart:.2f} words in the 50-word one: PASS")
+words_apart = {seq_len: 0.25 / step for seq_len, step in steps.items()}  # a gap of 0.25, counted in words
+at_half = {seq_len: (torch.arange(seq_len) / (seq_len - 1) == 0.5).nonzero().flatten().tolist() for seq_len in steps}
+print(f"a gap of 0.25 is {words_apart[5]:.2f} word in the 5-word sentence, {words_apart[50]:.2f} in the 50-word one")
+print(f"the word at 0.5: {at_half[5]} in the 5-word sentence, {at_half[50]} in the 50-word one")
+assert words_apart[50] > 12 * words_apart[5] and at_half[5] == [2] and at_half[50] == []
+print("the same number is a different distance, or no word at all, in sentences of different lengths: PASS")
 
 # %% [markdown]
-# The same number means different things in different sentences, and 0.5 is word 2 of a five-word
-# sentence but no word at all of a 50-word one. The sinusoidal encoding below has no `seq_len` in
-# it at all, so it cannot have this problem.
+# The same number means different things in different sentences, and 0.5 is position 2 (the third
+# word) of a five-word sentence but no word at all of a 50-word one. The sinusoidal encoding below
+# has no `seq_len` in it at all, so it cannot have this problem.
 #
 # ## 4. The sinusoidal formula
 #
@@ -264,9 +295,12 @@ print(f"truncation reproduces the deck's row; rounding does not (columns {differ
 # The deck's figures are **truncated**, not rounded: $\sin(1) = 0.841470\ldots$ rounds to 0.8415, and
 # the last entry, $0.99999999\ldots$, rounds to 1.0000.
 #
-# The deck's exponents are garbled too: it writes the first pair as $\sin(1/10000^{4/517})$ and the
-# last as $\sin(1/10000^{40/517})$. The formula's exponent is $2i/d_{model}$: 0 for the first pair
-# ($i = 0$) and $510/512$ for the last ($i = 255$). Only the formula gives the deck's own numbers:
+# Next to these numbers, the copy of the deck we work from (text taken from the slides) writes
+# other exponents: the first pair as $\sin(1/10000^{4/517})$, the last as $\sin(1/10000^{40/517})$,
+# and every entry of $PE(0)$ as $0/10000\frac{1}{101}$. We cannot tell from that copy whether the
+# slides themselves read so or the text was garbled in the copying. What we can check is which
+# exponents give the deck's own numbers. The formula's exponent is $2i/d_{model}$: 0 for the first
+# pair ($i = 0$) and $510/512$ for the last ($i = 255$):
 
 # %%
 garbled_first, garbled_last = math.sin(1 / 10000 ** (4 / 517)), math.sin(1 / 10000 ** (40 / 517))
@@ -275,7 +309,7 @@ print(f"first sine: garbled {garbled_first:.4f}, formula {formula_first:.4f}, de
 print(f"last sine:  garbled {garbled_last:.4f}, formula {formula_last:.4f}, deck 0.0001")
 assert abs(garbled_first - 0.8414) > 0.03 and abs(garbled_last - 0.0001) > 0.4
 assert math.floor(formula_first * 10**4) == 8414 and math.floor(formula_last * 10**4) == 1
-print("the exponent is 2i/d_model, not 4/517 or 40/517: PASS")
+print("the deck's numbers come from the exponent 2i/d_model, not from 4/517 or 40/517: PASS")
 
 # %% [markdown]
 # ## 6. Bounded, deterministic, unique
@@ -310,12 +344,21 @@ print("bounded: every entry in [-1, 1], every row of norm 16: PASS")
 check.predict_row_norm(my_prediction)
 
 # %% [markdown]
-# **Deterministic**: no random numbers and nothing learned, so computing it again gives the very
-# same bits.
+# **Deterministic**: no random numbers and nothing learned, so the table cannot depend on the random
+# state. Build it after two different seeds; a learned position table (an `nn.Embedding`, which
+# starts from random numbers) built the same way does depend on them. (This catches a table that
+# draws random numbers; that it is the right table, we check again against section 4's loops.)
 
 # %%
-assert torch.equal(sinusoidal_encoding(max_len, d_model, dtype=torch.float64), pe)
-print("deterministic: PASS")
+tables, learned = [], []
+for seed in (0, 1):
+    torch.manual_seed(seed)
+    tables.append(sinusoidal_encoding(max_len, d_model, dtype=torch.float64))  # (max_len, d_model)
+    learned.append(torch.nn.Embedding(max_len, d_model).weight.detach())  # (max_len, d_model), untrained
+assert torch.equal(tables[0], tables[1]) and torch.equal(tables[0], pe)
+assert torch.allclose(tables[1][:50], torch.from_numpy(pe_naive(50, d_model)), rtol=0, atol=1e-12)
+assert not torch.equal(learned[0], learned[1])
+print("deterministic: the same bits after two different seeds, and the loops' table (a learned table is not): PASS")
 
 # %% [markdown]
 # **Unique**: no two positions may share a vector. Comparing all $10{,}000^2/2$ pairs directly is
@@ -354,14 +397,21 @@ print("unique: no two of 10,000 positions share a vector; the closest are neighb
 
 # %% [markdown]
 # That was one width. The same shortcut checks 5 more, from $d_{model} = 16$ to $1024$: in each, the
-# closest two of the 10,000 positions are neighbours, and no two coincide.
+# closest two of the 10,000 positions are neighbours, and no two coincide. At very small widths,
+# $d_{model} \le 10$, that changes: there two far-apart positions come closer than neighbours.
 
 # %%
 for d in (16, 64, 128, 256, 1024):
     dist_d = (d - 2 * torch.cos(k[:, None] * angular_frequencies(d)).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
     print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}")
     assert dist_d.min() > 1 and int(dist_d.argmin()) == 0
-print("unique at 6 of 6 widths, the closest always neighbours: PASS")
+print("unique at 6 of 6 widths (16 to 1024), where the closest are neighbours: PASS")
+for d in (2, 4, 6, 8, 10):
+    dist_d = (d - 2 * torch.cos(k[:, None] * angular_frequencies(d)).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
+    print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}", end="")
+    print(f" (neighbours: {dist_d[0]:.4f})")
+    assert int(dist_d.argmin()) > 0 and dist_d.min() < dist_d[0]
+print("at d_model = 2 to 10 the closest two of 10,000 positions are not neighbours: PASS")
 
 # %% [markdown]
 # The same identity answers the $[0, 1]$ problem: two neighbours are the same distance apart
@@ -389,6 +439,22 @@ for offset, turns in ((44, 7), (710, 113)):
     assert first_pair < 0.02 and all_pairs > 10
 
 # %% [markdown]
+# Close, but never back exactly: $(\sin pos, \cos pos)$ returns to $PE(0)$'s pair $(0, 1)$ only when
+# $pos$ is a whole multiple of $2\pi$, and no whole number $pos > 0$ is, because $\pi$ is
+# irrational. The same holds for any two positions $t \ne s$ (their difference is a whole number),
+# so uniqueness holds beyond the 10,000 positions checked above, at every length. How close the
+# first pair comes, over the first million positions:
+
+# %%
+far_positions = torch.arange(1, 1_000_001, dtype=torch.float64)  # (10^6,)
+first_pair_gap = (2 * torch.sin(far_positions / 2)).abs()  # (10^6,) |(sin p, cos p) - (0, 1)| = |2 sin(p/2)|
+print(
+    f"closest return of the first pair in 10^6 positions: {first_pair_gap.min():.1e}, at position {int(first_pair_gap.argmin()) + 1}"
+)
+assert first_pair_gap.min() > 0
+print("the first pair alone never returns to (0, 1) at positions 1 to 10^6: PASS")
+
+# %% [markdown]
 # Each pair's **wavelength**, $2\pi / w_i = 2\pi \cdot 10000^{2i/d_{model}}$, is a
 # constant factor $10000^{2/d_{model}}$ longer than the previous one: a geometric progression, a
 # straight line on a log scale. Together the fast and slow waves tell positions apart, like the digits
@@ -411,10 +477,46 @@ ax.set(
 plt.show()
 
 # %% [markdown]
+# **Why the paper chose it.** Section 3.5 gives its reasons. The first: "We chose this function
+# because we hypothesized it would allow the model to easily learn to attend by relative positions,
+# since for any fixed offset k, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$."
+# That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position,
+# so one matrix $M_k$ of 2 × 2 rotations (`utils.positional.relative_rotation`, built in lesson 02)
+# takes every row of the table $k$ rows down:
+
+# %%
+for offset in (1, 7, 100, 5000):
+    M_k = relative_rotation(offset, d_model, dtype=torch.float64)  # (d_model, d_model)
+    assert torch.allclose(pe[:-offset] @ M_k, pe[offset:], rtol=0, atol=1e-9)  # (max_len - k, d_model)
+print("PE(pos + k) = PE(pos) M_k at every pos of the 10,000, for k = 1, 7, 100 and 5000 (within 1e-9): PASS")
+
+# %% [markdown]
+# The second reason, after trying the alternative: "We also experimented with using learned
+# positional embeddings [9] instead, and found that the two versions produced nearly identical
+# results (see Table 3 row (E)). We chose the sinusoidal version because it may allow the model to
+# extrapolate to sequence lengths longer than the ones encountered during training." Table 3's
+# figures, on the English-to-German development set (newstest2013):
+
+# %%
+table_3 = {  # (perplexity per word-piece, BLEU) on newstest2013, copied from the paper's Table 3
+    "base model (sinusoids)": (4.92, 25.8),
+    "row (E): positional embedding instead of sinusoids": (4.92, 25.7),
+}
+for row, (perplexity, bleu) in table_3.items():
+    print(f"{row:52s} perplexity (per word-piece) {perplexity:.2f}   BLEU {bleu:.1f}")
+
+# %% [markdown]
+# So the paper kept sinusoids for a hope, "may allow", which it does not test. The YOUR CAT deck
+# repeats the hope ("Easier to extrapolate for longer sequences"); the COMP7607 slides answer it
+# with "(No)". Lesson 08 measures it.
+
+# %% [markdown]
 # ## 7. Numbering the pairs from 0 or from 1
 #
-# The paper's pairs are $i = 0, \dots, d_{model}/2 - 1$, with exponents $2i/d_{model}$ from 0 to
-# $(d_{model} - 2)/d_{model}$. The COMP7607 slides write the same vector for position $i$ (there $i$
+# The paper does not list the range of $i$; its columns $2i, 2i+1$ filling $d_{model}$ and its
+# shortest wavelength $2\pi$ put the pairs at $i = 0, \dots, d_{model}/2 - 1$, with exponents
+# $2i/d_{model}$ from 0 to $(d_{model} - 2)/d_{model}$. The COMP7607 slides write the position vector
+# for position $i$ (there $i$
 # is the position) with the pairs numbered $1, \dots, d/2$:
 #
 # $$\Big(\sin\big(i/10000^{2 \cdot 1/d}\big),\ \cos\big(i/10000^{2 \cdot 1/d}\big),\ \dots,\
@@ -424,6 +526,11 @@ plt.show()
 
 
 # %%
+def wavelengths_of(table):
+    """2 pi over each pair's angle at position 1, read from row 1 of a PE table (pairs with angle below pi)."""
+    return 2 * math.pi / torch.atan2(table[1, 0::2], table[1, 1::2])  # (d_model/2,)
+
+
 def pe_from_one(max_len, d_model, base=10000.0):
     """The table with the pairs numbered k = 1 .. d_model/2, as in the COMP7607 slides."""
     k = torch.arange(1, d_model // 2 + 1, dtype=torch.float64)  # (d_model/2,)
@@ -438,11 +545,8 @@ gaps_at_ends = []
 for d in (4, 16, 64, 128, 512, 1024):
     paper, slides = sinusoidal_encoding(50, d, dtype=torch.float64), pe_from_one(50, d)  # (50, d) each
     assert torch.allclose(slides[:, :-2], paper[:, 2:], rtol=0, atol=1e-12)  # the same pairs, moved by one
-    k_paper = torch.arange(d // 2, dtype=torch.float64)  # (d/2,) i = 0 .. d/2 - 1
-    k_slides = k_paper + 1  # (d/2,) k = 1 .. d/2
-    paper_wl = 2 * math.pi * 10000 ** (2 * k_paper / d)  # (d/2,) wavelengths
-    slides_wl = 2 * math.pi * 10000 ** (2 * k_slides / d)  # (d/2,)
-    assert math.isclose(paper_wl[0], 2 * math.pi) and paper_wl[-1] < 10000 * 2 * math.pi
+    paper_wl, slides_wl = wavelengths_of(paper), wavelengths_of(slides)  # (d/2,) each, read from the tables
+    assert math.isclose(paper_wl[0], 2 * math.pi, rel_tol=1e-12) and paper_wl[-1] < 10000 * 2 * math.pi
     assert slides_wl[0] > 2 * math.pi and math.isclose(slides_wl[-1], 10000 * 2 * math.pi, rel_tol=1e-12)
     print(f"{d:7d}  {paper_wl[0]:16.4f} {paper_wl[-1]:18.1f}  {slides_wl[0]:12.4f} {slides_wl[-1]:15.1f}")
     gaps_at_ends.append((slides_wl[0] / paper_wl[0]).item())  # = 10000^(2/d), shrinking towards 1
@@ -456,28 +560,30 @@ print(
 # The shift moves every pair by one place: the slides' table is the paper's without its fastest pair
 # (wavelength exactly $2\pi$), with one slower pair added at the end, whose wavelength is exactly
 # $10000 \cdot 2\pi$. The paper's own sentence, wavelengths "from $2\pi$ to $10000 \cdot 2\pi$"
-# (section 3.5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; no numbering
-# reaches both. As $d_{model}$ grows, the two tables' ends approach each other.
+# (section 3.5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; with
+# $d_{model}/2$ pairs whose exponents step by $2/d_{model}$, no numbering reaches both. As $d_{model}$ grows, the two tables' ends approach each other.
 #
-# `utils` numbers the pairs **from 0**, as the paper's formula does: its fastest pair has angular
+# `utils` numbers the pairs **from 0**, as the paper's formula implies: its fastest pair has angular
 # frequency exactly 1, so $PE(1)$ starts with $\sin 1$. So does the YOUR CAT deck's $PE(1)$ (0.8414);
 # numbered from 1, $PE(1)$ would start with the deck's *third* number, 0.8218.
 
 # %%
 assert angular_frequencies(512)[0].item() == 1.0
-assert sinusoidal_encoding(2, 512, dtype=torch.float64)[1, 0].item() == math.sin(1.0)
+assert math.isclose(
+    sinusoidal_encoding(2, 512, dtype=torch.float64)[1, 0].item(), math.sin(1.0), rel_tol=0, abs_tol=1e-15
+)
 from_one_first = pe_from_one(2, 512)[1, 0].item()
 print(f"PE(1), first column: utils sin(1) = {math.sin(1.0):.6f}; numbered from 1: {from_one_first:.6f}")
 assert math.floor(math.sin(1.0) * 10**4) / 10**4 == deck_pe1[0]
 assert math.floor(from_one_first * 10**4) / 10**4 == deck_pe1[2] != deck_pe1[0]
-print("utils and the YOUR CAT deck number the pairs from 0, as the paper does: PASS")
+print("utils and the YOUR CAT deck number the pairs from 0, as the paper's formula implies: PASS")
 
 # %% [markdown]
 # ## 8. Computed once, reused for every sentence
 #
 # The table does not depend on the words, so it is computed once up to a maximum length and then
-# sliced (the YOUR CAT deck: "only computed once and reused for every sentence during training and
-# inference"). `utils.positional.PositionalEncoding` does exactly that. The table is a **buffer**,
+# sliced (the YOUR CAT deck: "Only computed once and reused for every sentence during training and
+# inference."). `utils.positional.PositionalEncoding` does exactly that. The table is a **buffer**,
 # not a parameter: it moves with the model (`.to(device)`), but no optimizer will ever change it.
 
 # %%
@@ -487,9 +593,27 @@ print("parameters:", [name for name, _ in pos_enc.named_parameters()])
 print("buffers:", [(name, tuple(b.shape)) for name, b in pos_enc.named_buffers()])
 assert list(pos_enc.parameters()) == []
 assert torch.equal(pos_enc.pe, sinusoidal_encoding(128, 512))
-zeros = torch.zeros(2, 6, 512)  # (batch, seq, d_model)
-assert torch.equal(pos_enc(zeros), pos_enc.pe[:6].expand(2, 6, 512))  # the forward pass only slices and adds
+x = torch.randn(2, 6, 512)  # (batch, seq, d_model) stand-in embeddings
+assert torch.equal(pos_enc(x), x + pos_enc.pe[:6])  # the forward pass only slices and adds
 print("a precomputed buffer, sliced per sentence: PASS")
+
+# %% [markdown]
+# The printout shows a `Dropout(p=0.0)`. The paper (section 5.4): "In addition, we apply dropout to
+# the sums of the embeddings and the positional encodings in both the encoder and decoder stacks. For
+# the base model, we use a rate of $P_{drop} = 0.1$." We keep $p = 0$ here, so the output is exactly
+# embedding + PE and can be checked, as the cell above does. With `dropout=0.1`, the paper's rate,
+# training zeroes about a tenth of the sums (and scales the rest by $1/0.9$); evaluation zeroes none:
+
+# %%
+pos_enc_train = PositionalEncoding(d_model=512, max_len=128, dropout=0.1)  # a new module is in training mode
+out = pos_enc_train(x)  # (batch, seq, d_model)
+kept = out != 0  # (batch, seq, d_model)
+assert 0.05 < 1 - kept.double().mean().item() < 0.15
+assert torch.allclose(out[kept], pos_enc(x)[kept] / 0.9, rtol=1e-6, atol=0)
+assert torch.equal(pos_enc_train.eval()(x), pos_enc(x))
+print(
+    "with dropout=0.1 about a tenth of the sums are zeroed in training, the rest scaled by 1/0.9, none in evaluation: PASS"
+)
 
 # %% [markdown]
 # A sentence longer than the table is an error, with a message that says how to fix it:
@@ -516,17 +640,40 @@ tokens = torch.tensor([vocab[word] for word in sentence])  # (seq,) = (6,)
 print(vocab, tokens)
 
 # %% [markdown]
-# How big is PE next to the embedding? The YOUR CAT deck draws embedding entries in the thousands
-# (952.207, 5450.840, ...), and PE entries in the thousands too (1664.068, ...). Those cannot be
-# sinusoidal PE values, which never leave $[-1, 1]$; and next to embeddings that large, the real PE
-# would vanish. Compare the norm of $PE(pos)$, always 16 at $d_{model} = 512$, with the word vectors'
-# norms for three kinds of embedding: entries drawn from $N(0, 1/d_{model})$ then multiplied by
-# $\sqrt{d_{model}}$ as the paper does (section 3.4); PyTorch's default `nn.Embedding` entries,
-# $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers like the deck's. Each is drawn 5 times.
+# How big is PE next to the embedding? The YOUR CAT deck draws embedding entries from below 1 up to
+# several thousand (952.207, 5450.840, 0.565, ...), and PE entries in the hundreds and thousands
+# (1664.068, 912.970, ...). Those cannot be sinusoidal PE values, which never leave $[-1, 1]$
+# (section 6):
 
 # %%
 deck_pe_cat = [1664.068, 8080.133, 2620.399, 9386.405, 3120.159]  # the deck's "PE" column for CAT
-assert max(abs(v) for v in deck_pe_cat) > 1  # so these are not sinusoidal PE values
+deck_pe_cat_again = [1281.458, 7902.890, 912.970, 3821.102, 1659.217, 7018.620]  # and for the second CAT
+deck_embedding = {  # the deck's embedding columns for YOUR, CAT, IS, A, LOVELY
+    "YOUR": [952.207, 5450.840, 1853.448, 1.658, 2671.529],
+    "CAT": [171.411, 3276.350, 9192.819, 3633.421, 8390.473],
+    "IS": [621.659, 1304.051, 0.565, 7679.805, 4506.025],
+    "A": [776.562, 5567.288, 58.942, 2716.194, 5119.949],
+    "LOVELY": [6422.693, 6315.080, 9358.778, 2141.081, 735.147],
+}
+entries = [v for column in deck_embedding.values() for v in column]
+pe_entries = deck_pe_cat + deck_pe_cat_again
+print(
+    f"the deck's embedding entries run from {min(entries)} to {max(entries)}; its PE entries from {min(pe_entries)} to {max(pe_entries)}"
+)
+assert min(entries) < 1 and max(entries) > 5000 and 100 < min(pe_entries) < 1000 < max(pe_entries)
+print("the deck's PE for CAT (position 1):", deck_pe_cat)
+print("the real PE(1), first five entries:", sinusoidal_encoding(2, 512)[1, :5])
+
+# %% [markdown]
+# And next to embeddings that large, the real PE would vanish. How large are embeddings, then? The
+# paper does not say how it initialises them: section 3.4 gives only "In the embedding layers, we
+# multiply those weights by $\sqrt{d_{model}}$." So the answer depends on a choice the paper leaves
+# open. Compare the norm of $PE(pos)$, always 16 at $d_{model} = 512$, with the word vectors' norms
+# for three embeddings, each drawn 5 times: entries from $N(0, 1/d_{model})$ times $\sqrt{d_{model}}$
+# (our choice, used from here on); PyTorch's default `nn.Embedding` entries, $N(0, 1)$, times
+# $\sqrt{d_{model}}$; and numbers like the deck's.
+
+# %%
 d_model, seq = 512, len(sentence)
 pe_norm = sinusoidal_encoding(seq, d_model).norm(dim=1).mean().item()  # every row has norm 16
 
@@ -536,7 +683,8 @@ def embedding_tables(seed):
     torch.manual_seed(seed)
     return {
         "N(0, 1/d_model) x sqrt(d_model)": torch.randn(len(vocab), d_model) / math.sqrt(d_model) * math.sqrt(d_model),
-        "N(0, 1) x sqrt(d_model)": torch.randn(len(vocab), d_model) * math.sqrt(d_model),
+        "nn.Embedding's N(0, 1) x sqrt(d_model)": torch.nn.Embedding(len(vocab), d_model).weight.detach()
+        * math.sqrt(d_model),
         "like the deck: uniform in [0, 10000)": torch.rand(len(vocab), d_model) * 10000,
     }
 
@@ -557,18 +705,22 @@ print(
     f"16 / 512 = {16 / 512:.5f}"
 )
 assert all(0.65 < r < 0.77 for r in ratios["N(0, 1/d_model) x sqrt(d_model)"])  # about 1/sqrt(2): comparable
-assert all(0.028 < r < 0.035 for r in ratios["N(0, 1) x sqrt(d_model)"])  # about 16/512: a small nudge
+assert all(0.028 < r < 0.035 for r in ratios["nn.Embedding's N(0, 1) x sqrt(d_model)"])  # about 16/512: a small nudge
 assert all(r < 1e-3 for r in ratios["like the deck: uniform in [0, 10000)"])  # PE would be swamped
 print(
-    "in 5 of 5 draws: PE / word norm in (0.65, 0.77) for unit variance, in (0.028, 0.035) for "
-    "N(0, 1) x sqrt(d_model), below 0.001 next to the deck's numbers: PASS"
+    "in 5 of 5 draws: PE / word norm in (0.65, 0.77) for ours (unit variance), in (0.028, 0.035) for "
+    "nn.Embedding's N(0, 1) x sqrt(d_model), below 0.001 next to the deck's numbers: PASS"
 )
 
 # %% [markdown]
-# With entries of variance 1 (the first kind), a word vector has norm about $\sqrt{512}$ and PE has
-# norm 16: the ratio is about $1/\sqrt{2}$ (printed above), so neither dominates the other, which is
-# what the YOUR CAT deck asks for ("positional encodings don't dominate the word embeddings"). We use
-# that embedding and add PE with the module from section 8:
+# With our choice (entries of variance 1 after the $\sqrt{d_{model}}$), a word vector has norm about
+# $\sqrt{512}$ and PE has norm 16: the ratio is about $1/\sqrt{2}$ (printed above), so neither
+# dominates the other, which is what the YOUR CAT deck asks for ("positional encodings don't
+# dominate the word embeddings"). With PyTorch's default `nn.Embedding` the same $\sqrt{d_{model}}$
+# makes the word vectors $\sqrt{512}$ times longer, and PE becomes a small nudge, about $16/512$ of
+# their norm. So "PE is about as large as the embedding" is a fact about our initialisation, not
+# about the paper's model; and training changes the embeddings anyway. We use our embedding and add
+# PE with the module from section 8:
 
 # %%
 X = embedding_tables(seed=0)["N(0, 1/d_model) x sqrt(d_model)"][tokens]  # (seq, d_model) word vectors
@@ -578,8 +730,8 @@ print(X_pe.shape)
 
 # %% [markdown]
 # The two CATs (positions 1 and 5) start as the very same vector. After adding PE they differ, by
-# exactly the distance between $PE(1)$ and $PE(5)$, the offset-4 distance from section 6, whatever the
-# embedding (5 draws):
+# exactly the distance between $PE(1)$ and $PE(5)$, the offset-4 distance from section 6, in each of
+# 5 draws of the embedding:
 
 # %%
 cat_1, cat_5 = 1, 5
@@ -591,6 +743,7 @@ for seed in SEEDS:
     assert math.isclose((X_pe[cat_1] - X_pe[cat_5]).norm().item(), offset_4, abs_tol=1e-4)
 print(f"the two CATs: identical before PE, {offset_4:.4f} apart after it (within 1e-4), in 5 of 5 draws: PASS")
 
+# %% [markdown]
 # ## 10. The whole table at a glance
 #
 # Rows are positions, columns are dimensions. The left columns (fast waves) flip colour every few
@@ -601,34 +754,76 @@ print(f"the two CATs: identical before PE, {offset_4:.4f} apart after it (within
 fig = plot_pe_heatmap(max_len=100, d_model=128, position=10)
 image = fig.axes[0].images[0].get_array()  # what is drawn: the PE table
 assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
+sign_changes = int((np.diff(np.sign(image[1:, 0])) != 0).sum())  # column 0, sin(pos), after pos 0
+drift = float(np.abs(image[:, -8:] - image[0, -8:]).max())  # the last 8 columns, over all 100 positions
+assert sign_changes >= 30 and drift < 0.05
+print(f"column 0 changes sign {sign_changes} times in 100 rows; the last 8 columns move by at most {drift:.3f}: PASS")
 
 # %% [markdown]
-# Now explore it live: change `d_model`, `max_len`, the `base` (10000 in the paper: a smaller base makes
-# every wave faster) and the highlighted `position`. (On GitHub the widget is not live; run the
-# notebook.)
+# The explorer below has a slider for the `base` (10000 in the paper). Lowering it speeds up every
+# pair but the first: pair 0 (columns 0 and 1) has $w_0 = 1/\text{base}^0 = 1$ whatever the base,
+# so those two columns never move, while every other $w_i = \text{base}^{-2i/d_{model}}$ grows as
+# the base falls; at base 1, the slider's lowest, every pair is as fast as the first. The explorer's
+# own drawing function at three bases:
+
+# %%
+drawn = {}
+for base in (10000.0, 100.0, 1.0):
+    fig_base = plot_pe_heatmap(max_len=100, d_model=128, base=base, position=10)
+    drawn[base] = np.array(fig_base.axes[0].images[0].get_array())  # (max_len, d_model) as drawn
+    plt.close(fig_base)
+bases = np.logspace(0, 5, 101)  # 101 bases from 1 to 100000, each 10^0.05 times the one before
+w_by_base = torch.stack([angular_frequencies(128, b) for b in bases])  # (bases, d_model/2)
+assert all(np.array_equal(drawn[b][:, :2], drawn[10000.0][:, :2]) for b in drawn)  # pair 0 never moves
+assert (drawn[100.0][:, 2:] != drawn[10000.0][:, 2:]).any(axis=0).all()  # every other column does
+assert np.allclose(drawn[1.0][:, 0::2], drawn[1.0][:, :1]) and np.allclose(drawn[1.0][:, 1::2], drawn[1.0][:, 1:2])
+assert (w_by_base[:, 0] == 1).all() and (w_by_base[1:, 1:] < w_by_base[:-1, 1:]).all()
+print(
+    "pair 0 is the same at every base; every other pair is faster at a lower base (101 bases from 1 to 100000), "
+    "and at base 1 all equal pair 0: PASS"
+)
+
+# %% [markdown]
+# Now explore it live: change `d_model`, `max_len`, the `base` and the highlighted `position`.
+# (On GitHub the widget is not live; run the notebook.)
 
 # %% tags=["nbval-ignore-output"]
-pe_explorer()
+explorer = pe_explorer()
+explorer
+
+# %%
+base_slider = next(c for c in explorer.children[0].children if c.description == "base")  # the explorer's base
+lowest, highest = base_slider.base**base_slider.min, base_slider.base**base_slider.max
+assert lowest == 1 and highest >= 10000 and base_slider.value == 10000
+print(f"the base slider runs from {lowest:g} to {highest:g} and starts at the paper's {base_slider.value:g}: PASS")
 
 # %% [markdown]
 # ## Summary
 #
-# - Summing or attending over word vectors ignores their order, so position must be put into the
-#   vectors themselves.
+# - Summing ignores order (the same vector); unmasked self-attention (the encoder's) gives the same
+#   rows, reordered. (A causal mask, lesson 04, makes the decoder's attention order-dependent, but
+#   only through who may see whom.) So the Transformer puts position into the vectors themselves.
 # - Integer positions grow without bound and swamp the embedding; positions scaled to $[0, 1]$ give a
 #   step between neighbours that depends on the sentence length.
 # - $PE(pos, 2i) = \sin(pos / 10000^{2i/d_{model}})$, $PE(pos, 2i+1) = \cos(\ldots)$: bounded in
-#   $[-1, 1]$ with every row of norm $\sqrt{d_{model}/2}$, deterministic, unique for each position, and
+#   $[-1, 1]$ with every row of norm $\sqrt{d_{model}/2}$, deterministic, unique for each position
+#   (checked for 10,000 positions; beyond, because $\pi$ is irrational), and
 #   with a distance between positions that depends only on how far apart they are.
 # - $PE(0) = (0, 1, 0, 1, \dots)$. The YOUR CAT deck's $PE(1)$ figures are truncated, not rounded,
-#   and its exponents should read $2i/d_{model}$.
-# - The paper numbers the pairs from $i = 0$ (fastest wavelength $2\pi$), and so do `utils` and the
-#   YOUR CAT deck; the COMP7607 slides number them from 1, which drops the $2\pi$ wave and makes the
+#   and they come from the exponent $2i/d_{model}$, not from the $4/517$ and $40/517$ written beside
+#   them in our copy of the deck.
+# - The paper chose sinusoids hoping the model would attend by relative positions ($PE_{pos+k}$ is a
+#   fixed linear function of $PE_{pos}$) and extrapolate to longer sequences; learned position
+#   embeddings gave nearly identical results (Table 3, row (E)).
+# - The paper's formula implies pairs numbered from $i = 0$ (fastest wavelength $2\pi$); `utils` and
+#   the YOUR CAT deck number them so too; the COMP7607 slides number them from 1, which drops the $2\pi$ wave and makes the
 #   slowest exactly $10000 \cdot 2\pi$.
 # - Vectors are rows: a sentence is `(T, d_model)` and maps act as $xW$, here and in every later
 #   lesson.
-# - The table is computed once (a buffer) and added to the embeddings; with unit-variance embeddings
-#   its norm is about $1/\sqrt{2}$ of theirs. The two CATs become different vectors.
+# - The table is computed once (a buffer) and added to the embeddings. How large it is next to them
+#   depends on their initialisation, which the paper does not give: about $1/\sqrt{2}$ of their norm
+#   with our unit-variance entries, about $16/512$ with `nn.Embedding`'s default times
+#   $\sqrt{d_{model}}$. The two CATs become different vectors.
 #
 # ## Exercises
 #
@@ -684,12 +879,14 @@ check.base_for_wavelength(base_for_wavelength)
 # ## Sources
 #
 # - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.5 (the sinusoidal encoding,
-#   its geometric progression of wavelengths, and why it was chosen), section 3.4 (embeddings
-#   multiplied by $\sqrt{d_{model}}$), sections 3.2.2 and 3.3 (the row-vector convention, $xW$).
+#   its geometric progression of wavelengths, and why it was chosen), Table 3 row (E) (learned
+#   positional embeddings), section 3.4 (embeddings multiplied by $\sqrt{d_{model}}$), sections 3.2.2
+#   and 3.3 (the row-vector convention, $xW$).
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the positional-encoding
-#   vector with the pairs numbered $1, \dots, d/2$.
+#   vector with the pairs numbered $1, \dots, d/2$, and "(No)" to the hope of extrapolation.
 # - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, its
-#   embedding and PE figures, $PE(0)$ and $PE(1)$ at $d_{model} = 512$, and the precomputed table.
+#   embedding and PE figures, $PE(0)$ and $PE(1)$ at $d_{model} = 512$, the precomputed table, and the
+#   hope of extrapolation.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the formula with $i$
 #   from 0, and why neither integer positions nor positions in $[0, 1]$ will do.
 # - Reading notes on the paper (June 2020): "A chases B" vs "B chases A", and the four properties a

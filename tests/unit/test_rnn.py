@@ -74,6 +74,15 @@ def test_grad_probe_equals_autograd_by_hand(n, ord):
         out[-1].sum().backward()
         norms.append(torch.linalg.vector_norm(xb.grad[0], ord=ord))
     assert got == pytest.approx(torch.stack(norms).median().item(), rel=1e-12)
+    assert grad_norm_to_first(rnn, x, n, ord=ord, over="max") == pytest.approx(max(norms).item(), rel=1e-12)
+
+
+def test_grad_probe_median_is_the_lower_middle_of_an_even_batch():
+    rnn, x = _rnn(), _x(batch=4)
+    norms = sorted(grad_norm_to_first(rnn, x[b : b + 1], 3) for b in range(4))
+    assert norms[1] < norms[2]  # two different middle values
+    assert grad_norm_to_first(rnn, x, 3) == pytest.approx(norms[1], rel=1e-12)
+    assert grad_norm_to_first(rnn, x, 3, over="max") == pytest.approx(norms[3], rel=1e-12)
 
 
 def test_grad_probe_takes_a_model_without_a_tuple_output():
@@ -94,6 +103,8 @@ def test_grad_probe_takes_a_model_without_a_tuple_output():
         ((_rnn(), _x(seq=4), -1), ValueError, "n"),
         ((_rnn(), _x(seq=4), 1.0), TypeError, "n"),
         ((_rnn(), _x(), 1, 1), ValueError, "ord"),
+        ((_rnn(), _x(), 1, 2, "mean"), ValueError, "over"),
+        ((_rnn(), _x(), 1, 2, None), TypeError, "over"),
     ],
 )
 def test_grad_probe_bad_input(args, error, words):
@@ -118,6 +129,9 @@ def test_first_vanished_with_a_threshold_matches_the_probe():
     expected = next(n for n, v in enumerate(values) if v <= threshold)
     assert first_vanished(rnn, x, range(30), threshold=threshold) == expected
     assert first_vanished(rnn, x, range(30), threshold=0.0) is None  # float64 does not reach 0 in 30 steps
+    largest = [grad_norm_to_first(rnn, x, n, over="max") for n in range(30)]
+    expected = next(n for n, v in enumerate(largest) if v <= threshold)
+    assert first_vanished(rnn, x, range(30), threshold=threshold, over="max") == expected
 
 
 @pytest.mark.parametrize(
@@ -127,6 +141,7 @@ def test_first_vanished_with_a_threshold_matches_the_probe():
         (dict(ns=[1], threshold=-1.0), ValueError, "threshold"),
         (dict(ns=[1], threshold="0"), TypeError, "threshold"),
         (dict(ns=[1], threshold=math.nan), ValueError, "threshold"),
+        (dict(ns=[1], over="min"), ValueError, "over"),
     ],
 )
 def test_first_vanished_bad_input(kwargs, error, words):
@@ -158,6 +173,57 @@ def test_step_factors_multiply_to_the_autograd_ratio(d_hidden, seq):
     assert (parts["W_hh_part"] <= torch.linalg.svdvals(W_hh.detach()).max() + 1e-12).all()
 
 
+def test_step_factors_slope_spread_by_hand():
+    rnn, x = _rnn(4, 6), _x(seq=9)
+    parts = step_factors(rnn, x)
+    h, _ = rnn(x)  # (batch, seq, d_hidden)
+    slope = 1 - h.detach()[:, 1:] ** 2  # (batch, seq - 1, d_hidden)
+    expected = (slope.std(dim=2, correction=0) / slope.mean(dim=2)).mean(dim=1)  # (batch,)
+    assert torch.allclose(parts["slope_spread"], expected, rtol=1e-12)
+    assert (parts["slope_spread"] > 0).all()
+
+
+def test_step_factors_uniform_slope_is_the_gain_of_W_hh_alone():
+    rnn, x = _rnn(4, 6), _x(seq=12)
+    real, uniform = step_factors(rnn, x), step_factors(rnn, x, uniform_slope=True)
+    W_hh = rnn.weight_hh_l0.detach()  # (d_hidden, d_hidden)
+    u, logs = torch.ones(6, dtype=torch.float64), []
+    for _ in range(11):  # a scalar slope per step leaves only the direction u W_hh^k
+        logs.append(((u @ W_hh).norm() / u.norm()).log())
+        u = u @ W_hh
+    gain = torch.stack(logs).mean().exp()
+    assert torch.allclose(uniform["W_hh_part"], gain.expand(3), rtol=1e-12)  # the same for every sequence
+    h, _ = rnn(x)
+    mean_slope = (1 - h.detach()[:, 1:] ** 2).mean(dim=2)  # (batch, seq - 1)
+    assert torch.allclose(uniform["tanh_part"], mean_slope.log().mean(dim=1).exp(), rtol=1e-12)
+    assert torch.equal(uniform["slope_spread"], real["slope_spread"])  # measured on the real slope
+    assert not torch.allclose(uniform["W_hh_part"], real["W_hh_part"], rtol=1e-3)
+
+
+def test_step_factors_uniform_slope_follows_the_gradient_with_each_steps_mean_slope():
+    rnn, x = _rnn(4, 6), _x(seq=12)
+    uniform = step_factors(rnn, x, uniform_slope=True)
+    W_hh, (h, _) = rnn.weight_hh_l0.detach(), rnn(x)  # (d_hidden, d_hidden), (batch, seq, d_hidden)
+    h = h.detach()
+    g, logs = torch.ones(3, 6, dtype=torch.float64), []  # (batch, d_hidden) dL/dh_last
+    for t in range(11, 0, -1):  # the what-if gradient: g_{t-1} = (g_t * mean slope of step t) W_hh
+        g_d = g * (1 - h[:, t] ** 2).mean(dim=1, keepdim=True)  # (batch, d_hidden)
+        g = g_d @ W_hh  # (batch, d_hidden), small enough here not to underflow
+        logs.append((g.norm(dim=1) / g_d.norm(dim=1)).log())
+    assert torch.allclose(uniform["W_hh_part"], torch.stack(logs).mean(0).exp(), rtol=1e-12)
+
+
+def test_step_factors_uniform_slope_gain_tends_to_the_spectral_radius():
+    torch.manual_seed(0)
+    A = torch.randn(6, 6, dtype=torch.float64)
+    rnn = _rnn(4, 6)
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_((A + A.T) / 8)  # symmetric: a real dominant eigenvalue
+    radius = torch.linalg.eigvalsh(rnn.weight_hh_l0.detach()).abs().max().item()
+    gain = step_factors(rnn, _x(seq=400), uniform_slope=True)["W_hh_part"]
+    assert torch.allclose(gain, torch.full_like(gain, radius), rtol=0.02)
+
+
 def test_step_factors_do_not_underflow_on_long_sequences():
     parts = step_factors(_rnn(), _x(seq=2000))
     assert torch.isfinite(parts["factor"]).all() and (parts["factor"] > 0).all()
@@ -180,3 +246,9 @@ def test_step_factors_do_not_underflow_on_long_sequences():
 def test_step_factors_bad_input(rnn, x, error, words):
     with pytest.raises(error, match=words):
         step_factors(rnn, x)
+
+
+@pytest.mark.parametrize("uniform_slope", [1, "yes", None])
+def test_step_factors_uniform_slope_must_be_a_bool(uniform_slope):
+    with pytest.raises(TypeError, match="uniform_slope must be a bool"):
+        step_factors(_rnn(), _x(), uniform_slope=uniform_slope)
