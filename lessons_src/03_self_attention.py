@@ -46,6 +46,7 @@ import torch
 from utils.attention import scaled_dot_product_attention
 from utils.attention_map import token_embeddings
 from utils.attention_patterns import (
+    VOCAB,
     attention_properties,
     projected_weights,
     random_projections,
@@ -682,7 +683,7 @@ for s in range(20):
     diag_rows += sum(bool(A_s[i, i] >= A_s[i].max() - 1e-9) for i in range(seq))
     lovely_on_cat += weight_on(A_s, sentence, "LOVELY", "CAT")
     assert all(attention_properties(A_s, sentence, atol=1e-9).values()), "still identical CAT rows, columns"
-print(f"rows whose largest weight is on the diagonal: {diag_rows} of {20 * seq}")
+print(f"rows whose largest weight is on the diagonal: {diag_rows} of {20 * seq} (chance, 1 in 5: {20 * seq // 5})")
 print(
     f"LOVELY's weight on the two CATs over 20 draws: min {min(lovely_on_cat):.2f}, "
     f"median {float(np.median(lovely_on_cat)):.2f}, max {max(lovely_on_cat):.2f}"
@@ -723,6 +724,7 @@ print(f"after training, over 8 seeds: min {min(lovely_trained.values()):.4f}")
 # In every training seed, LOVELY now puts (almost) all its weight on the two CATs:
 
 # %%
+assert set(sentence) <= set(VOCAB), "the sentence uses only the task's words"
 assert min(lovely_trained.values()) > 0.95
 assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "the loss fell"
 print("trained W_q, W_k: LOVELY puts > 0.95 of its weight on CAT, in 8 of 8 training seeds: PASS")
