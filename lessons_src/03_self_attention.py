@@ -314,8 +314,8 @@ print("identical CATs: identical rows and identical columns in all 20 embedding 
 # "Without position information" rules out more than PE. Lesson 04's **causal mask** lets each word attend
 # only to itself and the words before it. That tells every query where it stands: the first CAT (position 1)
 # sees YOUR and itself, the second (position 5) sees the whole sentence. So a causal mask carries position,
-# and with it the two CATs' rows differ, and so do their columns (column 5 is blocked for every query before
-# position 5, column 1 is not):
+# and with it the two CATs' rows differ, and so do their columns (column 5 is blocked for the queries at
+# positions 0 to 4, column 1 only for position 0):
 
 # %%
 _, A_causal = scaled_dot_product_attention(X, X, X, mask=causal_mask(seq))  # (seq, seq)
@@ -329,6 +329,26 @@ for s in range(20):
     cols_differ += (A_s[:, 1] - A_s[:, 5]).abs().max().item() > 0.1
 assert rows_differ == cols_differ == 20
 print("with a causal mask the two CATs' rows differ, and their columns differ, in all 20 embedding tables: PASS")
+
+# %% [markdown]
+# For the same reason a causal mask breaks the permutation equivariance of section 4: reverse the sentence and
+# the outputs are no longer just reversed. How much that shows depends on how peaked the map is. At
+# $d_{model} = 512$ every word returns almost exactly its own vector whatever it may see, so the outputs barely
+# move; with the explorer's 16-dimensional embeddings (section 6) they do:
+
+# %%
+flip = torch.arange(seq - 1, -1, -1)  # (seq,) the sentence reversed
+moved = {}  # d -> max |Attention(PX) - P Attention(X)| per embedding table, causal mask
+for d in (d_model, 16):
+    moved[d] = []
+    for s in range(20):
+        X_s = token_embeddings(sentence, d, seed=s)  # (seq, d)
+        Y_s, _ = scaled_dot_product_attention(X_s, X_s, X_s, mask=causal_mask(seq))  # (seq, d)
+        Y_f, _ = scaled_dot_product_attention(X_s[flip], X_s[flip], X_s[flip], mask=causal_mask(seq))  # (seq, d)
+        moved[d].append((Y_f - Y_s[flip]).abs().max().item())
+print(f"causal mask, sentence reversed, d_model=16: outputs move by {min(moved[16]):.2f} to {max(moved[16]):.2f}")
+assert min(moved[16]) > 0.05 and max(moved[d_model]) < 1e-6
+print("causal mask: not equivariant in any of 20 tables at d_model=16; at d_model=512 the change is below 1e-6: PASS")
 
 # %% [markdown]
 # ### What every attention matrix must satisfy
@@ -783,7 +803,8 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #   identical rows, and the diagonal is the largest in row $i$ exactly when no other embedding reaches further along
 #   $x_i$ than $x_i$ itself ($x_i \cdot x_j \le |x_i|^2$): equal lengths are enough, not needed.
 # - It is permutation **equivariant**: $\text{Attention}(PX) = P\,\text{Attention}(X)$. A sum-pool on top is invariant.
-#   Positional encoding breaks the symmetry, and so does a causal mask; learned $W_q, W_k, W_v, W_o$ do not.
+#   Positional encoding breaks the symmetry, and so does a causal mask (visibly once the map is not nearly the
+#   identity); learned $W_q, W_k, W_v, W_o$ do not.
 # - Every self-attention matrix without position information (no PE, no causal mask) has non-negative weights,
 #   rows summing to 1, and identical rows and columns for identical words; the YOUR CAT deck's "random" matrix
 #   breaks the last two. A causal mask tells each query where it stands, and the two CATs' rows then differ.
