@@ -642,7 +642,7 @@ assert torch.isnan(softmax_naive(big)).all() and torch.allclose(shifted, torch.s
 # %%
 x = torch.tensor([1.0, 3.0, 2.5, 0.0, 2.0])  # (5,)
 temps = [100.0, 3.0, 1.0, 0.3, 0.05]
-weights = {T_: torch.softmax(x / T_, dim=-1) for T_ in temps}  # each (5,)
+weights = {T_: torch.softmax(x.double() / T_, dim=-1).float() for T_ in temps}  # each (5,), computed in float64
 for T_, p in weights.items():
     print(f"T={T_:6.2f}: {p.numpy().round(4)}")
 tops = [weights[T_].max().item() for T_ in temps]
