@@ -8,7 +8,8 @@
 # - explain queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
 # - build the parameter-free self-attention of the reading notes (`bmm(x, xᵀ)`, softmax, `bmm`) and read
 #   its matrix for "YOUR CAT IS A LOVELY CAT";
-# - name the properties *every* attention matrix has, and find the two a slide deck's matrix breaks;
+# - name the two properties every attention matrix has, the two more that self-attention without position
+#   information adds, and find the two a slide deck's matrix breaks;
 # - prove and check that self-attention is permutation **equivariant** (not invariant), that positional
 #   encoding breaks this, and that learned projections $W_q, W_k, W_v, W_o$ do not;
 # - see why the Transformer projects queries and keys: random $W_q, W_k$ give a map ruled by chance,
@@ -44,7 +45,7 @@ import numpy as np
 import torch
 
 from utils.attention import scaled_dot_product_attention
-from utils.attention_map import token_embeddings
+from utils.attention_map import attention_map, token_embeddings
 from utils.attention_patterns import (
     VOCAB,
     attention_properties,
@@ -351,13 +352,14 @@ assert min(moved[16]) > 0.05 and max(moved[d_model]) < 1e-6
 print("causal mask: not equivariant in any of 20 tables at d_model=16; at d_model=512 the change is below 1e-6: PASS")
 
 # %% [markdown]
-# ### What every attention matrix must satisfy
+# ### What an attention matrix must satisfy
 #
 # The YOUR CAT slide deck prints a 6 × 6 attention matrix for this sentence, with the note "all values are
 # random". The deck says Q, K and V "are just the input sentence", and also that each row captures "the
 # position in the sentence (represented by the positional encodings)". Random numbers can still be
 # checked: every attention matrix has properties 1 and 2 below (each row is a softmax; a row a mask blocks
-# entirely is lesson 04's business), and every self-attention matrix of this sentence *without* position
+# entirely is lesson 04's business, and so is attention dropout, which in training zeroes random weights and
+# rescales the rest, so rows no longer sum to 1), and every self-attention matrix of this sentence *without* position
 # information (no positional encoding, no causal mask) also has 3 and 4:
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
@@ -407,17 +409,63 @@ check.predict_broken_properties(my_prediction)
 
 # %% [markdown]
 # The rows sum to 1 (two give 1.001, the rounding), no weight is negative, but the two CATs have
-# different rows (CAT at position 1 gives itself 0.278, the other CAT 0.115) and different columns. So the
-# deck's matrix cannot come from the word embeddings alone. With positional encoding added it could: the
-# two CATs are then different vectors, and section 4 shows each CAT attending more to itself than to the
-# other, as the deck's do. Our matrix $A$ (no PE) has all four properties:
+# different rows and different columns (the CAT rows' weights on the two CATs are printed below). So the
+# deck's matrix cannot come from the word embeddings alone. Our matrix $A$ (no PE) has all four properties;
+# with attention dropout (weights zeroed at random, the rest scaled up), even property 2 goes:
 
 # %%
 ours = attention_properties(A, sentence, atol=1e-5)
+print("deck, row CAT (1) on CAT (1), CAT (5):", deck_matrix[1, [1, 5]].tolist())
+print("deck, row CAT (5) on CAT (5), CAT (1):", deck_matrix[5, [5, 1]].tolist())
 assert broken == {3, 4}, "the deck's matrix breaks exactly properties 3 and 4"
 assert deck_matrix[1, 1] > deck_matrix[1, 5] and deck_matrix[5, 5] > deck_matrix[5, 1], "each CAT prefers itself"
 assert all(ours.values()), "the computed matrix has all four properties"
 print("deck: rows sum to 1 within ±0.003, none negative, but CAT rows and columns differ; ours: all four: PASS")
+torch.manual_seed(0)
+_, A_drop = scaled_dot_product_attention(X, X, X, dropout_p=0.1)  # (seq, seq) training-time dropout
+assert not attention_properties(A_drop, sentence, atol=1e-5)["every row sums to 1"]
+print("with attention dropout 0.1, the rows no longer all sum to 1: PASS")
+
+# %% [markdown]
+# Could positional encoding explain the deck's matrix? It makes the two CATs different vectors, and section 4
+# shows each CAT then attending more to itself than to the other, as the deck's do. But it cannot produce
+# this matrix either. With queries and keys both $X + PE$, the scores are symmetric, $s_{ij} = s_{ji}$, and
+# row $i$ is divided by its own sum $Z_i = \sum_k e^{s_{ik}}$, so $A_{ij} / A_{ji} = Z_j / Z_i$. Around any
+# three words the sums cancel:
+#
+# $$A_{ij}\,A_{jk}\,A_{ki} = A_{ji}\,A_{kj}\,A_{ik}.$$
+#
+# The deck's IS, A, LOVELY break this by far more than its three-decimal rounding can explain. A matrix
+# like the deck's needs different queries and keys, such as section 5's projections $W_q \ne W_k$.
+
+
+# %%
+def cycle_log_ratio(A, i, j, k):
+    """log(A_ij A_jk A_ki / (A_ji A_kj A_ik)): 0 whenever the scores are symmetric."""
+    L = A.double().log()  # (seq, seq)
+    return (L[i, j] + L[j, k] + L[k, i] - L[j, i] - L[k, j] - L[i, k]).item()
+
+
+i, j, k = (sentence.index(w) for w in ("IS", "A", "LOVELY"))
+forward = deck_matrix[i, j] * deck_matrix[j, k] * deck_matrix[k, i]
+backward = deck_matrix[j, i] * deck_matrix[k, j] * deck_matrix[i, k]
+print(f"deck, IS -> A -> LOVELY -> IS: {forward:.5f}; the other way round: {backward:.5f}")
+cycle = [(i, j), (j, k), (k, i), (j, i), (k, j), (i, k)]
+rounding = sum(0.0005 / (deck_matrix[a, b].item() - 0.0005) for a, b in cycle)  # largest log change from rounding
+gap = abs(cycle_log_ratio(deck_matrix, i, j, k))  # |log(forward / backward)|
+print(f"the two products differ by a factor e^{gap:.2f}; rounding to 3 decimals explains at most e^{rounding:.2f}")
+assert gap > rounding
+triples = [(a, b, c) for a in range(seq) for b in range(seq) for c in range(seq) if len({a, b, c}) == 3]
+PE_3 = sinusoidal_encoding(seq, d_model, dtype=torch.float64)  # (seq, d_model)
+worst_pe = max(
+    abs(cycle_log_ratio(self_attention(token_embeddings(sentence, d_model, seed=s) + PE_3)[1], *t))
+    for s in range(20)
+    for t in triples
+)
+A_proj = projected_weights(X.double(), *random_projections(d_model, 64, seed=0))  # (seq, seq) W_q != W_k
+worst_proj = max(abs(cycle_log_ratio(A_proj, *t)) for t in triples)
+assert worst_pe < 1e-9 and worst_proj > 10 * rounding
+print("with Q = K = X + PE, every three-word cycle balances in all 20 tables; with W_q != W_k it need not: PASS")
 
 # %% [markdown]
 # ### Is the diagonal always the largest?
@@ -466,7 +514,8 @@ print(f"lengths differ, yet the diagonal is the row maximum in every row, in {di
 # (printed above) and a word would need to be many times longer than another to reach past it. Two vectors of
 # lengths 1 and 2 keep the diagonal too when they are perpendicular, $x_1 = (1, 0)$, $x_2 = (0, 2)$; and so
 # do 200 random sets of six 512-dimensional embeddings whose lengths are spread by ±20%. Then the rule
-# itself, on 1000 small random sets (1 to 8 dimensions, lengths spread 25-fold) where the diagonal often
+# itself, on 1000 small random sets (in 1, 2, 3 or 8 dimensions, each vector scaled by a random factor
+# between 0.2 and 5) where the diagonal often
 # loses: in every row, "every reach below 1" says exactly whether the diagonal wins.
 
 # %%
@@ -486,9 +535,9 @@ print(f"lengths spread by +-20%: the diagonal is the row maximum in every row of
 
 rows = agree = lost = won_though_shorter = 0  # won_though_shorter: another vector is twice as long
 for trial in range(1000):
-    d, n = [1, 2, 3, 8][trial % 4], 2 + trial % 5  # dimension 1..8, 2..6 vectors
+    d, n = [1, 2, 3, 8][trial % 4], 2 + trial % 5  # dimension 1, 2, 3 or 8; 2..6 vectors
     X_t = torch.randn(n, d, generator=gen, dtype=torch.float64)  # (n, d)
-    X_t = X_t * torch.empty(n, 1, dtype=torch.float64).uniform_(0.2, 5.0, generator=gen)  # lengths vary 25-fold
+    X_t = X_t * torch.empty(n, 1, dtype=torch.float64).uniform_(0.2, 5.0, generator=gen)  # each scaled by 0.2..5
     wins = self_attention(X_t)[1].argmax(dim=-1) == torch.arange(n)  # (n,) the diagonal is the row maximum
     r = reach(X_t).fill_diagonal_(-math.inf)  # (n, n) reach of every other vector
     predicted = r.max(dim=-1).values < 1  # (n,) every reach below 1
@@ -585,7 +634,9 @@ print("sum-pool of self-attention is permutation invariant: PASS")
 # %% [markdown]
 # ### Positional encoding breaks the symmetry
 #
-# Add the sinusoidal PE of lesson 01 to the embeddings. Permuting the words now changes which encoding
+# The paper adds positional encodings for exactly this reason (section 3.5): with no recurrence and no
+# convolution, the model has no other way to use the order of the words. Add the sinusoidal PE of lesson 01
+# to the embeddings. Permuting the words now changes which encoding
 # each word gets ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
 
 # %%
@@ -648,8 +699,9 @@ print("nn.MultiheadAttention has the same count with its default biases, and the
 
 # %% [markdown]
 # They act on each position separately, $(PX)W + b = P(XW + b)$, biases or not, so the derivation above goes
-# through unchanged: the layer is still permutation equivariant. Only PE (or another position signal, such as
-# the causal mask of section 3) breaks the symmetry.
+# through unchanged: the layer is still permutation equivariant. Without attention dropout (which zeroes
+# random weights in training; this lesson uses none), the symmetry breaks only when something tells the
+# positions apart: PE, or the causal mask of section 3.
 
 
 # %%
@@ -722,7 +774,9 @@ print("random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.
 # No one tells the adjective where to look; only $W_q$ and $W_k$ are trained, starting from the random
 # matrices above. YOUR CAT IS A LOVELY CAT uses only words of this vocabulary. The loop, 50 Adam steps of
 # 32 sentences each, is `utils.attention_patterns.train_adjective_noun`; we train from 8 seeds (seed s starts
-# from `random_projections(seed=s)` and draws its own sentences).
+# from `random_projections(seed=s)` and draws its own sentences). The loss starts well below $\ln 6 \approx 1.79$,
+# a blind guess among six nouns: the noun is one of the words every adjective mixes, and in 512 dimensions even
+# a small share of its embedding makes it score highest. What training changes is where the adjective looks.
 
 # %% tags=["nbval-ignore-output"]
 trained = {
@@ -747,6 +801,8 @@ print(f"after training, over 8 seeds: min {min(lovely_trained.values()):.4f}")
 assert set(sentence) <= set(VOCAB), "the sentence uses only the task's words"
 assert min(lovely_trained.values()) > 0.95
 assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "the loss fell"
+assert all(losses[0] < math.log(6) for _, _, losses in trained.values()), "it started below a blind guess"
+print("in all 8 seeds the first loss is below ln 6 (a blind guess among six nouns): PASS")
 print("trained W_q, W_k: LOVELY puts > 0.95 of its weight on CAT, in 8 of 8 training seeds: PASS")
 
 # %% [markdown]
@@ -760,15 +816,16 @@ A_trained = sentence_map(sentence, *trained[0][:2])  # (seq, seq)
 fig = plot_attention(sentence, A_trained.numpy(), title="trained W_q, W_k: LOVELY looks at CAT")
 
 # %%
-lovely, your_targets = sentence.index("LOVELY"), set()
+lovely, targets = sentence.index("LOVELY"), {0: set(), 2: set(), 3: set()}  # rows YOUR, IS, A
 for W_q_s, W_k_s, _ in trained.values():
     A_s = sentence_map(sentence, W_q_s, W_k_s)  # (seq, seq)
     assert all(attention_properties(A_s, sentence, atol=1e-6).values())
     assert abs(A_s[lovely, 1] - A_s[lovely, 5]) < 1e-6
-    your_targets.add(sentence[int(A_s[0].argmax())])  # the word YOUR looks at most
-assert len(your_targets) >= 2, "YOUR's row was never trained: it differs between seeds"
+    for row in targets:
+        targets[row].add(sentence[int(A_s[row].argmax())])  # the word this row looks at most
+assert all(len(words) >= 2 for words in targets.values()), "these rows were never trained: they differ by seed"
 print("after training, in all 8 seeds: identical CAT rows and columns, LOVELY splits evenly: PASS")
-print("YOUR's most-attended word is not the same in all 8 seeds: PASS")
+print("the words YOUR, IS and A each look at most are not the same in all 8 seeds: PASS")
 
 # %% [markdown]
 # This is what the projections are for. Without them the map is fixed by the embeddings (nearly the
@@ -781,8 +838,28 @@ print("YOUR's most-attended word is not the same in all 8 seeds: PASS")
 #
 # The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
 # that the weights are not all 0 or 1) and the row of one query as a bar chart. Try: turn the $1/\sqrt{d_k}$
-# scaling off (weights become almost one-hot), raise the temperature (flatter), add positional encoding
-# (the two CATs part ways), and pick a mask (lesson 04). Here is its default state:
+# scaling off (weights become almost one-hot, except in the two CATs' rows: the two CATs are one key, so a
+# CAT's row weighs them equally and puts at most half its weight on each), raise the temperature (flatter), add positional encoding (the two CATs part ways), and pick a mask
+# (lesson 04). Those three changes, checked on the explorer's default sentence for five embedding seeds:
+
+# %%
+explorer_words = "YOUR CAT IS A LOVELY CAT".split()
+for s in range(5):
+    A_default = attention_map(explorer_words, seed=s)[0]  # (seq, seq)
+    A_unscaled = attention_map(explorer_words, scale=False, seed=s)[0]  # (seq, seq)
+    assert all(A_unscaled[i].max() > 0.98 for i in (0, 2, 3, 4))
+    assert all(abs(A_unscaled[i, 1] - A_unscaled[i, 5]) < 1e-9 and A_unscaled[i].max() <= 0.5 + 1e-9 for i in (1, 5))
+    A_hot = attention_map(explorer_words, temperature=10.0, seed=s)[0]  # (seq, seq)
+    assert (A_hot.max(dim=-1).values < A_default.max(dim=-1).values).all()
+    A_pos = attention_map(explorer_words, positional=True, seed=s)[0]  # (seq, seq)
+    assert (A_pos[1] - A_pos[5]).abs().max() > 0.01
+print(
+    "unscaled: rows above 0.98 on one word, except the CATs' rows (at most 0.5 anywhere); temperature 10: every row flatter;"
+)
+print("with PE: the two CATs' rows differ; in all 5 embedding seeds: PASS")
+
+# %% [markdown]
+# Here is its default state:
 
 # %%
 fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
@@ -805,9 +882,12 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # - It is permutation **equivariant**: $\text{Attention}(PX) = P\,\text{Attention}(X)$. A sum-pool on top is invariant.
 #   Positional encoding breaks the symmetry, and so does a causal mask (visibly once the map is not nearly the
 #   identity); learned $W_q, W_k, W_v, W_o$ do not.
-# - Every self-attention matrix without position information (no PE, no causal mask) has non-negative weights,
-#   rows summing to 1, and identical rows and columns for identical words; the YOUR CAT deck's "random" matrix
-#   breaks the last two. A causal mask tells each query where it stands, and the two CATs' rows then differ.
+# - Every self-attention matrix without position information (no PE, no causal mask) and without dropout has non-negative weights,
+#   rows summing to 1 (attention dropout in training breaks this), and identical rows and columns for identical
+#   words; the YOUR CAT deck's "random" matrix breaks the last two. A causal mask tells each query where it
+#   stands, and the two CATs' rows then differ.
+# - With queries equal to keys, PE or not, the scores are symmetric and $A_{ij} A_{jk} A_{ki} = A_{ji} A_{kj} A_{ik}$
+#   for any three words; the deck's matrix breaks that too, so it needs $W_q \ne W_k$.
 # - The paper's attention layer has $4 d_{model}^2$ parameters (no biases); `nn.Linear` and
 #   `nn.MultiheadAttention` add $4 d_{model}$ biases by default.
 # - Random $W_q, W_k$ replace the near-identity by chance; trained ones let a word look at another

@@ -1,5 +1,5 @@
 """What self-attention matrices look like: the properties every one has without position information (no PE,
-no causal mask), the map under query/key projections W_q, W_k, and a tiny task that trains them (each adjective
+no causal mask) and without attention dropout, the map under query/key projections W_q, W_k, and a tiny task that trains them (each adjective
 must find its sentence's noun)."""
 
 import math
@@ -120,7 +120,9 @@ PROPERTIES = (
 
 
 def attention_properties(A, tokens, atol=1e-6):
-    """Which of PROPERTIES (true of every self-attention matrix without PE or causal mask) hold for A, within atol."""
+    """Which of PROPERTIES hold for A, within atol.
+
+    All four are true of every self-attention matrix without PE, causal mask or attention dropout."""
     tokens = as_tokens(tokens)
     validation.tensor("A", A, min_dim=2)
     validation.shape("A", A, (("T", len(tokens)), ("T", len(tokens))))
