@@ -413,7 +413,7 @@ plt.show()
 # $\arg\max_v x \cdot e_v$. Concatenation decodes exactly as well as the bare embeddings (the PE
 # block is orthogonal to $[e_v; 0]$), so it is the baseline. (The paper's own embeddings are learned and,
 # in its words (section 3.4), "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$";
-# ours are not scaled.) `word_recovery(d, seed)` returns both
+# ours are random and used as drawn.) `word_recovery(d, seed)` returns both
 # shares; we run it for five seeds per width.
 
 # %% tags=["nbval-ignore-output"]

@@ -775,8 +775,8 @@ print("random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.
 # matrices above. YOUR CAT IS A LOVELY CAT uses only words of this vocabulary. The loop, 50 Adam steps of
 # 32 sentences each, is `utils.attention_patterns.train_adjective_noun`; we train from 8 seeds (seed s starts
 # from `random_projections(seed=s)` and draws its own sentences). The loss starts well below $\ln 6 \approx 1.79$,
-# a blind guess among six nouns: the noun is one of the words every adjective mixes, and in 512 dimensions even
-# a small share of its embedding makes it score highest. What training changes is where the adjective looks.
+# a blind guess among six nouns (the noun is one of the words every adjective's output mixes); what training
+# changes is where the adjective looks.
 
 # %% tags=["nbval-ignore-output"]
 trained = {
