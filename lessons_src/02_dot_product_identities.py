@@ -431,10 +431,11 @@ for d, runs in recovery.items():
 
 # %%
 assert all(added == concat == 1.0 for d in word_dims if d >= 128 for added, concat in recovery[d])
-assert all(added > 0.995 for added, _ in recovery[64])  # within half a point of concatenation's 100%
+assert all(added > 0.995 and concat == 1.0 for added, concat in recovery[64])  # within half a point of 100%
 assert all(added < concat for d in [4, 8, 16, 32] for added, concat in recovery[d])
 assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d])
-print(f"PASS: from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds; at d = 64 over 99.5%")
+print(f"PASS: from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
+print("PASS: at d = 64 concatenation recovers every word and adding over 99.5%, in every seed")
 print(
     "PASS: at d <= 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
     "more than 10 points fewer"
@@ -484,6 +485,8 @@ for n in [100, 1000, 10000]:
         assert 0.7 < share[255] < 0.8  # about three quarters
     if n == 10000:
         assert 0.5 < share[255] < 0.6 and needed > 400  # barely more than half
+print("PASS: over 100 positions the first 256 columns hold over 98% of the variance, yet 95% needs over 200")
+print("PASS: over 10 000 positions the first 256 columns hold under 60%, and 95% needs over 400 of the 512")
 
 # %% [markdown]
 # So for sentences of about a hundred tokens PE's variation sits in the first half of the columns (over
@@ -546,8 +549,10 @@ plt.show()
 # already makes softmax nearly one-hot, and its gradient then almost vanishes (the softmax Jacobian
 # is $\mathrm{diag}(p) - p^\top p$ for the row vector $p$, near zero for one-hot $p$). Dividing by
 # $\sqrt{d_k}$ divides the gap by the same factor and brings the scores back to unit variance. The paper
-# (section 3.2.1) gives this as its reason for the scale: without it, additive attention did better than
-# dot-product attention for larger $d_k$, while for small $d_k$ the two were about equal. Smaller keys are
+# (section 3.2.1) gives this as its reason for the scale, citing earlier work (its reference [3]): without
+# it, additive attention did better than dot-product attention for larger $d_k$, while for small $d_k$ the
+# two were about equal; and it writes "We suspect that" large dot products push the softmax into regions
+# of extremely small gradients, which is what we measure next. Smaller keys are
 # no way out either: in its Table 3 (rows B), reducing the key size $d_k$ made the model worse.
 
 
@@ -784,8 +789,9 @@ print(f"PASS: at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i wi
 # - Random directions in $d$ dimensions (vectors with independent zero-mean Gaussian entries) have
 #   cosine similarity with mean 0 and standard deviation $1/\sqrt d$
 #   (five seeds, within 5%); that is why adding PE to word embeddings loses little when $d$ is
-#   large. PE itself occupies few columns only over short spans: over 100 positions, half the
-#   columns hold nearly all its variance; over 10 000, the variance spreads over almost all of them.
+#   large. PE's variance crowds into the first half of the columns only over short spans: over 100
+#   positions those 256 columns hold over 98% of it, yet 95% still needs over 200 columns, so not "a few";
+#   over 10 000 positions, 95% needs over 400 of the 512.
 # - $\mathrm{Var}(q\cdot k) = d_k$; at $d_k = 512$ the largest of 10 unscaled scores is typically
 #   8.5 to 10.5 units above the next (11 to 13 on average), enough to make softmax nearly one-hot with a
 #   vanishing gradient, which the $1/\sqrt{d_k}$ scale prevents.

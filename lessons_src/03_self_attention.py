@@ -358,9 +358,9 @@ print("causal mask: not equivariant in any of 20 tables at d_model=16; at d_mode
 # random". The deck says Q, K and V "are just the input sentence", and also that each row captures "the
 # position in the sentence (represented by the positional encodings)". Random numbers can still be
 # checked: every attention matrix has properties 1 and 2 below (each row is a softmax; a row a mask blocks
-# entirely is lesson 04's business, and so is attention dropout, which in training zeroes random weights and
-# rescales the rest, so rows no longer sum to 1), and every self-attention matrix of this sentence *without* position
-# information (no positional encoding, no causal mask) also has 3 and 4:
+# entirely is lesson 04's business; attention dropout, which in training zeroes random weights and rescales
+# the rest, breaks property 2, as checked below), and every self-attention matrix of this sentence *without*
+# position information (no positional encoding, position bias or causal mask) also has 3 and 4:
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
 # 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
@@ -411,7 +411,9 @@ check.predict_broken_properties(my_prediction)
 # The rows sum to 1 (two give 1.001, the rounding), no weight is negative, but the two CATs have
 # different rows and different columns (the CAT rows' weights on the two CATs are printed below). So the
 # deck's matrix cannot come from the word embeddings alone. Our matrix $A$ (no PE) has all four properties;
-# with attention dropout (weights zeroed at random, the rest scaled up), even property 2 goes:
+# with attention dropout (weights zeroed at random, the rest scaled up), even property 2 goes. A position
+# bias added to the scores, such as $-0.5\,|i - j|$ (each word attends less to words further away), also
+# breaks properties 3 and 4: the two CATs sit at different places.
 
 # %%
 ours = attention_properties(A, sentence, atol=1e-5)
@@ -425,6 +427,13 @@ torch.manual_seed(0)
 _, A_drop = scaled_dot_product_attention(X, X, X, dropout_p=0.1)  # (seq, seq) training-time dropout
 assert not attention_properties(A_drop, sentence, atol=1e-5)["every row sums to 1"]
 print("with attention dropout 0.1, the rows no longer all sum to 1: PASS")
+positions = torch.arange(len(sentence))  # (seq,)
+distance_bias = -0.5 * (positions[:, None] - positions[None, :]).abs()  # (seq, seq)
+A_bias = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]) + distance_bias, dim=-1)  # (seq, seq)
+biased = attention_properties(A_bias, sentence, atol=1e-5)
+assert biased["every row sums to 1"] and not biased["identical tokens get identical rows"]
+assert not biased["identical tokens get identical columns"]
+print("with a position bias -0.5|i - j| on the scores, the two CATs' rows and columns differ: PASS")
 
 # %% [markdown]
 # Could positional encoding explain the deck's matrix? It makes the two CATs different vectors, and section 4
@@ -701,7 +710,7 @@ print("nn.MultiheadAttention has the same count with its default biases, and the
 # They act on each position separately, $(PX)W + b = P(XW + b)$, biases or not, so the derivation above goes
 # through unchanged: the layer is still permutation equivariant. Without attention dropout (which zeroes
 # random weights in training; this lesson uses none), the symmetry breaks only when something tells the
-# positions apart: PE, or the causal mask of section 3.
+# positions apart: PE, a position bias, or the causal mask of section 3.
 
 
 # %%
@@ -882,10 +891,10 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # - It is permutation **equivariant**: $\text{Attention}(PX) = P\,\text{Attention}(X)$. A sum-pool on top is invariant.
 #   Positional encoding breaks the symmetry, and so does a causal mask (visibly once the map is not nearly the
 #   identity); learned $W_q, W_k, W_v, W_o$ do not.
-# - Every self-attention matrix without position information (no PE, no causal mask) and without dropout has non-negative weights,
-#   rows summing to 1 (attention dropout in training breaks this), and identical rows and columns for identical
-#   words; the YOUR CAT deck's "random" matrix breaks the last two. A causal mask tells each query where it
-#   stands, and the two CATs' rows then differ.
+# - Every self-attention matrix without position information (no PE, position bias or causal mask) and without
+#   dropout has non-negative weights, rows summing to 1 (attention dropout in training breaks this), and
+#   identical rows and columns for identical words; the YOUR CAT deck's "random" matrix breaks the last two.
+#   A causal mask tells each query where it stands, and the two CATs' rows then differ.
 # - With queries equal to keys, PE or not, the scores are symmetric and $A_{ij} A_{jk} A_{ki} = A_{ji} A_{kj} A_{ik}$
 #   for any three words; the deck's matrix breaks that too, so it needs $W_q \ne W_k$.
 # - The paper's attention layer has $4 d_{model}^2$ parameters (no biases); `nn.Linear` and
