@@ -15,8 +15,8 @@
 # - measure the near-orthogonality of random high-dimensional vectors, and see why PE is added to
 #   word embeddings rather than concatenated (and for which sentence lengths that argument holds);
 # - measure $\mathrm{Var}(q \cdot k) = d_k$ and see why scores are divided by $\sqrt{d_k}$;
-# - use softmax's shift invariance, its temperature, and its limit, the arg-max — and see the
-#   arg-max's gradient vanish on the way.
+# - use softmax's shift invariance, its temperature, and its limit, the arg-max — and see the soft
+#   arg-max's gradient vanish as it approaches the arg-max.
 #
 # Every statement about random vectors is measured over five seeds, and the spread is printed.
 #
@@ -263,8 +263,9 @@ print("PASS: M_k orthogonal, M_a M_b = M_(a+b), M_-k = M_k^T, M_0 = I")
 
 # %% [markdown]
 # The dot-product identity of section 1 follows in one line:
-# $PE_t \cdot PE_{t+k} = PE_{t+k}\, PE_t^\top = PE_t\, M_k\, PE_t^\top$, and only the diagonal
-# blocks' $\cos(\omega_i k)$ survive because, for one pair with $(s, c) = (\sin a, \cos a)$,
+# $PE_t \cdot PE_{t+k} = PE_{t+k}\, PE_t^\top = PE_t\, M_k\, PE_t^\top$. In each $2\times2$ block the
+# off-diagonal $\pm\sin(\omega_i k)$ terms cancel, leaving only its diagonal $\cos(\omega_i k)$, because
+# for one pair with $(s, c) = (\sin a, \cos a)$,
 #
 # $$\begin{pmatrix}s & c\end{pmatrix}
 #   \begin{pmatrix}\cos b & -\sin b\\ \sin b & \cos b\end{pmatrix}
@@ -292,7 +293,7 @@ print(f"f rises at {len(rises)} of 200 steps; the first ones: k = {rises[:8].tol
 print(f"e.g. f(11) = {f[11]:.4f} < f(12) = {f[12]:.4f}")
 assert torch.all(f[1:12] < f[:11])  # strictly falling for the first 11 steps
 assert len(rises) > 0 and rises[0] == 11 and f[12] > f[11]  # ...then it rises
-assert f[0] == d_model / 2 and f[200] < f[0] / 2  # overall it does decay
+assert f[200] < f[0] / 2  # overall it does decay
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
@@ -304,7 +305,9 @@ plt.show()
 
 # %% [markdown]
 # The rise is not special to $d_{model} = 128$. For every width below, $f$ first rises within the
-# first 200 offsets, and later the wider the encoding; in every case $f(200)$ ends below $0.7\,f(0)$:
+# first 200 offsets, and later the wider the encoding; in every case $f(200)$ ends below $0.7\,f(0)$.
+# Over every even width from 2 to 1024 the first rise is never earlier for a wider encoding, but it can
+# be at the same offset: $d_{model} = 256$ and $384$ both first rise at $k = 24$.
 
 # %%
 first_rise = {}
@@ -313,7 +316,15 @@ for d in [16, 32, 64, 128, 256, 512, 1024]:
     first_rise[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0])
     print(f"d_model={d:5d}: first rise at k = {first_rise[d]:3d};  f(200) / f(0) = {f_d[200] / f_d[0]:.2f}")
     assert f_d[200] < 0.7 * f_d[0]
-assert list(first_rise.values()) == sorted(first_rise.values())  # later for wider encodings
+assert all(a < b for a, b in zip(list(first_rise.values()), list(first_rise.values())[1:]))  # later, widths shown
+every_width = {}  # first rise for every even width 2 .. 1024
+for d in range(2, 1025, 2):
+    f_d = torch.cos(ks[:, None] * angular_frequencies(d)).sum(1)  # (201,)
+    every_width[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0])
+firsts = list(every_width.values())
+assert all(a <= b for a, b in zip(firsts, firsts[1:])) and every_width[256] == every_width[384] == 24
+print("over every even width from 2 to 1024, a wider encoding never first rises earlier;", end=" ")
+print(f"d_model = 256 and 384 both first rise at k = {every_width[384]}: PASS")
 
 # %% [markdown]
 # ## 5. Random high-dimensional vectors are nearly orthogonal
@@ -392,20 +403,24 @@ plt.show()
 # %% [markdown]
 # ### Why PE is added, not concatenated
 #
-# The reading notes explain that PE is "added but not concatenated" by the "near orthogonality in
-# high dim space". Adding $PE_t$ to a word embedding $e$ mixes them in one vector. Concatenating,
+# The reading notes explain that PE is "added but not concatenated" by the "Near orthogonality in
+# high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector. Concatenating,
 # $[e; PE_t]$, keeps them apart for sure but doubles the width of every layer. In high dimensions the
 # random-looking word embeddings and the encodings are nearly orthogonal, so the sum still tells the
-# words apart. Experiment: a vocabulary of $V = 1000$ random word vectors (entries
-# $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable to $|PE_t| = \sqrt{d/2}$); each of 2000
-# tokens is $x = e_w + PE_t$ at a random position $t < 64$; we decode the word as
+# words apart. Experiment: a vocabulary of $V$ random word vectors (entries
+# $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable to $|PE_t| = \sqrt{d/2}$); each token
+# is $x = e_w + PE_t$ at a random position $t$ below a maximum length (the sizes are printed below); we decode the word as
 # $\arg\max_v x \cdot e_v$. Concatenation decodes exactly as well as the bare embeddings (the PE
-# block is orthogonal to $[e_v; 0]$), so it is the baseline. `word_recovery(d, seed)` returns both
+# block is orthogonal to $[e_v; 0]$), so it is the baseline. (The paper's own embeddings are learned and,
+# in its words (section 3.4), "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$";
+# ours are random and used as drawn.) `word_recovery(d, seed)` returns both
 # shares; we run it for five seeds per width.
 
 # %% tags=["nbval-ignore-output"]
 word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
-recovery = {d: [word_recovery(d, seed) for seed in SEEDS] for d in word_dims}  # (added, concatenated) per seed
+sizes = dict(vocab_size=1000, max_len=64, n_tokens=2000)
+print(f"V = {sizes['vocab_size']} words, {sizes['n_tokens']} tokens, positions t < {sizes['max_len']}")
+recovery = {d: [word_recovery(d, seed, **sizes) for seed in SEEDS] for d in word_dims}  # (added, concat) per seed
 for d, runs in recovery.items():
     lo, med, hi = spread([added for added, _ in runs])
     lo_c, med_c, hi_c = spread([concat for _, concat in runs])
@@ -416,10 +431,11 @@ for d, runs in recovery.items():
 
 # %%
 assert all(added == concat == 1.0 for d in word_dims if d >= 128 for added, concat in recovery[d])
-assert all(added > 0.995 for added, _ in recovery[64])
+assert all(added > 0.995 and concat == 1.0 for added, concat in recovery[64])  # within half a point of 100%
 assert all(added < concat for d in [4, 8, 16, 32] for added, concat in recovery[d])
 assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d])
-print(f"PASS: from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds; at d = 64 over 99.5%")
+print(f"PASS: from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
+print("PASS: at d = 64 concatenation recovers every word and adding over 99.5%, in every seed")
 print(
     "PASS: at d <= 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
     "more than 10 points fewer"
@@ -436,7 +452,7 @@ ax.set(
     xscale="log",
     xlabel="d",
     ylabel="word recovered",
-    title="Adding loses little once d is large (from d = 64 the two curves coincide)",
+    title="Adding loses little once d is large (equal from d = 128; at d = 64 within half a point)",
 )
 ax.set_xticks(word_dims, [str(d) for d in word_dims])
 ax.legend()
@@ -444,14 +460,18 @@ plt.show()
 
 # %% [markdown]
 # The reading notes add that "PE only takes small number of dimensions". Over the positions of a
-# short sentence that is right: the slow pairs (large $i$) hardly move ($\sin \approx 0$,
-# $\cos \approx 1$), so PE's variation lives in the first, fast columns and the rest is a nearly
-# constant offset that a layer can absorb. But the slow pairs do turn over longer spans: the slowest
-# ($i = 255$ at $d_{model} = 512$) has wavelength $2\pi \cdot 10000^{510/512}$, about 60,600 positions
-# (lesson 01 prints it). `pe_variance_share(n, d_model)` gives the cumulative share of the
-# table's variance over positions $0 \dots n-1$, column by column; we read it at three lengths.
+# short sentence that is half right: the slow pairs (large $i$) hardly move ($\sin \approx 0$,
+# $\cos \approx 1$), so PE's variation sits in the first half of the columns and the rest is a nearly
+# constant offset that a layer can absorb; but that half is 256 columns, not a few (the shares are
+# printed below). And the slow pairs do turn over longer spans: the slowest
+# ($i = 255$ at $d_{model} = 512$) has wavelength $2\pi \cdot 10000^{510/512}$ positions (printed
+# below). `pe_variance_share(n, d_model)` gives the cumulative share of the table's variance over
+# positions $0 \dots n-1$, column by column; we read it at three lengths.
 
 # %%
+slowest = 2 * math.pi / float(angular_frequencies(512)[-1])  # wavelength of pair i = 255
+assert math.isclose(slowest, 2 * math.pi * 10000 ** (510 / 512), rel_tol=1e-9)
+print(f"wavelength of the slowest pair at d_model = 512: {slowest:,.0f} positions")
 for n in [100, 1000, 10000]:
     share = pe_variance_share(n, 512)  # (512,) cumulative share of variance
     needed = int((share < 0.95).sum()) + 1  # columns that hold 95% of the variance
@@ -460,16 +480,19 @@ for n in [100, 1000, 10000]:
         f"{share[63]:5.1%} / {share[127]:5.1%} / {share[255]:5.1%};  95% needs the first {needed} columns"
     )
     if n == 100:
-        assert share[255] > 0.98 and needed < 256
+        assert share[255] > 0.98 and 200 < needed < 256
+    if n == 1000:
+        assert 0.7 < share[255] < 0.8  # about three quarters
     if n == 10000:
-        assert share[255] < 0.6 and needed > 400
+        assert 0.5 < share[255] < 0.6 and needed > 400  # barely more than half
+print("PASS: over 100 positions the first 256 columns hold over 98% of the variance, yet 95% needs over 200")
+print("PASS: over 10 000 positions the first 256 columns hold under 60%, and 95% needs over 400 of the 512")
 
 # %% [markdown]
-# So for sentences of about a hundred tokens PE's variation sits in the first half of the columns,
-# though 95% of it still needs over 200 of the 512 (printed above): "few dimensions" overstates it even
-# there. Over a thousand positions it carries about three
-# quarters, and over ten thousand barely more than half: the encoding then spreads over almost all
-# the columns.
+# So for sentences of about a hundred tokens PE's variation sits in the first half of the columns (over
+# 98% of it), and 95% of it still needs over 200 of the 512 (printed above): "few dimensions" overstates it
+# even there. Over a thousand positions the first half carries about three quarters, and over ten thousand
+# barely more than half: the encoding then spreads over almost all the columns.
 
 # %% [markdown]
 # ## 6. $\mathrm{Var}(q\cdot k) = d_k$, and why scores are divided by $\sqrt{d_k}$
@@ -525,7 +548,12 @@ plt.show()
 # scores. The top key gets $e^{\text{gap}}$ times the runner-up's weight, so a gap of a few units
 # already makes softmax nearly one-hot, and its gradient then almost vanishes (the softmax Jacobian
 # is $\mathrm{diag}(p) - p^\top p$ for the row vector $p$, near zero for one-hot $p$). Dividing by
-# $\sqrt{d_k}$ divides the gap by the same factor and brings the scores back to unit variance.
+# $\sqrt{d_k}$ divides the gap by the same factor and brings the scores back to unit variance. The paper
+# (section 3.2.1) gives this as its reason for the scale, citing earlier work (its reference [3]): without
+# it, additive attention did better than dot-product attention for larger $d_k$, while for small $d_k$ the
+# two were about equal; and it writes "We suspect that" large dot products push the softmax into regions
+# of extremely small gradients, which is what we measure next. Smaller keys are
+# no way out either: in its Table 3 (rows B), reducing the key size $d_k$ made the model worse.
 
 
 # %%
@@ -556,6 +584,11 @@ for seed in SEEDS:
         f"seed {seed}: gap between the two largest unscaled scores: median {gaps[-1].median():5.2f}, "
         f"mean {gaps[-1].mean():5.2f}"
     )
+gap_medians, gap_means = [g.median().item() for g in gaps], [g.mean().item() for g in gaps]
+print(
+    f"over the {len(SEEDS)} seeds: median gap {min(gap_medians):.2f} .. {max(gap_medians):.2f}, "
+    f"mean gap {min(gap_means):.2f} .. {max(gap_means):.2f}"
+)
 for name, stats in runs.items():
     med_top, one_hot, max_top, jac = zip(*stats)
     print(
@@ -566,16 +599,17 @@ for name, stats in runs.items():
 
 # %%
 all_gaps = torch.cat(gaps)  # (5 n_q,)
-assert all(8 < g.median() < 11 and 10.5 < g.mean() < 13.5 for g in gaps)
-assert 0.35 < all_gaps.median() / math.sqrt(d_k) < 0.5
+assert all(8.5 < m < 10.5 for m in gap_medians) and all(11 < m < 13 for m in gap_means)
+assert all(m < a for m, a in zip(gap_medians, gap_means))  # the mean sits above the median in every seed
+assert all(0.35 < m / math.sqrt(d_k) < 0.5 for m in gap_medians)  # scaled median gap, each seed
 med_top, one_hot, max_top, jac = zip(*runs["unscaled q.k"])
 assert min(med_top) > 0.999 and min(one_hot) > 0.6 and max(jac) < 1e-3
 med_top, one_hot, max_top, jac = zip(*runs["q.k / sqrt(d_k)"])
 assert max(med_top) < 0.4 and max(max_top) < 0.99 and min(jac) > 0.1
 print(
-    f"PASS: std of the unscaled scores sqrt({d_k}) = {math.sqrt(d_k):.1f}; the two largest of {T} differ by "
-    f"about {all_gaps.median():.0f} (median, each seed in [8, 11]) and {all_gaps.mean():.0f} on average "
-    f"(each seed in [10.5, 13.5]); scaled, the median gap is about {all_gaps.median() / math.sqrt(d_k):.1f}"
+    f"PASS: std of the unscaled scores sqrt({d_k}) = {math.sqrt(d_k):.1f}; in each of {len(SEEDS)} seeds the two "
+    f"largest of {T} differ by a median between 8.5 and 10.5 and a mean between 11 and 13, the mean above the "
+    "median; scaled, each seed's median gap lies between 0.35 and 0.5"
 )
 print(
     "PASS: unscaled, in every seed the median largest weight is > 0.999, over 60% of queries put > 0.99 on one "
@@ -587,10 +621,12 @@ print(
 )
 
 # %% [markdown]
-# So the largest of 10 unscaled scores is typically several units, not tens, above the next (the
-# mean is pulled above the median by a long tail of larger gaps) — and that is already enough for a
-# nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a fraction of a unit and the
-# weights stay soft.
+# So the largest of 10 unscaled scores is typically 8.5 to 10.5 units above the next (the median
+# gap of each seed, printed above), and 11 to 13 on average: the mean is pulled above the median by a long tail of
+# larger gaps. The typical gap is less than half the scores' standard deviation, $\sqrt{512} \approx 22.6$, but the
+# top key gets $e^{\text{gap}}$ times the runner-up's weight, so it is already enough for a nearly
+# one-hot softmax with a vanishing gradient (the counts above). Scaled, the gap is a fraction of a unit
+# and the weights stay soft.
 
 # %% [markdown]
 # ## 7. Softmax: shift invariance, temperature, soft arg-max
@@ -630,7 +666,7 @@ assert torch.isnan(softmax_naive(big)).all() and torch.allclose(shifted, torch.s
 # %%
 x = torch.tensor([1.0, 3.0, 2.5, 0.0, 2.0])  # (5,)
 temps = [100.0, 3.0, 1.0, 0.3, 0.05]
-weights = {T_: torch.softmax(x / T_, dim=-1) for T_ in temps}  # each (5,)
+weights = {T_: torch.softmax(x.double() / T_, dim=-1).float() for T_ in temps}  # each (5,), computed in float64
 for T_, p in weights.items():
     print(f"T={T_:6.2f}: {p.numpy().round(4)}")
 tops = [weights[T_].max().item() for T_ in temps]
@@ -653,35 +689,49 @@ plt.show()
 # $\arg\max x = 1$ as $T$ falls. It is differentiable for every $T > 0$, unlike the hard arg-max,
 # which gives no gradient at all. But how large is that gradient? Once $T$ is well below the gap
 # between the two largest scores ($3 - 2.5 = 0.5$ here), the runner-up's weight is about
-# $e^{-0.5/T}$, and the gradient shrinks with it, roughly like $e^{-0.5/T}/T$.
-# `soft_argmax_gradient(x, T)` returns it (by autograd); we compute in float64, and once in float32.
+# $e^{-0.5/T}$, and the gradient shrinks with it. Exactly, with $p = \mathrm{softmax}(x/T)$ and $s$ the
+# soft arg-max, $\partial s / \partial x_j = p_j\,(j - s)/T$: the winner's and the runner-up's scores each
+# get about $e^{-0.5/T}/T$ (with opposite signs), so the gradient's length is about
+# $\sqrt 2\, e^{-0.5/T}/T$. `soft_argmax_gradient(x, T)` returns the gradient by autograd; we compare it with
+# the formula, computing $j - s$ as $\sum_i p_i\,(j - i)$ so that nothing cancels. All in float64, and once
+# in float32.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 x64 = x.double()  # (5,)
 gap = float(x64.topk(2).values[0] - x64.topk(2).values[1])  # 0.5
-grad_norms = {}
+index = torch.arange(5.0, dtype=torch.float64)  # (5,) the positions 0..4
+grad_norms, exact_norms, autograd = {}, {}, {}
 for T_ in [1.0, 0.3, 0.1, 0.03, 0.01]:
-    soft_index = float((torch.arange(5.0, dtype=torch.float64) * torch.softmax(x64 / T_, -1)).sum())
-    grad_norms[T_] = soft_argmax_gradient(x64, T_).norm().item()
+    p = torch.softmax(x64 / T_, -1)  # (5,)
+    soft_index = float((index * p).sum())
+    autograd[T_] = soft_argmax_gradient(x64, T_)  # (5,)
+    grad_norms[T_] = autograd[T_].norm().item()
+    exact_norms[T_] = (p * ((index[:, None] - index[None, :]) @ p) / T_).norm().item()  # p_j sum_i p_i (j - i) / T
     print(
-        f"T={T_:5.2f}: soft arg-max = {soft_index:.4f}, |d/dx| = {grad_norms[T_]:.1e}"
-        f"  (e^(-gap/T) / T = {math.exp(-gap / T_) / T_:.1e})"
+        f"T={T_:5.2f}: soft arg-max = {soft_index:.4f}; gradient length: autograd {grad_norms[T_]:.1e}, "
+        f"formula {exact_norms[T_]:.1e}, sqrt(2) e^(-gap/T) / T = {math.sqrt(2) * math.exp(-gap / T_) / T_:.1e}"
     )
 float32_norm = soft_argmax_gradient(x, 0.003).norm().item()
-print(f"T= 0.003 in float32: |d/dx| = {float32_norm}")
+print(f"T= 0.003 in float32: autograd gradient length {float32_norm}")
 
 # %%
 assert abs(soft_index - 1.0) < 1e-6  # at T = 0.01 the soft arg-max is the arg-max
 assert grad_norms[1.0] > 0.1  # at T = 1 the gradient is far from zero
+assert all(math.isclose(grad_norms[T_], exact_norms[T_], rel_tol=1e-6) for T_ in [1.0, 0.3, 0.1, 0.03])
 small_T = [0.1, 0.03, 0.01]
-assert all(grad_norms[a] > grad_norms[b] > 0 for a, b in zip(small_T, small_T[1:]))  # shrinking, never 0 in float64
-assert all(0.9 < grad_norms[T_] / (math.exp(-gap / T_) / T_) < 2 for T_ in small_T)  # like e^(-gap/T) / T
-assert grad_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
-assert x.argmax().grad_fn is None and not x.argmax().is_floating_point()  # arg-max: an int, no gradient
+assert all(exact_norms[a] > exact_norms[b] > 0 for a, b in zip(small_T, small_T[1:]))  # shrinking, never 0
+assert all(0.9 < exact_norms[T_] / (math.sqrt(2) * math.exp(-gap / T_) / T_) < 1.1 for T_ in small_T)
+assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
+print("autograd matches the formula for T from 1 down to 0.03: PASS")
 print(
-    "PASS: for T in {0.1, 0.03, 0.01} the gradient norm falls, stays > 0 in float64, and lies within "
-    "0.9x .. 2x of e^(-gap/T) / T; below 1e-18 at T = 0.01; exactly 0 in float32 at T = 0.003"
+    "for T in {0.1, 0.03, 0.01} the gradient's length falls, stays above 0, and is within 10% of "
+    "sqrt(2) e^(-gap/T) / T; below 1e-18 at T = 0.01; exactly 0 in float32 at T = 0.003: PASS"
 )
+assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
+print("at T = 0.01, float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1): PASS")
+x_req = x.clone().requires_grad_()  # (5,)
+assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
+print("the arg-max is an integer with no gradient, while the max of the same scores has one: PASS")
 tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
 assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
 print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
@@ -689,7 +739,9 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # %% [markdown]
 # So the soft arg-max is smooth, but its gradient vanishes as it approaches the hard arg-max: at
 # $T = 0.01$ it is about $10^{-20}$, far too small to learn from, and in float32 it becomes exactly 0
-# a little further on. It is the same trade-off as the unscaled scores of section 6: a sharper
+# a little further on. Already at $T = 0.01$, float64 autograd loses part of it: the soft arg-max rounds to
+# exactly 1, so the winner's term $p_1 (1 - s)/T$ comes out as 0 and autograd reports $1/\sqrt 2$ of the
+# true length (both printed above). It is the same trade-off as the unscaled scores of section 6: a sharper
 # softmax (low temperature, or large unscaled scores, which act like a temperature of $1/\sqrt{d_k}$
 # relative to the scaled ones) is closer to a hard choice and passes back less gradient. With a tie
 # for the maximum, the limit splits the weight.
@@ -712,9 +764,19 @@ offset_explorer()
 
 # %% [markdown]
 # Things to try: move `k` and watch the left panel stay flat while its level follows the middle
-# curve; set `pair i` to a slow pair (large $i$) and see the rotation angle shrink; lower `base`
-# to make every pair faster and the middle curve wobble more.
-#
+# curve; set `pair i` to a slow pair (large $i$) and see the rotation angle shrink. The `base` moves
+# every pair but the first: $\omega_i = 1/\text{base}^{2i/d_{model}}$, so $\omega_0 = 1$ for every base,
+# and only the pairs $i \ge 1$ turn faster when you lower it. The default pair is $i = 0$, the one
+# the `base` slider cannot move: pick $i \ge 1$ first, then lower `base` and watch the angle grow.
+
+# %%
+bases = [10.0, 100.0, 1000.0, 10000.0, 100000.0]  # falling speeds: lower base, faster pairs
+omegas = torch.stack([angular_frequencies(64, b) for b in bases])  # (5, 32) omega_i per base
+assert torch.all(omegas[:, 0] == 1)  # pair 0: omega_0 = 1 whatever the base
+assert torch.all(omegas[:-1, 1:] > omegas[1:, 1:])  # pairs i >= 1: faster for every lower base
+print(f"PASS: at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
+
+# %% [markdown]
 # ## Summary
 #
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$, so $PE\,PE^\top$ is
@@ -723,14 +785,16 @@ offset_explorer()
 # - $PE_{t+k} = PE_t M_k$ with $M_k$ block-diagonal $2\times2$ rotations by $\omega_i k$:
 #   orthogonal, $M_a M_b = M_{a+b}$ (`utils.positional.relative_rotation`).
 # - The dot product decays with $|k|$, smoothly but not monotonically (first rise at $k = 11$ for
-#   $d_{model} = 128$, later for wider encodings).
-# - Random vectors in $d$ dimensions have cosine similarity with standard deviation $1/\sqrt d$
+#   $d_{model} = 128$; never earlier for a wider encoding, and later for each wider width shown).
+# - Random directions in $d$ dimensions (vectors with independent zero-mean Gaussian entries) have
+#   cosine similarity with mean 0 and standard deviation $1/\sqrt d$
 #   (five seeds, within 5%); that is why adding PE to word embeddings loses little when $d$ is
-#   large. PE itself occupies few columns only over short spans: over 100 positions, half the
-#   columns hold nearly all its variance; over 10 000, the variance spreads over almost all of them.
+#   large. PE's variance crowds into the first half of the columns only over short spans: over 100
+#   positions those 256 columns hold over 98% of it, yet 95% still needs over 200 columns, so not "a few";
+#   over 10 000 positions, 95% needs over 400 of the 512.
 # - $\mathrm{Var}(q\cdot k) = d_k$; at $d_k = 512$ the largest of 10 unscaled scores is typically
-#   several units above the next, enough to make softmax nearly one-hot with a vanishing gradient,
-#   which the $1/\sqrt{d_k}$ scale prevents.
+#   8.5 to 10.5 units above the next (11 to 13 on average), enough to make softmax nearly one-hot with a
+#   vanishing gradient, which the $1/\sqrt{d_k}$ scale prevents.
 # - softmax is shift-invariant (subtract the max for stability), sharpens as the temperature falls,
 #   and tends to the arg-max's one-hot vector; on the way its gradient shrinks towards 0.
 #
@@ -747,7 +811,7 @@ offset_explorer()
 # **Exercise 1 (which way, and how far?).** Section 2 showed that the dot product
 # $PE_t \cdot PE_{t+k}$ cannot tell $k$ from $-k$. The two vectors can. Write
 # `signed_offset(pe_t, pe_t_plus_k)`: given two rows of the table (NumPy arrays of length
-# $d_{model}$, base 10000, $|k|$ at most 2000), return the integer $k$, positive when the second row
+# $d_{model} \ge 8$, base 10000, $|k|$ at most 2000), return the integer $k$, positive when the second row
 # is the later position, without building the table.
 
 

@@ -8,7 +8,8 @@
 # - explain queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
 # - build the parameter-free self-attention of the reading notes (`bmm(x, xᵀ)`, softmax, `bmm`) and read
 #   its matrix for "YOUR CAT IS A LOVELY CAT";
-# - name the properties *every* attention matrix has, and find the one a slide deck's matrix breaks;
+# - name the two properties every attention matrix has, the two more that self-attention without position
+#   information adds, and find the two a slide deck's matrix breaks;
 # - prove and check that self-attention is permutation **equivariant** (not invariant), that positional
 #   encoding breaks this, and that learned projections $W_q, W_k, W_v, W_o$ do not;
 # - see why the Transformer projects queries and keys: random $W_q, W_k$ give a map ruled by chance,
@@ -44,8 +45,9 @@ import numpy as np
 import torch
 
 from utils.attention import scaled_dot_product_attention
-from utils.attention_map import token_embeddings
+from utils.attention_map import attention_map, token_embeddings
 from utils.attention_patterns import (
+    VOCAB,
     attention_properties,
     projected_weights,
     random_projections,
@@ -53,6 +55,7 @@ from utils.attention_patterns import (
     train_adjective_noun,
     weight_on,
 )
+from utils.masks import causal_mask
 from utils.plotting import plot_attention, plot_attention_explorer
 from utils.positional import sinusoidal_encoding
 from utils.widgets import attention_explorer
@@ -98,7 +101,6 @@ context = [sum(alpha[i] * V[i, j].item() for i in range(n)) for j in range(d_v)]
 print("weights:", [round(a, 4) for a in alpha])
 print("context vector c:", [round(c, 4) for c in context])
 assert np.allclose(alpha, slide_weights.numpy()), "the weights should be the slide's 0.6, 0.1, 0.2, 0.1"
-assert math.isclose(sum(alpha), 1.0)
 
 # %% [markdown]
 # Vectorised, the whole thing is two matrix products around a softmax: $c = \operatorname{softmax}(q K^\top/\sqrt{d_k})\,V$.
@@ -123,13 +125,14 @@ print("vectorised == utils: PASS")
 # %% [markdown]
 # ## 2. Queries, keys and values: a soft dictionary
 #
-# The YOUR CAT slide deck borrows the words from Python dictionaries: the **query** is what we look
+# The YOUR CAT slide deck traces the words to database terminology and Python-like dictionaries: the
+# **query** is what we look
 # for, the **key** is what each entry is looked up by, the **value** is what the entry returns.
 # A dictionary look-up is *hard*: it returns the value of exactly one key. Attention is *soft*: it returns
 # a blend of all values, weighted by how well each key matches the query.
 #
 # Divide the scores by a temperature $\tau$. As $\tau \to 0$ the softmax tends to a one-hot vector on the best
-# matching key (the arg max), and attention becomes the hard look-up. Here the query is a noisy copy of
+# matching key (the arg max, when one key matches best), and attention becomes the hard look-up. Here the query is a noisy copy of
 # the key of "cat".
 
 # %%
@@ -201,7 +204,9 @@ print("the reading notes' bmm version == utils with q·√d_k: PASS")
 
 # %% [markdown]
 # The Transformer's version (the paper, section 3.2.1, equation 1) scales:
-# $\text{Attention}(Q, K, V) = \operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, here with $Q = K = V = X$.
+# $\text{Attention}(Q, K, V) = \operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, here with $Q = K = V = X$. The
+# Transformer itself first projects $X$: $Q = XW_q$, $K = XW_k$, $V = XW_v$, with learned matrices; section 4
+# adds them ("Learned projections keep equivariance") and section 5 shows what they are for.
 
 
 # %%
@@ -307,13 +312,55 @@ for s in range(20):
 print("identical CATs: identical rows and identical columns in all 20 embedding tables: PASS")
 
 # %% [markdown]
-# ### What every attention matrix must satisfy
+# "Without position information" rules out more than PE. Lesson 04's **causal mask** lets each word attend
+# only to itself and the words before it. That tells every query where it stands: the first CAT (position 1)
+# sees YOUR and itself, the second (position 5) sees the whole sentence. So a causal mask carries position,
+# and with it the two CATs' rows differ, and so do their columns (column 5 is blocked for the queries at
+# positions 0 to 4, column 1 only for position 0):
+
+# %%
+_, A_causal = scaled_dot_product_attention(X, X, X, mask=causal_mask(seq))  # (seq, seq)
+print("causal mask, row CAT (1):", A_causal[1].numpy().round(4))
+print("causal mask, row CAT (5):", A_causal[5].numpy().round(4))
+rows_differ = cols_differ = 0
+for s in range(20):
+    X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model)
+    A_s = scaled_dot_product_attention(X_s, X_s, X_s, mask=causal_mask(seq))[1]  # (seq, seq)
+    rows_differ += (A_s[1] - A_s[5]).abs().max().item() > 0.1
+    cols_differ += (A_s[:, 1] - A_s[:, 5]).abs().max().item() > 0.1
+assert rows_differ == cols_differ == 20
+print("with a causal mask the two CATs' rows differ, and their columns differ, in all 20 embedding tables: PASS")
+
+# %% [markdown]
+# For the same reason a causal mask breaks the permutation equivariance of section 4: reverse the sentence and
+# the outputs are no longer just reversed. How much that shows depends on how peaked the map is. At
+# $d_{model} = 512$ every word returns almost exactly its own vector whatever it may see, so the outputs barely
+# move; with the explorer's 16-dimensional embeddings (section 6) they do:
+
+# %%
+flip = torch.arange(seq - 1, -1, -1)  # (seq,) the sentence reversed
+moved = {}  # d -> max |Attention(PX) - P Attention(X)| per embedding table, causal mask
+for d in (d_model, 16):
+    moved[d] = []
+    for s in range(20):
+        X_s = token_embeddings(sentence, d, seed=s)  # (seq, d)
+        Y_s, _ = scaled_dot_product_attention(X_s, X_s, X_s, mask=causal_mask(seq))  # (seq, d)
+        Y_f, _ = scaled_dot_product_attention(X_s[flip], X_s[flip], X_s[flip], mask=causal_mask(seq))  # (seq, d)
+        moved[d].append((Y_f - Y_s[flip]).abs().max().item())
+print(f"causal mask, sentence reversed, d_model=16: outputs move by {min(moved[16]):.2f} to {max(moved[16]):.2f}")
+assert min(moved[16]) > 0.05 and max(moved[d_model]) < 1e-6
+print("causal mask: not equivariant in any of 20 tables at d_model=16; at d_model=512 the change is below 1e-6: PASS")
+
+# %% [markdown]
+# ### What an attention matrix must satisfy
 #
 # The YOUR CAT slide deck prints a 6 × 6 attention matrix for this sentence, with the note "all values are
 # random". The deck says Q, K and V "are just the input sentence", and also that each row captures "the
 # position in the sentence (represented by the positional encodings)". Random numbers can still be
-# checked: every attention matrix has properties 1 and 2 below, and every self-attention matrix of this
-# sentence *without* positional encoding also has 3 and 4:
+# checked: every attention matrix has properties 1 and 2 below (each row is a softmax; a row a mask blocks
+# entirely is lesson 04's business; attention dropout, which in training zeroes random weights and rescales
+# the rest, breaks property 2, as checked below), and every self-attention matrix of this sentence *without*
+# position information (no positional encoding, position bias or causal mask) also has 3 and 4:
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
 # 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
@@ -362,56 +409,174 @@ check.predict_broken_properties(my_prediction)
 
 # %% [markdown]
 # The rows sum to 1 (two give 1.001, the rounding), no weight is negative, but the two CATs have
-# different rows (CAT at position 1 gives itself 0.278, the other CAT 0.115) and different columns. So the
-# deck's matrix cannot come from the word embeddings alone. With positional encoding added it could: the
-# two CATs are then different vectors, and section 4 shows each CAT attending more to itself than to the
-# other, as the deck's do. Our matrix $A$ (no PE) has all four properties:
+# different rows and different columns (the CAT rows' weights on the two CATs are printed below). So the
+# deck's matrix cannot come from the word embeddings alone. Our matrix $A$ (no PE) has all four properties;
+# with attention dropout (weights zeroed at random, the rest scaled up), even property 2 goes. A position
+# bias added to the scores, such as $-0.5\,|i - j|$ (each word attends less to words further away), also
+# breaks properties 3 and 4: the two CATs sit at different places.
 
 # %%
-ours = attention_properties(A, sentence, atol=1e-6)
+ours = attention_properties(A, sentence, atol=1e-5)
+print("deck, row CAT (1) on CAT (1), CAT (5):", deck_matrix[1, [1, 5]].tolist())
+print("deck, row CAT (5) on CAT (5), CAT (1):", deck_matrix[5, [5, 1]].tolist())
 assert broken == {3, 4}, "the deck's matrix breaks exactly properties 3 and 4"
 assert deck_matrix[1, 1] > deck_matrix[1, 5] and deck_matrix[5, 5] > deck_matrix[5, 1], "each CAT prefers itself"
 assert all(ours.values()), "the computed matrix has all four properties"
 print("deck: rows sum to 1 within ±0.003, none negative, but CAT rows and columns differ; ours: all four: PASS")
+torch.manual_seed(0)
+_, A_drop = scaled_dot_product_attention(X, X, X, dropout_p=0.1)  # (seq, seq) training-time dropout
+assert not attention_properties(A_drop, sentence, atol=1e-5)["every row sums to 1"]
+print("with attention dropout 0.1, the rows no longer all sum to 1: PASS")
+positions = torch.arange(len(sentence))  # (seq,)
+distance_bias = -0.5 * (positions[:, None] - positions[None, :]).abs()  # (seq, seq)
+A_bias = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]) + distance_bias, dim=-1)  # (seq, seq)
+biased = attention_properties(A_bias, sentence, atol=1e-5)
+assert biased["every row sums to 1"] and not biased["identical tokens get identical rows"]
+assert not biased["identical tokens get identical columns"]
+print("with a position bias -0.5|i - j| on the scores, the two CATs' rows and columns differ: PASS")
+
+# %% [markdown]
+# Could positional encoding explain the deck's matrix? It makes the two CATs different vectors, and section 4
+# shows each CAT then attending more to itself than to the other, as the deck's do. But it cannot produce
+# this matrix either. With queries and keys both $X + PE$, the scores are symmetric, $s_{ij} = s_{ji}$, and
+# row $i$ is divided by its own sum $Z_i = \sum_k e^{s_{ik}}$, so $A_{ij} / A_{ji} = Z_j / Z_i$. Around any
+# three words the sums cancel:
+#
+# $$A_{ij}\,A_{jk}\,A_{ki} = A_{ji}\,A_{kj}\,A_{ik}.$$
+#
+# The deck's IS, A, LOVELY break this by far more than its three-decimal rounding can explain. A matrix
+# like the deck's needs different queries and keys, such as section 5's projections $W_q \ne W_k$.
+
+
+# %%
+def cycle_log_ratio(A, i, j, k):
+    """log(A_ij A_jk A_ki / (A_ji A_kj A_ik)): 0 whenever the scores are symmetric."""
+    L = A.double().log()  # (seq, seq)
+    return (L[i, j] + L[j, k] + L[k, i] - L[j, i] - L[k, j] - L[i, k]).item()
+
+
+i, j, k = (sentence.index(w) for w in ("IS", "A", "LOVELY"))
+forward = deck_matrix[i, j] * deck_matrix[j, k] * deck_matrix[k, i]
+backward = deck_matrix[j, i] * deck_matrix[k, j] * deck_matrix[i, k]
+print(f"deck, IS -> A -> LOVELY -> IS: {forward:.5f}; the other way round: {backward:.5f}")
+cycle = [(i, j), (j, k), (k, i), (j, i), (k, j), (i, k)]
+rounding = sum(0.0005 / (deck_matrix[a, b].item() - 0.0005) for a, b in cycle)  # largest log change from rounding
+gap = abs(cycle_log_ratio(deck_matrix, i, j, k))  # |log(forward / backward)|
+print(f"the two products differ by a factor e^{gap:.2f}; rounding to 3 decimals explains at most e^{rounding:.2f}")
+assert gap > rounding
+triples = [(a, b, c) for a in range(seq) for b in range(seq) for c in range(seq) if len({a, b, c}) == 3]
+PE_3 = sinusoidal_encoding(seq, d_model, dtype=torch.float64)  # (seq, d_model)
+worst_pe = max(
+    abs(cycle_log_ratio(self_attention(token_embeddings(sentence, d_model, seed=s) + PE_3)[1], *t))
+    for s in range(20)
+    for t in triples
+)
+A_proj = projected_weights(X.double(), *random_projections(d_model, 64, seed=0))  # (seq, seq) W_q != W_k
+worst_proj = max(abs(cycle_log_ratio(A_proj, *t)) for t in triples)
+assert worst_pe < 1e-9 and worst_proj > 10 * rounding
+print("with Q = K = X + PE, every three-word cycle balances in all 20 tables; with W_q != W_k it need not: PASS")
 
 # %% [markdown]
 # ### Is the diagonal always the largest?
 #
-# The YOUR CAT slide deck says "we expect values along the diagonal to be the highest". By Cauchy–Schwarz,
-# $x_i \cdot x_j \le |x_i|\,|x_j|$, so **if every embedding has the same length**,
-# $x_i \cdot x_j \le |x_i|^2 = x_i \cdot x_i$ and the diagonal is indeed the largest in its row (tied only
-# by an identical word, like the second CAT). Random 512-dimensional vectors have nearly equal lengths,
-# so the expectation holds for them: here, and in all 20 embedding tables.
+# The YOUR CAT slide deck says "We expect values along the diagonal to be the highest". Softmax keeps the
+# order of the scores, and every score in a row is divided by the same $\sqrt{d}$, so the diagonal is the
+# largest weight of row $i$ exactly when no score beats $x_i \cdot x_i = |x_i|^2$:
+#
+# $$\text{the diagonal is the maximum of row } i \iff x_i \cdot x_j \le |x_i|^2 \text{ for every } j
+#   \iff |x_j| \cos\theta_{ij} \le |x_i| \text{ for every } j,$$
+#
+# with $\theta_{ij}$ the angle between $x_i$ and $x_j$: no other embedding reaches further along the direction
+# of $x_i$ than $x_i$ itself. Call $r_{ij} = x_i \cdot x_j / |x_i|^2$ the **reach** of $x_j$ along $x_i$; the
+# diagonal wins row $i$ when every reach is at most 1 (an identical word, like the second CAT, has reach
+# exactly 1 and ties). Equal lengths are one way to get there: by Cauchy–Schwarz
+# $|x_j| \cos\theta_{ij} \le |x_j| = |x_i|$; more generally, $|x_j| \le |x_i|$ for every $j$ is enough for
+# row $i$. Enough, but not needed: our embeddings' lengths differ, and the diagonal still wins every row.
+
 
 # %%
+def reach(X):
+    """r[i, j] = x_i . x_j / |x_i|^2: how far x_j reaches along the direction of x_i, in units of |x_i|."""
+    G = X @ X.transpose(-2, -1)  # (seq, seq) all dot products
+    return G / G.diagonal()[:, None]  # (seq, seq)
+
+
 print("lengths |x_i|:", X.norm(dim=-1).numpy().round(1))
 assert all(A[i, i] >= A[i].max() - 1e-6 for i in range(seq))  # ties (the two CATs) up to rounding
-ratios, diag_is_max = [], 0
+ratios, diag_is_max, reaches = [], 0, []
 for s in range(20):
     X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model)
     A_s = self_attention(X_s)[1]  # (seq, seq)
     lengths = X_s.norm(dim=-1)  # (seq,)
     ratios.append((lengths.max() / lengths.min()).item())
     diag_is_max += all(A_s[i, i] >= A_s[i].max() - 1e-12 for i in range(seq))
+    r = reach(X_s)  # (seq, seq)
+    reaches += [r[i, j].item() for i in range(seq) for j in range(seq) if sentence[i] != sentence[j]]
 print(f"longest/shortest embedding over 20 tables: {min(ratios):.2f} to {max(ratios):.2f}")
-assert diag_is_max == 20
-print(f"diagonal is the row maximum in every row, in {diag_is_max} of 20 tables: PASS")
+print(f"largest reach of one word along another, over 20 tables: {max(reaches):.2f}")
+assert diag_is_max == 20 and min(ratios) > 1.02 and max(reaches) < 0.5
+print(f"lengths differ, yet the diagonal is the row maximum in every row, in {diag_is_max} of 20 tables: PASS")
 
 # %% [markdown]
-# But nothing forces equal lengths. The smallest counterexample, in 2-D: $a = (1, 0)$, $b = (2, 1)$.
-# Then $a \cdot a = 1$ but $a \cdot b = 2$, so $a$ attends more to $b$ than to itself.
+# What saves the diagonal here is the angle, not the lengths. Random 512-dimensional vectors are nearly
+# perpendicular (lesson 02: $\cos\theta$ has standard deviation $1/\sqrt{512}$), so every reach is small
+# (printed above) and a word would need to be many times longer than another to reach past it. Two vectors of
+# lengths 1 and 2 keep the diagonal too when they are perpendicular, $x_1 = (1, 0)$, $x_2 = (0, 2)$; and so
+# do 200 random sets of six 512-dimensional embeddings whose lengths are spread by ±20%. Then the rule
+# itself, on 1000 small random sets (in 1, 2, 3 or 8 dimensions, each vector scaled by a random factor
+# between 0.2 and 5) where the diagonal often
+# loses: in every row, "every reach below 1" says exactly whether the diagonal wins.
 
 # %%
-P2 = torch.tensor([[1.0, 0.0], [2.0, 1.0]])  # (seq=2, d_model=2): rows a and b
-_, A2 = self_attention(P2)  # (2, 2)
-print(A2.numpy().round(4))
-assert A2[0, 1] > A2[0, 0], "row a: the off-diagonal weight is larger"
+_, A_perp = self_attention(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))  # (2, 2): lengths 1 and 2, perpendicular
+print(A_perp.numpy().round(4))
+assert torch.equal(A_perp.argmax(dim=-1), torch.arange(2)), "the diagonal wins both rows"
+
+gen = torch.Generator().manual_seed(3)
+kept = 0
+for _ in range(200):
+    X_t = torch.randn(seq, d_model, generator=gen, dtype=torch.float64)  # (seq, d_model)
+    spread = torch.empty(seq, 1, dtype=torch.float64).uniform_(0.8, 1.2, generator=gen)  # (seq, 1)
+    X_t = X_t / X_t.norm(dim=-1, keepdim=True) * math.sqrt(d_model) * spread  # lengths sqrt(512) +- 20%
+    kept += bool(torch.equal(self_attention(X_t)[1].argmax(dim=-1), torch.arange(seq)))
+assert kept == 200
+print(f"lengths spread by +-20%: the diagonal is the row maximum in every row of {kept} of 200 random sets: PASS")
+
+rows = agree = lost = won_though_shorter = 0  # won_though_shorter: another vector is twice as long
+for trial in range(1000):
+    d, n = [1, 2, 3, 8][trial % 4], 2 + trial % 5  # dimension 1, 2, 3 or 8; 2..6 vectors
+    X_t = torch.randn(n, d, generator=gen, dtype=torch.float64)  # (n, d)
+    X_t = X_t * torch.empty(n, 1, dtype=torch.float64).uniform_(0.2, 5.0, generator=gen)  # each scaled by 0.2..5
+    wins = self_attention(X_t)[1].argmax(dim=-1) == torch.arange(n)  # (n,) the diagonal is the row maximum
+    r = reach(X_t).fill_diagonal_(-math.inf)  # (n, n) reach of every other vector
+    predicted = r.max(dim=-1).values < 1  # (n,) every reach below 1
+    lengths = X_t.norm(dim=-1)  # (n,)
+    rows, agree, lost = rows + n, agree + int((wins == predicted).sum()), lost + int((~wins).sum())
+    won_though_shorter += int((wins & (2 * lengths < lengths.max())).sum())
+assert agree == rows and lost > 100 and won_though_shorter > 100
+print(
+    f"the reach rule predicts the diagonal's win or loss in all {rows} rows of 1000 random sets; the diagonal "
+    f"lost {lost} of them, and won {won_though_shorter} rows where another vector is over twice as long: PASS"
+)
+
+# %% [markdown]
+# So the diagonal loses exactly when some $x_j$ reaches past $x_i$: a longer vector ($|x_j| > |x_i|$) whose
+# direction is close enough to that of $x_i$ ($\cos\theta_{ij} > |x_i| / |x_j|$). The smallest counterexample
+# is one-dimensional: $a = 1$, $b = 2$. Then $a \cdot a = 1 < a \cdot b = 2$ (a reach of 2), so row $a$ is
+# $\operatorname{softmax}(1, 2)$ and $a$ attends more to $b$ than to itself.
+
+# %%
+P1 = torch.tensor([[1.0], [2.0]])  # (seq=2, d_model=1): a and b
+_, A1 = self_attention(P1)  # (2, 2)
+print(A1.numpy().round(4))
+assert A1[0, 1] > A1[0, 0] and abs(reach(P1)[0, 1] - 2) < 1e-4, "row a: b reaches twice as far along a as a itself"
+assert torch.allclose(A1[0], torch.softmax(torch.tensor([1.0, 2.0]), dim=-1))
 
 # %% [markdown]
 # The same in our sentence: give LOVELY a longer embedding that points partly along YOUR (related words
-# have related embeddings), $x_{LOVELY} \leftarrow x_{LOVELY} + 1.2\,x_{YOUR}$. Its score with YOUR gains
-# $1.2\,|x_{YOUR}|^2/\sqrt{512}$, more than YOUR's own self-score, so YOUR attends to LOVELY, not to
-# itself — in this table and in all 20.
+# have related embeddings), $x_{LOVELY} \leftarrow x_{LOVELY} + 1.2\,x_{YOUR}$. Its reach along YOUR becomes
+# $1.2 + x_{LOVELY} \cdot x_{YOUR} / |x_{YOUR}|^2$, above 1 because the second term is small, so YOUR attends
+# to LOVELY, not to itself — in this table and in all 20.
 
 # %%
 X_long = X.clone()  # (seq, d_model)
@@ -423,14 +588,15 @@ assert A_long[0].argmax() == 4 and A_long[0, 4] > A_long[0, 0]
 for s in range(20):
     X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model)
     X_s[4] = X_s[4] + 1.2 * X_s[0]  # (d_model,)
-    assert self_attention(X_s)[1][0].argmax() == 4
-print("counterexample: YOUR's largest weight is on LOVELY, in all 20 embedding tables: PASS")
+    assert self_attention(X_s)[1][0].argmax() == 4 and reach(X_s)[0, 4] > 1
+print("counterexample: LOVELY reaches past YOUR, and YOUR's largest weight is on LOVELY, in all 20 tables: PASS")
 
 # %% [markdown]
 # ## 4. Permutation equivariance (not invariance)
 #
-# The YOUR CAT slide deck says self-attention is "permutation invariant: if you rearrange the inputs,
-# attention values will remain the same". The reading notes have the right word: **equivariant**. Let $P$ be a permutation matrix
+# The YOUR CAT slide deck says "Self-Attention is permutation invariant since it does not cater the order of
+# words", and, two lines on, "If u rearrange the inputs, attention values will remain the same". The reading
+# notes have the right word: **equivariant**. Let $P$ be a permutation matrix
 # ($PX$ reorders the rows of $X$). Softmax works row by row, and reordering both rows and columns of its input
 # reorders its output the same way, so
 #
@@ -477,7 +643,9 @@ print("sum-pool of self-attention is permutation invariant: PASS")
 # %% [markdown]
 # ### Positional encoding breaks the symmetry
 #
-# Add the sinusoidal PE of lesson 01 to the embeddings. Permuting the words now changes which encoding
+# The paper adds positional encodings for exactly this reason (section 3.5): with no recurrence and no
+# convolution, the model has no other way to use the order of the words. Add the sinusoidal PE of lesson 01
+# to the embeddings. Permuting the words now changes which encoding
 # each word gets ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
 
 # %%
@@ -511,20 +679,38 @@ fig = plot_attention(sentence, A_pe.numpy(), title="softmax((X+PE)(X+PE)ᵀ/√5
 # %% [markdown]
 # ### Learned projections keep equivariance
 #
-# "Self-attention requires no parameters" (the YOUR CAT slide deck) is true of this bare form only. The Transformer's
-# attention projects the input first and the output last:
-# $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$, with four $d_{model} \times d_{model}$ matrices (plus biases):
+# "Self-Attention requires no parameters" (the YOUR CAT slide deck) is true of this bare form only. The
+# Transformer's attention projects the input first and the output last: $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$.
+# The paper (section 3.2.2) gives each of its $h = 8$ heads its own $W^Q_i, W^K_i \in \mathbb{R}^{d_{model}
+# \times d_k}$ and $W^V_i \in \mathbb{R}^{d_{model} \times d_v}$, with $d_k = d_v = d_{model}/h = 64$, and adds one
+# $W^O \in \mathbb{R}^{h d_v \times d_{model}}$: parameter matrices, no biases. Side by side over the heads, that is
+# four $d_{model} \times d_{model}$ matrices. We build ours with `torch.nn.Linear`, which adds a bias vector to each
+# by default, as `torch.nn.MultiheadAttention` does: that is where our count differs from the paper's.
 
 # %%
+h = 8
+d_head = d_model // h  # the paper's d_k = d_v = 64
+paper_shapes = [(d_model, d_head)] * (3 * h) + [(h * d_head, d_model)]  # W^Q_i, W^K_i, W^V_i per head; W^O
+n_paper = sum(rows * cols for rows, cols in paper_shapes)
 torch.manual_seed(0)
 W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
 n_params = sum(p.numel() for W in (W_q, W_k, W_v, W_o) for p in W.parameters())
-print(f"parameters in one attention layer at d_model={d_model}: {n_params:,}")
-assert n_params == 4 * (d_model * d_model + d_model)
+n_biases = sum(W.bias.numel() for W in (W_q, W_k, W_v, W_o))
+n_torch = {
+    bias: sum(p.numel() for p in torch.nn.MultiheadAttention(d_model, h, bias=bias).parameters())
+    for bias in (True, False)
+}
+print(f"the paper's attention layer at d_model={d_model}, h={h}: {n_paper:,} parameters, 4 x {d_model}^2")
+print(f"ours, four nn.Linear with their default biases: {n_params:,}, of which {n_biases:,} biases")
+assert n_paper == 4 * d_model**2 and n_params - n_biases == n_paper
+assert n_torch[True] == n_params and n_torch[False] == n_paper
+print("nn.MultiheadAttention has the same count with its default biases, and the paper's with bias=False: PASS")
 
 # %% [markdown]
-# They act on each position separately, $(PX)W = P(XW)$, so the derivation above goes through unchanged:
-# the layer is still permutation equivariant. Only PE (or another position signal) breaks the symmetry.
+# They act on each position separately, $(PX)W + b = P(XW + b)$, biases or not, so the derivation above goes
+# through unchanged: the layer is still permutation equivariant. Without attention dropout (which zeroes
+# random weights in training; this lesson uses none), the symmetry breaks only when something tells the
+# positions apart: PE, a position bias, or the causal mask of section 3.
 
 
 # %%
@@ -550,7 +736,7 @@ print("with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with PE: 
 # ## 5. Why the Transformer projects queries and keys
 #
 # Without projections the query and the key of a word are the same vector, so its score with itself is a
-# squared length: bare self-attention mostly looks at the word itself, and nothing can be learned. The
+# squared length: bare self-attention mostly looks at the word itself, and the layer has nothing to learn. The
 # Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
 # $d_{model} \times d_k$ matrices. Take $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first
 # *random* matrices, entries $N(0, 1/d_{model})$, so that $x W$ has unit-variance entries like $x$:
@@ -578,7 +764,7 @@ for s in range(20):
     diag_rows += sum(bool(A_s[i, i] >= A_s[i].max() - 1e-9) for i in range(seq))
     lovely_on_cat += weight_on(A_s, sentence, "LOVELY", "CAT")
     assert all(attention_properties(A_s, sentence, atol=1e-9).values()), "still identical CAT rows, columns"
-print(f"rows whose largest weight is on the diagonal: {diag_rows} of {20 * seq}")
+print(f"rows whose largest weight is on the diagonal: {diag_rows} of {20 * seq} (chance, 1 in 5: {20 * seq // 5})")
 print(
     f"LOVELY's weight on the two CATs over 20 draws: min {min(lovely_on_cat):.2f}, "
     f"median {float(np.median(lovely_on_cat)):.2f}, max {max(lovely_on_cat):.2f}"
@@ -597,7 +783,9 @@ print("random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.
 # No one tells the adjective where to look; only $W_q$ and $W_k$ are trained, starting from the random
 # matrices above. YOUR CAT IS A LOVELY CAT uses only words of this vocabulary. The loop, 50 Adam steps of
 # 32 sentences each, is `utils.attention_patterns.train_adjective_noun`; we train from 8 seeds (seed s starts
-# from `random_projections(seed=s)` and draws its own sentences).
+# from `random_projections(seed=s)` and draws its own sentences). The loss starts well below $\ln 6 \approx 1.79$,
+# a blind guess among six nouns (the noun is one of the words every adjective's output mixes); what training
+# changes is where the adjective looks.
 
 # %% tags=["nbval-ignore-output"]
 trained = {
@@ -619,8 +807,11 @@ print(f"after training, over 8 seeds: min {min(lovely_trained.values()):.4f}")
 # In every training seed, LOVELY now puts (almost) all its weight on the two CATs:
 
 # %%
+assert set(sentence) <= set(VOCAB), "the sentence uses only the task's words"
 assert min(lovely_trained.values()) > 0.95
 assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "the loss fell"
+assert all(losses[0] < math.log(6) for _, _, losses in trained.values()), "it started below a blind guess"
+print("in all 8 seeds the first loss is below ln 6 (a blind guess among six nouns): PASS")
 print("trained W_q, W_k: LOVELY puts > 0.95 of its weight on CAT, in 8 of 8 training seeds: PASS")
 
 # %% [markdown]
@@ -634,15 +825,16 @@ A_trained = sentence_map(sentence, *trained[0][:2])  # (seq, seq)
 fig = plot_attention(sentence, A_trained.numpy(), title="trained W_q, W_k: LOVELY looks at CAT")
 
 # %%
-lovely, your_targets = sentence.index("LOVELY"), set()
+lovely, targets = sentence.index("LOVELY"), {0: set(), 2: set(), 3: set()}  # rows YOUR, IS, A
 for W_q_s, W_k_s, _ in trained.values():
     A_s = sentence_map(sentence, W_q_s, W_k_s)  # (seq, seq)
     assert all(attention_properties(A_s, sentence, atol=1e-6).values())
     assert abs(A_s[lovely, 1] - A_s[lovely, 5]) < 1e-6
-    your_targets.add(sentence[int(A_s[0].argmax())])  # the word YOUR looks at most
-assert len(your_targets) >= 2, "YOUR's row was never trained: it differs between seeds"
+    for row in targets:
+        targets[row].add(sentence[int(A_s[row].argmax())])  # the word this row looks at most
+assert all(len(words) >= 2 for words in targets.values()), "these rows were never trained: they differ by seed"
 print("after training, in all 8 seeds: identical CAT rows and columns, LOVELY splits evenly: PASS")
-print("YOUR's most-attended word is not the same in all 8 seeds: PASS")
+print("the words YOUR, IS and A each look at most are not the same in all 8 seeds: PASS")
 
 # %% [markdown]
 # This is what the projections are for. Without them the map is fixed by the embeddings (nearly the
@@ -655,8 +847,28 @@ print("YOUR's most-attended word is not the same in all 8 seeds: PASS")
 #
 # The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
 # that the weights are not all 0 or 1) and the row of one query as a bar chart. Try: turn the $1/\sqrt{d_k}$
-# scaling off (weights become almost one-hot), raise the temperature (flatter), add positional encoding
-# (the two CATs part ways), and pick a mask (lesson 04). Here is its default state:
+# scaling off (weights become almost one-hot, except in the two CATs' rows: the two CATs are one key, so a
+# CAT's row weighs them equally and puts at most half its weight on each), raise the temperature (flatter), add positional encoding (the two CATs part ways), and pick a mask
+# (lesson 04). Those three changes, checked on the explorer's default sentence for five embedding seeds:
+
+# %%
+explorer_words = "YOUR CAT IS A LOVELY CAT".split()
+for s in range(5):
+    A_default = attention_map(explorer_words, seed=s)[0]  # (seq, seq)
+    A_unscaled = attention_map(explorer_words, scale=False, seed=s)[0]  # (seq, seq)
+    assert all(A_unscaled[i].max() > 0.98 for i in (0, 2, 3, 4))
+    assert all(abs(A_unscaled[i, 1] - A_unscaled[i, 5]) < 1e-9 and A_unscaled[i, 1] <= 0.5 + 1e-9 for i in (1, 5))
+    A_hot = attention_map(explorer_words, temperature=10.0, seed=s)[0]  # (seq, seq)
+    assert (A_hot.max(dim=-1).values < A_default.max(dim=-1).values).all()
+    A_pos = attention_map(explorer_words, positional=True, seed=s)[0]  # (seq, seq)
+    assert (A_pos[1] - A_pos[5]).abs().max() > 0.01
+print(
+    "unscaled: rows above 0.98 on one word, except the CATs' rows (at most 0.5 on each CAT); temperature 10: every row flatter;"
+)
+print("with PE: the two CATs' rows differ; in all 5 embedding seeds: PASS")
+
+# %% [markdown]
+# Here is its default state:
 
 # %%
 fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
@@ -674,11 +886,19 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #   values: $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. Loops, matrices and `utils` agree.
 # - It is a soft dictionary look-up; temperature $\to 0$ makes it a hard one.
 # - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters; its rows sum to 1, identical words get
-#   identical rows, and the diagonal is the largest only when all embeddings have the same length.
+#   identical rows, and the diagonal is the largest in row $i$ exactly when no other embedding reaches further along
+#   $x_i$ than $x_i$ itself ($x_i \cdot x_j \le |x_i|^2$): equal lengths are enough, not needed.
 # - It is permutation **equivariant**: $\text{Attention}(PX) = P\,\text{Attention}(X)$. A sum-pool on top is invariant.
-#   Positional encoding breaks the symmetry; learned $W_q, W_k, W_v, W_o$ do not.
-# - Every self-attention matrix without PE has non-negative weights, rows summing to 1, and identical rows and
-#   columns for identical words; the YOUR CAT deck's "random" matrix breaks the last two.
+#   Positional encoding breaks the symmetry, and so does a causal mask (visibly once the map is not nearly the
+#   identity); learned $W_q, W_k, W_v, W_o$ do not.
+# - Every self-attention matrix without position information (no PE, position bias or causal mask) and without
+#   dropout has non-negative weights, rows summing to 1 (attention dropout in training breaks this), and
+#   identical rows and columns for identical words; the YOUR CAT deck's "random" matrix breaks the last two.
+#   A causal mask tells each query where it stands, and the two CATs' rows then differ.
+# - With queries equal to keys, PE or not, the scores are symmetric and $A_{ij} A_{jk} A_{ki} = A_{ji} A_{kj} A_{ik}$
+#   for any three words; the deck's matrix breaks that too, so it needs $W_q \ne W_k$.
+# - The paper's attention layer has $4 d_{model}^2$ parameters (no biases); `nn.Linear` and
+#   `nn.MultiheadAttention` add $4 d_{model}$ biases by default.
 # - Random $W_q, W_k$ replace the near-identity by chance; trained ones let a word look at another
 #   (an adjective at its noun), which is why the Transformer has them.
 #
@@ -744,6 +964,6 @@ check.pooled_classifier(pooled_classifier)
 #   key–value pairs with weights 0.6, 0.1, 0.2, 0.1.
 # - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, its
 #   attention matrix ("all values are random"), the dictionary analogy, and the sentences corrected here
-#   ("permutation invariant", "requires no parameters", "we expect values along the diagonal to be the
+#   ("permutation invariant", "requires no parameters", "We expect values along the diagonal to be the
 #   highest").
 # - Reading notes on the paper (June 2020): the `bmm` self-attention and "permutation equivariant".

@@ -1,5 +1,6 @@
-"""What self-attention matrices look like: the properties every one has without PE, the map under query/key
-projections W_q, W_k, and a tiny task that trains them (each adjective must find its sentence's noun)."""
+"""What self-attention matrices look like: the properties every one has without position information (no PE,
+no causal mask) and without attention dropout, the map under query/key projections W_q, W_k, and a tiny task that trains them (each adjective
+must find its sentence's noun)."""
 
 import math
 
@@ -119,7 +120,10 @@ PROPERTIES = (
 
 
 def attention_properties(A, tokens, atol=1e-6):
-    """Which of PROPERTIES (true of every self-attention matrix without PE) hold for A, within atol: a dict."""
+    """Which of PROPERTIES hold for A, within atol.
+
+    All four are true of every self-attention matrix without position information (no PE, RoPE or
+    ALiBi-style position bias, no causal mask) and without attention dropout."""
     tokens = as_tokens(tokens)
     validation.tensor("A", A, min_dim=2)
     validation.shape("A", A, (("T", len(tokens)), ("T", len(tokens))))

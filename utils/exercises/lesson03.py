@@ -157,7 +157,7 @@ def _one_longer_word(seq, d_model):
     reference=_diagonal_not_max,
     kind="transfer",
     wrong=[
-        mistake("use random vectors, as the lesson's embeddings", _random_words, says="too close"),
+        mistake("use random vectors, as the lesson's embeddings", _random_words, says="reaches past"),
         mistake("give every word the same vector", lambda seq, d: torch.ones(seq, d), says="same vector"),
         mistake("use one-hot vectors", lambda seq, d: torch.eye(seq, d), says="same length"),
         mistake(
@@ -195,9 +195,9 @@ def diagonal_not_max(answer):
             )
         if len(diag_max) == seq:
             return (
-                f"{where}: the diagonal is still the maximum of all {seq} rows: your lengths, "
-                f"{lengths.min():.3g} to {lengths.max():.3g}, are too close for any x_i·x_j to beat x_i·x_i; "
-                "make the lengths very different and let longer vectors point the way of shorter ones"
+                f"{where}: the diagonal is still the maximum of all {seq} rows: no x_j reaches past x_i along "
+                f"its direction (x_i·x_j <= |x_i|^2 everywhere; your lengths run {lengths.min():.3g} to "
+                f"{lengths.max():.3g}); let longer vectors point the way of shorter ones"
             )
         return (
             f"{where}: the diagonal is still the maximum in rows {diag_max} ({len(diag_max)} of {seq}); "
