@@ -272,6 +272,11 @@ assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus
 # `Decoder` over the target (causal ∧ padding mask) whose cross-attention reads the encoder's output
 # ("memory") through the source padding mask; and a linear layer to logits over the Neo vocabulary.
 #
+# One difference from the paper: its model shares "the same weight matrix between the two embedding
+# layers and the pre-softmax linear transformation" (section 3.4), with one vocabulary shared by
+# source and target (section 5.1). Our two languages have different vocabularies, and we keep all three matrices
+# separate (our choice; each is counted below).
+#
 # One detail of the initialisation: the embeddings start with standard deviation
 # $d_{\text{model}}^{-1/2}$, so that after the $\times\sqrt{d_{\text{model}}}$ scaling they are about
 # as large as the PE (entries in $[-1, 1]$). torch's default `nn.Embedding` init is $N(0, 1)$, which
@@ -287,6 +292,9 @@ for part, n in counts.items():
     print(f"{part:>18}: {n:7,d}")
 print(f"{'total':>18}: {sum(counts.values()):7,d}")
 assert sum(counts.values()) == sum(p.numel() for p in model.parameters())
+shared = {model.src_embed.weight.data_ptr(), model.tgt_embed.weight.data_ptr(), model.generator.weight.data_ptr()}
+assert len(shared) == 3
+print("PASS: the two embeddings and the output projection are three separate matrices (no weight sharing)")
 
 # %% [markdown]
 # The scales at initialisation: scaled embeddings vs PE entries, with our init and with torch's default.
@@ -595,7 +603,7 @@ print(
 # This is a limit of a **word-level vocabulary**, not of attention: the output layer has one row per Neo
 # word, a held-out form is never a training label, and the gradient of the cross-entropy with respect
 # to the logit of a word that is not the label is its probability, $\partial L/\partial z_k = p_k > 0$:
-# every training step pushes that logit down. The model has learnt the stem and (as section 7 shows)
+# the gradient at every training position pushes that logit down. The model has learnt the stem and (as section 7 shows)
 # where to find the gender, but it can only choose among the forms it was taught. Real translators
 # split words into sub-word units (Sennrich et al., 2016), so that a new form can be spelled from known
 # pieces such as a stem and an ending.
