@@ -1,8 +1,8 @@
 # %% [markdown]
 # # 08 · Does sinusoidal encoding extrapolate? An experiment, then what comes next
 #
-# The YOUR CAT slide deck lists, among the reasons for sines and cosines, that they make it "easier to
-# extrapolate for longer sequences, even if we haven't seen certain lengths". The COMP7607 slides write
+# The YOUR CAT slide deck lists, among the reasons for sines and cosines: "Easier to extrapolate for
+# longer sequences, even if we haven't seen certain lengths". The COMP7607 slides write
 # next to the same formula: "Periodic: Hope this will work in extrapolation. (No)". The paper itself
 # (Vaswani et al., 2017, §3.5) only hopes: it chose the sinusoidal version "because it may allow the
 # model to extrapolate to sequence lengths longer than the ones encountered during training", after
@@ -25,7 +25,7 @@
 #   encodings right.
 #
 # **Prerequisites.** 01 (the PE formula), 02 ($PE_{t+k} = PE_t M_k$), 03 (self-attention is
-# permutation-equivariant), 04 (padding masks), 05 (multi-head attention), 06 (encoder blocks).
+# permutation-equivariant), 04 (padding and causal masks), 05 (multi-head attention), 06 (encoder blocks).
 # Lesson 07's training loop helps but is not required.
 
 # %% tags=["colab-setup"]
@@ -55,6 +55,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from utils.attention import scaled_dot_product_attention
 from utils.exercises import lesson08 as check
 from utils.extrapolation import (
     PE_KINDS,
@@ -74,6 +75,7 @@ from utils.extrapolation import (
     task_batch,
     train,
 )
+from utils.masks import causal_mask
 from utils.multihead import MultiHeadAttention
 from utils.positional import (
     LearnedPositionalEncoding,
@@ -112,10 +114,50 @@ except ValueError as err:
 # So a learned table *cannot* extrapolate; the honest options past its length are "refuse" or
 # "reuse the last vector" (`clamp=True`). The experiment reports the clamped version.
 #
-# **None**: lesson 03 proved self-attention without PE is permutation-equivariant — each output is a
-# function of its own token and of the *set* of tokens. No task where order matters can be learned
-# that way, whatever the length; it is the control.
+# **None**: lesson 03 proved that self-attention without PE and without a mask is
+# permutation-equivariant — each output is a function of its own token and of the *set* of tokens; a
+# padding mask keeps that (it only takes tokens out of the set). Our models here are encoders, in which
+# every token sees every other one, so without PE no task where order matters can be learned, whatever
+# the length; it is the control.
 #
+# That is a property of the encoder, not of every Transformer: a **causal mask** (lesson 04) carries
+# position by itself. Query t attends over exactly $t + 1$ keys, so even when every score is equal it
+# gives the first token the weight $1/(t + 1)$, a number that says where t is. Decoder-only models
+# without any PE ("NoPE") can recover positions this way (Kazemnejad et al., 2023, in the reading list at
+# the end). First the reordering, with lesson 03's attention on five random sequences of 6 tokens,
+# without PE:
+
+# %%
+gen = torch.Generator().manual_seed(1)
+perm = torch.tensor([3, 0, 4, 1, 2, 5])  # a reordering of the 6 positions
+worst = {"no mask": 0.0, "causal mask": 0.0}  # largest |attention(x[perm]) - attention(x)[perm]|
+for _ in range(5):
+    x = torch.randn(6, 8, dtype=torch.float64, generator=gen)  # (T, d): 6 token vectors, no PE
+    for name, mask in (("no mask", None), ("causal mask", causal_mask(6))):
+        out = scaled_dot_product_attention(x, x, x, mask)[0]  # (T, d)
+        out_perm = scaled_dot_product_attention(x[perm], x[perm], x[perm], mask)[0]  # (T, d)
+        worst[name] = max(worst[name], (out_perm - out[perm]).abs().max().item())
+assert worst["no mask"] < 1e-12 and worst["causal mask"] > 0.1
+print(
+    "PASS: in all 5 sequences, reordering the tokens only reorders the outputs without a mask "
+    "(max |diff| < 1e-12), and changes them with a causal mask (max |diff| > 0.1)"
+)
+
+# %% [markdown]
+# Then the count: all scores equal (zero queries and keys), and a value that is 1 at the first token
+# and 0 elsewhere.
+
+# %%
+q = k = torch.zeros(6, 4, dtype=torch.float64)  # (T, d_k): every score is 0
+v = torch.zeros(6, 1, dtype=torch.float64)  # (T, 1)
+v[0] = 1.0  # only the first token carries a 1
+counts = scaled_dot_product_attention(q, k, v, causal_mask(6))[0][:, 0]  # (T,)
+print("equal scores, causal mask: weight on the first token at t = 0..5:", [round(c, 3) for c in counts.tolist()])
+assert torch.allclose(counts, 1 / torch.arange(1, 7, dtype=torch.float64), rtol=0, atol=1e-12)
+assert torch.allclose(scaled_dot_product_attention(q, k, v)[0][:, 0], torch.full((6,), 1 / 6, dtype=torch.float64))
+print("PASS: with a causal mask, query t gives the first token 1/(t+1), without one 1/6 at every t")
+
+# %% [markdown]
 # **Rotary (RoPE)** adds nothing to the embeddings. It *turns* each query and key by an angle
 # proportional to its position just before the dot product. Section 2 builds it.
 #
@@ -187,7 +229,7 @@ for offset in (-5, -1, 0, 1, 2, 8, 30):
     table[offset] = (q_m * k_n).sum(-1)  # (M,) dot products
     print(
         f"offset {offset:+3d}: q.k at m = {starts.tolist()}: "
-        f"min {table[offset].min():+.6f}, max {table[offset].max():+.6f}"
+        f"min {table[offset].min():+.4f}, max {table[offset].max():+.4f}"
     )
 assert all((v.max() - v.min()).abs() < 1e-9 for v in table.values())
 assert len({round(v[0].item(), 6) for v in table.values()}) == len(table)  # but it does depend on the offset
@@ -641,7 +683,7 @@ print("PASS: the same sinusoids extrapolate in length once their positions were 
 # What this experiment does and does not show: two tasks, one small model, one budget, five seeds.
 # Trained as the paper trains it (every sequence starts at position 0), sinusoidal PE did **not** let
 # the model handle longer sequences on delayed copy: the paper's §3.5 hope and the YOUR CAT deck's
-# "easier to extrapolate" failed here, as the COMP7607 slides' "(No)" says — and the clamped learned
+# "Easier to extrapolate" failed here, as the COMP7607 slides' "(No)" says — and the clamped learned
 # table failed the same way (both below 0.5 at length 48 in every run), in line with Table 3 row (E),
 # where the two were nearly identical on translation. But the failure is about
 # positions never seen, not about sinusoids: with random start positions in training the same
@@ -713,8 +755,9 @@ print("PASS: every patch attends over all 16 patches; each row of weights sums t
 
 # %% [markdown]
 # Without the 2-D PE, patches are a *set* again: swap two patches and their outputs just swap
-# (lesson 03's equivariance), so the model could not tell a square at the top right from one at
-# the bottom left. With the PE, the swap changes the outputs:
+# (lesson 03's equivariance), so anything computed from the set of outputs (their mean, or a class
+# token) could not tell a square at the top right from one at the bottom left. With the PE, the swap
+# changes the outputs:
 
 # %%
 swap = torch.arange(16)
@@ -779,7 +822,9 @@ plt.show()
 #   $\le 16$) kept most of their accuracy at length 48, more than RoPE in every seed: what failed was
 #   "unseen positions", not "sinusoids". The YOUR CAT deck's hope and the COMP7607 slides' "(No)" are
 #   both too simple.
-# - **No PE** cannot learn an order task (lesson 03's equivariance), at any length.
+# - **No PE** cannot learn an order task in our encoders (lesson 03's equivariance), at any length. A
+#   causal mask would change that: query t attends over t + 1 keys, which carries position (NoPE
+#   decoders).
 # - **RoPE** rotates $q$ and $k$ by their positions (lesson 02's $M_k$), so $q \cdot k$ depends on the
 #   offset only (asserted); it kept more than sinusoidal past the training length, and what its copy
 #   head lost went to offsets longer than any it trained on.
@@ -879,7 +924,7 @@ check.pe_3d(my_pe_3d)
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): "Periodic: Hope this will
 #   work in extrapolation. (No)".
 # - Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked
-#   example): sinusoids make it "easier to extrapolate for longer sequences".
+#   example): sinusoids are "Easier to extrapolate for longer sequences".
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the pointer to MAE.
 # - Dosovitskiy et al., 2021, "An Image is Worth 16x16 Words: Transformers for Image Recognition at
 #   Scale", ICLR (learned 1-D position embeddings, appendix D.4).
