@@ -488,7 +488,7 @@ def unseen(b):
 
 for name in ("sinusoidal", "learned (clamped)"):
     assert all(b["0..15"] > 0.85 and unseen(b) < 0.3 for b in pos_every[name]), name
-assert all(abs(unseen(s) - unseen(n)) < 0.1 for s, n in zip(pos_every["sinusoidal"], pos_every["none"]))
+    assert all(abs(unseen(s) - unseen(n)) < 0.1 for s, n in zip(pos_every[name], pos_every["none"])), name
 print(
     "PASS: sinusoidal and clamped-learned: > 0.85 at positions 0..15, < 0.3 past them (within 0.1 of no PE), "
     "in every run"
