@@ -274,8 +274,8 @@ assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus
 #
 # One difference from the paper: its model shares "the same weight matrix between the two embedding
 # layers and the pre-softmax linear transformation" (section 3.4), with one vocabulary shared by
-# source and target (section 5.1). Our two languages have different vocabularies, and we keep all three matrices
-# separate (our choice; each is counted below).
+# source and target (section 5.1). Our two languages have different vocabularies, and we keep all
+# three matrices separate (our choice; each is counted below).
 #
 # One detail of the initialisation: the embeddings start with standard deviation
 # $d_{\text{model}}^{-1/2}$, so that after the $\times\sqrt{d_{\text{model}}}$ scaling they are about
@@ -322,8 +322,8 @@ print(
 
 # %%
 model.eval()
-s, t = to_tensors(ds.val[:3], ds.src_vocab, ds.tgt_vocab)  # (3, S), (3, T)
-x_in, y = shift_targets(t)  # (3, T-1) each
+s, tgt_val = to_tensors(ds.val[:3], ds.src_vocab, ds.tgt_vocab)  # (3, S), (3, T)
+x_in, y = shift_targets(tgt_val)  # (3, T-1) each
 with torch.no_grad():
     base = model(s, x_in)  # (3, T-1, vocab)
     for t in range(x_in.shape[1] - 1):
@@ -603,8 +603,8 @@ print(
 # This is a limit of a **word-level vocabulary**, not of attention: the output layer has one row per Neo
 # word, a held-out form is never a training label, and the gradient of the cross-entropy with respect
 # to the logit of a word that is not the label is its probability, $\partial L/\partial z_k = p_k > 0$:
-# the gradient at every training position pushes that logit down. The model has learnt the stem and (as section 7 shows)
-# where to find the gender, but it can only choose among the forms it was taught. Real translators
+# the gradient at every training position pushes that logit down. The model has learnt the stem and
+# (as section 7 shows) where to find the gender, but it can only choose among the forms it was taught. Real translators
 # split words into sub-word units (Sennrich et al., 2016), so that a new form can be spelled from known
 # pieces such as a stem and an ending.
 #
