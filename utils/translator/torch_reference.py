@@ -82,8 +82,8 @@ def with_final_norms(torch_model):
 
 
 def randomize_layer_norms(model, seed):
-    """Set every LayerNorm's gamma to U(0.5, 1.5) and beta to U(-0.5, 0.5), in place, and return the model:
-    away from the fresh gamma = 1, beta = 0, as training moves them (a fresh norm after a norm is the identity)."""
+    """Set every LayerNorm's gamma to U(0.5, 1.5) and beta to U(-0.5, 0.5), in place, and return the model: away
+    from the fresh gamma = 1, beta = 0, as training moves them (a fresh norm after a norm changes little: only eps)."""
     validation.instance("model", model, nn.Module, "torch.nn.Module")
     g = torch.Generator().manual_seed(validation.seed("seed", seed))
     norms = [m for m in model.modules() if isinstance(m, nn.LayerNorm)]
