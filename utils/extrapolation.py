@@ -113,7 +113,7 @@ class LengthModel(nn.Module):
         self.pe_kind = validation.choice("pe_kind", pe_kind, PE_KINDS)
         self.train_len = validation.positive_int("train_len", train_len)
         self.vocab_size = validation.positive_int("vocab_size", vocab_size)
-        self.embed = nn.Embedding(vocab_size, d_model)  # entries ~ N(0, 1), the size of PE's entries
+        self.embed = nn.Embedding(vocab_size, d_model)  # entries ~ N(0, 1), the order of PE's (RMS 1/sqrt(2))
         # self.pe: the positional-encoding module, when the kind has one
         if pe_kind == "sinusoidal":
             self.pe = PositionalEncoding(d_model, max_len=table_len)  # defined at every position
@@ -379,13 +379,17 @@ def plot_accuracy_ranges(ranges, train_len, chance=None, live=None, title=None, 
     return ax.figure
 
 
-def plot_position_accuracy(by_position, train_len, title=None):
-    """Accuracy at each position t ({name: (length,) tensor}), one colour and marker per variant."""
+def plot_position_accuracy(by_position, train_len, title=None, max_position=None):
+    """Accuracy at each position t ({name: (length,) tensor}), one colour and marker per variant; positions
+    0 .. train_len - 1 shaded as seen in training (by sinusoidal+offsets, 0 .. max_position - 1, if given)."""
     validation.non_empty("by_position", by_position, dict, "dict {name: (length,) tensor}")
+    train_len = validation.positive_int("train_len", train_len)
+    label = f"positions 0..{train_len - 1}: seen in training"
+    if max_position is not None:
+        max_position = validation.integer("max_position", max_position, minimum=train_len, why=f"train_len={train_len}")
+        label += f"\n(sinusoidal+offsets saw 0..{max_position - 1})"
     fig, ax = plt.subplots(figsize=(10.5, 4), layout="constrained")
-    ax.axvspan(
-        -0.5, train_len - 0.5, color="0.92", label="positions 0..15: seen in training\n(sinusoidal+offsets saw 0..47)"
-    )
+    ax.axvspan(-0.5, train_len - 0.5, color="0.92", label=label)
     for i, (name, acc) in enumerate(by_position.items()):
         acc = np.asarray(acc, dtype=float)
         ax.plot(

@@ -290,7 +290,17 @@ def test_figures_use_one_colour_per_variant():
     plt.close(fig)
     fig = plot_position_accuracy({"none": torch.tensor([math.nan, 0.5, 0.2])}, 2)
     assert to_rgba(fig.axes[0].lines[0].get_color()) == to_rgba(COLORS["none"])
+    assert fig.axes[0].get_legend_handles_labels()[1][0] == "positions 0..1: seen in training"
     plt.close(fig)
+    fig = plot_position_accuracy({"none": torch.tensor([0.5, 0.2, 0.1])}, 3, max_position=24)
+    assert fig.axes[0].get_legend_handles_labels()[1][0] == (
+        "positions 0..2: seen in training\n(sinusoidal+offsets saw 0..23)"
+    )
+    plt.close(fig)
+    with pytest.raises(ValueError, match=r"max_position must be an int >= 3 \(train_len=3\), got 2"):
+        plot_position_accuracy({"none": torch.tensor([0.5])}, 3, max_position=2)
+    with pytest.raises(TypeError, match="train_len must be an int"):
+        plot_position_accuracy({"none": torch.tensor([0.5])}, 2.5)
     fig = plot_copy_heads([np.eye(4), np.full((4, 4), 0.25)], ["x", "y"], train_len=2)
     assert [ax.get_title() for ax in fig.axes[:2]] == ["x", "y"] and len(fig.axes) == 3  # two maps + colorbar
     assert np.array_equal(fig.axes[1].images[0].get_array(), np.full((4, 4), 0.25))

@@ -5,7 +5,7 @@ import torch
 
 from utils.translator.decode import greedy_decode, translate
 from utils.translator.model import Seq2SeqTransformer, TranslatorConfig, eval_mode, parameter_counts
-from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours
+from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours, randomize_layer_norms, with_final_norms
 from utils.translator.vocab import Vocab
 
 PAD = 0
@@ -65,11 +65,87 @@ def test_equals_torch_transformer_with_copied_weights(shape, norm_first):
     torch.manual_seed(1)
     cfg = make_model(norm_first=norm_first).config
     ref = TorchSeq2Seq(cfg).train()  # train mode (dropout 0): keeps torch off its zero-filling fast path
+    randomize_layer_norms(ref, seed=2)  # gamma, beta away from 1, 0: a fresh extra norm would be invisible
     ours = copy_into_ours(ref)
+    norms = {name: m for name, m in ours.named_modules() if isinstance(m, torch.nn.LayerNorm)}
+    assert len(norms) == 10 + 2 * norm_first  # 2 x 2 + 2 x 3 per layer, and a pre-norm stack's final norms
+    assert not any(torch.equal(m.weight, torch.ones_like(m.weight)) for m in norms.values())  # all copied
     src, tgt = tokens(batch, S, 20, 3, n_pad=1), tokens(batch, T, 30, 4, n_pad=1)
     got, expected = ours(src, tgt), ref(src, tgt)
     real = tgt != PAD  # compare real target positions
     torch.testing.assert_close(got[real], expected[real], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_comparison_sees_nn_transformers_final_norms_once_gamma_and_beta_are_not_fresh(seed):
+    """Post-norm: nn.Transformer's final LayerNorms (not in the paper) change the logits by rounding only
+    while every gamma = 1, beta = 0, and by far more than the tolerance once they are not."""
+    torch.manual_seed(seed)
+    ref = TorchSeq2Seq(make_model().config).train()
+    src, tgt = tokens(3, 9, 20, 3, n_pad=1), tokens(3, 6, 30, 4, n_pad=1)
+    real = tgt != PAD
+    diff = {}
+    for name in ("fresh", "random"):
+        if name == "random":
+            randomize_layer_norms(ref, seed=seed + 10)
+        got = copy_into_ours(ref)(src, tgt)[real]
+        torch.testing.assert_close(got, ref(src, tgt)[real], atol=1e-5, rtol=1e-5)  # final norms removed
+        diff[name] = (got - with_final_norms(ref)(src, tgt)[real]).abs().max().item()  # final norms kept
+    assert diff["fresh"] < 1e-4 and diff["random"] > 0.1, diff
+
+
+def test_with_final_norms_puts_back_what_nn_transformer_builds():
+    torch.manual_seed(0)
+    cfg = make_model().config
+    ref = TorchSeq2Seq(cfg)
+    kept = with_final_norms(ref)
+    torch.manual_seed(0)
+    torch_default = torch.nn.Transformer(32, 4, 2, 2, 64, 0.0, batch_first=True)
+    for stack in ("encoder", "decoder"):
+        assert getattr(ref.transformer, stack).norm is None
+        ours_norm, torch_norm = getattr(kept.transformer, stack).norm, getattr(torch_default, stack).norm
+        assert isinstance(torch_norm, torch.nn.LayerNorm) and isinstance(ours_norm, torch.nn.LayerNorm)
+        assert ours_norm.normalized_shape == torch_norm.normalized_shape and ours_norm.eps == torch_norm.eps
+        torch.testing.assert_close(ours_norm.state_dict(), torch_norm.state_dict())
+    assert ref.transformer.encoder.norm is None  # the original is left as it was
+
+
+def test_randomize_layer_norms_moves_every_gamma_and_beta_within_their_ranges():
+    torch.manual_seed(0)
+    ref = TorchSeq2Seq(make_model().config)
+    assert randomize_layer_norms(ref, seed=1) is ref
+    norms = [m for m in ref.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert len(norms) == 2 * 2 + 2 * 3  # two encoder layers with 2 norms, two decoder layers with 3
+    for norm in norms:
+        assert 0.5 <= norm.weight.min() and norm.weight.max() <= 1.5 and norm.weight.std() > 0.1
+        assert -0.5 <= norm.bias.min() and norm.bias.max() <= 0.5 and norm.bias.std() > 0.1
+    other = TorchSeq2Seq(make_model().config)
+    torch.manual_seed(5)  # another global random state: the seed argument alone decides the values
+    again = [m for m in randomize_layer_norms(other, seed=1).modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert all(torch.equal(a.weight, b.weight) and torch.equal(a.bias, b.bias) for a, b in zip(norms, again))
+
+
+def test_torch_reference_bad_input():
+    torch.manual_seed(0)
+    post, pre = TorchSeq2Seq(make_model().config), TorchSeq2Seq(make_model(norm_first=True).config)
+    with pytest.raises(
+        ValueError, match=r"torch_model must be a post-norm TorchSeq2Seq without final norms .*norm_first=True"
+    ):
+        with_final_norms(pre)
+    with pytest.raises(ValueError, match=r"got one with norm_first=False whose stacks already end with a LayerNorm"):
+        with_final_norms(with_final_norms(post))
+    with pytest.raises(ValueError, match="torch_model has nn.Transformer's final norms, which our post-norm model"):
+        copy_into_ours(with_final_norms(post))
+    with pytest.raises(TypeError, match="torch_model must be a TorchSeq2Seq, got Seq2SeqTransformer"):
+        with_final_norms(make_model())
+    with pytest.raises(TypeError, match=r"model must be a torch.nn.Module, got dict"):
+        randomize_layer_norms({}, seed=0)
+    with pytest.raises(TypeError, match="seed must be an int, got float 1.5"):
+        randomize_layer_norms(post, seed=1.5)
+    with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*63\)"):
+        randomize_layer_norms(post, seed=-1)
+    with pytest.raises(ValueError, match="model must contain at least one nn.LayerNorm, got a Linear without one"):
+        randomize_layer_norms(torch.nn.Linear(2, 2), seed=0)
 
 
 class ScriptedModel(Seq2SeqTransformer):

@@ -78,8 +78,8 @@ def _compare_numbers(cases, answer, reference, wrong, rel=1e-7):
     ],
     explain="""
     About 0: the model gets at most 2 % of those sentences right, however well it learnt the rest. A
-    held-out form was never a training label, and every training step pushes the logit of a word that is
-    not the label down, so the model never writes it. In at least half of those places it writes the same
+    held-out form was never a training label, and with our unsmoothed loss every training position pushes
+    the logit of a word that is not the label down, so the model never writes it. In at least half of those places it writes the same
     adjective or verb with an ending it was trained on, and in most of those sentences every other word is
     right.
     """,
@@ -96,12 +96,12 @@ def predict_unseen_exact_match(answer):
     if answer >= 0.4:
         return (
             "the model has learnt the stems and the endings, but its output layer has one logit per whole "
-            "word, and the held-out word's logit was never trained up"
+            "word, and with our unsmoothed loss the held-out word's logit was never trained up"
         )
     if answer > 0.1:
         return (
-            "the model does not guess it now and then: every training step pushes that logit down, as the "
-            "held-out word is never the label"
+            "the model does not guess it now and then: with our unsmoothed loss every training position "
+            "pushes that logit down, as the held-out word is never the label"
         )
     return None
 

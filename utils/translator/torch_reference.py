@@ -1,8 +1,15 @@
-"""The same translator built on torch.nn.Transformer, to compare outputs (copied weights) and step times."""
+"""The same translator built on torch.nn.Transformer, to compare outputs (copied weights) and step times.
 
+nn.Transformer ends its encoder and its decoder stack with one more LayerNorm, also in its post-norm form;
+the paper's post-norm model has none after the last sub-layer, so TorchSeq2Seq removes them
+(with_final_norms puts them back, to show what they change).
+"""
+
+import copy
 import math
 import warnings
 
+import torch
 from torch import nn
 
 from utils import validation
@@ -60,9 +67,50 @@ class TorchSeq2Seq(nn.Module):
         return self.generator(h)  # (batch, T, tgt_vocab)
 
 
+def _has_final_norms(torch_model):
+    return torch_model.transformer.encoder.norm is not None or torch_model.transformer.decoder.norm is not None
+
+
+def with_final_norms(torch_model):
+    """A copy of a post-norm TorchSeq2Seq with nn.Transformer's final LayerNorms put back (gamma = 1, beta = 0,
+    as nn.Transformer builds them): what nn.Transformer computes with these weights."""
+    validation.instance("torch_model", torch_model, TorchSeq2Seq)
+    if torch_model.config.norm_first or _has_final_norms(torch_model):
+        raise ValueError(
+            "torch_model must be a post-norm TorchSeq2Seq without final norms (norm_first=False), got one with "
+            f"norm_first={torch_model.config.norm_first} whose stacks already end with a LayerNorm"
+        )
+    kept = copy.deepcopy(torch_model)
+    eps = torch_model.transformer.encoder.layers[0].norm1.eps
+    kept.transformer.encoder.norm = nn.LayerNorm(torch_model.d_model, eps=eps)
+    kept.transformer.decoder.norm = nn.LayerNorm(torch_model.d_model, eps=eps)
+    return kept
+
+
+def randomize_layer_norms(model, seed):
+    """Set every LayerNorm's gamma to U(0.5, 1.5) and beta to U(-0.5, 0.5), in place, and return the model: away
+    from the fresh gamma = 1, beta = 0, as training moves them (a fresh norm after a norm changes little: only eps)."""
+    validation.instance("model", model, nn.Module, "torch.nn.Module")
+    g = torch.Generator().manual_seed(validation.seed("seed", seed))
+    norms = [m for m in model.modules() if isinstance(m, nn.LayerNorm)]
+    if not norms:
+        raise ValueError(f"model must contain at least one nn.LayerNorm, got a {type(model).__name__} without one")
+    with torch.no_grad():
+        for norm in norms:
+            norm.weight.copy_(torch.rand(norm.weight.shape, generator=g) + 0.5)  # (d_model,)
+            if norm.bias is not None:
+                norm.bias.copy_(torch.rand(norm.bias.shape, generator=g) - 0.5)  # (d_model,)
+    return model
+
+
 def copy_into_ours(torch_model):
     """A Seq2SeqTransformer with exactly the weights of a TorchSeq2Seq."""
     validation.instance("torch_model", torch_model, TorchSeq2Seq)
+    if not torch_model.config.norm_first and _has_final_norms(torch_model):
+        raise ValueError(
+            "torch_model has nn.Transformer's final norms, which our post-norm model (as in the paper) does not "
+            "have: copy a TorchSeq2Seq without them, not one from with_final_norms"
+        )
     ours = Seq2SeqTransformer(torch_model.config)
     for name in ("src_embed", "tgt_embed", "generator"):
         getattr(ours, name).load_state_dict(getattr(torch_model, name).state_dict())
