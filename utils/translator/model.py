@@ -23,8 +23,9 @@ class Seq2SeqTransformer(nn.Module):
         self.src_embed = nn.Embedding(c.src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, d_model)
         for emb in (self.src_embed, self.tgt_embed):
-            # std d_model^-0.5, so that after the x sqrt(d_model) scaling embeddings are about as large as
-            # the PE (entries in [-1, 1]); torch's default N(0, 1) would drown the positions 8x at d_model=64.
+            # std d_model^-0.5, so that after the x sqrt(d_model) scaling embeddings have std 1, the same order as
+            # the PE's entries (which lie in [-1, 1]); torch's default N(0, 1) would make them sqrt(d_model) times
+            # larger (8x at d_model=64).
             nn.init.normal_(emb.weight, std=d_model**-0.5)
         self.register_buffer("pe", sinusoidal_encoding(c.max_len, d_model), persistent=False)  # (max_len, d_model)
         self.dropout = nn.Dropout(c.dropout)
