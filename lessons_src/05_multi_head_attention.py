@@ -55,12 +55,12 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from utils.attention import scaled_dot_product_attention
-from utils.head_training import heldout_error, train_heads
+from utils.experiments.head_training import heldout_error, train_heads
+from utils.figures.plotting import plot_head_attention, plot_head_grid
+from utils.figures.widgets import head_explorer
 from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention, merge_heads, split_heads
-from utils.plotting import plot_head_attention, plot_head_grid
 from utils.positional import sinusoidal_encoding
-from utils.widgets import head_explorer
 
 torch.set_num_threads(1)
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -268,7 +268,7 @@ assert set(counts.values()) == {4 * d * d + 4 * d}
 print(f"PASS: {4 * d * d + 4 * d} parameters for every number of heads")
 
 # %%
-from utils.exercises import lesson05 as check
+from utils.course.exercises import lesson05 as check
 
 assert counts[8] == check.predict_param_count.reference
 
@@ -448,7 +448,7 @@ print("PASS: for w = 0.5, 0.6, 0.75, 0.9 and 1.0 the best read-out of a fixed sp
 # %% [markdown]
 # Now **train** both from random weights on the same batches (120 steps of Adam) and compare the
 # held-out error, for 5 initialisations each. `train_heads(make_batch, rows, num_heads, seed)` is a
-# plain training loop (in `utils.head_training`) that scores output features 0–3 at the query
+# plain training loop (in `utils.experiments.head_training`) that scores output features 0–3 at the query
 # positions `rows`; `heldout_error` scores a trained model on sequences it never saw.
 
 # %% tags=["nbval-ignore-output"]
@@ -739,7 +739,7 @@ head_explorer(w_sentence, tokens=sentence)
 # arguments. Exercises 2 and 3 take the lesson to cases it did not show.
 
 # %%
-from utils.exercises import lesson05 as check
+from utils.course.exercises import lesson05 as check
 
 # exercise 2's per-head matrices, on a fresh nn.MultiheadAttention: head i's queries are x @ W_Q[i] plus
 # head i's slice of in_proj_bias, the same as section 1's split_heads(x @ Wq_t.T + bq, num_heads)

@@ -55,8 +55,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from utils.exercises import lesson08 as check
-from utils.extrapolation import (
+from utils.course.exercises import lesson08 as check
+from utils.experiments.extrapolation import (
     PE_KINDS,
     SEED_RUNS,
     LengthModel,
@@ -299,7 +299,7 @@ for name, acc in accuracy.items():
 # %% [markdown]
 # One seed per variant cannot support a ranking. `benchmarks/extrapolation_seeds.py` ran the same
 # experiment with seeds 0–4 for every variant and both tasks of this lesson (about 50 runs, too many to
-# repeat here) and stored a summary of each run in `utils/data/extrapolation_seeds.json`. Load it, and show
+# repeat here) and stored a summary of each run in `utils/experiments/data/extrapolation_seeds.json`. Load it, and show
 # mean and [min–max] over the seeds:
 
 # %%

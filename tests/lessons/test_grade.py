@@ -1,4 +1,4 @@
-"""The instructor's grader, `python -m utils.grade`: it decides every verdict itself, so a notebook that
+"""The instructor's grader, `python -m utils.course.grade`: it decides every verdict itself, so a notebook that
 forges its results or replaces a checker gains nothing; stubs are NOT ATTEMPTED, right answers PASS, wrong
 ones FAIL with the checker's message; a notebook that errors, loops, prints megabytes or kills its kernel
 is reported and the others are still graded.
@@ -16,9 +16,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils import grade
-from utils.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson03
-from utils.lessons import lessons
+from utils.course import grade
+from utils.course.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson03
+from utils.course.lessons import lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL = [attr for attr, obj in vars(lesson03).items() if isinstance(obj, Exercise)]
@@ -27,8 +27,8 @@ A = next(attr for attr in ALL if callable(getattr(lesson03, attr).reference))
 B, C = [attr for attr in ALL if attr != A][:2]
 NAME = {attr: getattr(lesson03, attr).name for attr in ALL}  # "lesson03.attention_weights"
 SETUP = (
-    "from utils.exercises import lesson03 as check\n"
-    f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C  # to write answers with"
+    "from utils.course.exercises import lesson03 as check\n"
+    f"from utils.course.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C  # to write answers with"
 )
 
 
@@ -83,7 +83,7 @@ def forged_notebook(path):
     Exercise.evaluate: its kernel says PASS three times, the grader does not."""
     return notebook(
         path,
-        SETUP + "\nimport utils.exercises as ex\nfrom utils.exercises import lesson03",
+        SETUP + "\nimport utils.course.exercises as ex\nfrom utils.course.exercises import lesson03",
         stub(A, "my_a") + f"\n\ncheck.{A} = lambda *args: None\ncheck.{A}(my_a)\n"
         f"ex._RESULTS[{NAME[A]!r}] = ex.Result({A!r}, 'PASS')",
         f"lesson03.{B}.check_fn = lambda answer: None\nex.lesson03.{B}.check_fn = lambda answer: None\n"
@@ -138,7 +138,7 @@ def test_the_plan_reruns_the_latest_definitions_an_answer_needs(tmp_path):
     # cells are numbered as the notebook shows them (1 = the markdown title, 2 = the imports)
     assert cells == {A: [4, 5], B: [6, 8], C: [9]}  # not the superseded helper (3), not the print (7)
     imports = [src for item in plan["items"] for _, src in item["imports"]]
-    assert f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C" in imports
+    assert f"from utils.course.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C" in imports
 
 
 def test_the_plan_knows_every_alias_and_reads_magics(tmp_path):
@@ -146,7 +146,7 @@ def test_the_plan_knows_every_alias_and_reads_magics(tmp_path):
         cells=[
             nbformat.v4.new_code_cell(c)
             for c in (
-                "%matplotlib inline\nimport utils.exercises.lesson03 as ex3\nfrom utils.exercises import lesson03",
+                "%matplotlib inline\nimport utils.course.exercises.lesson03 as ex3\nfrom utils.course.exercises import lesson03",
                 f"!echo hi\nex3.{A}(None)",
                 f"lesson03.{B}(None)",
                 f"lesson03.{B}.hint()",
@@ -174,7 +174,7 @@ TIMEOUT = 20
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """`python -m utils.grade -j 2` on six notebooks, with every output option."""
+    """`python -m utils.course.grade -j 2` on six notebooks, with every output option."""
     tmp = tmp_path_factory.mktemp("learners")
     paths = [
         loop_notebook(tmp / "loop.ipynb"),
@@ -188,7 +188,7 @@ def graded(tmp_path_factory):
         [
             sys.executable,
             "-m",
-            "utils.grade",
+            "utils.course.grade",
             "--json",
             "-j",
             "2",
@@ -385,7 +385,7 @@ def filled_in(path):
             cell.source = CHECK_CALL.sub(
                 lambda m: (
                     (
-                        f"from utils.exercises.{aliases[m[1]]} import {m[2]} as _reference_{m[2]}\n"
+                        f"from utils.course.exercises.{aliases[m[1]]} import {m[2]} as _reference_{m[2]}\n"
                         f"{m[3]} = _reference_{m[2]}.reference\n{m[0]}"
                     )
                     if m[1] in aliases

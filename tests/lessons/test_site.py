@@ -9,8 +9,8 @@ from urllib.parse import unquote
 import nbformat
 import pytest
 
-from utils import links
-from utils.lessons import checkout, lessons
+from utils.course import links
+from utils.course.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
 LESSONS = [lesson.notebook for lesson in lessons() if lesson.notebook.exists()]

@@ -1,4 +1,4 @@
-"""utils.norm_probes: activation RMS and gradient norm per layer, checked against direct computation."""
+"""utils.experiments.norm_probes: activation RMS and gradient norm per layer, checked against direct computation."""
 
 import matplotlib
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from utils.blocks import Encoder, EncoderLayer
-from utils.norm_probes import (
+from utils.experiments.norm_probes import (
     VARIANT_STYLE,
     activation_rms,
     layer_grad_norms,

@@ -1,20 +1,20 @@
 """Grade learners' copies of the lessons: every exercise's verdict is decided by the grader, not the notebook.
 
-    python -m utils.grade NOTEBOOK... [--json] [--csv FILE] [--save-executed DIR] [-j N]
+    python -m utils.course.grade NOTEBOOK... [--json] [--csv FILE] [--save-executed DIR] [-j N]
                           [--timeout SECONDS] [--notebook-timeout SECONDS] [--max-output MB]
 
 Two things happen to each notebook, at the same time:
 
 - Verdicts. The grader reads the notebook's code cells. An exercise is a call `check.NAME(ANSWER)`
-  where `check` is any name bound by `from utils.exercises import lessonNN [as check]` or
-  `import utils.exercises.lessonNN as check`. For each exercise (the last cell that calls it) the
+  where `check` is any name bound by `from utils.course.exercises import lessonNN [as check]` or
+  `import utils.course.exercises.lessonNN as check`. For each exercise (the last cell that calls it) the
   grader gathers the code that recreates ANSWER: the notebook's import statements up to that cell,
   the cell itself, and, following the names it uses, the latest earlier cell defining each of them
   (a `def`, an assignment such as a prediction `my_prediction = ...` in its own cell), transitively.
   That code runs in a child process the grader starts (one per notebook, a fresh one after a crash or
   a time-out), where the lesson's checkers were imported and copied before any learner code ran and
   `check` only records the answer. The copied checker then judges it. So a notebook that writes PASS
-  into `utils.exercises` results or replaces a checker grades nothing but its own kernel.
+  into `utils.course.exercises` results or replaces a checker grades nothing but its own kernel.
   An exercise whose check call is missing, or whose stub is untouched (`raise NotImplementedError`,
   `...`), is NOT ATTEMPTED; one whose recreating code raises is FAIL with the error.
 - Notebook run. The notebook also runs top to bottom in its own new python3 kernel (errors allowed),
@@ -62,9 +62,9 @@ import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from utils.exercises import FAIL, NOT_ATTEMPTED, PASS
+from utils.course.exercises import FAIL, NOT_ATTEMPTED, PASS
 
-PACKAGE = "utils.exercises"
+PACKAGE = "utils.course.exercises"
 STATUSES = (PASS, FAIL, NOT_ATTEMPTED)
 MAX_MESSAGE = 2000  # characters of a verdict's message kept (a message can quote a learner's value)
 STARTUP = 120  # seconds the grader's child may take to import the checkers
@@ -73,7 +73,7 @@ MARKER = "__utils_grade_claims__:"
 COLLECT = f"""
 try:
     import json as _grade_json
-    from utils import exercises as _grade_exercises
+    from utils.course import exercises as _grade_exercises
     print({MARKER!r} + _grade_json.dumps(_grade_exercises.results()))
 except Exception:
     pass
@@ -190,8 +190,8 @@ def _closure(cells, target, aliases):
 
 @functools.cache
 def _lesson_exercises(module):
-    """{attribute: exercise name} of utils.exercises.<module>, imported in the grader's own process."""
-    from utils.exercises import Exercise
+    """{attribute: exercise name} of utils.course.exercises.<module>, imported in the grader's own process."""
+    from utils.course.exercises import Exercise
 
     try:
         if importlib.util.find_spec(f"{PACKAGE}.{module}") is None:
@@ -355,7 +355,7 @@ def _recreate_and_check(item, aliases, checker, evaluate, snapshots):
 # spawn does), so it imports the very utils the grader runs, whatever started the grader.
 BOOT = (
     "import sys; from multiprocessing.connection import Connection; conn = Connection(int(sys.argv[1])); "
-    "payload = conn.recv(); sys.path[:] = payload['sys_path']; from utils.grade import _child; "
+    "payload = conn.recv(); sys.path[:] = payload['sys_path']; from utils.course.grade import _child; "
     "_child(conn, payload)"
 )
 
@@ -372,7 +372,7 @@ def _child(conn, payload):
 
     threading.Thread(target=orphaned, daemon=True).start()
     try:
-        from utils import exercises
+        from utils.course import exercises
 
         checkers = {}
         modules = [importlib.import_module(f"{PACKAGE}.{m}") for m in payload["modules"]]
@@ -582,7 +582,7 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
     import nbformat
     from nbclient.exceptions import DeadKernelError
 
-    from utils.kernel_client import notebook_client
+    from utils.course.kernel_client import notebook_client
 
     n_cells = len(nb.cells)
     for cell in nb.cells:  # a cell the run does not reach must not show the learner's old outputs
@@ -845,7 +845,7 @@ def _save_paths(notebooks, folder):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m utils.grade",
+        prog="python -m utils.course.grade",
         description=__doc__.splitlines()[0],
         epilog="exit code: 0 all passed, 1 some exercise not passed, 2 a notebook errored",
     )

@@ -291,8 +291,8 @@ def load_seed_runs(path=SEED_RUNS):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} is missing: it ships with the utils package (utils/data/); recreate it with "
-            "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/data/extrapolation_seeds.json"
+            f"{path} is missing: it ships with the utils package (utils/experiments/data/); recreate it with "
+            "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/experiments/data/extrapolation_seeds.json"
         )
     return json.loads(path.read_text())
 

@@ -7,8 +7,8 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from utils import validation
-from utils.train_cache import cached
 from utils.translator.data import batches
+from utils.translator.train_cache import cached
 
 
 def shift_targets(tgt):

@@ -4,7 +4,7 @@ Masks are bool, True = may attend."""
 
 import torch
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.course.exercises import compare_arrays, exercise, mistake
 
 
 def _mask_problem(got, expected, what, why):

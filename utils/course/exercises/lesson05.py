@@ -4,7 +4,7 @@ per-head matrices from `torch.nn.MultiheadAttention`, and the cost of multi-quer
 import torch
 from torch import nn
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.course.exercises import compare_arrays, exercise, mistake
 
 # ---------------------------------------------------------------------------------------------------
 # Prediction: the parameters of 8 heads at d_model = 64.

@@ -3,7 +3,7 @@ ALiBi distance bias, 2-D sin-cos encodings for a patch grid (MAE), and RoPE by h
 
 import torch
 
-from utils.exercises import compare_with_mistakes, exercise, mistake
+from utils.course.exercises import compare_with_mistakes, exercise, mistake
 from utils.positional import apply_rotary, sinusoidal_encoding, sinusoidal_encoding_2d
 
 

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from utils.exercises import compare_arrays, exercise, mistake
+from utils.course.exercises import compare_arrays, exercise, mistake
 
 # --- 1. Predict: how many tiles does a causal mask skip? --------------------------------------------
 
