@@ -46,13 +46,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.blocks import DecoderLayer, Encoder, EncoderLayer, FeedForward
-from utils.experiments.norm_probes import (
-    VARIANT_STYLE,
-    plot_loss_curves,
-    plot_per_layer,
-    probe_at_init,
-    train_copy_task,
-)
+from utils.experiments.norm_probes import probe_at_init, train_copy_task
+from utils.figures.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer
 from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention
 

@@ -67,13 +67,11 @@ from utils.experiments.extrapolation import (
     in_range,
     largest_change,
     load_seed_runs,
-    plot_accuracy_ranges,
-    plot_copy_heads,
-    plot_position_accuracy,
     seed_range,
     task_batch,
     train,
 )
+from utils.figures.extrapolation import plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
 from utils.multihead import MultiHeadAttention
 from utils.positional import (
     LearnedPositionalEncoding,

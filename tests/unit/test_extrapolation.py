@@ -270,7 +270,7 @@ def test_figures_use_one_colour_per_variant():
     import numpy as np
     from matplotlib.colors import to_rgba
 
-    from utils.experiments.extrapolation import COLORS, plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
+    from utils.figures.extrapolation import COLORS, plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
 
     ranges = {
         "rope": {8: (0.9, 0.8, 1.0), 16: (0.5, 0.4, 0.6)},

@@ -7,15 +7,13 @@ import torch
 
 from utils.blocks import Encoder, EncoderLayer
 from utils.experiments.norm_probes import (
-    VARIANT_STYLE,
     activation_rms,
     layer_grad_norms,
-    plot_loss_curves,
-    plot_per_layer,
     probe_at_init,
     train_copy_task,
     warmup_lr,
 )
+from utils.figures.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer
 
 matplotlib.use("Agg")
 
