@@ -71,6 +71,7 @@ from utils.fast_attention import (
     tiled_attention,
     time_per_token,
 )
+from utils.figures.progress import NotebookProgressLine
 from utils.figures.tile_widget import plot_tiles, tile_explorer
 from utils.masks import causal_mask
 from utils.multihead import merge_heads, split_heads
@@ -120,7 +121,7 @@ print(
 )
 
 # %% tags=["nbval-ignore-output"]
-history = train(model, all_src, all_tgt, **TRAIN)
+history = train(model, all_src, all_tgt, **TRAIN, progress=NotebookProgressLine)
 result = evaluate(model, ds.test, ds.src_vocab, ds.tgt_vocab)
 print(
     f"{TRAIN['steps']} steps in {history['seconds']:.1f} s; held-out exact match {result['exact_match']:.3f}, "
