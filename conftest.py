@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from utils.train_cache import ENV as TRAIN_CACHE
+from utils.translator.train_cache import ENV as TRAIN_CACHE
 
 ROOT = Path(__file__).resolve().parent
 os.environ.setdefault("PYTHONHASHSEED", "0")
@@ -23,7 +23,7 @@ os.environ.pop("MPLBACKEND", None)
 # Idle OpenMP threads sleep instead of spinning: on 2 shared cores spinning made training steps 10x slower.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # One folder per run (workers, nbval's and JupyterLab's kernels inherit it): lesson 07's translator, trained
-# by whichever of nbval and the browser test runs it first, is loaded by the other (utils/train_cache.py).
+# by whichever of nbval and the browser test runs it first, is loaded by the other (utils/translator/train_cache.py).
 # Each run, including each perturbed-float-path rerun in .ci/run, starts empty and so trains for real.
 _OWN_CACHE = TRAIN_CACHE not in os.environ
 if _OWN_CACHE:
@@ -39,7 +39,7 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has checked
         return
     proc = subprocess.run(
-        [sys.executable, "-c", "import utils.lessons as m; print(m.checkout())"],
+        [sys.executable, "-c", "import utils.course.lessons as m; print(m.checkout())"],
         cwd=Path(sys.prefix),
         capture_output=True,
         text=True,
@@ -62,7 +62,7 @@ def work_unit(nodeid, root=ROOT):
 
     A notebook's nbval cells share one kernel and must run in order, so a notebook is a unit; a browser test
     parametrized by a lesson joins that lesson's unit (after it in the same worker, a model the lesson
-    trains is loaded, not trained again: utils/train_cache.py); a test file defining a module- or
+    trains is loaded, not trained again: utils/translator/train_cache.py); a test file defining a module- or
     class-scoped fixture is a unit (the fixture is built once); any other test is a unit of its own."""
     path, _, rest = nodeid.partition("::")
     if path.endswith(".ipynb"):

@@ -28,13 +28,13 @@ def cases(tmp):
     from torch import nn
 
     from utils import attention, blocks, fast_attention, masks, multihead, positional
+    from utils.figures import translator as figures
     from utils.translator import (
         checkpoint,
         config,
         data,
         decode,
         evaluate,
-        figures,
         grammar,
         model,
         torch_reference,

@@ -2,12 +2,12 @@
 
 Writes JSON (the lesson loads it to show mean and min-max over seeds) with the exact command, the setup
 and one summary per (task, variant, seed). Reproduce the committed file with
-    python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/data/extrapolation_seeds.json
+    python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/experiments/data/extrapolation_seeds.json
 and the reruns under other floating-point paths, from which the lesson's tolerance is chosen, with
     MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=default python benchmarks/extrapolation_seeds.py --seeds 0 1 \
-        --out utils/data/extrapolation_seeds_avx2_default.json
+        --out utils/experiments/data/extrapolation_seeds_avx2_default.json
     MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=avx2 python benchmarks/extrapolation_seeds.py --seeds 0 1 \
-        --out utils/data/extrapolation_seeds_compatible_avx2.json
+        --out utils/experiments/data/extrapolation_seeds_compatible_avx2.json
 Each run pins one thread, as the lesson does (the thread count changes a run's last bits here, so the
 lesson's seed 0 reproduces the stored one on the same machine); --jobs runs several at once.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from utils import extrapolation as ex
+from utils.experiments import extrapolation as ex
 
 FLOAT_PATH_VARIABLES = ("MKL_CBWR", "ATEN_CPU_CAPABILITY")  # they change matmul and softmax bits
 SETUP = dict(

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from utils.extrapolation import PE_KINDS, train
+from utils.experiments.extrapolation import PE_KINDS, train
 
 LESSON_STEPS = 400  # lessons_src/08_extrapolation_and_beyond.py trains each model this many steps
 

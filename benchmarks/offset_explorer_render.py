@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from utils.plotting import plot_offset_explorer  # noqa: E402
+from utils.figures.plotting import plot_offset_explorer  # noqa: E402
 
 SETTINGS = [
     dict(d_model=64, base=10000.0, k=10, pair=0, t=3),

@@ -17,8 +17,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from utils.attention import scaled_dot_product_attention  # noqa: E402
+from utils.figures.plotting import plot_attention_explorer  # noqa: E402
 from utils.masks import causal_mask  # noqa: E402
-from utils.plotting import plot_attention_explorer  # noqa: E402
 
 
 def fwd_bwd(fn, q, k, v, mask):

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from utils.lessons import checkout
+from utils.course.lessons import checkout
 
 ROOT = checkout(__file__)
 # The browser tests' driver, loaded from its file (tests/ is not a package).

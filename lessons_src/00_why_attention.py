@@ -51,9 +51,16 @@ import torch
 from torch import nn
 
 from utils.attention import scaled_dot_product_attention
-from utils.exercises import lesson00 as check
-from utils.layer_costs import CausalConv, count_calls, count_flops, layers_to_connect, median_time, path_length
-from utils.rnn import default_init_W_hh, first_vanished, grad_norm_to_first, step_factors
+from utils.course.exercises import lesson00 as check
+from utils.experiments.layer_costs import (
+    CausalConv,
+    count_calls,
+    count_flops,
+    layers_to_connect,
+    median_time,
+    path_length,
+)
+from utils.experiments.rnn import default_init_W_hh, first_vanished, grad_norm_to_first, step_factors
 
 torch.set_printoptions(precision=4, sci_mode=False)
 COLOR = {"RNN": "C0", "self-attention": "C1", "convolution": "C2", "dilated convolution": "C3"}  # in every figure
@@ -161,7 +168,7 @@ print("PASS: the one-query-at-a-time loop equals the batched self-attention laye
 # position its own leaf tensor, so $x_0$ can be found in the graph, and mark the results of every
 # cell application (for the RNN) or of the layer (for attention); the **path length** is the
 # fewest marked results on any route from the output back to $x_0$ (a breadth-first search over
-# `grad_fn.next_functions`, in `utils.layer_costs.path_length`).
+# `grad_fn.next_functions`, in `utils.experiments.layer_costs.path_length`).
 #
 # The graph records tensors, not positions, so it would also give 1 for a layer that never mixes
 # positions, such as one `nn.Linear` applied to every position, whose output $n - 1$ does not
@@ -203,7 +210,7 @@ print("PASS: attention's output n-1 depends on x_0 (gradient not zero); a positi
 # %% [markdown]
 # **Sequential operations.** We also count the operations a forward pass makes, two ways. A
 # forward hook on the cell counts how often it runs: once per position, and each run needs the
-# previous one's result. `utils.layer_costs.count_calls` counts every PyTorch call a forward pass
+# previous one's result. `utils.experiments.layer_costs.count_calls` counts every PyTorch call a forward pass
 # makes, which bounds its longest chain of dependent operations: for the RNN loop it grows with
 # $n$; for attention it is a fixed number of batched calls, whatever $n$ is.
 

@@ -50,10 +50,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from utils.exercises import lesson01 as check
-from utils.plotting import plot_pe_heatmap
+from utils.course.exercises import lesson01 as check
+from utils.figures.plotting import plot_pe_heatmap
+from utils.figures.widgets import pe_explorer
 from utils.positional import PositionalEncoding, angular_frequencies, relative_rotation, sinusoidal_encoding
-from utils.widgets import pe_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
 

@@ -43,7 +43,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from utils.dot_products import (
+from utils.course.exercises import lesson02 as check
+from utils.experiments.dot_products import (
     pe_variance_share,
     random_pairs,
     random_scores,
@@ -51,10 +52,9 @@ from utils.dot_products import (
     spread,
     word_recovery,
 )
-from utils.exercises import lesson02 as check
-from utils.plotting import plot_offset_explorer
+from utils.figures.plotting import plot_offset_explorer
+from utils.figures.widgets import offset_explorer
 from utils.positional import angular_frequencies, relative_rotation, sinusoidal_encoding
-from utils.widgets import offset_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
 SEEDS = [0, 1, 2, 3, 4]  # every measurement on random vectors is repeated over these five seeds
@@ -803,7 +803,7 @@ print(f"PASS: at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i wi
 # Two exercises use the identities on questions the lesson did not ask, and one builds the stable
 # softmax of section 7 (the prediction in section 5 was a fourth). Each cell below has a stub;
 # replace `raise NotImplementedError` with your code and run the cell. The checkers come from
-# `utils.exercises.lesson02`, imported as `check` in the first code cell. Stuck?
+# `utils.course.exercises.lesson02`, imported as `check` in the first code cell. Stuck?
 # `check.signed_offset.hint()` prints a hint and `check.signed_offset.solution()` a solution
 # (likewise for the other exercises).
 

@@ -45,8 +45,8 @@ import numpy as np
 import torch
 
 from utils.attention import scaled_dot_product_attention
-from utils.attention_map import attention_map, token_embeddings
-from utils.attention_patterns import (
+from utils.experiments.attention_map import attention_map, token_embeddings
+from utils.experiments.attention_patterns import (
     VOCAB,
     attention_properties,
     projected_weights,
@@ -55,10 +55,10 @@ from utils.attention_patterns import (
     train_adjective_noun,
     weight_on,
 )
+from utils.figures.plotting import plot_attention, plot_attention_explorer
+from utils.figures.widgets import attention_explorer
 from utils.masks import causal_mask
-from utils.plotting import plot_attention, plot_attention_explorer
 from utils.positional import sinusoidal_encoding
-from utils.widgets import attention_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
 np.set_printoptions(precision=4, suppress=True)
@@ -227,7 +227,7 @@ print("self_attention == utils: PASS")
 #
 # The YOUR CAT slide deck's example: $seq = 6$ and $d_{model} = d_k = 512$. Each word gets an embedding: here a
 # fixed random
-# $N(0, 1)$ vector per word (`utils.attention_map.token_embeddings`, seeded by the word, so both CATs get the
+# $N(0, 1)$ vector per word (`utils.experiments.attention_map.token_embeddings`, seeded by the word, so both CATs get the
 # same vector, as a real embedding table would give them). No positional encoding yet.
 
 # %%
@@ -400,7 +400,7 @@ print("row sums:", deck_matrix.sum(dim=-1).numpy().round(3))
 print("broken:", sorted(broken))
 
 # %%
-from utils.exercises import lesson03 as check
+from utils.course.exercises import lesson03 as check
 
 assert torch.equal(deck_matrix, check.DECK) and broken == check.predict_broken_properties.reference
 
@@ -782,7 +782,7 @@ print("random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.
 # name the sentence's noun: it is scored against the six noun embeddings and trained with cross-entropy.
 # No one tells the adjective where to look; only $W_q$ and $W_k$ are trained, starting from the random
 # matrices above. YOUR CAT IS A LOVELY CAT uses only words of this vocabulary. The loop, 50 Adam steps of
-# 32 sentences each, is `utils.attention_patterns.train_adjective_noun`; we train from 8 seeds (seed s starts
+# 32 sentences each, is `utils.experiments.attention_patterns.train_adjective_noun`; we train from 8 seeds (seed s starts
 # from `random_projections(seed=s)` and draws its own sentences). The loss starts well below $\ln 6 \approx 1.79$,
 # a blind guess among six nouns (the noun is one of the words every adjective's output mixes); what training
 # changes is where the adjective looks.
@@ -911,7 +911,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # not show.
 
 # %%
-from utils.exercises import lesson03 as check
+from utils.course.exercises import lesson03 as check
 
 # %% [markdown]
 # **1.** The attention weights of one query $q$ (shape `(d_k,)`) over keys $K$ (shape `(n, d_k)`):

@@ -44,11 +44,11 @@ import torch
 import torch.nn.functional as F
 
 from utils.attention import scaled_dot_product_attention
-from utils.attention_map import MASK_KINDS, attention_map
+from utils.experiments.attention_map import MASK_KINDS, attention_map
+from utils.experiments.next_token import chance, fit_next_token, shift_right
+from utils.figures.plotting import plot_attention, plot_attention_explorer
+from utils.figures.widgets import attention_explorer
 from utils.masks import causal_mask, combine_masks, padding_mask
-from utils.next_token import chance, fit_next_token, shift_right
-from utils.plotting import plot_attention, plot_attention_explorer
-from utils.widgets import attention_explorer
 
 torch.set_printoptions(precision=4, sci_mode=False)
 np.set_printoptions(precision=4, suppress=True)
@@ -361,7 +361,7 @@ assert all(m == [2, 3, 4, 5] for m in moved_causal) and all(m == list(range(T_de
 print("a new token 2 changes outputs 2 to 5 with the mask and all 6 without it, in 5 of 5 stacks: PASS")
 
 # %%
-from utils.exercises import lesson04 as check
+from utils.course.exercises import lesson04 as check
 
 assert len(moved_causal[0]) == check.predict_changed_outputs.reference
 
@@ -410,7 +410,7 @@ for i in range(T_y):  # Python counts from 0; the table counts from 1, like y_1 
     print(f"{i + 1:>2}  {decoder_input[i]:9} {row:9} {seen:32} {target[i]}")
 
 # %% [markdown]
-# `utils.next_token.shift_right(targets, bos_id)` does the same to token ids (lesson 07's translator
+# `utils.experiments.next_token.shift_right(targets, bos_id)` does the same to token ids (lesson 07's translator
 # reads its targets this way):
 
 # %%
@@ -441,7 +441,7 @@ assert [i for i, seen in enumerate(unshifted) if i in seen] == list(range(T_y))
 print("shifted: position i sees only y_<i; unshifted: all 5 positions see their own answer: PASS")
 
 # %% [markdown]
-# Would a model use that answer? Train the smallest decoder there is, `utils.next_token.CausalAttentionLM`:
+# Would a model use that answer? Train the smallest decoder there is, `utils.experiments.next_token.CausalAttentionLM`:
 # an embedding plus PE, one causally masked attention layer and a linear read-out, so position $i$'s
 # prediction can only use what the mask lets it see. The data are **uniformly random** tokens (8 kinds,
 # 6 per sequence): there is nothing to learn, so an honest model cannot beat chance, accuracy $1/8$ and
@@ -708,7 +708,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 # tensor with one row per query $i$ and one column per key $j$, `True` = may attend.
 
 # %%
-from utils.exercises import lesson04 as check
+from utils.course.exercises import lesson04 as check
 
 # the examples below, on the checker's own masks: a window of width 3, a window as wide as the sentence,
 # an empty prefix

@@ -56,13 +56,13 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from utils.attention import scaled_dot_product_attention
-from utils.head_training import heldout_error, train_heads
-from utils.layer_costs import count_softmax_elements
+from utils.experiments.head_training import heldout_error, train_heads
+from utils.experiments.layer_costs import count_softmax_elements
+from utils.figures.plotting import plot_head_attention, plot_head_grid
+from utils.figures.widgets import head_explorer
 from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention, merge_heads, split_heads
-from utils.plotting import plot_head_attention, plot_head_grid
 from utils.positional import sinusoidal_encoding
-from utils.widgets import head_explorer
 
 torch.set_num_threads(1)
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -306,7 +306,7 @@ assert set(counts.values()) == {4 * d * d + 4 * d}
 print(f"PASS: {4 * d * d + 4 * d} parameters for every number of heads")
 
 # %%
-from utils.exercises import lesson05 as check
+from utils.course.exercises import lesson05 as check
 
 assert counts[8] == check.predict_param_count.reference
 
@@ -348,7 +348,7 @@ print("PASS: the same multiply-adds for 1, 2, 4 and 8 heads, equal to the formul
 # and each head has its own `T × T` scores: `batch · h · T²` of them, `h` times as many as one wide
 # head has. The weights the softmax returns, a `(batch, h, T, T)` tensor that the layer keeps for the
 # backward pass (and returns, to be plotted), grow the same way. Count the elements the softmax
-# normalises (`utils.layer_costs.count_softmax_elements`, one exponential each) and the size of the
+# normalises (`utils.experiments.layer_costs.count_softmax_elements`, one exponential each) and the size of the
 # returned weights, at the same sizes:
 
 
@@ -542,7 +542,7 @@ print("PASS: for w = 0.5, 0.6, 0.75, 0.9 and 1.0 the best read-out of a fixed sp
 # %% [markdown]
 # Now **train** both from random weights on the same batches (120 steps of Adam) and compare the
 # held-out error, for 5 initialisations each. `train_heads(make_batch, rows, num_heads, seed)` is a
-# plain training loop (in `utils.head_training`) that scores output features 0–3 at the query
+# plain training loop (in `utils.experiments.head_training`) that scores output features 0–3 at the query
 # positions `rows`; `heldout_error` scores a trained model on sequences it never saw.
 
 # %% tags=["nbval-ignore-output"]
@@ -846,7 +846,7 @@ head_explorer(w_sentence, tokens=sentence)
 # arguments. Exercises 2 and 3 take the lesson to cases it did not show.
 
 # %%
-from utils.exercises import lesson05 as check
+from utils.course.exercises import lesson05 as check
 
 # exercise 2's per-head matrices, on a fresh nn.MultiheadAttention: head i's queries are x @ W_Q[i] plus
 # head i's slice of in_proj_bias, the same as section 1's split_heads(x @ Wq_t.T + bq, num_heads)

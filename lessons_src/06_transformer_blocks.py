@@ -46,10 +46,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.blocks import DecoderLayer, Encoder, EncoderLayer, FeedForward
-from utils.layer_costs import saved_storage_bytes
+from utils.experiments.layer_costs import saved_storage_bytes
+from utils.experiments.norm_probes import probe_at_init, train_copy_task
+from utils.figures.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer
 from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention
-from utils.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer, probe_at_init, train_copy_task
 
 torch.set_num_threads(1)
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -586,7 +587,7 @@ print("PASS: with both sublayers silenced, a pre-norm layer is exactly the ident
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
-# `probe_at_init` (in `utils.norm_probes`) builds one stack and returns both.
+# `probe_at_init` (in `utils.experiments.norm_probes`) builds one stack and returns both.
 
 # %%
 depths, seeds = (6, 12, 24, 48), range(5)
@@ -689,7 +690,7 @@ print(
 # Your prediction, checked (if you wrote one):
 
 # %%
-from utils.exercises import lesson06 as check
+from utils.course.exercises import lesson06 as check
 
 check.predict_largest_gradient(my_prediction)
 
@@ -743,7 +744,7 @@ plt.show()
 # input token (16 possible tokens, so a model that has learned nothing has loss $\ln 16$), with Adam
 # at a learning rate of 0.01, either at the full rate from the first step or after a 20-step linear
 # warm-up; 5 seeds for each of the four setups. `train_copy_task` (in
-# `utils.norm_probes`) returns the loss of every step.
+# `utils.experiments.norm_probes`) returns the loss of every step.
 
 # %% tags=["nbval-ignore-output"]
 setups = {
@@ -1006,7 +1007,7 @@ print(
 # %% [markdown]
 # What it saves: the weights path returns one weight per query, key and head — a
 # `(batch, num_heads, T_q, T_k)` tensor per attention layer — and autograd keeps tensors of that shape
-# for the backward pass (`utils.layer_costs.saved_storage_bytes` lists the memory it keeps); the fused
+# for the backward pass (`utils.experiments.layer_costs.saved_storage_bytes` lists the memory it keeps); the fused
 # path returns none. And time: measure both, forward and backward, alternating the two so that other
 # work on the computer slows both alike; five repeats of 15 runs each.
 
@@ -1100,7 +1101,7 @@ print(
 
 import torch
 
-from utils.exercises import lesson06 as check
+from utils.course.exercises import lesson06 as check
 
 # %% [markdown]
 # **Exercise 1.** Write `my_layer_norm(x, g, b, eps)`: layer normalisation over the last axis of `x`

@@ -60,9 +60,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from utils.exercises import lesson07 as check
+from utils.course.exercises import lesson07 as check
+from utils.figures.plotting import plot_cross_attention, plot_training_history
+from utils.figures.translator import plot_decoding_steps, plot_head_scores
+from utils.figures.widgets import cross_attention_explorer
 from utils.multihead import MultiHeadAttention
-from utils.plotting import plot_cross_attention, plot_training_history
 from utils.translator import grammar, recipe
 from utils.translator.attention_maps import cross_attention_map
 from utils.translator.checkpoint import load_checkpoint, save_checkpoint
@@ -75,11 +77,9 @@ from utils.translator.evaluate import (
     heldout_form_probability,
     heldout_substitutions,
 )
-from utils.translator.figures import plot_decoding_steps, plot_head_scores
 from utils.translator.model import Seq2SeqTransformer, parameter_counts
 from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours, randomize_layer_norms, with_final_norms
 from utils.translator.train import noam_lr, shift_targets, train
-from utils.widgets import cross_attention_explorer
 
 torch.set_num_threads(recipe.TRAIN["num_threads"])
 torch.manual_seed(0)

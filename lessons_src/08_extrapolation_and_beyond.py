@@ -56,8 +56,8 @@ import numpy as np
 import torch
 
 from utils.attention import scaled_dot_product_attention
-from utils.exercises import lesson08 as check
-from utils.extrapolation import (
+from utils.course.exercises import lesson08 as check
+from utils.experiments.extrapolation import (
     PE_KINDS,
     SEED_RUNS,
     LengthModel,
@@ -68,13 +68,11 @@ from utils.extrapolation import (
     in_range,
     largest_change,
     load_seed_runs,
-    plot_accuracy_ranges,
-    plot_copy_heads,
-    plot_position_accuracy,
     seed_range,
     task_batch,
     train,
 )
+from utils.figures.extrapolation import plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
 from utils.masks import causal_mask
 from utils.multihead import MultiHeadAttention
 from utils.positional import (
@@ -343,7 +341,7 @@ for name, acc in accuracy.items():
 # %% [markdown]
 # One seed per variant cannot support a ranking. `benchmarks/extrapolation_seeds.py` ran the same
 # experiment with seeds 0–4 for every variant and both tasks of this lesson (about 50 runs, too many to
-# repeat here) and stored a summary of each run in `utils/data/extrapolation_seeds.json`. Load it, and show
+# repeat here) and stored a summary of each run in `utils/experiments/data/extrapolation_seeds.json`. Load it, and show
 # mean and [min–max] over the seeds:
 
 # %%

@@ -71,9 +71,10 @@ from utils.fast_attention import (
     tiled_attention,
     time_per_token,
 )
+from utils.figures.progress import NotebookProgressLine
+from utils.figures.tile_widget import plot_tiles, tile_explorer
 from utils.masks import causal_mask
 from utils.multihead import merge_heads, split_heads
-from utils.tile_widget import plot_tiles, tile_explorer
 from utils.translator import recipe
 from utils.translator.data import make_dataset, to_tensors
 from utils.translator.decode import greedy_decode
@@ -120,7 +121,7 @@ print(
 )
 
 # %% tags=["nbval-ignore-output"]
-history = train(model, all_src, all_tgt, **TRAIN)
+history = train(model, all_src, all_tgt, **TRAIN, progress=NotebookProgressLine)
 result = evaluate(model, ds.test, ds.src_vocab, ds.tgt_vocab)
 print(
     f"{TRAIN['steps']} steps in {history['seconds']:.1f} s; held-out exact match {result['exact_match']:.3f}, "
@@ -544,7 +545,7 @@ print("PASS: tiled by hand (blocks of 1, 7, 16, 50) equals utils and torch's att
 # Write a number in the next cell; the check comes after the count below.
 
 # %%
-from utils.exercises import lesson09 as check
+from utils.course.exercises import lesson09 as check
 
 my_prediction = None  # your answer: the number of tiles skipped, T = 1000, B = 100
 
@@ -744,7 +745,7 @@ print(f"tiled / torch time: {ratio:.1f}")
 # new score `x` (plain numbers), return `(m_new, l_new)`.
 
 # %%
-from utils.exercises import lesson09 as check
+from utils.course.exercises import lesson09 as check
 
 
 def my_online_update(m, l, x):
@@ -759,7 +760,7 @@ check.online_update(my_online_update)
 # `d_k`, for `batch` sequences of `length` positions stored with `bytes_per_value` bytes per number.
 
 # %%
-from utils.exercises import lesson09 as check
+from utils.course.exercises import lesson09 as check
 
 
 def my_cache_bytes(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
@@ -775,7 +776,7 @@ check.cache_bytes(my_cache_bytes)
 # keys.
 
 # %%
-from utils.exercises import lesson09 as check
+from utils.course.exercises import lesson09 as check
 
 
 def my_merge(part1, part2):

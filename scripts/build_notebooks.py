@@ -13,8 +13,8 @@ import time
 import jupytext
 import nbformat
 
-from utils.kernel_client import notebook_client
-from utils.lessons import checkout, lessons
+from utils.course.kernel_client import notebook_client
+from utils.course.lessons import checkout, lessons
 
 ROOT = checkout(__file__)  # the kernel imports the same installed utils (pip install -e .)
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}

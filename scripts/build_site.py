@@ -15,9 +15,9 @@ from pathlib import Path
 import nbformat
 from nbconvert import HTMLExporter
 
-from utils import links
-from utils.lessons import checkout
-from utils.lessons import lessons as all_lessons
+from utils.course import links
+from utils.course.lessons import checkout
+from utils.course.lessons import lessons as all_lessons
 
 ROOT = checkout(__file__)
 

@@ -1,5 +1,5 @@
 """Rewrite the Colab setup cell (tags=["colab-setup"], the first code cell) of every lesson from
-utils.links, in lessons_src/*.py and in the committed notebooks/*.ipynb (the cell prints nothing
+utils.course.links, in lessons_src/*.py and in the committed notebooks/*.ipynb (the cell prints nothing
 outside Colab, so the notebooks need no re-execution).
 
 Usage: python scripts/colab_setup.py           # rewrite every lesson that differs
@@ -13,8 +13,8 @@ import sys
 
 import nbformat
 
-from utils.lessons import checkout, lessons
-from utils.links import badges, colab_setup_source
+from utils.course.lessons import checkout, lessons
+from utils.course.links import badges, colab_setup_source
 
 ROOT = checkout(__file__)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 from nbclient.exceptions import CellExecutionError
 
-from utils.kernel_client import notebook_client
-from utils.lessons import checkout, lessons
+from utils.course.kernel_client import notebook_client
+from utils.course.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
 VERSIONS = "import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in %r}))"

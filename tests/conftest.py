@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
 import pytest  # noqa: E402
 
-from utils.lessons import checkout  # noqa: E402
+from utils.course.lessons import checkout  # noqa: E402
 
 ROOT = checkout(__file__)
 

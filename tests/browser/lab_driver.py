@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from utils.lessons import checkout, lessons
+from utils.course.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
 CHROMIUM = "/usr/bin/chromium"
@@ -57,7 +57,7 @@ def lesson_notebooks(root=ROOT):
 
 
 def has_widget(path):
-    """True when a code cell calls a `*_explorer(` from utils.widgets or shows a widget view."""
+    """True when a code cell calls a `*_explorer(` from utils.figures.widgets or shows a widget view."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type != "code":

@@ -15,7 +15,7 @@ WIDGET = """
 import ipywidgets
 import matplotlib.pyplot as plt
 import numpy as np
-from utils.widgets import _explorer
+from utils.figures.widgets import _explorer
 
 def render(position, ignored, cmap, flip, k, title, grid):
     fig, ax = plt.subplots(figsize=(3, 2))

@@ -43,5 +43,5 @@ def test_widget_notebook_runs_and_every_control_redraws(page, lab, path):
 
 
 def test_lesson_09_tile_explorer_is_covered():
-    """Lesson 09's tile explorer (utils.tile_widget) is found like the others and driven by the test above."""
+    """Lesson 09's tile explorer (utils.figures.tile_widget) is found like the others and driven by the test above."""
     assert any(p.stem == "09_fast_attention" for p in NOTEBOOKS), "lesson 09 is not among the widget notebooks"

@@ -7,7 +7,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from utils.lessons import checkout
+from utils.course.lessons import checkout
 
 ROOT = checkout(__file__)
 # Only the test suite uses these (drive Chromium, run tests in parallel, check the style): useless on Binder.

@@ -4,7 +4,7 @@ import jupytext
 import nbformat
 import pytest
 
-from utils.lessons import checkout, lessons
+from utils.course.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
 SOURCES = [lesson.source for lesson in lessons() if lesson.source.exists()]

@@ -1,5 +1,5 @@
 """Colab readiness: every lesson starts with the generated setup cell, which installs this repo's
-utils plus pinned extras on Colab only; the repository URL is written in utils/links.py alone."""
+utils plus pinned extras on Colab only; the repository URL is written in utils/course/links.py alone."""
 
 import ast
 import subprocess
@@ -13,8 +13,8 @@ import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-from utils import links
-from utils.lessons import checkout, lessons
+from utils.course import links
+from utils.course.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
 SOURCES = [lesson.source for lesson in lessons() if lesson.source.exists()]
@@ -58,7 +58,7 @@ def test_lesson_starts_with_exactly_the_generated_setup_cell(path):
     cell = first_code_cell(nb)
     assert cell is not None, f"{path.name} has no code cell"
     assert cell.metadata.get("tags") == ["colab-setup"], f"{path.name}: first code cell not tagged colab-setup; {FIX}"
-    assert cell.source == links.colab_setup_source(), f"{path.name}: setup cell differs from utils.links; {FIX}"
+    assert cell.source == links.colab_setup_source(), f"{path.name}: setup cell differs from utils.course.links; {FIX}"
     assert len(tagged(nb)) == 1, f"{path.name} has {len(tagged(nb))} colab-setup cells; {FIX}"
 
 
@@ -182,7 +182,7 @@ def test_everything_a_lesson_imports_is_on_colab_after_the_setup_cell():
 
 
 def test_the_repository_url_is_written_in_one_place():
-    """Only utils/links.py spells the URL; the generated setup cells, README and site derive from it.
+    """Only utils/course/links.py spells the URL; the generated setup cells, README and site derive from it.
     CITATION.cff, which GitHub reads as data, spells it too and is checked equal below."""
     generated = {"lessons_src", "notebooks"}
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
@@ -191,18 +191,20 @@ def test_the_repository_url_is_written_in_one_place():
         f
         for f in files
         if Path(f).parts[0] not in generated
-        and f not in ("utils/links.py", "README.md", "CITATION.cff")
+        and f not in ("utils/course/links.py", "README.md", "CITATION.cff")
         and (ROOT / f).is_file()
         and needle in (ROOT / f).read_text(errors="ignore")
     ]
-    assert not spelled, f"these files spell the repository URL; import it from utils.links: {spelled}"
+    assert not spelled, f"these files spell the repository URL; import it from utils.course.links: {spelled}"
 
 
 def test_citation_names_the_same_repository():
     import yaml
 
     citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
-    assert citation["repository-code"] == links.REPOSITORY, "CITATION.cff: repository-code differs from utils.links"
+    assert citation["repository-code"] == links.REPOSITORY, (
+        "CITATION.cff: repository-code differs from utils.course.links"
+    )
 
 
 def test_links_are_built_from_the_constant():

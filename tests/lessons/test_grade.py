@@ -1,4 +1,4 @@
-"""The instructor's grader, `python -m utils.grade`: it decides every verdict itself, so a notebook that
+"""The instructor's grader, `python -m utils.course.grade`: it decides every verdict itself, so a notebook that
 forges its results or replaces a checker gains nothing; stubs are NOT ATTEMPTED, right answers PASS, wrong
 ones FAIL with the checker's message; a notebook that errors, loops, prints megabytes or kills its kernel
 is reported and the others are still graded.
@@ -19,9 +19,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils import grade
-from utils.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson01, lesson03
-from utils.lessons import lessons
+from utils.course import grade
+from utils.course.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson01, lesson03
+from utils.course.lessons import lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL = [attr for attr, obj in vars(lesson03).items() if isinstance(obj, Exercise)]
@@ -30,8 +30,8 @@ A = next(attr for attr in ALL if callable(getattr(lesson03, attr).reference))
 B, C = [attr for attr in ALL if attr != A][:2]
 NAME = {attr: getattr(lesson03, attr).name for attr in ALL}  # "lesson03.attention_weights"
 SETUP = (
-    "from utils.exercises import lesson03 as check\n"
-    f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C  # to write answers with"
+    "from utils.course.exercises import lesson03 as check\n"
+    f"from utils.course.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C  # to write answers with"
 )
 
 
@@ -86,7 +86,7 @@ def forged_notebook(path):
     Exercise.evaluate: its kernel says PASS three times, the grader does not."""
     return notebook(
         path,
-        SETUP + "\nimport utils.exercises as ex\nfrom utils.exercises import lesson03",
+        SETUP + "\nimport utils.course.exercises as ex\nfrom utils.course.exercises import lesson03",
         stub(A, "my_a") + f"\n\ncheck.{A} = lambda *args: None\ncheck.{A}(my_a)\n"
         f"ex._RESULTS[{NAME[A]!r}] = ex.Result({A!r}, 'PASS')",
         f"lesson03.{B}.check_fn = lambda answer: None\nex.lesson03.{B}.check_fn = lambda answer: None\n"
@@ -143,7 +143,7 @@ def test_the_plan_reruns_the_latest_definitions_an_answer_needs(tmp_path):
     # B is a value named in its check call: the cell defining it is rerun, not the check cell (8)
     assert [item["answer"] for item in plan["items"]] == [None, "my_prediction", None]
     imports = [src for item in plan["items"] for _, src in item["imports"]]
-    assert f"from utils.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C" in imports
+    assert f"from utils.course.exercises.lesson03 import {A} as _A, {B} as _B, {C} as _C" in imports
 
 
 def test_the_plan_knows_every_alias_and_reads_magics(tmp_path):
@@ -151,7 +151,7 @@ def test_the_plan_knows_every_alias_and_reads_magics(tmp_path):
         cells=[
             nbformat.v4.new_code_cell(c)
             for c in (
-                "%matplotlib inline\nimport utils.exercises.lesson03 as ex3\nfrom utils.exercises import lesson03",
+                "%matplotlib inline\nimport utils.course.exercises.lesson03 as ex3\nfrom utils.course.exercises import lesson03",
                 f"!echo hi\nex3.{A}(None)",
                 f"lesson03.{B}(None)",
                 f"lesson03.{B}.hint()",
@@ -175,17 +175,17 @@ def test_without_the_import_the_file_name_says_which_lesson(tmp_path):
 # Each exercise gets FAIL or NOT ATTEMPTED, never PASS; the run ends with its table and CSV.
 
 L01 = (
-    "from utils.exercises import lesson01 as check\n"
+    "from utils.course.exercises import lesson01 as check\n"
     "import math\nimport os\nimport sys\n\nimport numpy as np\n"
-    "from utils.exercises.lesson01 import (\n"
+    "from utils.course.exercises.lesson01 import (\n"
     "    BASE_CASES, POSITION_CASES, TABLE_CASES, _base_without_two_pi, _position_first_pair, _table_halves,\n"
     "    base_for_wavelength_solution, pe_table_solution, position_from_pe_solution,\n)\n"
     "from utils.positional import sinusoidal_encoding\nimport torch"
 )
 L03 = (
-    "from utils.exercises import lesson03 as check\n"
+    "from utils.course.exercises import lesson03 as check\n"
     "import math\nimport os\nimport sys\n\nimport numpy as np\nimport torch\n"
-    "from utils.exercises.lesson03 import _attention_weights, _pooled_classifier, _random_words"
+    "from utils.course.exercises.lesson03 import _attention_weights, _pooled_classifier, _random_words"
 )
 ISCLOSE = "np.isclose = lambda a, b, **k: np.ones(np.broadcast(a, b).shape, dtype=bool)"
 STUB = "def {}(*args):\n    raise NotImplementedError\n\n\ncheck.{}({})"
@@ -224,9 +224,9 @@ RECIPES = {  # name: (lesson setup, cells, {exercise: status})
     "r03_patches": (
         L01,
         [
-            "import utils.exercises\n\nutils.exercises.compare_arrays.__code__ = "
+            "import utils.course.exercises\n\nutils.exercises.compare_arrays.__code__ = "
             "(lambda got, expected, what='value', atol=1e-4: None).__code__\ncheck.pe_table(_table_halves)",
-            "import utils.exercises as ex\n\n\ndef _init(self, exercise, status, message=''):\n"
+            "import utils.course.exercises as ex\n\n\ndef _init(self, exercise, status, message=''):\n"
             "    self.exercise, self.status, self.message = exercise, 'PASS', ''\n\n\n"
             "ex.Result.__init__ = _init\ncheck.predict_row_norm(1.0)",
             "import types\n\nsys.modules['numpy'] = types.SimpleNamespace(isclose=lambda *a, **k: True)\n"
@@ -285,7 +285,7 @@ RECIPES = {  # name: (lesson setup, cells, {exercise: status})
             "        while frame is not None and 'expected' not in frame.f_locals:\n            frame = frame.f_back\n"
             "        return np.asarray(frame.f_locals['expected'] if frame is not None else 0.0)\n\n\n"
             "def my_head(X, W_c):\n    return Peek()\n\n\ncheck.pooled_classifier(my_head)",
-            "import utils.exercises as ex\n\n\ndef _init(self, exercise, status, message=''):\n"
+            "import utils.course.exercises as ex\n\n\ndef _init(self, exercise, status, message=''):\n"
             "    self.exercise, self.status, self.message = exercise, 'PASS', ''\n\n\n"
             "ex.Result.__init__ = _init\ncheck.predict_broken_properties({1})",
             STUB.format("my_x", "diagonal_not_max", "my_x"),
@@ -296,7 +296,7 @@ RECIPES = {  # name: (lesson setup, cells, {exercise: status})
     "r07_tamper_utils": (
         L03,
         [
-            "import utils.exercises.lesson03 as installed\n\nwith open(installed.__file__, 'a') as f:\n"
+            "import utils.course.exercises.lesson03 as installed\n\nwith open(installed.__file__, 'a') as f:\n"
             "    f.write('\\nfor _e in list(globals().values()):\\n    if isinstance(_e, Exercise):\\n'\n"
             "            '        _e.check_fn = lambda answer: None\\n')",
             "check.attention_weights(_random_words)",
@@ -315,7 +315,7 @@ RECIPES = {  # name: (lesson setup, cells, {exercise: status})
             "import signal\n\n\ndef kill_grader():\n    os.kill(os.getppid(), signal.SIGKILL)\n"
             "    for pid in filter(str.isdigit, os.listdir('/proc')):\n        try:\n"
             "            with open(f'/proc/{pid}/cmdline', 'rb') as f:\n"
-            "                if b'utils.grade' in f.read() and int(pid) != os.getpid():\n"
+            "                if b'utils.course.grade' in f.read() and int(pid) != os.getpid():\n"
             "                    os.kill(int(pid), signal.SIGKILL)\n        except OSError:\n            pass\n\n\n"
             "kill_grader()",
             "def my_weights(q, K):\n    kill_grader()\n    return _attention_weights(q, K)\n\n\n"
@@ -397,7 +397,7 @@ def copy_of_utils(folder):
 
 def run_grader(site, *args, **env):
     return subprocess.run(
-        [sys.executable, "-m", "utils.grade", *map(str, args)],
+        [sys.executable, "-m", "utils.course.grade", *map(str, args)],
         cwd=site,
         env=dict(os.environ, PYTHONPATH=str(site), **env),
         capture_output=True,
@@ -408,7 +408,7 @@ def run_grader(site, *args, **env):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """`python -m utils.grade -j 2` on the six notebooks and every recipe, with every output option."""
+    """`python -m utils.course.grade -j 2` on the six notebooks and every recipe, with every output option."""
     tmp = tmp_path_factory.mktemp("learners")
     site = copy_of_utils(tmp_path_factory.mktemp("site"))
     (tmp / "numpy_patch.py").write_text(NUMPY_PATCH)
@@ -617,7 +617,7 @@ def filled_in(path):
             cell.source = CHECK_CALL.sub(
                 lambda m: (
                     (
-                        f"from utils.exercises.{aliases[m[1]]} import {m[2]} as _reference_{m[2]}\n"
+                        f"from utils.course.exercises.{aliases[m[1]]} import {m[2]} as _reference_{m[2]}\n"
                         f"{m[3]} = _reference_{m[2]}.reference\n{m[0]}"
                     )
                     if m[1] in aliases
@@ -746,7 +746,7 @@ def test_the_plan_reruns_cells_that_change_a_name_in_place(tmp_path):
 
 
 def test_the_lesson_is_the_option_or_the_file_name_and_a_mismatch_is_said():
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("from utils.exercises import lesson01 as c")])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("from utils.course.exercises import lesson01 as c")])
     assert grade.plan(nb, "mine.ipynb")["mismatch"] is None
     assert grade.plan(nb, "01_positional.ipynb", lesson="1")["mismatch"] is None
     assert (
@@ -772,7 +772,7 @@ def test_only_plain_data_comes_back_from_a_child():
     import numpy as np
     import torch
 
-    from utils import grade_child as wire
+    from utils.course import grade_child as wire
 
     plain = [None, True, 3, -2.5, float("nan"), "x", ..., [1, (2, {3})], {"k": frozenset({1})}, np.float64(0.5)]
     plain += [np.arange(6).reshape(2, 3), torch.ones(2, dtype=torch.bfloat16), torch.tensor([True])]

@@ -5,7 +5,7 @@ import re
 import jupytext
 import pytest
 
-from utils.lessons import checkout, lessons
+from utils.course.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
 SOURCES = [lesson.source for lesson in lessons() if lesson.source.exists()]

@@ -4,7 +4,7 @@ import jupytext
 import nbformat
 import pytest
 
-from utils.lessons import checkout, lessons, strays
+from utils.course.lessons import checkout, lessons, strays
 
 ROOT = checkout(__file__)
 LESSONS = lessons()

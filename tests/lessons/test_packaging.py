@@ -7,7 +7,7 @@ import tomllib
 
 from packaging.requirements import Requirement
 
-from utils.lessons import checkout
+from utils.course.lessons import checkout
 
 ROOT = checkout(__file__)
 # Import name -> distribution name, where they differ.

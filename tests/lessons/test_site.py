@@ -9,8 +9,8 @@ from urllib.parse import unquote
 import nbformat
 import pytest
 
-from utils import links
-from utils.lessons import checkout, lessons
+from utils.course import links
+from utils.course.lessons import checkout, lessons
 
 ROOT = checkout(__file__)
 LESSONS = [lesson.notebook for lesson in lessons() if lesson.notebook.exists()]
@@ -86,7 +86,7 @@ def test_links_between_lessons_point_at_their_pages(tmp_path, script):
     build_site = script("build_site")
     (tmp_path / "notebooks").mkdir()
     paths = [tmp_path / "notebooks" / n for n in ("00_a.ipynb", "01_b.ipynb", "02_c.ipynb")]
-    tiny_lesson(paths[0], "A", "Next: [lesson B](01_b.ipynb#goals); code: [plotting](../utils/plotting.py)")
+    tiny_lesson(paths[0], "A", "Next: [lesson B](01_b.ipynb#goals); code: [plotting](../utils/figures/plotting.py)")
     tiny_lesson(paths[1], "B", "Back to [A](./00_a.ipynb).")
     tiny_lesson(paths[2], "C", "See [B](01_b.ipynb).")
     out = tmp_path / "site"
@@ -94,6 +94,6 @@ def test_links_between_lessons_point_at_their_pages(tmp_path, script):
     check_site(out, paths)
     a = (out / "00_a.html").read_text()
     assert 'href="01_b.html#goals"' in a
-    assert f'href="{links.REPOSITORY}/blob/{links.BRANCH}/utils/plotting.py"' in a
+    assert f'href="{links.REPOSITORY}/blob/{links.BRANCH}/utils/figures/plotting.py"' in a
     assert 'href="00_a.html"' in (out / "01_b.html").read_text()
     assert 'rel="prev"' not in a and 'rel="next" href="01_b.html"' in a

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from utils.lessons import checkout
+from utils.course.lessons import checkout
 
 ROOT = checkout(__file__)
 FOLDERS = ["utils", "lessons_src", "scripts", "benchmarks", "tests", "conftest.py"]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from utils import plotting, widgets
-from utils.attention_map import MASK_KINDS, attention_map, explorer_mask, token_embeddings
+from utils.experiments.attention_map import MASK_KINDS, attention_map, explorer_mask, token_embeddings
+from utils.figures import plotting, widgets
 from utils.positional import sinusoidal_encoding
 
 SENTENCE = "YOUR CAT IS A LOVELY CAT <pad> <pad>"

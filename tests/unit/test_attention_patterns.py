@@ -1,4 +1,4 @@
-"""utils.attention_patterns: the properties of attention matrices, projected attention, the adjective-noun task."""
+"""utils.experiments.attention_patterns: the properties of attention matrices, projected attention, the adjective-noun task."""
 
 import math
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from utils.attention import scaled_dot_product_attention
-from utils.attention_map import token_embeddings
-from utils.attention_patterns import (
+from utils.experiments.attention_map import token_embeddings
+from utils.experiments.attention_patterns import (
     ADJECTIVES,
     FILLERS,
     NOUNS,

@@ -1,11 +1,11 @@
-"""utils.dot_products: the seeded samples lesson 02 measures, checked against independent computations."""
+"""utils.experiments.dot_products: the seeded samples lesson 02 measures, checked against independent computations."""
 
 import math
 
 import pytest
 import torch
 
-from utils.dot_products import (
+from utils.experiments.dot_products import (
     pe_variance_share,
     random_pairs,
     random_scores,

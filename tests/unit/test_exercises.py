@@ -6,10 +6,10 @@ import pkgutil
 
 import pytest
 
-import utils.exercises as ex
+import utils.course.exercises as ex
 
 MODULES = [
-    importlib.import_module(f"utils.exercises.{m.name}")
+    importlib.import_module(f"utils.course.exercises.{m.name}")
     for m in pkgutil.iter_modules(ex.__path__)
     if m.name.startswith("lesson")
 ]
@@ -22,7 +22,7 @@ def stub(*args, **kwargs):
 
 
 def test_exercises_exist():
-    assert EXERCISES, "no exercise found in utils/exercises/lesson*.py"
+    assert EXERCISES, "no exercise found in utils/course/exercises/lesson*.py"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)

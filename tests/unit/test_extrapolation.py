@@ -1,11 +1,11 @@
-"""utils.extrapolation: the delayed-copy task, the model with each PE, training and evaluation."""
+"""utils.experiments.extrapolation: the delayed-copy task, the model with each PE, training and evaluation."""
 
 import math
 
 import pytest
 import torch
 
-from utils.extrapolation import (
+from utils.experiments.extrapolation import (
     IGNORE,
     PAD,
     PE_KINDS,
@@ -150,7 +150,7 @@ def test_evaluate_and_accuracy_by_position():
 
 
 def test_attention_on_source_reads_the_shifted_diagonal():
-    from utils.extrapolation import attention_on_source
+    from utils.experiments.extrapolation import attention_on_source
 
     torch.manual_seed(0)
     model = LengthModel(16, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
@@ -166,7 +166,7 @@ def test_attention_on_source_reads_the_shifted_diagonal():
 
 
 def test_absolute_copy_targets_are_the_anchor_token():
-    from utils.extrapolation import absolute_copy_batch, task_batch
+    from utils.experiments.extrapolation import absolute_copy_batch, task_batch
 
     tokens, targets = absolute_copy_batch(3, torch.tensor([6, 9, 7]), 10, 4, torch.Generator().manual_seed(1))
     for b, n in enumerate([6, 9, 7]):
@@ -222,7 +222,7 @@ def test_train_with_offsets_and_absolute_task():
 
 
 def test_copy_head_finds_the_head_and_measures_it():
-    from utils.extrapolation import attention_on_source, copy_head
+    from utils.experiments.extrapolation import attention_on_source, copy_head
 
     torch.manual_seed(0)
     model = LengthModel(16, "rope", train_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
@@ -238,7 +238,7 @@ def test_copy_head_finds_the_head_and_measures_it():
 
 
 def test_stored_seed_runs_are_complete():
-    from utils.extrapolation import TASKS, load_seed_runs
+    from utils.experiments.extrapolation import TASKS, load_seed_runs
 
     runs = load_seed_runs()
     assert len(runs["seeds"]) >= 3 and "extrapolation_seeds.py" in runs["command"]
@@ -250,7 +250,7 @@ def test_stored_seed_runs_are_complete():
 
 
 def test_seed_range_accuracy_ranges_and_in_range():
-    from utils.extrapolation import accuracy_ranges, in_range, seed_range
+    from utils.experiments.extrapolation import accuracy_ranges, in_range, seed_range
 
     assert seed_range([0.5, 1.0, 0.0]) == (0.5, 0.0, 1.0)
     with pytest.raises(ValueError, match="non-empty"):
@@ -270,7 +270,7 @@ def test_figures_use_one_colour_per_variant():
     import numpy as np
     from matplotlib.colors import to_rgba
 
-    from utils.extrapolation import COLORS, plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
+    from utils.figures.extrapolation import COLORS, plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
 
     ranges = {
         "rope": {8: (0.9, 0.8, 1.0), 16: (0.5, 0.4, 0.6)},
@@ -317,7 +317,7 @@ def test_figures_use_one_colour_per_variant():
 
 
 def test_largest_change_compares_shared_runs_only():
-    from utils.extrapolation import largest_change
+    from utils.experiments.extrapolation import largest_change
 
     runs = {"runs": {"copy": {"rope": {"0": {"accuracy": {"4": 0.5, "8": 0.25}}, "1": {"accuracy": {"4": 0.9}}}}}}
     rerun = {"runs": {"copy": {"rope": {"0": {"accuracy": {"4": 0.5, "8": 0.375}}, "7": {"accuracy": {"4": 0.0}}}}}}

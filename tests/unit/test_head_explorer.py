@@ -4,7 +4,7 @@ import ipywidgets
 import numpy as np
 import pytest
 
-from utils import plotting, widgets
+from utils.figures import plotting, widgets
 
 
 def weights(num_heads=3, T_q=4, T_k=5, seed=0):

@@ -1,9 +1,9 @@
-"""utils.head_training: training learns a task two heads can solve, is reproducible, and rejects bad input."""
+"""utils.experiments.head_training: training learns a task two heads can solve, is reproducible, and rejects bad input."""
 
 import pytest
 import torch
 
-from utils.head_training import heldout_error, train_heads
+from utils.experiments.head_training import heldout_error, train_heads
 
 
 def copy_previous(n, generator, T=5):

@@ -3,7 +3,7 @@
 The 7.7.1 stack is an overlay directory (.ci/run builds it with
 `pip install --no-deps --target .venv/ipywidgets7 -r .ci/ipywidgets7.txt`) put first on PYTHONPATH
 of a pytest subprocess (utils is this checkout's, installed editable). Widget tests are found generically:
-tests/unit/test_*.py whose name mentions explorer, widget or plotting, or whose code uses utils.widgets
+tests/unit/test_*.py whose name mentions explorer, widget or plotting, or whose code uses utils.figures.widgets
 or ipywidgets.
 Without the overlay this skips; with REQUIRE_IPYWIDGETS7=1 (set by .ci/run) it fails instead.
 """
@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from utils.lessons import checkout
+from utils.course.lessons import checkout
 
 ROOT = checkout(__file__)
 OVERLAY = Path(os.environ.get("IPYWIDGETS7_DIR", ROOT / ".venv" / "ipywidgets7"))
 BUILD = f"pip install --no-deps --target {OVERLAY} -r .ci/ipywidgets7.txt"
 NAME = re.compile(r"test_.*(explorer|widget|plotting).*\.py$")
-USES = re.compile(r"\butils\.widgets\b|from utils import .*\bwidgets\b|\bimport ipywidgets\b|_explorer\(")
+USES = re.compile(
+    r"\butils\.figures\.widgets\b|from utils\.figures import .*\bwidgets\b|\bimport ipywidgets\b|_explorer\("
+)
 
 
 def widget_test_files():

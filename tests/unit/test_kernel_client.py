@@ -1,4 +1,4 @@
-"""utils.kernel_client: a reply whose wake-up the poll missed is picked up at the next short poll, not at the
+"""utils.course.kernel_client: a reply whose wake-up the poll missed is picked up at the next short poll, not at the
 cell's timeout; a timeout still ends in Empty; notebooks with widgets run through it."""
 
 import asyncio
@@ -9,8 +9,8 @@ from queue import Empty
 import nbformat
 import pytest
 
-from utils import kernel_client
-from utils.kernel_client import ShortPollChannel, ShortPollKernelClient, ShortPollKernelManager, notebook_client
+from utils.course import kernel_client
+from utils.course.kernel_client import ShortPollChannel, ShortPollKernelClient, ShortPollKernelManager, notebook_client
 
 
 class MissedWakeUpSocket:

@@ -1,4 +1,4 @@
-"""utils.layer_costs: path lengths, call and FLOP counts, the causal convolution, layers to connect."""
+"""utils.experiments.layer_costs: path lengths, call and FLOP counts, the causal convolution, layers to connect."""
 
 import math
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from utils.layer_costs import (
+from utils.experiments.layer_costs import (
     CausalConv,
     count_calls,
     count_flops,

@@ -1,8 +1,8 @@
-"""utils.lessons: the one list of lessons (number, name, title, source, notebook) in lesson order."""
+"""utils.course.lessons: the one list of lessons (number, name, title, source, notebook) in lesson order."""
 
 import pytest
 
-from utils.lessons import Lesson, checkout, lessons, strays
+from utils.course.lessons import Lesson, checkout, lessons, strays
 
 
 def make(root, *names, notebooks=()):
@@ -50,7 +50,7 @@ def test_files_not_named_like_a_lesson_are_strays(tmp_path):
 
 def test_checkout_is_this_repository_and_refuses_a_file_of_another(tmp_path):
     root = checkout(__file__)
-    assert (root / "lessons_src").is_dir() and (root / "utils" / "lessons.py").is_file()
+    assert (root / "lessons_src").is_dir() and (root / "utils" / "course" / "lessons.py").is_file()
     assert [x.name for x in lessons()] == sorted(x.name for x in lessons())
     with pytest.raises(RuntimeError, match="another checkout"):
         checkout(tmp_path / "scripts" / "build.py")

@@ -1,12 +1,12 @@
-"""utils.next_token: shift_right, the one-layer causal model, and the copy it learns without the shift."""
+"""utils.experiments.next_token: shift_right, the one-layer causal model, and the copy it learns without the shift."""
 
 import math
 
 import pytest
 import torch
 
+from utils.experiments.next_token import CausalAttentionLM, chance, fit_next_token, shift_right
 from utils.masks import causal_mask
-from utils.next_token import CausalAttentionLM, chance, fit_next_token, shift_right
 
 
 def test_shift_right_puts_bos_first_and_drops_the_last_target():

@@ -1,4 +1,4 @@
-"""utils.norm_probes: activation RMS and gradient norm per layer, checked against direct computation."""
+"""utils.experiments.norm_probes: activation RMS and gradient norm per layer, checked against direct computation."""
 
 import matplotlib
 import numpy as np
@@ -6,16 +6,14 @@ import pytest
 import torch
 
 from utils.blocks import Encoder, EncoderLayer
-from utils.norm_probes import (
-    VARIANT_STYLE,
+from utils.experiments.norm_probes import (
     activation_rms,
     layer_grad_norms,
-    plot_loss_curves,
-    plot_per_layer,
     probe_at_init,
     train_copy_task,
     warmup_lr,
 )
+from utils.figures.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer
 
 matplotlib.use("Agg")
 

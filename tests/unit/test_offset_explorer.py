@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from utils import plotting, widgets
+from utils.figures import plotting, widgets
 from utils.positional import angular_frequencies, sinusoidal_encoding
 
 

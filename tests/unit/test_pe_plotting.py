@@ -6,10 +6,10 @@ import nbformat
 import numpy as np
 import pytest
 
-from utils import plotting
-from utils.kernel_client import notebook_client
+from utils.course.kernel_client import notebook_client
+from utils.figures import plotting
+from utils.figures.widgets import pe_explorer
 from utils.positional import sinusoidal_encoding
-from utils.widgets import pe_explorer
 
 CASES = [(100, 128, 10000.0, 10), (1, 2, 10000.0, 0), (37, 6, 10.0, 36), (500, 512, 1e5, 250), (20, 16, 1.0, 3)]
 
@@ -159,7 +159,7 @@ def test_slider_change_replaces_the_drawn_image_in_a_kernel():
         cells=[
             nbformat.v4.new_code_cell(src)
             for src in [
-                "from utils.widgets import pe_explorer\nwidget = pe_explorer()\nout = widget.children[-1]\n"
+                "from utils.figures.widgets import pe_explorer\nwidget = pe_explorer()\nout = widget.children[-1]\n"
                 "controls = {c.description: c for c in widget.children[0].children}\nwidget",
                 images + "\nbefore = snap()\nprint(len(before))\ncontrols['d_model'].value = 32",
                 "after = snap()\nprint(len(after), after != before)\ncontrols['position'].value = 3",

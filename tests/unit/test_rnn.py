@@ -1,4 +1,4 @@
-"""utils.rnn: W_hh at initialisation, the gradient probe, and the per-step factor against autograd."""
+"""utils.experiments.rnn: W_hh at initialisation, the gradient probe, and the per-step factor against autograd."""
 
 import math
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from utils.layer_costs import CausalConv
-from utils.rnn import default_init_W_hh, first_vanished, grad_norm_to_first, step_factors
+from utils.experiments.layer_costs import CausalConv
+from utils.experiments.rnn import default_init_W_hh, first_vanished, grad_norm_to_first, step_factors
 
 
 def _rnn(d_in=4, d_hidden=5, seed=0, **kwargs):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from utils import fast_attention as fa
-from utils import tile_widget
+from utils.figures import tile_widget
 
 # --- the tile explorer's pure functions ----------------------------------------------------------------
 

@@ -1,9 +1,9 @@
-"""utils.train_cache: with the cache folder set, a second identical training call loads the first's result
+"""utils.translator.train_cache: with the cache folder set, a second identical training call loads the first's result
 (weights, mode, threads, random state, history) instead of training; any change of input trains again."""
 
 import torch
 
-from utils.train_cache import ENV, cached
+from utils.translator.train_cache import ENV, cached
 
 CALLS = []
 

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from utils import plotting
-from utils.plotting import plot_cross_attention, plot_training_history
+from utils.figures import plotting
+from utils.figures.plotting import plot_cross_attention, plot_training_history
+from utils.figures.widgets import cross_attention_explorer
 from utils.translator.attention_maps import cross_attention_map
 from utils.translator.data import make_dataset
 from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
-from utils.widgets import cross_attention_explorer
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_explorer_controls_and_redraw(setup, monkeypatch):
 
 
 def test_decoding_steps_draws_the_top_words_of_each_step():
-    from utils.translator.figures import CHOSEN, OTHER, plot_decoding_steps
+    from utils.figures.translator import CHOSEN, OTHER, plot_decoding_steps
 
     itos = ["<pad>", "<bos>", "<eos>", "a", "b", "c"]
     probs = np.array([[0, 0, 0.1, 0.6, 0.2, 0.1], [0, 0, 0.7, 0.1, 0.1, 0.1], [0, 0, 0.9, 0, 0.05, 0.05]])
@@ -139,7 +139,7 @@ def plt_color(name):
 
 
 def test_head_scores_heatmaps_with_a_colorbar():
-    from utils.translator.figures import plot_head_scores
+    from utils.figures.translator import plot_head_scores
 
     a, b = np.array([[0.1, 0.9], [0.5, 0.2]]), np.array([[1.0, 0.0], [0.3, 0.4]])
     fig = plot_head_scores({"first": a, "second": b}, "title")

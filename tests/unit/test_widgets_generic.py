@@ -1,4 +1,4 @@
-"""Every explorer in utils.widgets, generically: it builds from its defaults, shows its controls above
+"""Every explorer in utils.figures.widgets, generically: it builds from its defaults, shows its controls above
 an output, and changing any control (slider, dropdown, checkbox, toggle, text) redraws a different
 figure. Uses only ipywidgets API common to 7.7 and 8; tests/test_ipywidgets7.py reruns it on 7.7.1."""
 
@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from utils import tile_widget, widgets
+from utils.figures import tile_widget, widgets
 
 EXPLORER_MODULES = (widgets, tile_widget)  # modules whose *_explorer functions are tested here
 EXPLORERS = [
@@ -79,7 +79,7 @@ def drawn(monkeypatch):
 
 
 def test_there_are_explorers():
-    assert EXPLORERS, "utils.widgets defines no *_explorer function"
+    assert EXPLORERS, "utils.figures.widgets defines no *_explorer function"
 
 
 @pytest.mark.parametrize("explorer", EXPLORERS, ids=[f.__name__ for f in EXPLORERS])

@@ -7,8 +7,8 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from utils import validation
-from utils.train_cache import cached
 from utils.translator.data import batches
+from utils.translator.train_cache import cached
 
 
 def shift_targets(tgt):
@@ -53,18 +53,17 @@ def loss_fn(logits, labels, pad_id, label_smoothing=0.0):
 
 
 class ProgressLine:
-    """One progress bar line, redrawn in place: in a notebook a display updated by id (so the saved output
-    is the finished bar, never a frozen one), elsewhere a tqdm bar on stderr."""
+    """One progress bar line, redrawn in place: a tqdm bar on stderr. A subclass that shows the same `text`
+    elsewhere overrides `start_bar` and `show` (utils.figures.progress shows it in a notebook)."""
 
     def __init__(self, total, desc="training", interval=0.5):
         self.total, self.desc, self.interval = validation.positive_int("total", total), desc, interval
         self.start = self.last = time.perf_counter()
-        self.handle = self.bar = None
-        display = _notebook_display()
-        if display is not None:
-            self.handle = display(_Line(self.text(0, None)), display_id=True)
-        else:
-            self.bar = tqdm(total=total, desc=desc, mininterval=interval)
+        self.bar = self.start_bar()
+
+    def start_bar(self):
+        """The tqdm bar that `show` redraws (None when a subclass draws elsewhere)."""
+        return tqdm(total=self.total, desc=self.desc, mininterval=self.interval)
 
     def text(self, n, loss):
         """The bar as a line of text, e.g. 'training: 100%|##########| 1300/1300 [00:45<00:00, ...]'."""
@@ -79,39 +78,19 @@ class ProgressLine:
         if not force and now - self.last < self.interval:
             return
         self.last = now
-        if self.handle is not None:
-            self.handle.update(_Line(self.text(n, loss)))
-        else:
-            self.bar.update(n - self.bar.n)
-            if loss is not None:
-                self.bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        self.show(n, loss)
+
+    def show(self, n, loss):
+        """Redraw the bar at n steps done."""
+        self.bar.update(n - self.bar.n)
+        if loss is not None:
+            self.bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
 
     def close(self, n, loss=None):
         """Draw the final state: the finished bar stays as the output."""
         self.update(n, loss, force=True)
         if self.bar is not None:
             self.bar.close()
-
-
-class _Line:
-    """A plain-text display object (its repr is the line)."""
-
-    def __init__(self, text):
-        self.text = text
-
-    def __repr__(self):
-        return self.text
-
-
-def _notebook_display():
-    """IPython's display function when running inside a Jupyter kernel, else None."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:
-        return None
-    shell = get_ipython()
-    return display if shell is not None and hasattr(shell, "kernel") else None
 
 
 @cached  # a test run that executes the lesson twice trains once (unset for learners: trains)
@@ -131,12 +110,16 @@ def train(
     """Train `model` in place for `steps` steps on padded tensors src (N, S), tgt (N, T); return the history.
 
     The history holds per-step "loss", "lr" and "tokens" (target positions trained on), and "seconds".
-    With `progress`, a progress bar ends as the finished bar with the mean loss of the last 50 steps.
+    With `progress` (True: a ProgressLine; or a ProgressLine subclass), a progress bar ends as the finished bar
+    with the mean loss of the last 50 steps.
     """
     steps = validation.positive_int("steps", steps)
     label_smoothing = validation.probability("label_smoothing", label_smoothing)
     validation.seed("seed", seed)
-    validation.boolean("progress", progress)
+    validation.instance("progress", progress, (bool, type), "bool or a ProgressLine class")
+    if isinstance(progress, type) and not issubclass(progress, ProgressLine):
+        raise TypeError(f"progress must be a bool or a ProgressLine class, got class {progress.__name__}")
+    line = ProgressLine if progress is True else progress
     torch.set_num_threads(validation.positive_int("num_threads", num_threads))
     torch.manual_seed(seed)
     pad_id = model.config.pad_id
@@ -145,7 +128,7 @@ def train(
     history = {"loss": [], "lr": [], "tokens": []}
     model.train()
     start = time.perf_counter()
-    bar = ProgressLine(steps) if progress else None
+    bar = line(steps) if progress else None
     for step in range(1, steps + 1):
         s, t = next(data)  # (B, S), (B, T)
         decoder_input, labels = shift_targets(t)  # (B, T-1) each

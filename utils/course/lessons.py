@@ -45,7 +45,7 @@ def checkout(caller=None):
     With `caller` (a script's or test's `__file__`), also a clear error when that file lives in another
     checkout: its lessons' kernels would import a different utils than the one it was written against.
     """
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]  # utils/course/lessons.py
     if not (root / SOURCES).is_dir() or not (root / NOTEBOOKS).is_dir():
         raise FileNotFoundError(
             f"utils was imported from {root / 'utils'}, which is not inside a checkout of the lessons "

@@ -232,5 +232,5 @@ def main(conn, payload):
 BOOT = (
     "import sys, json; from multiprocessing.connection import Connection; conn = Connection(int(sys.argv[1])); "
     "payload = json.loads(conn.recv_bytes()); sys.path[:] = payload['sys_path']; "
-    "from utils.grade_child import main; main(conn, payload)"
+    "from utils.course.grade_child import main; main(conn, payload)"
 )

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from utils.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
 
 # --- 1. prediction: the length of PE(pos) at d_model = 512 ---------------------------------------

@@ -8,7 +8,7 @@ import numbers
 import torch
 import torch.nn.functional as F
 
-from utils.exercises import exercise, fresh_seed, mistake
+from utils.course.exercises import exercise, fresh_seed, mistake
 from utils.translator.decode import greedy_decode as _greedy_reference
 from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
 

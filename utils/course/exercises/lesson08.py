@@ -5,7 +5,7 @@ import random
 
 import torch
 
-from utils.exercises import compare_with_mistakes, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_with_mistakes, exercise, fresh_seed, mistake
 from utils.positional import apply_rotary, sinusoidal_encoding, sinusoidal_encoding_2d
 
 

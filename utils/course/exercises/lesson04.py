@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from utils.exercises import compare_arrays, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake
 
 
 def _mask_problem(got, expected, what, why):

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from utils.exercises import compare_arrays, compare_with_mistakes, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_arrays, compare_with_mistakes, exercise, fresh_seed, mistake
 
 # ---------------------------------------------------------------------------------------------------
 # Prediction: which of the four properties does the YOUR CAT deck's matrix break?

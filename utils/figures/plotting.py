@@ -8,7 +8,7 @@ import torch
 from matplotlib.ticker import MaxNLocator
 
 from utils import validation
-from utils.attention_map import as_tokens, attention_map
+from utils.experiments.attention_map import as_tokens, attention_map
 from utils.positional import angular_frequencies, sinusoidal_encoding
 
 
@@ -85,7 +85,7 @@ def plot_attention(tokens, weights, query=None, mask=None, title="attention weig
 def plot_attention_explorer(
     tokens, scale=True, temperature=1.0, positional=False, mask_kind="none", query=0, d_model=16, seed=0
 ):
-    """The explorer's figure: the self-attention map of seeded embeddings (utils.attention_map)."""
+    """The explorer's figure: the self-attention map of seeded embeddings (utils.experiments.attention_map)."""
     weights, allowed = attention_map(
         tokens,
         scale=scale,

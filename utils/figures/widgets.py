@@ -1,4 +1,4 @@
-"""Thin ipywidgets wrappers around `utils.plotting` (API common to ipywidgets 7.7 and 8, for Colab)."""
+"""Thin ipywidgets wrappers around `utils.figures.plotting` (API common to ipywidgets 7.7 and 8, for Colab)."""
 
 import io
 import math
@@ -7,8 +7,9 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import Image, display
 
-from utils import plotting, validation
-from utils.attention_map import MASK_KINDS, as_tokens
+from utils import validation
+from utils.experiments.attention_map import MASK_KINDS, as_tokens
+from utils.figures import plotting
 
 
 def _explorer(render, controls, layout=None):

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from utils.blocks import Decoder, Encoder
-from utils.exercises import compare_with_mistakes, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_with_mistakes, exercise, fresh_seed, mistake
 
 
 def _tensor_problem(got, expected_shape):

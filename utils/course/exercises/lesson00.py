@@ -7,7 +7,7 @@ import random
 import torch
 from torch import nn
 
-from utils.exercises import exercise, fresh_seed, matching_mistake, mistake, prediction_number
+from utils.course.exercises import exercise, fresh_seed, matching_mistake, mistake, prediction_number
 
 # --- 1. prediction: the distance at which the float32 gradient is exactly 0 -----------------------
 

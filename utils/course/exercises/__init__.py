@@ -1,7 +1,7 @@
 """Self-checking exercises. A checker prints PASS, a specific failure, or "not attempted yet" and
 never raises, so a lesson always runs top to bottom; `hint()` and `solution()` help a stuck learner.
 
-A lesson's exercises live in `utils/exercises/lessonNN.py`, each one written as
+A lesson's exercises live in `utils/course/exercises/lessonNN.py`, each one written as
 
     @exercise(hint="...", reference=solution_fn, kind="transfer",
               wrong=[mistake("forget the 1/sqrt(d_k)", wrong_fn, says="sqrt(d_k)"), ...])

@@ -8,7 +8,7 @@ import torch
 
 from utils import validation
 from utils.attention import attend
-from utils.attention_map import as_tokens, token_embeddings
+from utils.experiments.attention_map import as_tokens, token_embeddings
 
 NOUNS = ("CAT", "DOG", "BIRD", "FISH", "HORSE", "MOUSE")
 ADJECTIVES = ("LOVELY", "BIG", "SMALL", "RED", "OLD", "HAPPY")

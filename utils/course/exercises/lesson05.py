@@ -6,7 +6,7 @@ import random
 import torch
 from torch import nn
 
-from utils.exercises import compare_arrays, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake
 
 # ---------------------------------------------------------------------------------------------------
 # Prediction: the parameters of 8 heads at d_model = 64.

@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from utils import validation
-from utils.plotting import panel_grid
+from utils.figures.plotting import panel_grid
 
 CHOSEN, OTHER = "tab:blue", "tab:gray"  # the word greedy decoding picks, and the runners-up
 

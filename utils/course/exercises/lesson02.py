@@ -7,7 +7,7 @@ import random
 import numpy as np
 import torch
 
-from utils.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
 
 # --- 1. prediction: the share of random pairs within 5 degrees of perpendicular, d = 512 ----------

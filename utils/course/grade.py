@@ -1,20 +1,20 @@
 """Grade learners' copies of the lessons: every exercise's verdict is decided in the grader's own process,
 where no learner code runs.
 
-    python -m utils.grade NOTEBOOK... [--json] [--csv FILE] [--save-executed DIR] [-j N] [--lesson NN]
+    python -m utils.course.grade NOTEBOOK... [--json] [--csv FILE] [--save-executed DIR] [-j N] [--lesson NN]
                           [--timeout SECONDS] [--notebook-timeout SECONDS] [--max-output MB]
 
 Before anything else the grader imports every lesson's checkers and hashes utils' files; it reads every
 notebook file. Then two things happen to each notebook, at the same time:
 
 - Verdicts. The grader reads the notebook's code cells. An exercise is a call `check.NAME(ANSWER)`
-  where `check` is any name bound by `from utils.exercises import lessonNN [as check]` or
-  `import utils.exercises.lessonNN as check`. For each exercise (the last cell that calls it) the
+  where `check` is any name bound by `from utils.course.exercises import lessonNN [as check]` or
+  `import utils.course.exercises.lessonNN as check`. For each exercise (the last cell that calls it) the
   grader gathers the code that recreates ANSWER: the notebook's import statements up to that cell,
   the cell itself, and, following the names it uses, the latest earlier cell defining each of them
   (a `def`, an assignment such as a prediction `my_prediction = ...` in its own cell) and every later
   cell changing it in place (`cfg.scale = 2`, `xs.append(1)`), transitively. A fresh child process per
-  exercise (a new interpreter; utils/grade_child.py) runs that code with `check` only recording the
+  exercise (a new interpreter; utils/course/grade_child.py) runs that code with `check` only recording the
   answer, then calls the answer on the inputs the grader sends and sends back plain data (JSON; arrays
   as .npy, never a pickle). The grader's own checker, given a stand-in that forwards each call to the
   child, decides. Expected values never enter a learner's process; an answer that is not plain data, a
@@ -73,10 +73,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from utils import grade_child
-from utils.exercises import FAIL, NOT_ATTEMPTED, PASS
+from utils.course import grade_child
+from utils.course.exercises import FAIL, NOT_ATTEMPTED, PASS
 
-PACKAGE = "utils.exercises"
+PACKAGE = "utils.course.exercises"
 STATUSES = (PASS, FAIL, NOT_ATTEMPTED)
 MAX_MESSAGE = 2000  # characters of a verdict's message kept (a message can quote a learner's value)
 STARTUP = 120  # seconds a child's interpreter may take to start
@@ -86,7 +86,7 @@ MARKER = "__utils_grade_claims__:"
 COLLECT = f"""
 try:
     import json as _grade_json
-    from utils import exercises as _grade_exercises
+    from utils.course import exercises as _grade_exercises
     print({MARKER!r} + _grade_json.dumps(_grade_exercises.results()))
 except Exception:
     pass
@@ -254,8 +254,8 @@ def _closure(cells, target, aliases, names=None):
 
 @functools.cache
 def _lesson_exercises(module):
-    """{attribute: exercise name} of utils.exercises.<module>, imported in the grader's own process."""
-    from utils.exercises import Exercise
+    """{attribute: exercise name} of utils.course.exercises.<module>, imported in the grader's own process."""
+    from utils.course.exercises import Exercise
 
     try:
         if importlib.util.find_spec(f"{PACKAGE}.{module}") is None:
@@ -401,7 +401,7 @@ def utils_digest():
 def load_checkers():
     """Import every lesson's checkers (and what they import) into the grader, before any learner code runs.
     Returns the digest of utils' files as they were then."""
-    from utils import exercises
+    from utils.course import exercises
 
     for spec in sorted(Path(exercises.__file__).parent.glob("lesson*.py")):
         importlib.import_module(f"{PACKAGE}.{spec.stem}")
@@ -640,7 +640,7 @@ def _client_class():
     from jupyter_client.utils import ensure_async
     from nbclient import NotebookClient
 
-    from utils.kernel_client import ShortPollKernelManager
+    from utils.course.kernel_client import ShortPollKernelManager
 
     class _IsolatedKernelManager(ShortPollKernelManager):
         def format_kernel_cmd(self, extra_arguments=None):
@@ -702,7 +702,7 @@ def run_notebook(nb, cwd, timeout=600, notebook_timeout=3600, max_output=20e6):
     import nbformat
     from nbclient.exceptions import DeadKernelError
 
-    from utils.kernel_client import notebook_client
+    from utils.course.kernel_client import notebook_client
 
     n_cells = len(nb.cells)
     for cell in nb.cells:  # a cell the run does not reach must not show the learner's old outputs
@@ -1006,7 +1006,7 @@ def _save_paths(notebooks, folder):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m utils.grade",
+        prog="python -m utils.course.grade",
         description=__doc__.splitlines()[0],
         epilog="exit code: 0 all passed, 1 some exercise not passed, 2 a notebook errored",
     )

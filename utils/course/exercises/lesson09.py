@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from utils.exercises import compare_arrays, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake
 
 # --- 1. Predict: how many tiles does a causal mask skip? --------------------------------------------
 
