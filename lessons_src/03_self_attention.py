@@ -412,8 +412,10 @@ check.predict_broken_properties(my_prediction)
 # different rows and different columns (the CAT rows' weights on the two CATs are printed below). So the
 # deck's matrix cannot come from the word embeddings alone. Our matrix $A$ (no PE) has all four properties;
 # with attention dropout (weights zeroed at random, the rest scaled up), even property 2 goes. A position
-# bias added to the scores, such as $-0.5\,|i - j|$ (each word attends less to words further away), also
-# breaks properties 3 and 4: the two CATs sit at different places.
+# bias added to the scores can break properties 3 and 4 too. With $-0.5\,|i - j|$ (each word attends less to
+# words further away) both go, because the two CATs sit at different places. A bias linear in $i - j$, such
+# as $-0.5\,(i - j)$, leaves the rows equal: for each row it is a constant, which softmax ignores, plus a
+# per-key term, which both CAT rows share.
 
 # %%
 ours = attention_properties(A, sentence, atol=1e-5)
@@ -434,6 +436,11 @@ biased = attention_properties(A_bias, sentence, atol=1e-5)
 assert biased["every row sums to 1"] and not biased["identical tokens get identical rows"]
 assert not biased["identical tokens get identical columns"]
 print("with a position bias -0.5|i - j| on the scores, the two CATs' rows and columns differ: PASS")
+linear_bias = -0.5 * (positions[:, None] - positions[None, :])  # (seq, seq)
+A_linear = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]) + linear_bias, dim=-1)  # (seq, seq)
+linear = attention_properties(A_linear, sentence, atol=1e-5)
+assert linear["identical tokens get identical rows"] and not linear["identical tokens get identical columns"]
+print("with a linear bias -0.5(i - j), the two CATs' rows stay equal, their columns differ: PASS")
 
 # %% [markdown]
 # Could positional encoding explain the deck's matrix? It makes the two CATs different vectors, and section 4
