@@ -684,7 +684,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 # - A score of $-\infty$ before the softmax gives that key weight exactly 0; the rest renormalise. A
 #   score of 0 does not remove anything.
 # - Padding mask: `(batch, 1, T)`, True on real tokens; outputs at real positions do not depend on the
-#   (finite) values of the pads.
+#   values of the pads, as long as they are finite and small enough that no score overflows.
 # - Causal mask: True for $j \le i$. The COMP7607 slides' $j < i$ masks the diagonal, turns the first
 #   row into NaN and, through the loss, every entry of the value projection's gradient (5 of 5
 #   initialisations).
