@@ -128,17 +128,21 @@ except ValueError as err:
 # %%
 gen = torch.Generator().manual_seed(1)
 perm = torch.tensor([3, 0, 4, 1, 2, 5])  # a reordering of the 6 positions
-worst = {"no mask": 0.0, "causal mask": 0.0}  # largest |attention(x[perm]) - attention(x)[perm]|
+worst_no_mask, causal_diffs = 0.0, []  # |attention(x[perm]) - attention(x)[perm]|: largest; per sequence
 for _ in range(5):
     x = torch.randn(6, 8, dtype=torch.float64, generator=gen)  # (T, d): 6 token vectors, no PE
-    for name, mask in (("no mask", None), ("causal mask", causal_mask(6))):
+    for mask in (None, causal_mask(6)):
         out = scaled_dot_product_attention(x, x, x, mask)[0]  # (T, d)
         out_perm = scaled_dot_product_attention(x[perm], x[perm], x[perm], mask)[0]  # (T, d)
-        worst[name] = max(worst[name], (out_perm - out[perm]).abs().max().item())
-assert worst["no mask"] < 1e-12 and worst["causal mask"] > 0.1
+        diff = (out_perm - out[perm]).abs().max().item()
+        if mask is None:
+            worst_no_mask = max(worst_no_mask, diff)
+        else:
+            causal_diffs.append(diff)
+assert worst_no_mask < 1e-12 and min(causal_diffs) > 0.1
 print(
     "PASS: in all 5 sequences, reordering the tokens only reorders the outputs without a mask "
-    "(max |diff| < 1e-12), and changes them with a causal mask (max |diff| > 0.1)"
+    "(max |diff| < 1e-12), and changes every one of them with a causal mask (max |diff| > 0.1 in each)"
 )
 
 # %% [markdown]
@@ -683,8 +687,8 @@ print("PASS: sinusoidal+offsets lies within 0.1 of no PE at every length, seed b
 # the answer sits at position 5, which they know, and the query only has to find it. The
 # sinusoidal+offsets model, which was shown the same symbols at shifted positions, did not learn to find
 # index 5 within this training budget (its PE no longer marks index 5; it would have to count from the
-# sequence's edge, as RoPE did), and stays near the no-PE level (checked below). Which encoding "extrapolates" depends on
-# what the task needs from position.
+# sequence's edge, as RoPE did), and stays near the no-PE level (within 0.1 at every length, seed by seed,
+# checked above). Which encoding "extrapolates" depends on what the task needs from position.
 #
 # ### The verdict, from the numbers measured above
 

@@ -14,8 +14,8 @@
 #
 # **Goals.**
 # - Build a key-value cache for the translator's decoder by hand, check that cached and uncached decoding give
-#   the same logits (to rounding) and tokens, measure the time per generated token, and count the cache's bytes (also for
-#   multi-query and grouped-query attention).
+#   the same logits (to rounding), and so the same tokens except after a near tie, measure the time per
+#   generated token, and count the cache's bytes (also for multi-query and grouped-query attention).
 # - Write softmax in one pass over the scores, with a running maximum and sum; check it against
 #   `torch.softmax`, including huge, tiny and fully masked rows.
 # - Compute attention tile by tile, skipping the tiles a causal mask removes; check it against `utils` and
@@ -220,10 +220,10 @@ assert cache.self_k[0].shape[2] == 3 and cache.cross_k[0].shape[2] == src2.shape
 # %% [markdown]
 # **Cached = uncached.** On the whole held-out set, greedy decoding with the cache (`use_cache=True`) gives
 # the same tokens (each translation cut at the cap below); and, forcing 64 steps (ignoring `<eos>`) on 100 of
-# them, every step's logits agree to float rounding. (The two paths multiply matrices of different shapes, so
-# the last bits may differ: we allow $10^{-4}$. Greedy decoding then picks the same word unless the two best
-# logits are closer than twice that: a near tie, where the rounding of another computer could pick either.
-# So the check is: the same tokens, except after such a tie.)
+# them, every step's logits agree to float rounding as long as the earlier tokens agree. (The two paths
+# multiply matrices of different shapes, so the last bits may differ: we allow $10^{-4}$. Greedy decoding
+# then picks the same word unless the two best logits are closer than twice that: a near tie, where the
+# rounding of another computer could pick either. So the check is: the same tokens, except after such a tie.)
 #
 # We let each translation run to 5 tokens past the longest reference translation. A wrong translation can
 # run on long after its reference would have ended, and a batch is decoded until its last sentence stops:
