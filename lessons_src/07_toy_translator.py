@@ -62,6 +62,7 @@ import torch.nn.functional as F
 
 from utils.course.exercises import lesson07 as check
 from utils.figures.plotting import plot_cross_attention, plot_training_history
+from utils.figures.progress import NotebookProgressLine
 from utils.figures.translator import plot_decoding_steps, plot_head_scores
 from utils.figures.widgets import cross_attention_explorer
 from utils.multihead import MultiHeadAttention
@@ -551,6 +552,7 @@ history = train(
     label_smoothing=cfg["label_smoothing"],
     seed=cfg["seed"],
     num_threads=cfg["num_threads"],
+    progress=NotebookProgressLine,
 )
 print(
     f"{cfg['steps']} steps in {history['seconds']:.1f} s ({history['seconds'] / cfg['steps'] * 1000:.0f} ms per step)"
