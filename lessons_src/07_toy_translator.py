@@ -502,9 +502,10 @@ print(
 # %% [markdown]
 # Where they act, seen on a copy with every rate set to 1 (everything dropped) in training mode: an
 # encoder layer then returns $\text{LN}(\text{LN}(x))$ and a decoder layer $\text{LN}(\text{LN}(\text{LN}(x)))$
-# (LN: LayerNorm), its sub-layers' outputs dropped before each add and norm; and as the sums of embeddings
-# and PE are dropped too, on both sides, the encoder outputs zeros and the decoder's logits are just the
-# output layer's bias.
+# (LN: LayerNorm), its sub-layers' outputs dropped before each add and norm. The sums of embeddings and PE
+# are dropped too, on both sides, so every LayerNorm sees zeros and returns its $\beta$, which is 0 in this
+# freshly initialised model: here the encoder outputs zeros and the decoder's logits are just the output
+# layer's bias (a trained model's $\beta \ne 0$ would not give zeros).
 
 # %%
 dropped = copy.deepcopy(model).train()
@@ -517,7 +518,9 @@ g = torch.Generator().manual_seed(0)
 x = torch.randn(2, 5, model.d_model, generator=g)  # (2, 5, d_model): a target side
 mem = torch.randn(2, 4, model.d_model, generator=g)  # (2, 4, d_model): an encoder output
 enc, dec = dropped.encoder.layers[0], dropped.decoder.layers[0]
+betas = [m.bias for m in dropped.modules() if isinstance(m, torch.nn.LayerNorm)]
 with torch.no_grad():
+    assert betas and all((b == 0).all() for b in betas), "every LayerNorm's beta is 0 before training"
     assert torch.allclose(enc(x), enc.norm2(enc.norm1(x)), rtol=0, atol=1e-6)
     assert torch.allclose(dec(x, mem), dec.norm3(dec.norm2(dec.norm1(x))), rtol=0, atol=1e-6)
     assert (dropped.encode(src)[0] == 0).all()
@@ -525,8 +528,8 @@ with torch.no_grad():
     assert (logits_dropped == dropped.generator.bias).all()
 print(
     "PASS: with every rate 1, an encoder layer returns LN(LN(x)) and a decoder layer LN(LN(LN(x))) (each "
-    "sub-layer's output dropped before the add and norm); the encoder returns zeros and the decoder's logits "
-    "are just the output bias (the embeddings + PE dropped on both sides)"
+    "sub-layer's output dropped before the add and norm); with every LayerNorm's beta still 0, the encoder "
+    "returns zeros and the decoder's logits are just the output bias (the embeddings + PE dropped on both sides)"
 )
 
 # %% [markdown]

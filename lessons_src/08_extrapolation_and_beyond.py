@@ -128,7 +128,7 @@ except ValueError as err:
 # %%
 gen = torch.Generator().manual_seed(1)
 perm = torch.tensor([3, 0, 4, 1, 2, 5])  # a reordering of the 6 positions
-worst_no_mask, causal_diffs = 0.0, []  # |attention(x[perm]) - attention(x)[perm]|: largest; per sequence
+worst_no_mask, causal_diffs, last_diffs = 0.0, [], []  # |attention(x[perm]) - attention(x)[perm]|
 for _ in range(5):
     x = torch.randn(6, 8, dtype=torch.float64, generator=gen)  # (T, d): 6 token vectors, no PE
     for mask in (None, causal_mask(6)):
@@ -138,11 +138,13 @@ for _ in range(5):
         if mask is None:
             worst_no_mask = max(worst_no_mask, diff)
         else:
-            causal_diffs.append(diff)
-assert worst_no_mask < 1e-12 and min(causal_diffs) > 0.1
+            causal_diffs.append(diff)  # largest change in this sequence
+            last_diffs.append((out_perm[-1] - out[-1]).abs().max().item())  # the last token, kept in place
+assert worst_no_mask < 1e-12 and min(causal_diffs) > 0.1 and max(last_diffs) < 1e-12
 print(
     "PASS: in all 5 sequences, reordering the tokens only reorders the outputs without a mask "
-    "(max |diff| < 1e-12), and changes every one of them with a causal mask (max |diff| > 0.1 in each)"
+    "(max |diff| < 1e-12), and with a causal mask changes the outputs of every sequence (max |diff| > 0.1 in "
+    "each of the 5; the last token, which sees all the others, keeps its output)"
 )
 
 # %% [markdown]
