@@ -224,7 +224,7 @@ RECIPES = {  # name: (lesson setup, cells, {exercise: status})
     "r03_patches": (
         L01,
         [
-            "import utils.course.exercises\n\nutils.exercises.compare_arrays.__code__ = "
+            "import utils.course.exercises\n\nutils.course.exercises.compare_arrays.__code__ = "
             "(lambda got, expected, what='value', atol=1e-4: None).__code__\ncheck.pe_table(_table_halves)",
             "import utils.course.exercises as ex\n\n\ndef _init(self, exercise, status, message=''):\n"
             "    self.exercise, self.status, self.message = exercise, 'PASS', ''\n\n\n"
@@ -698,8 +698,8 @@ def test_a_renamed_notebook_of_another_lesson_is_reported(graded):
 def test_the_installed_checkers_cannot_be_changed_by_a_notebook(graded):
     """Recipe 11: with namespaces the write fails (utils is mounted read-only); either way the copy the
     grader loaded is unchanged at the end, or every later notebook was refused."""
-    site_file = graded["site"] / "utils" / "exercises" / "lesson03.py"
-    same = site_file.read_bytes() == (ROOT / "utils" / "exercises" / "lesson03.py").read_bytes()
+    site_file = graded["site"] / "utils" / "course" / "exercises" / "lesson03.py"
+    same = site_file.read_bytes() == (ROOT / "utils" / "course" / "exercises" / "lesson03.py").read_bytes()
     if grade.isolation_prefix():
         assert same
         errors = [e["error"] for e in graded["reports"]["r07_tamper_utils"]["errors"]]
