@@ -839,3 +839,14 @@ def test_a_kernel_that_stops_itself_is_killed_or_cannot_stop(tmp_path, monkeypat
         assert report["seconds"] < 3 + grade.INTERRUPT_GRACE + 30
     else:
         assert report["status"] == "ok", report
+
+
+def test_notebooks_graded_at_once_share_the_cores(monkeypatch):
+    """-j N gives each kernel and child cores/N threads (at least 1), unless the caller set OMP_NUM_THREADS."""
+    assert [grade.threads_per_notebook(j, 2) for j in (1, 2, 3)] == [2, 1, 1]
+    assert grade.threads_per_notebook(4, 16) == 4 and grade.threads_per_notebook(1, None) == 1
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(grade, "KERNEL_THREADS", 3)
+    assert grade._environment(MPLBACKEND="Agg")["OMP_NUM_THREADS"] == "3"
+    monkeypatch.setattr(grade, "KERNEL_THREADS", None)
+    assert "OMP_NUM_THREADS" not in grade._environment()
