@@ -84,7 +84,8 @@ for k in [0, 1, 7, 50]:
         f"k={k:3d}: PE_t . PE_t+k over {len(dots)} values of t lies in [{min(dots):.6f}, {max(dots):.6f}];"
         f"  sum_i cos(w_i k) = {formula:.6f}"
     )
-    assert max(abs(d - formula) for d in dots) < 1e-10
+    gap = max(abs(d - formula) for d in dots)
+    assert gap < 1e-10, f"k={k}: a dot product differs from the formula by {gap:.3g}"
 
 # %% [markdown]
 # At $k = 0$ every pair contributes $\sin^2 + \cos^2 = 1$, so $|PE_t|^2 = d_{model}/2$ for every
@@ -240,7 +241,8 @@ for k in offsets:
     M = relative_rotation(k, d_model, dtype=torch.float64)  # (d_model, d_model)
     src = pe[max(0, -k) : max_len - max(0, k)]  # (max_len - |k|, d_model) rows t
     dst = pe[max(0, k) : max_len - max(0, -k)]  # (max_len - |k|, d_model) rows t + k
-    assert (src @ M - dst).abs().max() < 1e-12
+    gap = (src @ M - dst).abs().max().item()
+    assert gap < 1e-12, f"k={k}: PE_t M_k differs from PE_t+k by {gap:.3g}"
 print(f"PASS: PE_t M_k == PE_t+k for every row t of the table and k in {offsets} (max |diff| < 1e-12)")
 
 # %% [markdown]
