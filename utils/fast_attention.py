@@ -26,12 +26,7 @@ def online_softmax_update(m, l, x):
     m = validation.real_tensor("m", m, allow_neg_inf=True)
     l = validation.real_tensor("l", l, minimum=0)
     x = validation.real_tensor("x", x, allow_neg_inf=True)
-    try:
-        torch.broadcast_shapes(m.shape, l.shape, x.shape)
-    except RuntimeError:
-        raise ValueError(
-            f"m, l and x must have shapes that broadcast, got {tuple(m.shape)}, {tuple(l.shape)} and {tuple(x.shape)}"
-        ) from None
+    validation.broadcast_together("m, l and x", m, l, x)
     m_new = torch.maximum(m, x)
     safe = torch.where(torch.isinf(m_new) & (m_new < 0), torch.zeros_like(m_new), m_new)  # -inf: nothing seen yet
     return m_new, l * torch.exp(m - safe) + torch.exp(x - safe)

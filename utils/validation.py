@@ -126,6 +126,15 @@ def features(name, value, d_model, dtype=None, owner="this module's weights"):
     return value
 
 
+def broadcast_together(names, *tensors):
+    """Return the broadcast shape of `tensors`, else raise naming them (`names`, e.g. "m, l and x")."""
+    try:
+        return torch.broadcast_shapes(*(t.shape for t in tensors))
+    except RuntimeError:
+        got = ", ".join(str(tuple(t.shape)) for t in tensors[:-1]) + f" and {tuple(tensors[-1].shape)}"
+        raise ValueError(f"{names} must have shapes that broadcast, got {got}") from None
+
+
 def attention_inputs(q, k, v):
     """Check q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v): floating tensors of one dtype whose
     leading (batch) dimensions broadcast; return the broadcast leading shape."""

@@ -287,3 +287,9 @@ def test_items_id_list_and_word_lists():
         validation.word_lists("refs", [["a"], ["b"]], 3, "hyps")
     with pytest.raises(ValueError, match="refs must be a non-empty list of word lists, got an empty one"):
         validation.word_lists("refs", [])
+
+
+def test_broadcast_together_names_the_tensors_and_their_shapes():
+    assert validation.broadcast_together("a and b", torch.zeros(2, 1), torch.zeros(3)) == torch.Size([2, 3])
+    with pytest.raises(ValueError, match=r"a and b must have shapes that broadcast, got \(2,\) and \(3,\)"):
+        validation.broadcast_together("a and b", torch.zeros(2), torch.zeros(3))
