@@ -41,9 +41,24 @@ def keep_cell_ids(nb, old):
     return nb
 
 
+def collapse_verification(nb):
+    """Collapse in JupyterLab every cell the source tags `hide-input` (a check the reader may open, not read)."""
+    for cell in nb.cells:
+        jupyter = cell.metadata.get("jupyter", {})
+        if "hide-input" in cell.metadata.get("tags", []):
+            jupyter["source_hidden"] = True
+        else:
+            jupyter.pop("source_hidden", None)
+        if jupyter:
+            cell.metadata["jupyter"] = jupyter
+        else:
+            cell.metadata.pop("jupyter", None)
+    return nb
+
+
 def read_source(src):
     """The lesson as a notebook (inputs only), with the cell ids of its committed notebook if there is one."""
-    nb = jupytext.read(src)
+    nb = collapse_verification(jupytext.read(src))
     committed = ROOT / "notebooks" / (src.stem + ".ipynb")
     if committed.exists():
         keep_cell_ids(nb, nbformat.read(committed, as_version=4))

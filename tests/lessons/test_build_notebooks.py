@@ -48,3 +48,17 @@ def test_fresh_ids_without_a_committed_notebook(script):
     before = ids(nb)
     build_notebooks.keep_cell_ids(nb, nbformat.v4.new_notebook())
     assert ids(nb) == before
+
+
+def test_collapse_verification_hides_exactly_the_cells_tagged_hide_input(script):
+    v4 = nbformat.v4
+    nb = v4.new_notebook(
+        cells=[
+            v4.new_code_cell("1", metadata={"tags": ["hide-input"]}),
+            v4.new_code_cell("2"),
+            v4.new_markdown_cell("x"),
+        ]
+    )
+    nb.cells[1].metadata["jupyter"] = {"source_hidden": True}  # a stale collapse the source no longer asks for
+    script("build_notebooks").collapse_verification(nb)
+    assert [c.metadata.get("jupyter", {}).get("source_hidden", False) for c in nb.cells] == [True, False, False]

@@ -43,3 +43,10 @@ def test_package_readme_and_exercises_never_say_seed():
     files = [ROOT / "README.md", *(ROOT / "utils").rglob("*.py")]
     hits = [f.relative_to(ROOT).as_posix() for f in files if SEED_REF.search(f.read_text())]
     assert not hits, f"these files say 'seed 00N' to learners: {hits}"
+
+
+def test_every_lesson_keeps_its_main_line_within_its_word_limit(script):
+    rows = script("word_counts").table()
+    assert rows, "no lesson was counted"
+    over = [(r["lesson"], r["main"], r["limit"]) for r in rows if r["main"] > r["limit"]]
+    assert not over, f"(lesson, main-line words, limit): {over}; move detours to a 'Going further' section"

@@ -42,6 +42,17 @@ def test_pair_has_the_same_cells(src, ipynb):
 
 
 @pytest.mark.parametrize("src, ipynb", PAIRS, ids=[s.stem for s, _ in PAIRS])
+def test_verification_cells_are_collapsed_exactly_where_the_source_tags_them(src, ipynb):
+    def hidden(c):
+        return c.metadata.get("jupyter", {}).get("source_hidden", False)
+
+    nb = nbformat.read(ipynb, as_version=4)
+    tagged = [i for i, c in enumerate(jupytext.read(src).cells) if "hide-input" in c.metadata.get("tags", [])]
+    collapsed = [i for i, c in enumerate(nb.cells) if hidden(c)]
+    assert collapsed == tagged, f"{ipynb.name}: collapsed cells {collapsed}, tagged hide-input {tagged}; {REGENERATE}"
+
+
+@pytest.mark.parametrize("src, ipynb", PAIRS, ids=[s.stem for s, _ in PAIRS])
 def test_notebook_is_executed_with_python3_kernel(src, ipynb):
     nb = nbformat.read(ipynb, as_version=4)
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"{ipynb.name}: no python3 kernelspec"
