@@ -50,3 +50,55 @@ def test_every_lesson_keeps_its_main_line_within_its_word_limit(script):
     assert rows, "no lesson was counted"
     over = [(r["lesson"], r["main"], r["limit"]) for r in rows if r["main"] > r["limit"]]
     assert not over, f"(lesson, main-line words, limit): {over}; move detours to a 'Going further' section"
+
+
+MAIN_SECTION = re.compile(r"^## \d+\.", re.M)
+CHECK_CALL = re.compile(r"\bcheck\.(\w+)\(")
+
+
+def main_sections(src):
+    """{numbered level-2 heading: the cells under it, up to the next level-2 heading}."""
+    sections, current = {}, None
+    for cell in jupytext.read(src).cells:
+        for block in re.split(r"(?m)^(?=## )", cell.source) if cell.cell_type == "markdown" else [cell.source]:
+            if cell.cell_type == "markdown" and block.startswith("## "):
+                title = block.splitlines()[0]
+                current = title if MAIN_SECTION.match(title) else None
+                if current:
+                    sections[current] = []
+            if current:
+                sections[current].append((cell.cell_type, block))
+    return sections
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_every_main_section_has_a_prediction_checked_after_the_code_that_settles_it(src):
+    import importlib
+
+    module = importlib.import_module(f"utils.course.exercises.lesson{src.stem[:2]}")
+    predictions = {name for name, e in vars(module).items() if getattr(e, "kind", None) == "prediction"}
+    sections = main_sections(src)
+    assert sections, f"{src.name} has no numbered section ('## 1. ...')"
+    missing = []
+    for title, cells in sections.items():
+        code = [text for kind, text in cells if kind == "code"]
+        checked = [i for i, text in enumerate(code) for name in CHECK_CALL.findall(text) if name in predictions]
+        if not checked or checked[0] < 2:  # a guess cell and the code that settles it come before the check
+            missing.append(title)
+    assert not missing, f"{src.name}: these sections have no prediction checked after its demonstration: {missing}"
+
+
+STRING = re.compile(r"(?:[rfbu]{0,2})(\"\"\"[\s\S]*?\"\"\"|\"[^\"\n]*\"|'[^'\n]*')")
+TOLERANCE = re.compile(r"(<|<=|≤|within)\s*\d(\.\d+)?e-\d+|\|diff\|")
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_checks_say_their_claim_in_plain_words_not_a_log_line_or_a_tolerance(src):
+    loud = []
+    for i, kind, text in learner_text(src):
+        if kind != "code":
+            continue
+        for literal in STRING.findall(text):
+            if "PASS" in literal or TOLERANCE.search(literal):
+                loud.append((i, literal[:60]))
+    assert not loud, f"{src.name}: a check prints 'PASS' or its tolerance (keep the tolerance in code): {loud[:5]}"
