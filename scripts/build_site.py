@@ -26,6 +26,8 @@ ROOT = checkout(__file__)
 TITLE = "Attention, built by hand"
 
 CONF = """\
+import sys
+
 project = {title!r}
 author = "The authors of Attention, built by hand"
 extensions = ["myst_nb"]
@@ -46,9 +48,17 @@ html_theme_options = {{
 }}
 nb_execution_mode = "off"  # the committed outputs are the ones shown
 myst_enable_extensions = ["dollarmath", "amsmath"]
-myst_heading_anchors = 3
+myst_heading_anchors = 6
+sys.path.insert(0, {scripts!r})
+myst_heading_slug_func = "build_site.jupyter_anchor"  # headings keep the ids JupyterLab gives them
 suppress_warnings = ["mystnb.unknown_mime_type"]  # widgets show their text form on a static page
 """
+
+
+def jupyter_anchor(title):
+    """A heading's id as JupyterLab makes it ('2. Padding masks' -> '2.-Padding-masks'), so that links written
+    in the notebooks (#2.-Padding-masks, 04_masking.ipynb#2.-Padding-masks) also work on the site."""
+    return title.strip().replace(" ", "-")
 
 
 def lessons(root=ROOT):
@@ -103,7 +113,8 @@ def write_project(src, paths):
     copy of each notebook (its Markdown links fixed, its Colab setup cell collapsed); return the lessons' titles."""
     src.mkdir(parents=True, exist_ok=True)
     (src / "conf.py").write_text(
-        CONF.format(title=TITLE, repository=links.REPOSITORY, branch=links.BRANCH), encoding="utf-8"
+        CONF.format(title=TITLE, repository=links.REPOSITORY, branch=links.BRANCH, scripts=str(Path(__file__).parent)),
+        encoding="utf-8",
     )
     stems = {p.stem for p in paths}
     titles = []

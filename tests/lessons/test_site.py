@@ -207,16 +207,19 @@ def tiny_lesson(path, title, body, code=()):
 
 
 def test_links_between_lessons_and_hidden_cells_on_a_tiny_book(tmp_path):
+    """Links to another lesson or a heading, written as in JupyterLab, lead to the same place on the site;
+    a link out of the lessons goes to GitHub; a hide-input cell is folded, the others are not."""
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "lessons_src").mkdir()
     paths = [tmp_path / "notebooks" / n for n in ("00_a.ipynb", "01_b.ipynb", "02_c.ipynb")]
     tiny_lesson(
         paths[0],
         "A",
-        "Next: [lesson B](01_b.ipynb#goals); code: [plotting](../utils/figures/plotting.py); math $\\sqrt{d_k}$.",
+        "Next: [lesson B](01_b.ipynb#2.-Why-B?), [its goals](01_b.ipynb#Goals); code: [plotting](../utils/figures/plotting.py); "
+        "math $\\sqrt{d_k}$; [going further](#Going-further).\n\n## Going further\n\nMore.",
         code=[("x_checked = 1  # only verifies", ["hide-input"]), ("y_shown = 2", [])],
     )
-    tiny_lesson(paths[1], "B", "## Goals\n\nBack to [A](./00_a.ipynb).")
+    tiny_lesson(paths[1], "B", "## Goals\n\nBack to [A](./00_a.ipynb).\n\n## 2. Why B?\n\nBecause.")
     tiny_lesson(paths[2], "C", "See [B](01_b.ipynb).")
     out = tmp_path / "site"
     before = digest(paths)
@@ -226,7 +229,11 @@ def test_links_between_lessons_and_hidden_cells_on_a_tiny_book(tmp_path):
     check_links_resolve(out)
     a = soup(out / "00_a.html")
     hrefs = [x["href"] for x in a.find_all("a", href=True)]
-    assert "01_b.html#goals" in hrefs
+    for text, heading in (("lesson B", "2. Why B?"), ("its goals", "Goals"), ("going further", "Going further")):
+        (href,) = [x["href"] for x in a.select("article a[href]") if x.get_text() == text]
+        page, _, frag = href.partition("#")
+        section = soup(out / page if page else out / "00_a.html").find(id=frag)
+        assert section is not None and section.find(re.compile("^h[1-6]$")).get_text().rstrip("#") == heading, href
     assert f"{links.REPOSITORY}/blob/{links.BRANCH}/utils/figures/plotting.py" in hrefs
     assert "00_a.html" in [x["href"] for x in soup(out / "01_b.html").select("article a[href]")]
     assert r"\sqrt{d_k}" in rendered_math(a)
