@@ -111,14 +111,15 @@ def train(corpus, num_merges):
     return BPE(tuple(alphabet), tuple(merges), tuple(merged_counts))
 
 
-def encode_word(bpe, word):
-    """The sub-words of one word: its starting symbols, then every merge in the order learned."""
+def encode_word(bpe, word, name="word"):
+    """The sub-words of one word: its starting symbols, then every merge in the order learned (`name` names the
+    argument the word came from in an error)."""
     symbols = split_word(word)
     unknown = [s for s in symbols if s not in bpe.alphabet]
     if unknown:
         raise ValueError(
-            f"word {word!r} has symbol {unknown[0]!r}, which the training corpus never had (an end-of-word symbol "
-            f"ends with {END_OF_WORD!r}); known symbols: {' '.join(bpe.alphabet)}"
+            f"{name} has the word {word!r}, whose symbol {unknown[0]!r} the training corpus never had (an "
+            f"end-of-word symbol ends with {END_OF_WORD!r}); known symbols: {' '.join(bpe.alphabet)}"
         )
     for pair in bpe.merges:
         if len(symbols) == 1:
@@ -131,7 +132,7 @@ def encode_word(bpe, word):
 def encode(bpe, text):
     """The sub-words of `text` (a str), word after word; the last sub-word of each word ends with END_OF_WORD."""
     validation.instance("bpe", bpe, BPE)
-    return [s for word in _text("text", text).split() for s in encode_word(bpe, word)]
+    return [s for word in _text("text", text).split() for s in encode_word(bpe, word, "text")]
 
 
 def decode(tokens):
