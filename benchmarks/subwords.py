@@ -11,7 +11,8 @@ training translations only.
 in_distribution_exact_match: the test split (sentences drawn like the training ones); unseen_form_exact_match: the
 test_unseen split (each sentence needs a Neo form that no training sentence has); token_accuracy: the test split.
 All three compare decoded words, so both models are measured alike. heldout_forms_written: how many of the places
-that need a held-out form got it. mean_target_length: target tokens per training sentence (no <bos> / <eos>).
+that need a held-out form got it (and _by_form, for each form); heldout_form_tokens: how each form is cut.
+mean_target_length: target tokens per training sentence (no <bos> / <eos>).
 
 Usage: python benchmarks/subwords.py [--merges N] [--steps N] [--seeds 0 1 2] [--quick]
 """
@@ -61,11 +62,13 @@ def run(ds, config, train_config, seed):
     hyps = translate_pairs(model, ds.test, ds.src_vocab, ds.tgt_vocab)
     unseen = translate_pairs(model, ds.test_unseen, ds.src_vocab, ds.tgt_vocab)
     written = heldout_substitutions(unseen, ds.test_unseen, ds.heldout_forms)
+    by_form = {f.neo: heldout_substitutions(unseen, ds.test_unseen, [f]) for f in ds.heldout_forms}
     return {
         "in_distribution_exact_match": round(exact_match(hyps, refs), 4),
         "unseen_form_exact_match": round(exact_match(unseen, [list(p.tgt) for p in ds.test_unseen]), 4),
         "token_accuracy": round(token_accuracy(hyps, refs), 4),
         "heldout_forms_written": f"{written['the held-out form']}/{sum(written.values())}",
+        "heldout_forms_written_by_form": {w: f"{c['the held-out form']}/{sum(c.values())}" for w, c in by_form.items()},
         "train_seconds": round(history["seconds"], 2),
         "final_loss": round(sum(history["loss"][-50:]) / len(history["loss"][-50:]), 4),
     }
@@ -73,7 +76,7 @@ def run(ds, config, train_config, seed):
 
 def compare(ds, merges, config, train_config, seeds):
     """{"word": ..., "subword": ...}: each a dict of per-seed lists of run's measures, plus the vocabulary size,
-    the position table used and mean_target_length."""
+    the position table used, mean_target_length and the tokens of each held-out form."""
     out = {}
     for name, data in (("word", ds), ("subword", with_subword_targets(ds, merges))):
         cfg = fit_config(config, data)
@@ -83,6 +86,9 @@ def compare(ds, merges, config, train_config, seeds):
         out[name]["mean_target_length"] = round(float((tgt > data.tgt_vocab.eos_id).sum(1).float().mean()), 3)
         out[name]["tgt_vocab_size"] = cfg.tgt_vocab_size
         out[name]["max_len"] = cfg.max_len
+        out[name]["heldout_form_tokens"] = {
+            f.neo: " ".join(data.tgt_vocab.itos[i] for i in data.tgt_vocab.encode([f.neo])) for f in data.heldout_forms
+        }
     return out
 
 

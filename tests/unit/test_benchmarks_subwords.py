@@ -15,6 +15,7 @@ PER_SEED = {
     "unseen_form_exact_match": float,
     "token_accuracy": float,
     "heldout_forms_written": str,
+    "heldout_forms_written_by_form": dict,
     "train_seconds": float,
     "final_loss": float,
 }
@@ -39,6 +40,10 @@ def test_quick_benchmark_prints_word_and_subword_measures_side_by_side():
             assert all(0 <= x <= 1 for x in side[key]), (name, key)
         assert all(x > 0 for x in side["train_seconds"])
         assert isinstance(side["mean_target_length"], float) and side["tgt_vocab_size"] > 4
+        forms = side["heldout_form_tokens"]
+        assert len(forms) == 9 and all(len(c) == len(forms) for c in side["heldout_forms_written_by_form"])
+    assert all(form == tokens for form, tokens in result["word"]["heldout_form_tokens"].items())
+    assert all(" " in tokens for tokens in result["subword"]["heldout_form_tokens"].values()), "a form is one token"
     # sub-words: a smaller vocabulary, longer targets (both from the data, not the training)
     assert result["subword"]["tgt_vocab_size"] < result["word"]["tgt_vocab_size"]
     assert result["subword"]["mean_target_length"] > result["word"]["mean_target_length"] > 4
