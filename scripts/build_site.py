@@ -30,7 +30,7 @@ import sys
 
 project = {title!r}
 author = "The authors of Attention, built by hand"
-extensions = ["myst_nb"]
+extensions = ["myst_nb", "sphinx-mathjax-offline"]  # MathJax 3 copied into the site: math renders offline
 exclude_patterns = ["_build"]
 html_theme = "sphinx_book_theme"
 html_title = {title!r}

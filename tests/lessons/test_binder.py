@@ -15,7 +15,7 @@ TEST_ONLY = {"playwright", "greenlet", "pytest-xdist", "execnet", "ruff"}
 # Only scripts/build_site.py uses these (Sphinx, MyST-NB, sphinx-book-theme and what they need beyond the lessons' pins).
 SITE_ONLY = set(
     """accessible-pygments alabaster click docutils imagesize importlib-metadata jupyter-cache lazy-importer
-    myst-nb myst-parser pydata-sphinx-theme roman-numerals snowballstemmer sphinx sphinx-book-theme
+    myst-nb myst-parser pydata-sphinx-theme roman-numerals snowballstemmer sphinx sphinx-book-theme sphinx-mathjax-offline
     sphinxcontrib-applehelp sphinxcontrib-devhelp sphinxcontrib-htmlhelp sphinxcontrib-jsmath sphinxcontrib-qthelp
     sphinxcontrib-serializinghtml sqlalchemy zipp""".split()
 )
