@@ -4,7 +4,7 @@ Usage: python scripts/build_site.py [--out site]     # then open site/index.html
 
 The pages come from the committed, executed notebooks, which are not run again and not modified: the
 build copies them into a temporary Sphinx project. The book has a table of contents of the lessons in
-order, rendered math (MathJax, loaded by the reader's browser), search, previous/next links, cells
+order, rendered math (MathJax 3, copied into the site: no network needed), search, previous/next links, cells
 tagged `hide-input` collapsed, and each lesson's Colab/Binder launch links from utils/course/links.py.
 Links between lessons go to their pages; other relative links go to the file on GitHub. site/ is git-ignored.
 """
