@@ -8,7 +8,16 @@ import random
 import numpy as np
 import torch
 
-from utils.course.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
+from utils.course.exercises import (
+    band_mistakes,
+    compare_arrays,
+    exercise,
+    fresh_seed,
+    matching_mistake,
+    mistake,
+    prediction_in_band,
+    prediction_number,
+)
 from utils.positional import sinusoidal_encoding
 
 # --- 1. prediction: the share of random pairs within 5 degrees of perpendicular, d = 512 ----------
@@ -77,22 +86,6 @@ def predict_near_perpendicular(answer):
 # --- predictions of the other sections: a number, accepted within a band, with named wrong answers ---
 
 
-def _banded(answer, reference, accept, misses, what):
-    """None when the number `answer` lies in `accept`; else what the first matching miss says."""
-    value = prediction_number(answer)
-    lo, hi = accept
-    if lo <= value <= hi:
-        return None
-    for _, _, (a, b), says in misses:
-        if a <= value <= b:
-            return f"you predicted {value:g}, {what} is {reference:g}: {says}"
-    return f"you predicted {value:g}, {what} is {reference:g}: work it out from the formula above the cell"
-
-
-def _wrong(misses):
-    return [mistake(name, answer, says) for name, answer, _, says in misses]
-
-
 PE_LENGTH_MISSES = [
     ("count one per column", 128, (100, 200), "each PAIR of columns gives sin^2 + cos^2 = 1, not each column"),
     ("take PE_t as a unit vector", 1, (0.5, 2), "PE_t is not normalised: each of the 64 pairs adds 1"),
@@ -105,11 +98,11 @@ PE_LENGTH_MISSES = [
     reference=64,
     kind="prediction",
     explain="Each of the d_model/2 = 64 pairs contributes sin^2 + cos^2 = 1, so |PE_t|^2 = 64 for every t.",
-    wrong=_wrong(PE_LENGTH_MISSES),
+    wrong=band_mistakes(PE_LENGTH_MISSES),
 )
 def predict_pe_length_squared(answer):
     """|PE_t|^2 at d_model = 128 (the same for every position t)."""
-    return _banded(answer, 64, (63.5, 64.5), PE_LENGTH_MISSES, "|PE_t|^2")
+    return prediction_in_band(answer, 64, (63.5, 64.5), PE_LENGTH_MISSES, "|PE_t|^2")
 
 
 ROTATION_MISSES = [
@@ -124,11 +117,11 @@ ROTATION_MISSES = [
     reference=256,
     kind="prediction",
     explain="64 pairs, each a 2x2 block [[cos, -sin], [sin, cos]] with 4 nonzero entries: 256 of 16,384.",
-    wrong=_wrong(ROTATION_MISSES),
+    wrong=band_mistakes(ROTATION_MISSES),
 )
 def predict_rotation_nonzeros(answer):
     """The number of nonzero entries of M_5 at d_model = 128."""
-    return _banded(answer, 256, (256, 256), ROTATION_MISSES, "the count")
+    return prediction_in_band(answer, 256, (256, 256), ROTATION_MISSES, "the count")
 
 
 LONG_RANGE = 0.32  # max of f(k) / f(0) over 1000 <= k <= 10000 at d_model = 128 (the lesson asserts it)
@@ -165,11 +158,11 @@ LONG_RANGE_MISSES = [
     slowest is longer than the range), so f never returns near f(0); but the fast pairs keep swinging, and
     their chance alignments leave peaks of about a third of f(0).
     """,
-    wrong=_wrong(LONG_RANGE_MISSES),
+    wrong=band_mistakes(LONG_RANGE_MISSES),
 )
 def predict_long_range(answer):
     """The largest f(k) / f(0) over 1000 <= k <= 10000, d_model = 128."""
-    return _banded(answer, LONG_RANGE, (0.2, 0.45), LONG_RANGE_MISSES, "the largest f(k) / f(0)")
+    return prediction_in_band(answer, LONG_RANGE, (0.2, 0.45), LONG_RANGE_MISSES, "the largest f(k) / f(0)")
 
 
 SELF_SCORE_MISSES = [
@@ -192,11 +185,11 @@ SELF_SCORE_MISSES = [
     x . x = |x|^2 = sum of 64 squares, each with mean E[x_j^2] = Var(x_j) = 1: the mean is d_k = 64, not 0.
     The argument for Var(q . k) = d_k needs q and k independent, which fails when they are the same vector.
     """,
-    wrong=_wrong(SELF_SCORE_MISSES),
+    wrong=band_mistakes(SELF_SCORE_MISSES),
 )
 def predict_self_score_mean(answer):
     """The mean of x . x for x with 64 independent N(0, 1) entries."""
-    return _banded(answer, 64, (60, 68), SELF_SCORE_MISSES, "the mean of x . x")
+    return prediction_in_band(answer, 64, (60, 68), SELF_SCORE_MISSES, "the mean of x . x")
 
 
 OVERFLOW_MISSES = [
@@ -211,11 +204,11 @@ OVERFLOW_MISSES = [
     reference=4,
     kind="prediction",
     explain="Every exp(x_i + 1000) overflows to inf in float32, the sum is inf, and inf / inf = nan: all 4.",
-    wrong=_wrong(OVERFLOW_MISSES),
+    wrong=band_mistakes(OVERFLOW_MISSES),
 )
 def predict_overflow_nans(answer):
     """How many of the four weights exp(x) / sum(exp(x)) returns as nan for x = [1001, 1002, 1003, 1000.5]."""
-    return _banded(answer, 4, (4, 4), OVERFLOW_MISSES, "the number of nan weights")
+    return prediction_in_band(answer, 4, (4, 4), OVERFLOW_MISSES, "the number of nan weights")
 
 
 # --- 2. transfer: the signed offset from PE_t and PE_{t+k} ---------------------------------------
