@@ -359,7 +359,7 @@ check.predict_long_range(my_guess_long_range)
 # %% [markdown]
 # Within this range the slow pairs never line up with the fast ones again, so no far position looks
 # like a near one; at five other widths the long-range peak also stays below $0.6\,f(0)$ (printed above).
-# > **Going further:** how the first rise moves with $d_{model}$ is in [Going further](#going-further).
+# > **Going further** (at the end): how the first rise moves with $d_{model}$.
 
 # %% [markdown]
 # ## 4. Random high-dimensional vectors are nearly orthogonal
@@ -489,7 +489,7 @@ plt.show()
 
 # %% [markdown]
 # > **Going further:** the reading notes' "PE only takes small number of dimensions" is checked in
-# > [Going further](#going-further).
+# > *Going further* at the end.
 
 # %% [markdown]
 # ## 5. Why dot products, and why divide by $\sqrt{d_k}$
@@ -499,8 +499,9 @@ plt.show()
 # $\text{score}(q, k) = v^\top \tanh(W_1 q + W_2 k)$; **dot-product attention** takes $q \cdot k$. The two
 # are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
 # space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
-# code": all scores are one product $QK^\top$. The additive score has to build a hidden vector of size $d_a$
-# for every query–key pair. We count the tensors each one builds, at five sizes:
+# code": all scores are one product $QK^\top$. Vectorised, the additive score builds a hidden vector of size
+# $d_a$ for every query–key pair; a loop over pairs would save that memory but not the per-pair work (add,
+# $\tanh$, multiply), and none of it is a matrix product. We count the numbers each one builds, at five sizes:
 
 
 # %%
@@ -608,10 +609,10 @@ check.predict_self_score_mean(my_guess_self_score)
 # %% [markdown]
 # Each $x_j^2$ has mean 1 and, for Gaussian entries, variance $\mathbb{E}[x_j^4] - 1 = 2$. So a self-score
 # scaled by $\sqrt{d_k}$ is about $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks
-# almost only at the diagonal. The Transformer's $q = x W_q$ and $k = x W_k$ with different matrices move
-# the score away from $|x|^2$.
+# almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
 #
-# What the unscaled size does to attention: at $d_k = 512$ the scores have standard deviation $\sqrt{512}$.
+# What the unscaled size does to attention (the COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$):
+# at $d_k = 512$ the scores have standard deviation $\sqrt{512}$.
 # We draw 1000 queries, each against its own 10 keys, five seeds, and look at the gap between the largest
 # and the second-largest score, the largest weight, and the size of the softmax's Jacobian
 # $\mathrm{diag}(p) - p^\top p$ (near zero for one-hot $p$).
@@ -752,7 +753,7 @@ plt.show()
 # %% [markdown]
 # > **Going further:** the soft arg-max $\sum_i i\,\mathrm{softmax}(x/T)_i$ is differentiable for every
 # > $T > 0$, but its gradient vanishes as $T \to 0$, like the unscaled scores' of section 5; measured in
-# > [Going further](#going-further).
+# > *Going further* at the end.
 
 # %% [markdown]
 # ## Explore: the offset explorer

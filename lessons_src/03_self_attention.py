@@ -333,8 +333,8 @@ print("✓ identical CATs: identical rows and identical columns in all 20 embedd
 
 # %% [markdown]
 # > **Errata:** the YOUR CAT deck's "random" attention matrix, and its expectation that the diagonal is the
-# > largest, are checked in [Errata in the sources](#errata-in-the-sources). A causal mask (lesson 04) also
-# > tells the CATs apart: [Going further](#going-further).
+# > largest, are checked in *Errata in the sources* at the end. A causal mask (lesson 04) also
+# > tells the CATs apart: *Going further* at the end.
 
 # %% [markdown]
 # ## 4. Permutation equivariance (not invariance)
