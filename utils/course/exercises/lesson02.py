@@ -67,20 +67,14 @@ NEAR_90_MISTAKES = [  # (name, a typical answer, the range it explains, what the
     perpendicular means |cos| < sin(5 deg) = 0.087, about 2 standard deviations, and a bell curve holds
     about 95% of its mass within 2 standard deviations.
     """,
-    wrong=[mistake(name, answer, says) for name, answer, _, says in NEAR_90_MISTAKES],
+    wrong=band_mistakes(NEAR_90_MISTAKES),
 )
 def predict_near_perpendicular(answer):
     """The share (0 to 1) of random pairs in 512 dimensions within 5 degrees of perpendicular."""
     share = prediction_number(answer)
     if share > 1 or share < 0:
         return f"you wrote {share:g}: write a share between 0 and 1 (half is 0.5)"
-    lo, hi = NEAR_90_BAND
-    if lo <= share <= hi:
-        return None
-    for _, _, (a, b), says in NEAR_90_MISTAKES:
-        if a <= share <= b:
-            return f"you predicted {share:g}, the share is about {NEAR_90}: {says}"
-    return f"you predicted {share:g}, the share is about {NEAR_90}: work out how many standard deviations 5 degrees is"
+    return prediction_in_band(share, NEAR_90, NEAR_90_BAND, NEAR_90_MISTAKES, "the share")
 
 
 # --- predictions of the other sections: a number, accepted within a band, with named wrong answers ---
