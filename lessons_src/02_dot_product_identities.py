@@ -66,14 +66,14 @@ SEEDS = [0, 1, 2, 3, 4]  # every measurement on random vectors is repeated over 
 #   + \cos(\omega_i t)\cos(\omega_i (t+k))\big] = \sum_{i=0}^{d_{model}/2-1} \cos(\omega_i k).$$
 #
 # The position $t$ has cancelled. First the left-hand side, by brute force from the table, for every
-# $t$ and a few offsets $k$:
+# $t$ and a few offsets $k \ne 0$ ($k = 0$ is the prediction below):
 
 # %%
 d_model, max_len = 128, 200
 pe = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)  # (max_len, d_model)
 w = angular_frequencies(d_model)  # (d_model/2,) omega_i, float64
 
-for k in [0, 1, 7, 50]:
+for k in [1, 7, 50]:
     dots = [float(pe[t] @ pe[t + k]) for t in range(max_len - k)]  # one dot product per t
     formula = float(torch.cos(w * k).sum())  # sum_i cos(omega_i k)
     print(
@@ -340,12 +340,14 @@ slowest_128 = 2 * math.pi / float(w[-1])
 print(f"slowest wavelength at d_model = {d_model}: {slowest_128:,.0f} positions")
 print(f"largest f(k) / f(0) for 1000 <= k <= 10000: {peak:.3f}, at k = {1000 + int(ratio[1000:].argmax())}")
 assert abs(peak - check.predict_long_range.reference) < 0.005
-other_peaks = {}  # the same at other widths
-for d in [32, 64, 256, 512, 1024]:
+other_peaks, other_at = {}, {}  # the same at other widths
+for d in [8, 16, 32, 64, 256, 512, 1024]:
     f_d = torch.cos(far[1000:, None] * angular_frequencies(d)).sum(1) / (d / 2)  # (9001,)
-    other_peaks[d] = f_d.max().item()
-print("at d_model = 32, 64, 256, 512, 1024:", ", ".join(f"{v:.2f}" for v in other_peaks.values()))
-assert all(v < 0.6 for v in other_peaks.values())
+    other_peaks[d], other_at[d] = f_d.max().item(), 1000 + int(f_d.argmax())
+print("at d_model = 8, 16, 32, 64, 256, 512, 1024:", ", ".join(f"{v:.2f}" for v in other_peaks.values()))
+print(f"at d_model = 8 the peak is at k = {other_at[8]}, about 2000 pi = {2000 * math.pi:.0f}")
+assert all(v < 0.6 for d, v in other_peaks.items() if d >= 32)
+assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
 
 fig, ax = plt.subplots(figsize=(8, 2.6), layout="constrained")
 ax.plot(far.numpy(), ratio.numpy(), lw=0.4)
@@ -357,8 +359,10 @@ plt.show()
 check.predict_long_range(my_guess_long_range)
 
 # %% [markdown]
-# Within this range the slow pairs never line up with the fast ones again, so no far position looks
-# like a near one; at five other widths the long-range peak also stays below $0.6\,f(0)$ (printed above).
+# At $d_{model} = 128$ the slow pairs never line up with the fast ones again within this range, so no far
+# position looks like a near one; from $d_{model} = 32$ up the long-range peak stays below $0.6\,f(0)$.
+# Narrow encodings do come back: at $d_{model} = 8$ only four waves must line up, and near
+# $k = 2000\pi$ they do, to $0.99\,f(0)$ and more; at 16 to about $0.7\,f(0)$ (all printed above).
 # > **Going further** (at the end): how the first rise moves with $d_{model}$.
 
 # %% [markdown]
@@ -413,7 +417,7 @@ print(
 lo, hi = check.NEAR_90_BAND
 assert abs(bell - check.predict_near_perpendicular.reference) < 0.005 and 1.9 < sin_5 / std_512 < 2.0
 assert all(lo <= s <= hi for s in near_90[5]) and abs(spread(near_90[5])[1] - bell) < 0.01
-print(f"✓ in every seed the measured share lies in [{lo}, {hi}], the band the check below accepts, near the curve's")
+print("✓ in every seed the measured share is close to the normal curve's")
 
 # %%
 check.predict_near_perpendicular(my_prediction)
@@ -501,7 +505,9 @@ plt.show()
 # space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
 # code": all scores are one product $QK^\top$. Vectorised, the additive score builds a hidden vector of size
 # $d_a$ for every query–key pair; a loop over pairs would save that memory but not the per-pair work (add,
-# $\tanh$, multiply), and none of it is a matrix product. We count the numbers each one builds, at five sizes:
+# $\tanh$, multiply). Only the projections $QW_1$, $KW_2$ and the last product with $v$ are matrix products;
+# the $T_q T_k d_a$ additions and $\tanh$es between them are not. We check the vectorised scores against a
+# loop over pairs, then count the numbers each method builds, at five sizes:
 
 
 # %%
@@ -512,6 +518,11 @@ def additive_scores(Q, K, W_1, W_2, v):
 
 
 gen = torch.Generator().manual_seed(0)
+Q, K = torch.randn(4, 8, generator=gen), torch.randn(5, 8, generator=gen)  # (T_q, d_k), (T_k, d_k)
+W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen), torch.randn(6, generator=gen)
+looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
+assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
+print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
 for T, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
     Q, K = torch.randn(T, d_k, generator=gen), torch.randn(T, d_k, generator=gen)  # (T, d_k) each
     W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen) / math.sqrt(d_k)  # (d_k, d_a) each, d_a = d_k
@@ -601,7 +612,10 @@ for d_k in dks:
 assert all(abs(m - 1) < 0.02 for ms in self_mean.values() for m in ms)
 assert all(abs(v - 2) < 0.15 for vs in self_var.values() for v in vs)
 assert all(abs(m * 64 - check.predict_self_score_mean.reference) < 1 for m in self_mean[64])
-print(f"✓ for q = k = x: mean(x.x) = d_k, not 0, and Var(x.x) = 2 d_k, not d_k, for d_k in {dks}, in all 5 seeds")
+print(f"✓ for q = k = x with Gaussian entries: mean(x.x) = d_k, not 0, and Var(x.x) = 2 d_k, for d_k in {dks}, 5 seeds")
+signs = torch.sign(random_pairs(10000, 64, 0)[0])  # (10000, 64) entries +-1: mean 0, variance 1, E[x^4] = 1
+assert torch.all((signs * signs).sum(1) == 64)
+print("✓ with entries +-1 instead, x.x = d_k exactly: variance 0, so the fourth moment sets the variance")
 
 # %%
 check.predict_self_score_mean(my_guess_self_score)
@@ -611,6 +625,29 @@ check.predict_self_score_mean(my_guess_self_score)
 # scaled by $\sqrt{d_k}$ is about $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks
 # almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
 #
+# The break needs the query and the key to be the *same* vector. In the real model they come from
+# separate projections, $q = xW_q$ and $k = xW_k$; with random $W_q \ne W_k$ (entries of variance
+# $1/d_{model}$) the self-score is centred near 0 again, with variance near $d_k$. Measured at
+# $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
+
+# %% tags=["nbval-ignore-output"]
+untied_mean, untied_var = [], []  # self-score x W_q . x W_k, divided by sqrt(d_k) and d_k, one per seed
+for seed in SEEDS:
+    x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
+    W_q, W_k = (W / math.sqrt(512) for W in random_pairs(512, 64, 100 + seed))  # (d_model, d_k) each
+    untied = ((x_words @ W_q) * (x_words @ W_k)).sum(1)  # (4000,) each word's score with itself
+    untied_mean.append(untied.mean().item() / 8)
+    untied_var.append(untied.var().item() / 64)
+print(
+    f"separate W_q, W_k: mean self-score / sqrt(d_k) {min(untied_mean):.3f} .. {max(untied_mean):.3f}, "
+    f"Var / d_k {min(untied_var):.2f} .. {max(untied_var):.2f}  (range over seeds)"
+)
+
+# %% tags=["hide-input"]
+assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in untied_var)
+print("✓ with separate random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
+
+# %% [markdown]
 # What the unscaled size does to attention (the COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$):
 # at $d_k = 512$ the scores have standard deviation $\sqrt{512}$.
 # We draw 1000 queries, each against its own 10 keys, five seeds, and look at the gap between the largest
@@ -668,18 +705,18 @@ med_top, one_hot, max_top, jac = zip(*runs["unscaled q.k"])
 assert min(med_top) > 0.999 and min(one_hot) > 0.6 and max(jac) < 1e-3
 med_top, one_hot, max_top, jac = zip(*runs["q.k / sqrt(d_k)"])
 assert max(med_top) < 0.4 and max(max_top) < 0.99 and min(jac) > 0.1
-print(
-    f"✓ in each of {len(SEEDS)} seeds the two largest of {T} unscaled scores differ by a median of 8.5 to 10.5 "
-    "and a mean of 11 to 13; scaled, by a median of 0.35 to 0.5"
-)
+print(f"✓ in each of {len(SEEDS)} seeds the two largest of {T} unscaled scores are typically many units apart;")
+print("  scaled by 1/sqrt(d_k), less than one unit apart")
 print("✓ unscaled, in every seed most queries put over 0.99 on one key and the softmax's gradient nearly vanishes")
 print("✓ scaled, in every seed no query puts over 0.99 on one key and the gradient stays alive")
 
 # %% [markdown]
-# So unscaled, the top key typically leads by 8.5 to 10.5 units (printed above) and gets $e^{\text{gap}}$
+# So unscaled, the top key typically leads by about 9 to 10 units (the median gaps printed above) and gets $e^{\text{gap}}$
 # times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
-# fraction of a unit and the weights stay soft. The paper's Table 3 (rows B) adds that smaller keys are no
-# way out: reducing $d_k$ made the model worse.
+# fraction of a unit and the weights stay soft. Smaller keys are no way out: in Table 3 (rows B)
+# "reducing the attention key size $d_k$ hurts model quality", which, the paper adds (section 6.2), "suggests
+# that determining compatibility is not easy and that a more sophisticated compatibility function than dot
+# product may be beneficial".
 
 # %% [markdown]
 # ## 6. Softmax: shift invariance, temperature, soft arg-max
@@ -793,19 +830,21 @@ print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with
 # - $PE_{t+k} = PE_t M_k$ with $M_k$ block-diagonal $2\times2$ rotations by $\omega_i k$:
 #   orthogonal, $M_a M_b = M_{a+b}$ (`utils.positional.relative_rotation`).
 # - The dot product decays with $|k|$, not monotonically (first rise at $k = 11$ for $d_{model} = 128$),
-#   and between $k = 1000$ and $10\,000$ it never comes back above a third of $f(0)$.
+#   and at $d_{model} = 128$ it never comes back above a third of $f(0)$ between $k = 1000$ and $10\,000$
+#   (narrow encodings do: $d_{model} = 8$ returns to $0.99\,f(0)$).
 # - Random directions in $d$ dimensions have cosine similarity with mean 0 and standard deviation
 #   $1/\sqrt d$; that is why adding PE to word embeddings loses little when $d$ is large.
-# - Dot products beat additive attention in practice (one matrix product, no $d_a$-sized hidden vector per
-#   pair), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
+# - Dot products beat additive attention in speed and memory (one matrix product, no $d_a$-sized hidden
+#   vector per pair), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
 #   make softmax nearly one-hot with a vanishing gradient, which the $1/\sqrt{d_k}$ scale prevents. For
-#   $q = k = x$ the assumption fails: $x \cdot x$ has mean $d_k$ and variance $2 d_k$.
+#   $q = k = x$ the assumption fails: $x \cdot x$ has mean $d_k$ (and, for Gaussian entries, variance
+#   $2 d_k$); separate projections $W_q \ne W_k$ restore mean 0 and variance $d_k$.
 # - softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
 # ## Exercises
 #
-# Two exercises use the identities on questions the lesson did not ask, and one builds the stable
+# Three exercises use the lesson's ideas on questions it did not ask, and one builds the stable
 # softmax of section 6. Each cell below has a stub;
 # replace `raise NotImplementedError` with your code and run the cell. The checkers come from
 # `utils.course.exercises.lesson02`, imported as `check` in the first code cell. Stuck?
@@ -855,6 +894,21 @@ def stable_softmax(x, temperature=1.0):
 
 
 check.stable_softmax(stable_softmax)
+
+# %% [markdown]
+# **Exercise 4 (queries and keys of another size).** Footnote 4 assumed entries of variance 1. Suppose
+# instead that $q$ has independent entries with mean 0 and standard deviation `std_q`, and $k$ independent
+# entries with mean 0 and standard deviation `std_k`. Write `score_scale(d_k, std_q, std_k)`: the number
+# to divide $q \cdot k$ by so that the scores again have variance 1.
+
+
+# %%
+def score_scale(d_k, std_q, std_k):
+    """The divisor that gives q . k variance 1 when q's entries have std std_q and k's have std std_k."""
+    raise NotImplementedError  # your code here
+
+
+check.score_scale(score_scale)
 
 # %% [markdown]
 # ## Going further
@@ -973,10 +1027,8 @@ assert all(exact_norms[a] > exact_norms[b] > 0 for a, b in zip(small_T, small_T[
 assert all(0.9 < exact_norms[T_] / (math.sqrt(2) * math.exp(-gap / T_) / T_) < 1.1 for T_ in small_T)
 assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
 print("✓ autograd matches the formula for T from 1 down to 0.03")
-print(
-    "✓ for T in {0.1, 0.03, 0.01} the gradient's length falls, stays above 0, and is close to "
-    "sqrt(2) e^(-gap/T) / T; below 1e-18 at T = 0.01; exactly 0 in float32 at T = 0.003"
-)
+print("✓ as T falls from 0.1 to 0.01 the gradient shrinks like sqrt(2) e^(-gap/T) / T, yet stays above 0")
+print("✓ in float32 at T = 0.003 the gradient is exactly 0")
 assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
 print("✓ at T = 0.01, float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1)")
 x_req = x.clone().requires_grad_()  # (5,)

@@ -1,6 +1,7 @@
 """Exercises of lesson 02 (dot-product identities): a prediction per section (the squared length of PE_t,
 the nonzero entries of M_k, f(k) at long range, the share of nearly perpendicular pairs, the mean
-self-score, overflowing softmax), then recover a signed offset, choose a temperature, a stable softmax."""
+self-score, overflowing softmax), then recover a signed offset, choose a temperature, a stable softmax,
+the score scale for queries and keys of any spread."""
 
 import math
 import random
@@ -459,4 +460,80 @@ def stable_softmax(answer):
                 if compare_arrays(got, m.answer(x.clone(), temperature), atol=1e-6) is None:
                     return f"{miss}: {m.says}"
             return miss
+    return None
+
+
+# --- 5. transfer: the scale that gives scores variance 1 when q and k are not unit-variance ---------
+
+
+def _scale_solution(d_k, std_q, std_k):
+    # Var(q_j k_j) = E[q_j^2] E[k_j^2] = std_q^2 std_k^2, summed over d_k independent products
+    return std_q * std_k * math.sqrt(d_k)
+
+
+def _scale_keep_sqrt_dk(d_k, std_q, std_k):  # the paper's 1/sqrt(d_k), which assumes unit variances
+    return math.sqrt(d_k)
+
+
+def _scale_no_root(d_k, std_q, std_k):  # divides by the variance, not the standard deviation
+    return std_q**2 * std_k**2 * d_k
+
+
+def _scale_add_variances(d_k, std_q, std_k):  # adds the variances, as for q + k instead of q * k
+    return math.sqrt(d_k * (std_q**2 + std_k**2))
+
+
+SCALE_MISTAKES = [
+    mistake(
+        "keep the paper's sqrt(d_k)",
+        _scale_keep_sqrt_dk,
+        says="sqrt(d_k) assumes entries of variance 1; here each product q_j k_j has variance std_q^2 std_k^2",
+    ),
+    mistake(
+        "divide by the variance",
+        _scale_no_root,
+        says="you divided by Var(q . k); to get variance 1 divide by its square root, the standard deviation",
+    ),
+    mistake(
+        "add the variances",
+        _scale_add_variances,
+        says="variances add for a SUM q_j + k_j; for a product of independent q_j, k_j with mean 0 they multiply",
+    ),
+]
+SCALE_CASES = [(64, 1.0, 1.0), (64, 2.0, 1.0), (16, 0.5, 3.0), (512, 0.1, 0.1), (1, 4.0, 0.25)]
+
+
+def _same_scale(a, b):
+    return math.isclose(a, b, rel_tol=1e-6)
+
+
+@exercise(
+    hint="""
+    Redo footnote 4's argument with Var(q_j) = std_q^2 and Var(k_j) = std_k^2: what is the variance of one
+    product q_j k_j (mean 0, q_j and k_j independent), of the sum of d_k of them, and what do you divide by
+    to bring it to 1?
+    """,
+    reference=_scale_solution,
+    kind="transfer",
+    wrong=SCALE_MISTAKES,
+)
+def score_scale(answer):
+    """answer(d_k, std_q, std_k) -> the number to divide q . k by so that the scores have variance 1."""
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    drawn = [(rng.randint(2, 1024), rng.uniform(0.05, 5), rng.uniform(0.05, 5)) for _ in range(2)]
+    cases = SCALE_CASES + drawn
+    got_all = [float(answer(*case)) for case in cases]
+    if all(_same_scale(g, _scale_solution(*case)) for g, case in zip(got_all, cases)):
+        return None
+    m = matching_mistake(got_all, cases, SCALE_MISTAKES, _same_scale)
+    for case, got in zip(cases, got_all):
+        if not _same_scale(got, _scale_solution(*case)):
+            d_k, std_q, std_k = case
+            if not got > 0:
+                return f"for d_k = {d_k} you returned {got:g}: a scale must be positive"
+            where = (
+                f"for d_k = {d_k}, std_q = {std_q:.3g}, std_k = {std_k:.3g} you returned {got:.4g}; dividing by it "
+                f"leaves the scores a variance of {(_scale_solution(*case) / got) ** 2:.3g}, not 1"
+            )
+            return f"{where}: {m.says}" if m else where
     return None
