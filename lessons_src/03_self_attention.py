@@ -61,16 +61,17 @@ np.set_printoptions(precision=4, suppress=True)
 # ## 1. One query over a memory of key–value pairs
 #
 # The COMP7607 lecture slides ("Transformers", lecture 4) draw attention as a **query** $q$ looking at a
-# **memory** of key–value pairs $(k_1, v_1) \dots (k_4, v_4)$. Each key gets a score, the scores go
-# through a softmax, and the
-# weights (0.6, 0.1, 0.2, 0.1 in the slide) mix the values into one **context vector** $c$:
+# **memory** of key–value pairs $(k_1, v_1) \dots (k_4, v_4)$. Each key gets a score (the slide's is
+# $q \cdot k_i$; we divide it by $\sqrt{d_k}$, as the paper's equation 1 does, lesson 02), the scores go
+# through a softmax, and the weights (0.6, 0.1, 0.2, 0.1 in the slide) mix the values into one
+# **context vector** $c$:
 #
 # $$\text{score}_i = \frac{q \cdot k_i}{\sqrt{d_k}}, \qquad
 #   \alpha = \operatorname{softmax}(\text{score}), \qquad c = \sum_i \alpha_i v_i .$$
 #
 # We build a memory whose weights are exactly the slide's. Softmax only sees differences between scores
-# (lesson 02), so any scores equal to $\log \alpha$ plus a constant will do; we move each random key along $q$
-# until its score is $\log \alpha_i + 1$.
+# (lesson 02), so any scores equal to $\log \alpha$ plus a constant will do. Adding $c\,q$ to a key raises its
+# score by $c\,|q|^2/\sqrt{d_k}$, so we move each random key along $q$ until its score is $\log \alpha_i + 1$.
 
 # %%
 gen = torch.Generator().manual_seed(1)
@@ -116,7 +117,7 @@ assert torch.allclose(out[0], context_vec) and torch.allclose(weights[0], alpha_
 print("✓ vectorised == utils")
 
 # %% [markdown]
-# **Predict first.** Double the query, $q \to 2q$. What weight does key 1 get now (it had 0.6)?
+# **Predict first.** Double the query, $q \to 2q$. What weight does the first key, $k_1$, get now (it had 0.6)?
 
 # %%
 my_guess_doubled = None  # your answer: a number between 0 and 1
@@ -248,7 +249,8 @@ print("✓ self_attention == utils")
 #
 # **Predict first.** Lesson 02 showed that a word's score with itself, $|x|^2/\sqrt{512}$, is about
 # $\sqrt{512} \approx 22.6$, while two unrelated words score about $N(0, 1)$. What weight does the first CAT
-# (row 1) put on itself?
+# put on itself? (From here on, rows and columns count from 0, as in Python: YOUR is row 0, the CATs are
+# rows 1 and 5.)
 
 # %%
 my_guess_cat = None  # your answer: a number between 0 and 1
@@ -323,7 +325,7 @@ fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: n
 # %% [markdown]
 # No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
 # row the scores in columns 1 and 5 are equal. The same holds for *any* attention without position
-# information, also with projections ($x_1 W_q = x_5 W_q$), which section 5 uses. Over the 20 tables:
+# information (and without attention dropout, which zeroes weights at random in training), also with projections ($x_1 W_q = x_5 W_q$), which section 5 uses. Over the 20 tables:
 
 # %% tags=["hide-input"]
 for s in range(20):
@@ -352,7 +354,7 @@ print("✓ identical CATs: identical rows and identical columns in all 20 embedd
 # using $P^\top P = I$. The outputs are the same vectors, in the permuted order. We check it for 20 random
 # permutations of the sentence.
 
-# %%
+# %% tags=["hide-input"]
 gen = torch.Generator().manual_seed(0)
 for _ in range(20):
     perm = torch.randperm(seq, generator=gen)  # (seq,)
@@ -388,7 +390,7 @@ check.predict_reversed_rows(my_guess_reversed)
 # $\sum_t \text{Attention}(X)_t$: it is the same for every order of the words. The slide deck's worry ("The cat sat" and
 # "Sat cat the" look alike) is real: self-attention, then a sum, cannot tell them apart.
 
-# %%
+# %% tags=["hide-input"]
 pooled = Y.sum(dim=0)  # (d_model,)
 for _ in range(20):
     perm = torch.randperm(seq, generator=gen)  # (seq,)
@@ -435,39 +437,17 @@ fig = plot_attention(sentence, A_pe.numpy(), title="softmax((X+PE)(X+PE)ᵀ/√5
 #
 # "Self-Attention requires no parameters" (the YOUR CAT slide deck) is true of this bare form only. The
 # Transformer's attention projects the input first and the output last: $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$.
-# The paper (section 3.2.2) gives each of its $h = 8$ heads its own $W^Q_i, W^K_i \in \mathbb{R}^{d_{model}
-# \times d_k}$ and $W^V_i \in \mathbb{R}^{d_{model} \times d_v}$, with $d_k = d_v = d_{model}/h = 64$, and adds one
-# $W^O \in \mathbb{R}^{h d_v \times d_{model}}$: parameter matrices, no biases. Side by side over the heads, that is
-# four $d_{model} \times d_{model}$ matrices. We build ours with `torch.nn.Linear`, which adds a bias vector to each
-# by default, as `torch.nn.MultiheadAttention` does: that is where our count differs from the paper's.
-
-# %%
-h = 8
-d_head = d_model // h  # the paper's d_k = d_v = 64
-paper_shapes = [(d_model, d_head)] * (3 * h) + [(h * d_head, d_model)]  # W^Q_i, W^K_i, W^V_i per head; W^O
-n_paper = sum(rows * cols for rows, cols in paper_shapes)
-torch.manual_seed(0)
-W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
-n_params = sum(p.numel() for W in (W_q, W_k, W_v, W_o) for p in W.parameters())
-n_biases = sum(W.bias.numel() for W in (W_q, W_k, W_v, W_o))
-n_torch = {
-    bias: sum(p.numel() for p in torch.nn.MultiheadAttention(d_model, h, bias=bias).parameters())
-    for bias in (True, False)
-}
-print(f"the paper's attention layer at d_model={d_model}, h={h}: {n_paper:,} parameters, 4 x {d_model}^2")
-print(f"ours, four nn.Linear with their default biases: {n_params:,}, of which {n_biases:,} biases")
-assert n_paper == 4 * d_model**2 and n_params - n_biases == n_paper
-assert n_torch[True] == n_params and n_torch[False] == n_paper
-print("✓ nn.MultiheadAttention has the same count with its default biases, and the paper's with bias=False")
-
-# %% [markdown]
-# They act on each position separately, $(PX)W + b = P(XW + b)$, biases or not, so the derivation above goes
-# through unchanged: the layer is still permutation equivariant. Without attention dropout (which zeroes
-# random weights in training; this lesson uses none), the symmetry breaks only when something tells the
-# positions apart: PE, a position bias, or a causal mask (Going further).
+# We build ours with `torch.nn.Linear`: four $d_{model} \times d_{model}$ layers, each with a bias. They act on
+# each position separately, $(PX)W + b = P(XW + b)$, so the derivation above goes through unchanged: the layer
+# is still permutation equivariant. Without attention dropout (which zeroes random weights in training; this
+# lesson uses none), the symmetry breaks only when something tells the positions apart: PE, a position bias,
+# or a causal mask (Going further).
+#
+# > **Going further:** how the paper's per-head matrices add up to $4 d_{model}^2$ parameters, and where
+# > `nn.Linear`'s biases change the count, is checked in *Going further* at the end.
 
 
-# %%
+# %% tags=["hide-input"]
 @torch.no_grad()
 def projected_attention(X):
     """Attention(X W_q, X W_k, X W_v) W_o: self-attention with the Transformer's learned projections."""
@@ -490,7 +470,8 @@ print("✓ with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with 
 # ## 5. Why the Transformer projects queries and keys
 #
 # Without projections the query and the key of a word are the same vector, so its score with itself is a
-# squared length: bare self-attention mostly looks at the word itself, and the layer has nothing to learn. The
+# squared length: with random high-dimensional embeddings, bare self-attention mostly looks at the word itself
+# (section 3), and the layer has nothing to learn. The
 # Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
 # $d_{model} \times d_k$ matrices. Take $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first
 # *random* matrices, entries $N(0, 1/d_{model})$, so that $x W$ has unit-variance entries like $x$:
@@ -575,7 +556,7 @@ assert min(lovely_trained.values()) > 0.95
 assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "the loss fell"
 assert all(losses[0] < math.log(6) for _, _, losses in trained.values()), "it started below a blind guess"
 print("✓ in all 8 seeds the first loss is below ln 6 (a blind guess among six nouns)")
-print("✓ trained W_q, W_k: LOVELY puts > 0.95 of its weight on CAT, in 8 of 8 training seeds")
+print("✓ trained W_q, W_k: LOVELY puts nearly all its weight on the CATs, in 8 of 8 training seeds")
 
 # %% [markdown]
 # Here is the map of the first seed. Read LOVELY's row: half its weight on each CAT. Training did not
@@ -625,9 +606,8 @@ for s in range(5):
     assert (A_hot.max(dim=-1).values < A_default.max(dim=-1).values).all()
     A_pos = attention_map(explorer_words, positional=True, seed=s)[0]  # (seq, seq)
     assert (A_pos[1] - A_pos[5]).abs().max() > 0.01
-print(
-    "unscaled: rows above 0.98 on one word, except the CATs' rows (at most 0.5 on each CAT); temperature 10: every row flatter;"
-)
+print("✓ unscaled: every row but the CATs' puts nearly all its weight on one word; the CATs' at most half on each")
+print("✓ temperature 10: every row flatter than at temperature 1")
 print("✓ with PE: the two CATs' rows differ; in all 5 embedding seeds")
 
 # %% [markdown]
@@ -665,8 +645,8 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # Each cell below has a stub: replace `raise NotImplementedError` with your code and run the cell; the
 # checker prints PASS or what is wrong. A cell uses only its own arguments, so you can solve it on its
 # own. Stuck? `check.attention_weights.hint()` gives a hint and `check.attention_weights.solution()`
-# shows one solution (likewise for the others). Exercises 2 and 3 take the lesson's ideas to cases it did
-# not show.
+# shows one solution (likewise for the others). Exercises 2, 3 and 4 take the lesson's ideas to cases it
+# did not show.
 
 # %%
 from utils.course.exercises import lesson03 as check
@@ -687,7 +667,8 @@ check.attention_weights(attention_weights)
 # **2. The diagonal loses.** The errata below show one row whose diagonal is not the largest weight. Go
 # further: return embeddings `X` of shape `(seq, d_model)` for which the diagonal of
 # $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})$ is the row maximum in **only one** row, for any
-# `seq` and `d_model` the checker tries (from `(2, 2)` to `(6, 512)`). Why can it never be zero rows?
+# `seq` and `d_model` the checker tries (`seq` from 2 to 9, `d_model` from 1 to 512). Why can it never be zero
+# rows?
 
 
 # %%
@@ -714,8 +695,53 @@ def pooled_classifier(X, W_c):
 check.pooled_classifier(pooled_classifier)
 
 # %% [markdown]
+# **4. A position bias that breaks the cycle.** The errata show that with $Q = K$ every three-word cycle
+# balances, $A_{ij}A_{jk}A_{ki} = A_{ji}A_{kj}A_{ik}$, and that a position bias on the scores can change that.
+# Return a bias `B` of shape `(seq, seq)` that depends only on the offset, `B[i, j] = b(i - j)`, such that
+# $\operatorname{softmax}(XX^\top/\sqrt{d_{model}} + B)$ has a three-word cycle that does not balance, for any
+# embeddings `X` the checker draws. Which biases can never do it?
+
+
+# %%
+def cycle_breaking_bias(seq):
+    raise NotImplementedError
+
+
+check.cycle_breaking_bias(cycle_breaking_bias)
+
+# %% [markdown]
 # ## Going further
 #
+# ### How many parameters has the attention layer?
+#
+# *Why read it:* the paper's per-head matrices and PyTorch's layers count their parameters differently.
+#
+# The paper (section 3.2.2) gives each of its $h = 8$ heads its own $W^Q_i, W^K_i \in \mathbb{R}^{d_{model}
+# \times d_k}$ and $W^V_i \in \mathbb{R}^{d_{model} \times d_v}$, with $d_k = d_v = d_{model}/h = 64$, and adds one
+# $W^O \in \mathbb{R}^{h d_v \times d_{model}}$: parameter matrices, no biases. Side by side over the heads, that is
+# four $d_{model} \times d_{model}$ matrices. We build ours with `torch.nn.Linear`, which adds a bias vector to each
+# by default, as `torch.nn.MultiheadAttention` does: that is where our count differs from the paper's.
+
+# %%
+h = 8
+d_head = d_model // h  # the paper's d_k = d_v = 64
+paper_shapes = [(d_model, d_head)] * (3 * h) + [(h * d_head, d_model)]  # W^Q_i, W^K_i, W^V_i per head; W^O
+n_paper = sum(rows * cols for rows, cols in paper_shapes)
+torch.manual_seed(0)
+W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+n_params = sum(p.numel() for W in (W_q, W_k, W_v, W_o) for p in W.parameters())
+n_biases = sum(W.bias.numel() for W in (W_q, W_k, W_v, W_o))
+n_torch = {
+    bias: sum(p.numel() for p in torch.nn.MultiheadAttention(d_model, h, bias=bias).parameters())
+    for bias in (True, False)
+}
+print(f"the paper's attention layer at d_model={d_model}, h={h}: {n_paper:,} parameters, 4 x {d_model}^2")
+print(f"ours, four nn.Linear with their default biases: {n_params:,}, of which {n_biases:,} biases")
+assert n_paper == 4 * d_model**2 and n_params - n_biases == n_paper
+assert n_torch[True] == n_params and n_torch[False] == n_paper
+print("✓ nn.MultiheadAttention has the same count with its default biases, and the paper's with bias=False")
+
+# %% [markdown]
 # ### A causal mask carries position
 #
 # *Why read it:* it shows that "without position information" rules out more than PE, before lesson 04.
@@ -773,7 +799,8 @@ print("✓ causal mask: not equivariant in any of 20 tables at d_model=16; at d_
 # checked: every attention matrix has properties 1 and 2 below (each row is a softmax; a row a mask blocks
 # entirely is lesson 04's business; attention dropout, which in training zeroes random weights and rescales
 # the rest, breaks property 2, as checked below), and every self-attention matrix of this sentence *without*
-# position information (no positional encoding, position bias or causal mask) also has 3 and 4:
+# position information (no positional encoding, position bias or causal mask) and without attention dropout
+# also has 3 and 4:
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
 # 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
@@ -863,7 +890,10 @@ print("✓ with a linear bias -0.5(i - j), the two CATs' rows stay equal, their 
 # $$A_{ij}\,A_{jk}\,A_{ki} = A_{ji}\,A_{kj}\,A_{ik}.$$
 #
 # The deck's IS, A, LOVELY break this by far more than its three-decimal rounding can explain. A matrix
-# like the deck's needs different queries and keys, such as section 5's projections $W_q \ne W_k$.
+# like the deck's needs scores that are both asymmetric and position-aware: $W_q \ne W_k$ *together with* PE,
+# or a position bias $b(i - j)$ whose odd part $b(d) - b(-d)$ is not linear in $d$. Either one alone is not
+# enough: $W_q \ne W_k$ without PE still gives the CATs identical rows and columns (section 5), and PE with
+# $Q = K$ keeps every cycle balanced.
 
 
 # %%
@@ -893,6 +923,31 @@ A_proj = projected_weights(X.double(), *random_projections(d_model, 64, seed=0))
 worst_proj = max(abs(cycle_log_ratio(A_proj, *t)) for t in triples)
 assert worst_pe < 1e-9 and worst_proj > 10 * rounding
 print("✓ with Q = K = X + PE, every three-word cycle balances in all 20 tables; with W_q != W_k it need not")
+
+# %% tags=["hide-input"]
+cause = {}  # in how many of 5 seeds W_q != W_k breaks the CAT rows, columns and a cycle
+for name, X_in in [("no PE", X.double()), ("with PE", X.double() + PE_3)]:
+    hits = []
+    for s in range(5):
+        A_s = projected_weights(X_in, *random_projections(d_model, 64, seed=s))  # (seq, seq)
+        props = attention_properties(A_s, sentence, atol=1e-6)
+        cats_differ = (
+            not props["identical tokens get identical rows"] and not props["identical tokens get identical columns"]
+        )
+        hits.append(cats_differ and max(abs(cycle_log_ratio(A_s, *t)) for t in triples) > 10 * rounding)
+    cause[name] = sum(hits)
+offset = (positions[:, None] - positions[None, :]).double()  # (seq, seq) i - j
+scores_64 = X.double() @ X.double().T / math.sqrt(d_model)  # (seq, seq) Q = K = X
+A_odd = torch.softmax(scores_64 + torch.where(offset > 0, -0.5 * offset**2, 0.0), dim=-1)  # bias on earlier keys
+A_sym = torch.softmax(scores_64 - 0.5 * offset.abs(), dim=-1)  # (seq, seq) the symmetric -0.5|i - j|
+odd = attention_properties(A_odd, sentence, atol=1e-6)
+worst_odd = max(abs(cycle_log_ratio(A_odd, *t)) for t in triples)
+worst_sym = max(abs(cycle_log_ratio(A_sym, *t)) for t in triples)
+assert cause == {"no PE": 0, "with PE": 5}
+assert not odd["identical tokens get identical rows"] and worst_odd > 10 * rounding and worst_sym < 1e-9
+print("✓ W_q != W_k with PE breaks the CAT rows, columns and a cycle in 5 of 5 seeds; without PE in none")
+print("✓ Q = K = X with a bias -0.5(i - j)^2 on earlier keys breaks them too")
+print("✓ the symmetric bias -0.5|i - j| keeps every cycle balanced")
 
 # %% [markdown]
 # ### Is the diagonal always the largest?

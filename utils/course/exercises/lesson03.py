@@ -1,7 +1,7 @@
 """Exercises of lesson 03 (self-attention): predict what the slide deck's matrix breaks, one query's
 weights, inputs whose diagonal is not the row maximum, a permutation-invariant classifier head; then a
 prediction per numbered section (a doubled query, a cold look-up, a CAT's weight on itself, a reversed
-sentence, random projections' diagonal)."""
+sentence, random projections' diagonal); last a position bias that unbalances a three-word cycle."""
 
 import math
 
@@ -319,8 +319,8 @@ DOUBLED_MISSES = [
     wrong=band_mistakes(DOUBLED_MISSES),
 )
 def predict_doubled_query(answer):
-    """The weight of key 1 when the query of section 1 is doubled (the weights were 0.6, 0.1, 0.2, 0.1)."""
-    return prediction_in_band(answer, 0.857, (0.84, 0.87), DOUBLED_MISSES, "key 1's weight")
+    """The weight of the first key, k_1, when the query of section 1 is doubled (the weights were 0.6, 0.1, 0.2, 0.1)."""
+    return prediction_in_band(answer, 0.857, (0.84, 0.87), DOUBLED_MISSES, "k_1's weight")
 
 
 COLD_MISSES = [
@@ -414,3 +414,95 @@ DIAGONAL_MISSES = [
 def predict_random_diagonal(answer):
     """In how many of 120 rows (20 random draws of W_q, W_k, 6 rows) is the diagonal the row maximum."""
     return prediction_in_band(answer, RANDOM_DIAGONAL, (12, 36), DIAGONAL_MISSES, "the count")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: a relative position bias that unbalances a three-word cycle.
+
+
+def _cycle_log_ratios(log_A):
+    """Every |log(A_ij A_jk A_ki / (A_ji A_kj A_ik))| over three distinct positions, from log-weights."""
+    seq = log_A.shape[0]
+    return [
+        abs(float(log_A[i, j] + log_A[j, k] + log_A[k, i] - log_A[j, i] - log_A[k, j] - log_A[i, k]))
+        for i in range(seq)
+        for j in range(seq)
+        for k in range(seq)
+        if len({i, j, k}) == 3
+    ]
+
+
+def _cycle_breaking_bias(seq):
+    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]  # (seq, seq) i - j
+    return torch.where(d > 0, -0.5 * d.double() ** 2, torch.zeros((), dtype=torch.float64))  # earlier keys only
+
+
+def _distance_bias(seq):  # -|i - j|: symmetric, so the scores stay symmetric
+    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]
+    return -0.5 * d.abs().double()
+
+
+def _linear_bias(seq):  # -(i - j): asymmetric, but its odd part is linear in i - j
+    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]
+    return -0.5 * d.double()
+
+
+def _per_key_bias(seq):  # a bias that grows with the key's position j, the same in every row
+    return torch.arange(seq, dtype=torch.float64)[None, :].expand(seq, seq).clone()
+
+
+CYCLE_MISTAKES = [
+    mistake(
+        "penalise distance, -|i - j|",
+        _distance_bias,
+        says="your bias is symmetric (b(d) = b(-d)), so the scores stay symmetric and every cycle balances",
+    ),
+    mistake(
+        "use a linear bias, -(i - j)",
+        _linear_bias,
+        says="the odd part of your bias is linear in i - j, and a(i-j) + a(j-k) + a(k-i) = 0 for a linear a",
+    ),
+    mistake(
+        "favour later keys",
+        _per_key_bias,
+        says="your bias depends on more than i - j",
+    ),
+]
+
+
+@exercise(
+    hint="""
+    With S = XXᵀ/√d symmetric and A = softmax(S + B), log A_ij - log A_ji = B_ij - B_ji + (a term for row i)
+    - (one for row j), and the row terms cancel around a cycle. So only the odd part a(d) = b(d) - b(-d) of
+    your bias matters, and a(i-j) + a(j-k) + a(k-i) must not vanish: try a bias on earlier keys that grows
+    faster than linearly with the distance.
+    """,
+    reference=_cycle_breaking_bias,
+    kind="transfer",
+    wrong=CYCLE_MISTAKES,
+)
+def cycle_breaking_bias(answer):
+    """answer(seq) -> B (seq, seq) with B[i, j] = b(i - j), such that softmax(XXᵀ/√d + B) has an unbalanced
+    three-word cycle for any embeddings X."""
+    gen = torch.Generator().manual_seed(fresh_seed())  # embeddings drawn anew on every check
+    for seq in [3, 6, int(torch.randint(4, 10, (), generator=gen))]:
+        B = torch.as_tensor(answer(seq)).to(torch.float64)
+        where = f"for seq = {seq}"
+        if B.shape != (seq, seq):
+            return f"{where}: your bias has shape {tuple(B.shape)}, expected {(seq, seq)}"
+        if not torch.isfinite(B).all():
+            return f"{where}: your bias has entries that are not finite numbers; use a large negative number instead"
+        if not torch.allclose(B[1:, 1:], B[:-1, :-1], atol=1e-9, rtol=0):
+            return f"{where}: {CYCLE_MISTAKES[2].says}: B[i + 1, j + 1] must equal B[i, j]"
+        d_model = int(torch.randint(2, 65, (), generator=gen))
+        X = torch.randn(seq, d_model, generator=gen, dtype=torch.float64)  # (seq, d_model)
+        log_A = torch.log_softmax(X @ X.T / math.sqrt(d_model) + B, dim=-1)  # (seq, seq)
+        if max(_cycle_log_ratios(log_A)) > 0.01:
+            continue
+        if torch.allclose(B, B.T, atol=1e-9):
+            return f"{where}: {CYCLE_MISTAKES[0].says}"
+        odd = B - B.T  # (seq, seq) a(i - j)
+        if torch.allclose(odd, odd[1, 0] * (torch.arange(seq)[:, None] - torch.arange(seq)[None, :]), atol=1e-9):
+            return f"{where}: {CYCLE_MISTAKES[1].says}"
+        return f"{where}: every three-word cycle still balances; the odd part of your bias must not be linear"
+    return None
