@@ -523,16 +523,16 @@ W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen)
 looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
 assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
 print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
-for T, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
-    Q, K = torch.randn(T, d_k, generator=gen), torch.randn(T, d_k, generator=gen)  # (T, d_k) each
+for n, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
+    Q, K = torch.randn(n, d_k, generator=gen), torch.randn(n, d_k, generator=gen)  # (n, d_k) each
     W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen) / math.sqrt(d_k)  # (d_k, d_a) each, d_a = d_k
     v = torch.randn(d_k, generator=gen)  # (d_a,)
-    scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (T, T), (T, T, d_a)
-    scores_dot = Q @ K.T  # (T, T)
+    scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
+    scores_dot = Q @ K.T  # (n, n)
     assert hidden.numel() == d_k * scores_dot.numel() and scores_add.shape == scores_dot.shape
     assert scores_add.abs().max() <= v.abs().sum()  # each tanh is in (-1, 1): |score| <= sum_j |v_j|
     print(
-        f"T={T:3d}, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, additive {hidden.numel():10,}"
+        f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, additive {hidden.numel():10,}"
     )
 print("✓ additive attention builds d_a numbers per query-key pair, dot-product attention one")
 
@@ -555,8 +555,8 @@ dks = [16, 64, 256, 512]
 var_ratio = {d_k: [] for d_k in dks}  # Var(q.k) / d_k, one value per seed
 for d_k in dks:
     for seed in SEEDS:
-        q, k = random_pairs(10000, d_k, seed)  # (10000, d_k) each
-        var_ratio[d_k].append((q * k).sum(1).var().item() / d_k)  # variance of 10000 dot products, over d_k
+        q, key = random_pairs(10000, d_k, seed)  # (10000, d_k) each
+        var_ratio[d_k].append((q * key).sum(1).var().item() / d_k)  # variance of 10000 dot products, over d_k
     lo, med, hi = spread(var_ratio[d_k])
     print(f"d_k={d_k:4d}: Var(q.k) / d_k: median {med:.3f}, range {lo:.3f} .. {hi:.3f} over {len(SEEDS)} seeds")
 
@@ -662,14 +662,14 @@ def jacobian_norm(p):
 
 
 # %% tags=["nbval-ignore-output"]
-d_k, T, n_q = 512, 10, 1000
+d_k, n_keys, n_q = 512, 10, 1000
 gaps, runs = [], {"unscaled q.k": [], "q.k / sqrt(d_k)": []}
 for seed in SEEDS:
-    scores = random_scores(n_q, T, d_k, seed)  # (n_q, T) unscaled q.k
+    scores = random_scores(n_q, n_keys, d_k, seed)  # (n_q, n_keys) unscaled q.k
     top2 = scores.topk(2, dim=-1).values  # (n_q, 2) the two largest scores per query
     gaps.append(top2[:, 0] - top2[:, 1])  # (n_q,)
     for name, s in [("unscaled q.k", scores), ("q.k / sqrt(d_k)", scores / math.sqrt(d_k))]:
-        p = torch.softmax(s, dim=-1)  # (n_q, T)
+        p = torch.softmax(s, dim=-1)  # (n_q, n_keys)
         top = p.max(dim=-1).values  # (n_q,) largest weight per query
         runs[name].append(
             (
@@ -705,7 +705,7 @@ med_top, one_hot, max_top, jac = zip(*runs["unscaled q.k"])
 assert min(med_top) > 0.999 and min(one_hot) > 0.6 and max(jac) < 1e-3
 med_top, one_hot, max_top, jac = zip(*runs["q.k / sqrt(d_k)"])
 assert max(med_top) < 0.4 and max(max_top) < 0.99 and min(jac) > 0.1
-print(f"✓ in each of {len(SEEDS)} seeds the two largest of {T} unscaled scores are typically many units apart;")
+print(f"✓ in each of {len(SEEDS)} seeds the two largest of {n_keys} unscaled scores are typically many units apart;")
 print("  scaled by 1/sqrt(d_k), less than one unit apart")
 print("✓ unscaled, in every seed most queries put over 0.99 on one key and the softmax's gradient nearly vanishes")
 print("✓ scaled, in every seed no query puts over 0.99 on one key and the gradient stays alive")
