@@ -1,22 +1,18 @@
 # %% [markdown]
 # # 02 · Dot-product identities
 #
-# Attention compares vectors with dot products. This lesson collects the identities that explain
-# what a dot product "sees" in sinusoidal positional encodings, and why the Transformer scales
-# and softmaxes its scores the way it does. Each identity is derived in a markdown cell and then
-# checked numerically with an `assert`.
+# Attention compares vectors with dot products. This lesson derives what a dot product "sees" in
+# sinusoidal positional encodings, and why the Transformer scores with scaled dot products and a softmax.
 #
 # **Goals.** By the end you can
-# - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ does not depend on $t$ (the Gram
-#   matrix is Toeplitz) and depends on $|k|$ only: distance-aware, not direction-aware;
-# - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$ and check that it
-#   is a rotation;
-# - find where the dot product's decay with distance is *not* monotone;
-# - measure the near-orthogonality of random high-dimensional vectors, and see why PE is added to
-#   word embeddings rather than concatenated (and for which sentence lengths that argument holds);
-# - measure $\mathrm{Var}(q \cdot k) = d_k$ and see why scores are divided by $\sqrt{d_k}$;
-# - use softmax's shift invariance, its temperature, and its limit, the arg-max — and see the soft
-#   arg-max's gradient vanish as it approaches the arg-max.
+# - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only: distance-aware,
+#   not direction-aware;
+# - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$, a rotation;
+# - say how the dot product decays with distance, near and far;
+# - measure the near-orthogonality of random high-dimensional vectors, and why PE is added, not concatenated;
+# - explain the paper's choice of dot-product over additive attention, the $1/\sqrt{d_k}$ scale, and where
+#   its argument's assumption fails;
+# - use softmax's shift invariance, its temperature, and its limit, the arg-max.
 #
 # Every statement about random vectors is measured over five seeds, and the spread is printed.
 #
@@ -60,7 +56,7 @@ torch.set_printoptions(precision=4, sci_mode=False)
 SEEDS = [0, 1, 2, 3, 4]  # every measurement on random vectors is repeated over these five seeds
 
 # %% [markdown]
-# ## 1. $PE_t \cdot PE_{t+k}$ depends on the offset $k$ only
+# ## 1. $PE_t \cdot PE_{t+k}$ depends on the distance $|k|$ only
 #
 # With $\omega_i = 1/10000^{2i/d_{model}}$, column $2i$ of $PE_t$ is $\sin(\omega_i t)$ and column
 # $2i+1$ is $\cos(\omega_i t)$. Pair the columns up and use
@@ -70,14 +66,14 @@ SEEDS = [0, 1, 2, 3, 4]  # every measurement on random vectors is repeated over 
 #   + \cos(\omega_i t)\cos(\omega_i (t+k))\big] = \sum_{i=0}^{d_{model}/2-1} \cos(\omega_i k).$$
 #
 # The position $t$ has cancelled. First the left-hand side, by brute force from the table, for every
-# $t$ and a few offsets $k$:
+# $t$ and a few offsets $k \ne 0$ ($k = 0$ is the prediction below):
 
 # %%
 d_model, max_len = 128, 200
 pe = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)  # (max_len, d_model)
 w = angular_frequencies(d_model)  # (d_model/2,) omega_i, float64
 
-for k in [0, 1, 7, 50]:
+for k in [1, 7, 50]:
     dots = [float(pe[t] @ pe[t + k]) for t in range(max_len - k)]  # one dot product per t
     formula = float(torch.cos(w * k).sum())  # sum_i cos(omega_i k)
     print(
@@ -88,13 +84,21 @@ for k in [0, 1, 7, 50]:
     assert gap < 1e-10, f"k={k}: a dot product differs from the formula by {gap:.3g}"
 
 # %% [markdown]
-# At $k = 0$ every pair contributes $\sin^2 + \cos^2 = 1$, so $|PE_t|^2 = d_{model}/2$ for every
-# position: all encodings have the same length, $\sqrt{d_{model}/2}$.
+# **Predict first.** At $k = 0$ the formula gives $|PE_t|^2$. What is $|PE_t|^2$ at $d_{model} = 128$?
 
 # %%
-norms = pe.norm(dim=1)  # (max_len,)
-assert torch.allclose(norms, torch.full_like(norms, math.sqrt(d_model / 2)), atol=1e-12)
-print(f"|PE_t| = {norms[0]:.4f} = sqrt({d_model}/2) for all {max_len} positions")
+my_guess_length = None  # your answer: a number
+
+# %%
+squared = pe.pow(2).sum(dim=1)  # (max_len,) |PE_t|^2
+assert torch.allclose(squared, torch.full_like(squared, check.predict_pe_length_squared.reference), atol=1e-10)
+print(f"|PE_t|^2 = {squared[0]:.4f} = d_model / 2 for all {max_len} positions")
+
+# %%
+check.predict_pe_length_squared(my_guess_length)
+
+# %% [markdown]
+# Every pair contributes $\sin^2 + \cos^2 = 1$: all encodings have the same length, $\sqrt{d_{model}/2}$.
 
 # %% [markdown]
 # ### The Gram matrix is Toeplitz
@@ -119,9 +123,7 @@ for d in [2, 16, 64, 512]:
         gap = (torch.arange(n)[None, :] - torch.arange(n)[:, None]).abs()  # (n, n) |t - s|
         closed = f_d[gap]  # (n, n) sum_i cos(w_i (t - s))
         assert is_toeplitz(G) and torch.allclose(G, closed, atol=1e-9)
-print(
-    "PASS: PE PE^T is Toeplitz and equals sum_i cos(w_i (t - s)) for d_model in {2, 16, 64, 512}, lengths {5, 50, 200}"
-)
+print("✓ PE PE^T is Toeplitz and equals sum_i cos(w_i (t - s)) for d_model in {2, 16, 64, 512}, lengths {5, 50, 200}")
 
 # %% [markdown]
 # The check can fail: a table whose rows are *not* a function of position differences, such as
@@ -150,7 +152,7 @@ fig.colorbar(im, ax=ax, shrink=0.8)
 plt.show()
 
 # %% [markdown]
-# ## 2. Distance-aware, not direction-aware
+# ### Distance-aware, not direction-aware
 #
 # Cosine is even, so $\sum_i \cos(\omega_i k) = \sum_i \cos(-\omega_i k)$: the word $k$ places
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
@@ -197,7 +199,7 @@ print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f
 print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
 
 # %% [markdown]
-# ## 3. $PE_{t+k} = PE_t\, M_k$: the fixed linear transformation is a rotation
+# ## 2. $PE_{t+k} = PE_t\, M_k$: the fixed linear transformation is a rotation
 #
 # The reading notes quote the paper (section 3.5): "for any fixed offset $k$, $PE_{pos+k}$ can be
 # represented as a linear function of $PE_{pos}$". The angle-addition formulas give that function.
@@ -210,7 +212,15 @@ print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {floa
 #
 # So $PE_{t+k} = PE_t\, M_k$ with $M_k$ block-diagonal, a $2\times 2$ rotation by $\omega_i k$ in
 # block $i$. It does not depend on $t$: the same matrix moves *every* position $k$ steps on; in code,
-# `pe[t] @ M_k == pe[t + k]`. First naively, block by block:
+# `pe[t] @ M_k == pe[t + k]`.
+#
+# **Predict first.** How many entries of $M_5$ are nonzero at $d_{model} = 128$ (of $128^2 = 16{,}384$)?
+
+# %%
+my_guess_nonzeros = None  # your answer: a number
+
+# %% [markdown]
+# First naively, block by block:
 
 
 # %%
@@ -229,8 +239,14 @@ def rotation_naive(k, d_model, base=10000.0):
 k = 5
 M = rotation_naive(k, d_model)  # (d_model, d_model)
 assert torch.allclose(M, relative_rotation(k, d_model, dtype=torch.float64), atol=1e-15)
-print("PASS: the naive M_k equals utils.positional.relative_rotation")
+print("✓ the naive M_k equals utils.positional.relative_rotation")
 print(M[:4, :4])
+nonzeros = int((M != 0).sum())
+assert nonzeros == check.predict_rotation_nonzeros.reference
+print(f"nonzero entries of M_{k}: {nonzeros} of {M.numel()}")
+
+# %%
+check.predict_rotation_nonzeros(my_guess_nonzeros)
 
 # %% [markdown]
 # It maps every row of the table to the row $k$ steps later, for positive and negative $k$:
@@ -243,7 +259,7 @@ for k in offsets:
     dst = pe[max(0, k) : max_len - max(0, -k)]  # (max_len - |k|, d_model) rows t + k
     gap = (src @ M - dst).abs().max().item()
     assert gap < 1e-12, f"k={k}: PE_t M_k differs from PE_t+k by {gap:.3g}"
-print(f"PASS: PE_t M_k == PE_t+k for every row t of the table and k in {offsets} (max |diff| < 1e-12)")
+print(f"✓ PE_t M_k = PE_t+k for every row t of the table and k in {offsets}")
 
 # %% [markdown]
 # A rotation is **orthogonal** ($M_k M_k^\top = I$: it keeps lengths and dot products, which is
@@ -261,7 +277,7 @@ for a, b in [(1, 2), (5, 37), (-4, 9), (100, -100)]:
     assert torch.allclose(Mk(a) @ Mk(a).T, eye, atol=1e-12)
     assert torch.allclose(Mk(a) @ Mk(b), Mk(a + b), atol=1e-12)
 assert torch.allclose(Mk(-7), Mk(7).T, atol=1e-15) and torch.equal(Mk(0), eye)
-print("PASS: M_k orthogonal, M_a M_b = M_(a+b), M_-k = M_k^T, M_0 = I")
+print("✓ M_k is orthogonal, M_a M_b = M_(a+b), M_-k = M_k^T, M_0 = I")
 
 # %% [markdown]
 # The dot-product identity of section 1 follows in one line:
@@ -279,9 +295,9 @@ assert math.isclose(float(pe[t] @ Mk(k) @ pe[t]), float(torch.cos(w * k).sum()),
 print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w_i * {k})")
 
 # %% [markdown]
-# ## 4. The dot product decays with distance — but not monotonically
+# ## 3. The dot product decays with distance — but not monotonically
 #
-# The reading notes say the dot product "decays symmetrically and smoothly". Symmetric: yes (section 2).
+# The reading notes say the dot product "decays symmetrically and smoothly". Symmetric: yes (section 1).
 # Smooth: yes, it is a sum of cosines. But it does not fall at every step: the fast pairs (small
 # $i$, $\omega_i$ near 1) wobble with period about $2\pi$, and when enough of them swing back the sum
 # rises again. We list every $k$ where $f(k+1) > f(k)$.
@@ -296,6 +312,7 @@ print(f"e.g. f(11) = {f[11]:.4f} < f(12) = {f[12]:.4f}")
 assert torch.all(f[1:12] < f[:11])  # strictly falling for the first 11 steps
 assert len(rises) > 0 and rises[0] == 11 and f[12] > f[11]  # ...then it rises
 assert f[200] < f[0] / 2  # overall it does decay
+print("✓ f falls for the first 11 steps, then rises at k = 11; f(200) is below half of f(0)")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
@@ -306,30 +323,50 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# The rise is not special to $d_{model} = 128$. For every width below, $f$ first rises within the
-# first 200 offsets, and later the wider the encoding; in every case $f(200)$ ends below $0.7\,f(0)$.
-# Over every even width from 2 to 1024 the first rise is never earlier for a wider encoding, but it can
-# be at the same offset: $d_{model} = 256$ and $384$ both first rise at $k = 24$.
+# How far does this go? The fast pairs repeat every $2\pi \approx 6.3$ positions, the slowest at
+# $d_{model} = 128$ every $2\pi \cdot 10000^{126/128}$ (printed below).
+#
+# **Predict first.** Over the long range $1000 \le k \le 10\,000$, what is the largest value of
+# $f(k)/f(0)$? Does the sum of periodic waves come back near its start, $f(0)$, somewhere?
 
 # %%
-first_rise = {}
-for d in [16, 32, 64, 128, 256, 512, 1024]:
-    f_d = torch.cos(ks[:, None] * angular_frequencies(d)).sum(1)  # (201,) f(k) at width d
-    first_rise[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0])
-    print(f"d_model={d:5d}: first rise at k = {first_rise[d]:3d};  f(200) / f(0) = {f_d[200] / f_d[0]:.2f}")
-    assert f_d[200] < 0.7 * f_d[0]
-assert all(a < b for a, b in zip(list(first_rise.values()), list(first_rise.values())[1:]))  # later, widths shown
-every_width = {}  # first rise for every even width 2 .. 1024
-for d in range(2, 1025, 2):
-    f_d = torch.cos(ks[:, None] * angular_frequencies(d)).sum(1)  # (201,)
-    every_width[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0])
-firsts = list(every_width.values())
-assert all(a <= b for a, b in zip(firsts, firsts[1:])) and every_width[256] == every_width[384] == 24
-print("over every even width from 2 to 1024, a wider encoding never first rises earlier;", end=" ")
-print(f"d_model = 256 and 384 both first rise at k = {every_width[384]}: PASS")
+my_guess_long_range = None  # your answer: a number between -1 and 1
+
+# %%
+far = torch.arange(0, 10001, dtype=torch.float64)  # (10001,) offsets 0 .. 10000
+ratio = torch.cos(far[:, None] * w).sum(1) / (d_model / 2)  # (10001,) f(k) / f(0)
+peak = ratio[1000:].max().item()
+slowest_128 = 2 * math.pi / float(w[-1])
+print(f"slowest wavelength at d_model = {d_model}: {slowest_128:,.0f} positions")
+print(f"largest f(k) / f(0) for 1000 <= k <= 10000: {peak:.3f}, at k = {1000 + int(ratio[1000:].argmax())}")
+assert abs(peak - check.predict_long_range.reference) < 0.005
+other_peaks, other_at = {}, {}  # the same at other widths
+for d in [8, 16, 32, 64, 256, 512, 1024]:
+    f_d = torch.cos(far[1000:, None] * angular_frequencies(d)).sum(1) / (d / 2)  # (9001,)
+    other_peaks[d], other_at[d] = f_d.max().item(), 1000 + int(f_d.argmax())
+print("at d_model = 8, 16, 32, 64, 256, 512, 1024:", ", ".join(f"{v:.2f}" for v in other_peaks.values()))
+print(f"at d_model = 8 the peak is at k = {other_at[8]}, about 2000 pi = {2000 * math.pi:.0f}")
+assert all(v < 0.6 for d, v in other_peaks.items() if d >= 32)
+assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
+
+fig, ax = plt.subplots(figsize=(8, 2.6), layout="constrained")
+ax.plot(far.numpy(), ratio.numpy(), lw=0.4)
+ax.axhline(1, color="0.6", lw=0.8, ls="--")
+ax.set(xlabel="offset k", ylabel="f(k) / f(0)", title=f"f(k) up to k = 10,000 (d_model={d_model}): it never returns")
+plt.show()
+
+# %%
+check.predict_long_range(my_guess_long_range)
 
 # %% [markdown]
-# ## 5. Random high-dimensional vectors are nearly orthogonal
+# At $d_{model} = 128$ the slow pairs never line up with the fast ones again within this range, so no far
+# position looks like a near one; from $d_{model} = 32$ up the long-range peak stays below $0.6\,f(0)$.
+# Narrow encodings do come back: at $d_{model} = 8$ only four waves must line up, and near
+# $k = 2000\pi$ they do, to $0.99\,f(0)$ and more; at 16 to about $0.7\,f(0)$ (all printed above).
+# > **Going further** (at the end): how the first rise moves with $d_{model}$.
+
+# %% [markdown]
+# ## 4. Random high-dimensional vectors are nearly orthogonal
 #
 # For two independent random directions $a, b$ in $\mathbb{R}^d$ (say Gaussian entries), the cosine
 # similarity $\cos\theta = a\cdot b / (|a||b|)$ has mean 0 and $\mathbb{E}[\cos^2\theta] = 1/d$ (by
@@ -366,11 +403,11 @@ for deg, shares in near_90.items():
     lo, med, hi = spread(shares)
     print(f"d=  512: pairs within {deg:2d} degrees of perpendicular: median {med:.2%}, range {lo:.2%} .. {hi:.2%}")
 
-# %%
+# %% tags=["hide-input"]
 assert all(abs(r - 1) < 0.05 for d in dims for r in cos_ratio[d])
 assert min(near_90[5]) > 0.93 and min(near_90[10]) > 0.999
-print(f"PASS: std of cos = 1/sqrt(d) within 5% for d in {dims}, in each of {len(SEEDS)} seeds (4000 pairs each)")
-print("PASS: at d = 512, in every seed over 93% of pairs are within 5 degrees of perpendicular, over 99.9% within 10")
+print(f"✓ std of cos = 1/sqrt(d) for d in {dims}, in each of {len(SEEDS)} seeds (4000 pairs each)")
+print("✓ at d = 512, in every seed over 93% of pairs are within 5 degrees of perpendicular, over 99.9% within 10")
 std_512, sin_5 = 1 / math.sqrt(512), math.sin(math.radians(5))
 bell = math.erf(sin_5 / std_512 / math.sqrt(2))  # share of a normal curve within sin(5 deg) / std of its mean
 print(
@@ -380,10 +417,7 @@ print(
 lo, hi = check.NEAR_90_BAND
 assert abs(bell - check.predict_near_perpendicular.reference) < 0.005 and 1.9 < sin_5 / std_512 < 2.0
 assert all(lo <= s <= hi for s in near_90[5]) and abs(spread(near_90[5])[1] - bell) < 0.01
-print(
-    f"PASS: in every seed the measured share lies in [{lo}, {hi}], the band the check below accepts; "
-    "its median is within 0.01 of the normal curve's"
-)
+print("✓ in every seed the measured share is close to the normal curve's")
 
 # %%
 check.predict_near_perpendicular(my_prediction)
@@ -423,24 +457,21 @@ word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
 sizes = dict(vocab_size=1000, max_len=64, n_tokens=2000)
 print(f"V = {sizes['vocab_size']} words, {sizes['n_tokens']} tokens, positions t < {sizes['max_len']}")
 recovery = {d: [word_recovery(d, seed, **sizes) for seed in SEEDS] for d in word_dims}  # (added, concat) per seed
-for d, runs in recovery.items():
-    lo, med, hi = spread([added for added, _ in runs])
-    lo_c, med_c, hi_c = spread([concat for _, concat in runs])
+for d in [8, 16, 32]:
     print(
-        f"d={d:4d}: word recovered from e + PE: median {med:6.1%} ({lo:6.1%} .. {hi:6.1%});"
-        f"  from [e; PE] (width {2 * d:4d}): median {med_c:6.1%} ({lo_c:6.1%} .. {hi_c:6.1%})"
+        f"d={d:3d}: median share recovered from e + PE {spread([a for a, _ in recovery[d]])[1]:6.1%}, "
+        f"from [e; PE] {spread([c for _, c in recovery[d]])[1]:6.1%}"
     )
 
-# %%
+# %% tags=["hide-input"]
 assert all(added == concat == 1.0 for d in word_dims if d >= 128 for added, concat in recovery[d])
 assert all(added > 0.995 and concat == 1.0 for added, concat in recovery[64])  # within half a point of 100%
 assert all(added < concat for d in [4, 8, 16, 32] for added, concat in recovery[d])
 assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d])
-print(f"PASS: from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
-print("PASS: at d = 64 concatenation recovers every word and adding over 99.5%, in every seed")
+print(f"✓ from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
+print("✓ at d = 64 concatenation recovers every word and adding over 99.5%, in every seed")
 print(
-    "PASS: at d <= 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
-    "more than 10 points fewer"
+    "✓ at d <= 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, over 10 points fewer"
 )
 
 # %%
@@ -461,47 +492,58 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# The reading notes add that "PE only takes small number of dimensions". Over the positions of a
-# short sentence that is half right: the slow pairs (large $i$) hardly move ($\sin \approx 0$,
-# $\cos \approx 1$), so PE's variation sits in the first half of the columns and the rest is a nearly
-# constant offset that a layer can absorb; but that half is 256 columns, not a few (the shares are
-# printed below). And the slow pairs do turn over longer spans: the slowest
-# ($i = 255$ at $d_{model} = 512$) has wavelength $2\pi \cdot 10000^{510/512}$ positions (printed
-# below). `pe_variance_share(n, d_model)` gives the cumulative share of the table's variance over
-# positions $0 \dots n-1$, column by column; we read it at three lengths.
+# > **Going further:** the reading notes' "PE only takes small number of dimensions" is checked in
+# > *Going further* at the end.
+
+# %% [markdown]
+# ## 5. Why dot products, and why divide by $\sqrt{d_k}$
+#
+# The paper (section 3.2.1) names the two common ways to score a query against a key. **Additive attention**
+# (Bahdanau et al., 2015) feeds both into a small feed-forward network with one hidden layer,
+# $\text{score}(q, k) = v^\top \tanh(W_1 q + W_2 k)$; **dot-product attention** takes $q \cdot k$. The two
+# are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
+# space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
+# code": all scores are one product $QK^\top$. Vectorised, the additive score builds a hidden vector of size
+# $d_a$ for every query–key pair; a loop over pairs would save that memory but not the per-pair work (add,
+# $\tanh$, multiply). Only the projections $QW_1$, $KW_2$ and the last product with $v$ are matrix products;
+# the $T_q T_k d_a$ additions and $\tanh$es between them are not. We check the vectorised scores against a
+# loop over pairs, then count the numbers each method builds, at five sizes:
+
 
 # %%
-slowest = 2 * math.pi / float(angular_frequencies(512)[-1])  # wavelength of pair i = 255
-assert math.isclose(slowest, 2 * math.pi * 10000 ** (510 / 512), rel_tol=1e-9)
-print(f"wavelength of the slowest pair at d_model = 512: {slowest:,.0f} positions")
-for n in [100, 1000, 10000]:
-    share = pe_variance_share(n, 512)  # (512,) cumulative share of variance
-    needed = int((share < 0.95).sum()) + 1  # columns that hold 95% of the variance
+def additive_scores(Q, K, W_1, W_2, v):
+    """Bahdanau's v . tanh(q W_1 + k W_2) for every query-key pair, and the hidden tensor it builds."""
+    hidden = torch.tanh((Q @ W_1)[:, None, :] + (K @ W_2)[None, :, :])  # (T_q, T_k, d_a)
+    return hidden @ v, hidden  # (T_q, T_k), (T_q, T_k, d_a)
+
+
+gen = torch.Generator().manual_seed(0)
+Q, K = torch.randn(4, 8, generator=gen), torch.randn(5, 8, generator=gen)  # (T_q, d_k), (T_k, d_k)
+W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen), torch.randn(6, generator=gen)
+looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
+assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
+print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
+for n, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
+    Q, K = torch.randn(n, d_k, generator=gen), torch.randn(n, d_k, generator=gen)  # (n, d_k) each
+    W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen) / math.sqrt(d_k)  # (d_k, d_a) each, d_a = d_k
+    v = torch.randn(d_k, generator=gen)  # (d_a,)
+    scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
+    scores_dot = Q @ K.T  # (n, n)
+    assert hidden.numel() == d_k * scores_dot.numel() and scores_add.shape == scores_dot.shape
+    assert scores_add.abs().max() <= v.abs().sum()  # each tanh is in (-1, 1): |score| <= sum_j |v_j|
     print(
-        f"positions 0..{n - 1:5d}: share in the first 64 / 128 / 256 of 512 columns: "
-        f"{share[63]:5.1%} / {share[127]:5.1%} / {share[255]:5.1%};  95% needs the first {needed} columns"
+        f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, additive {hidden.numel():10,}"
     )
-    if n == 100:
-        assert share[255] > 0.98 and 200 < needed < 256
-    if n == 1000:
-        assert 0.7 < share[255] < 0.8  # about three quarters
-    if n == 10000:
-        assert 0.5 < share[255] < 0.6 and needed > 400  # barely more than half
-print("PASS: over 100 positions the first 256 columns hold over 98% of the variance, yet 95% needs over 200")
-print("PASS: over 10 000 positions the first 256 columns hold under 60%, and 95% needs over 400 of the 512")
+print("✓ additive attention builds d_a numbers per query-key pair, dot-product attention one")
 
 # %% [markdown]
-# So for sentences of about a hundred tokens PE's variation sits in the first half of the columns (over
-# 98% of it), and 95% of it still needs over 200 of the 512 (printed above): "few dimensions" overstates it
-# even there. Over a thousand positions the first half carries about three quarters, and over ten thousand
-# barely more than half: the encoding then spreads over almost all the columns.
-
-# %% [markdown]
-# ## 6. $\mathrm{Var}(q\cdot k) = d_k$, and why scores are divided by $\sqrt{d_k}$
-#
-# The paper (section 3.2.1 and its footnote 4) argues it like this. Let $q, k \in \mathbb{R}^{d_k}$
-# have independent entries with mean 0 and variance 1. Each product $q_j k_j$ has mean 0 and
-# variance $\mathbb{E}[q_j^2]\mathbb{E}[k_j^2] = 1$, and the $d_k$ products are independent, so
+# The additive scores are also bounded, $|\text{score}| \le \sum_j |v_j|$ (checked above), whatever the size
+# of $q$ and $k$. Dot products are not, and that is the catch. The paper reports (citing earlier work) that
+# the two do about equally well for small $d_k$, but additive attention beats dot products *without scaling*
+# for larger $d_k$, and writes "We suspect that" large dot products push the softmax into regions of
+# extremely small gradients. Its footnote 4 gives the size: let $q, k \in \mathbb{R}^{d_k}$ have independent
+# entries with mean 0 and variance 1. Each product $q_j k_j$ has mean 0 and variance
+# $\mathbb{E}[q_j^2]\mathbb{E}[k_j^2] = 1$, and the $d_k$ products are independent, so
 #
 # $$\mathrm{Var}(q \cdot k) = \sum_{j=1}^{d_k} \mathrm{Var}(q_j k_j) = d_k, \qquad
 #   \mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1.$$
@@ -513,14 +555,14 @@ dks = [16, 64, 256, 512]
 var_ratio = {d_k: [] for d_k in dks}  # Var(q.k) / d_k, one value per seed
 for d_k in dks:
     for seed in SEEDS:
-        q, k = random_pairs(10000, d_k, seed)  # (10000, d_k) each
-        var_ratio[d_k].append((q * k).sum(1).var().item() / d_k)  # variance of 10000 dot products, over d_k
+        q, key = random_pairs(10000, d_k, seed)  # (10000, d_k) each
+        var_ratio[d_k].append((q * key).sum(1).var().item() / d_k)  # variance of 10000 dot products, over d_k
     lo, med, hi = spread(var_ratio[d_k])
     print(f"d_k={d_k:4d}: Var(q.k) / d_k: median {med:.3f}, range {lo:.3f} .. {hi:.3f} over {len(SEEDS)} seeds")
 
-# %%
+# %% tags=["hide-input"]
 assert all(abs(r - 1) < 0.05 for d_k in dks for r in var_ratio[d_k])
-print(f"PASS: Var(q.k) = d_k within 5% for d_k in {dks}, in each of {len(SEEDS)} seeds (10000 pairs each)")
+print(f"✓ Var(q.k) = d_k for d_k in {dks}, in each of {len(SEEDS)} seeds (10000 pairs each)")
 
 # %%
 fig, ax = plt.subplots(figsize=(4.5, 3.2), layout="constrained")
@@ -543,19 +585,74 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# What that does to attention. The COMP7607 slides score a query against a key as $q^\top k /
-# \sqrt{d_k}$ (column vectors; $q\,k^\top / \sqrt{d_k}$ in our rows). Without the division, at $d_k
-# = 512$ the scores have standard deviation $\sqrt{512}$. We draw 1000 queries, each against its own
-# 10 keys, five seeds, and look at the gap between the largest and the second-largest of the 10
-# scores. The top key gets $e^{\text{gap}}$ times the runner-up's weight, so a gap of a few units
-# already makes softmax nearly one-hot, and its gradient then almost vanishes (the softmax Jacobian
-# is $\mathrm{diag}(p) - p^\top p$ for the row vector $p$, near zero for one-hot $p$). Dividing by
-# $\sqrt{d_k}$ divides the gap by the same factor and brings the scores back to unit variance. The paper
-# (section 3.2.1) gives this as its reason for the scale, citing earlier work (its reference [3]): without
-# it, additive attention did better than dot-product attention for larger $d_k$, while for small $d_k$ the
-# two were about equal; and it writes "We suspect that" large dot products push the softmax into regions
-# of extremely small gradients, which is what we measure next. Smaller keys are
-# no way out either: in its Table 3 (rows B), reducing the key size $d_k$ made the model worse.
+# ### Where the independence assumption breaks: a word's score with itself
+#
+# The argument needs $q$ and $k$ independent. In bare self-attention (lesson 03) they are the same vector,
+# $q = k = x$, and the score of a word with itself is $x \cdot x = |x|^2$.
+#
+# **Predict first.** For $x$ with 64 independent $N(0, 1)$ entries, what is the mean of $x \cdot x$?
+
+# %%
+my_guess_self_score = None  # your answer: a number
+
+# %% tags=["nbval-ignore-output"]
+self_mean, self_var = {d_k: [] for d_k in dks}, {d_k: [] for d_k in dks}  # per seed, divided by d_k
+for d_k in dks:
+    for seed in SEEDS:
+        x_self = random_pairs(10000, d_k, seed)[0]  # (10000, d_k) q = k = x
+        self_scores = (x_self * x_self).sum(1)  # (10000,) x . x = |x|^2
+        self_mean[d_k].append(self_scores.mean().item() / d_k)
+        self_var[d_k].append(self_scores.var().item() / d_k)
+    print(
+        f"d_k={d_k:4d}: mean(x.x) / d_k {spread(self_mean[d_k])[0]:.3f} .. {spread(self_mean[d_k])[2]:.3f}, "
+        f"Var(x.x) / d_k {spread(self_var[d_k])[0]:.2f} .. {spread(self_var[d_k])[2]:.2f}  (range over seeds)"
+    )
+
+# %% tags=["hide-input"]
+assert all(abs(m - 1) < 0.02 for ms in self_mean.values() for m in ms)
+assert all(abs(v - 2) < 0.15 for vs in self_var.values() for v in vs)
+assert all(abs(m * 64 - check.predict_self_score_mean.reference) < 1 for m in self_mean[64])
+print(f"✓ for q = k = x with Gaussian entries: mean(x.x) = d_k, not 0, and Var(x.x) = 2 d_k, for d_k in {dks}, 5 seeds")
+signs = torch.sign(random_pairs(10000, 64, 0)[0])  # (10000, 64) entries +-1: mean 0, variance 1, E[x^4] = 1
+assert torch.all((signs * signs).sum(1) == 64)
+print("✓ with entries +-1 instead, x.x = d_k exactly: variance 0, so the fourth moment sets the variance")
+
+# %%
+check.predict_self_score_mean(my_guess_self_score)
+
+# %% [markdown]
+# Each $x_j^2$ has mean 1 and, for Gaussian entries, variance $\mathbb{E}[x_j^4] - 1 = 2$. So a self-score
+# scaled by $\sqrt{d_k}$ is about $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks
+# almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
+#
+# The break needs the query and the key to be the *same* vector. In the real model they come from
+# separate projections, $q = xW_q$ and $k = xW_k$; with random $W_q \ne W_k$ (entries of variance
+# $1/d_{model}$) the self-score is centred near 0 again, with variance near $d_k$. Measured at
+# $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
+
+# %% tags=["nbval-ignore-output"]
+untied_mean, untied_var = [], []  # self-score x W_q . x W_k, divided by sqrt(d_k) and d_k, one per seed
+for seed in SEEDS:
+    x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
+    W_q, W_k = (W / math.sqrt(512) for W in random_pairs(512, 64, 100 + seed))  # (d_model, d_k) each
+    untied = ((x_words @ W_q) * (x_words @ W_k)).sum(1)  # (4000,) each word's score with itself
+    untied_mean.append(untied.mean().item() / 8)
+    untied_var.append(untied.var().item() / 64)
+print(
+    f"separate W_q, W_k: mean self-score / sqrt(d_k) {min(untied_mean):.3f} .. {max(untied_mean):.3f}, "
+    f"Var / d_k {min(untied_var):.2f} .. {max(untied_var):.2f}  (range over seeds)"
+)
+
+# %% tags=["hide-input"]
+assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in untied_var)
+print("✓ with separate random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
+
+# %% [markdown]
+# What the unscaled size does to attention (the COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$):
+# at $d_k = 512$ the scores have standard deviation $\sqrt{512}$.
+# We draw 1000 queries, each against its own 10 keys, five seeds, and look at the gap between the largest
+# and the second-largest score, the largest weight, and the size of the softmax's Jacobian
+# $\mathrm{diag}(p) - p^\top p$ (near zero for one-hot $p$).
 
 
 # %%
@@ -565,14 +662,14 @@ def jacobian_norm(p):
 
 
 # %% tags=["nbval-ignore-output"]
-d_k, T, n_q = 512, 10, 1000
+d_k, n_keys, n_q = 512, 10, 1000
 gaps, runs = [], {"unscaled q.k": [], "q.k / sqrt(d_k)": []}
 for seed in SEEDS:
-    scores = random_scores(n_q, T, d_k, seed)  # (n_q, T) unscaled q.k
+    scores = random_scores(n_q, n_keys, d_k, seed)  # (n_q, n_keys) unscaled q.k
     top2 = scores.topk(2, dim=-1).values  # (n_q, 2) the two largest scores per query
     gaps.append(top2[:, 0] - top2[:, 1])  # (n_q,)
     for name, s in [("unscaled q.k", scores), ("q.k / sqrt(d_k)", scores / math.sqrt(d_k))]:
-        p = torch.softmax(s, dim=-1)  # (n_q, T)
+        p = torch.softmax(s, dim=-1)  # (n_q, n_keys)
         top = p.max(dim=-1).values  # (n_q,) largest weight per query
         runs[name].append(
             (
@@ -599,7 +696,7 @@ for name, stats in runs.items():
         f" {spread(jac)[0]:.1e} .. {spread(jac)[2]:.1e}  (range over seeds)"
     )
 
-# %%
+# %% tags=["hide-input"]
 all_gaps = torch.cat(gaps)  # (5 n_q,)
 assert all(8.5 < m < 10.5 for m in gap_medians) and all(11 < m < 13 for m in gap_means)
 assert all(m < a for m, a in zip(gap_medians, gap_means))  # the mean sits above the median in every seed
@@ -608,35 +705,31 @@ med_top, one_hot, max_top, jac = zip(*runs["unscaled q.k"])
 assert min(med_top) > 0.999 and min(one_hot) > 0.6 and max(jac) < 1e-3
 med_top, one_hot, max_top, jac = zip(*runs["q.k / sqrt(d_k)"])
 assert max(med_top) < 0.4 and max(max_top) < 0.99 and min(jac) > 0.1
-print(
-    f"PASS: std of the unscaled scores sqrt({d_k}) = {math.sqrt(d_k):.1f}; in each of {len(SEEDS)} seeds the two "
-    f"largest of {T} differ by a median between 8.5 and 10.5 and a mean between 11 and 13, the mean above the "
-    "median; scaled, each seed's median gap lies between 0.35 and 0.5"
-)
-print(
-    "PASS: unscaled, in every seed the median largest weight is > 0.999, over 60% of queries put > 0.99 on one "
-    "key, and the median Jacobian norm is < 1e-3"
-)
-print(
-    "PASS: scaled, in every seed the median largest weight is < 0.4, no query puts > 0.99 on one key, and the "
-    "median Jacobian norm is > 0.1"
-)
+print(f"✓ in each of {len(SEEDS)} seeds the two largest of {n_keys} unscaled scores are typically many units apart;")
+print("  scaled by 1/sqrt(d_k), less than one unit apart")
+print("✓ unscaled, in every seed most queries put over 0.99 on one key and the softmax's gradient nearly vanishes")
+print("✓ scaled, in every seed no query puts over 0.99 on one key and the gradient stays alive")
 
 # %% [markdown]
-# So the largest of 10 unscaled scores is typically 8.5 to 10.5 units above the next (the median
-# gap of each seed, printed above), and 11 to 13 on average: the mean is pulled above the median by a long tail of
-# larger gaps. The typical gap is less than half the scores' standard deviation, $\sqrt{512} \approx 22.6$, but the
-# top key gets $e^{\text{gap}}$ times the runner-up's weight, so it is already enough for a nearly
-# one-hot softmax with a vanishing gradient (the counts above). Scaled, the gap is a fraction of a unit
-# and the weights stay soft.
+# So unscaled, the top key typically leads by about 9 to 10 units (the median gaps printed above) and gets $e^{\text{gap}}$
+# times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
+# fraction of a unit and the weights stay soft. Smaller keys are no way out: in Table 3 (rows B)
+# "reducing the attention key size $d_k$ hurts model quality", which, the paper adds (section 6.2), "suggests
+# that determining compatibility is not easy and that a more sophisticated compatibility function than dot
+# product may be beneficial".
 
 # %% [markdown]
-# ## 7. Softmax: shift invariance, temperature, soft arg-max
+# ## 6. Softmax: shift invariance, temperature, soft arg-max
 #
 # **Shift invariance.** For any constant $c$,
 # $\mathrm{softmax}(x + c)_i = e^{x_i + c} / \sum_j e^{x_j + c} = e^c e^{x_i} / (e^c \sum_j e^{x_j})
-# = \mathrm{softmax}(x)_i$. Subtracting $\max_j x_j$ is therefore free, and it keeps $e^{x}$ from
-# overflowing: with scores near 1000 the textbook formula gives `inf / inf = nan`.
+# = \mathrm{softmax}(x)_i$. So subtracting $\max_j x_j$ is free.
+#
+# **Predict first.** The textbook formula $e^{x_i} / \sum_j e^{x_j}$ in float32, for the scores
+# $x = (1001, 1002, 1003, 1000.5)$: how many of its four weights come out as `nan`?
+
+# %%
+my_guess_nans = None  # your answer: a number from 0 to 4
 
 
 # %%
@@ -653,7 +746,14 @@ big = x + 1000  # (4,) scores near 1000
 shifted = softmax_naive(big - big.max())  # (4,)
 print("naive softmax of x + 1000:", softmax_naive(big))
 print("shifted by its max:       ", shifted)
-assert torch.isnan(softmax_naive(big)).all() and torch.allclose(shifted, torch.softmax(x, -1), atol=1e-6)
+assert torch.allclose(shifted, torch.softmax(x, -1), atol=1e-6)
+assert int(torch.isnan(softmax_naive(big)).sum()) == check.predict_overflow_nans.reference
+
+# %%
+check.predict_overflow_nans(my_guess_nans)
+
+# %% [markdown]
+# Every $e^{x_i}$ overflows to `inf`, and `inf / inf = nan`; shifted by the maximum, nothing overflows.
 
 # %% [markdown]
 # **Temperature.** $\mathrm{softmax}(x / T)$: a high temperature $T$ flattens the weights towards
@@ -676,6 +776,7 @@ assert all(a < b for a, b in zip(tops, tops[1:]))  # sharper as T falls
 assert torch.allclose(weights[100.0], torch.full((5,), 0.2), atol=0.01)  # nearly uniform
 one_hot = torch.nn.functional.one_hot(x.argmax(), 5).float()  # (5,)
 assert torch.allclose(weights[0.05], one_hot, atol=1e-4)  # nearly the arg-max's one-hot
+print("✓ the weights sharpen as T falls: nearly uniform at T = 100, nearly the arg-max's one-hot at T = 0.05")
 
 # %%
 fig, axes = plt.subplots(1, len(temps), figsize=(12, 2.4), sharey=True, layout="constrained")
@@ -687,71 +788,14 @@ fig.suptitle(f"x = {x.tolist()}: temperature from flat to one-hot")
 plt.show()
 
 # %% [markdown]
-# The soft arg-max is the expected index $\sum_i i\,\mathrm{softmax}(x/T)_i$; it tends to
-# $\arg\max x = 1$ as $T$ falls. It is differentiable for every $T > 0$, unlike the hard arg-max,
-# which gives no gradient at all. But how large is that gradient? Once $T$ is well below the gap
-# between the two largest scores ($3 - 2.5 = 0.5$ here), the runner-up's weight is about
-# $e^{-0.5/T}$, and the gradient shrinks with it. Exactly, with $p = \mathrm{softmax}(x/T)$ and $s$ the
-# soft arg-max, $\partial s / \partial x_j = p_j\,(j - s)/T$: the winner's and the runner-up's scores each
-# get about $e^{-0.5/T}/T$ (with opposite signs), so the gradient's length is about
-# $\sqrt 2\, e^{-0.5/T}/T$. `soft_argmax_gradient(x, T)` returns the gradient by autograd; we compare it with
-# the formula, computing $j - s$ as $\sum_i p_i\,(j - i)$ so that nothing cancels. All in float64, and once
-# in float32.
-
-# %% tags=["nbval-ignore-output"]
-x64 = x.double()  # (5,)
-gap = float(x64.topk(2).values[0] - x64.topk(2).values[1])  # 0.5
-index = torch.arange(5.0, dtype=torch.float64)  # (5,) the positions 0..4
-grad_norms, exact_norms, autograd = {}, {}, {}
-for T_ in [1.0, 0.3, 0.1, 0.03, 0.01]:
-    p = torch.softmax(x64 / T_, -1)  # (5,)
-    soft_index = float((index * p).sum())
-    autograd[T_] = soft_argmax_gradient(x64, T_)  # (5,)
-    grad_norms[T_] = autograd[T_].norm().item()
-    exact_norms[T_] = (p * ((index[:, None] - index[None, :]) @ p) / T_).norm().item()  # p_j sum_i p_i (j - i) / T
-    print(
-        f"T={T_:5.2f}: soft arg-max = {soft_index:.4f}; gradient length: autograd {grad_norms[T_]:.1e}, "
-        f"formula {exact_norms[T_]:.1e}, sqrt(2) e^(-gap/T) / T = {math.sqrt(2) * math.exp(-gap / T_) / T_:.1e}"
-    )
-float32_norm = soft_argmax_gradient(x, 0.003).norm().item()
-print(f"T= 0.003 in float32: autograd gradient length {float32_norm}")
-
-# %%
-assert abs(soft_index - 1.0) < 1e-6  # at T = 0.01 the soft arg-max is the arg-max
-assert grad_norms[1.0] > 0.1  # at T = 1 the gradient is far from zero
-assert all(math.isclose(grad_norms[T_], exact_norms[T_], rel_tol=1e-6) for T_ in [1.0, 0.3, 0.1, 0.03])
-small_T = [0.1, 0.03, 0.01]
-assert all(exact_norms[a] > exact_norms[b] > 0 for a, b in zip(small_T, small_T[1:]))  # shrinking, never 0
-assert all(0.9 < exact_norms[T_] / (math.sqrt(2) * math.exp(-gap / T_) / T_) < 1.1 for T_ in small_T)
-assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
-print("autograd matches the formula for T from 1 down to 0.03: PASS")
-print(
-    "for T in {0.1, 0.03, 0.01} the gradient's length falls, stays above 0, and is within 10% of "
-    "sqrt(2) e^(-gap/T) / T; below 1e-18 at T = 0.01; exactly 0 in float32 at T = 0.003: PASS"
-)
-assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
-print("at T = 0.01, float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1): PASS")
-x_req = x.clone().requires_grad_()  # (5,)
-assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
-print("the arg-max is an integer with no gradient, while the max of the same scores has one: PASS")
-tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
-assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
-print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
+# > **Going further:** the soft arg-max $\sum_i i\,\mathrm{softmax}(x/T)_i$ is differentiable for every
+# > $T > 0$, but its gradient vanishes as $T \to 0$, like the unscaled scores' of section 5; measured in
+# > *Going further* at the end.
 
 # %% [markdown]
-# So the soft arg-max is smooth, but its gradient vanishes as it approaches the hard arg-max: at
-# $T = 0.01$ it is about $10^{-20}$, far too small to learn from, and in float32 it becomes exactly 0
-# a little further on. Already at $T = 0.01$, float64 autograd loses part of it: the soft arg-max rounds to
-# exactly 1, so the winner's term $p_1 (1 - s)/T$ comes out as 0 and autograd reports $1/\sqrt 2$ of the
-# true length (both printed above). It is the same trade-off as the unscaled scores of section 6: a sharper
-# softmax (low temperature, or large unscaled scores, which act like a temperature of $1/\sqrt{d_k}$
-# relative to the scaled ones) is closer to a hard choice and passes back less gradient. With a tie
-# for the maximum, the limit splits the weight.
-
-# %% [markdown]
-# ## 8. Explore: the offset explorer
+# ## Explore: the offset explorer
 #
-# The figure below shows, for one setting, the three facts of sections 1–3: $PE_t \cdot PE_{t+k}$
+# The figure below shows, for one setting, the facts of sections 1 and 2: $PE_t \cdot PE_{t+k}$
 # against $t$ (a flat line at $\sum_i \cos(\omega_i k)$), the same dot product against the offset
 # (the chosen $k$ marked), and the rotation picture of one frequency pair $i$: the point
 # $(\sin \omega_i t, \cos \omega_i t)$ at positions $t$ and $t + k$, an angle $\omega_i k$ apart.
@@ -771,46 +815,44 @@ offset_explorer()
 # and only the pairs $i \ge 1$ turn faster when you lower it. The default pair is $i = 0$, the one
 # the `base` slider cannot move: pick $i \ge 1$ first, then lower `base` and watch the angle grow.
 
-# %%
+# %% tags=["hide-input"]
 bases = [10.0, 100.0, 1000.0, 10000.0, 100000.0]  # falling speeds: lower base, faster pairs
 omegas = torch.stack([angular_frequencies(64, b) for b in bases])  # (5, 32) omega_i per base
 assert torch.all(omegas[:, 0] == 1)  # pair 0: omega_0 = 1 whatever the base
 assert torch.all(omegas[:-1, 1:] > omegas[1:, 1:])  # pairs i >= 1: faster for every lower base
-print(f"PASS: at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
+print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
 
 # %% [markdown]
 # ## Summary
 #
-# - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$, so $PE\,PE^\top$ is
-#   Toeplitz; even in $k$, so the dot product knows distance, not direction (a learned bilinear
-#   form can recover direction).
+# - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ ($PE\,PE^\top$ is Toeplitz) and
+#   even in $k$, so the dot product knows distance, not direction (a bilinear form can recover direction).
 # - $PE_{t+k} = PE_t M_k$ with $M_k$ block-diagonal $2\times2$ rotations by $\omega_i k$:
 #   orthogonal, $M_a M_b = M_{a+b}$ (`utils.positional.relative_rotation`).
-# - The dot product decays with $|k|$, smoothly but not monotonically (first rise at $k = 11$ for
-#   $d_{model} = 128$; never earlier for a wider encoding, and later for each wider width shown).
-# - Random directions in $d$ dimensions (vectors with independent zero-mean Gaussian entries) have
-#   cosine similarity with mean 0 and standard deviation $1/\sqrt d$
-#   (five seeds, within 5%); that is why adding PE to word embeddings loses little when $d$ is
-#   large. PE's variance crowds into the first half of the columns only over short spans: over 100
-#   positions those 256 columns hold over 98% of it, yet 95% still needs over 200 columns, so not "a few";
-#   over 10 000 positions, 95% needs over 400 of the 512.
-# - $\mathrm{Var}(q\cdot k) = d_k$; at $d_k = 512$ the largest of 10 unscaled scores is typically
-#   8.5 to 10.5 units above the next (11 to 13 on average), enough to make softmax nearly one-hot with a
-#   vanishing gradient, which the $1/\sqrt{d_k}$ scale prevents.
-# - softmax is shift-invariant (subtract the max for stability), sharpens as the temperature falls,
-#   and tends to the arg-max's one-hot vector; on the way its gradient shrinks towards 0.
+# - The dot product decays with $|k|$, not monotonically (first rise at $k = 11$ for $d_{model} = 128$),
+#   and at $d_{model} = 128$ it never comes back above a third of $f(0)$ between $k = 1000$ and $10\,000$
+#   (narrow encodings do: $d_{model} = 8$ returns to $0.99\,f(0)$).
+# - Random directions in $d$ dimensions have cosine similarity with mean 0 and standard deviation
+#   $1/\sqrt d$; that is why adding PE to word embeddings loses little when $d$ is large.
+# - Dot products beat additive attention in speed and memory (one matrix product, no $d_a$-sized hidden
+#   vector per pair), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
+#   make softmax nearly one-hot with a vanishing gradient, which the $1/\sqrt{d_k}$ scale prevents. For
+#   $q = k = x$ the assumption fails: $x \cdot x$ has mean $d_k$ (and, for Gaussian entries, variance
+#   $2 d_k$); separate projections $W_q \ne W_k$ restore mean 0 and variance $d_k$.
+# - softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
+#   temperature falls, and tends to the arg-max's one-hot vector.
 #
 # ## Exercises
 #
-# Two exercises use the identities on questions the lesson did not ask, and one builds the stable
-# softmax of section 7 (the prediction in section 5 was a fourth). Each cell below has a stub;
+# Three exercises use the lesson's ideas on questions it did not ask, and one builds the stable
+# softmax of section 6. Each cell below has a stub;
 # replace `raise NotImplementedError` with your code and run the cell. The checkers come from
 # `utils.course.exercises.lesson02`, imported as `check` in the first code cell. Stuck?
 # `check.signed_offset.hint()` prints a hint and `check.signed_offset.solution()` a solution
 # (likewise for the other exercises).
 
 # %% [markdown]
-# **Exercise 1 (which way, and how far?).** Section 2 showed that the dot product
+# **Exercise 1 (which way, and how far?).** Section 1 showed that the dot product
 # $PE_t \cdot PE_{t+k}$ cannot tell $k$ from $-k$. The two vectors can. Write
 # `signed_offset(pe_t, pe_t_plus_k)`: given two rows of the table (NumPy arrays of length
 # $d_{model} \ge 8$, base 10000, $|k|$ at most 2000), return the integer $k$, positive when the second row
@@ -826,7 +868,7 @@ def signed_offset(pe_t, pe_t_plus_k):
 check.signed_offset(signed_offset)
 
 # %% [markdown]
-# **Exercise 2 (choose the temperature).** Section 7 turned the temperature and watched the weights
+# **Exercise 2 (choose the temperature).** Section 6 turned the temperature and watched the weights
 # change. Now go the other way: write `temperature_for_weight(x, target)` returning the temperature
 # $T > 0$ at which $\mathrm{softmax}(x / T)$ gives the largest score of `x` (a 1-D tensor with one
 # largest entry) the weight `target` (between $1/n$ and 1), to within $10^{-4}$.
@@ -854,11 +896,167 @@ def stable_softmax(x, temperature=1.0):
 check.stable_softmax(stable_softmax)
 
 # %% [markdown]
+# **Exercise 4 (queries and keys of another size).** Footnote 4 assumed entries of variance 1. Suppose
+# instead that $q$ has independent entries with mean 0 and standard deviation `std_q`, and $k$ independent
+# entries with mean 0 and standard deviation `std_k`. Write `score_scale(d_k, std_q, std_k)`: the number
+# to divide $q \cdot k$ by so that the scores again have variance 1.
+
+
+# %%
+def score_scale(d_k, std_q, std_k):
+    """The divisor that gives q . k variance 1 when q's entries have std std_q and k's have std std_k."""
+    raise NotImplementedError  # your code here
+
+
+check.score_scale(score_scale)
+
+# %% [markdown]
+# ## Going further
+#
+# Three detours, each checked like the main line.
+
+# %% [markdown]
+# ### When does $f$ first rise, at other widths?
+#
+# *Why read it:* section 3's first rise at $k = 11$ is for $d_{model} = 128$ only.
+#
+# The rise is not special to $d_{model} = 128$. For every width below, $f$ first rises within the
+# first 200 offsets, and later the wider the encoding; in every case $f(200)$ ends below $0.7\,f(0)$.
+# Over every even width from 2 to 1024 the first rise is never earlier for a wider encoding, but it can
+# be at the same offset: $d_{model} = 256$ and $384$ both first rise at $k = 24$.
+
+# %%
+ks = torch.arange(0, 201, dtype=torch.float64)  # (201,) offsets 0 .. 200
+first_rise = {}
+for d in [16, 32, 64, 128, 256, 512, 1024]:
+    f_d = torch.cos(ks[:, None] * angular_frequencies(d)).sum(1)  # (201,) f(k) at width d
+    first_rise[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0])
+    print(f"d_model={d:5d}: first rise at k = {first_rise[d]:3d};  f(200) / f(0) = {f_d[200] / f_d[0]:.2f}")
+    assert f_d[200] < 0.7 * f_d[0]
+assert all(a < b for a, b in zip(list(first_rise.values()), list(first_rise.values())[1:]))  # later, widths shown
+every_width = {}  # first rise for every even width 2 .. 1024
+for d in range(2, 1025, 2):
+    f_d = torch.cos(ks[:, None] * angular_frequencies(d)).sum(1)  # (201,)
+    every_width[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0])
+firsts = list(every_width.values())
+assert all(a <= b for a, b in zip(firsts, firsts[1:])) and every_width[256] == every_width[384] == 24
+print("✓ over every even width from 2 to 1024, a wider encoding never first rises earlier;", end=" ")
+print(f"d_model = 256 and 384 both first rise at k = {every_width[384]}")
+
+# %% [markdown]
+# ### Does PE take only a few dimensions?
+#
+# *Why read it:* it tests the reading notes' second reason for adding PE, and finds it only half right.
+#
+# The reading notes add that "PE only takes small number of dimensions". Over the positions of a
+# short sentence that is half right: the slow pairs (large $i$) hardly move ($\sin \approx 0$,
+# $\cos \approx 1$), so PE's variation sits in the first half of the columns and the rest is a nearly
+# constant offset that a layer can absorb; but that half is 256 columns, not a few (the shares are
+# printed below). And the slow pairs do turn over longer spans: the slowest
+# ($i = 255$ at $d_{model} = 512$) has wavelength $2\pi \cdot 10000^{510/512}$ positions (printed
+# below). `pe_variance_share(n, d_model)` gives the cumulative share of the table's variance over
+# positions $0 \dots n-1$, column by column; we read it at three lengths.
+
+# %%
+slowest = 2 * math.pi / float(angular_frequencies(512)[-1])  # wavelength of pair i = 255
+assert math.isclose(slowest, 2 * math.pi * 10000 ** (510 / 512), rel_tol=1e-9)
+print(f"wavelength of the slowest pair at d_model = 512: {slowest:,.0f} positions")
+for n in [100, 1000, 10000]:
+    share = pe_variance_share(n, 512)  # (512,) cumulative share of variance
+    needed = int((share < 0.95).sum()) + 1  # columns that hold 95% of the variance
+    print(
+        f"positions 0..{n - 1:5d}: share in the first 64 / 128 / 256 of 512 columns: "
+        f"{share[63]:5.1%} / {share[127]:5.1%} / {share[255]:5.1%};  95% needs the first {needed} columns"
+    )
+    if n == 100:
+        assert share[255] > 0.98 and 200 < needed < 256
+    if n == 1000:
+        assert 0.7 < share[255] < 0.8  # about three quarters
+    if n == 10000:
+        assert 0.5 < share[255] < 0.6 and needed > 400  # barely more than half
+print("✓ over 100 positions the first 256 columns hold over 98% of the variance, yet 95% needs over 200")
+print("✓ over 10 000 positions the first 256 columns hold under 60%, and 95% needs over 400 of the 512")
+
+# %% [markdown]
+# So for sentences of about a hundred tokens PE's variation sits in the first half of the columns (over
+# 98% of it), and 95% of it still needs over 200 of the 512 (printed above): "few dimensions" overstates it
+# even there. Over a thousand positions the first half carries about three quarters, and over ten thousand
+# barely more than half: the encoding then spreads over almost all the columns.
+
+# %% [markdown]
+# ### How fast the soft arg-max's gradient vanishes
+#
+# *Why read it:* "softmax is the differentiable arg-max" is true, but its gradient can be too small to use.
+#
+# Take section 6's scores again. The soft arg-max is the expected index $\sum_i i\,\mathrm{softmax}(x/T)_i$; it tends to
+# $\arg\max x = 1$ as $T$ falls. It is differentiable for every $T > 0$, unlike the hard arg-max,
+# which gives no gradient at all. But how large is that gradient? Once $T$ is well below the gap
+# between the two largest scores ($3 - 2.5 = 0.5$ here), the runner-up's weight is about
+# $e^{-0.5/T}$, and the gradient shrinks with it. Exactly, with $p = \mathrm{softmax}(x/T)$ and $s$ the
+# soft arg-max, $\partial s / \partial x_j = p_j\,(j - s)/T$: the winner's and the runner-up's scores each
+# get about $e^{-0.5/T}/T$ (with opposite signs), so the gradient's length is about
+# $\sqrt 2\, e^{-0.5/T}/T$. `soft_argmax_gradient(x, T)` returns the gradient by autograd; we compare it with
+# the formula, computing $j - s$ as $\sum_i p_i\,(j - i)$ so that nothing cancels. All in float64, and once
+# in float32.
+
+# %% tags=["nbval-ignore-output"]
+x = torch.tensor([1.0, 3.0, 2.5, 0.0, 2.0])  # (5,) section 6's scores
+x64 = x.double()  # (5,)
+gap = float(x64.topk(2).values[0] - x64.topk(2).values[1])  # 0.5
+index = torch.arange(5.0, dtype=torch.float64)  # (5,) the positions 0..4
+grad_norms, exact_norms, autograd = {}, {}, {}
+for T_ in [1.0, 0.3, 0.1, 0.03, 0.01]:
+    p = torch.softmax(x64 / T_, -1)  # (5,)
+    soft_index = float((index * p).sum())
+    autograd[T_] = soft_argmax_gradient(x64, T_)  # (5,)
+    grad_norms[T_] = autograd[T_].norm().item()
+    exact_norms[T_] = (p * ((index[:, None] - index[None, :]) @ p) / T_).norm().item()  # p_j sum_i p_i (j - i) / T
+    print(
+        f"T={T_:5.2f}: soft arg-max = {soft_index:.4f}; gradient length: autograd {grad_norms[T_]:.1e}, "
+        f"formula {exact_norms[T_]:.1e}, sqrt(2) e^(-gap/T) / T = {math.sqrt(2) * math.exp(-gap / T_) / T_:.1e}"
+    )
+float32_norm = soft_argmax_gradient(x, 0.003).norm().item()
+print(f"T= 0.003 in float32: autograd gradient length {float32_norm}")
+
+# %% tags=["hide-input"]
+assert abs(soft_index - 1.0) < 1e-6  # at T = 0.01 the soft arg-max is the arg-max
+assert grad_norms[1.0] > 0.1  # at T = 1 the gradient is far from zero
+assert all(math.isclose(grad_norms[T_], exact_norms[T_], rel_tol=1e-6) for T_ in [1.0, 0.3, 0.1, 0.03])
+small_T = [0.1, 0.03, 0.01]
+assert all(exact_norms[a] > exact_norms[b] > 0 for a, b in zip(small_T, small_T[1:]))  # shrinking, never 0
+assert all(0.9 < exact_norms[T_] / (math.sqrt(2) * math.exp(-gap / T_) / T_) < 1.1 for T_ in small_T)
+assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
+print("✓ autograd matches the formula for T from 1 down to 0.03")
+print("✓ as T falls from 0.1 to 0.01 the gradient shrinks like sqrt(2) e^(-gap/T) / T, yet stays above 0")
+print("✓ in float32 at T = 0.003 the gradient is exactly 0")
+assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
+print("✓ at T = 0.01, float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1)")
+x_req = x.clone().requires_grad_()  # (5,)
+assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
+print("✓ the arg-max is an integer with no gradient, while the max of the same scores has one")
+tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
+assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
+print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
+
+# %% [markdown]
+# So the soft arg-max is smooth, but its gradient vanishes as it approaches the hard arg-max: at
+# $T = 0.01$ it is about $10^{-20}$, far too small to learn from, and in float32 it becomes exactly 0
+# a little further on. Already at $T = 0.01$, float64 autograd loses part of it: the soft arg-max rounds to
+# exactly 1, so the winner's term $p_1 (1 - s)/T$ comes out as 0 and autograd reports $1/\sqrt 2$ of the
+# true length (both printed above). It is the same trade-off as the unscaled scores of section 5: a sharper
+# softmax (low temperature, or large unscaled scores, which act like a temperature of $1/\sqrt{d_k}$
+# relative to the scaled ones) is closer to a hard choice and passes back less gradient. With a tie
+# for the maximum, the limit splits the weight.
+
+# %% [markdown]
 # ## Sources
 #
-# - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: section 3.2.1 and footnote 4
-#   ($\mathrm{Var}(q \cdot k) = d_k$, the $1/\sqrt{d_k}$ scale), section 3.5 (sinusoidal encoding,
+# - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: section 3.2.1 and footnote 4 (additive vs
+#   dot-product attention, $\mathrm{Var}(q \cdot k) = d_k$, the $1/\sqrt{d_k}$ scale), Table 3 rows B,
+#   section 3.5 (sinusoidal encoding,
 #   "a linear function of $PE_{pos}$").
+# - Bahdanau, Cho and Bengio, "Neural Machine Translation by Jointly Learning to Align and Translate",
+#   ICLR 2015: additive attention.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 17 March 2023): the sum
 #   $\sum_i \cos(\omega_i \Delta t)$, distance aware versus direction aware.
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the scaled score

@@ -3,13 +3,10 @@
 #
 # **Goals.** By the end of this lesson you can
 #
-# - compute dot-product softmax attention for one query over a memory of key–value pairs, by hand and
-#   vectorised, and check it against `utils.attention.scaled_dot_product_attention`;
-# - explain queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
-# - build the parameter-free self-attention of the reading notes (`bmm(x, xᵀ)`, softmax, `bmm`) and read
-#   its matrix for "YOUR CAT IS A LOVELY CAT";
-# - name the two properties every attention matrix has, the two more that self-attention without position
-#   information adds, and find the two a slide deck's matrix breaks;
+# - compute softmax attention for one query over a memory of key–value pairs, by hand and vectorised;
+# - read queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
+# - build the parameter-free self-attention of the reading notes and read its matrix for "YOUR CAT IS A
+#   LOVELY CAT";
 # - prove and check that self-attention is permutation **equivariant** (not invariant), that positional
 #   encoding breaks this, and that learned projections $W_q, W_k, W_v, W_o$ do not;
 # - see why the Transformer projects queries and keys: random $W_q, W_k$ give a map ruled by chance,
@@ -33,10 +30,6 @@ if "google.colab" in sys.modules:
             "Check that this runtime is online, then run this cell again."
         )
 
-# %% [markdown]
-# Everything below runs on the CPU, with no downloads. We print rounded numbers so the notebook reads the
-# same every time it runs.
-
 # %%
 import math
 
@@ -45,6 +38,7 @@ import numpy as np
 import torch
 
 from utils.attention import scaled_dot_product_attention
+from utils.course.exercises import lesson03 as check
 from utils.experiments.attention_map import attention_map, token_embeddings
 from utils.experiments.attention_patterns import (
     VOCAB,
@@ -67,16 +61,17 @@ np.set_printoptions(precision=4, suppress=True)
 # ## 1. One query over a memory of key–value pairs
 #
 # The COMP7607 lecture slides ("Transformers", lecture 4) draw attention as a **query** $q$ looking at a
-# **memory** of key–value pairs $(k_1, v_1) \dots (k_4, v_4)$. Each key gets a score, the scores go
-# through a softmax, and the
-# weights (0.6, 0.1, 0.2, 0.1 in the slide) mix the values into one **context vector** $c$:
+# **memory** of key–value pairs $(k_1, v_1) \dots (k_4, v_4)$. Each key gets a score (the slide's is
+# $q \cdot k_i$; we divide it by $\sqrt{d_k}$, as the paper's equation 1 does, lesson 02), the scores go
+# through a softmax, and the weights (0.6, 0.1, 0.2, 0.1 in the slide) mix the values into one
+# **context vector** $c$:
 #
 # $$\text{score}_i = \frac{q \cdot k_i}{\sqrt{d_k}}, \qquad
 #   \alpha = \operatorname{softmax}(\text{score}), \qquad c = \sum_i \alpha_i v_i .$$
 #
 # We build a memory whose weights are exactly the slide's. Softmax only sees differences between scores
-# (lesson 02), so any scores equal to $\log \alpha$ plus a constant will do; we move each random key along $q$
-# until its score is $\log \alpha_i + 1$.
+# (lesson 02), so any scores equal to $\log \alpha$ plus a constant will do. Adding $c\,q$ to a key raises its
+# score by $c\,|q|^2/\sqrt{d_k}$, so we move each random key along $q$ until its score is $\log \alpha_i + 1$.
 
 # %%
 gen = torch.Generator().manual_seed(1)
@@ -87,7 +82,6 @@ K = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
 V = torch.randn(n, d_v, generator=gen, dtype=torch.float64)  # (n, d_v)
 target = slide_weights.log() + 1.0  # (n,) the scores we want
 K = K + ((target * math.sqrt(d_k) - K @ q) / (q @ q))[:, None] * q  # (n, d_k) now q·k_i/√d_k = target_i
-print("keys K:\n", K.numpy().round(4))
 
 # %% [markdown]
 # First with plain Python loops: one score per key, exponentiate, normalise, then a weighted sum of the
@@ -110,7 +104,7 @@ alpha_vec = torch.softmax(q @ K.T / math.sqrt(d_k), dim=-1)  # (n,)
 context_vec = alpha_vec @ V  # (d_v,)
 assert torch.allclose(alpha_vec, torch.tensor(alpha, dtype=torch.float64))
 assert torch.allclose(context_vec, torch.tensor(context, dtype=torch.float64))
-print("loops == vectorised: PASS")
+print("✓ loops == vectorised")
 
 # %% [markdown]
 # `utils.attention.scaled_dot_product_attention(q, k, v, mask=None)` does the same for any number of
@@ -120,7 +114,21 @@ print("loops == vectorised: PASS")
 # %%
 out, weights = scaled_dot_product_attention(q[None], K, V)  # (1, d_v), (1, n)
 assert torch.allclose(out[0], context_vec) and torch.allclose(weights[0], alpha_vec)
-print("vectorised == utils: PASS")
+print("✓ vectorised == utils")
+
+# %% [markdown]
+# **Predict first.** Double the query, $q \to 2q$. What weight does the first key, $k_1$, get now (it had 0.6)?
+
+# %%
+my_guess_doubled = None  # your answer: a number between 0 and 1
+
+# %%
+alpha_doubled = torch.softmax((2 * q) @ K.T / math.sqrt(d_k), dim=-1)  # (n,)
+print("weights for 2q:", alpha_doubled.numpy().round(3))
+assert abs(alpha_doubled[0].item() - check.predict_doubled_query.reference) < 5e-4
+
+# %%
+check.predict_doubled_query(my_guess_doubled)
 
 # %% [markdown]
 # ## 2. Queries, keys and values: a soft dictionary
@@ -133,7 +141,12 @@ print("vectorised == utils: PASS")
 #
 # Divide the scores by a temperature $\tau$. As $\tau \to 0$ the softmax tends to a one-hot vector on the best
 # matching key (the arg max, when one key matches best), and attention becomes the hard look-up. Here the query is a noisy copy of
-# the key of "cat".
+# the key of "cat"; the values of dog, cat, car and sky are $(0, 0), (1, 1), (2, 2), (3, 3)$.
+#
+# **Predict first.** At $\tau = 0.01$, what is the first coordinate of the output?
+
+# %%
+my_guess_cold = None  # your answer: a number
 
 # %%
 words = ["dog", "cat", "car", "sky"]
@@ -161,7 +174,7 @@ for ax, tau in zip(axes, temperatures):
 axes[0].set_ylabel("attention weight")
 plt.show()
 
-# %%
+# %% tags=["hide-input"]
 best = int(torch.argmax(keys @ query))  # the hard look-up picks the best-matching key
 assert words[best] == "cat"
 out_cold, w_cold = soft[0.01]
@@ -169,7 +182,11 @@ assert w_cold[best] > 0.999, "at tau=0.01 the weight is almost one-hot"
 assert torch.allclose(out_cold, hard["cat"], atol=1e-2), "and the output is the dictionary's value"
 entropies = [-(soft[t][1] * soft[t][1].log()).sum().item() for t in temperatures]
 assert all(a > b for a, b in zip(entropies, entropies[1:])), "lower temperature, sharper weights"
-print("temperature -> 0 gives the hard look-up hard['cat']: PASS")
+assert abs(out_cold[0].item() - check.predict_cold_lookup.reference) < 1e-2
+print("✓ temperature -> 0 gives the hard look-up hard['cat']")
+
+# %%
+check.predict_cold_lookup(my_guess_cold)
 
 # %% [markdown]
 # ## 3. Self-attention with no parameters
@@ -200,7 +217,7 @@ x = torch.randn(2, 5, 8, generator=gen, dtype=torch.float64)  # (b, t, k)
 y, w = simplest_self_attention(x)  # (b, t, k), (b, t, t)
 y_utils, w_utils = scaled_dot_product_attention(x * math.sqrt(8), x, x)  # (b, t, k), (b, t, t)
 assert torch.allclose(y, y_utils) and torch.allclose(w, w_utils)
-print("the reading notes' bmm version == utils with q·√d_k: PASS")
+print("✓ the reading notes' bmm version == utils with q·√d_k")
 
 # %% [markdown]
 # The Transformer's version (the paper, section 3.2.1, equation 1) scales:
@@ -220,7 +237,7 @@ def self_attention(X):
 Y, A = self_attention(x)  # (b, t, k), (b, t, t)
 Y_utils, A_utils = scaled_dot_product_attention(x, x, x)  # (b, t, k), (b, t, t)
 assert torch.allclose(Y, Y_utils) and torch.allclose(A, A_utils)
-print("self_attention == utils: PASS")
+print("✓ self_attention == utils")
 
 # %% [markdown]
 # ### YOUR CAT IS A LOVELY CAT
@@ -229,6 +246,14 @@ print("self_attention == utils: PASS")
 # fixed random
 # $N(0, 1)$ vector per word (`utils.experiments.attention_map.token_embeddings`, seeded by the word, so both CATs get the
 # same vector, as a real embedding table would give them). No positional encoding yet.
+#
+# **Predict first.** Lesson 02 showed that a word's score with itself, $|x|^2/\sqrt{512}$, is about
+# $\sqrt{512} \approx 22.6$, while two unrelated words score about $N(0, 1)$. What weight does the first CAT
+# put on itself? (From here on, rows and columns count from 0, as in Python: YOUR is row 0, the CATs are
+# rows 1 and 5.)
+
+# %%
+my_guess_cat = None  # your answer: a number between 0 and 1
 
 # %%
 sentence = "YOUR CAT IS A LOVELY CAT".split()
@@ -237,6 +262,10 @@ X = token_embeddings(sentence, d_model).float()  # (seq, d_model)
 Y, A = self_attention(X)  # (seq, d_model), (seq, seq)
 print(A.numpy().round(4))
 assert X.shape == (6, 512) and A.shape == (6, 6)
+assert abs(A[1, 1].item() - check.predict_cat_self_weight.reference) < 1e-4
+
+# %%
+check.predict_cat_self_weight(my_guess_cat)
 
 # %% [markdown]
 # Every row is a probability distribution over the six words: it sums to 1.
@@ -247,11 +276,9 @@ print("row sums:", row_sums.numpy().round(6))
 assert torch.allclose(row_sums, torch.ones(seq))
 
 # %% [markdown]
-# Our matrix is far more peaked than the slide deck's (whose numbers, it says, "are random"). That is
-# what random 512-dimensional vectors do: a word's score with itself is $|x|^2/\sqrt{512}$, and
-# $|x|^2$ averages $d_{model} = 512$, so the self-score averages $512/\sqrt{512} = \sqrt{512}$; its score
-# with an unrelated word is a sum of 512 products of independent $N(0, 1)$ numbers divided by $\sqrt{512}$,
-# about $N(0, 1)$. Then $e^{\text{self-score}}$ swamps everything else in the row.
+# Far more peaked than the slide deck's matrix (whose numbers, it says, "are random"): as lesson 02
+# measured, a self-score $|x|^2/\sqrt{512}$ is about $\sqrt{512}$, a score between unrelated words about
+# $N(0, 1)$, and $e^{\text{self-score}}$ swamps the rest of the row.
 
 # %%
 scores = X @ X.T / math.sqrt(d_model)  # (seq, seq)
@@ -261,8 +288,7 @@ different = [scores[i, j].item() for i in range(seq) for j in range(seq) if sent
 print("scores between different words: min", round(min(different), 1), "max", round(max(different), 1))
 
 # %% [markdown]
-# One sentence's embeddings are one draw. The claim is about random embeddings in general, so we check it
-# over 20 embedding tables (`token_embeddings(..., seed=s)`, s = 0 … 19) and print the spread.
+# One sentence's embeddings are one draw; over 20 embedding tables (`token_embeddings(..., seed=s)`):
 
 # %%
 self_scores, other_scores, single_diag = [], [], []
@@ -282,13 +308,11 @@ print(f"weight a once-occurring word puts on itself: min {min(single_diag):.4f} 
 assert min(self_scores) > 15 and max(self_scores) < 30, "self scores near sqrt(512)"
 assert abs(other.mean()) < 0.2 and 0.8 < other.std() < 1.2 and other.abs().max() < 5, "other scores ~ N(0, 1)"
 assert min(single_diag) > 0.9999, "words that occur once attend (almost) only to themselves"
-print("in all 20 tables: self scores near sqrt(512), other scores ~ N(0, 1), near-identity map: PASS")
+print("✓ in all 20 tables: self scores near sqrt(512), other scores ~ N(0, 1), near-identity map")
 
 # %% [markdown]
-# Without positional encoding, the two CATs are the same vector, so they ask the same question and get
-# the same answer: rows 1 and 5 are identical. They are also the same *key*, so every word gives them the
-# same weight: columns 1 and 5 are identical too. That is why each CAT splits its attention evenly between
-# "both" CATs. Self-attention cannot tell them apart.
+# Without positional encoding the two CATs are the same vector: the same query, so rows 1 and 5 are
+# identical, and the same key, so columns 1 and 5 are identical too. Self-attention cannot tell them apart.
 
 # %%
 print("row CAT (1):", A[1].numpy().round(4))
@@ -299,19 +323,429 @@ assert torch.allclose(A[1, [1, 5]], torch.tensor([0.5, 0.5]), atol=1e-6)
 fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: nearly the identity")
 
 # %% [markdown]
-# This is no accident of the draw. Row $i$ is $\operatorname{softmax}_j(x_i \cdot x_j / \sqrt{d})$: if
-# $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every row the scores in columns 1
-# and 5 are equal, so their weights are too. The same holds for *any* attention without position
-# information, also with projections ($x_1 W_q = x_5 W_q$, $x_1 W_k = x_5 W_k$), which section 5 uses. Over
-# the 20 embedding tables:
+# No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
+# row the scores in columns 1 and 5 are equal. The same holds for *any* attention without position
+# information (and without attention dropout, which zeroes weights at random in training), also with projections ($x_1 W_q = x_5 W_q$), which section 5 uses. Over the 20 tables:
 
-# %%
+# %% tags=["hide-input"]
 for s in range(20):
     A_s = self_attention(token_embeddings(sentence, d_model, seed=s))[1]  # (seq, seq)
     assert torch.allclose(A_s[1], A_s[5], atol=1e-12) and torch.allclose(A_s[:, 1], A_s[:, 5], atol=1e-12)
-print("identical CATs: identical rows and identical columns in all 20 embedding tables: PASS")
+print("✓ identical CATs: identical rows and identical columns in all 20 embedding tables")
 
 # %% [markdown]
+# > **Errata:** the YOUR CAT deck's "random" attention matrix, and its expectation that the diagonal is the
+# > largest, are checked in *Errata in the sources* at the end. A causal mask (lesson 04) also
+# > tells the CATs apart: *Going further* at the end.
+
+# %% [markdown]
+# ## 4. Permutation equivariance (not invariance)
+#
+# The YOUR CAT slide deck says "Self-Attention is permutation invariant since it does not cater the order of
+# words", and, two lines on, "If u rearrange the inputs, attention values will remain the same". The reading
+# notes have the right word: **equivariant**. Let $P$ be a permutation matrix
+# ($PX$ reorders the rows of $X$). Softmax works row by row, and reordering both rows and columns of its input
+# reorders its output the same way, so
+#
+# $$A(PX) = \operatorname{softmax}\!\Big(\tfrac{PX\,(PX)^\top}{\sqrt{d}}\Big)
+#         = \operatorname{softmax}\!\Big(P\,\tfrac{XX^\top}{\sqrt{d}}\,P^\top\Big) = P\,A(X)\,P^\top,$$
+# $$\text{Attention}(PX) = A(PX)\,PX = P\,A(X)\,P^\top P\,X = P\,A(X)\,X = P\,\text{Attention}(X),$$
+#
+# using $P^\top P = I$. The outputs are the same vectors, in the permuted order. We check it for 20 random
+# permutations of the sentence.
+
+# %% tags=["hide-input"]
+gen = torch.Generator().manual_seed(0)
+for _ in range(20):
+    perm = torch.randperm(seq, generator=gen)  # (seq,)
+    P = torch.eye(seq)[perm]  # (seq, seq) permutation matrix: P @ X == X[perm]
+    Y_p, A_p = self_attention(P @ X)  # (seq, d_model), (seq, seq)
+    assert torch.allclose(Y_p, P @ Y, atol=1e-5), "Attention(PX) = P Attention(X)"
+    assert torch.allclose(A_p, P @ A @ P.T, atol=1e-6), "A(PX) = P A(X) Pᵀ"
+print("✓ equivariant for 20 random permutations")
+
+# %% [markdown]
+# *Invariant* would mean $\text{Attention}(PX) = \text{Attention}(X)$: the same output rows in the same places.
+#
+# **Predict first.** Reverse the sentence (CAT LOVELY A IS CAT YOUR). How many of the six output rows change,
+# compared position by position with the original's?
+
+# %%
+my_guess_reversed = None  # your answer: a number from 0 to 6
+
+# %%
+reverse = torch.arange(seq - 1, -1, -1)  # (seq,) CAT LOVELY A IS CAT YOUR
+Y_rev, _ = self_attention(X[reverse])  # (seq, d_model)
+changed = int((~torch.isclose(Y_rev, Y, atol=1e-5).all(dim=-1)).sum())
+print("changed output rows:", changed, "of", seq)
+assert not torch.allclose(Y_rev, Y), "not invariant"
+assert torch.allclose(Y_rev, Y[reverse], atol=1e-5), "but equivariant"
+assert changed == check.predict_reversed_rows.reference
+
+# %%
+check.predict_reversed_rows(my_guess_reversed)
+
+# %% [markdown]
+# What *is* invariant is anything that forgets the order afterwards, e.g. a sum-pool over positions,
+# $\sum_t \text{Attention}(X)_t$: it is the same for every order of the words. The slide deck's worry ("The cat sat" and
+# "Sat cat the" look alike) is real: self-attention, then a sum, cannot tell them apart.
+
+# %% tags=["hide-input"]
+pooled = Y.sum(dim=0)  # (d_model,)
+for _ in range(20):
+    perm = torch.randperm(seq, generator=gen)  # (seq,)
+    assert torch.allclose(self_attention(X[perm])[0].sum(dim=0), pooled, atol=1e-4)
+print("✓ sum-pool of self-attention is permutation invariant")
+
+# %% [markdown]
+# ### Positional encoding breaks the symmetry
+#
+# The paper adds positional encodings for exactly this reason (section 3.5): with no recurrence and no
+# convolution, the model has no other way to use the order of the words. Add the sinusoidal PE of lesson 01
+# to the embeddings. Permuting the words now changes which encoding
+# each word gets ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
+
+# %%
+PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
+Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq)
+Y_rev_pe, _ = self_attention(X[reverse] + PE)  # (seq, d_model)
+print("max |Attention(PX + PE) - P Attention(X + PE)| =", round((Y_rev_pe - Y_pe[reverse]).abs().max().item(), 2))
+assert not torch.allclose(Y_rev_pe, Y_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
+
+# %% [markdown]
+# And the two CATs are now different vectors, so they get different rows and columns (rows still sum to 1):
+# each CAT attends more to itself than to the other one — here, and in all 20 embedding tables.
+
+# %%
+print("row CAT (1):", A_pe[1].numpy().round(4))
+print("row CAT (5):", A_pe[5].numpy().round(4))
+assert not torch.allclose(A_pe[1], A_pe[5], atol=1e-3)
+assert A_pe[1, 1] > A_pe[1, 5] and A_pe[5, 5] > A_pe[5, 1]
+assert list(attention_properties(A_pe, sentence, atol=1e-5).values()) == [True, True, False, False]
+PE64 = sinusoidal_encoding(seq, d_model, dtype=torch.float64)  # (seq, d_model)
+margins = []
+for s in range(20):
+    A_s = self_attention(token_embeddings(sentence, d_model, seed=s) + PE64)[1]  # (seq, seq)
+    margins += [(A_s[1, 1] - A_s[1, 5]).item(), (A_s[5, 5] - A_s[5, 1]).item()]
+print(f"own weight minus the other CAT's, over 20 tables: {min(margins):.2f} to {max(margins):.2f}")
+assert min(margins) > 0
+print("✓ with PE, each CAT attends more to itself than to the other CAT, in all 20 tables")
+fig = plot_attention(sentence, A_pe.numpy(), title="softmax((X+PE)(X+PE)ᵀ/√512)")
+
+# %% [markdown]
+# ### Learned projections keep equivariance
+#
+# "Self-Attention requires no parameters" (the YOUR CAT slide deck) is true of this bare form only. The
+# Transformer's attention projects the input first and the output last: $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$.
+# We build ours with `torch.nn.Linear`: four $d_{model} \times d_{model}$ layers, each with a bias. They act on
+# each position separately, $(PX)W + b = P(XW + b)$, so the derivation above goes through unchanged: the layer
+# is still permutation equivariant. Without attention dropout (which zeroes random weights in training; this
+# lesson uses none), the symmetry breaks only when something tells the positions apart: PE, a position bias,
+# or a causal mask (Going further).
+#
+# > **Going further:** how the paper's per-head matrices add up to $4 d_{model}^2$ parameters, and where
+# > `nn.Linear`'s biases change the count, is checked in *Going further* at the end.
+
+
+# %% tags=["hide-input"]
+@torch.no_grad()
+def projected_attention(X):
+    """Attention(X W_q, X W_k, X W_v) W_o: self-attention with the Transformer's learned projections."""
+    out, A = scaled_dot_product_attention(W_q(X), W_k(X), W_v(X))  # (seq, d_model), (seq, seq)
+    return W_o(out), A  # (seq, d_model), (seq, seq)
+
+
+for init in range(5):  # five initialisations of the four layers, 20 permutations each
+    torch.manual_seed(init)
+    W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+    Z, _ = projected_attention(X)  # (seq, d_model)
+    for _ in range(20):
+        perm = torch.randperm(seq, generator=gen)  # (seq,)
+        assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
+    Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
+    assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
+print("✓ with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with PE: not")
+
+# %% [markdown]
+# ## 5. Why the Transformer projects queries and keys
+#
+# Without projections the query and the key of a word are the same vector, so its score with itself is a
+# squared length: with random high-dimensional embeddings, bare self-attention mostly looks at the word itself
+# (section 3), and the layer has nothing to learn. The
+# Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
+# $d_{model} \times d_k$ matrices. Take $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first
+# *random* matrices, entries $N(0, 1/d_{model})$, so that $x W$ has unit-variance entries like $x$:
+#
+# $$A = \operatorname{softmax}\!\Big(\frac{(X W_q)(X W_k)^\top}{\sqrt{d_k}}\Big).$$
+
+# %%
+d_k = 64
+W_q_rand, W_k_rand = random_projections(d_model, d_k, seed=0)  # (d_model, d_k) each
+A_rand = sentence_map(sentence, W_q_rand, W_k_rand)  # (seq, seq)
+assert torch.allclose(A_rand, projected_weights(X.double(), W_q_rand, W_k_rand), atol=1e-6)
+print(A_rand.numpy().round(2))
+fig = plot_attention(sentence, A_rand.numpy(), title="random W_q, W_k: where each word looks is chance")
+
+# %% [markdown]
+# The near-identity is gone, but nothing has taken its place: where a word looks is decided by the draw of
+# $W_q, W_k$.
+#
+# **Predict first.** Over 20 random draws of $W_q, W_k$ (120 rows), in how many rows is the diagonal the
+# row's largest weight? (The two CATs' identical columns make five distinct keys; a tie counts for the
+# diagonal.)
+
+# %%
+my_guess_diagonal = None  # your answer: a number from 0 to 120
+
+# %%
+diag_rows, lovely_on_cat = 0, []
+for s in range(20):
+    A_s = sentence_map(sentence, *random_projections(d_model, d_k, seed=s))  # (seq, seq)
+    diag_rows += sum(bool(A_s[i, i] >= A_s[i].max() - 1e-9) for i in range(seq))
+    lovely_on_cat += weight_on(A_s, sentence, "LOVELY", "CAT")
+    assert all(attention_properties(A_s, sentence, atol=1e-9).values()), "still identical CAT rows, columns"
+print(f"rows whose largest weight is on the diagonal: {diag_rows} of {20 * seq} (chance, 1 in 5: {20 * seq // 5})")
+print(
+    f"LOVELY's weight on the two CATs over 20 draws: min {min(lovely_on_cat):.2f}, "
+    f"median {float(np.median(lovely_on_cat)):.2f}, max {max(lovely_on_cat):.2f}"
+)
+assert 0.05 * 20 * seq < diag_rows < 0.3 * 20 * seq, "the diagonal is no longer special"
+assert min(lovely_on_cat) < 0.3 and max(lovely_on_cat) > 0.7, "LOVELY's attention to CAT is a matter of chance"
+assert diag_rows == check.predict_random_diagonal.reference
+print("✓ random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.3 to above 0.7")
+
+# %%
+check.predict_random_diagonal(my_guess_diagonal)
+
+# %% [markdown]
+# About as many rows as chance gives, 1 in 5; and LOVELY's weight on the two CATs is all over the place.
+
+# %% [markdown]
+# ### Training $W_q$ and $W_k$ on a task that needs a look elsewhere
+#
+# Now give the projections a reason. A tiny task: random six-word sentences from a vocabulary of 6 nouns,
+# 6 adjectives and 8 other words, each with one noun (once or twice), one or two adjectives and filler
+# words. At every adjective, the attention output $(AX)_i$ must name the sentence's noun (scored against the
+# six noun embeddings, cross-entropy). Only $W_q$ and $W_k$ are trained, from the random matrices above:
+# 50 Adam steps of 32 sentences (`train_adjective_noun`), from 8 seeds. The loss starts below
+# $\ln 6 \approx 1.79$, a blind guess (the noun is among the words every output mixes); what training
+# changes is where the adjective looks.
+
+# %% tags=["nbval-ignore-output"]
+trained = {
+    s: train_adjective_noun(seed=s, d_model=d_model, d_k=d_k, steps=50, batch_size=32) for s in range(8)
+}  # seed -> (W_q, W_k, losses)
+lovely_trained = {
+    s: weight_on(sentence_map(sentence, W_q_s, W_k_s), sentence, "LOVELY", "CAT")[0]
+    for s, (W_q_s, W_k_s, _) in trained.items()
+}
+for s, (_, _, losses) in trained.items():
+    before = weight_on(sentence_map(sentence, *random_projections(d_model, d_k, seed=s)), sentence, "LOVELY", "CAT")
+    print(
+        f"seed {s}: loss {losses[0]:.3f} -> {losses[-1]:.4f}; "
+        f"LOVELY's weight on the CATs {before[0]:.2f} -> {lovely_trained[s]:.4f}"
+    )
+print(f"after training, over 8 seeds: min {min(lovely_trained.values()):.4f}")
+
+# %% [markdown]
+# In every training seed, LOVELY now puts (almost) all its weight on the two CATs:
+
+# %% tags=["hide-input"]
+assert set(sentence) <= set(VOCAB), "the sentence uses only the task's words"
+assert min(lovely_trained.values()) > 0.95
+assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "the loss fell"
+assert all(losses[0] < math.log(6) for _, _, losses in trained.values()), "it started below a blind guess"
+print("✓ in all 8 seeds the first loss is below ln 6 (a blind guess among six nouns)")
+print("✓ trained W_q, W_k: LOVELY puts nearly all its weight on the CATs, in 8 of 8 training seeds")
+
+# %% [markdown]
+# Here is the map of the first seed. Read LOVELY's row: half its weight on each CAT. Training did not
+# break the rule of section 3: without positional encoding the two CATs are still one key, so they still
+# get identical columns and LOVELY cannot prefer one of them. The rows of YOUR, IS and A were never part of
+# the task; where they look is whatever the training left, and differs from seed to seed.
+
+# %%
+A_trained = sentence_map(sentence, *trained[0][:2])  # (seq, seq)
+fig = plot_attention(sentence, A_trained.numpy(), title="trained W_q, W_k: LOVELY looks at CAT")
+
+# %% tags=["hide-input"]
+lovely, targets = sentence.index("LOVELY"), {0: set(), 2: set(), 3: set()}  # rows YOUR, IS, A
+for W_q_s, W_k_s, _ in trained.values():
+    A_s = sentence_map(sentence, W_q_s, W_k_s)  # (seq, seq)
+    assert all(attention_properties(A_s, sentence, atol=1e-6).values())
+    assert abs(A_s[lovely, 1] - A_s[lovely, 5]) < 1e-6
+    for row in targets:
+        targets[row].add(sentence[int(A_s[row].argmax())])  # the word this row looks at most
+assert all(len(words) >= 2 for words in targets.values()), "these rows were never trained: they differ by seed"
+print("✓ after training, in all 8 seeds: identical CAT rows and columns, LOVELY splits evenly")
+print("✓ the words YOUR, IS and A each look at most are not the same in all 8 seeds")
+
+# %% [markdown]
+# This is what the projections are for. Without them the map is fixed by the embeddings (nearly the
+# identity); with random ones it is noise; trained, $W_q$ turns "I am an adjective" into a question and
+# $W_k$ turns "I am a noun" into a matching answer, so one word can look at another. Lessons 05–07 build
+# on this mechanism, with several heads and with PE.
+
+# %% [markdown]
+# ## Explore: the attention-map explorer
+#
+# The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
+# that the weights are not all 0 or 1) and one query's row. Try: turn the $1/\sqrt{d_k}$ scaling off (almost
+# one-hot rows, except the CATs', which put at most half on each CAT), raise the temperature (flatter), add
+# positional encoding (the two CATs part ways), and pick a mask (lesson 04). The first three, checked for five
+# embedding seeds:
+
+# %% tags=["hide-input"]
+explorer_words = "YOUR CAT IS A LOVELY CAT".split()
+for s in range(5):
+    A_default = attention_map(explorer_words, seed=s)[0]  # (seq, seq)
+    A_unscaled = attention_map(explorer_words, scale=False, seed=s)[0]  # (seq, seq)
+    assert all(A_unscaled[i].max() > 0.98 for i in (0, 2, 3, 4))
+    assert all(abs(A_unscaled[i, 1] - A_unscaled[i, 5]) < 1e-9 and A_unscaled[i, 1] <= 0.5 + 1e-9 for i in (1, 5))
+    A_hot = attention_map(explorer_words, temperature=10.0, seed=s)[0]  # (seq, seq)
+    assert (A_hot.max(dim=-1).values < A_default.max(dim=-1).values).all()
+    A_pos = attention_map(explorer_words, positional=True, seed=s)[0]  # (seq, seq)
+    assert (A_pos[1] - A_pos[5]).abs().max() > 0.01
+print("✓ unscaled: every row but the CATs' puts nearly all its weight on one word; the CATs' at most half on each")
+print("✓ temperature 10: every row flatter than at temperature 1")
+print("✓ with PE: the two CATs' rows differ; in all 5 embedding seeds")
+
+# %% [markdown]
+# Here is its default state:
+
+# %%
+fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
+
+# %% [markdown]
+# And live (in Jupyter, Binder or Colab; on GitHub the widget does not run):
+
+# %% tags=["nbval-ignore-output"]
+attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
+
+# %% [markdown]
+# ## Summary
+#
+# - Attention scores every key against the query, softmaxes the scores (scaled by $1/\sqrt{d_k}$) and mixes the
+#   values: $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. Loops, matrices and `utils` agree.
+# - It is a soft dictionary look-up; temperature $\to 0$ makes it a hard one.
+# - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters; with random 512-dimensional
+#   embeddings it is nearly the identity, and without position information identical words get identical rows
+#   and columns.
+# - It is permutation **equivariant**: $\text{Attention}(PX) = P\,\text{Attention}(X)$; a sum-pool on top is
+#   invariant. Positional encoding breaks the symmetry; learned $W_q, W_k, W_v, W_o$ do not.
+# - The paper's attention layer has $4 d_{model}^2$ parameters (no biases); `nn.Linear` and
+#   `nn.MultiheadAttention` add $4 d_{model}$ biases by default.
+# - Random $W_q, W_k$ replace the near-identity by chance; trained ones let a word look at another
+#   (an adjective at its noun), which is why the Transformer has them.
+# - The YOUR CAT deck's matrix cannot come from self-attention without position information, and its diagonal
+#   need not be the largest (errata below).
+#
+# ## Exercises
+#
+# Each cell below has a stub: replace `raise NotImplementedError` with your code and run the cell; the
+# checker prints PASS or what is wrong. A cell uses only its own arguments, so you can solve it on its
+# own. Stuck? `check.attention_weights.hint()` gives a hint and `check.attention_weights.solution()`
+# shows one solution (likewise for the others). Exercises 2, 3 and 4 take the lesson's ideas to cases it
+# did not show.
+
+# %%
+from utils.course.exercises import lesson03 as check
+
+# %% [markdown]
+# **1.** The attention weights of one query $q$ (shape `(d_k,)`) over keys $K$ (shape `(n, d_k)`):
+# $\operatorname{softmax}(q K^\top / \sqrt{d_k})$, a tensor of shape `(n,)`.
+
+
+# %%
+def attention_weights(q, K):
+    raise NotImplementedError
+
+
+check.attention_weights(attention_weights)
+
+# %% [markdown]
+# **2. The diagonal loses.** The errata below show one row whose diagonal is not the largest weight. Go
+# further: return embeddings `X` of shape `(seq, d_model)` for which the diagonal of
+# $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})$ is the row maximum in **only one** row, for any
+# `seq` and `d_model` the checker tries (`seq` from 2 to 9, `d_model` from 1 to 512). Why can it never be zero
+# rows?
+
+
+# %%
+def diagonal_loses(seq, d_model):
+    raise NotImplementedError
+
+
+check.diagonal_not_max(diagonal_loses)
+
+# %% [markdown]
+# **3. A classifier that ignores word order.** Put a classifier head on parameter-free self-attention:
+# the class scores of a sentence `X` `(seq, d_model)` are $\big(\sum_t \text{Attention}(X)_t\big)\,W_c$,
+# with `W_c` of shape `(d_model, num_classes)` and
+# $\text{Attention}(X) = \operatorname{softmax}(XX^\top/\sqrt{d_{model}})\,X$. Return the scores, shape
+# `(num_classes,)`. The checker also reorders the words and checks that the scores stay the same: this
+# head cannot tell "The cat sat" from "Sat cat the".
+
+
+# %%
+def pooled_classifier(X, W_c):
+    raise NotImplementedError
+
+
+check.pooled_classifier(pooled_classifier)
+
+# %% [markdown]
+# **4. A position bias that breaks the cycle.** The errata show that with $Q = K$ every three-word cycle
+# balances, $A_{ij}A_{jk}A_{ki} = A_{ji}A_{kj}A_{ik}$, and that a position bias on the scores can change that.
+# Return a bias `B` of shape `(seq, seq)` that depends only on the offset, `B[i, j] = b(i - j)`, such that
+# $\operatorname{softmax}(XX^\top/\sqrt{d_{model}} + B)$ has a three-word cycle that does not balance, for any
+# embeddings `X` the checker draws. Which biases can never do it?
+
+
+# %%
+def cycle_breaking_bias(seq):
+    raise NotImplementedError
+
+
+check.cycle_breaking_bias(cycle_breaking_bias)
+
+# %% [markdown]
+# ## Going further
+#
+# ### How many parameters has the attention layer?
+#
+# *Why read it:* the paper's per-head matrices and PyTorch's layers count their parameters differently.
+#
+# The paper (section 3.2.2) gives each of its $h = 8$ heads its own $W^Q_i, W^K_i \in \mathbb{R}^{d_{model}
+# \times d_k}$ and $W^V_i \in \mathbb{R}^{d_{model} \times d_v}$, with $d_k = d_v = d_{model}/h = 64$, and adds one
+# $W^O \in \mathbb{R}^{h d_v \times d_{model}}$: parameter matrices, no biases. Side by side over the heads, that is
+# four $d_{model} \times d_{model}$ matrices. We build ours with `torch.nn.Linear`, which adds a bias vector to each
+# by default, as `torch.nn.MultiheadAttention` does: that is where our count differs from the paper's.
+
+# %%
+h = 8
+d_head = d_model // h  # the paper's d_k = d_v = 64
+paper_shapes = [(d_model, d_head)] * (3 * h) + [(h * d_head, d_model)]  # W^Q_i, W^K_i, W^V_i per head; W^O
+n_paper = sum(rows * cols for rows, cols in paper_shapes)
+torch.manual_seed(0)
+W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+n_params = sum(p.numel() for W in (W_q, W_k, W_v, W_o) for p in W.parameters())
+n_biases = sum(W.bias.numel() for W in (W_q, W_k, W_v, W_o))
+n_torch = {
+    bias: sum(p.numel() for p in torch.nn.MultiheadAttention(d_model, h, bias=bias).parameters())
+    for bias in (True, False)
+}
+print(f"the paper's attention layer at d_model={d_model}, h={h}: {n_paper:,} parameters, 4 x {d_model}^2")
+print(f"ours, four nn.Linear with their default biases: {n_params:,}, of which {n_biases:,} biases")
+assert n_paper == 4 * d_model**2 and n_params - n_biases == n_paper
+assert n_torch[True] == n_params and n_torch[False] == n_paper
+print("✓ nn.MultiheadAttention has the same count with its default biases, and the paper's with bias=False")
+
+# %% [markdown]
+# ### A causal mask carries position
+#
+# *Why read it:* it shows that "without position information" rules out more than PE, before lesson 04.
+#
 # "Without position information" rules out more than PE. Lesson 04's **causal mask** lets each word attend
 # only to itself and the words before it. That tells every query where it stands: the first CAT (position 1)
 # sees YOUR and itself, the second (position 5) sees the whole sentence. So a causal mask carries position,
@@ -329,13 +763,13 @@ for s in range(20):
     rows_differ += (A_s[1] - A_s[5]).abs().max().item() > 0.1
     cols_differ += (A_s[:, 1] - A_s[:, 5]).abs().max().item() > 0.1
 assert rows_differ == cols_differ == 20
-print("with a causal mask the two CATs' rows differ, and their columns differ, in all 20 embedding tables: PASS")
+print("✓ with a causal mask the two CATs' rows differ, and their columns differ, in all 20 embedding tables")
 
 # %% [markdown]
 # For the same reason a causal mask breaks the permutation equivariance of section 4: reverse the sentence and
 # the outputs are no longer just reversed. How much that shows depends on how peaked the map is. At
 # $d_{model} = 512$ every word returns almost exactly its own vector whatever it may see, so the outputs barely
-# move; with the explorer's 16-dimensional embeddings (section 6) they do:
+# move; with the explorer's 16-dimensional embeddings they do:
 
 # %%
 flip = torch.arange(seq - 1, -1, -1)  # (seq,) the sentence reversed
@@ -349,9 +783,14 @@ for d in (d_model, 16):
         moved[d].append((Y_f - Y_s[flip]).abs().max().item())
 print(f"causal mask, sentence reversed, d_model=16: outputs move by {min(moved[16]):.2f} to {max(moved[16]):.2f}")
 assert min(moved[16]) > 0.05 and max(moved[d_model]) < 1e-6
-print("causal mask: not equivariant in any of 20 tables at d_model=16; at d_model=512 the change is below 1e-6: PASS")
+print("✓ causal mask: not equivariant in any of 20 tables at d_model=16; at d_model=512 the outputs barely move")
 
 # %% [markdown]
+# ## Errata in the sources
+#
+# What the YOUR CAT slide deck gets wrong about self-attention's matrix, with the checks. (Its "permutation
+# invariant" and "requires no parameters" are corrected in section 4.)
+#
 # ### What an attention matrix must satisfy
 #
 # The YOUR CAT slide deck prints a 6 × 6 attention matrix for this sentence, with the note "all values are
@@ -360,7 +799,8 @@ print("causal mask: not equivariant in any of 20 tables at d_model=16; at d_mode
 # checked: every attention matrix has properties 1 and 2 below (each row is a softmax; a row a mask blocks
 # entirely is lesson 04's business; attention dropout, which in training zeroes random weights and rescales
 # the rest, breaks property 2, as checked below), and every self-attention matrix of this sentence *without*
-# position information (no positional encoding, position bias or causal mask) also has 3 and 4:
+# position information (no positional encoding, position bias or causal mask) and without attention dropout
+# also has 3 and 4:
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
 # 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
@@ -399,9 +839,7 @@ broken = {k for k, holds in enumerate(deck_checks.values(), start=1) if not hold
 print("row sums:", deck_matrix.sum(dim=-1).numpy().round(3))
 print("broken:", sorted(broken))
 
-# %%
-from utils.course.exercises import lesson03 as check
-
+# %% tags=["hide-input"]
 assert torch.equal(deck_matrix, check.DECK) and broken == check.predict_broken_properties.reference
 
 # %%
@@ -417,30 +855,30 @@ check.predict_broken_properties(my_prediction)
 # as $-0.5\,(i - j)$, leaves the rows equal: for each row it is a constant, which softmax ignores, plus a
 # per-key term, which both CAT rows share.
 
-# %%
+# %% tags=["hide-input"]
 ours = attention_properties(A, sentence, atol=1e-5)
 print("deck, row CAT (1) on CAT (1), CAT (5):", deck_matrix[1, [1, 5]].tolist())
 print("deck, row CAT (5) on CAT (5), CAT (1):", deck_matrix[5, [5, 1]].tolist())
 assert broken == {3, 4}, "the deck's matrix breaks exactly properties 3 and 4"
 assert deck_matrix[1, 1] > deck_matrix[1, 5] and deck_matrix[5, 5] > deck_matrix[5, 1], "each CAT prefers itself"
 assert all(ours.values()), "the computed matrix has all four properties"
-print("deck: rows sum to 1 within ±0.003, none negative, but CAT rows and columns differ; ours: all four: PASS")
+print("✓ deck: rows sum to 1 up to its rounding, none negative, but CAT rows and columns differ; ours: all four")
 torch.manual_seed(0)
 _, A_drop = scaled_dot_product_attention(X, X, X, dropout_p=0.1)  # (seq, seq) training-time dropout
 assert not attention_properties(A_drop, sentence, atol=1e-5)["every row sums to 1"]
-print("with attention dropout 0.1, the rows no longer all sum to 1: PASS")
+print("✓ with attention dropout 0.1, the rows no longer all sum to 1")
 positions = torch.arange(len(sentence))  # (seq,)
 distance_bias = -0.5 * (positions[:, None] - positions[None, :]).abs()  # (seq, seq)
 A_bias = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]) + distance_bias, dim=-1)  # (seq, seq)
 biased = attention_properties(A_bias, sentence, atol=1e-5)
 assert biased["every row sums to 1"] and not biased["identical tokens get identical rows"]
 assert not biased["identical tokens get identical columns"]
-print("with a position bias -0.5|i - j| on the scores, the two CATs' rows and columns differ: PASS")
+print("✓ with a position bias -0.5|i - j| on the scores, the two CATs' rows and columns differ")
 linear_bias = -0.5 * (positions[:, None] - positions[None, :])  # (seq, seq)
 A_linear = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]) + linear_bias, dim=-1)  # (seq, seq)
 linear = attention_properties(A_linear, sentence, atol=1e-5)
 assert linear["identical tokens get identical rows"] and not linear["identical tokens get identical columns"]
-print("with a linear bias -0.5(i - j), the two CATs' rows stay equal, their columns differ: PASS")
+print("✓ with a linear bias -0.5(i - j), the two CATs' rows stay equal, their columns differ")
 
 # %% [markdown]
 # Could positional encoding explain the deck's matrix? It makes the two CATs different vectors, and section 4
@@ -452,7 +890,10 @@ print("with a linear bias -0.5(i - j), the two CATs' rows stay equal, their colu
 # $$A_{ij}\,A_{jk}\,A_{ki} = A_{ji}\,A_{kj}\,A_{ik}.$$
 #
 # The deck's IS, A, LOVELY break this by far more than its three-decimal rounding can explain. A matrix
-# like the deck's needs different queries and keys, such as section 5's projections $W_q \ne W_k$.
+# like the deck's needs scores that are both asymmetric and position-aware: $W_q \ne W_k$ *together with* PE,
+# or a position bias $b(i - j)$ whose odd part $b(d) - b(-d)$ is not linear in $d$. Either one alone is not
+# enough: $W_q \ne W_k$ without PE still gives the CATs identical rows and columns (section 5), and PE with
+# $Q = K$ keeps every cycle balanced.
 
 
 # %%
@@ -481,7 +922,32 @@ worst_pe = max(
 A_proj = projected_weights(X.double(), *random_projections(d_model, 64, seed=0))  # (seq, seq) W_q != W_k
 worst_proj = max(abs(cycle_log_ratio(A_proj, *t)) for t in triples)
 assert worst_pe < 1e-9 and worst_proj > 10 * rounding
-print("with Q = K = X + PE, every three-word cycle balances in all 20 tables; with W_q != W_k it need not: PASS")
+print("✓ with Q = K = X + PE, every three-word cycle balances in all 20 tables; with W_q != W_k it need not")
+
+# %% tags=["hide-input"]
+cause = {}  # in how many of 5 seeds W_q != W_k breaks the CAT rows, columns and a cycle
+for name, X_in in [("no PE", X.double()), ("with PE", X.double() + PE_3)]:
+    hits = []
+    for s in range(5):
+        A_s = projected_weights(X_in, *random_projections(d_model, 64, seed=s))  # (seq, seq)
+        props = attention_properties(A_s, sentence, atol=1e-6)
+        cats_differ = (
+            not props["identical tokens get identical rows"] and not props["identical tokens get identical columns"]
+        )
+        hits.append(cats_differ and max(abs(cycle_log_ratio(A_s, *t)) for t in triples) > 10 * rounding)
+    cause[name] = sum(hits)
+offset = (positions[:, None] - positions[None, :]).double()  # (seq, seq) i - j
+scores_64 = X.double() @ X.double().T / math.sqrt(d_model)  # (seq, seq) Q = K = X
+A_odd = torch.softmax(scores_64 + torch.where(offset > 0, -0.5 * offset**2, 0.0), dim=-1)  # bias on earlier keys
+A_sym = torch.softmax(scores_64 - 0.5 * offset.abs(), dim=-1)  # (seq, seq) the symmetric -0.5|i - j|
+odd = attention_properties(A_odd, sentence, atol=1e-6)
+worst_odd = max(abs(cycle_log_ratio(A_odd, *t)) for t in triples)
+worst_sym = max(abs(cycle_log_ratio(A_sym, *t)) for t in triples)
+assert cause == {"no PE": 0, "with PE": 5}
+assert not odd["identical tokens get identical rows"] and worst_odd > 10 * rounding and worst_sym < 1e-9
+print("✓ W_q != W_k with PE breaks the CAT rows, columns and a cycle in 5 of 5 seeds; without PE in none")
+print("✓ Q = K = X with a bias -0.5(i - j)^2 on earlier keys breaks them too")
+print("✓ the symmetric bias -0.5|i - j| keeps every cycle balanced")
 
 # %% [markdown]
 # ### Is the diagonal always the largest?
@@ -522,7 +988,7 @@ for s in range(20):
 print(f"longest/shortest embedding over 20 tables: {min(ratios):.2f} to {max(ratios):.2f}")
 print(f"largest reach of one word along another, over 20 tables: {max(reaches):.2f}")
 assert diag_is_max == 20 and min(ratios) > 1.02 and max(reaches) < 0.5
-print(f"lengths differ, yet the diagonal is the row maximum in every row, in {diag_is_max} of 20 tables: PASS")
+print(f"✓ lengths differ, yet the diagonal is the row maximum in every row, in {diag_is_max} of 20 tables")
 
 # %% [markdown]
 # What saves the diagonal here is the angle, not the lengths. Random 512-dimensional vectors are nearly
@@ -547,7 +1013,7 @@ for _ in range(200):
     X_t = X_t / X_t.norm(dim=-1, keepdim=True) * math.sqrt(d_model) * spread  # lengths sqrt(512) +- 20%
     kept += bool(torch.equal(self_attention(X_t)[1].argmax(dim=-1), torch.arange(seq)))
 assert kept == 200
-print(f"lengths spread by +-20%: the diagonal is the row maximum in every row of {kept} of 200 random sets: PASS")
+print(f"✓ lengths spread by +-20%: the diagonal is the row maximum in every row of {kept} of 200 random sets")
 
 rows = agree = lost = won_though_shorter = 0  # won_though_shorter: another vector is twice as long
 for trial in range(1000):
@@ -562,8 +1028,8 @@ for trial in range(1000):
     won_though_shorter += int((wins & (2 * lengths < lengths.max())).sum())
 assert agree == rows and lost > 100 and won_though_shorter > 100
 print(
-    f"the reach rule predicts the diagonal's win or loss in all {rows} rows of 1000 random sets; the diagonal "
-    f"lost {lost} of them, and won {won_though_shorter} rows where another vector is over twice as long: PASS"
+    f"✓ the reach rule predicts the diagonal's win or loss in all {rows} rows of 1000 random sets; the diagonal "
+    f"lost {lost} of them, and won {won_though_shorter} rows where another vector is over twice as long"
 )
 
 # %% [markdown]
@@ -596,371 +1062,7 @@ for s in range(20):
     X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model)
     X_s[4] = X_s[4] + 1.2 * X_s[0]  # (d_model,)
     assert self_attention(X_s)[1][0].argmax() == 4 and reach(X_s)[0, 4] > 1
-print("counterexample: LOVELY reaches past YOUR, and YOUR's largest weight is on LOVELY, in all 20 tables: PASS")
-
-# %% [markdown]
-# ## 4. Permutation equivariance (not invariance)
-#
-# The YOUR CAT slide deck says "Self-Attention is permutation invariant since it does not cater the order of
-# words", and, two lines on, "If u rearrange the inputs, attention values will remain the same". The reading
-# notes have the right word: **equivariant**. Let $P$ be a permutation matrix
-# ($PX$ reorders the rows of $X$). Softmax works row by row, and reordering both rows and columns of its input
-# reorders its output the same way, so
-#
-# $$A(PX) = \operatorname{softmax}\!\Big(\tfrac{PX\,(PX)^\top}{\sqrt{d}}\Big)
-#         = \operatorname{softmax}\!\Big(P\,\tfrac{XX^\top}{\sqrt{d}}\,P^\top\Big) = P\,A(X)\,P^\top,$$
-# $$\text{Attention}(PX) = A(PX)\,PX = P\,A(X)\,P^\top P\,X = P\,A(X)\,X = P\,\text{Attention}(X),$$
-#
-# using $P^\top P = I$. The outputs are the same vectors, in the permuted order. We check it for 20 random
-# permutations of the sentence.
-
-# %%
-gen = torch.Generator().manual_seed(0)
-for _ in range(20):
-    perm = torch.randperm(seq, generator=gen)  # (seq,)
-    P = torch.eye(seq)[perm]  # (seq, seq) permutation matrix: P @ X == X[perm]
-    Y_p, A_p = self_attention(P @ X)  # (seq, d_model), (seq, seq)
-    assert torch.allclose(Y_p, P @ Y, atol=1e-5), "Attention(PX) = P Attention(X)"
-    assert torch.allclose(A_p, P @ A @ P.T, atol=1e-6), "A(PX) = P A(X) Pᵀ"
-print("equivariant for 20 random permutations: PASS")
-
-# %% [markdown]
-# *Invariant* would mean $\text{Attention}(PX) = \text{Attention}(X)$: the same output rows in the same places. That is
-# false — reverse the sentence and every position now holds a different word, so every output row changes:
-
-# %%
-reverse = torch.arange(seq - 1, -1, -1)  # (seq,) CAT LOVELY A IS CAT YOUR
-Y_rev, _ = self_attention(X[reverse])  # (seq, d_model)
-print("changed output rows:", int((~torch.isclose(Y_rev, Y, atol=1e-5).all(dim=-1)).sum()), "of", seq)
-assert not torch.allclose(Y_rev, Y), "not invariant"
-assert torch.allclose(Y_rev, Y[reverse], atol=1e-5), "but equivariant"
-
-# %% [markdown]
-# What *is* invariant is anything that forgets the order afterwards, e.g. a sum-pool over positions,
-# $\sum_t \text{Attention}(X)_t$: it is the same for every order of the words. The slide deck's worry ("The cat sat" and
-# "Sat cat the" look alike) is real: self-attention, then a sum, cannot tell them apart.
-
-# %%
-pooled = Y.sum(dim=0)  # (d_model,)
-for _ in range(20):
-    perm = torch.randperm(seq, generator=gen)  # (seq,)
-    assert torch.allclose(self_attention(X[perm])[0].sum(dim=0), pooled, atol=1e-4)
-print("sum-pool of self-attention is permutation invariant: PASS")
-
-# %% [markdown]
-# ### Positional encoding breaks the symmetry
-#
-# The paper adds positional encodings for exactly this reason (section 3.5): with no recurrence and no
-# convolution, the model has no other way to use the order of the words. Add the sinusoidal PE of lesson 01
-# to the embeddings. Permuting the words now changes which encoding
-# each word gets ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
-
-# %%
-PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
-Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq)
-Y_rev_pe, _ = self_attention(X[reverse] + PE)  # (seq, d_model)
-print("max |Attention(PX + PE) - P Attention(X + PE)| =", round((Y_rev_pe - Y_pe[reverse]).abs().max().item(), 2))
-assert not torch.allclose(Y_rev_pe, Y_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
-
-# %% [markdown]
-# And the two CATs are now different vectors, so they get different rows and columns (properties 3 and 4
-# of section 3 no longer apply; 1 and 2 still hold): each CAT attends more to itself than to the other
-# one — here, and in all 20 embedding tables.
-
-# %%
-print("row CAT (1):", A_pe[1].numpy().round(4))
-print("row CAT (5):", A_pe[5].numpy().round(4))
-assert not torch.allclose(A_pe[1], A_pe[5], atol=1e-3)
-assert A_pe[1, 1] > A_pe[1, 5] and A_pe[5, 5] > A_pe[5, 1]
-assert list(attention_properties(A_pe, sentence, atol=1e-5).values()) == [True, True, False, False]
-PE64 = sinusoidal_encoding(seq, d_model, dtype=torch.float64)  # (seq, d_model)
-margins = []
-for s in range(20):
-    A_s = self_attention(token_embeddings(sentence, d_model, seed=s) + PE64)[1]  # (seq, seq)
-    margins += [(A_s[1, 1] - A_s[1, 5]).item(), (A_s[5, 5] - A_s[5, 1]).item()]
-print(f"own weight minus the other CAT's, over 20 tables: {min(margins):.2f} to {max(margins):.2f}")
-assert min(margins) > 0
-print("with PE, each CAT attends more to itself than to the other CAT, in all 20 tables: PASS")
-fig = plot_attention(sentence, A_pe.numpy(), title="softmax((X+PE)(X+PE)ᵀ/√512)")
-
-# %% [markdown]
-# ### Learned projections keep equivariance
-#
-# "Self-Attention requires no parameters" (the YOUR CAT slide deck) is true of this bare form only. The
-# Transformer's attention projects the input first and the output last: $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$.
-# The paper (section 3.2.2) gives each of its $h = 8$ heads its own $W^Q_i, W^K_i \in \mathbb{R}^{d_{model}
-# \times d_k}$ and $W^V_i \in \mathbb{R}^{d_{model} \times d_v}$, with $d_k = d_v = d_{model}/h = 64$, and adds one
-# $W^O \in \mathbb{R}^{h d_v \times d_{model}}$: parameter matrices, no biases. Side by side over the heads, that is
-# four $d_{model} \times d_{model}$ matrices. We build ours with `torch.nn.Linear`, which adds a bias vector to each
-# by default, as `torch.nn.MultiheadAttention` does: that is where our count differs from the paper's.
-
-# %%
-h = 8
-d_head = d_model // h  # the paper's d_k = d_v = 64
-paper_shapes = [(d_model, d_head)] * (3 * h) + [(h * d_head, d_model)]  # W^Q_i, W^K_i, W^V_i per head; W^O
-n_paper = sum(rows * cols for rows, cols in paper_shapes)
-torch.manual_seed(0)
-W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
-n_params = sum(p.numel() for W in (W_q, W_k, W_v, W_o) for p in W.parameters())
-n_biases = sum(W.bias.numel() for W in (W_q, W_k, W_v, W_o))
-n_torch = {
-    bias: sum(p.numel() for p in torch.nn.MultiheadAttention(d_model, h, bias=bias).parameters())
-    for bias in (True, False)
-}
-print(f"the paper's attention layer at d_model={d_model}, h={h}: {n_paper:,} parameters, 4 x {d_model}^2")
-print(f"ours, four nn.Linear with their default biases: {n_params:,}, of which {n_biases:,} biases")
-assert n_paper == 4 * d_model**2 and n_params - n_biases == n_paper
-assert n_torch[True] == n_params and n_torch[False] == n_paper
-print("nn.MultiheadAttention has the same count with its default biases, and the paper's with bias=False: PASS")
-
-# %% [markdown]
-# They act on each position separately, $(PX)W + b = P(XW + b)$, biases or not, so the derivation above goes
-# through unchanged: the layer is still permutation equivariant. Without attention dropout (which zeroes
-# random weights in training; this lesson uses none), the symmetry breaks only when something tells the
-# positions apart: PE, a position bias, or the causal mask of section 3.
-
-
-# %%
-@torch.no_grad()
-def projected_attention(X):
-    """Attention(X W_q, X W_k, X W_v) W_o: self-attention with the Transformer's learned projections."""
-    out, A = scaled_dot_product_attention(W_q(X), W_k(X), W_v(X))  # (seq, d_model), (seq, seq)
-    return W_o(out), A  # (seq, d_model), (seq, seq)
-
-
-for init in range(5):  # five initialisations of the four layers, 20 permutations each
-    torch.manual_seed(init)
-    W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
-    Z, _ = projected_attention(X)  # (seq, d_model)
-    for _ in range(20):
-        perm = torch.randperm(seq, generator=gen)  # (seq,)
-        assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
-    Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
-    assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
-print("with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with PE: not: PASS")
-
-# %% [markdown]
-# ## 5. Why the Transformer projects queries and keys
-#
-# Without projections the query and the key of a word are the same vector, so its score with itself is a
-# squared length: bare self-attention mostly looks at the word itself, and the layer has nothing to learn. The
-# Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
-# $d_{model} \times d_k$ matrices. Take $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first
-# *random* matrices, entries $N(0, 1/d_{model})$, so that $x W$ has unit-variance entries like $x$:
-#
-# $$A = \operatorname{softmax}\!\Big(\frac{(X W_q)(X W_k)^\top}{\sqrt{d_k}}\Big).$$
-
-# %%
-d_k = 64
-W_q_rand, W_k_rand = random_projections(d_model, d_k, seed=0)  # (d_model, d_k) each
-A_rand = sentence_map(sentence, W_q_rand, W_k_rand)  # (seq, seq)
-assert torch.allclose(A_rand, projected_weights(X.double(), W_q_rand, W_k_rand), atol=1e-6)
-print(A_rand.numpy().round(2))
-fig = plot_attention(sentence, A_rand.numpy(), title="random W_q, W_k: where each word looks is chance")
-
-# %% [markdown]
-# The near-identity is gone, but nothing has taken its place: where a word looks is decided by the draw of
-# $W_q, W_k$. Over 20 random draws, the diagonal is the row maximum in about as many rows as chance gives
-# (the count is printed below): 1 in 5, since the two CATs' identical columns make five distinct keys
-# and a tie counts for the diagonal. LOVELY's weight on the two CATs is all over the place:
-
-# %%
-diag_rows, lovely_on_cat = 0, []
-for s in range(20):
-    A_s = sentence_map(sentence, *random_projections(d_model, d_k, seed=s))  # (seq, seq)
-    diag_rows += sum(bool(A_s[i, i] >= A_s[i].max() - 1e-9) for i in range(seq))
-    lovely_on_cat += weight_on(A_s, sentence, "LOVELY", "CAT")
-    assert all(attention_properties(A_s, sentence, atol=1e-9).values()), "still identical CAT rows, columns"
-print(f"rows whose largest weight is on the diagonal: {diag_rows} of {20 * seq} (chance, 1 in 5: {20 * seq // 5})")
-print(
-    f"LOVELY's weight on the two CATs over 20 draws: min {min(lovely_on_cat):.2f}, "
-    f"median {float(np.median(lovely_on_cat)):.2f}, max {max(lovely_on_cat):.2f}"
-)
-assert 0.05 * 20 * seq < diag_rows < 0.3 * 20 * seq, "the diagonal is no longer special"
-assert min(lovely_on_cat) < 0.3 and max(lovely_on_cat) > 0.7, "LOVELY's attention to CAT is a matter of chance"
-print("random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.3 to above 0.7: PASS")
-
-# %% [markdown]
-# ### Training $W_q$ and $W_k$ on a task that needs a look elsewhere
-#
-# Now give the projections a reason. A tiny task: random six-word sentences from a vocabulary of 6 nouns,
-# 6 adjectives and 8 other words, each with one noun (once or twice), one or two adjectives and filler
-# words. At every adjective, the attention output $(AX)_i$ (values are the embeddings themselves) must
-# name the sentence's noun: it is scored against the six noun embeddings and trained with cross-entropy.
-# No one tells the adjective where to look; only $W_q$ and $W_k$ are trained, starting from the random
-# matrices above. YOUR CAT IS A LOVELY CAT uses only words of this vocabulary. The loop, 50 Adam steps of
-# 32 sentences each, is `utils.experiments.attention_patterns.train_adjective_noun`; we train from 8 seeds (seed s starts
-# from `random_projections(seed=s)` and draws its own sentences). The loss starts well below $\ln 6 \approx 1.79$,
-# a blind guess among six nouns (the noun is one of the words every adjective's output mixes); what training
-# changes is where the adjective looks.
-
-# %% tags=["nbval-ignore-output"]
-trained = {
-    s: train_adjective_noun(seed=s, d_model=d_model, d_k=d_k, steps=50, batch_size=32) for s in range(8)
-}  # seed -> (W_q, W_k, losses)
-lovely_trained = {
-    s: weight_on(sentence_map(sentence, W_q_s, W_k_s), sentence, "LOVELY", "CAT")[0]
-    for s, (W_q_s, W_k_s, _) in trained.items()
-}
-for s, (_, _, losses) in trained.items():
-    before = weight_on(sentence_map(sentence, *random_projections(d_model, d_k, seed=s)), sentence, "LOVELY", "CAT")
-    print(
-        f"seed {s}: loss {losses[0]:.3f} -> {losses[-1]:.4f}; "
-        f"LOVELY's weight on the CATs {before[0]:.2f} -> {lovely_trained[s]:.4f}"
-    )
-print(f"after training, over 8 seeds: min {min(lovely_trained.values()):.4f}")
-
-# %% [markdown]
-# In every training seed, LOVELY now puts (almost) all its weight on the two CATs:
-
-# %%
-assert set(sentence) <= set(VOCAB), "the sentence uses only the task's words"
-assert min(lovely_trained.values()) > 0.95
-assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "the loss fell"
-assert all(losses[0] < math.log(6) for _, _, losses in trained.values()), "it started below a blind guess"
-print("in all 8 seeds the first loss is below ln 6 (a blind guess among six nouns): PASS")
-print("trained W_q, W_k: LOVELY puts > 0.95 of its weight on CAT, in 8 of 8 training seeds: PASS")
-
-# %% [markdown]
-# Here is the map of the first seed. Read LOVELY's row: half its weight on each CAT. Training did not
-# break the rule of section 3: without positional encoding the two CATs are still one key, so they still
-# get identical columns and LOVELY cannot prefer one of them. The rows of YOUR, IS and A were never part of
-# the task; where they look is whatever the training left, and differs from seed to seed.
-
-# %%
-A_trained = sentence_map(sentence, *trained[0][:2])  # (seq, seq)
-fig = plot_attention(sentence, A_trained.numpy(), title="trained W_q, W_k: LOVELY looks at CAT")
-
-# %%
-lovely, targets = sentence.index("LOVELY"), {0: set(), 2: set(), 3: set()}  # rows YOUR, IS, A
-for W_q_s, W_k_s, _ in trained.values():
-    A_s = sentence_map(sentence, W_q_s, W_k_s)  # (seq, seq)
-    assert all(attention_properties(A_s, sentence, atol=1e-6).values())
-    assert abs(A_s[lovely, 1] - A_s[lovely, 5]) < 1e-6
-    for row in targets:
-        targets[row].add(sentence[int(A_s[row].argmax())])  # the word this row looks at most
-assert all(len(words) >= 2 for words in targets.values()), "these rows were never trained: they differ by seed"
-print("after training, in all 8 seeds: identical CAT rows and columns, LOVELY splits evenly: PASS")
-print("the words YOUR, IS and A each look at most are not the same in all 8 seeds: PASS")
-
-# %% [markdown]
-# This is what the projections are for. Without them the map is fixed by the embeddings (nearly the
-# identity); with random ones it is noise; trained, $W_q$ turns "I am an adjective" into a question and
-# $W_k$ turns "I am a noun" into a matching answer, so one word can look at another. Lessons 05–07 build
-# on this mechanism, with several heads and with PE.
-
-# %% [markdown]
-# ## 6. The attention-map explorer
-#
-# The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
-# that the weights are not all 0 or 1) and the row of one query as a bar chart. Try: turn the $1/\sqrt{d_k}$
-# scaling off (weights become almost one-hot, except in the two CATs' rows: the two CATs are one key, so a
-# CAT's row weighs them equally and puts at most half its weight on each), raise the temperature (flatter), add positional encoding (the two CATs part ways), and pick a mask
-# (lesson 04). Those three changes, checked on the explorer's default sentence for five embedding seeds:
-
-# %%
-explorer_words = "YOUR CAT IS A LOVELY CAT".split()
-for s in range(5):
-    A_default = attention_map(explorer_words, seed=s)[0]  # (seq, seq)
-    A_unscaled = attention_map(explorer_words, scale=False, seed=s)[0]  # (seq, seq)
-    assert all(A_unscaled[i].max() > 0.98 for i in (0, 2, 3, 4))
-    assert all(abs(A_unscaled[i, 1] - A_unscaled[i, 5]) < 1e-9 and A_unscaled[i, 1] <= 0.5 + 1e-9 for i in (1, 5))
-    A_hot = attention_map(explorer_words, temperature=10.0, seed=s)[0]  # (seq, seq)
-    assert (A_hot.max(dim=-1).values < A_default.max(dim=-1).values).all()
-    A_pos = attention_map(explorer_words, positional=True, seed=s)[0]  # (seq, seq)
-    assert (A_pos[1] - A_pos[5]).abs().max() > 0.01
-print(
-    "unscaled: rows above 0.98 on one word, except the CATs' rows (at most 0.5 on each CAT); temperature 10: every row flatter;"
-)
-print("with PE: the two CATs' rows differ; in all 5 embedding seeds: PASS")
-
-# %% [markdown]
-# Here is its default state:
-
-# %%
-fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
-
-# %% [markdown]
-# And live (in Jupyter, Binder or Colab; on GitHub the widget does not run):
-
-# %% tags=["nbval-ignore-output"]
-attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
-
-# %% [markdown]
-# ## Summary
-#
-# - Attention scores every key against the query, softmaxes the scores (scaled by $1/\sqrt{d_k}$) and mixes the
-#   values: $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. Loops, matrices and `utils` agree.
-# - It is a soft dictionary look-up; temperature $\to 0$ makes it a hard one.
-# - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters; its rows sum to 1, identical words get
-#   identical rows, and the diagonal is the largest in row $i$ exactly when no other embedding reaches further along
-#   $x_i$ than $x_i$ itself ($x_i \cdot x_j \le |x_i|^2$): equal lengths are enough, not needed.
-# - It is permutation **equivariant**: $\text{Attention}(PX) = P\,\text{Attention}(X)$. A sum-pool on top is invariant.
-#   Positional encoding breaks the symmetry, and so does a causal mask (visibly once the map is not nearly the
-#   identity); learned $W_q, W_k, W_v, W_o$ do not.
-# - Every self-attention matrix without position information (no PE, position bias or causal mask) and without
-#   dropout has non-negative weights, rows summing to 1 (attention dropout in training breaks this), and
-#   identical rows and columns for identical words; the YOUR CAT deck's "random" matrix breaks the last two.
-#   A causal mask tells each query where it stands, and the two CATs' rows then differ.
-# - With queries equal to keys, PE or not, the scores are symmetric and $A_{ij} A_{jk} A_{ki} = A_{ji} A_{kj} A_{ik}$
-#   for any three words; the deck's matrix breaks that too, so it needs $W_q \ne W_k$.
-# - The paper's attention layer has $4 d_{model}^2$ parameters (no biases); `nn.Linear` and
-#   `nn.MultiheadAttention` add $4 d_{model}$ biases by default.
-# - Random $W_q, W_k$ replace the near-identity by chance; trained ones let a word look at another
-#   (an adjective at its noun), which is why the Transformer has them.
-#
-# ## Exercises
-#
-# Each cell below has a stub: replace `raise NotImplementedError` with your code and run the cell; the
-# checker prints PASS or what is wrong. A cell uses only its own arguments, so you can solve it on its
-# own. Stuck? `check.attention_weights.hint()` gives a hint and `check.attention_weights.solution()`
-# shows one solution (likewise for the others). Exercises 2 and 3 take the lesson's ideas to cases it did
-# not show.
-
-# %%
-from utils.course.exercises import lesson03 as check
-
-# %% [markdown]
-# **1.** The attention weights of one query $q$ (shape `(d_k,)`) over keys $K$ (shape `(n, d_k)`):
-# $\operatorname{softmax}(q K^\top / \sqrt{d_k})$, a tensor of shape `(n,)`.
-
-
-# %%
-def attention_weights(q, K):
-    raise NotImplementedError
-
-
-check.attention_weights(attention_weights)
-
-# %% [markdown]
-# **2. The diagonal loses.** Section 3 showed one row whose diagonal is not the largest weight. Go
-# further: return embeddings `X` of shape `(seq, d_model)` for which the diagonal of
-# $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})$ is the row maximum in **only one** row, for any
-# `seq` and `d_model` the checker tries (from `(2, 2)` to `(6, 512)`). Why can it never be zero rows?
-
-
-# %%
-def diagonal_loses(seq, d_model):
-    raise NotImplementedError
-
-
-check.diagonal_not_max(diagonal_loses)
-
-# %% [markdown]
-# **3. A classifier that ignores word order.** Put a classifier head on parameter-free self-attention:
-# the class scores of a sentence `X` `(seq, d_model)` are $\big(\sum_t \text{Attention}(X)_t\big)\,W_c$,
-# with `W_c` of shape `(d_model, num_classes)` and
-# $\text{Attention}(X) = \operatorname{softmax}(XX^\top/\sqrt{d_{model}})\,X$. Return the scores, shape
-# `(num_classes,)`. The checker also reorders the words and checks that the scores stay the same: this
-# head cannot tell "The cat sat" from "Sat cat the".
-
-
-# %%
-def pooled_classifier(X, W_c):
-    raise NotImplementedError
-
-
-check.pooled_classifier(pooled_classifier)
+print("✓ counterexample: LOVELY reaches past YOUR, and YOUR's largest weight is on LOVELY, in all 20 tables")
 
 # %% [markdown]
 # ## Sources

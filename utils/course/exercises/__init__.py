@@ -152,6 +152,24 @@ def prediction_number(answer):
     return float(answer)
 
 
+def prediction_in_band(answer, reference, accept, misses, what):
+    """None when the number `answer` lies in the band `accept` = (lo, hi); else what the first miss whose
+    range holds it says. `misses`: (name, a typical answer, (lo, hi) it explains, what to tell the learner)."""
+    value = prediction_number(answer)
+    lo, hi = accept
+    if lo <= value <= hi:
+        return None
+    for _, _, (a, b), says in misses:
+        if a <= value <= b:
+            return f"you predicted {value:g}, {what} is {reference:g}: {says}"
+    return f"you predicted {value:g}, {what} is {reference:g}: work it out from the text above the cell"
+
+
+def band_mistakes(misses):
+    """The named wrong answers of a `prediction_in_band` exercise, for `exercise(wrong=...)`."""
+    return [mistake(name, answer, says) for name, answer, _, says in misses]
+
+
 def matching_mistake(got_all, cases, mistakes, same):
     """The named mistake whose answers equal the learner's `got_all` on every case (`same(a, b)`), or None."""
     for m in mistakes:

@@ -1,5 +1,7 @@
-"""Exercises of lesson 02 (dot-product identities): predict how many random pairs are nearly perpendicular,
-recover a signed offset from two encodings, choose a softmax temperature, and a stable softmax."""
+"""Exercises of lesson 02 (dot-product identities): a prediction per section (the squared length of PE_t,
+the nonzero entries of M_k, f(k) at long range, the share of nearly perpendicular pairs, the mean
+self-score, overflowing softmax), then recover a signed offset, choose a temperature, a stable softmax,
+the score scale for queries and keys of any spread."""
 
 import math
 import random
@@ -7,7 +9,16 @@ import random
 import numpy as np
 import torch
 
-from utils.course.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
+from utils.course.exercises import (
+    band_mistakes,
+    compare_arrays,
+    exercise,
+    fresh_seed,
+    matching_mistake,
+    mistake,
+    prediction_in_band,
+    prediction_number,
+)
 from utils.positional import sinusoidal_encoding
 
 # --- 1. prediction: the share of random pairs within 5 degrees of perpendicular, d = 512 ----------
@@ -57,20 +68,142 @@ NEAR_90_MISTAKES = [  # (name, a typical answer, the range it explains, what the
     perpendicular means |cos| < sin(5 deg) = 0.087, about 2 standard deviations, and a bell curve holds
     about 95% of its mass within 2 standard deviations.
     """,
-    wrong=[mistake(name, answer, says) for name, answer, _, says in NEAR_90_MISTAKES],
+    wrong=band_mistakes(NEAR_90_MISTAKES),
 )
 def predict_near_perpendicular(answer):
     """The share (0 to 1) of random pairs in 512 dimensions within 5 degrees of perpendicular."""
     share = prediction_number(answer)
     if share > 1 or share < 0:
         return f"you wrote {share:g}: write a share between 0 and 1 (half is 0.5)"
-    lo, hi = NEAR_90_BAND
-    if lo <= share <= hi:
-        return None
-    for _, _, (a, b), says in NEAR_90_MISTAKES:
-        if a <= share <= b:
-            return f"you predicted {share:g}, the share is about {NEAR_90}: {says}"
-    return f"you predicted {share:g}, the share is about {NEAR_90}: work out how many standard deviations 5 degrees is"
+    return prediction_in_band(share, NEAR_90, NEAR_90_BAND, NEAR_90_MISTAKES, "the share")
+
+
+# --- predictions of the other sections: a number, accepted within a band, with named wrong answers ---
+
+
+PE_LENGTH_MISSES = [
+    ("count one per column", 128, (100, 200), "each PAIR of columns gives sin^2 + cos^2 = 1, not each column"),
+    ("take PE_t as a unit vector", 1, (0.5, 2), "PE_t is not normalised: each of the 64 pairs adds 1"),
+    ("give the length, not its square", 8, (7, 12), "8 is |PE_t|; the question asks for |PE_t|^2"),
+]
+
+
+@exercise(
+    hint="Pair the columns: sin^2(w_i t) + cos^2(w_i t) = 1 for every pair i. How many pairs at d_model = 128?",
+    reference=64,
+    kind="prediction",
+    explain="Each of the d_model/2 = 64 pairs contributes sin^2 + cos^2 = 1, so |PE_t|^2 = 64 for every t.",
+    wrong=band_mistakes(PE_LENGTH_MISSES),
+)
+def predict_pe_length_squared(answer):
+    """|PE_t|^2 at d_model = 128 (the same for every position t)."""
+    return prediction_in_band(answer, 64, (63.5, 64.5), PE_LENGTH_MISSES, "|PE_t|^2")
+
+
+ROTATION_MISSES = [
+    ("keep only the diagonal", 128, (100, 200), "each 2x2 block also has its two sin(w_i k) entries off the diagonal"),
+    ("think M_k is dense", 128 * 128, (1000, 20000), "M_k is block-diagonal: pair i never mixes with pair j"),
+    ("count one entry per pair", 64, (32, 99), "each of the 64 blocks is a full 2x2 rotation: 4 entries"),
+]
+
+
+@exercise(
+    hint="M_k is block-diagonal: one 2x2 rotation per pair of columns. How many pairs, how many entries each?",
+    reference=256,
+    kind="prediction",
+    explain="64 pairs, each a 2x2 block [[cos, -sin], [sin, cos]] with 4 nonzero entries: 256 of 16,384.",
+    wrong=band_mistakes(ROTATION_MISSES),
+)
+def predict_rotation_nonzeros(answer):
+    """The number of nonzero entries of M_5 at d_model = 128."""
+    return prediction_in_band(answer, 256, (256, 256), ROTATION_MISSES, "the count")
+
+
+LONG_RANGE = 0.32  # max of f(k) / f(0) over 1000 <= k <= 10000 at d_model = 128 (the lesson asserts it)
+LONG_RANGE_MISSES = [
+    (
+        "expect the periodic waves to come back",
+        1.0,
+        (0.6, 1.0),
+        "each pair is periodic, but the 64 wavelengths do not share a period, and the slowest is 54,410 "
+        "positions, longer than the range: they never line up again",
+    ),
+    (
+        "expect it to decay to nothing",
+        0.0,
+        (-0.1, 0.15),
+        "the fast pairs keep swinging: 64 cosines in shifting phases leave peaks of about a third of f(0)",
+    ),
+    (
+        "expect it to turn negative",
+        -0.5,
+        (-1.0, -0.1),
+        "the question asks for the largest value, and f's peaks are positive",
+    ),
+]
+
+
+@exercise(
+    hint="f(k) is a sum of 64 cosines with wavelengths from 6.3 to 54,410 positions. Can they all be near "
+    "their peak at once? And can they all cancel everywhere?",
+    reference=LONG_RANGE,
+    kind="prediction",
+    explain="""
+    The 64 pairs never line up again within 10,000 positions (their wavelengths share no period, and the
+    slowest is longer than the range), so f never returns near f(0); but the fast pairs keep swinging, and
+    their chance alignments leave peaks of about a third of f(0).
+    """,
+    wrong=band_mistakes(LONG_RANGE_MISSES),
+)
+def predict_long_range(answer):
+    """The largest f(k) / f(0) over 1000 <= k <= 10000, d_model = 128."""
+    return prediction_in_band(answer, LONG_RANGE, (0.2, 0.45), LONG_RANGE_MISSES, "the largest f(k) / f(0)")
+
+
+SELF_SCORE_MISSES = [
+    (
+        "apply the independent q, k result",
+        0,
+        (-0.5, 0.5),
+        "with q = k = x the products x_j x_j = x_j^2 are never negative: their mean is 1, not 0",
+    ),
+    ("take the standard deviation", 8, (6, 12), "8 = sqrt(64) is the spread of q.k for INDEPENDENT q, k, not a mean"),
+    ("use the scaled variance", 1, (0.5, 2.5), "1 is the variance of q.k / sqrt(d_k) for independent q, k"),
+]
+
+
+@exercise(
+    hint="x . x = sum_j x_j^2. What is the mean of x_j^2 when x_j has mean 0 and variance 1?",
+    reference=64,
+    kind="prediction",
+    explain="""
+    x . x = |x|^2 = sum of 64 squares, each with mean E[x_j^2] = Var(x_j) = 1: the mean is d_k = 64, not 0.
+    The argument for Var(q . k) = d_k needs q and k independent, which fails when they are the same vector.
+    """,
+    wrong=band_mistakes(SELF_SCORE_MISSES),
+)
+def predict_self_score_mean(answer):
+    """The mean of x . x for x with 64 independent N(0, 1) entries."""
+    return prediction_in_band(answer, 64, (60, 68), SELF_SCORE_MISSES, "the mean of x . x")
+
+
+OVERFLOW_MISSES = [
+    ("trust shift invariance", 0, (0, 0), "on paper softmax(x + 1000) = softmax(x), but float32 exp overflows"),
+    ("think only the largest overflows", 1, (1, 1), "exp overflows above about 88.7, so all four exp(x) are inf"),
+    ("think the largest survives", 3, (2, 3), "inf / inf is nan for the largest too: all four weights"),
+]
+
+
+@exercise(
+    hint="float32 holds numbers up to about 3.4e38 = e^88.7. What are exp(1000.5), exp(1003), and inf / inf?",
+    reference=4,
+    kind="prediction",
+    explain="Every exp(x_i + 1000) overflows to inf in float32, the sum is inf, and inf / inf = nan: all 4.",
+    wrong=band_mistakes(OVERFLOW_MISSES),
+)
+def predict_overflow_nans(answer):
+    """How many of the four weights exp(x) / sum(exp(x)) returns as nan for x = [1001, 1002, 1003, 1000.5]."""
+    return prediction_in_band(answer, 4, (4, 4), OVERFLOW_MISSES, "the number of nan weights")
 
 
 # --- 2. transfer: the signed offset from PE_t and PE_{t+k} ---------------------------------------
@@ -131,7 +264,7 @@ def _same_offset(a, b):
 @exercise(
     hint="""
     PE_{t+k} is PE_t rotated by the angle w_i k in every pair i. For one pair, the dot product of the two
-    (sin, cos) rows gives cos(w_i k) and the J form of section 2, sin_2 cos_1 - cos_2 sin_1, gives
+    (sin, cos) rows gives cos(w_i k) and the J form of section 1, sin_2 cos_1 - cos_2 sin_1, gives
     sin(w_i k); atan2 of the two is w_i k, within (-pi, pi]. Use a slow pair, so that w_i k does not wrap.
     """,
     reference=_signed_offset_solution,
@@ -327,4 +460,80 @@ def stable_softmax(answer):
                 if compare_arrays(got, m.answer(x.clone(), temperature), atol=1e-6) is None:
                     return f"{miss}: {m.says}"
             return miss
+    return None
+
+
+# --- 5. transfer: the scale that gives scores variance 1 when q and k are not unit-variance ---------
+
+
+def _scale_solution(d_k, std_q, std_k):
+    # Var(q_j k_j) = E[q_j^2] E[k_j^2] = std_q^2 std_k^2, summed over d_k independent products
+    return std_q * std_k * math.sqrt(d_k)
+
+
+def _scale_keep_sqrt_dk(d_k, std_q, std_k):  # the paper's 1/sqrt(d_k), which assumes unit variances
+    return math.sqrt(d_k)
+
+
+def _scale_no_root(d_k, std_q, std_k):  # divides by the variance, not the standard deviation
+    return std_q**2 * std_k**2 * d_k
+
+
+def _scale_add_variances(d_k, std_q, std_k):  # adds the variances, as for q + k instead of q * k
+    return math.sqrt(d_k * (std_q**2 + std_k**2))
+
+
+SCALE_MISTAKES = [
+    mistake(
+        "keep the paper's sqrt(d_k)",
+        _scale_keep_sqrt_dk,
+        says="sqrt(d_k) assumes entries of variance 1; here each product q_j k_j has variance std_q^2 std_k^2",
+    ),
+    mistake(
+        "divide by the variance",
+        _scale_no_root,
+        says="you divided by Var(q . k); to get variance 1 divide by its square root, the standard deviation",
+    ),
+    mistake(
+        "add the variances",
+        _scale_add_variances,
+        says="variances add for a SUM q_j + k_j; for a product of independent q_j, k_j with mean 0 they multiply",
+    ),
+]
+SCALE_CASES = [(64, 1.0, 1.0), (64, 2.0, 1.0), (16, 0.5, 3.0), (512, 0.1, 0.1), (1, 4.0, 0.25)]
+
+
+def _same_scale(a, b):
+    return math.isclose(a, b, rel_tol=1e-6)
+
+
+@exercise(
+    hint="""
+    Redo footnote 4's argument with Var(q_j) = std_q^2 and Var(k_j) = std_k^2: what is the variance of one
+    product q_j k_j (mean 0, q_j and k_j independent), of the sum of d_k of them, and what do you divide by
+    to bring it to 1?
+    """,
+    reference=_scale_solution,
+    kind="transfer",
+    wrong=SCALE_MISTAKES,
+)
+def score_scale(answer):
+    """answer(d_k, std_q, std_k) -> the number to divide q . k by so that the scores have variance 1."""
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    drawn = [(rng.randint(2, 1024), rng.uniform(0.05, 5), rng.uniform(0.05, 5)) for _ in range(2)]
+    cases = SCALE_CASES + drawn
+    got_all = [float(answer(*case)) for case in cases]
+    if all(_same_scale(g, _scale_solution(*case)) for g, case in zip(got_all, cases)):
+        return None
+    m = matching_mistake(got_all, cases, SCALE_MISTAKES, _same_scale)
+    for case, got in zip(cases, got_all):
+        if not _same_scale(got, _scale_solution(*case)):
+            d_k, std_q, std_k = case
+            if not got > 0:
+                return f"for d_k = {d_k} you returned {got:g}: a scale must be positive"
+            where = (
+                f"for d_k = {d_k}, std_q = {std_q:.3g}, std_k = {std_k:.3g} you returned {got:.4g}; dividing by it "
+                f"leaves the scores a variance of {(_scale_solution(*case) / got) ** 2:.3g}, not 1"
+            )
+            return f"{where}: {m.says}" if m else where
     return None

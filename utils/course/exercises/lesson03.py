@@ -1,11 +1,21 @@
 """Exercises of lesson 03 (self-attention): predict what the slide deck's matrix breaks, one query's
-weights, inputs whose diagonal is not the row maximum, a permutation-invariant classifier head."""
+weights, inputs whose diagonal is not the row maximum, a permutation-invariant classifier head; then a
+prediction per numbered section (a doubled query, a cold look-up, a CAT's weight on itself, a reversed
+sentence, random projections' diagonal); last a position bias that unbalances a three-word cycle."""
 
 import math
 
 import torch
 
-from utils.course.exercises import compare_arrays, compare_with_mistakes, exercise, fresh_seed, mistake
+from utils.course.exercises import (
+    band_mistakes,
+    compare_arrays,
+    compare_with_mistakes,
+    exercise,
+    fresh_seed,
+    mistake,
+    prediction_in_band,
+)
 
 # ---------------------------------------------------------------------------------------------------
 # Prediction: which of the four properties does the YOUR CAT deck's matrix break?
@@ -284,4 +294,215 @@ def pooled_classifier(answer):
                     f"{where}: your scores change when the words are reordered as {perm.tolist()}: "
                     "the head must be permutation invariant"
                 )
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Predictions of the numbered sections (after the closing exercises, so their order stays the same).
+
+DOUBLED_MISSES = [
+    ("expect no change", 0.6, (0.55, 0.65), "doubling the query doubles every score, which is not a shift"),
+    ("expect a one-hot", 1.0, (0.95, 1.0), "twice the scores square the weights, which stay below 1"),
+    ("forget to renormalise", 0.36, (0.3, 0.4), "0.6^2 = 0.36 still has to be divided by the sum of the squares"),
+]
+
+
+@exercise(
+    hint="The scores are log(weight) + a constant. Double them: what does softmax make of 2 log(w_i) + 2?",
+    reference=0.857,
+    kind="prediction",
+    explain="""
+    The weights are softmax(s) = (0.6, 0.1, 0.2, 0.1). Doubling q doubles every score, and
+    softmax(2s)_i = w_i^2 / sum_j w_j^2 = 0.36 / 0.42 = 0.857: the favourite gets sharper, like a lower
+    temperature (lesson 02).
+    """,
+    wrong=band_mistakes(DOUBLED_MISSES),
+)
+def predict_doubled_query(answer):
+    """The weight of the first key, k_1, when the query of section 1 is doubled (the weights were 0.6, 0.1, 0.2, 0.1)."""
+    return prediction_in_band(answer, 0.857, (0.84, 0.87), DOUBLED_MISSES, "k_1's weight")
+
+
+COLD_MISSES = [
+    ("average the values", 1.5, (1.3, 1.7), "the plain average of the values is the high-temperature limit"),
+    ("expect the weights to vanish", 0.0, (-0.1, 0.3), "the weights still sum to 1 at any temperature"),
+    ("pick the last entry", 3.0, (2.5, 3.5), "the query is a noisy copy of the key of cat, not of sky"),
+]
+
+
+@exercise(
+    hint="As the temperature falls, softmax tends to the one-hot vector of the best-matching key. Which key "
+    "does the query match best, and what is its value?",
+    reference=1.0,
+    kind="prediction",
+    explain="""
+    At tau = 0.01 the softmax is (almost) one-hot on the key that matches the query best, cat's, so the output
+    is cat's value (1, 1): the dictionary's answer.
+    """,
+    wrong=band_mistakes(COLD_MISSES),
+)
+def predict_cold_lookup(answer):
+    """The first coordinate of the attention output at temperature 0.01 in section 2."""
+    return prediction_in_band(answer, 1.0, (0.98, 1.02), COLD_MISSES, "the first coordinate")
+
+
+CAT_MISSES = [
+    ("let the self-score win alone", 1.0, (0.9, 1.0), "the other CAT is the same vector and gets the same score"),
+    ("expect uniform weights", 1 / 6, (0.1, 0.25), "the self-scores, about sqrt(512) = 22.6, swamp the others"),
+    ("expect no weight on itself", 0.0, (0.0, 0.05), "a word's largest score in this row is with itself"),
+]
+
+
+@exercise(
+    hint="A word's score with itself is |x|^2 / sqrt(512), about sqrt(512) = 22.6; with an unrelated word "
+    "about N(0, 1). But one word of the sentence is not unrelated to the first CAT.",
+    reference=0.5,
+    kind="prediction",
+    explain="""
+    Both CATs are the same vector, so in the first CAT's row they have the same score, about 22.6, far above
+    the other words' (about N(0, 1)). Softmax splits the weight equally between them: 0.5 on each.
+    """,
+    wrong=band_mistakes(CAT_MISSES),
+)
+def predict_cat_self_weight(answer):
+    """The weight the first CAT puts on itself in softmax(X X^T / sqrt(512)), random embeddings, no PE."""
+    return prediction_in_band(answer, 0.5, (0.49, 0.51), CAT_MISSES, "its weight on itself")
+
+
+REVERSED_MISSES = [
+    ("take the deck's word, invariant", 0, (0, 0), "the outputs are not invariant: they move with their words"),
+    ("think only the CATs move", 2, (1, 2), "every position now holds a different word"),
+    ("keep the CATs in place", 4, (3, 5), "the CATs moved too: position 1 now holds LOVELY, position 4 CAT"),
+]
+
+
+@exercise(
+    hint="Equivariance: the output of a word goes where the word goes. After reversing, which positions still "
+    "hold the same word as before?",
+    reference=6,
+    kind="prediction",
+    explain="""
+    Reversed, the sentence is CAT LOVELY A IS CAT YOUR: no position holds the same word as before, and each
+    output row follows its word, so all 6 rows change. Not invariant, but equivariant.
+    """,
+    wrong=band_mistakes(REVERSED_MISSES),
+)
+def predict_reversed_rows(answer):
+    """How many of the 6 output rows change, at their positions, when the sentence is reversed."""
+    return prediction_in_band(answer, 6, (6, 6), REVERSED_MISSES, "the number of changed rows")
+
+
+RANDOM_DIAGONAL = 22  # rows (of 120) whose maximum is on the diagonal, random W_q, W_k (the lesson asserts it)
+DIAGONAL_MISSES = [
+    ("expect the identity to survive", 120, (90, 120), "with W_q != W_k a word's score with itself is no longer |x|^2"),
+    ("expect the diagonal never to win", 0, (0, 5), "the diagonal is one of five distinct keys: it wins by chance"),
+    ("guess half the rows", 60, (40, 89), "random projections make every key about as likely to win"),
+]
+
+
+@exercise(
+    hint="With random W_q != W_k, a word's score with itself is no more special than with any other word. "
+    "The two CATs are one key: how many distinct keys can win a row?",
+    reference=RANDOM_DIAGONAL,
+    kind="prediction",
+    explain="""
+    Random projections give every key about the same chance to win a row. There are five distinct keys (the
+    two CATs are one), so chance is about 1 row in 5: 24 of 120. The lesson counts 22.
+    """,
+    wrong=band_mistakes(DIAGONAL_MISSES),
+)
+def predict_random_diagonal(answer):
+    """In how many of 120 rows (20 random draws of W_q, W_k, 6 rows) is the diagonal the row maximum."""
+    return prediction_in_band(answer, RANDOM_DIAGONAL, (12, 36), DIAGONAL_MISSES, "the count")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: a relative position bias that unbalances a three-word cycle.
+
+
+def _cycle_log_ratios(log_A):
+    """Every |log(A_ij A_jk A_ki / (A_ji A_kj A_ik))| over three distinct positions, from log-weights."""
+    seq = log_A.shape[0]
+    return [
+        abs(float(log_A[i, j] + log_A[j, k] + log_A[k, i] - log_A[j, i] - log_A[k, j] - log_A[i, k]))
+        for i in range(seq)
+        for j in range(seq)
+        for k in range(seq)
+        if len({i, j, k}) == 3
+    ]
+
+
+def _cycle_breaking_bias(seq):
+    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]  # (seq, seq) i - j
+    return torch.where(d > 0, -0.5 * d.double() ** 2, torch.zeros((), dtype=torch.float64))  # earlier keys only
+
+
+def _distance_bias(seq):  # -|i - j|: symmetric, so the scores stay symmetric
+    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]
+    return -0.5 * d.abs().double()
+
+
+def _linear_bias(seq):  # -(i - j): asymmetric, but its odd part is linear in i - j
+    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]
+    return -0.5 * d.double()
+
+
+def _per_key_bias(seq):  # a bias that grows with the key's position j, the same in every row
+    return torch.arange(seq, dtype=torch.float64)[None, :].expand(seq, seq).clone()
+
+
+CYCLE_MISTAKES = [
+    mistake(
+        "penalise distance, -|i - j|",
+        _distance_bias,
+        says="your bias is symmetric (b(d) = b(-d)), so the scores stay symmetric and every cycle balances",
+    ),
+    mistake(
+        "use a linear bias, -(i - j)",
+        _linear_bias,
+        says="the odd part of your bias is linear in i - j, and a(i-j) + a(j-k) + a(k-i) = 0 for a linear a",
+    ),
+    mistake(
+        "favour later keys",
+        _per_key_bias,
+        says="your bias depends on more than i - j",
+    ),
+]
+
+
+@exercise(
+    hint="""
+    With S = XXᵀ/√d symmetric and A = softmax(S + B), log A_ij - log A_ji = B_ij - B_ji + (a term for row i)
+    - (one for row j), and the row terms cancel around a cycle. So only the odd part a(d) = b(d) - b(-d) of
+    your bias matters, and a(i-j) + a(j-k) + a(k-i) must not vanish: try a bias on earlier keys that grows
+    faster than linearly with the distance.
+    """,
+    reference=_cycle_breaking_bias,
+    kind="transfer",
+    wrong=CYCLE_MISTAKES,
+)
+def cycle_breaking_bias(answer):
+    """answer(seq) -> B (seq, seq) with B[i, j] = b(i - j), such that softmax(XXᵀ/√d + B) has an unbalanced
+    three-word cycle for any embeddings X."""
+    gen = torch.Generator().manual_seed(fresh_seed())  # embeddings drawn anew on every check
+    for seq in [3, 6, int(torch.randint(4, 10, (), generator=gen))]:
+        B = torch.as_tensor(answer(seq)).to(torch.float64)
+        where = f"for seq = {seq}"
+        if B.shape != (seq, seq):
+            return f"{where}: your bias has shape {tuple(B.shape)}, expected {(seq, seq)}"
+        if not torch.isfinite(B).all():
+            return f"{where}: your bias has entries that are not finite numbers; use a large negative number instead"
+        if not torch.allclose(B[1:, 1:], B[:-1, :-1], atol=1e-9, rtol=0):
+            return f"{where}: {CYCLE_MISTAKES[2].says}: B[i + 1, j + 1] must equal B[i, j]"
+        d_model = int(torch.randint(2, 65, (), generator=gen))
+        X = torch.randn(seq, d_model, generator=gen, dtype=torch.float64)  # (seq, d_model)
+        log_A = torch.log_softmax(X @ X.T / math.sqrt(d_model) + B, dim=-1)  # (seq, seq)
+        if max(_cycle_log_ratios(log_A)) > 0.01:
+            continue
+        if torch.allclose(B, B.T, atol=1e-9):
+            return f"{where}: {CYCLE_MISTAKES[0].says}"
+        odd = B - B.T  # (seq, seq) a(i - j)
+        if torch.allclose(odd, odd[1, 0] * (torch.arange(seq)[:, None] - torch.arange(seq)[None, :]), atol=1e-9):
+            return f"{where}: {CYCLE_MISTAKES[1].says}"
+        return f"{where}: every three-word cycle still balances; the odd part of your bias must not be linear"
     return None
