@@ -7,7 +7,14 @@ import random
 
 import torch
 
-from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake, prediction_number
+from utils.course.exercises import (
+    compare_arrays,
+    exercise,
+    fresh_seed,
+    mistake,
+    prediction_close_to,
+    prediction_number,
+)
 
 
 def _whole_number(answer, what, right, says, otherwise):
@@ -52,18 +59,14 @@ def _one_of(answer, options, right, says):
 )
 def predict_weight_after_removal(answer):
     """answer: the weight of key 0 when four keys all score 0 and key 2's score is set to -inf."""
-    got = prediction_number(answer)
-    if abs(got - 1 / 3) < 0.01:
-        return None
     says = {
         0.25: "that is the weight before key 2 is removed (or with a score of 0: e^0 = 1); the rest renormalise",
         0.0: "key 0 keeps its score of 0; it is still in the row, only key 2 is gone",
         0.5: "three keys are left (0, 1 and 3), not two",
     }
-    for value, why in says.items():
-        if abs(got - value) < 0.01:
-            return f"not {got:g}: " + why
-    return f"not {got:g}: after removing key 2, how many keys with equal scores share the weight?"
+    return prediction_close_to(
+        answer, 1 / 3, 0.01, says, "after removing key 2, how many keys with equal scores share the weight?"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
