@@ -1,4 +1,5 @@
-"""Exercises of lesson 05 (multi-head attention): predict the parameter count of 8 heads, split heads,
+"""Exercises of lesson 05 (multi-head attention): predict each head's scale, the parameter count of 8 heads,
+the error of a fixed split and the head average; split heads,
 per-head matrices from `torch.nn.MultiheadAttention`, and the cost of multi-query / grouped-query attention."""
 
 import random
@@ -6,7 +7,7 @@ import random
 import torch
 from torch import nn
 
-from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake, prediction_close_to
 
 # ---------------------------------------------------------------------------------------------------
 # Prediction: the parameters of 8 heads at d_model = 64.
@@ -55,6 +56,109 @@ def predict_param_count(answer):
     if got in _SAYS:
         return f"not {got:,}: " + _SAYS[got]
     return f"not {got:,}: count the four d_model × d_model matrices and their four bias vectors, at d_model = {_D}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 1): the scale inside each head.
+
+
+@exercise(
+    hint="""
+    The 1/sqrt(d_k) of lesson 03 keeps the variance of a dot product of d_k terms near 1. How many
+    terms does one head's dot product q_i · k_j have when d_model = 12 is split into 3 heads?
+    """,
+    reference=2.0,
+    kind="prediction",
+    explain="""
+    sqrt(d_k) = sqrt(4) = 2. Each head's queries and keys have d_k = d_model / h = 4 features, so each of
+    its dot products sums 4 terms, and the scale that keeps their variance near 1 is sqrt(4). PyTorch's
+    nn.MultiheadAttention divides by it too; sqrt(d_model) = sqrt(12) gives another answer.
+    """,
+    wrong=[
+        mistake("use one wide head's scale", 12**0.5, says="one wide head"),
+        mistake("divide by d_k instead of its square root", 4.0, says="square root"),
+        mistake("forget the scale", 1.0, says="no scale"),
+    ],
+)
+def predict_head_scale(answer):
+    """answer: the number each head divides its scores q·k by, at d_model = 12 and 3 heads."""
+    says = {
+        12**0.5: "sqrt(12) is the scale of one wide head of d_model = 12; each head's dot products have d_k = 4 terms",
+        4.0: "that is d_k itself; the scale is its square root, as in lesson 03",
+        1.0: "with no scale the scores' variance grows with d_k; each head divides by the square root of its d_k",
+    }
+    return prediction_close_to(
+        answer, 2.0, 0.01, says, "how many terms does one head's dot product have? Take its square root"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 3): the error of a fixed split.
+
+
+@exercise(
+    hint="""
+    Output features 0-1 should be A's, features 2-3 B's. With weights 0.75 on A and 0.25 on B, every
+    value is the same blend 0.75 A + 0.25 B. How well can a linear read-out of that blend recover A's
+    features 0-1? And B's features 2-3? The error is the mean over the four features.
+    """,
+    reference=0.5,
+    kind="prediction",
+    explain="""
+    1/2. With the blend wA + (1 - w)B, the best read-out leaves (1-w)²/(w² + (1-w)²) on A's features 0-1
+    (0.1 at w = 0.75) and w²/(w² + (1-w)²) on B's features 2-3 (0.9): their mean is 1/2, for every w.
+    A fixed split only moves the error between the features; it takes two softmaxes to read two places.
+    """,
+    wrong=[
+        mistake("count only features 0-1", 0.1, says="features 2-3"),
+        mistake("count only features 2-3", 0.9, says="features 0-1"),
+        mistake("take B's share as the error", 0.25, says="b's share"),
+        mistake("think a read-out can undo the blend", 0.0, says="cannot undo"),
+    ],
+)
+def predict_fixed_split_error(answer):
+    """answer: the held-out mean squared error of a head that always puts 0.75 on A and 0.25 on B."""
+    says = {
+        0.1: "0.1 is the error on A's features 0-1 only; B's features 2-3 are read from a blend that is mostly A",
+        0.9: "0.9 is the error on B's features 2-3 only; add A's features 0-1 and take the mean",
+        0.25: "B's share of the weight is not the error: the read-out can rescale the blend",
+        0.0: "a linear read-out cannot undo the blend: A and B are mixed into the same numbers",
+    }
+    return prediction_close_to(
+        answer, 0.5, 0.03, says, "the error is the mean over features 0-3 of what the blend loses"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 4): what the average over heads shows.
+
+
+@exercise(
+    hint="""
+    One trained head puts almost all its weight on the word before, the other almost all on the word
+    after. PyTorch's default returns the mean of the two heads' weights.
+    """,
+    reference=0.5,
+    kind="prediction",
+    explain="""
+    About 0.5. One head gives the previous word nearly 1, the other nearly 0; their mean is about 0.5,
+    and the same for the next word. The average looks like one unsure head that splits its weight,
+    which is exactly what neither head does.
+    """,
+    wrong=[
+        mistake("read one head's weight", 1.0, says="one head"),
+        mistake("think the average cancels out", 0.0, says="mean of"),
+        mistake("divide among four", 0.25, says="two heads"),
+    ],
+)
+def predict_average_weight(answer):
+    """answer: the head-averaged weight of a word on the word before it, with one 'previous' and one 'next' head."""
+    says = {
+        1.0: "that is one head's weight; the average mixes it with the other head's, which is about 0",
+        0.0: "that is the 'next word' head's weight on the previous word; the average is the mean of both heads",
+        0.25: "there are two heads, not four: (about 1 + about 0) / 2",
+    }
+    return prediction_close_to(answer, 0.5, 0.1, says, "average the two heads' weights on the previous word")
 
 
 # ---------------------------------------------------------------------------------------------------
