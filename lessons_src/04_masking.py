@@ -696,7 +696,8 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 #   shift a model copies its answer; with the slides' $j < i$ and no shift it still beats chance,
 #   through its query.
 # - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN; a $-10^9$ fill → uniform
-#   in float32, NaN in float16; `utils` and `F.scaled_dot_product_attention` → zeros.
+#   in float32, NaN in float16; `utils` → zeros, as does `F.scaled_dot_product_attention` in this
+#   torch version.
 #
 # ## Exercises
 #
