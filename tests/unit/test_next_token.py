@@ -76,6 +76,17 @@ def test_strict_mask_on_unshifted_input_beats_chance_shifted_does_not():
     assert abs(honest_acc - acc_chance) < 0.03, honest_acc
 
 
+def test_per_position_accuracy_averages_to_the_accuracy_and_the_strict_leak_starts_at_position_2():
+    acc_chance, _ = chance(8)
+    accuracy, cross_entropy, by_position = fit_next_token(
+        shift=False, seed=0, steps=150, strict=True, per_position=True
+    )
+    assert (accuracy, cross_entropy) == fit_next_token(shift=False, seed=0, steps=150, strict=True)
+    assert len(by_position) == 6 and abs(sum(by_position) / 6 - accuracy) < 1e-12
+    assert all(abs(a - acc_chance) < 0.03 for a in by_position[:2]), by_position  # no key, or one key: no choice
+    assert all(a > acc_chance + 0.05 for a in by_position[2:]), by_position  # the query picks among >= 2 keys
+
+
 def test_model_bad_input():
     model = CausalAttentionLM(vocab_size=5, d_model=8, max_len=4)
     with pytest.raises(ValueError, match="tokens has 5 positions, more than max_len=4"):
@@ -114,6 +125,11 @@ def test_fit_next_token_is_reproducible():
         (dict(shift=True, seed=0, vocab_size=2.0), TypeError, "vocab_size must be an int, got float 2.0"),
         (dict(shift=True, seed=0, lr=0), ValueError, "lr must be a finite number > 0, got 0"),
         (dict(shift=True, seed=0, strict="no"), TypeError, r"strict must be a bool \(True or False\), got str 'no'"),
+        (
+            dict(shift=True, seed=0, per_position=1),
+            TypeError,
+            r"per_position must be a bool \(True or False\), got int 1",
+        ),
     ],
 )
 def test_fit_next_token_bad_input(kwargs, error, message):

@@ -53,15 +53,27 @@ class CausalAttentionLM(nn.Module):
 
 
 def fit_next_token(
-    shift, seed, vocab_size=8, seq_len=6, d_model=32, steps=300, batch_size=64, lr=0.01, eval_size=1000, strict=False
+    shift,
+    seed,
+    vocab_size=8,
+    seq_len=6,
+    d_model=32,
+    steps=300,
+    batch_size=64,
+    lr=0.01,
+    eval_size=1000,
+    strict=False,
+    per_position=False,
 ):
     """Train on uniformly random tokens; return held-out (accuracy, cross-entropy) of predicting y_i at position i.
 
     With shift=True the input is shift_right(y) (position i sees y_{<i}); with shift=False it is y itself.
-    strict=True uses the mask j < i instead of j <= i (see CausalAttentionLM).
+    strict=True uses the mask j < i instead of j <= i (see CausalAttentionLM). per_position=True appends
+    the held-out accuracy at each position, a list of seq_len numbers. The loss covers every position.
     """
     validation.boolean("shift", shift)
     validation.boolean("strict", strict)
+    validation.boolean("per_position", per_position)
     validation.seed("seed", seed)
     for name, value in (
         ("vocab_size", vocab_size),
@@ -93,6 +105,8 @@ def fit_next_token(
         logits = logits_of(y)  # (eval_size, seq_len, vocab_size)
     accuracy = (logits.argmax(-1) == y).double().mean().item()
     cross_entropy = F.cross_entropy(logits.reshape(-1, vocab_size), y.reshape(-1)).item()
+    if per_position:
+        return accuracy, cross_entropy, (logits.argmax(-1) == y).double().mean(0).tolist()
     return accuracy, cross_entropy
 
 
