@@ -64,8 +64,10 @@ my_guess_weight = None  # your answer: a number between 0 and 1
 # %% [markdown]
 # $\mathrm{softmax}(s)_j = e^{s_j} / \sum_l e^{s_l}$. With $s_j = -\infty$, $e^{s_j} = 0$: key $j$ gets
 # weight exactly 0, and the other weights renormalise among themselves, as if key $j$ had never been
-# there. (The YOUR CAT slide deck says the same: set a score to $-\infty$ before the softmax and those
-# positions do not interact.)
+# there. This is how the paper masks the decoder (section 3.2.3): "We need to prevent leftward information
+# flow in the decoder to preserve the auto-regressive property. We implement this inside of scaled
+# dot-product attention by masking out (setting to $-\infty$) all values in the input of the softmax which
+# correspond to illegal connections." (The YOUR CAT slide deck says the same.)
 
 # %%
 equal = torch.zeros(4)  # (T_k,) four equal scores
@@ -276,6 +278,7 @@ slides_mask = torch.ones(n, n, dtype=torch.bool).triu()  # (n, n) True where the
 nan_grads = []
 for seed in SEEDS:
     torch.manual_seed(seed)
+    # two trainable maps (weights and biases), a query and a value projection; the keys stay qk itself
     W_q, W_v = torch.nn.Linear(8, 8, dtype=torch.float64), torch.nn.Linear(8, 8, dtype=torch.float64)
     e_q = (W_q(qk) @ qk.T / math.sqrt(8)).masked_fill(slides_mask, float("-inf"))  # (n, n)
     out_q = torch.softmax(e_q, dim=-1) @ W_v(qk)  # (n, 8)
@@ -424,21 +427,18 @@ assert shift_right(target_ids, bos_id=ids["<bos>"]).tolist() == [ids[word] for w
 print("✓ shift_right(target) is <bos> followed by the target without its last token")
 
 # %% [markdown]
-# Now counting from 0, as Python does. Shift the *indices* of the targets, $0, \dots, T-1$, the same way
-# ($-1$ marks `<bos>`): `holds[j]` says which target sits at input position $j$. With the shift, every
-# position sees only targets before its own; without it, every position sees its own answer:
+# The same for every position, and without the shift, every position sees its own answer:
 
 
-# %%
+# %% tags=["hide-input"]
 def targets_seen(holds, mask):
     """For each position i, the indices of the targets it can read through the mask."""
     return [holds[mask[i]].tolist() for i in range(len(holds))]
 
 
+# holds[j]: the index of the target at input position j, counting from 0 (-1 marks <bos>)
 shifted = targets_seen(shift_right(torch.arange(T_y), bos_id=-1), mask_y)
 unshifted = targets_seen(torch.arange(T_y), mask_y)
-print("shifted:  ", shifted)
-print("unshifted:", unshifted)
 assert all(max(seen) < i for i, seen in enumerate(shifted))
 assert [i for i, seen in enumerate(unshifted) if i in seen] == list(range(T_y))
 print("✓ shifted: position i sees only y_<i; unshifted: all 5 positions see their own answer")
@@ -448,8 +448,8 @@ print("✓ shifted: position i sees only y_<i; unshifted: all 5 positions see th
 # `utils.experiments.next_token.CausalAttentionLM`: an embedding plus PE, one causally masked attention
 # layer and a linear read-out (no residual). The data are **uniformly random** tokens (8 kinds, 6 per
 # sequence): there is nothing to learn, so an honest model cannot beat chance, accuracy $1/8$ and
-# cross-entropy $\ln 8$. Train 300 steps, for 5 seeds, with and without the shift, and measure on
-# 1000 sequences drawn after training:
+# cross-entropy $\ln 8$. Train 300 steps, for 5 seeds, with and without the shift (the loss covers
+# every position), and measure at every position of 1000 sequences drawn after training:
 
 # %%
 acc_chance, ce_chance = chance(8)
@@ -489,7 +489,8 @@ my_guess_leak = None  # your answer: "chance", "between" or "copies"
 # Train it (`strict=True` is the mask $j < i$; position 0, with nothing to attend to, gets zeros), 5 seeds:
 
 # %%
-strict_runs = [fit_next_token(shift=False, seed=seed, strict=True) for seed in SEEDS]
+strict_fits = [fit_next_token(shift=False, seed=seed, strict=True, per_position=True) for seed in SEEDS]
+strict_runs = [(accuracy, cross_entropy) for accuracy, cross_entropy, _ in strict_fits]
 
 
 def verdict(accuracy):
@@ -510,9 +511,23 @@ check.predict_strict_mask_unshifted(my_guess_leak)
 
 # %% [markdown]
 # The leak goes through the **query**: position $i$'s query is built from $y_i$, and it decides how to
-# weigh the earlier tokens. Change token $i$ alone in an untrained strict model: output $i$ changes from
-# position 2 on (position 1 has one key, whose weight is 1 whatever the query; position 0 has none),
-# and no earlier output does:
+# weigh the earlier tokens. Position 0 has no key and position 1 has one, whose weight is 1 whatever the
+# query, so the query can only help from position 2 on. The trained models' accuracy, position by position:
+
+# %% tags=["nbval-ignore-output"]
+by_position = np.array([per_position for _, _, per_position in strict_fits])  # (seeds, T)
+print("accuracy per position, min to max over 5 seeds:")
+for i in range(by_position.shape[1]):
+    print(f"  position {i}: {by_position[:, i].min():.3f} to {by_position[:, i].max():.3f}")
+
+# %% tags=["hide-input"]
+assert np.all(np.abs(by_position[:, :2] - acc_chance) < 0.04)  # 1000 guesses each: chance give or take 4 sd
+assert np.all(by_position[:, 2:] > acc_chance + 0.08)
+print("✓ positions 0 and 1 at chance, positions 2 to 5 above it, in 5 of 5 seeds")
+
+# %% [markdown]
+# The query is the only route: change token $i$ alone in an untrained strict model, and output $i$
+# changes from position 2 on, while no earlier output does:
 
 # %% tags=["hide-input"]
 reached = []
@@ -595,10 +610,13 @@ assert (torch_out - ours.detach()).abs().max() < 1e-6
 print("✓ F.scaled_dot_product_attention also returns zeros for the fully-masked rows, and equals utils elsewhere")
 
 # %% [markdown]
-# Some code masks with a large finite number, such as $-10^9$, instead of $-\infty$. On a row with at
-# least one key, $e^{-10^9}$ is 0 in float32 and nothing changes. On a fully-masked row every key has
-# the same score, so the softmax is **uniform**: the pads get $1/6$ each, silently. Now float16, a
-# 2-byte format used to save memory, whose largest finite number is 65504.
+# Some code masks with a large finite number, such as $-10^9$, instead of $-\infty$, often by *adding* a
+# mask of 0s and $-10^9$s to the scores. On a row with at least one key, $e^{-10^9}$ is 0 in float32 and
+# nothing changes. On a fully-masked row every score becomes $s - 10^9$; float32 numbers near $10^9$ are
+# 64 apart, so each rounds to $-10^9$ (while $|s| < 32$), every key gets the same score, and the softmax
+# is **uniform**: the pads get $1/6$ each, silently. In float64 the scores survive, and the row is the
+# softmax of the *unmasked* scores. (`masked_fill` *replaces* the scores: uniform in both.) Now float16,
+# a 2-byte format used to save memory, whose largest finite number is 65504.
 #
 # **Predict.** Build the same mask ($-10^9$ where masked, 0 where allowed), convert it to float16 and add
 # it to float16 scores. What does the softmax give on a fully-masked row: `"uniform"`, `"nan"` or
@@ -621,9 +639,15 @@ def row_kind(rows):
 scores_left = x_left[0] @ x_left[0].T / math.sqrt(d_model)  # (T, T) float32
 minus_1e9 = torch.zeros(T, T).masked_fill(~left_mask[0], -1e9)  # (T, T) float32: 0 or -1e9
 w32 = torch.softmax(scores_left + minus_1e9, dim=-1)  # (T, T)
+w64 = torch.softmax(scores_left.double() + minus_1e9.double(), dim=-1)  # (T, T) float64
 w16 = torch.softmax(scores_left.half() + minus_1e9.half(), dim=-1)  # (T, T) float16
+spacing = (torch.tensor(1e9).nextafter(torch.tensor(2e9)) - 1e9).item()  # the next float32 after 1e9, minus 1e9
+print(
+    f"float32 numbers near 1e9 are {spacing:.0f} apart; rows 0-2 hold scores within ±{scores_left[:3].abs().max():.2f}"
+)
 print("-1e9 stored in float16:", minus_1e9.half().min().item())
 print("rows 0-2 in float32:", row_kind(w32[:3]), "| in float16:", row_kind(w16[:3]))
+print("row 0 in float64:", w64[0].numpy().round(3))
 try:
     scores_left.half().masked_fill(~left_mask[0], -1e9)
     fill = "works"
@@ -633,25 +657,44 @@ print("masked_fill(..., -1e9) on float16 scores:", fill)
 
 # %% tags=["hide-input"]
 assert minus_1e9.half().min().item() == float("-inf") and torch.finfo(torch.float16).max == 65504
-assert minus_1e9.half().element_size() == 2
+assert spacing == 64 and scores_left[:3].abs().max() < spacing / 2
+assert torch.all((scores_left + minus_1e9)[:3] == -1e9)  # float32 rounds every s - 1e9 to -1e9
+assert torch.allclose(w64[:3], torch.softmax(scores_left.double()[:3], dim=-1))  # float64: as if unmasked
+assert row_kind(w64[:3]) == "other"
+filled = torch.softmax(scores_left.double().masked_fill(~left_mask[0], -1e9), dim=-1)  # (T, T) float64
+assert row_kind(filled[:3]) == "uniform"
 w_inf = torch.softmax(scores_left.masked_fill(~left_mask[0], float("-inf")), dim=-1)  # (T, T)
 assert torch.equal(w32[3:], w_inf[3:])  # rows with a key: -1e9 and -inf give the same weights in float32
 assert row_kind(w32[:3]) == "uniform" and row_kind(w16[:3]) == check.predict_float16_masked_row.reference
 assert torch.allclose(w16[3:].float(), w32[3:], atol=1e-3)  # rows with a key: the same in both
 assert fill.startswith("RuntimeError")
-print("✓ -1e9 becomes -inf in float16: rows 0-2 are NaN there, uniform in float32")
+print("✓ an added -1e9: rows 0-2 uniform in float32 (the scores round away), unmasked in float64,")
+print("  NaN in float16, where -1e9 becomes -inf; masked_fill(-1e9) gives uniform rows in float64")
 print("✓ rows 3-5 get the same weights from -1e9 as from -inf, and in float16 as in float32")
 
 # %%
 check.predict_float16_masked_row(my_guess_fp16)
 
 # %% [markdown]
-# So $-10^9$ gives a uniform row in float32, NaN in float16 (and `masked_fill` refuses it on a float16
-# tensor). `utils` uses $-\infty$ and treats an empty row explicitly: a query that may attend to
+# So an added $-10^9$ gives a uniform row in float32, the unmasked weights in float64 and NaN in float16
+# (and `masked_fill` refuses $-10^9$ on a float16 tensor). `utils` uses $-\infty$ and treats an empty row explicitly: a query that may attend to
 # nothing receives nothing, zeros, in every dtype.
 #
 # > **Going further:** `torch.nn.MultiheadAttention` returns NaN or zeros for the same rows, depending
 # > on its flags; see [the end of the lesson](#going-further).
+#
+# Lesson 06 puts these masks in the Transformer's three attentions: the encoder's self-attention takes
+# the source padding mask; the decoder's self-attention the causal mask AND the target padding mask; and
+# the cross-attention, whose queries come from the decoder and keys from the encoder, the source padding
+# mask again: its shape `(batch, 1, T_src)` broadcasts over any number of queries. Four queries on our
+# padded batch of 6 keys:
+
+# %% tags=["hide-input"]
+queries = torch.randn(len(sentences), 4, d_model, generator=torch.Generator().manual_seed(0))  # (batch, T_q, d_model)
+_, cross_w = scaled_dot_product_attention(queries, x, x, pad_mask)  # (batch, T_q, T_k)
+assert cross_w.shape == (3, 4, 6) and torch.all(cross_w.masked_select(~pad_mask.expand(3, 4, T)) == 0)
+assert (cross_w.sum(-1) - 1).abs().max() < 1e-6
+print("✓ 4 queries, 6 keys: the (batch, 1, T) padding mask keeps every query off the pads")
 
 # %% [markdown]
 # ## The explorer, with its mask control
@@ -695,9 +738,9 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 # - Seeing itself leaks nothing because the decoder's input is the target shifted right. Without the
 #   shift a model copies its answer; with the slides' $j < i$ and no shift it still beats chance,
 #   through its query.
-# - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN; a $-10^9$ fill → uniform
-#   in float32, NaN in float16; `utils` → zeros, as does `F.scaled_dot_product_attention` in this
-#   torch version.
+# - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN; an added $-10^9$ mask →
+#   uniform in float32 (the scores round away), NaN once cast to float16; `utils` → zeros, as does
+#   `F.scaled_dot_product_attention` in this torch version.
 #
 # ## Exercises
 #
@@ -710,8 +753,8 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 # %% tags=["hide-input"]
 from utils.course.exercises import lesson04 as check
 
-# the examples below, on the checker's own masks: a window of width 3, a window as wide as the sentence,
-# an empty prefix
+# the examples the exercises below give are true (checked on the reference answers): a window of width
+# 3, a window as wide as the sentence, an empty prefix
 assert check.sliding_window_mask.reference(6, 3)[5].nonzero().flatten().tolist() == [3, 4, 5]
 assert torch.equal(check.sliding_window_mask.reference(6, 6), causal_mask(6))
 assert torch.equal(check.prefix_lm_mask.reference(6, 0), causal_mask(6))
@@ -759,7 +802,7 @@ check.prefix_lm_mask(prefix_lm_mask)
 # **4. Packed sentences.** To spend no work on padding, a training batch can pack several sentences into
 # one row: `lengths = [4, 3]` is a row of 7 tokens, sentence 0 at positions 0–3 and sentence 1 at 4–6. Build
 # the mask for `T = sum(lengths)` tokens: causal **within** each sentence, and no query may attend to
-# another sentence. The checker tries two and three sentences.
+# another sentence. The checker tries one to four sentences.
 
 
 # %%
@@ -841,12 +884,17 @@ print("✓ with gradients on: NaN with need_weights=True, zeros with need_weight
 print("✓ rows 3-5 are finite and the same for all four")
 
 # %% [markdown]
-# There is a third answer. In evaluation mode, when nothing needs a gradient (under `torch.no_grad()`, as
-# when a trained model is used, or with frozen parameters and an input that does not require one), with
-# self-attention (query, key and value the same tensor), batch-first input, an **even** number of heads,
-# a boolean mask and the module's default options (bias on, no `add_zero_attn` or `bias_k`/`bias_v`,
-# `kdim` = `vdim` = `embed_dim`), `nn.MultiheadAttention` takes a fused inference "fast path", and with
-# `need_weights=False` the rows are NaN again. The same input through a fresh module with 1 head and with
+# There is a third answer. `nn.MultiheadAttention` takes a fused inference "fast path", and with
+# `need_weights=False` the rows are NaN again, when all of these hold:
+#
+# - evaluation mode, and nothing needs a gradient (under `torch.no_grad()`, as when a trained model is
+#   used, or with frozen parameters and an input that does not require one);
+# - self-attention: query, key and value are the same tensor;
+# - batch-first input, an **even** number of heads, a boolean mask;
+# - the module's default options (bias on, no `add_zero_attn` or `bias_k`/`bias_v`, `kdim` = `vdim` =
+#   `embed_dim`).
+#
+# The same input through a fresh module with 1 head and with
 # 2 heads, in evaluation mode, `need_weights=False`, in five settings: gradients on, `torch.no_grad()`,
 # frozen parameters (`requires_grad_(False)`), `torch.no_grad()` with a copy of the input as key and value,
 # and `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$ where masked; a 3-D
