@@ -214,7 +214,8 @@ check.predict_head_scale(my_guess_scale)
 
 # %% [markdown]
 # The same equality for five more sizes and seeds, `(d_model, h, T_q, T_k)` from one head to eight,
-# with cross-attention (queries from one sequence, keys and values from another of a different length),
+# with cross-attention (queries from one sequence, keys and values from another, of a different length in
+# three of the five),
 # a padded key, and both of our paths (`need_weights=True` and `False`):
 
 # %% tags=["nbval-ignore-output"]
@@ -249,8 +250,10 @@ print("✓ equal to torch.nn.MultiheadAttention in 5 of 5 sizes, with cross-atte
 # | `torch.nn.Transformer`, `TransformerEncoderLayer`, `TransformerDecoderLayer` (`src_mask`, `tgt_mask`, `src_key_padding_mask`, …) | **not** allowed, like the `nn.MultiheadAttention` inside them |
 #
 # Hand the same causal mask to both. Given `allowed` itself, `nn.MultiheadAttention` does the opposite of
-# causal: each query sees only *later* tokens, and the last query sees nothing at all (NaN). A float
-# mask, *added* to the scores (0 where allowed, $-\infty$ where blocked), means the same in every API.
+# causal: each query sees only *later* tokens, and the last query sees nothing at all (its weights are
+# NaN; lesson 04's Going further shows the other answers such a row gets). A float mask, *added* to the
+# scores (0 where allowed, $-\infty$ where blocked), has only one reading, and both PyTorch functions
+# accept it; `utils` takes boolean masks only (convert an additive mask with `mask == 0`).
 
 # %%
 allowed = causal_mask(T)  # (T, T) bool, True = may attend
@@ -264,6 +267,21 @@ assert torch.all(w_wrong[:, :-1][allowed[:-1].expand(batch, -1, -1)] == 0)  # no
 assert torch.all(w_wrong[:, :-1][~allowed[:-1].expand(batch, -1, -1)] > 0)  # weight wherever we block
 assert torch.isnan(w_wrong[:, -1]).all()  # the last query: every key blocked
 blocked = torch.zeros(T, T).masked_fill(~allowed, float("-inf"))  # (T, T) float mask: added to the scores
+assert torch.allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=blocked), by_utils, atol=1e-6)
+assert torch.allclose(torch_mha(x, x, x, attn_mask=blocked)[0], by_mha, atol=1e-6)
+assert torch.allclose(scaled_dot_product_attention(q, k, v, blocked == 0)[0], by_utils, atol=1e-6)
+print("nn.MultiheadAttention given `allowed` (True = may attend) uninverted; weight > 0 in sequence 0:")
+print((w_wrong[0, :-1] > 0).int())
+print("last row:", w_wrong[0, -1].detach())
+print("✓ F.scaled_dot_product_attention(attn_mask=allowed) equals utils (True = may attend)")
+print("✓ nn.MultiheadAttention(attn_mask=~allowed) equals utils; given `allowed` it blocks exactly what we allow")
+print("✓ the float mask gives the same in both, and utils gets it as `blocked == 0`")
+
+# %% [markdown]
+# The `nn.Transformer*` layers of lesson 06 follow `nn.MultiheadAttention`: a boolean mask with `True` =
+# not allowed gives the same as the float mask.
+
+# %% tags=["hide-input"]
 encoder = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
 decoder = nn.TransformerDecoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
 assert torch.allclose(encoder(x, src_mask=~allowed), encoder(x, src_mask=blocked), atol=1e-6)
@@ -272,11 +290,6 @@ pad_blocked = torch.zeros(batch, T).masked_fill(tokens == 0, float("-inf"))  # (
 assert torch.allclose(
     encoder(x, src_key_padding_mask=tokens == 0), encoder(x, src_key_padding_mask=pad_blocked), atol=1e-6
 )
-print("nn.MultiheadAttention given `allowed` (True = may attend) uninverted; weight > 0 in sequence 0:")
-print((w_wrong[0, :-1] > 0).int())
-print("last row:", w_wrong[0, -1].detach())
-print("✓ F.scaled_dot_product_attention(attn_mask=allowed) equals utils (True = may attend)")
-print("✓ nn.MultiheadAttention(attn_mask=~allowed) equals utils; given `allowed` it blocks exactly what we allow")
 print("✓ nn.TransformerEncoderLayer and DecoderLayer: a bool mask (True = not allowed) equals the float mask")
 
 # %% [markdown]
@@ -335,8 +348,9 @@ assert set(macs.values()) == {formula}
 print("✓ the same multiply-adds for 1, 2, 4 and 8 heads, equal to the formula")
 
 # %% [markdown]
-# The matrix products are not everything. The scaling, the mask and the softmax act on every score, and
-# each head has its own `T × T` scores: `batch · h · T²`, `h` times as many as one wide head. The weights
+# The matrix products are not everything. The mask and the softmax act on every score (the scaling too,
+# unless it is applied to the queries first, as `utils` and PyTorch do), and each head has its own `T × T`
+# scores: `batch · h · T²`, `h` times as many as one wide head. The weights
 # the softmax returns, a `(batch, h, T, T)` tensor kept for the backward pass, grow the same way. Count the
 # elements the softmax normalises (`utils.experiments.layer_costs.count_softmax_elements`) and the
 # returned weights:
@@ -361,6 +375,18 @@ print("✓ parameters and multiply-adds are equal for 1, 2, 4 and 8 heads")
 print("✓ softmax elements and weights are batch * h * T * T: h times those of one head")
 
 # %% [markdown]
+# The same three counts at four more sizes `(d_model, T)`:
+
+# %% tags=["hide-input"]
+for d_s, T_s in ((32, 7), (48, 5), (96, 12), (128, 3)):
+    params_s = {sum(p.numel() for p in MultiHeadAttention(d_s, h).parameters()) for h in (1, 2, 4, 8)}
+    macs_s = {count_macs(h, T=T_s, d_model=d_s) for h in (1, 2, 4, 8)}
+    assert params_s == {4 * d_s * d_s + 4 * d_s} and macs_s == {2 * (4 * T_s * d_s**2 + 2 * T_s**2 * d_s)}
+    for h in (1, 2, 4, 8):
+        assert softmax_and_weights(h, T=T_s, d_model=d_s) == (2 * h * T_s * T_s,) * 2
+print("✓ at d_model = 32, 48, 96, 128 too: parameters and multiply-adds equal for 1 to 8 heads, softmax work h-fold")
+
+# %% [markdown]
 # So `h` heads cost what one wide head costs in **parameters** and in the **multiply–adds of the matrix
 # products**; the **softmax work** and the **attention weights** grow `h`-fold, and with $T^2$ (lesson 09
 # avoids storing the weights at all). What `h` buys is `h` separate softmaxes instead of one.
@@ -371,8 +397,28 @@ print("✓ softmax elements and weights are batch * h * T * T: h times those of 
 # The COMP7607 slides say multiple heads "Improve the “resolution” of the attention mechanism"; the
 # paper (section 3.2.2): "Multi-head attention allows the model to jointly attend to information
 # from different representation subspaces at different positions. With a single attention head,
-# averaging inhibits this." Its Table 3 (rows (A), constant computation) puts one head 0.9 BLEU below
-# the best setting (section 6.2). Here is a task where the single head's handicap is literally true.
+# averaging inhibits this." Its Table 3, rows (A), varies the number of heads at constant computation
+# (English-to-German development set; the paper's numbers, quoted, not measured here):
+
+# %%
+table3_rows_a = {
+    1: (512, 5.29, 24.9),
+    4: (128, 5.00, 25.5),
+    8: (64, 4.92, 25.8),
+    16: (32, 4.91, 25.8),
+    32: (16, 5.01, 25.4),
+}
+print(" h   d_k  perplexity  BLEU")
+for h, (dk, ppl, bleu) in table3_rows_a.items():
+    print(f"{h:>2} {dk:>5} {ppl:>11.2f} {bleu:>5.1f}")
+best_bleu = max(bleu for _, _, bleu in table3_rows_a.values())
+print(
+    f"one head: {best_bleu - table3_rows_a[1][2]:.1f} BLEU below the best; 32 heads: {best_bleu - table3_rows_a[32][2]:.1f} below"
+)
+
+# %% [markdown]
+# Section 6.2: "While single-head attention is 0.9 BLEU worse than the best setting, quality also drops
+# off with too many heads." Here is a task where the single head's handicap is literally true.
 # Each sequence has 6 tokens of `d_model = 8` features:
 #
 # * features 0–3: random **content** on every token;
@@ -437,6 +483,7 @@ two_heads = MultiHeadAttention(d_model, num_heads=2)
 with torch.no_grad():
     for p in two_heads.parameters():
         p.zero_()
+    # .weight[output feature, input feature]
     two_heads.W_q.weight[0, 6] = s  # head 0 query: "I am asking"
     two_heads.W_k.weight[0, 4] = 1.0  # head 0 key: "I am A"
     two_heads.W_q.weight[4, 6] = s  # head 1 query (column 4 = head 1's first)
@@ -505,8 +552,10 @@ my_guess_split = None  # your answer: a number between 0 and 1
 # %% [markdown]
 # Its values can be any linear map of the content (the combined $W^V W^O$), so output feature 0 is
 # $m \cdot (wA + (1-w)B)$ for some vector $m$ (weight on the other tokens would only add their unrelated
-# content). The best $m$ leaves a mean squared error of $(1-w)^2 / (w^2 + (1-w)^2)$ on features 0–1 (the
-# part of B that leaks in) and $w^2 / (w^2 + (1-w)^2)$ on features 2–3. Fit the best linear read-out
+# content). A's and B's features are independent with variance 1, so regressing $A_0$ on $wA_0 + (1-w)B_0$
+# explains the share $w^2 / (w^2 + (1-w)^2)$ of its variance: the best $m$ leaves a mean squared error of
+# $(1-w)^2 / (w^2 + (1-w)^2)$ on features 0–1 (the part of B that leaks in) and $w^2 / (w^2 + (1-w)^2)$
+# on features 2–3. Fit the best linear read-out
 # (least squares, with a bias) of the blend for five splits, on 20 000 sequences:
 
 # %% tags=["nbval-ignore-output"]
@@ -660,7 +709,8 @@ print("✓ a single head picks one neighbour, and misses half of the target")
 
 # %% [markdown]
 # A single head reads one neighbour sharply and misses the other: a fixed split with $w = 1$, whose
-# error is the ½ of section 3. Here are the trained two heads on our sentence (each word gets a
+# error is the ½ of section 3. (Unlike section 3's single head, it does not get below ½; this lesson does
+# not measure why.) Here are the trained two heads on our sentence (each word gets a
 # random 4-number embedding, the same for both "the"s):
 
 # %%
@@ -743,7 +793,7 @@ head_explorer(w_sentence, tokens=sentence)
 #
 # Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? Call
 # `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`. Each cell uses only its own
-# arguments. Exercises 2 and 3 take the lesson to cases it did not show.
+# arguments. Exercises 2, 3 and 4 take the lesson to cases it did not show.
 
 # %% tags=["hide-input"]
 from utils.course.exercises import lesson05 as check
@@ -804,6 +854,22 @@ def my_gqa_counts(d_model, num_heads, num_kv_heads, T):
 
 
 check.gqa_counts(my_gqa_counts)
+
+# %% [markdown]
+# **Exercise 4. The cost of cross-attention.** In a decoder, the queries come from the `T_q` target tokens
+# and the keys and values from the `T_k` source tokens (lesson 06). Write
+# `my_cross_attention_macs(batch, T_q, T_k, d_model, num_heads)`: the multiply–adds of the matrix products
+# in one forward pass of `MultiHeadAttention(d_model, num_heads)` called as `mha(target, source, source)`,
+# `target` of shape `(batch, T_q, d_model)` and `source` `(batch, T_k, d_model)`. (Section 2 counted
+# `T_q = T_k`.)
+
+
+# %%
+def my_cross_attention_macs(batch, T_q, T_k, d_model, num_heads):
+    raise NotImplementedError
+
+
+check.cross_attention_macs(my_cross_attention_macs)
 
 # %% [markdown]
 # ## Going further

@@ -454,3 +454,91 @@ def gqa_counts(answer):
         if problems:
             return f"{where}: " + "; ".join(problems)
     return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: the multiply-adds of cross-attention (T_q queries, T_k keys and values).
+
+
+def _cross_macs(batch, T_q, T_k, d_model, num_heads):
+    projections = (2 * T_q + 2 * T_k) * d_model * d_model  # W_q and W_o on T_q rows, W_k and W_v on T_k rows
+    return batch * (projections + 2 * T_q * T_k * d_model)  # + scores and weighted sum, summed over the heads
+
+
+def _cross_macs_by_module(batch, T_q, T_k, d_model, num_heads):
+    """The same count from a real forward pass of utils.MultiHeadAttention, measured by torch's FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from utils.multihead import MultiHeadAttention
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        mha = MultiHeadAttention(d_model, num_heads)
+        target, source = torch.randn(batch, T_q, d_model), torch.randn(batch, T_k, d_model)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        mha(target, source, source)
+    return counter.get_total_flops() // 2
+
+
+_CROSS_WRONG = {
+    "T_q rows everywhere": (
+        lambda b, q, k, d, h: b * (4 * q * d * d + 2 * q * k * d),
+        "W_k and W_v project the T_k source tokens, not the T_q target tokens",
+    ),
+    "self-attention at T_q": (
+        lambda b, q, k, d, h: b * (4 * q * d * d + 2 * q * q * d),
+        "that is self-attention on the T_q target tokens; the keys and values come from the T_k source tokens",
+    ),
+    "heads at full width": (
+        lambda b, q, k, d, h: b * ((2 * q + 2 * k) * d * d + 2 * h * q * k * d),
+        "each head's scores and weighted sum work in d_k = d_model / num_heads dimensions, so the heads "
+        "together cost T_q·T_k·d_model each, not num_heads times that",
+    ),
+    "no W_o": (
+        lambda b, q, k, d, h: b * ((q + 2 * k) * d * d + 2 * q * k * d),
+        "count W_o too: it mixes the concatenated heads, T_q·d_model² multiply-adds",
+    ),
+    "one sequence": (
+        lambda b, q, k, d, h: (2 * q + 2 * k) * d * d + 2 * q * k * d,
+        "every sequence of the batch costs the same again: multiply by batch",
+    ),
+}
+
+
+@exercise(
+    hint="""
+    Count each matrix product as (rows) × (inner size) × (columns). W_q and W_o act on the T_q target rows,
+    W_k and W_v on the T_k source rows, each d_model × d_model. The scores Q Kᵀ of one head are
+    T_q × d_k × T_k, the weighted sum T_q × T_k × d_k, and there are num_heads heads of d_k = d_model /
+    num_heads. Multiply everything by batch.
+    """,
+    reference=_cross_macs,
+    kind="transfer",
+    wrong=[
+        mistake("project every role on T_q rows", _CROSS_WRONG["T_q rows everywhere"][0], says="T_k source tokens"),
+        mistake("count self-attention on the target", _CROSS_WRONG["self-attention at T_q"][0], says="self-attention"),
+        mistake("give every head the full width", _CROSS_WRONG["heads at full width"][0], says="d_k = d_model"),
+        mistake("forget W_o", _CROSS_WRONG["no W_o"][0], says="count W_o"),
+        mistake("forget the batch", _CROSS_WRONG["one sequence"][0], says="multiply by batch"),
+    ],
+)
+def cross_attention_macs(answer):
+    """answer(batch, T_q, T_k, d_model, num_heads) -> multiply-adds of the matrix products of one forward pass
+    of MultiHeadAttention(d_model, num_heads)(target (batch, T_q, d_model), source, source), source (batch, T_k, d_model)."""
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    heads = rng.choice([1, 2, 4, 8])
+    drawn = (rng.randint(1, 3), rng.randint(1, 9), rng.randint(1, 9), heads * rng.randint(1, 6), heads)
+    for case in ((2, 3, 7, 16, 4), (3, 5, 2, 12, 3), (1, 4, 4, 8, 2), (2, 1, 6, 8, 1), drawn):
+        where = "for batch={}, T_q={}, T_k={}, d_model={}, num_heads={}".format(*case)
+        expected = _cross_macs_by_module(*case)
+        got = answer(*case)
+        got = got.item() if hasattr(got, "item") else got
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return f"{where}: return a number of multiply-adds, got {got!r}"
+        if got == expected:
+            continue
+        for wrong, says in _CROSS_WRONG.values():
+            if got == wrong(*case) != expected:
+                return f"{where}: expected {expected:,} multiply-adds, got {got:,}: {says}"
+        return f"{where}: expected {expected:,} multiply-adds, got {got:,}"
+    return None
