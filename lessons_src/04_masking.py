@@ -661,15 +661,16 @@ assert spacing == 64 and scores_left[:3].abs().max() < spacing / 2
 assert torch.all((scores_left + minus_1e9)[:3] == -1e9)  # float32 rounds every s - 1e9 to -1e9
 assert torch.allclose(w64[:3], torch.softmax(scores_left.double()[:3], dim=-1))  # float64: as if unmasked
 assert row_kind(w64[:3]) == "other"
-filled = torch.softmax(scores_left.double().masked_fill(~left_mask[0], -1e9), dim=-1)  # (T, T) float64
-assert row_kind(filled[:3]) == "uniform"
+for dtype in (torch.float32, torch.float64):
+    filled = torch.softmax(scores_left.to(dtype).masked_fill(~left_mask[0], -1e9), dim=-1)  # (T, T)
+    assert row_kind(filled[:3]) == "uniform"
 w_inf = torch.softmax(scores_left.masked_fill(~left_mask[0], float("-inf")), dim=-1)  # (T, T)
 assert torch.equal(w32[3:], w_inf[3:])  # rows with a key: -1e9 and -inf give the same weights in float32
 assert row_kind(w32[:3]) == "uniform" and row_kind(w16[:3]) == check.predict_float16_masked_row.reference
 assert torch.allclose(w16[3:].float(), w32[3:], atol=1e-3)  # rows with a key: the same in both
 assert fill.startswith("RuntimeError")
 print("✓ an added -1e9: rows 0-2 uniform in float32 (the scores round away), unmasked in float64,")
-print("  NaN in float16, where -1e9 becomes -inf; masked_fill(-1e9) gives uniform rows in float64")
+print("  NaN in float16, where -1e9 becomes -inf; masked_fill(-1e9) gives uniform rows in float32 and float64")
 print("✓ rows 3-5 get the same weights from -1e9 as from -inf, and in float16 as in float32")
 
 # %%
