@@ -165,7 +165,8 @@ def bool_mask(name, value):
     if value.dtype != torch.bool:
         raise ValueError(
             f"{name} must be a bool tensor (True = may attend), got dtype {value.dtype} with shape "
-            f"{tuple(value.shape)}; convert with {name}.bool() or build it with utils.masks"
+            f"{tuple(value.shape)}; for a 0/1 keep-mask (1 = may attend) use {name}.bool(), for an additive "
+            f"float mask (0 = may attend, -inf = blocked) use {name} == 0, or build it with utils.masks"
         )
     return value
 

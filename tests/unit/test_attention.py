@@ -293,7 +293,8 @@ def test_validation_mask_names_the_argument():
     with pytest.raises(
         ValueError,
         match=r"tgt_mask must be a bool tensor \(True = may attend\), got dtype "
-        r"torch.uint8 with shape \(4, 5\); convert with tgt_mask.bool\(\)",
+        r"torch.uint8 with shape \(4, 5\); for a 0/1 keep-mask \(1 = may attend\) use tgt_mask.bool\(\), "
+        r"for an additive float mask \(0 = may attend, -inf = blocked\) use tgt_mask == 0",
     ):
         validation.mask("tgt_mask", m.to(torch.uint8), shape)
     with pytest.raises(
@@ -305,6 +306,20 @@ def test_validation_mask_names_the_argument():
         validation.mask("tgt_mask", m.T, shape)
     with pytest.raises(ValueError, match=r"\(3, 4, 5\) must broadcast .* for this layer; accepted: "):
         validation.mask("tgt_mask", m.expand(3, 4, 5), shape, "for this layer")
+
+
+def test_the_mask_message_converts_an_additive_float_mask_the_right_way_round():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 5, 3, generator=gen, dtype=torch.float64) for _ in range(3))  # (batch, h, T, d)
+    additive = torch.zeros(5, 5, dtype=torch.float64).masked_fill(torch.rand(5, 5, generator=gen) < 0.4, float("-inf"))
+    additive[:, 0] = 0.0  # every query keeps key 0
+    with pytest.raises(ValueError, match=r"use mask == 0") as err:
+        scaled_dot_product_attention(q, k, v, additive)
+    assert "additive float mask (0 = may attend, -inf = blocked)" in str(err.value)
+    converted, _ = scaled_dot_product_attention(q, k, v, additive == 0)  # the message's advice
+    torch.testing.assert_close(converted, F.scaled_dot_product_attention(q, k, v, attn_mask=additive))
+    inverted, _ = scaled_dot_product_attention(q, k, v, additive.bool())  # -inf -> True: the wrong way round
+    assert not torch.allclose(inverted, converted)
 
 
 def test_validation_head_weights():

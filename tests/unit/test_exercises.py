@@ -96,3 +96,12 @@ def test_learner_code_that_crashes_is_reported_not_raised():
     exercise = EXERCISES[0]
     result = exercise.evaluate(crashes)
     assert result.status == ex.FAIL and "ZeroDivisionError: boom" in result.message
+
+
+def test_prediction_close_to_accepts_within_its_tolerance_and_names_known_mistakes():
+    says = {0.25: "the rest renormalise"}
+    assert ex.prediction_close_to(0.334, 1 / 3, 0.01, says, "count the keys") is None
+    assert ex.prediction_close_to(0.251, 1 / 3, 0.01, says, "count the keys") == "not 0.251: the rest renormalise"
+    assert ex.prediction_close_to(0.9, 1 / 3, 0.01, says, "count the keys") == "not 0.9: count the keys"
+    with pytest.raises(TypeError, match="write your prediction as a number, got 'a third'"):
+        ex.prediction_close_to("a third", 1 / 3, 0.01, says, "count the keys")

@@ -54,6 +54,39 @@ def test_model_is_causal_the_future_cannot_change_the_past():
         assert torch.allclose(model(changed)[:, : t + 1], logits[:, : t + 1], atol=1e-6)
 
 
+def test_strict_model_masks_the_diagonal_yet_reads_its_own_token_through_the_query():
+    torch.manual_seed(0)
+    model = CausalAttentionLM(vocab_size=5, d_model=8, max_len=6, strict=True)
+    tokens = torch.randint(0, 5, (3, 6))  # (batch, T)
+    logits = model(tokens)  # (batch, T, vocab)
+    assert torch.allclose(logits[:, 0], model.W_out.bias.expand(3, 5))  # position 0 attends to nothing: zeros in
+    for t in range(6):
+        changed = tokens.clone()
+        changed[:, t] = (changed[:, t] + 1) % 5  # only token t
+        moved = (model(changed) - logits).abs().amax(dim=(0, 2)) > 1e-6  # (T,)
+        assert moved[:t].tolist() == [False] * t  # the past is untouched
+        assert moved[t] == (t > 1)  # output t moves through its query once it has two keys to weigh (t >= 2)
+
+
+def test_strict_mask_on_unshifted_input_beats_chance_shifted_does_not():
+    acc_chance, ce_chance = chance(8)
+    leak_acc, leak_ce = fit_next_token(shift=False, seed=0, steps=150, strict=True)
+    honest_acc, _ = fit_next_token(shift=True, seed=0, steps=150, strict=True)
+    assert leak_acc > acc_chance + 0.1 and leak_ce < ce_chance - 0.2, (leak_acc, leak_ce)
+    assert abs(honest_acc - acc_chance) < 0.03, honest_acc
+
+
+def test_per_position_accuracy_averages_to_the_accuracy_and_the_strict_leak_starts_at_position_2():
+    acc_chance, _ = chance(8)
+    accuracy, cross_entropy, by_position = fit_next_token(
+        shift=False, seed=0, steps=150, strict=True, per_position=True
+    )
+    assert (accuracy, cross_entropy) == fit_next_token(shift=False, seed=0, steps=150, strict=True)
+    assert len(by_position) == 6 and abs(sum(by_position) / 6 - accuracy) < 1e-12
+    assert all(abs(a - acc_chance) < 0.03 for a in by_position[:2]), by_position  # no key, or one key: no choice
+    assert all(a > acc_chance + 0.05 for a in by_position[2:]), by_position  # the query picks among >= 2 keys
+
+
 def test_model_bad_input():
     model = CausalAttentionLM(vocab_size=5, d_model=8, max_len=4)
     with pytest.raises(ValueError, match="tokens has 5 positions, more than max_len=4"):
@@ -64,6 +97,8 @@ def test_model_bad_input():
         model(torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="vocab_size must be a positive int, got 0"):
         CausalAttentionLM(vocab_size=0)
+    with pytest.raises(TypeError, match=r"strict must be a bool \(True or False\), got int 1"):
+        CausalAttentionLM(vocab_size=5, strict=1)
 
 
 def test_without_the_shift_the_model_copies_with_it_it_is_at_chance():
@@ -89,6 +124,12 @@ def test_fit_next_token_is_reproducible():
         (dict(shift=True, seed=0, steps=0), ValueError, "steps must be a positive int, got 0"),
         (dict(shift=True, seed=0, vocab_size=2.0), TypeError, "vocab_size must be an int, got float 2.0"),
         (dict(shift=True, seed=0, lr=0), ValueError, "lr must be a finite number > 0, got 0"),
+        (dict(shift=True, seed=0, strict="no"), TypeError, r"strict must be a bool \(True or False\), got str 'no'"),
+        (
+            dict(shift=True, seed=0, per_position=1),
+            TypeError,
+            r"per_position must be a bool \(True or False\), got int 1",
+        ),
     ],
 )
 def test_fit_next_token_bad_input(kwargs, error, message):

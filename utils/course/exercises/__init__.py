@@ -170,6 +170,18 @@ def band_mistakes(misses):
     return [mistake(name, answer, says) for name, answer, _, says in misses]
 
 
+def prediction_close_to(answer, right, atol, says, otherwise):
+    """None if the number `answer` is within `atol` of `right`; else a message: `says` maps known wrong
+    values (matched within `atol`) to why they are wrong, `otherwise` covers the rest."""
+    got = prediction_number(answer)
+    if abs(got - right) <= atol:
+        return None
+    for value, why in says.items():
+        if abs(got - value) <= atol:
+            return f"not {got:g}: " + why
+    return f"not {got:g}: " + otherwise
+
+
 def matching_mistake(got_all, cases, mistakes, same):
     """The named mistake whose answers equal the learner's `got_all` on every case (`same(a, b)`), or None."""
     for m in mistakes:

@@ -1,12 +1,138 @@
-"""Exercises of lesson 04 (masking): predict what a changed token reaches, a NaN-free masked softmax,
-and three masks the lesson did not build (sliding window, prefix LM, packed sentences).
-Masks are bool, True = may attend."""
+"""Exercises of lesson 04 (masking): a prediction per section (a removed key, changed pads, the slides'
+mask in backprop, what a changed token reaches, the slides' mask without the shift, -1e9 in float16),
+a NaN-free masked softmax, and three masks the lesson did not build (sliding window, prefix LM, packed
+sentences). Masks are bool, True = may attend."""
 
 import random
 
 import torch
 
-from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake
+from utils.course.exercises import (
+    compare_arrays,
+    exercise,
+    fresh_seed,
+    mistake,
+    prediction_close_to,
+    prediction_number,
+)
+
+
+def _whole_number(answer, what, right, says, otherwise):
+    """None if `answer` is the whole number `right`; else why not (`says` maps known wrong answers to why)."""
+    got = prediction_number(answer)
+    if got != int(got):
+        return f"write {what} as a whole number; got {answer!r}"
+    got = int(got)
+    if got == right:
+        return None
+    return f"not {got}: " + says.get(got, otherwise)
+
+
+def _one_of(answer, options, right, says):
+    """None if the word `answer` is `right`; else why not. `options` are the words a learner may write."""
+    if not isinstance(answer, str) or answer.strip().lower() not in options:
+        return f"write one of {', '.join(repr(o) for o in options)}; got {answer!r}"
+    got = answer.strip().lower()
+    return None if got == right else f"not {got!r}: " + says[got]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 1): four equal scores, one removed with -inf.
+
+
+@exercise(
+    hint="""
+    Four equal scores share the weight equally. A score of -inf gives e^(-inf) = 0: that key is gone,
+    and the softmax renormalises over the keys that are left.
+    """,
+    reference=1 / 3,
+    kind="prediction",
+    explain="""
+    With key 2 at -inf, e^(-inf) = 0 and the softmax renormalises over the three keys left, which still
+    have equal scores: each gets 1/3. A score of 0 would have kept key 2 (e^0 = 1) and left 1/4 each.
+    """,
+    wrong=[
+        mistake("forget that the rest renormalise", 0.25, says="renormalise"),
+        mistake("think -inf removes everything", 0.0, says="still in the row"),
+        mistake("count two keys left", 0.5, says="three keys are left"),
+    ],
+)
+def predict_weight_after_removal(answer):
+    """answer: the weight of key 0 when four keys all score 0 and key 2's score is set to -inf."""
+    says = {
+        0.25: "that is the weight before key 2 is removed (or with a score of 0: e^0 = 1); the rest renormalise",
+        0.0: "key 0 keeps its score of 0; it is still in the row, only key 2 is gone",
+        0.5: "three keys are left (0, 1 and 3), not two",
+    }
+    return prediction_close_to(
+        answer, 1 / 3, 0.01, says, "after removing key 2, how many keys with equal scores share the weight?"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 2): with the padding mask, which outputs change when the pads change?
+
+
+@exercise(
+    hint="""
+    The padding mask removes pads as keys: no query attends to them. But each pad position is also a
+    query, with its own vector. Count the pad positions in the batch: 0, 3 and 4 in the three sentences.
+    """,
+    reference=7,
+    kind="prediction",
+    explain="""
+    The mask removes the pads as keys, so the 11 real outputs cannot change. But the 7 pad positions are
+    queries too: a new pad vector is a new query, which weighs the real keys differently, so their 7
+    outputs change (they are meaningless, and a loss ignores them).
+    """,
+    wrong=[
+        mistake("think the mask hides the pads completely", 0, says="queries too"),
+        mistake("count the real positions", 11, says="cannot change"),
+        mistake("forget the mask", 18, says="without the mask"),
+    ],
+)
+def predict_outputs_changed_by_pads(answer):
+    """answer: how many of the 18 outputs (3 sentences x 6 positions) change when every pad vector changes."""
+    says = {
+        0: "the mask hides the pads as keys, but every pad position is one of the queries too, with its own vector",
+        11: "those are the real positions, the 11 outputs that cannot change: no query attends to a pad",
+        18: "18 is what happens without the mask; with it, the 11 real outputs cannot see the pads",
+    }
+    return _whole_number(answer, "the number of outputs", 7, says, "count the pad positions: the queries that are pads")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 3): how much of W_v's gradient does the slides' NaN row spoil?
+
+
+@exercise(
+    hint="""
+    Row 0 of the slides' weights is NaN. The loss leaves out position 0's output, so its gradient is 0.
+    But the gradient of W_v is a sum over every weight times a gradient: what is 0 times NaN?
+    """,
+    reference=64,
+    kind="prediction",
+    explain="""
+    All 64. Backprop computes the gradient of the values as weights^T @ (gradient of the output); row 0
+    of the weights is NaN and its output gradient is 0, and 0 · NaN = NaN, so every value row's gradient
+    is NaN, and with it every entry of W_v's gradient.
+    """,
+    wrong=[
+        mistake("think leaving position 0 out of the loss protects the gradient", 0, says="0 · nan"),
+        mistake("count one row or column of W_v", 8, says="every value row"),
+        mistake("count one entry", 1, says="every entry"),
+    ],
+)
+def predict_nan_gradient_entries(answer):
+    """answer: how many of the 64 entries of W_v's gradient are NaN, with a loss over positions 1-3 only."""
+    says = {
+        0: "position 0 is left out of the loss, so its gradient is 0, but 0 · NaN = NaN in backprop",
+        8: "row 0's NaN weights meet every value row in backprop, so every value row's gradient is NaN",
+        1: "the NaN spreads to every entry of the gradient, not one",
+    }
+    return _whole_number(
+        answer, "the number of entries", 64, says, "W_v is 8 × 8; how many of its entries does row 0 reach?"
+    )
 
 
 def _mask_problem(got, expected, what, why):
@@ -77,6 +203,85 @@ def predict_changed_outputs(answer):
     return (
         f"not {got}: there are {_T} outputs; count those whose row of the causal mask lets them see key {_CHANGED_AT}"
     )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 5): the slides' mask j < i without the shift.
+
+_LEAK_OPTIONS = ("chance", "between", "copies")
+
+
+@exercise(
+    hint="""
+    With j < i, position i cannot read token y_i as a key or a value. But its query is built from x_i,
+    and without the shift x_i is y_i itself. Can the query pick out something among the earlier tokens
+    that says which token it is?
+    """,
+    reference="between",
+    kind="prediction",
+    explain="""
+    Between chance and copying. The mask hides y_i as a key and a value, but not as the query: without the
+    shift, position i's query is built from y_i, and it chooses which earlier tokens to weigh. So the output
+    carries information about y_i, and the model beats chance, though it cannot simply copy it.
+    """,
+    wrong=[
+        mistake("think hiding the diagonal removes every path to y_i", "chance", says="query"),
+        mistake("think the model still copies its answer", "copies", says="cannot read y_i"),
+        mistake("write a number", 0.125, says="write one of"),
+    ],
+)
+def predict_strict_mask_unshifted(answer):
+    """answer: "chance", "between" or "copies": the held-out accuracy of the j < i mask on an unshifted input."""
+    says = {
+        "chance": (
+            "the mask hides y_i as a key and a value, but position i's query is built from y_i itself, and the "
+            "query chooses how to weigh the earlier tokens: the output carries information about y_i"
+        ),
+        "copies": (
+            "to copy, position i would need to read y_i as a value, and j < i hides it; only its query "
+            "knows y_i, so it cannot read y_i directly, it can only weigh the earlier tokens"
+        ),
+    }
+    return _one_of(answer, _LEAK_OPTIONS, "between", says)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 6): a fully masked row, masked with -1e9 in float16.
+
+_FP16_OPTIONS = ("uniform", "nan", "zeros")
+
+
+@exercise(
+    hint="""
+    float16's largest finite number is 65504. What does -1e9 become when it is stored in float16?
+    And what does a softmax do with a row that holds that value everywhere?
+    """,
+    reference="nan",
+    kind="prediction",
+    explain="""
+    NaN. float16 cannot hold -1e9: the conversion gives -inf (its largest finite magnitude is 65504). The
+    float16 mask is then a mask of -inf, and a row of -inf gives 0/0 = NaN, as in section 3. In float32 the
+    same -1e9 stays finite, and the row is uniform (1/6 on each key).
+    """,
+    wrong=[
+        mistake("think -1e9 stays finite in float16", "uniform", says="65504"),
+        mistake("expect the zeros of utils", "zeros", says="plain softmax"),
+        mistake("write a number", 1 / 6, says="write one of"),
+    ],
+)
+def predict_float16_masked_row(answer):
+    """answer: "uniform", "nan" or "zeros": a float16 softmax row whose every score has a -1e9 mask added."""
+    says = {
+        "uniform": (
+            "that is float32's answer; float16's largest finite number is 65504, so -1e9 becomes -inf "
+            "and the row is the 0/0 of an all -inf row"
+        ),
+        "zeros": (
+            "zeros come from a softmax that treats an empty row specially (utils does); "
+            "a plain softmax of a row of -inf is 0/0"
+        ),
+    }
+    return _one_of(answer, _FP16_OPTIONS, "nan", says)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Exercises of lesson 05 (multi-head attention): predict the parameter count of 8 heads, split heads,
+"""Exercises of lesson 05 (multi-head attention): predict each head's scale, the parameter count of 8 heads,
+the error of a fixed split and the head average; split heads,
 per-head matrices from `torch.nn.MultiheadAttention`, and the cost of multi-query / grouped-query attention."""
 
 import random
@@ -6,7 +7,7 @@ import random
 import torch
 from torch import nn
 
-from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake, prediction_close_to
 
 # ---------------------------------------------------------------------------------------------------
 # Prediction: the parameters of 8 heads at d_model = 64.
@@ -55,6 +56,109 @@ def predict_param_count(answer):
     if got in _SAYS:
         return f"not {got:,}: " + _SAYS[got]
     return f"not {got:,}: count the four d_model × d_model matrices and their four bias vectors, at d_model = {_D}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 1): the scale inside each head.
+
+
+@exercise(
+    hint="""
+    The 1/sqrt(d_k) of lesson 03 keeps the variance of a dot product of d_k terms near 1. How many
+    terms does one head's dot product q_i · k_j have when d_model = 12 is split into 3 heads?
+    """,
+    reference=2.0,
+    kind="prediction",
+    explain="""
+    sqrt(d_k) = sqrt(4) = 2. Each head's queries and keys have d_k = d_model / h = 4 features, so each of
+    its dot products sums 4 terms, and the scale that keeps their variance near 1 is sqrt(4). PyTorch's
+    nn.MultiheadAttention divides by it too; sqrt(d_model) = sqrt(12) gives another answer.
+    """,
+    wrong=[
+        mistake("use one wide head's scale", 12**0.5, says="one wide head"),
+        mistake("divide by d_k instead of its square root", 4.0, says="square root"),
+        mistake("forget the scale", 1.0, says="no scale"),
+    ],
+)
+def predict_head_scale(answer):
+    """answer: the number each head divides its scores q·k by, at d_model = 12 and 3 heads."""
+    says = {
+        12**0.5: "sqrt(12) is the scale of one wide head of d_model = 12; each head's dot products have d_k = 4 terms",
+        4.0: "that is d_k itself; the scale is its square root, as in lesson 03",
+        1.0: "with no scale the scores' variance grows with d_k; each head divides by the square root of its d_k",
+    }
+    return prediction_close_to(
+        answer, 2.0, 0.01, says, "how many terms does one head's dot product have? Take its square root"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 3): the error of a fixed split.
+
+
+@exercise(
+    hint="""
+    Output features 0-1 should be A's, features 2-3 B's. With weights 0.75 on A and 0.25 on B, every
+    value is the same blend 0.75 A + 0.25 B. How well can a linear read-out of that blend recover A's
+    features 0-1? And B's features 2-3? The error is the mean over the four features.
+    """,
+    reference=0.5,
+    kind="prediction",
+    explain="""
+    1/2. With the blend wA + (1 - w)B, the best read-out leaves (1-w)²/(w² + (1-w)²) on A's features 0-1
+    (0.1 at w = 0.75) and w²/(w² + (1-w)²) on B's features 2-3 (0.9): their mean is 1/2, for every w.
+    A fixed split only moves the error between the features; it takes two softmaxes to read two places.
+    """,
+    wrong=[
+        mistake("count only features 0-1", 0.1, says="features 2-3"),
+        mistake("count only features 2-3", 0.9, says="features 0-1"),
+        mistake("take B's share as the error", 0.25, says="b's share"),
+        mistake("think a read-out can undo the blend", 0.0, says="cannot undo"),
+    ],
+)
+def predict_fixed_split_error(answer):
+    """answer: the held-out mean squared error of a head that always puts 0.75 on A and 0.25 on B."""
+    says = {
+        0.1: "0.1 is the error on A's features 0-1 only; B's features 2-3 are read from a blend that is mostly A",
+        0.9: "0.9 is the error on B's features 2-3 only; add A's features 0-1 and take the mean",
+        0.25: "B's share of the weight is not the error: the read-out can rescale the blend",
+        0.0: "a linear read-out cannot undo the blend: A and B are mixed into the same numbers",
+    }
+    return prediction_close_to(
+        answer, 0.5, 0.03, says, "the error is the mean over features 0-3 of what the blend loses"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prediction (section 4): what the average over heads shows.
+
+
+@exercise(
+    hint="""
+    One trained head puts almost all its weight on the word before, the other almost all on the word
+    after. PyTorch's default returns the mean of the two heads' weights.
+    """,
+    reference=0.5,
+    kind="prediction",
+    explain="""
+    About 0.5. One head gives the previous word nearly 1, the other nearly 0; their mean is about 0.5,
+    and the same for the next word. The average looks like one unsure head that splits its weight,
+    which is exactly what neither head does.
+    """,
+    wrong=[
+        mistake("read one head's weight", 1.0, says="one head"),
+        mistake("think the average cancels out", 0.0, says="mean of"),
+        mistake("divide among four", 0.25, says="two heads"),
+    ],
+)
+def predict_average_weight(answer):
+    """answer: the head-averaged weight of a word on the word before it, with one 'previous' and one 'next' head."""
+    says = {
+        1.0: "that is one head's weight; the average mixes it with the other head's, which is about 0",
+        0.0: "that is the 'next word' head's weight on the previous word; the average is the mean of both heads",
+        0.25: "there are two heads, not four: (about 1 + about 0) / 2",
+    }
+    return prediction_close_to(answer, 0.5, 0.1, says, "average the two heads' weights on the previous word")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -349,4 +453,92 @@ def gqa_counts(answer):
             )
         if problems:
             return f"{where}: " + "; ".join(problems)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Transfer: the multiply-adds of cross-attention (T_q queries, T_k keys and values).
+
+
+def _cross_macs(batch, T_q, T_k, d_model, num_heads):
+    projections = (2 * T_q + 2 * T_k) * d_model * d_model  # W_q and W_o on T_q rows, W_k and W_v on T_k rows
+    return batch * (projections + 2 * T_q * T_k * d_model)  # + scores and weighted sum, summed over the heads
+
+
+def _cross_macs_by_module(batch, T_q, T_k, d_model, num_heads):
+    """The same count from a real forward pass of utils.MultiHeadAttention, measured by torch's FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from utils.multihead import MultiHeadAttention
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        mha = MultiHeadAttention(d_model, num_heads)
+        target, source = torch.randn(batch, T_q, d_model), torch.randn(batch, T_k, d_model)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        mha(target, source, source)
+    return counter.get_total_flops() // 2
+
+
+_CROSS_WRONG = {
+    "T_q rows everywhere": (
+        lambda b, q, k, d, h: b * (4 * q * d * d + 2 * q * k * d),
+        "W_k and W_v project the T_k source tokens, not the T_q target tokens",
+    ),
+    "self-attention at T_q": (
+        lambda b, q, k, d, h: b * (4 * q * d * d + 2 * q * q * d),
+        "that is self-attention on the T_q target tokens; the keys and values come from the T_k source tokens",
+    ),
+    "heads at full width": (
+        lambda b, q, k, d, h: b * ((2 * q + 2 * k) * d * d + 2 * h * q * k * d),
+        "each head's scores and weighted sum work in d_k = d_model / num_heads dimensions, so the heads "
+        "together cost T_q·T_k·d_model each, not num_heads times that",
+    ),
+    "no W_o": (
+        lambda b, q, k, d, h: b * ((q + 2 * k) * d * d + 2 * q * k * d),
+        "count W_o too: it mixes the concatenated heads, T_q·d_model² multiply-adds",
+    ),
+    "one sequence": (
+        lambda b, q, k, d, h: (2 * q + 2 * k) * d * d + 2 * q * k * d,
+        "every sequence of the batch costs the same again: multiply by batch",
+    ),
+}
+
+
+@exercise(
+    hint="""
+    Count each matrix product as (rows) × (inner size) × (columns). W_q and W_o act on the T_q target rows,
+    W_k and W_v on the T_k source rows, each d_model × d_model. The scores Q Kᵀ of one head are
+    T_q × d_k × T_k, the weighted sum T_q × T_k × d_k, and there are num_heads heads of d_k = d_model /
+    num_heads. Multiply everything by batch.
+    """,
+    reference=_cross_macs,
+    kind="transfer",
+    wrong=[
+        mistake("project every role on T_q rows", _CROSS_WRONG["T_q rows everywhere"][0], says="T_k source tokens"),
+        mistake("count self-attention on the target", _CROSS_WRONG["self-attention at T_q"][0], says="self-attention"),
+        mistake("give every head the full width", _CROSS_WRONG["heads at full width"][0], says="d_k = d_model"),
+        mistake("forget W_o", _CROSS_WRONG["no W_o"][0], says="count W_o"),
+        mistake("forget the batch", _CROSS_WRONG["one sequence"][0], says="multiply by batch"),
+    ],
+)
+def cross_attention_macs(answer):
+    """answer(batch, T_q, T_k, d_model, num_heads) -> multiply-adds of the matrix products of one forward pass
+    of MultiHeadAttention(d_model, num_heads)(target (batch, T_q, d_model), source, source), source (batch, T_k, d_model)."""
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    heads = rng.choice([1, 2, 4, 8])
+    drawn = (rng.randint(1, 3), rng.randint(1, 9), rng.randint(1, 9), heads * rng.randint(1, 6), heads)
+    for case in ((2, 3, 7, 16, 4), (3, 5, 2, 12, 3), (1, 4, 4, 8, 2), (2, 1, 6, 8, 1), drawn):
+        where = "for batch={}, T_q={}, T_k={}, d_model={}, num_heads={}".format(*case)
+        expected = _cross_macs_by_module(*case)
+        got = answer(*case)
+        got = got.item() if hasattr(got, "item") else got
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return f"{where}: return a number of multiply-adds, got {got!r}"
+        if got == expected:
+            continue
+        for wrong, says in _CROSS_WRONG.values():
+            if got == wrong(*case) != expected:
+                return f"{where}: expected {expected:,} multiply-adds, got {got:,}: {says}"
+        return f"{where}: expected {expected:,} multiply-adds, got {got:,}"
     return None
