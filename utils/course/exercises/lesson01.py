@@ -44,13 +44,160 @@ ROW_NORM_MISTAKES = [
 )
 def predict_row_norm(answer):
     """The length |PE(pos)| of a row of the d_model = 512 table (the same for every pos?)."""
+    return _predicted(
+        answer, 16.0, 0.05, ROW_NORM_MISTAKES, "the length is 16 at every position (work out |PE(0)| first)"
+    )
+
+
+def _predicted(answer, right, tolerance, mistakes, otherwise):
+    """None when the number `answer` is within `tolerance` of `right`, else the message of the named mistake
+    it is within 1% of, or `otherwise`."""
     got = prediction_number(answer)
-    if math.isclose(got, 16.0, abs_tol=0.05):
+    if math.isclose(got, right, abs_tol=tolerance):
         return None
-    for _, value, says in ROW_NORM_MISTAKES:
-        if math.isclose(got, value, rel_tol=0.01):
-            return f"you predicted {got:g}, the length is 16: {says}"
-    return f"you predicted {got:g}, the length is 16 at every position (work out |PE(0)| first)"
+    for _, value, says in mistakes:
+        if math.isclose(got, value, rel_tol=0.01, abs_tol=1e-9):
+            return f"you predicted {got:g}, the answer is {right:g}: {says}"
+    return f"you predicted {got:g}: {otherwise}"
+
+
+# --- predictions of the other main sections --------------------------------------------------------
+
+
+SHARED_OUTPUTS = 3  # of "A chases B"'s 3 unmasked-attention outputs, how many are also outputs of "B chases A"
+SHARED_MISTAKES = [
+    (
+        "keep only the middle word",
+        1,
+        "'chases' stays in the middle, but A and B do not need to: each word's output depends on the SET of "
+        "words, not on where they sit, so all 3 outputs reappear, reordered",
+    ),
+    ("expect attention to see the order", 0, "without a mask nothing in attention depends on the order"),
+    ("change the swapped words only", 2, "the swapped words A and B come out unchanged too, in each other's place"),
+]
+
+
+@exercise(
+    hint="""
+    Unmasked attention gives every word a weighted average of ALL the words, with weights from dot products.
+    Swap A and B: does any word's set of partners, or any dot product, change?
+    """,
+    reference=SHARED_OUTPUTS,
+    kind="prediction",
+    explain="""
+    Without a mask every word attends to the same set of words with the same dot products, whatever their
+    order, so all 3 output vectors of one sentence are output vectors of the other: the rows are only
+    reordered.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in SHARED_MISTAKES],
+)
+def predict_shared_outputs(answer):
+    """Of the 3 unmasked-attention outputs of "A chases B", how many are also outputs of "B chases A"?"""
+    return _predicted(answer, SHARED_OUTPUTS, 0, SHARED_MISTAKES, "compare each word's partners in both sentences")
+
+
+GAP_WORDS = 12.25  # a gap of 0.25 in positions scaled to [0, 1], counted in words, in a 50-word sentence
+GAP_MISTAKES = [
+    (
+        "divide by the length",
+        12.5,
+        "the positions are pos / (seq_len - 1), so neighbours are 1/49 apart, not 1/50: 0.25 * 49 = 12.25",
+    ),
+    (
+        "expect the same as in a short sentence",
+        1.0,
+        "0.25 is one word in the 5-word sentence (neighbours 1/4 apart), but neighbours are 1/49 apart in the "
+        "50-word one",
+    ),
+    ("read 0.25 as a quarter of a word", 0.25, "0.25 is a fraction of the sentence, not of a word"),
+]
+
+
+@exercise(
+    hint="""
+    Scaled positions are pos / (seq_len - 1): neighbours are 1 / (seq_len - 1) apart. How many such steps fit
+    in 0.25 when seq_len = 50?
+    """,
+    reference=GAP_WORDS,
+    kind="prediction",
+    explain="""
+    Neighbours are 1/49 apart in a 50-word sentence, so 0.25 spans 0.25 * 49 = 12.25 words; in a 5-word
+    sentence it spans exactly one word. The same number means a different distance.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in GAP_MISTAKES],
+)
+def predict_gap_in_words(answer):
+    """How many words apart are two positions 0.25 apart, in a 50-word sentence scaled to [0, 1]?"""
+    return _predicted(answer, GAP_WORDS, 0.01, GAP_MISTAKES, "count the steps of 1/49 in 0.25")
+
+
+PE1_FIRST = math.sin(1.0)  # PE(1, 0) = sin(1 / 10000^0)
+PE1_MISTAKES = [
+    ("take the cosine", math.cos(1.0), "column 0 is the sine of the pair (column 1 is the cosine)"),
+    (
+        "take the slowest pair first",
+        math.sin(1 / 10000 ** (510 / 512)),
+        "column 0 belongs to pair i = 0, whose exponent 2i/d_model is 0: the FASTEST pair, w = 1",
+    ),
+    ("take position 0", 0.0, "that is PE(0, 0) = sin(0); at position 1 the angle is 1 radian"),
+    ("expect 1", 1.0, "sin(1 radian) is not 1; 1 is cos(0), PE(0)'s odd columns"),
+]
+
+
+@exercise(
+    hint="""
+    Column 0 is PE(pos, 2i) with i = 0. What is 10000^(2 * 0 / d_model)? Then the angle at pos = 1 is ...
+    """,
+    reference=round(PE1_FIRST, 4),
+    kind="prediction",
+    explain="""
+    Column 0 is the sine of pair i = 0, whose frequency is 1 / 10000^0 = 1 at every d_model: PE(1, 0) =
+    sin(1) = 0.8415.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in PE1_MISTAKES],
+)
+def predict_pe1_first(answer):
+    """PE(1, 0), the first entry of position 1's vector (to about 3 decimals)."""
+    return _predicted(answer, PE1_FIRST, 0.002, PE1_MISTAKES, "PE(1, 0) = sin(1 / 10000^0) = sin(1)")
+
+
+EMBEDDING_RATIO = 1 / math.sqrt(2)  # |PE| / |word vector| with entries of variance 1: 16 / sqrt(512)
+EMBEDDING_RATIO_BAND = (0.65, 0.77)  # what 5 draws of the lesson's embedding give
+EMBEDDING_MISTAKES = [
+    (
+        "divide by d_model",
+        16 / 512,
+        "16 / 512 is what nn.Embedding's N(0, 1) entries times sqrt(d_model) give; ours have variance 1 after "
+        "the sqrt(d_model), so a word vector has norm about sqrt(512)",
+    ),
+    ("expect them equal", 1.0, "a word vector has norm about sqrt(512) = 22.6, PE has norm 16"),
+    ("turn the ratio upside down", math.sqrt(2), "that is word / PE; the question asks PE / word"),
+]
+
+
+@exercise(
+    hint="""
+    PE(pos) has norm 16 (section 4). A word vector of 512 entries, each of variance 1, has squared norm about
+    512. Divide.
+    """,
+    reference=round(EMBEDDING_RATIO, 2),
+    kind="prediction",
+    explain="""
+    |PE| = sqrt(d_model / 2) = 16 and a word vector with unit-variance entries has norm about sqrt(d_model) =
+    22.6: the ratio is about 1 / sqrt(2) = 0.71, so neither swamps the other.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in EMBEDDING_MISTAKES],
+)
+def predict_pe_to_word_ratio(answer):
+    """|PE(pos)| / |word vector| for embeddings with entries of variance 1 (after the sqrt(d_model))."""
+    lo, hi = EMBEDDING_RATIO_BAND
+    return _predicted(
+        answer,
+        (lo + hi) / 2,
+        (hi - lo) / 2,
+        EMBEDDING_MISTAKES,
+        "compare 16 with the norm of 512 unit-variance numbers",
+    )
 
 
 # --- 2. practice: the whole table, without loops -----------------------------------------------
