@@ -400,9 +400,8 @@ print("✓ the bidirectional RNN reaches both ways, but through n cell applicati
 check.predict_bi_path(my_guess_bi_path)
 
 # %% [markdown]
-# And the gradient across those $n$ steps (section 5 measures it) still vanishes: from the loss at
-# output 64 back to $x_0$, against output 1 back to $x_0$, in float64, median over 8 sequences, for
-# 10 initialisations (seeds 0 to 9; seed 0 is the one above):
+# And the gradient across those $n$ steps still vanishes (section 5 measures it): output 64's
+# against output 1's, with respect to $x_0$, for 10 initialisations (seed 0 is the one above):
 
 # %%
 X_bi = torch.randn(8, 65, d_model, generator=torch.Generator().manual_seed(6), dtype=torch.float64)  # (8, 65, d_model)
@@ -508,13 +507,12 @@ for kind, c in costs.items():
     print(f"{kind:25s} {c['flops'][-1]:8d} {c['calls'][-1]:7d} {c['path'][-1]:6d}")
 
 # %% [markdown]
-# Each count against its exact formula, at every $n$ (with $d = d_{model} = 16$, $k = 3$, $r = 4$):
-# self-attention's projections cost $3 \cdot 2 n d^2$ and its two $n \times n$ products
-# $2 \cdot 2 n^2 d$ (the paper's $O(n^2 \cdot d)$ counts only these); the RNN's two matrices
-# $2 \cdot 2 n d^2$; a convolution $2 k n d^2$, dilated or not; restricted attention the same projections
-# and $2 \cdot 2 r n d$ for its $n \times r$ products. The paths: $n$ steps; 1 layer;
-# $\lceil (n-1)/(k-1) \rceil$ contiguous layers, since each reaches $k - 1$ positions further back;
-# the fewest $L$ with $k^L \ge n$ dilated layers; $\lceil (n-1)/(r-1) \rceil$ restricted layers.
+# Each count against its exact formula ($d = 16$, $k = 3$, $r = 4$): attention's projections cost
+# $3 \cdot 2 n d^2$ and its two $n \times n$ products $2 \cdot 2 n^2 d$ (the paper's $O(n^2 \cdot d)$
+# counts only these; restricted attention's $n \times r$ products $2 \cdot 2 r n d$); the RNN's two
+# matrices $2 \cdot 2 n d^2$; a convolution $2 k n d^2$. The paths: $n$ steps; 1 layer;
+# $\lceil (n-1)/(k-1) \rceil$ contiguous layers, each reaching $k - 1$ positions further back; the
+# fewest $L$ with $k^L \ge n$ dilated layers; $\lceil (n-1)/(r-1) \rceil$ restricted layers.
 
 
 # %% tags=["hide-input"]
@@ -605,9 +603,8 @@ for ax in (ax_path, ax_flops):
 plt.show()
 
 # %% [markdown]
-# **In time.** The forward passes for growing $n$: the cell loop (one Python-level step per
-# position), `nn.RNN` (the same loop, in C++), and one batched attention call, on one CPU thread.
-# Timings vary between runs and machines, so this figure only illustrates the counted claim above.
+# **In time.** Forward passes on one CPU thread: the cell loop, `nn.RNN` (the same loop, in C++),
+# and one attention call. Timings vary between machines; this only illustrates the counts above.
 
 # %% tags=["nbval-ignore-output"]
 threads = torch.get_num_threads()
@@ -694,18 +691,25 @@ print("✓ the RNN's gradient to x_0 falls at every distance, by more than 40 or
 # %%
 check.predict_orders_lost(my_guess_orders)
 
+
 # %%
-fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
-ax.plot(grad_ns, rnn_grad, "o-", color=COLOR["RNN"], label="vanilla RNN (tanh)")
-ax.plot(grad_ns, attention_grad, "s-", color=COLOR["self-attention"], label="one self-attention layer")
-ax.set(
-    yscale="log",
-    xlabel="distance n",
-    ylabel="|| d L_n / d x_0 || (log scale)",
-    title="Gradient reaching position 0: a straight fall for the RNN",
+def plot_gradients(curves, title):
+    """||d L_n / d x_0|| against the distance n on a log scale; curves maps a label to (values, style, colour)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    for label, (values, style, colour) in curves.items():
+        ax.plot(grad_ns, values, style, color=colour, label=label)
+    ax.set(yscale="log", xlabel="distance n", ylabel="|| d L_n / d x_0 || (log scale)", title=title)
+    ax.legend(fontsize=8)
+    plt.show()
+
+
+plot_gradients(
+    {
+        "vanilla RNN (tanh)": (rnn_grad, "o-", COLOR["RNN"]),
+        "one self-attention layer": (attention_grad, "s-", COLOR["self-attention"]),
+    },
+    "Gradient reaching position 0: a straight fall for the RNN",
 )
-ax.legend(fontsize=8)
-plt.show()
 
 # %% [markdown]
 # The straight line on a log scale is a fixed factor per step. **Attention: diluted, not vanishing.**
@@ -992,24 +996,18 @@ print("✓ the factor from the Jacobians matches the gradient curve's; its tanh 
 print("✓ its W_hh part is close to rho(W_hh), and below ||W_hh||_2")
 
 # %%
-fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
-ax.plot(grad_ns, rnn_grad, "o-", color=COLOR["RNN"], label="vanilla RNN (tanh), measured")
-ax.plot(grad_ns, bound, ":", color="black", label="bound sqrt(d) ||W_hh||^n ||W_ih||")
-ax.plot(
-    grad_ns,
-    [rnn_grad[0] * parts["factor"] ** (n - 1) for n in grad_ns],
-    "--",
-    color="gray",
-    label="(per-step factor from the Jacobians)^(n-1),\nalmost hidden under the measured curve",
+plot_gradients(
+    {
+        "vanilla RNN (tanh), measured": (rnn_grad, "o-", COLOR["RNN"]),
+        "bound sqrt(d) ||W_hh||^n ||W_ih||": (bound, ":", "black"),
+        "(per-step factor from the Jacobians)^(n-1),\nalmost hidden under the measured curve": (
+            [rnn_grad[0] * parts["factor"] ** (n - 1) for n in grad_ns],
+            "--",
+            "gray",
+        ),
+    },
+    "Gradient reaching position 0: the bound is loose, the Jacobians' factor is not",
 )
-ax.set(
-    yscale="log",
-    xlabel="distance n",
-    ylabel="|| d L_n / d x_0 || (log scale)",
-    title="Gradient reaching position 0: the bound is loose, the Jacobians' factor is not",
-)
-ax.legend(fontsize=8)
-plt.show()
 
 # %% [markdown]
 # ### C. Twenty initialisations, and exploding gradients

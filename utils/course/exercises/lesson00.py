@@ -1,5 +1,7 @@
-"""Exercises of lesson 00 (why attention): predict where float32's gradient vanishes, count a stacked RNN
-and a dilated convolution stack the way Table 1 counts, and measure the gradient that reaches position 0."""
+"""Exercises of lesson 00 (why attention): a prediction per section (the attention context's size, the RNN's
+and the bidirectional RNN's path, restricted attention's layers, the orders of magnitude the gradient loses)
+and where float32's gradient vanishes; count a stacked RNN and a dilated convolution stack the way Table 1
+counts, and measure the gradient that reaches position 0."""
 
 import math
 import random

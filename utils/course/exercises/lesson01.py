@@ -1,5 +1,6 @@
-"""Lesson 01 exercises: predict the length of PE(pos), the PE table without loops, read the position back
-out of PE(t), and choose the base that gives a wanted slowest wavelength."""
+"""Lesson 01 exercises: a prediction per section (attention's outputs for swapped words, a gap in scaled
+positions, PE(1, 0), the length of PE(pos), PE against a word vector), the PE table without loops, read the
+position back out of PE(t), and choose the base that gives a wanted slowest wavelength."""
 
 import math
 
