@@ -94,7 +94,7 @@ print("attention output for 'A', B chases A:", out_ba[2, :4])
 # (lesson 04), as in the decoder, breaks this: who may see whom then depends on the order.
 
 
-# %% tags=["hide-input"]
+# %%
 def causal_weights(X):
     """The attention weights under the decoder's causal mask: row t weighs only words 0..t."""
     scores = X @ X.T / math.sqrt(X.shape[-1])  # (seq, seq)
