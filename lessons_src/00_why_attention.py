@@ -9,8 +9,7 @@
 #
 # **Goals.** By the end you can say why an RNN encoder–decoder squeezes a sentence into one vector and
 # how attention over the encoder states removes that bottleneck; count the steps between two
-# positions in an RNN ($n$) and in self-attention (one layer); rebuild the paper's Table 1 by
-# counting; and measure the gradient that reaches position 0 through each.
+# positions in an RNN and in self-attention; rebuild the paper's Table 1 by counting; and measure the gradient that reaches position 0 through each.
 #
 # **Prerequisites.** Python and a little PyTorch (`nn.Linear`, `backward()`).
 
@@ -131,7 +130,8 @@ print("✓ a loop over nn.RNNCell equals nn.RNN")
 # $e_j = v^\top \tanh(W_s s + W_h h_j)$ (**additive attention**), and reads the **context**
 # $c = \sum_j \alpha_j h_j$ with $\alpha = \mathrm{softmax}(e)$. We compare the two contexts on our
 # RNN as encoder, for sentences of 5 to 80 words and 5 seeds of untrained weights: their size, and
-# the gradient that reaches the **first** word $x_0$ from each.
+# the gradient that reaches the **first** word $x_0$ from each. Uniform weights would give each word
+# $1/n$ of the context, so attention's gradient is printed $\times n$.
 #
 # **Predict first.** For an 80-word sentence, how many numbers does the attention context $c$ hold?
 
@@ -175,7 +175,7 @@ attention_spread = [max(g) / min(g) for g in attention_grad_x_n]
 # %% tags=["nbval-ignore-output"]
 print(f"size of either context, at every n: {sizes} numbers")
 print(
-    f"through the final state, ||d c / d x_0|| at n = 80 over n = 5: from {min(fixed_fall):.0e} to "
+    f"through the final state, ||d h_(n-1) / d x_0|| at n = 80 over n = 5: from {min(fixed_fall):.0e} to "
     f"{max(fixed_fall):.0e} (5 seeds)"
 )
 print(
@@ -196,7 +196,7 @@ print("✓ through attention it is only shared among the n words: gradient x n s
 check.predict_context_size(my_guess_context_size)
 
 # %% [markdown]
-# Untrained, the weights are near uniform, so the first word gets about $1/n$ of the context;
+# Untrained, no weight is more than a few times uniform, so the first word gets about $1/n$ of the context;
 # Bahdanau et al. train the scores with the translator. The encoder is still an RNN, though, with $n$
 # steps one after another. The Transformer drops the recurrence: **self-attention**.
 #
@@ -235,11 +235,10 @@ print("✓ the one-query-at-a-time loop equals the batched self-attention layer"
 
 # %% [markdown]
 # **Path length.** How many steps lie between input $x_0$ and the output at position $n - 1$? We let
-# the models answer: give each position its own leaf tensor and mark the result of every cell
-# application (RNN) or of the layer (attention); `utils.experiments.layer_costs.path_length` finds
-# the fewest marked results on any route from the output back to $x_0$ in the autograd graph. The
-# graph records tensors, not positions, so a position-wise `nn.Linear` would also score 1; we also
-# check that output $n - 1$'s gradient with respect to $x_0$ is not zero.
+# the models answer: `path_length` counts the fewest cell applications (RNN) or layers (attention)
+# on any route from that output back to $x_0$ in the autograd graph. The graph records tensors, not
+# positions (a position-wise `nn.Linear` would also score 1), so we also check that output $n - 1$'s
+# gradient with respect to $x_0$ is not zero.
 #
 # **Predict first.** At $n = 64$, how many cell applications lie between $x_0$ and the RNN's output
 # at position 63?
@@ -362,8 +361,7 @@ print("✓ two cell loops, one each way, equal nn.RNN(bidirectional=True); outpu
 
 # %% [markdown]
 # What it fixes: output 0 now depends on the **last** input; in the one-way RNN there is no route at
-# all. What it does not fix: two chains of $n$ dependent steps, and $n$ cell applications between
-# the two ends.
+# all. Does it also shorten the route between the two ends?
 #
 # **Predict first.** At $n = 64$, how many cell applications lie between $x_0$ and the
 # bidirectional RNN's output at position 63?
@@ -433,17 +431,18 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # | Convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k(n))$ |
 # | Self-Attention (restricted) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
 #
-# We count every row from small layers. A convolution of width $k < n$ connects each output to $k$
-# inputs, so connecting the two ends takes a stack of $O(n/k)$ layers, or $O(\log_k(n))$ with
-# **dilated** ones (the paper cites ByteNet, Kalchbrenner et al., 2017), where layer $l$ skips
+# We count every row. A convolution of width $k < n$ connects each output to $k$ inputs: linking
+# the two ends takes $O(n/k)$ layers, or $O(\log_k(n))$ **dilated** ones (the paper cites ByteNet, Kalchbrenner et al., 2017), where layer $l$ skips
 # $k^l - 1$ positions between its inputs. Our convolutions are causal, like the RNN. Since the graph
 # records tensors, not positions, `layers_to_connect` counts the path in **layers**: it stacks layers
 # until output $n - 1$'s gradient with respect to $x_0$ is not zero. Complexity is the FLOPs of the
-# products (`torch.utils.flop_counter`, 2 per multiply-add); sequential operations are PyTorch calls.
+# products (`torch.utils.flop_counter`, 2 per multiply-add). Sequential operations are counted as
+# PyTorch calls, an upper bound (independent calls in a loop count too); the path shows the chain.
 
 # %% [markdown]
-# The fourth row, **restricted** self-attention, lets each position attend only to a neighbourhood of
-# $r$ positions. Ours is causal like the rest: output $t$ attends to inputs $t - r + 1, \dots, t$.
+# The fourth row, **restricted** self-attention, lets each position attend only to "a neighborhood of
+# size r in the input sequence centered around the respective output position". Ours is causal like
+# the rest: output $t$ attends to inputs $t - r + 1, \dots, t$ (exercise 4 counts the centred one).
 # The keys and values of each window are gathered with `unfold`, so the layer computes $n \times r$
 # scores instead of $n \times n$. With $r \ge n$ it must equal full causal attention:
 
@@ -512,7 +511,9 @@ for kind, c in costs.items():
 # counts only these; restricted attention's $n \times r$ products $2 \cdot 2 r n d$); the RNN's two
 # matrices $2 \cdot 2 n d^2$; a convolution $2 k n d^2$. The paths: $n$ steps; 1 layer;
 # $\lceil (n-1)/(k-1) \rceil$ contiguous layers, each reaching $k - 1$ positions further back; the
-# fewest $L$ with $k^L \ge n$ dilated layers; $\lceil (n-1)/(r-1) \rceil$ restricted layers.
+# fewest $L$ with $k^L \ge n$ dilated layers; $\lceil (n-1)/(r-1) \rceil$ restricted layers. The
+# paper's reason for the last column: "The shorter these paths between any combination of positions
+# in the input and output sequences, the easier it is to learn long-range dependencies".
 
 
 # %% tags=["hide-input"]
@@ -641,10 +642,9 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Where attention is faster on one CPU thread, at small $n$, it is because it makes a few large
-# calls instead of $n$ small dependent ones; as $n$ grows its $n^2$ work must win. A GPU can run the
-# $n^2$ comparisons side by side, but not the RNN's $n$ dependent steps ("GPU loves parallel
-# computing blocks!", the COMP7607 slides; this lesson does not time a GPU).
+# Where attention is faster here, it makes a few large calls instead of $n$ small dependent ones.
+# A GPU can run the $n^2$ comparisons side by side, but not the RNN's $n$ dependent steps ("GPU
+# loves parallel computing blocks!", the COMP7607 slides; not timed here).
 
 # %% [markdown]
 # ## 5. Vanishing gradients
@@ -659,7 +659,8 @@ plt.show()
 # > distance at which float32 rounds the gradient to exactly 0 are measured at the end of the lesson.
 #
 # **Predict first.** From $n = 1$ to $n = 128$, by how many orders of magnitude does the RNN's
-# gradient fall? (Write $k$ for a fall by $10^{k}$.)
+# gradient fall? (Write $m$ for a fall by $10^{m}$; section 1's final state lost more than 20 from
+# $n = 5$ to 80.)
 
 # %%
 my_guess_orders = None  # your answer: a number of orders of magnitude, e.g. 5
@@ -714,8 +715,8 @@ plot_gradients(
 # %% [markdown]
 # The straight line on a log scale is a fixed factor per step. **Attention: diluted, not vanishing.**
 # Output $n$ depends on $x_0$ through one softmax-weighted sum over $n + 1$ positions. When the
-# weights stay close to uniform, each near $1/(n+1)$, position 0's share, and its gradient, fall like
-# $1/(n+1)$, and gradient $\times (n+1)$ stays roughly flat. Over 8 initialisations of the attention
+# weights stay spread out, each within a few times $1/(n+1)$, position 0's share, and its gradient, fall like
+# $1/(n+1)$, and gradient $\times (n+1)$ changes by a small factor, not orders of magnitude. Over 8 initialisations of the attention
 # layer, with the largest weight of the last output at $n = 128$ as a multiple of the uniform $1/129$:
 
 
@@ -744,7 +745,9 @@ print(f"last output's largest weight: at most {max(peak[1]):.1f} x uniform")
 # %% tags=["hide-input"]
 assert all(hi / lo < 2.5 for lo, hi in spread[1]) and max(peak[1]) < 10
 assert attention_grad[-1] / attention_grad[0] > 1e-2  # ours falls by less than 2 orders of magnitude
-print("✓ in 8 of 8 initialisations the weights stay near uniform and attention's gradient x (n+1) stays nearly flat")
+print(
+    "✓ in 8 of 8 initialisations no weight takes over and attention's gradient x (n+1) changes by a small factor, not orders of magnitude"
+)
 
 # %% [markdown]
 # With sharper weights the share depends on the content, not on a product of $n$ Jacobians. Make
@@ -764,26 +767,24 @@ print(
 )
 
 # %% [markdown]
-# Either way the gradient does not pass through a chain of $n$ steps: no path gets longer. Near
-# uniform weights dilute it; sharp ones make it depend on what the inputs say.
+# Either way the gradient does not pass through a chain of $n$ steps: no path gets longer. Spread-out
+# weights dilute it; sharp ones make it depend on what the inputs say.
 #
 # ## Summary
 #
-# - An RNN encoder hands its decoder one vector, whatever the sentence's length, and the gradient
-#   from it to the first word vanishes with the length. Attention over the encoder states (Bahdanau
+# - An RNN encoder hands its decoder one vector, whatever the sentence's length, and in our untrained,
+#   default-initialised RNNs the gradient from it to the first word vanishes with the length (other
+#   initialisations can make it explode: Going further C). Attention over the encoder states (Bahdanau
 #   et al., 2015) reads a new weighted sum of all of them at every step.
 # - An RNN puts $n$ dependent steps between positions 0 and $n - 1$, bidirectional or not; one
 #   self-attention layer connects them in one layer and a fixed number of calls.
-# - Table 1, counted: per layer, self-attention costs $O(n^2 d)$, $O(1)$ sequential steps, path 1;
-#   recurrent $O(n d^2)$, $O(n)$, $n$; convolutions $O(k n d^2)$, $O(1)$,
-#   $\lceil (n-1)/(k-1) \rceil$ or $\lceil \log_k n \rceil$ layers; restricted self-attention
-#   $O(r n d)$, $O(1)$, $\lceil (n-1)/(r-1) \rceil$ layers.
+# - Table 1, counted: the complexities, sequential operations and paths of all four rows, exactly.
 # - The gradient through our tanh RNN shrinks by a fixed factor per step, more than 40 orders of
 #   magnitude over 128 steps; through attention it is only shared among the positions.
 #
 # ## Exercises
 #
-# Two exercises apply the lesson's counting to layers it did not count; one measures section 5's
+# Three exercises apply the lesson's counting to layers it did not count; one measures section 5's
 # gradient. Replace `raise NotImplementedError` and run the cell. Stuck? `check.stacked_rnn.hint()`
 # and `check.stacked_rnn.solution()` (likewise for the others).
 #
@@ -837,6 +838,20 @@ def grad_to_first(rnn, x):
 check.grad_to_first(grad_to_first)
 
 # %% [markdown]
+# **Exercise 4 (the paper's centred window).** With an odd size $r$, output $t$ attends to inputs
+# $t - (r-1)/2, \dots, t + (r-1)/2$ (those that exist). Write `centred_layers(n, r)`: the fewest
+# such layers before output $n - 1$ depends on input 0.
+
+
+# %%
+def centred_layers(n, r):
+    """The fewest stacked centred windows of odd size r connecting output n - 1 to input 0."""
+    raise NotImplementedError  # your code here
+
+
+check.centred_layers(centred_layers)
+
+# %% [markdown]
 # ## Going further
 #
 # Four detours from section 5, each with its own checks. Read them if you want to know:
@@ -875,7 +890,8 @@ for d_hidden, (norms, radii) in init.items():
 # %% [markdown]
 # So the common assumption "$\|W_{hh}\|_2 < 1$ at initialisation" is false in general: the column
 # "below 1" counts the seeds where it held, fewer than half at $d_{hidden} = 16$ (seed 0, ours, is
-# one of them) and none from $d_{hidden} = 64$ on, while the median norm grows with the width.
+# one of them) and none from $d_{hidden} = 64$ on, while over these four widths the median norm
+# grows towards $2/\sqrt{3}$.
 # Random matrix theory says why: a $d \times d$ matrix with independent entries of variance
 # $\sigma^2$ has, for large $d$, largest singular value near $2\sigma\sqrt{d}$ (Geman, 1980) and
 # eigenvalues filling the disc of radius $\sigma\sqrt{d}$ (the circular law; Tao and Vu, 2010), with
@@ -888,13 +904,13 @@ for norms, radii in init.values():
     assert (norms - 1).abs().min() > 1e-3  # no norm so close to 1 that rounding could flip the count
     assert radii.max() < 1  # every spectral radius is below 1
 medians = [norms.median() for norms, _ in init.values()]
-assert all(a < b for a, b in zip(medians, medians[1:]))  # the median norm grows with the width
+assert all(a < b for a, b in zip(medians, medians[1:]))  # the median norm grows over these widths
 assert 0 < int((init[16][0] < 1).sum()) < 25 and init[16][0][0] < 1  # seed 0 is among those below 1
 assert int((init[64][0] < 1).sum()) == int((init[256][0] < 1).sum()) == 0
 assert abs(init[256][0].median() / (2 / math.sqrt(3)) - 1) < 0.05
 assert abs(init[256][1].median() / (1 / math.sqrt(3)) - 1) < 0.06
 print("✓ ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16, in none at 64 or 256")
-print("✓ the median norm grows with d_hidden, towards 2/sqrt(3); rho(W_hh) < 1 in every seed, near 1/sqrt(3)")
+print("✓ over these four widths the median norm grows towards 2/sqrt(3); rho(W_hh) < 1 in every seed, near 1/sqrt(3)")
 
 # %% [markdown]
 # The limits are for large $d$. At the narrowest widths the picture changes. Over 2000 seeds at
@@ -1263,7 +1279,7 @@ print("✓ the gradient itself is exactly 0 where float64's falls below 2^-149, 
 answer, (lo, hi) = check.predict_underflow.reference, check.UNDERFLOW_BAND
 assert abs(rnn_grad[0] - 1) < 0.05 and abs(parts["factor"] - 0.45) < 0.01  # the two numbers the estimate uses
 assert abs(estimate - answer) <= 2 and abs(predicted_grad_zero - answer) <= 1 and lo <= grad_zero <= hi
-print(f"✓ the estimate, float64's crossing and float32's zero all lie in the band the check accepts, [{lo}, {hi}]")
+print(f"✓ the estimate, float64's crossing and float32's zero all land near n = {answer}")
 
 # %% [markdown]
 # How close was your prediction?

@@ -120,6 +120,7 @@ assert min(causal_gaps) > 0.05
 out_ab, out_ba = self_attention(X_ab), self_attention(X_ba)  # (seq, d_model) each, the last draw
 shared = sum(any(torch.allclose(row, other, atol=1e-6) for other in out_ba) for row in out_ab)
 assert shared == check.predict_shared_outputs.reference
+print(f"{shared} of the 3 unmasked outputs for 'A chases B' are also outputs for 'B chases A', reordered")
 print("✓ with a causal mask the output for 'A' differs between the sentences, in 5 of 5 draws")
 print("✓ with a causal mask each word gives weight to itself and the words before it, none to a later one")
 
@@ -176,9 +177,9 @@ for seq_len in (10, 100, 1000, 10000):
     last = seq_len - 1
     print(f"seq_len {seq_len:5d}: last position {last:4d} = {last / largest_entry:7.1f} x the largest of them")
 
-# %%
+# %% tags=["hide-input"]
 assert largest_entry < 5  # word-vector entries stay small, in every draw, while positions only grow
-print("✓ in 5 of 5 draws every word-vector entry is below 5, so position 999 is more than 199 x any of them")
+print("✓ in 5 of 5 draws the positions soon dwarf every word-vector entry")
 
 # %% [markdown]
 # A model trained on sentences of up to 100 words would also meet values like 999 for the first time
@@ -188,7 +189,7 @@ print("✓ in 5 of 5 draws every word-vector entry is below 5, so position 999 i
 # **Predict first.** In a 50-word sentence, how many words apart are two positions 0.25 apart?
 
 # %%
-my_guess_gap = None  # your answer: a number of words, e.g. 3
+my_guess_gap = None  # your answer: a number of words, not necessarily whole, e.g. 3.5
 
 # %%
 steps = {}
@@ -524,9 +525,9 @@ print(vocab, tokens)
 # %% [markdown]
 # How large is PE next to the embedding? The paper does not say how it initialises embeddings:
 # section 3.4 gives only "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$."
-# So the answer depends on a choice the paper leaves open. Compare the norm of $PE(pos)$, 16 at
+# Its authors' tensor2tensor library draws them from $N(0, 1/d_{model})$ before that product. Compare the norm of $PE(pos)$, 16 at
 # $d_{model} = 512$, with the word vectors' norms for three embeddings, each drawn 5 times: entries
-# from $N(0, 1/d_{model})$ times $\sqrt{d_{model}}$ (our choice, used from here on); PyTorch's
+# from $N(0, 1/d_{model})$ times $\sqrt{d_{model}}$ (tensor2tensor's, and ours from here on); PyTorch's
 # default `nn.Embedding` entries, $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers up to 10,000, as
 # large as the YOUR CAT deck's figures (see the errata at the end).
 #
@@ -580,7 +581,8 @@ check.predict_pe_to_word_ratio(my_guess_ratio)
 # With our choice a word vector has norm about $\sqrt{512}$ and PE has norm 16, so neither dominates,
 # as the YOUR CAT deck asks ("positional encodings don't dominate the word embeddings"); with
 # `nn.Embedding`'s default PE is a small nudge, about $16/512$ of the norm. So "PE is about as large
-# as the embedding" is a fact about our initialisation, not the paper's model. We add PE to ours:
+# as the embedding" holds for the initialisation of the authors' code, which the paper itself does
+# not state. We add PE to ours:
 
 # %%
 X = embedding_tables(seed=0)["N(0, 1/d_model) x sqrt(d_model)"][tokens]  # (seq, d_model) word vectors
@@ -667,11 +669,12 @@ print(f"✓ the base slider runs from {lowest:g} to {highest:g} and starts at th
 #   fixed linear function of $PE_{pos}$) and extrapolate to longer sequences; learned position
 #   embeddings gave nearly identical results (Table 3, row (E)). Lesson 08 tests the extrapolation.
 # - The table is computed once (a buffer) and added to the embeddings. How large it is next to them
-#   depends on their initialisation, which the paper does not give.
+#   depends on their initialisation, which the paper does not give (its authors' code makes them
+#   comparable).
 #
 # ## Exercises
 #
-# One exercise builds the table the way `utils` does; two use its formula on questions the lesson
+# One exercise builds the table the way `utils` does; three use its formula on questions the lesson
 # did not ask. Replace `raise NotImplementedError` with your code and run the cell. Stuck?
 # `check.pe_table.hint()` gives a hint, `check.pe_table.solution()` a solution (likewise for the
 # others).
@@ -717,6 +720,22 @@ def base_for_wavelength(d_model, longest):
 
 
 check.base_for_wavelength(base_for_wavelength)
+
+# %% [markdown]
+# **4. The closest two positions.** Section 4 found the closest pair among 10,000 positions at a few
+# widths, with the paper's base. Write `closest_offset(d_model, max_len, base)`: for the table of
+# positions $0, \dots, max\_len - 1$ with frequencies $w_i = base^{-2i/d_{model}}$, return the offset
+# $k$ between its two closest rows (an int), without building the table. Are neighbours always the
+# closest?
+
+
+# %%
+def closest_offset(d_model, max_len, base=10000.0):
+    """The offset k between the closest two of positions 0 .. max_len - 1."""
+    raise NotImplementedError  # your code here
+
+
+check.closest_offset(closest_offset)
 
 # %% [markdown]
 # ## Errata in the sources
@@ -875,5 +894,7 @@ print("✓ the deck's 'PE' entries lie far outside [-1, 1], where every sinusoid
 #   hope of extrapolation.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the formula with $i$
 #   from 0, and why neither integer positions nor positions in $[0, 1]$ will do.
+# - The authors' tensor2tensor library (Vaswani et al., 2018, "Tensor2Tensor for Neural Machine
+#   Translation"): word embeddings drawn from $N(0, 1/d_{model})$ and multiplied by $\sqrt{d_{model}}$.
 # - Reading notes on the paper (June 2020): "A chases B" vs "B chases A", and the four properties a
 #   position signal should have (bounded, deterministic, unique, consistent across lengths).

@@ -1,7 +1,7 @@
 """Exercises of lesson 00 (why attention): a prediction per section (the attention context's size, the RNN's
 and the bidirectional RNN's path, restricted attention's layers, the orders of magnitude the gradient loses)
-and where float32's gradient vanishes; count a stacked RNN and a dilated convolution stack the way Table 1
-counts, and measure the gradient that reaches position 0."""
+and where float32's gradient vanishes; count a stacked RNN, a dilated convolution stack and the paper's
+centred restricted window the way Table 1 counts, and measure the gradient that reaches position 0."""
 
 import math
 import random
@@ -50,7 +50,7 @@ UNDERFLOW_MISTAKES = [  # (name, a typical answer, the range it explains, what t
 
 @exercise(
     hint="""
-    Section 5.2 printed the gradient at n = 1 (about 1) and how much it shrinks per step (about 0.45).
+    Section 5 printed the gradient at n = 1 (about 1) and how much it shrinks per step (about 0.45).
     float32's smallest positive number is 2^-149, about 1.4e-45. Solve 1 * 0.45^(n - 1) = 1.4e-45 for n:
     n - 1 = log(1.4e-45) / log(0.45).
     """,
@@ -358,6 +358,94 @@ def grad_to_first(answer):
                 if _close(got, m.answer(rnn, _inputs(seq))):
                     return f"{where}: {m.says}"
             return where
+    return None
+
+
+# --- 4b. transfer: the paper's centred restricted window ------------------------------------------
+
+
+def _centred_layers_solution(n, r):
+    # A centred window of odd size r reaches (r - 1) / 2 positions to each side, so each layer brings
+    # input 0 (r - 1) / 2 positions closer to output n - 1, which is n - 1 away.
+    half = (r - 1) // 2
+    return math.ceil((n - 1) / half)
+
+
+def _centred_by_reach(n, r):
+    """Stack windows and watch which inputs output n - 1 reads, until it reads input 0."""
+    half, first_read, layers = (r - 1) // 2, n - 1, 0
+    while first_read > 0:
+        first_read = max(0, first_read - half)  # one more layer reads half positions further back
+        layers += 1
+    return layers
+
+
+def _centred_as_causal(n, r):  # the lesson's causal window reaches r - 1 back
+    return math.ceil((n - 1) / (r - 1))
+
+
+def _centred_n_over_r(n, r):  # the paper's O(n/r), taken literally
+    return math.ceil(n / r)
+
+
+def _centred_floor(n, r):  # rounds down: the last, partial step is lost
+    return (n - 1) // ((r - 1) // 2)
+
+
+def _centred_half_with_self(n, r):  # counts the output's own position in the half window
+    return math.ceil((n - 1) / ((r + 1) // 2))
+
+
+CENTRED_MISTAKES = [
+    mistake(
+        "use the causal window's reach",
+        _centred_as_causal,
+        says="a causal window of r positions reaches r - 1 back; a centred one splits them, (r - 1) / 2 to "
+        "each side, so it reaches only half as far back per layer",
+    ),
+    mistake(
+        "take the paper's n / r literally",
+        _centred_n_over_r,
+        says="O(n/r) hides the constant: each layer moves (r - 1) / 2 positions, not r",
+    ),
+    mistake(
+        "round down",
+        _centred_floor,
+        says="a partial last step still needs a whole layer: round (n - 1) / ((r - 1) / 2) up",
+    ),
+    mistake(
+        "count the output's own position in each half",
+        _centred_half_with_self,
+        says="the window is (r - 1) / 2 positions to the left, the output's own position, and (r - 1) / 2 to "
+        "the right: it moves (r - 1) / 2, not (r + 1) / 2, per layer",
+    ),
+]
+CENTRED_CASES = [(2, 3), (3, 3), (64, 3), (64, 5), (64, 9), (10, 11), (100, 7), (101, 7), (1000, 21)]
+
+
+@exercise(
+    hint="""
+    Output t of one layer reads inputs t - (r - 1) / 2 to t + (r - 1) / 2 (those that exist). Output n - 1
+    is n - 1 positions from input 0, and each layer reaches (r - 1) / 2 positions further: how many layers
+    cover n - 1? Round up.
+    """,
+    reference=_centred_layers_solution,
+    kind="transfer",
+    wrong=CENTRED_MISTAKES,
+)
+def centred_layers(answer):
+    """answer(n, r) -> the fewest stacked centred windows of odd size r before output n - 1 reads input 0."""
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    cases = CENTRED_CASES + [(rng.randint(2, 2000), 2 * rng.randint(1, 15) + 1) for _ in range(2)]
+    got_all = [answer(*case) for case in cases]
+    expected = [_centred_by_reach(*case) for case in cases]
+    if all(g == e for g, e in zip(got_all, expected)):
+        return None
+    m = matching_mistake(got_all, cases, CENTRED_MISTAKES, lambda a, b: a == b)
+    for (n, r), got, exp in zip(cases, got_all, expected):
+        if got != exp:
+            where = f"for n = {n}, r = {r} you answered {got!r} layers, expected {exp}"
+            return f"{where}: {m.says}" if m else where
     return None
 
 

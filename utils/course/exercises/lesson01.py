@@ -1,6 +1,7 @@
 """Lesson 01 exercises: a prediction per section (attention's outputs for swapped words, a gap in scaled
 positions, PE(1, 0), the length of PE(pos), PE against a word vector), the PE table without loops, read the
-position back out of PE(t), and choose the base that gives a wanted slowest wavelength."""
+position back out of PE(t), choose the base that gives a wanted slowest wavelength, and find the closest two
+positions at any width, length and base."""
 
 import math
 
@@ -10,7 +11,7 @@ import torch
 from utils.course.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
 
-# --- 1. prediction: the length of PE(pos) at d_model = 512 ---------------------------------------
+# --- prediction of section 4: the length of PE(pos) at d_model = 512 -----------------------------------
 
 ROW_NORM_MISTAKES = [
     (
@@ -32,7 +33,7 @@ ROW_NORM_MISTAKES = [
 
 @exercise(
     hint="""
-    Look at PE(0) = (0, 1, 0, 1, ..., 0, 1) from section 5: what is its length? Then use
+    Look at PE(0) = (0, 1, 0, 1, ..., 0, 1) from section 3: what is its length? Then use
     sin^2(a) + cos^2(a) = 1 for each pair of columns (2i, 2i + 1) at any position.
     """,
     reference=16.0,
@@ -201,7 +202,7 @@ def predict_pe_to_word_ratio(answer):
     )
 
 
-# --- 2. practice: the whole table, without loops -----------------------------------------------
+# --- exercise 1, practice: the whole table, without loops -------------------------------------------
 
 
 def pe_table_solution(max_len, d_model):
@@ -294,7 +295,7 @@ def pe_table(answer):
     return None
 
 
-# --- 3. transfer: read the position back out of PE(t) ---------------------------------------------
+# --- exercise 2, transfer: read the position back out of PE(t) -----------------------------------------
 
 
 def position_from_pe_solution(pe_row):
@@ -391,7 +392,7 @@ def position_from_pe(answer):
     return None
 
 
-# --- 4. transfer: the base that gives a wanted slowest wavelength --------------------------------
+# --- exercise 3, transfer: the base that gives a wanted slowest wavelength ----------------------------
 
 
 def base_for_wavelength_solution(d_model, longest):
@@ -469,3 +470,121 @@ def base_for_wavelength(answer):
             )
             return f"{where}; {m.says}" if m else where
     return None
+
+
+# --- exercise 4, transfer: the closest two positions, at any width, length and base ----------------
+
+
+def closest_offset_solution(d_model, max_len, base=10000.0):
+    # ||PE(t) - PE(t + k)||^2 = d_model - 2 * sum_i cos(w_i k) depends on the offset k only (section 4),
+    # so one distance per offset k = 1 .. max_len - 1 covers every pair; the closest pair is the smallest.
+    w = base ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,) w_i = base^(-2i/d_model)
+    k = np.arange(1, max_len)  # (max_len - 1,) every offset
+    squared = d_model - 2 * np.cos(k[:, None] * w).sum(axis=1)  # (max_len - 1,)
+    return int(k[np.argmin(squared)])
+
+
+def _closest_neighbours(d_model, max_len, base=10000.0):  # the lesson's widths made it look like a rule
+    return 1
+
+
+def _closest_index(d_model, max_len, base=10000.0):  # argmin's index, not the offset it stands for
+    return closest_offset_solution(d_model, max_len, base) - 1
+
+
+def _closest_exponent_without_two(d_model, max_len, base=10000.0):  # w_i = base^(-i/d_model), i < d_model/2
+    w = base ** (-np.arange(d_model // 2) / d_model)
+    k = np.arange(1, max_len)
+    return int(k[np.argmin(-np.cos(k[:, None] * w).sum(axis=1))])
+
+
+def _closest_first_pair(d_model, max_len, base=10000.0):  # only (sin k, cos k) compared
+    k = np.arange(1, max_len)
+    return int(k[np.argmin(np.abs(np.sin(k / 2)))])
+
+
+CLOSEST_MISTAKES = [
+    mistake(
+        "assume neighbours are always closest",
+        _closest_neighbours,
+        says="at d_model = 16 to 1024 and base 10000 the closest pair were neighbours, but not at small widths "
+        "or small bases: compute every offset's distance and take the smallest",
+    ),
+    mistake(
+        "return argmin's index",
+        _closest_index,
+        says="index j of the distances over offsets 1, 2, ... stands for offset j + 1",
+    ),
+    mistake(
+        "use the exponent i/d_model",
+        _closest_exponent_without_two,
+        says="pair i's frequency is base^(-2i/d_model): the exponent has 2i, as in the formula",
+    ),
+    mistake(
+        "compare only the first pair",
+        _closest_first_pair,
+        says="the first pair (sin k, cos k) nearly returns to (0, 1) at k = 44 or 710; the slower pairs keep "
+        "those positions apart: sum over all d_model/2 pairs",
+    ),
+]
+CLOSEST_CASES = [(512, 1000, 10000.0), (16, 1000, 10000.0), (2, 100, 10000.0), (2, 1000, 10000.0), (6, 500, 10000.0)]
+CLOSEST_CASES += [(16, 800, 10.0), (64, 300, 100.0), (8, 1500, 1000.0), (32, 1200, 10000.0)]
+
+
+def _closest_cases():
+    """The fixed cases, then three drawn anew on every check: an even d_model from 2 to 64, max_len from 20
+    to 1500 and a base from 10 to 10^5 (log-uniform)."""
+    rng = np.random.default_rng(fresh_seed())
+    drawn = [
+        (2 * int(rng.integers(1, 33)), int(rng.integers(20, 1501)), float(10 ** rng.uniform(1, 5))) for _ in range(3)
+    ]
+    return CLOSEST_CASES + drawn
+
+
+def _distance(d_model, max_len, base, k):
+    """||PE(0) - PE(k)|| from the table itself, or None when k is no offset of max_len positions."""
+    if not isinstance(k, (int, np.integer)) or not 1 <= k < max_len:
+        return None
+    table = sinusoidal_encoding(k + 1, d_model, base=base, dtype=torch.float64)  # (k + 1, d_model)
+    return (table[k] - table[0]).norm().item()
+
+
+def _closest_by_brute_force(d_model, max_len, base):
+    """The smallest distance between any two of max_len positions, from every pair of rows of the table."""
+    table = sinusoidal_encoding(max_len, d_model, base=base, dtype=torch.float64)  # (max_len, d_model)
+    distances = torch.cdist(table, table)  # (max_len, max_len)
+    t, s = torch.triu_indices(max_len, max_len, offset=1)  # every pair t < s
+    return distances[t, s].min().item()
+
+
+@exercise(
+    hint="""
+    Section 4's shortcut works at any width and base: ||PE(t) - PE(t + k)||^2 = d_model - 2 * sum_i cos(w_i k)
+    with w_i = base ** (-2i / d_model), i = 0 .. d_model/2 - 1. Compute it for every offset k = 1 .. max_len - 1
+    and return the k with the smallest value (as an int).
+    """,
+    reference=closest_offset_solution,
+    kind="transfer",
+    wrong=CLOSEST_MISTAKES,
+)
+def closest_offset(answer):
+    """answer(d_model, max_len, base) -> the offset k of the closest two of positions 0 .. max_len - 1."""
+    cases = _closest_cases()
+    got_all = [answer(*case) for case in cases]
+    got_all = [
+        int(g) if isinstance(g, (int, np.integer)) or (isinstance(g, float) and g.is_integer()) else g for g in got_all
+    ]
+    problems = []
+    for (d, max_len, base), got in zip(cases, got_all):
+        smallest = _closest_by_brute_force(d, max_len, base)
+        mine = _distance(d, max_len, base, got)
+        if mine is None or not math.isclose(mine, smallest, rel_tol=1e-9, abs_tol=1e-9):
+            shown = "no offset" if mine is None else f"{mine:.6f} apart"
+            problems.append(
+                f"for d_model = {d}, max_len = {max_len}, base = {base:g} you answered k = {got!r} ({shown}); the "
+                f"closest two positions are {smallest:.6f} apart"
+            )
+    if not problems:
+        return None
+    m = matching_mistake(got_all, cases, CLOSEST_MISTAKES, lambda a, b: a == b)
+    return f"{problems[0]}: {m.says}" if m else problems[0]
