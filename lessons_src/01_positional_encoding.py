@@ -356,8 +356,10 @@ print("✓ unique: no two of 10,000 positions share a vector; the closest are ne
 
 # %% [markdown]
 # That was one width. The same shortcut checks 5 more, from $d_{model} = 16$ to $1024$: in each, the
-# closest two of the 10,000 positions are neighbours, and no two coincide. At very small widths,
-# $d_{model} \le 10$, that changes: there two far-apart positions come closer than neighbours.
+# closest two of the 10,000 positions are neighbours, and no two coincide.
+#
+# > **Going further:** very small widths, and why no two positions coincide at any length, are at
+# > the end of the lesson.
 
 # %%
 for d in (16, 64, 128, 256, 1024):
@@ -365,14 +367,6 @@ for d in (16, 64, 128, 256, 1024):
     print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}")
     assert dist_d.min() > 1 and int(dist_d.argmin()) == 0
 print("✓ unique at 6 of 6 widths (16 to 1024), where the closest are neighbours")
-
-# %%
-for d in (2, 4, 6, 8, 10):
-    dist_d = (d - 2 * torch.cos(k[:, None] * angular_frequencies(d)).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
-    print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}", end="")
-    print(f" (neighbours: {dist_d[0]:.4f})")
-    assert int(dist_d.argmin()) > 0 and dist_d.min() < dist_d[0]
-print("✓ at d_model = 2 to 10 the closest two of 10,000 positions are not neighbours")
 
 # %% [markdown]
 # The same identity answers the $[0, 1]$ problem: two neighbours are the same distance apart
@@ -399,22 +393,6 @@ for offset, turns in ((44, 7), (710, 113)):
     )
     assert first_pair < 0.02 and all_pairs > 10
 print("✓ the first pair nearly repeats; all 256 pairs together keep the positions apart")
-
-# %% [markdown]
-# Close, but never back exactly: $(\sin pos, \cos pos)$ returns to $PE(0)$'s pair $(0, 1)$ only when
-# $pos$ is a whole multiple of $2\pi$, and no whole number $pos > 0$ is, because $\pi$ is
-# irrational. The same holds for any two positions $t \ne s$ (their difference is a whole number),
-# so uniqueness holds beyond the 10,000 positions checked above, at every length. How close the
-# first pair comes, over the first million positions:
-
-# %%
-far_positions = torch.arange(1, 1_000_001, dtype=torch.float64)  # (10^6,)
-first_pair_gap = (2 * torch.sin(far_positions / 2)).abs()  # (10^6,) |(sin p, cos p) - (0, 1)| = |2 sin(p/2)|
-print(
-    f"closest return of the first pair in 10^6 positions: {first_pair_gap.min():.1e}, at position {int(first_pair_gap.argmin()) + 1}"
-)
-assert first_pair_gap.min() > 0
-print("✓ the first pair alone never returns to (0, 1) at positions 1 to 10^6")
 
 # %% [markdown]
 # Each pair's **wavelength**, $2\pi / w_i = 2\pi \cdot 10000^{2i/d_{model}}$, is a
@@ -736,6 +714,39 @@ def closest_offset(d_model, max_len, base=10000.0):
 
 
 check.closest_offset(closest_offset)
+
+# %% [markdown]
+# ## Going further
+#
+# Two detours from section 4's uniqueness check. Read them if you want to know where it stops.
+#
+# **Very small widths.** At $d_{model} \le 10$ the closest two of the 10,000 positions are not
+# neighbours: two far-apart positions come closer (section 4's shortcut, `k` its offsets):
+
+# %%
+for d in (2, 4, 6, 8, 10):
+    dist_d = (d - 2 * torch.cos(k[:, None] * angular_frequencies(d)).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
+    print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}", end="")
+    print(f" (neighbours: {dist_d[0]:.4f})")
+    assert int(dist_d.argmin()) > 0 and dist_d.min() < dist_d[0]
+print("✓ at d_model = 2 to 10 the closest two of 10,000 positions are not neighbours")
+
+# %% [markdown]
+# **At any length.** Section 4's first pair nearly repeats, but never back exactly:
+# $(\sin pos, \cos pos)$ returns to $PE(0)$'s pair $(0, 1)$ only when $pos$ is a whole multiple of
+# $2\pi$, and no whole number $pos > 0$ is, because $\pi$ is irrational. The same holds for any two
+# positions $t \ne s$ (their difference is a whole number), so uniqueness holds beyond section 4's
+# 10,000 positions, at every length. How close the
+# first pair comes, over the first million positions:
+
+# %%
+far_positions = torch.arange(1, 1_000_001, dtype=torch.float64)  # (10^6,)
+first_pair_gap = (2 * torch.sin(far_positions / 2)).abs()  # (10^6,) |(sin p, cos p) - (0, 1)| = |2 sin(p/2)|
+print(
+    f"closest return of the first pair in 10^6 positions: {first_pair_gap.min():.1e}, at position {int(first_pair_gap.argmin()) + 1}"
+)
+assert first_pair_gap.min() > 0
+print("✓ the first pair alone never returns to (0, 1) at positions 1 to 10^6")
 
 # %% [markdown]
 # ## Errata in the sources
