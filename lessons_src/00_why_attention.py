@@ -509,9 +509,10 @@ for kind, c in costs.items():
 # counts only these; restricted attention's $n \times r$ products $2 \cdot 2 r n d$); the RNN's two
 # matrices $2 \cdot 2 n d^2$; a convolution $2 k n d^2$. The paths: $n$ steps; 1 layer;
 # $\lceil (n-1)/(k-1) \rceil$ contiguous layers, each reaching $k - 1$ positions further back; the
-# fewest $L$ with $k^L \ge n$ dilated layers; $\lceil (n-1)/(r-1) \rceil$ restricted layers. The
-# paper's reason for the last column: "The shorter these paths between any combination of positions
-# in the input and output sequences, the easier it is to learn long-range dependencies".
+# fewest $L$ with $k^L \ge n$ dilated layers; $\lceil (n-1)/(r-1) \rceil$ restricted layers, that
+# is $O(n/r)$. The paper's reason for the last column: "The shorter these paths between any
+# combination of positions in the input and output sequences, the easier it is to learn long-range
+# dependencies".
 
 
 # %% tags=["hide-input"]
