@@ -1,31 +1,17 @@
 # %% [markdown]
 # # 00 · Why attention
 #
-# Before the Transformer, sequence models were recurrent: a recurrent neural network (RNN) reads
-# a sentence one word at a time and carries everything it knows in a hidden state. The COMP7607
-# slides name the cost: "Possibly many steps [O(N)] steps before 'yesterday' and 'seemed'
-# interact", and "In general, the longer the path, the smaller the gradient signal." The YOUR CAT
-# slide deck lists the RNN's problems: slow computation for long sequences, vanishing or exploding
-# gradients, difficulty in accessing information from long ago. The reading notes sum up the
-# alternative: attention "has constant length between any two positions". The paper itself
-# compares the layer types in its Table 1 (section 4, "Why Self-Attention"). This lesson measures
-# all of that on small models.
+# Before the Transformer, sequence models were recurrent: a recurrent neural network (RNN) reads a
+# sentence one word at a time and carries everything it knows in a hidden state. The COMP7607 slides
+# name the cost: "In general, the longer the path, the smaller the gradient signal." The reading
+# notes sum up the alternative: attention "has constant length between any two positions". This
+# lesson measures both on small models.
 #
-# **Goals.** By the end you can
-# - count the steps an RNN needs before position 0 can affect position $n - 1$ (it is $n$), and the
-#   layers self-attention needs (one), from the models themselves; say what a bidirectional RNN
-#   fixes and what it does not;
-# - rebuild the paper's Table 1 by counting: complexity per layer, sequential operations and maximum
-#   path length of self-attention, recurrent, convolutional and dilated convolutional layers;
-# - measure the gradient that reaches position 0 from a loss at position $n$, and explain its
-#   exponential decay from the Jacobians: the rate is the slope of tanh times a gain of $W_{hh}$
-#   that stays near its spectral radius while tanh's slope is about the same in every unit, not
-#   $\|W_{hh}\|_2$ (which PyTorch's initialisation usually puts above 1, from $d_{hidden} = 16$ up);
-# - tell *sequential steps* (which, computed as written, cannot run side by side) from *work* (which
-#   can).
+# **Goals.** By the end you can say why an RNN encoder–decoder squeezes a sentence into one vector and
+# how attention over the encoder states removes that bottleneck; count the steps between two
+# positions in an RNN and in self-attention; rebuild the paper's Table 1 by counting; and measure the gradient that reaches position 0 through each.
 #
-# **Prerequisites.** Python and a little PyTorch (`nn.Linear`, `backward()`). Nothing from the
-# other lessons; `utils.attention.scaled_dot_product_attention` is used here and built in lesson 03.
+# **Prerequisites.** Python and a little PyTorch (`nn.Linear`, `backward()`).
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
@@ -48,6 +34,7 @@ import statistics
 
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from utils.attention import scaled_dot_product_attention
@@ -63,10 +50,16 @@ from utils.experiments.layer_costs import (
 from utils.experiments.rnn import default_init_W_hh, first_vanished, grad_norm_to_first, step_factors
 
 torch.set_printoptions(precision=4, sci_mode=False)
-COLOR = {"RNN": "C0", "self-attention": "C1", "convolution": "C2", "dilated convolution": "C3"}  # in every figure
+COLOR = {
+    "RNN": "C0",
+    "self-attention": "C1",
+    "convolution": "C2",
+    "dilated convolution": "C3",
+    "restricted self-attention": "C4",
+}  # in every figure
 
 # %% [markdown]
-# ## 1. Two small models
+# ## 1. An RNN, and the one vector it hands on
 #
 # **The RNN.** A vanilla (Elman) RNN with a tanh non-linearity: starting from a zero state
 # $h_{-1} = 0$, step $t = 0, 1, \dots$ reads the input $x_t$ (a row vector) and the previous state,
@@ -97,7 +90,7 @@ def rnn_by_hand(x, rnn):
 x = torch.randn(1, 10, d_model, generator=torch.Generator().manual_seed(1))  # (batch, seq, d_model)
 out, h_last = rnn(x)  # (batch, seq, d_hidden), (layers, batch, d_hidden)
 assert torch.allclose(rnn_by_hand(x[0], rnn), out[0], atol=1e-6)
-print("PASS: the hand-written recurrence equals nn.RNN (max |diff| < 1e-6); output shape", tuple(out.shape))
+print("✓ the hand-written recurrence equals nn.RNN; output shape", tuple(out.shape))
 
 # %% [markdown]
 # To see each step as a separate operation we drive a `nn.RNNCell` (one step) in a Python loop,
@@ -126,9 +119,93 @@ def cell_states(xs, cell):
 
 cell = copy_cell(rnn)
 assert torch.allclose(torch.stack(cell_states(list(x[0]), cell)), out[0], atol=1e-6)
-print("PASS: a loop over nn.RNNCell equals nn.RNN (max |diff| < 1e-6)")
+print("✓ a loop over nn.RNNCell equals nn.RNN")
 
 # %% [markdown]
+# **The bottleneck.** For translation, an RNN *encoder* reads the source sentence and a second RNN,
+# the *decoder*, writes the translation. In the first such models the decoder received one vector:
+# the encoder's final state $h_{n-1}$, of $d_{hidden}$ numbers whatever the sentence's length.
+# Bahdanau, Cho and Bengio (2015) "conjecture that the use of a fixed-length vector is a bottleneck"
+# and remove it: at every output step the decoder, in state $s$, scores each encoder state $h_j$,
+# $e_j = v^\top \tanh(W_s s + W_h h_j)$ (**additive attention**), and reads the **context**
+# $c = \sum_j \alpha_j h_j$ with $\alpha = \mathrm{softmax}(e)$:
+
+
+# %%
+def additive_attention(s, H, W_s, W_h, v):
+    """Bahdanau et al.'s context for decoder state s (d,) over encoder states H (n, d): (context (d,), weights (n,))."""
+    scores = torch.tanh(W_s(s) + W_h(H)) @ v  # (n,) e_j = v . tanh(W_s s + W_h h_j)
+    weights = torch.softmax(scores, dim=0)  # (n,)
+    return weights @ H, weights  # (d,), (n,)
+
+
+# %% [markdown]
+# We compare the two contexts on our RNN as encoder, for sentences of 5 to 80 words and 5 seeds of
+# untrained weights: their size, and the gradient that reaches the **first** word $x_0$ from each.
+# Uniform weights would give each word $1/n$ of the context, so attention's gradient is printed
+# $\times n$.
+#
+# **Predict first.** For an 80-word sentence, how many numbers does the attention context $c$ hold?
+
+# %%
+my_guess_context_size = None  # your answer: a whole number, e.g. 100
+
+# %%
+lengths = [5, 10, 20, 40, 80]
+words = torch.randn(max(lengths), d_model, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+fixed_grad, attention_grad_x_n, sizes, peaks, sums = [], [], set(), [], []
+for seed in range(5):
+    torch.manual_seed(seed)
+    encoder = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True).double()
+    W_s, W_h = nn.Linear(d_model, d_model).double(), nn.Linear(d_model, d_model, bias=False).double()
+    v = torch.randn(d_model, dtype=torch.float64) / math.sqrt(d_model)  # (d_model,)
+    s = torch.randn(d_model, dtype=torch.float64)  # (d_model,) a decoder state
+    fixed_grad.append([])
+    attention_grad_x_n.append([])
+    for n in lengths:
+        x_n = words[:n].clone().requires_grad_(True)  # (n, d_model) the first n words
+        H = encoder(x_n[None])[0][0]  # (n, d_hidden) every encoder state
+        context, weights = additive_attention(s, H, W_s, W_h, v)  # (d_hidden,), (n,)
+        sizes |= {H[-1].numel(), context.numel()}
+        sums.append(weights.sum().item())
+        peaks.append(weights.max().item() * n)  # 1 = uniform weights
+        (through_last,) = torch.autograd.grad(H[-1].sum(), x_n, retain_graph=True)  # (n, d_model)
+        (through_attention,) = torch.autograd.grad(context.sum(), x_n)  # (n, d_model)
+        fixed_grad[-1].append(through_last[0].norm().item())  # what reaches x_0
+        attention_grad_x_n[-1].append(through_attention[0].norm().item() * n)  # times n: undoes 1/n dilution
+fixed_fall = [g[-1] / g[0] for g in fixed_grad]  # n = 80 against n = 5
+attention_spread = [max(g) / min(g) for g in attention_grad_x_n]
+
+# %% tags=["nbval-ignore-output"]
+print(f"size of either context, at every n: {sizes} numbers")
+print(
+    f"through the final state, ||d h_(n-1) / d x_0|| at n = 80 over n = 5: from {min(fixed_fall):.0e} to "
+    f"{max(fixed_fall):.0e} (5 seeds)"
+)
+print(
+    f"through attention, ||d c / d x_0|| x n varies by a factor {min(attention_spread):.2f} to "
+    f"{max(attention_spread):.2f} from n = 5 to 80; largest weight {max(peaks):.1f} x uniform"
+)
+
+# %% tags=["hide-input"]
+assert sizes == {d_model} and all(abs(total - 1) < 1e-12 for total in sums)
+assert all(fall < 1e-20 for fall in fixed_fall)  # more than 20 orders of magnitude lost
+assert all(spread < 1.5 for spread in attention_spread) and max(peaks) < 2
+assert context.numel() == check.predict_context_size.reference  # the context of the last run, n = 80
+print("✓ both contexts have d_hidden numbers at every length; the attention weights sum to 1")
+print("✓ in 5 of 5 seeds the gradient reaching the first word through the final state vanishes with length")
+print("✓ through attention it is only shared among the n words: gradient x n stays nearly flat")
+
+# %%
+check.predict_context_size(my_guess_context_size)
+
+# %% [markdown]
+# Untrained, no weight is more than a few times uniform, so the first word gets about $1/n$ of the context;
+# Bahdanau et al. train the scores with the translator. The encoder is still an RNN, though, with $n$
+# steps one after another. The Transformer drops the recurrence: **self-attention**.
+#
+# ## 2. Self-attention: one step between any two positions
+#
 # **The self-attention layer.** Every position $t$ makes a query $q_t = x_t W_q + b_q$, a key
 # $k_t = x_t W_k + b_k$ and a value $v_t = x_t W_v + b_v$ (`nn.Linear` adds the biases $b$; the
 # paper's projections have none); output $t$ is a weighted average of **all** values,
@@ -158,23 +235,20 @@ with torch.no_grad():
         [torch.softmax(q[t] @ k.T / math.sqrt(d_model), dim=0) @ v for t in range(x.shape[1])]
     )  # (seq, d_model), one query at a time
     assert torch.allclose(naive, attention(x)[0], atol=1e-6)
-print("PASS: the one-query-at-a-time loop equals the batched self-attention layer (max |diff| < 1e-6)")
+print("✓ the one-query-at-a-time loop equals the batched self-attention layer")
 
 # %% [markdown]
-# ## 2. Path length: $n$ steps against one
+# **Path length.** How many steps lie between input $x_0$ and the output at position $n - 1$? We let
+# the models answer: `path_length` counts the fewest cell applications (RNN) or layers (attention)
+# on any route from that output back to $x_0$ in the autograd graph. The graph records tensors, not
+# positions (a position-wise `nn.Linear` would also score 1), so we also check that output $n - 1$'s
+# gradient with respect to $x_0$ is not zero.
 #
-# How many steps lie between input $x_0$ and the output at the last position $n - 1$? We let the
-# models answer. PyTorch records every operation of a forward pass in the autograd graph. Give each
-# position its own leaf tensor, so $x_0$ can be found in the graph, and mark the results of every
-# cell application (for the RNN) or of the layer (for attention); the **path length** is the
-# fewest marked results on any route from the output back to $x_0$ (a breadth-first search over
-# `grad_fn.next_functions`, in `utils.experiments.layer_costs.path_length`).
-#
-# The graph records tensors, not positions, so it would also give 1 for a layer that never mixes
-# positions, such as one `nn.Linear` applied to every position, whose output $n - 1$ does not
-# depend on $x_0$ at all. So for attention we also check that the gradient of output $n - 1$ with
-# respect to $x_0$ is not zero, and that the position-wise layer, with the same graph, has a zero
-# gradient.
+# **Predict first.** At $n = 64$, how many cell applications lie between $x_0$ and the RNN's output
+# at position 63?
+
+# %%
+my_guess_rnn_path = None  # your answer: a whole number, e.g. 10
 
 
 # %%
@@ -204,15 +278,16 @@ print("position-wise: layers      ", path["position-wise"], " gradient not zero:
 assert rnn_path == ns  # x_0 passes through every one of the n cell applications
 assert attention_path == [1] * len(ns) and all(reaches["attention"])  # one layer, and x_0 really reaches it
 assert path["position-wise"] == [1] * len(ns) and not any(reaches["position-wise"])  # the graph alone cannot tell
-print("PASS: path from x_0 to the last output = n cell applications for the RNN, 1 layer for attention")
-print("PASS: attention's output n-1 depends on x_0 (gradient not zero); a position-wise layer's does not")
+assert rnn_path[ns.index(64)] == check.predict_rnn_path.reference
+print("✓ from x_0 to the last output: n cell applications for the RNN, 1 layer for attention")
+print("✓ attention's output n-1 depends on x_0; a position-wise layer's does not")
+
+# %%
+check.predict_rnn_path(my_guess_rnn_path)
 
 # %% [markdown]
-# **Sequential operations.** We also count the operations a forward pass makes, two ways. A
-# forward hook on the cell counts how often it runs: once per position, and each run needs the
-# previous one's result. `utils.experiments.layer_costs.count_calls` counts every PyTorch call a forward pass
-# makes, which bounds its longest chain of dependent operations: for the RNN loop it grows with
-# $n$; for attention it is a fixed number of batched calls, whatever $n$ is.
+# **Sequential operations.** A forward hook counts the cell's runs, and `count_calls` every PyTorch
+# call of a forward pass: for the RNN loop both grow with $n$; attention makes a fixed number of calls.
 
 # %%
 cell_runs = []
@@ -234,33 +309,26 @@ assert rnn_runs == ns  # one cell run per position, each waiting for the previou
 assert all(c == rnn_calls[0] + calls_per_step * (n - ns[0]) for c, n in zip(rnn_calls, ns))
 assert len(set(attention_calls)) == 1  # a fixed number of calls, whatever n
 print(
-    f"PASS: the RNN makes {calls_per_step} more calls per position; attention makes "
-    f"{attention_calls[0]} calls at every n"
+    f"✓ the RNN makes {calls_per_step} more calls per position; attention makes {attention_calls[0]} calls at every n"
 )
 
+
 # %%
+def log_axes(ax, ns, ylabel, title):
+    """Log-log axes over the sequence lengths ns, with only those n labelled."""
+    ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=ylabel, title=title)
+    ax.set_xticks(ns, [str(n) for n in ns])
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())
+
+
 fig, (ax_path, ax_ops) = plt.subplots(1, 2, figsize=(10, 3.5), layout="constrained")
 ax_path.plot(ns, rnn_path, "o-", color=COLOR["RNN"], label="RNN (cell applications)")
 ax_path.plot(ns, attention_path, "s-", color=COLOR["self-attention"], label="self-attention (layers)")
-ax_path.set(
-    xscale="log",
-    yscale="log",
-    xlabel="sequence length n",
-    ylabel="steps from x_0 to the last output",
-    title="Path length grows with n only for the RNN",
-)
+log_axes(ax_path, ns, "steps from x_0 to the last output", "Path length grows with n only for the RNN")
 ax_ops.plot(ns, rnn_calls, "o-", color=COLOR["RNN"], label="RNN (cell loop)")
 ax_ops.plot(ns, attention_calls, "s-", color=COLOR["self-attention"], label="self-attention")
-ax_ops.set(
-    xscale="log",
-    yscale="log",
-    xlabel="sequence length n",
-    ylabel="PyTorch calls per forward pass",
-    title="Operations, one call after another",
-)
+log_axes(ax_ops, ns, "PyTorch calls per forward pass", "Operations, one call after another")
 for ax in (ax_path, ax_ops):
-    ax.set_xticks(ns, [str(n) for n in ns])
-    ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
     ax.legend()
 plt.show()
 
@@ -287,17 +355,17 @@ def birnn_states(xs, cell_fw, cell_bw):
 
 out_bi, _ = birnn(x)  # (batch, seq, 2 d_hidden)
 assert torch.allclose(torch.stack(birnn_states(list(x[0]), cell_fw, cell_bw)[0]), out_bi[0], atol=1e-6)
-print(
-    "PASS: two cell loops, one each way, equal nn.RNN(bidirectional=True) (max |diff| < 1e-6); output shape",
-    tuple(out_bi.shape),
-)
+print("✓ two cell loops, one each way, equal nn.RNN(bidirectional=True); output shape", tuple(out_bi.shape))
 
 # %% [markdown]
-# What it fixes: the output at position 0 now depends on the **last** input (context from both
-# sides); in the one-way RNN it cannot, there is no route at all. What it does not fix: it runs the
-# cell $2n$ times, in two chains of $n$ that can run side by side but each one step after another,
-# and the route between the two ends is still $n$ cell applications long, so the signal from far
-# away must still cross $n$ steps.
+# What it fixes: output 0 now depends on the **last** input; in the one-way RNN there is no route at
+# all. Does it also shorten the route between the two ends?
+#
+# **Predict first.** At $n = 64$, how many cell applications lie between $x_0$ and the
+# bidirectional RNN's output at position 63?
+
+# %%
+my_guess_bi_path = None  # your answer: a whole number, e.g. 10
 
 # %%
 bi_runs, uni_first_from_last, bi_first_from_last, bi_last_from_first = [], [], [], []
@@ -321,12 +389,15 @@ print("bidirectional: cell runs                 ", bi_runs)
 assert uni_first_from_last == [None] * len(ns)  # no route: the one-way RNN never sees the future
 assert bi_first_from_last == ns and bi_last_from_first == ns  # both directions: n cell applications
 assert bi_runs == [2 * n for n in ns]
-print("PASS: the bidirectional RNN reaches both ways, but through n cell applications, with 2n cell runs")
+assert bi_last_from_first[ns.index(64)] == check.predict_bi_path.reference
+print("✓ the bidirectional RNN reaches both ways, but through n cell applications, with 2n cell runs")
+
+# %%
+check.predict_bi_path(my_guess_bi_path)
 
 # %% [markdown]
-# And the gradient across those $n$ steps (section 5 explains it) still vanishes: from the loss at
-# output 64 back to $x_0$, against output 1 back to $x_0$, in float64, median over 8 sequences, for
-# 10 initialisations (seeds 0 to 9; seed 0 is the one above):
+# And the gradient across those $n$ steps still vanishes (section 5 measures it): output 64's
+# against output 1's, with respect to $x_0$, for 10 initialisations (seed 0 is the one above):
 
 # %%
 X_bi = torch.randn(8, 65, d_model, generator=torch.Generator().manual_seed(6), dtype=torch.float64)  # (8, 65, d_model)
@@ -341,16 +412,14 @@ print(
     f"bidirectional RNN, 10 seeds: ||d L_64 / d x_0|| / ||d L_1 / d x_0|| from {min(bi_falls):.0e} to {max(bi_falls):.0e}"
 )
 
-# %%
+# %% tags=["hide-input"]
 assert all(fall < 1e-10 for fall in bi_falls)
-print(
-    "PASS: in 10 of 10 seeds, across 64 steps the bidirectional RNN's gradient falls by more than 10 orders of magnitude"
-)
+print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps falls by over 10 orders of magnitude")
 
 # %% [markdown]
 # ## 4. The paper's Table 1, counted
 #
-# Table 1 of the paper compares four kinds of layer by three costs, for a sequence of length $n$,
+# Table 1 of the paper (section 4, "Why Self-Attention") compares four kinds of layer by three costs, for a sequence of length $n$,
 # representation dimension $d$ and kernel size $k$ (headings and rows as the paper prints them):
 #
 # | Layer Type | Complexity per Layer | Sequential Operations | Maximum Path Length |
@@ -360,29 +429,64 @@ print(
 # | Convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k(n))$ |
 # | Self-Attention (restricted) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
 #
-# We count the first three rows from small layers (the fourth, attention restricted to a
-# neighbourhood of $r$ positions, is left out). The paper's section 4 explains the
-# convolutional entry: a layer of width $k < n$ connects each output to only $k$ inputs, so
-# connecting the two ends needs a stack of $O(n/k)$ layers with contiguous kernels, or
-# $O(\log_k(n))$ with **dilated** ones (the paper cites ByteNet, Kalchbrenner et al., 2017), where
-# layer $l$ skips $k^l - 1$ positions between the inputs it reads (the COMP7607 slides list such
-# "Convolution Style Models" too). Our convolutions are causal, like the RNN:
-# output $t$ reads inputs $t, t - \text{dilation}, \dots$.
-#
-# The autograd graph records tensors, not positions: a convolution over the whole sequence is one
-# node, so the graph would show one step from $x_0$ to every output, even where output $n - 1$
-# does not read $x_0$ at all. So for layers we count the path in **layers**: `layers_to_connect`
-# stacks layers until the gradient of output $n - 1$ with respect to $x_0$ is not exactly zero.
-# The complexity counts are the floating-point operations of the matrix products and convolutions
-# (`torch.utils.flop_counter`, 2 per multiply-add); the sequential operations are the PyTorch calls
-# of one forward pass.
+# We count every row. A convolution of width $k < n$ connects each output to $k$ inputs: linking
+# the two ends takes $O(n/k)$ layers, or $O(\log_k(n))$ **dilated** ones (the paper cites ByteNet, Kalchbrenner et al., 2017), where layer $l$ skips
+# $k^l - 1$ positions between its inputs. Our convolutions are causal, like the RNN. Since the graph
+# records tensors, not positions, `layers_to_connect` counts the path in **layers**: it stacks layers
+# until output $n - 1$'s gradient with respect to $x_0$ is not zero. Complexity is the FLOPs of the
+# products (`torch.utils.flop_counter`, 2 per multiply-add). Sequential operations are counted as
+# PyTorch calls, an upper bound (independent calls in a loop count too); the path shows the chain.
+
+# %% [markdown]
+# The fourth row, **restricted** self-attention, lets each position attend only to "a neighborhood of
+# size r in the input sequence centered around the respective output position". Ours is causal like
+# the rest: output $t$ attends to inputs $t - r + 1, \dots, t$ (exercise 4 counts the centred one).
+# The keys and values of each window are gathered with `unfold`, so the layer computes $n \times r$
+# scores instead of $n \times n$. With $r \ge n$ it must equal full causal attention:
+
 
 # %%
-kernel = 3
+class RestrictedSelfAttention(SelfAttention):
+    """Self-attention in which output t attends only to inputs t - r + 1, ..., t (a window of r positions)."""
+
+    def __init__(self, d_model, r):
+        super().__init__(d_model)
+        self.r = r
+
+    def forward(self, x):  # x: (batch, n, d_model)
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (batch, n, d_k) each
+        n, d_k = q.shape[-2:]
+        k_win = F.pad(k, (0, 0, self.r - 1, 0)).unfold(1, self.r, 1)  # (batch, n, d_k, r) keys t-r+1 .. t
+        v_win = F.pad(v, (0, 0, self.r - 1, 0)).unfold(1, self.r, 1)  # (batch, n, d_v, r)
+        scores = (q[..., None, :] @ k_win).squeeze(-2) / math.sqrt(d_k)  # (batch, n, r)
+        before_start = torch.arange(n)[:, None] - self.r + 1 + torch.arange(self.r) < 0  # (n, r) padding
+        weights = torch.softmax(scores.masked_fill(before_start, -math.inf), dim=-1)  # (batch, n, r)
+        return (v_win @ weights[..., None]).squeeze(-1)  # (batch, n, d_v)
+
+
+torch.manual_seed(0)
+wide = RestrictedSelfAttention(d_model, r=64)
+x_10 = torch.randn(2, 10, d_model, generator=torch.Generator().manual_seed(8))  # (batch, 10, d_model)
+causal = torch.ones(10, 10, dtype=torch.bool).tril()  # (10, 10) True where a query may see a key
+with torch.no_grad():
+    full = scaled_dot_product_attention(wide.W_q(x_10), wide.W_k(x_10), wide.W_v(x_10), mask=causal)[0]
+    assert torch.allclose(wide(x_10), full, atol=1e-6)  # (2, 10, d_model)
+print("✓ with a window wider than the sentence, restricted attention equals full causal attention")
+
+# %% [markdown]
+# **Predict first.** With a window of $r = 4$, how many stacked restricted-attention layers does output
+# 63 need before it depends on input 0 ($n = 64$)? The paper writes $O(n/r)$.
+
+# %%
+my_guess_restricted_path = None  # your answer: a whole number of layers, e.g. 10
+
+# %%
+kernel, window = 3, 4  # k and r
 layer_kinds = {  # layer index -> a fresh layer
     "self-attention": lambda depth: SelfAttention(d_model),
     "convolution": lambda depth: CausalConv(d_model, kernel),
     "dilated convolution": lambda depth: CausalConv(d_model, kernel, dilation=kernel**depth),
+    "restricted self-attention": lambda depth: RestrictedSelfAttention(d_model, r=window),
 }
 rnn_layer = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True)
 costs = {kind: {"flops": [], "calls": [], "path": []} for kind in ["RNN", *layer_kinds]}
@@ -395,29 +499,23 @@ for n in ns:
         costs[kind]["flops"].append(count_flops(make_layer(0), x_n))
         costs[kind]["calls"].append(count_calls(make_layer(0), x_n))
         costs[kind]["path"].append(layers_to_connect(make_layer, n, d_model))
-for what in ["flops", "calls", "path"]:
-    print(
-        {
-            "flops": "complexity per layer (FLOPs)",
-            "calls": "sequential operations (PyTorch calls)",
-            "path": "maximum path length (steps or layers)",
-        }[what],
-        "at n =",
-        ns,
-    )
-    for kind, c in costs.items():
-        print(f"  {kind:20s}", c[what])
+print(f"at n = {ns[-1]}:               FLOPs   calls   path")
+for kind, c in costs.items():
+    print(f"{kind:25s} {c['flops'][-1]:8d} {c['calls'][-1]:7d} {c['path'][-1]:6d}")
 
 # %% [markdown]
-# Each count against its exact formula, at every $n$ (with $d = d_{model} = 16$, $k = 3$):
-# self-attention's projections cost $3 \cdot 2 n d^2$ and its two $n \times n$ products
-# $2 \cdot 2 n^2 d$ (the paper's $O(n^2 \cdot d)$ counts only these); the RNN's two matrices
-# $2 \cdot 2 n d^2$; a convolution $2 k n d^2$, dilated or not. The paths: $n$ steps; 1 layer;
-# $\lceil (n-1)/(k-1) \rceil$ contiguous layers, since each reaches $k - 1$ positions further back;
-# the fewest $L$ with $k^L \ge n$ dilated layers.
+# Each count against its exact formula ($d = 16$, $k = 3$, $r = 4$): attention's projections cost
+# $3 \cdot 2 n d^2$ and its two $n \times n$ products $2 \cdot 2 n^2 d$ (the paper's $O(n^2 \cdot d)$
+# counts only these; restricted attention's $n \times r$ products $2 \cdot 2 r n d$); the RNN's two
+# matrices $2 \cdot 2 n d^2$; a convolution $2 k n d^2$. The paths: $n$ steps; 1 layer;
+# $\lceil (n-1)/(k-1) \rceil$ contiguous layers, each reaching $k - 1$ positions further back; the
+# fewest $L$ with $k^L \ge n$ dilated layers; $\lceil (n-1)/(r-1) \rceil$ restricted layers, that
+# is $O(n/r)$. The paper's reason for the last column: "The shorter these paths between any
+# combination of positions in the input and output sequences, the easier it is to learn long-range
+# dependencies".
 
 
-# %%
+# %% tags=["hide-input"]
 def fewest_dilated_layers(n, k):
     """Smallest L with k**L >= n: L dilated layers of width k see k**L positions."""
     L = 1
@@ -429,89 +527,328 @@ def fewest_dilated_layers(n, k):
 d = d_model
 assert costs["self-attention"]["flops"] == [3 * 2 * n * d * d + 2 * 2 * n * n * d for n in ns]
 assert costs["RNN"]["flops"] == [2 * 2 * n * d * d for n in ns]
+assert costs["restricted self-attention"]["flops"] == [3 * 2 * n * d * d + 2 * 2 * window * n * d for n in ns]
 assert costs["convolution"]["flops"] == costs["dilated convolution"]["flops"] == [2 * kernel * n * d * d for n in ns]
-print(
-    "PASS: complexity per layer = 6nd^2 + 4n^2d (self-attention), 4nd^2 (RNN), 2knd^2 (convolutions), "
-    "exactly, at every n"
-)
+print("✓ complexity per layer: 6nd^2 + 4n^2d, 4nd^2, 2knd^2 and 6nd^2 + 4rnd, exactly, at every n")
 assert all(c == costs["RNN"]["calls"][0] + calls_per_step * (n - ns[0]) for c, n in zip(costs["RNN"]["calls"], ns))
 for kind in layer_kinds:
     assert len(set(costs[kind]["calls"])) == 1, kind
-print("PASS: sequential operations grow with n for the RNN only; a fixed number of calls for each other layer")
+print("✓ sequential operations grow with n for the RNN only; a fixed number of calls for each other layer")
 assert costs["RNN"]["path"] == ns
 assert costs["self-attention"]["path"] == [1] * len(ns)
 assert costs["convolution"]["path"] == [math.ceil((n - 1) / (kernel - 1)) for n in ns]
 assert costs["dilated convolution"]["path"] == [fewest_dilated_layers(n, kernel) for n in ns]
+assert costs["restricted self-attention"]["path"] == [math.ceil((n - 1) / (window - 1)) for n in ns]
+assert costs["restricted self-attention"]["path"][ns.index(64)] == check.predict_restricted_path.reference
+print("✓ path length: n, 1, ceil((n-1)/(k-1)), ceil(log_k n) and ceil((n-1)/(r-1)) layers, at every n")
 print(
-    "PASS: path length = n (RNN), 1 (self-attention), ceil((n-1)/(k-1)) (convolution), "
-    "ceil(log_k n) (dilated convolution), at every n"
+    f"✓ so here a convolution costs k/2 = {kernel / 2} x an RNN layer (which has two d x d matrices per step; "
+    "the paper's 'by a factor of k' counts one)"
 )
-print(
-    f"so a convolution costs k/2 = {kernel / 2} x an RNN layer here (the RNN has two d x d matrices per step; "
-    "the paper's 'more expensive than recurrent layers, by a factor of k' counts one)"
-)
-
-# %% [markdown]
-# By these counts one self-attention layer does **more** arithmetic than the RNN layer at every $n$,
-# $6nd^2 + 4n^2d$ against $4nd^2$, and the gap grows like $n^2$. The paper's section 4 says that
-# "self-attention layers are faster than recurrent layers when the sequence length $n$ is smaller
-# than the representation dimensionality $d$": that compares only attention's two $n \times n$
-# products, $4n^2d$, with the RNN's $4nd^2$, and leaves the projections out. Counted that way (the
-# products alone, measured on `scaled_dot_product_attention`), attention is cheaper exactly when
-# $n < d$:
 
 # %%
+check.predict_restricted_path(my_guess_restricted_path)
+
+# %% [markdown]
+# So one self-attention layer does **more** arithmetic than the RNN layer at every $n$. The paper's
+# "self-attention layers are faster than recurrent layers when the sequence length $n$ is smaller
+# than the representation dimensionality $d$" compares only attention's two $n \times n$ products,
+# $4n^2d$, with the RNN's $4nd^2$. Counted that way, attention is cheaper exactly when $n < d$:
+
+# %% tags=["hide-input"]
 extra = [a - r for a, r in zip(costs["self-attention"]["flops"], costs["RNN"]["flops"])]
 assert all(e > 0 for e in extra) and all(a < b for a, b in zip(extra, extra[1:]))
-print("PASS: at every n one self-attention layer does more FLOPs than the RNN layer, and the gap widens with n")
+print("✓ at every n one self-attention layer does more FLOPs than the RNN layer, and the gap widens with n")
 products_cheaper = []
 for n in range(1, 2 * d + 1):
     x_n = torch.randn(1, n, d_model, generator=torch.Generator().manual_seed(3))  # (1, n, d_model)
     products = count_flops(scaled_dot_product_attention, x_n, x_n, x_n)  # the two n x n products only
     products_cheaper.append(products < count_flops(rnn_layer, x_n))
 assert products_cheaper == [n < d for n in range(1, 2 * d + 1)]
-print(
-    f"PASS: attention's n x n products alone cost fewer FLOPs than the RNN layer exactly when n < d = {d} "
-    f"(n = 1 to {2 * d})"
-)
+print(f"✓ attention's n x n products alone cost fewer FLOPs than the RNN layer exactly when n < d = {d}")
 
 # %% [markdown]
-# The table's columns, as figures. The convolutions buy parallel work with depth: the printed
-# paths are the layers a stack needs before its two ends are connected, growing with $n$ (slowly
-# when dilated); only attention connects them in one layer.
+# The columns as figures: convolutions and restricted attention buy parallel work with depth.
 
 # %%
 fig, (ax_path, ax_flops) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
-markers = {"RNN": "o-", "self-attention": "s-", "convolution": "^--", "dilated convolution": "v:"}
+markers = {
+    "RNN": "o-",
+    "self-attention": "s-",
+    "convolution": "^--",
+    "dilated convolution": "v:",
+    "restricted self-attention": "d-.",
+}
 for kind, c in costs.items():
     ax_path.plot(ns, c["path"], markers[kind], color=COLOR[kind], label=kind)
     ax_flops.plot(ns, c["flops"], markers[kind], color=COLOR[kind], label=kind)
-ax_path.set(
-    xscale="log",
-    yscale="log",
-    xlabel="sequence length n",
-    ylabel="steps (RNN) or layers",
-    title="Maximum path length: only attention stays at 1",
-)
-ax_flops.set(
-    xscale="log",
-    yscale="log",
-    xlabel="sequence length n",
-    ylabel="FLOPs of one layer",
-    title="Complexity per layer: attention's grows like n^2\n(the two convolutions coincide)",
+log_axes(ax_path, ns, "steps (RNN) or layers", "Maximum path length: only full attention stays at 1")
+log_axes(
+    ax_flops,
+    ns,
+    "FLOPs of one layer",
+    "Complexity per layer: attention's grows like n^2\n(the two convolutions coincide)",
 )
 for ax in (ax_path, ax_flops):
-    ax.set_xticks(ns, [str(n) for n in ns])
-    ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
     ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
+# **In time.** Forward passes on one CPU thread: the cell loop, `nn.RNN` (the same loop, in C++),
+# and one attention call. Timings vary between machines; this only illustrates the counts above.
+
+# %% tags=["nbval-ignore-output"]
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+time_ns = [32, 128, 512, 2048]
+timings = {"RNNCell loop": [], "nn.RNN": [], "self-attention": []}
+with torch.no_grad():
+    for n in time_ns:
+        x_n = torch.randn(1, n, d_model, generator=torch.Generator().manual_seed(5))  # (1, n, d_model)
+        timings["RNNCell loop"].append(median_time(lambda: cell_states(list(x_n[0]), cell)))
+        timings["nn.RNN"].append(median_time(lambda: rnn(x_n)))
+        timings["self-attention"].append(median_time(lambda: attention(x_n)))
+        print(f"n={n:5d}: " + "   ".join(f"{k} {v[-1] * 1e3:8.3f} ms" for k, v in timings.items()))
+torch.set_num_threads(threads)
+
+fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
+styles = {
+    "RNNCell loop": ("o-", COLOR["RNN"]),
+    "nn.RNN": ("o--", COLOR["RNN"]),
+    "self-attention": ("s-", COLOR["self-attention"]),
+}
+for name, ts in timings.items():
+    ax.plot(time_ns, [t * 1e3 for t in ts], styles[name][0], color=styles[name][1], label=name)
+log_axes(ax, time_ns, "ms (median of 5)", "Forward time on one CPU thread")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# Where attention is faster here, it makes a few large calls instead of $n$ small dependent ones.
+# A GPU can run the $n^2$ comparisons side by side, but not the RNN's $n$ dependent steps ("GPU
+# loves parallel computing blocks!", the COMP7607 slides; not timed here).
+
+# %% [markdown]
 # ## 5. Vanishing gradients
 #
-# Training needs the gradient of a loss at position $n$ with respect to an early input. Through
-# the RNN it is a product of $n$ Jacobians, one per step. With row vectors, $g_t = \partial L /
-# \partial h_t$ goes back one step as
+# Through the RNN the gradient of a loss at position $n$ with respect to $x_0$ is a product of $n$
+# Jacobians; through attention, one softmax-weighted sum. We measure $\|\partial L_n / \partial x_0\|$
+# with $L_n$ the sum of output $n$, in float64, median over 8 random sequences (`grad_norm_to_first`),
+# at distances $n$ from 1 to 128.
+#
+# > **Going further:** why the factor per step is what it is (the spectral radius of $W_{hh}$ and
+# > tanh's slope, not $\|W_{hh}\|_2$), twenty initialisations and exploding gradients, and the
+# > distance at which float32 rounds the gradient to exactly 0 are measured at the end of the lesson.
+#
+# **Predict first.** From $n = 1$ to $n = 128$, by how many orders of magnitude does the RNN's
+# gradient fall? (Write $m$ for a fall by $10^{m}$; section 1's final state lost more than 20 from
+# $n = 5$ to 80.)
+
+# %%
+my_guess_orders = None  # your answer: a number of orders of magnitude, e.g. 5
+
+# %%
+rnn64, attention64 = rnn.double(), attention.double()  # the same weights, in float64
+grad_ns = [1] + list(range(8, 129, 8))  # distances 1, 8, 16, ..., 128
+X = torch.randn(8, 161, d_model, generator=torch.Generator().manual_seed(4), dtype=torch.float64)  # (8, 161, d_model)
+rnn_grad = [grad_norm_to_first(rnn64, X, n) for n in grad_ns]
+attention_grad = [grad_norm_to_first(attention64, X, n) for n in grad_ns]
+W_hh, W_ih = rnn64.weight_hh_l0.detach(), rnn64.weight_ih_l0.detach()  # (d_hidden, d_hidden), (d_hidden, d_model)
+W_hh_norm, W_ih_norm = torch.linalg.matrix_norm(W_hh, ord=2).item(), torch.linalg.matrix_norm(W_ih, ord=2).item()
+W_hh_radius = torch.linalg.eigvals(W_hh).abs().max().item()
+bound = [math.sqrt(d_model) * W_hh_norm**n * W_ih_norm for n in grad_ns]  # ||1|| ||W_hh||^n ||W_ih||
+orders = math.log10(rnn_grad[0] / rnn_grad[-1])
+measured_rate = (rnn_grad[-1] / rnn_grad[1]) ** (1 / (grad_ns[-1] - grad_ns[1]))  # per step, from n=8 to 128
+
+# %% tags=["nbval-ignore-output"]
+print(f"RNN: ||d L_n / d x_0|| = {rnn_grad[0]:.2f} at n = 1, {rnn_grad[-1]:.1e} at n = 128")
+print(f"a fall of {orders:.1f} orders of magnitude, by x{measured_rate:.2f} per step")
+print(f"attention: {attention_grad[0]:.2f} at n = 1, {attention_grad[-1]:.3f} at n = 128")
+
+# %% tags=["hide-input"]
+assert rnn_grad[-1] / rnn_grad[0] < 1e-40  # falls by more than 40 orders of magnitude
+assert all(later < earlier for earlier, later in zip(rnn_grad, rnn_grad[1:]))
+assert round(orders) == check.predict_orders_lost.reference
+print("✓ the RNN's gradient to x_0 falls at every distance, by more than 40 orders of magnitude up to n = 128")
+
+# %%
+check.predict_orders_lost(my_guess_orders)
+
+
+# %%
+def plot_gradients(curves, title):
+    """||d L_n / d x_0|| against the distance n on a log scale; curves maps a label to (values, style, colour)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    for label, (values, style, colour) in curves.items():
+        ax.plot(grad_ns, values, style, color=colour, label=label)
+    ax.set(yscale="log", xlabel="distance n", ylabel="|| d L_n / d x_0 || (log scale)", title=title)
+    ax.legend(fontsize=8)
+    plt.show()
+
+
+plot_gradients(
+    {
+        "vanilla RNN (tanh)": (rnn_grad, "o-", COLOR["RNN"]),
+        "one self-attention layer": (attention_grad, "s-", COLOR["self-attention"]),
+    },
+    "Gradient reaching position 0: a straight fall for the RNN",
+)
+
+# %% [markdown]
+# The straight line on a log scale is a fixed factor per step. **Attention: diluted, not vanishing.**
+# Output $n$ depends on $x_0$ through one softmax-weighted sum over $n + 1$ positions. When the
+# weights stay spread out, each within a few times $1/(n+1)$, position 0's share, and its gradient, fall like
+# $1/(n+1)$, and gradient $\times (n+1)$ changes by a small factor, not orders of magnitude. Over 8 initialisations of the attention
+# layer, with the largest weight of the last output at $n = 128$ as a multiple of the uniform $1/129$:
+
+
+# %%
+def largest_weight(attention, x):
+    """Largest attention weight of the last output, times the number of positions (1 = uniform); x is (batch, seq, d)."""
+    with torch.no_grad():
+        weights = scaled_dot_product_attention(attention.W_q(x), attention.W_k(x), attention.W_v(x))[1]  # (b, s, s)
+    return weights[:, -1].max().item() * x.shape[1]
+
+
+spread, peak = {1: [], 3: []}, {1: [], 3: []}
+for seed in range(8):
+    torch.manual_seed(seed)
+    attention_s = SelfAttention(d_model).double()
+    for size in (1, 3):  # the inputs as they are, and 3 x larger
+        scaled = [grad_norm_to_first(attention_s, size * X, n) * (n + 1) for n in grad_ns]
+        spread[size].append((min(scaled), max(scaled)))
+        peak[size].append(largest_weight(attention_s, size * X[:, :129]))
+
+# %% tags=["nbval-ignore-output"]
+print(f"8 seeds: gradient x (n+1) from {min(lo for lo, _ in spread[1]):.2f} to {max(hi for _, hi in spread[1]):.2f}")
+print(f"largest max/min ratio within one seed: {max(hi / lo for lo, hi in spread[1]):.2f}")
+print(f"last output's largest weight: at most {max(peak[1]):.1f} x uniform")
+
+# %% tags=["hide-input"]
+assert all(hi / lo < 2.5 for lo, hi in spread[1]) and max(peak[1]) < 10
+assert attention_grad[-1] / attention_grad[0] > 1e-2  # ours falls by less than 2 orders of magnitude
+print(
+    "✓ in 8 of 8 initialisations no weight takes over and attention's gradient x (n+1) changes by a small factor, not orders of magnitude"
+)
+
+# %% [markdown]
+# With sharper weights the share depends on the content, not on a product of $n$ Jacobians. Make
+# the inputs 3 times larger: the scores grow, a few positions take most of the weight,
+# and gradient $\times (n+1)$ is no longer flat:
+
+# %% tags=["nbval-ignore-output"]
+print(
+    f"inputs x 3: smallest max/min ratio of gradient x (n+1) within one seed {min(hi / lo for lo, hi in spread[3]):.0f}"
+)
+print(f"last output's largest weight: at least {min(peak[3]):.0f} x uniform")
+
+# %% tags=["hide-input"]
+assert all(hi / lo > 20 for lo, hi in spread[3]) and min(peak[3]) > 50
+print(
+    "✓ with inputs 3 x larger, in 8 of 8 initialisations a few positions take most of the weight and gradient x (n+1) is far from flat"
+)
+
+# %% [markdown]
+# Either way the gradient does not pass through a chain of $n$ steps: no path gets longer. Spread-out
+# weights dilute it; sharp ones make it depend on what the inputs say.
+#
+# ## Summary
+#
+# - An RNN encoder hands its decoder one vector, whatever the sentence's length, and in our untrained,
+#   default-initialised RNNs the gradient from it to the first word vanishes with the length (other
+#   initialisations can make it explode: Going further C). Attention over the encoder states (Bahdanau
+#   et al., 2015) reads a new weighted sum of all of them at every step.
+# - An RNN puts $n$ dependent steps between positions 0 and $n - 1$, bidirectional or not; one
+#   self-attention layer connects them in one layer and a fixed number of calls.
+# - Table 1, counted: each row's FLOPs and path length match an exact formula at every $n$
+#   measured; only the RNN's sequential calls grow with $n$.
+# - The gradient through our tanh RNN shrinks by a fixed factor per step, more than 40 orders of
+#   magnitude over 128 steps; through attention it is only shared among the positions.
+#
+# ## Exercises
+#
+# Three exercises apply the lesson's counting to layers it did not count; one measures section 5's
+# gradient. Replace `raise NotImplementedError` and run the cell. Stuck? `check.stacked_rnn.hint()`
+# and `check.stacked_rnn.solution()` (likewise for the others).
+#
+# **Exercise 1 (a stacked RNN).** `nn.RNN(..., num_layers=L)` stacks $L$ RNN layers: layer 1 reads
+# the inputs, layer $l$ reads the states of layer $l - 1$, and the output is the top layer's states.
+# Write `stacked_rnn(n, num_layers)` returning three numbers for a sequence of length $n$: the cell
+# applications in one forward pass; the sequential steps (the longest chain of cell applications each
+# needing the previous one's result); and the path length, the fewest cell applications on a route
+# from $x_0$ to the top layer's output at position $n - 1$.
+
+
+# %%
+def stacked_rnn(n, num_layers):
+    """(cell runs, sequential steps, path length) of a num_layers-deep RNN over n positions."""
+    raise NotImplementedError  # your code here
+
+
+check.stacked_rnn(stacked_rnn)
+
+# %% [markdown]
+# **Exercise 2 (other dilations).** Section 4 stacked causal convolutions of width $k$ whose
+# dilation grows by a factor $k$ per layer ($1, k, k^2, \dots$), and contiguous ones (dilation 1
+# everywhere). Let it grow by any whole factor `growth` from 1 to `kernel` instead: layer
+# $l = 0, 1, 2, \dots$ has width `kernel` and dilation `growth ** l`, so its output $t$ reads inputs
+# $t, t - \text{dilation}, \dots$. Write
+# `dilated_layers(n, kernel, growth)`: the fewest such layers before output $n - 1$ reads input 0
+# (`growth = 1` and `growth = kernel` must give section 4's two rows).
+
+
+# %%
+def dilated_layers(n, kernel, growth):
+    """The fewest causal layers (dilation growth**l in layer l, 1 <= growth <= kernel) connecting output n - 1 to input 0."""
+    raise NotImplementedError  # your code here
+
+
+check.dilated_layers(dilated_layers)
+
+# %% [markdown]
+# **Exercise 3 (the gradient that reaches position 0).** Given an `nn.RNN` and one unbatched
+# sequence `x` (seq, input_size), return (as a float) the norm of the gradient of the loss
+# $L = \sum_j (\text{output at the last position})_j$ with respect to the **first** input $x_0$.
+# Try it on longer and longer sequences afterwards.
+
+
+# %%
+def grad_to_first(rnn, x):
+    """|| d L / d x_0 || for L the sum of the last position's output."""
+    raise NotImplementedError  # your code here
+
+
+check.grad_to_first(grad_to_first)
+
+# %% [markdown]
+# **Exercise 4 (the paper's centred window).** With an odd size $r$, output $t$ attends to inputs
+# $t - (r-1)/2, \dots, t + (r-1)/2$ (those that exist). Write `centred_layers(n, r)`: the fewest
+# such layers before output $n - 1$ depends on input 0.
+
+
+# %%
+def centred_layers(n, r):
+    """The fewest stacked centred windows of odd size r connecting output n - 1 to input 0."""
+    raise NotImplementedError  # your code here
+
+
+check.centred_layers(centred_layers)
+
+# %% [markdown]
+# ## Going further
+#
+# Four detours from section 5, each with its own checks. Read them if you want to know:
+#
+# - **A.** whether $\|W_{hh}\|_2 < 1$ at initialisation, the usual textbook assumption (it is not,
+#   from $d_{hidden} = 16$ up), and what random-matrix theory says about it;
+# - **B.** where the factor per step comes from: tanh's slope times a gain of $W_{hh}$ near its
+#   spectral radius, not its norm;
+# - **C.** whether that holds over twenty initialisations, and when the gradient explodes instead;
+# - **D.** at what distance float32 rounds the gradient to exactly 0 (a prediction to make first).
+#
+# ### A. $\|W_{hh}\|_2$ at initialisation
+#
+# With row vectors, $g_t = \partial L / \partial h_t$ goes back one step as
 #
 # $$g_{t-1} = \big(g_t \odot (1 - h_t^2)\big)\, W_{hh},$$
 #
@@ -519,12 +856,8 @@ plt.show()
 # $\|g\|$ by $\|W_{hh}\|_2$, the largest singular value, which bounds the whole gradient by
 # $\sqrt{d}\,\|W_{hh}\|_2^{\,n}\,\|W_{ih}\|_2$ (the $\sqrt{d}$ is $\|\partial L / \partial h_n\|$ for
 # $L$ = the sum of the last output). That bound shrinks only if $\|W_{hh}\|_2 < 1$. Is it, at
-# initialisation?
-#
-# ### 5.1 $\|W_{hh}\|_2$ at initialisation, over 50 seeds
-#
-# `default_init_W_hh` builds `nn.RNN(d, d)` under seeds 0 to 49 and returns, for each,
-# $\|W_{hh}\|_2$ and the **spectral radius** $\rho(W_{hh})$, the largest $|\text{eigenvalue}|$.
+# initialisation? `default_init_W_hh` builds `nn.RNN(d, d)` under seeds 0 to 49 and returns, for
+# each, $\|W_{hh}\|_2$ and the **spectral radius** $\rho(W_{hh})$, the largest $|\text{eigenvalue}|$.
 
 # %%
 init_seeds = range(50)
@@ -540,7 +873,8 @@ for d_hidden, (norms, radii) in init.items():
 # %% [markdown]
 # So the common assumption "$\|W_{hh}\|_2 < 1$ at initialisation" is false in general: the column
 # "below 1" counts the seeds where it held, fewer than half at $d_{hidden} = 16$ (seed 0, ours, is
-# one of them) and none from $d_{hidden} = 64$ on, while the median norm grows with the width.
+# one of them) and none from $d_{hidden} = 64$ on, while over these four widths the median norm
+# grows towards $2/\sqrt{3}$.
 # Random matrix theory says why: a $d \times d$ matrix with independent entries of variance
 # $\sigma^2$ has, for large $d$, largest singular value near $2\sigma\sqrt{d}$ (Geman, 1980) and
 # eigenvalues filling the disc of radius $\sigma\sqrt{d}$ (the circular law; Tao and Vu, 2010), with
@@ -548,21 +882,18 @@ for d_hidden, (norms, radii) in init.items():
 # Uniform weights in $[-1/\sqrt{d}, 1/\sqrt{d}]$ have $\sigma^2 = 1/(3d)$: $\|W_{hh}\|_2 \to 2/\sqrt{3}
 # \approx 1.15$, while $\rho(W_{hh}) \to 1/\sqrt{3} \approx 0.58$.
 
-# %%
+# %% tags=["hide-input"]
 for norms, radii in init.values():
     assert (norms - 1).abs().min() > 1e-3  # no norm so close to 1 that rounding could flip the count
     assert radii.max() < 1  # every spectral radius is below 1
 medians = [norms.median() for norms, _ in init.values()]
-assert all(a < b for a, b in zip(medians, medians[1:]))  # the median norm grows with the width
+assert all(a < b for a, b in zip(medians, medians[1:]))  # the median norm grows over these widths
 assert 0 < int((init[16][0] < 1).sum()) < 25 and init[16][0][0] < 1  # seed 0 is among those below 1
 assert int((init[64][0] < 1).sum()) == int((init[256][0] < 1).sum()) == 0
 assert abs(init[256][0].median() / (2 / math.sqrt(3)) - 1) < 0.05
 assert abs(init[256][1].median() / (1 / math.sqrt(3)) - 1) < 0.06
-print(
-    "PASS: ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16 (seed 0 among them), in none at 64 "
-    "or 256; the median grows with d_hidden, within 5% of 2/sqrt(3) at 256"
-)
-print("PASS: rho(W_hh) < 1 in all 50 seeds at every width shown; median within 6% of 1/sqrt(3) at 256")
+print("✓ ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16, in none at 64 or 256")
+print("✓ over these four widths the median norm grows towards 2/sqrt(3); rho(W_hh) < 1 in every seed, near 1/sqrt(3)")
 
 # %% [markdown]
 # The limits are for large $d$. At the narrowest widths the picture changes. Over 2000 seeds at
@@ -590,9 +921,9 @@ assert all(0 < radius_1_or_more[d] <= 5 for d in (6, 8))
 assert all(radius_1_or_more[d] == 0 for d in (10, 12, 14))
 counts = list(norm_below_1.values())  # d_hidden = 2, 4, ..., 14
 assert all(a > b for a, b in zip(counts, counts[1:])) and norm_below_1[12] < half and norm_below_1[14] < half
-print("PASS: at d_hidden = 2 and 4 the norm is below 1 in most of 2000 seeds, and rho(W_hh) >= 1 in more than 10")
-print("PASS: at d_hidden = 6 and 8 rho(W_hh) >= 1 in a few of 2000 seeds (1 to 5); at 10, 12 and 14 in none of them")
-print("PASS: the seeds with a norm below 1 get fewer at each wider width, fewer than half of 2000 at 12 and 14")
+print("✓ at d_hidden = 2 and 4 the norm is below 1 in most of 2000 seeds, and rho(W_hh) >= 1 in more than 10")
+print("✓ at d_hidden = 6 and 8 rho(W_hh) >= 1 in a few of 2000 seeds; at 10, 12 and 14 in none")
+print("✓ the seeds with a norm below 1 get fewer at each wider width, fewer than half at 12 and 14")
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
@@ -612,37 +943,16 @@ ax.legend(fontsize=8, loc="center right")
 plt.show()
 
 # %% [markdown]
-# ### 5.2 The gradient against distance, and the factor per step
+# ### B. The factor per step
 #
-# We measure $\|\partial L_n / \partial x_0\|$ with $L_n = \sum_j (\text{output at position } n)_j$,
-# for sequences $x_0, \dots, x_n$, in float64, as the median over 8 random sequences
-# (`grad_norm_to_first`; with 8 values PyTorch's median is the lower middle one, the 4th smallest),
-# for our RNN and our attention layer. These numbers come out of up to 128
-# steps of arithmetic, so on another processor their last digits may differ; the checks after them
-# hold with a margin.
-
-# %%
-rnn64, attention64 = rnn.double(), attention.double()  # the same weights, in float64
-grad_ns = [1] + list(range(8, 129, 8))  # distances 1, 8, 16, ..., 128
-X = torch.randn(8, 161, d_model, generator=torch.Generator().manual_seed(4), dtype=torch.float64)  # (8, 161, d_model)
-rnn_grad = [grad_norm_to_first(rnn64, X, n) for n in grad_ns]
-attention_grad = [grad_norm_to_first(attention64, X, n) for n in grad_ns]
-W_hh, W_ih = rnn64.weight_hh_l0.detach(), rnn64.weight_ih_l0.detach()  # (d_hidden, d_hidden), (d_hidden, d_model)
-W_hh_norm, W_ih_norm = torch.linalg.matrix_norm(W_hh, ord=2).item(), torch.linalg.matrix_norm(W_ih, ord=2).item()
-W_hh_radius = torch.linalg.eigvals(W_hh).abs().max().item()
-bound = [math.sqrt(d_model) * W_hh_norm**n * W_ih_norm for n in grad_ns]  # ||1|| ||W_hh||^n ||W_ih||
-orders = math.log10(rnn_grad[0] / rnn_grad[-1])
-measured_rate = (rnn_grad[-1] / rnn_grad[1]) ** (1 / (grad_ns[-1] - grad_ns[1]))  # per step, from n=8 to 128
+# The bound of A holds at every distance, but it is far too loose to explain the decay:
 
 # %% tags=["nbval-ignore-output"]
-for n, g_r, b, g_a in zip(grad_ns, rnn_grad, bound, attention_grad):
-    print(f"n={n:4d}: RNN {g_r:.1e} (bound {b:.1e})   attention {g_a:.2e}")
-print(f"||W_hh||_2 = {W_hh_norm:.2f}: the bound falls by x{W_hh_norm:.2f} per step")
-print(f"the RNN's gradient falls by x{measured_rate:.2f} per step, {orders:.0f} orders of magnitude from n=1 to 128")
+print(f"||W_hh||_2 = {W_hh_norm:.2f}: the bound falls by x{W_hh_norm:.2f} per step, to {bound[-1]:.1e} at n = 128")
+print(f"the RNN's gradient falls by x{measured_rate:.2f} per step, to {rnn_grad[-1]:.1e} at n = 128")
 
 # %% [markdown]
-# The bound holds, but it is far too loose to explain the decay. Follow the gradient back through
-# the Jacobians instead. `step_factors` runs $g_{t-1} = (g_t \odot (1 - h_t^2)) W_{hh}$ step by step
+# Follow the gradient back through the Jacobians instead. `step_factors` runs $g_{t-1} = (g_t \odot (1 - h_t^2)) W_{hh}$ step by step
 # from the loss at the last of 129 positions and splits each step's shrink factor exactly in two:
 #
 # $$\frac{\|g_{t-1}\|}{\|g_t\|} = \underbrace{\frac{\|g_t \odot (1 - h_t^2)\|}{\|g_t\|}}_{\text{the slope of tanh}}
@@ -654,7 +964,7 @@ print(f"the RNN's gradient falls by x{measured_rate:.2f} per step, {orders:.0f} 
 # step back would multiply $g$ by that number times $W_{hh}$, and repeated products of one matrix
 # grow like its largest $|\text{eigenvalue}|$, $\rho(W_{hh})$, not like its one-step worst case
 # $\|W_{hh}\|_2$: the gain would be $\rho(W_{hh})$. The slopes differ from unit to unit, so the gain
-# is only near $\rho(W_{hh})$; section 5.3 measures how near, and when it strays.
+# is only near $\rho(W_{hh})$; C measures how near, and when it strays.
 
 # %%
 parts = {name: value.median().item() for name, value in step_factors(rnn64, X[:, :129]).items()}
@@ -675,45 +985,34 @@ print(f"rho(W_hh) x mean(1 - h^2) = {W_hh_radius * parts['mean_tanh_prime']:.3f}
 # gradient, and it is a gain of $W_{hh}$ near $\rho(W_{hh})$ times a tanh slope near the mean of
 # $1 - h^2$, where the bound only promised $\|W_{hh}\|_2$ per step.
 
-# %%
+# %% tags=["hide-input"]
 assert all(g <= b for g, b in zip(rnn_grad, bound))
-assert rnn_grad[-1] / rnn_grad[0] < 1e-40  # falls by more than 40 orders of magnitude
-assert all(later < earlier for earlier, later in zip(rnn_grad, rnn_grad[1:]))
 assert abs(parts["factor"] / measured_rate - 1) < 0.05
 assert abs(parts["tanh_part"] / parts["mean_tanh_prime"] - 1) < 0.1
 assert 0.85 < parts["W_hh_part"] / W_hh_radius < 1.05 and parts["W_hh_part"] < W_hh_norm
-print("PASS: RNN gradient under its bound at every n, falling by more than 40 orders of magnitude from n=1 to 128")
-print(
-    "PASS: the per-step factor from the Jacobians is within 5% of the gradient curve's; its tanh part within "
-    "10% of mean(1 - h^2), its W_hh part within [0.85, 1.05] x rho(W_hh) and below ||W_hh||_2"
-)
+print("✓ the RNN's gradient stays under its bound at every n")
+print("✓ the factor from the Jacobians matches the gradient curve's; its tanh part is close to mean(1 - h^2)")
+print("✓ its W_hh part is close to rho(W_hh), and below ||W_hh||_2")
 
 # %%
-fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
-ax.plot(grad_ns, rnn_grad, "o-", color=COLOR["RNN"], label="vanilla RNN (tanh), measured")
-ax.plot(grad_ns, bound, ":", color="black", label="bound sqrt(d) ||W_hh||^n ||W_ih||")
-ax.plot(
-    grad_ns,
-    [rnn_grad[0] * parts["factor"] ** (n - 1) for n in grad_ns],
-    "--",
-    color="gray",
-    label="(per-step factor from the Jacobians)^(n-1),\nalmost hidden under the measured curve",
+plot_gradients(
+    {
+        "vanilla RNN (tanh), measured": (rnn_grad, "o-", COLOR["RNN"]),
+        "bound sqrt(d) ||W_hh||^n ||W_ih||": (bound, ":", "black"),
+        "(per-step factor from the Jacobians)^(n-1),\nalmost hidden under the measured curve": (
+            [rnn_grad[0] * parts["factor"] ** (n - 1) for n in grad_ns],
+            "--",
+            "gray",
+        ),
+    },
+    "Gradient reaching position 0: the bound is loose, the Jacobians' factor is not",
 )
-ax.plot(grad_ns, attention_grad, "s-", color=COLOR["self-attention"], label="one self-attention layer")
-ax.set(
-    yscale="log",
-    xlabel="distance n",
-    ylabel="|| d L_n / d x_0 || (log scale)",
-    title="Gradient reaching position 0: the bound is loose, the Jacobians' factor is not",
-)
-ax.legend(fontsize=8)
-plt.show()
 
 # %% [markdown]
-# ### 5.3 Twenty initialisations
+# ### C. Twenty initialisations, and exploding gradients
 #
 # One seed proves little. For seeds 0 to 19 (the same 8 sequences), the per-step factor and its
-# parts, next to $\|W_{hh}\|_2$ and $\rho(W_{hh})$:
+# parts, next to $\|W_{hh}\|_2$ and $\rho(W_{hh})$ (ranges over the seeds; the figure shows each):
 
 # %%
 seeds_20 = range(20)
@@ -735,12 +1034,13 @@ factors = [r["factor"] for r in rows]
 above_one = sum(r["norm"] > 1 for r in rows)
 
 # %% tags=["nbval-ignore-output"]
-print("seed  ||W_hh||_2  rho(W_hh)   factor = tanh part x W_hh part   mean(1-h^2)")
-for r in rows:
-    print(
-        f"{r['seed']:4d}     {r['norm']:.2f}       {r['radius']:.2f}      {r['factor']:.2f} = "
-        f"{r['tanh_part']:.2f} x {r['W_hh_part']:.2f}          {r['mean_tanh_prime']:.2f}"
-    )
+for key, label in [
+    ("norm", "||W_hh||_2"),
+    ("radius", "rho(W_hh)"),
+    ("tanh_part", "tanh part"),
+    ("W_hh_part", "W_hh part"),
+]:
+    print(f"{label:11s} from {min(r[key] for r in rows):.2f} to {max(r[key] for r in rows):.2f}")
 print(
     f"per-step factor over 20 seeds: median {statistics.median(factors):.2f}, "
     f"range [{min(factors):.2f}, {max(factors):.2f}]; ||W_hh||_2 > 1 in {above_one} of 20"
@@ -755,16 +1055,14 @@ print(
 # including the ones where $\|W_{hh}\|_2 > 1$: the vanishing comes from $\rho(W_{hh}) < 1$ and tanh's
 # slope, not from the norm.
 
-# %%
+# %% tags=["hide-input"]
 assert all(r["factor"] < 0.6 for r in rows)
 assert above_one >= 5  # the claim is tested where the norm bound says nothing
 assert all(0.85 < r["W_hh_part"] / r["radius"] < 1.05 and r["W_hh_part"] < r["norm"] for r in rows)
 assert all(abs(r["tanh_part"] / r["mean_tanh_prime"] - 1) < 0.1 for r in rows)
 assert all(abs(r["factor"] / (r["radius"] * r["mean_tanh_prime"]) - 1) < 0.15 for r in rows)
-print(
-    f"PASS: over 20 seeds ({above_one} with ||W_hh||_2 > 1) the per-step factor is below 0.6; "
-    "W_hh's gain within [0.85, 1.05] x rho(W_hh); factor within 15% of rho(W_hh) x mean(1 - h^2)"
-)
+print(f"✓ in 20 of 20 seeds ({above_one} with ||W_hh||_2 > 1) the per-step factor is well below 1")
+print("✓ in every seed W_hh's gain is close to rho(W_hh), and the factor to rho(W_hh) x mean(1 - h^2)")
 
 # %%
 fig, (ax_norm, ax_pred) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
@@ -868,11 +1166,8 @@ assert all(0.9 < r < 1 for r in ratio[1]) and 0.25 < spread[1] < 0.4  # about a 
 assert all(min(ratio[c]) < 0.75 and max(ratio[c]) > 1 for c in (4, 6))
 assert 0.8 < spread[4] < 1.2 and spread[6] > 1.2  # about the mean slope, then beyond it
 assert all(a < b for a, b in zip(spread.values(), list(spread.values())[1:]))  # more uneven as c grows
-print(
-    "PASS: with the same slope in every unit W_hh's gain is within 5% of rho(W_hh) (4 scales x 20 seeds); "
-    "with the real slope, within [0.9, 1] x rho at c = 1, and below 0.75 x rho in some seeds and above rho "
-    "in others at c = 4 and at c = 6, where the slope's spread (median) reaches its mean or more"
-)
+print("✓ with the same slope in every unit, W_hh's gain is rho(W_hh) at every scale, in every seed")
+print("✓ with the real slope it stays near rho at c = 1, and strays both ways at c = 4 and 6 as the slope grows uneven")
 assert count["rho(W_hh) > 1"][2] == 19 and all(blow_up[2, s]["growth"] < 1e-6 for s in seeds_20)
 assert count["per-step factor > 1"][1] == count["per-step factor > 1"][2] == 0
 assert all(10 < count["per-step factor > 1"][c] < 20 for c in (4, 6))  # most seeds, not all
@@ -884,11 +1179,9 @@ assert all(
 assert all(
     blow_up[c, s]["W_hh_part"] < blow_up[c2, s]["W_hh_part"] for c, c2 in zip(scales, scales[1:]) for s in seeds_20
 )
-print("PASS: W_hh x 2: rho > 1 in 19 of 20 seeds, yet the gradient falls by over 6 orders of magnitude in 128 steps")
-print(
-    "PASS: the gradient grows exactly where the per-step factor is above 1: in most seeds but not all at c = 4 "
-    "and at c = 6 (by amounts over 100 x apart), in none at c = 1 or 2; as c grows, W_hh's gain grows and tanh's slope falls, in every seed"
-)
+print("✓ W_hh x 2: rho > 1 in 19 of 20 seeds, yet the gradient falls by over 6 orders of magnitude in 128 steps")
+print("✓ the gradient grows exactly where the per-step factor is above 1: in most seeds but not all at c = 4 and 6")
+print("✓ as c grows, W_hh's gain grows and tanh's slope falls, in every seed")
 
 # %% [markdown]
 # The range $[0.9\,\rho, \rho]$ at $c = 1$ is for our width, $d_{hidden} = 16$. Narrower RNNs
@@ -909,12 +1202,12 @@ for d_hidden in (4, 8):
 for d_hidden, g in narrow_gain.items():
     print(f"d_hidden = {d_hidden}: gain of W_hh / rho(W_hh) from {min(g):.2f} to {max(g):.2f} over 20 seeds")
 
-# %%
+# %% tags=["hide-input"]
 assert all(max(g) > 1.1 for g in narrow_gain.values())
-print("PASS: at d_hidden = 4 and 8 the gain of W_hh passes 1.1 x rho(W_hh) in some seed at c = 1")
+print("✓ at d_hidden = 4 and 8 the gain of W_hh passes 1.1 x rho(W_hh) in some seed at c = 1")
 
 # %% [markdown]
-# ### 5.4 In float32, when is it exactly zero?
+# ### D. In float32, when is the gradient exactly zero?
 #
 # PyTorch computes in float32 unless told otherwise (as we did with `.double()`), and float32's
 # smallest positive number is $2^{-149} \approx 1.4 \times 10^{-45}$.
@@ -930,12 +1223,12 @@ print("PASS: at d_hidden = 4 and 8 the gain of W_hh passes 1.1 x rho(W_hh) in so
 # every one of the 8 gradients is exactly 0.
 #
 # **Predict first.** Before running the next cells, estimate the distance $n$ at which the float32
-# gradient **itself** (the median sequence's) is first exactly 0, from two numbers section 5.2
+# gradient **itself** (the median sequence's) is first exactly 0, from two numbers section 5 and B
 # printed: the gradient at $n = 1$ and the factor it shrinks by per step. Write a whole number; the check after the
 # measurement says whether you were close.
 
 # %%
-my_prediction = None  # your answer: the first n at which the float32 gradient is exactly 0, e.g. 50
+my_guess_underflow = None  # your answer: the first n at which the float32 gradient is exactly 0, e.g. 50
 
 # %% tags=["nbval-ignore-output"]
 rnn32 = nn.RNN(d_model, d_model, nonlinearity="tanh", batch_first=True)
@@ -952,252 +1245,42 @@ print(
     f"float32: the median gradient itself is first exactly 0 at n = {grad_zero} (float64 predicts "
     f"{predicted_grad_zero}); every sequence's is 0 from n = {all_zero}"
 )
-print(f"estimate from section 5.2: 1 + log(2^-149 / {rnn_grad[0]:.2f}) / log({parts['factor']:.2f}) = {estimate:.0f}")
+print(
+    f"estimate from sections 5 and B: 1 + log(2^-149 / {rnn_grad[0]:.2f}) / log({parts['factor']:.2f}) = {estimate:.0f}"
+)
 
 # %% [markdown]
 # The exact $n$ can move by a step between machines (the last bits of float32 arithmetic differ),
 # and so can the estimate's last digit, so the claim checked is the band:
 
-# %%
+# %% tags=["hide-input"]
 assert abs(norm_zero - predicted_norm_zero) <= 2 and abs(grad_zero - predicted_grad_zero) <= 3
 assert 55 <= norm_zero <= 80 and 115 <= grad_zero <= 150 and grad_zero > norm_zero + 40
 assert grad_zero <= all_zero <= grad_zero + 15
-print(
-    "PASS: in float32 the gradient's norm reads 0 within 2 steps of where float64's largest entry falls below "
-    "2^-75 (n in [55, 80])"
-)
-print(
-    "PASS: the median gradient itself is exactly 0 within 3 steps of where float64's falls below 2^-149 "
-    "(n in [115, 150]), more than 40 steps later; every sequence's is 0 within 15 steps after that"
-)
+print("✓ in float32 the gradient's norm reads 0 where float64's largest entry falls below 2^-75")
+print("✓ the gradient itself is exactly 0 where float64's falls below 2^-149, more than 40 steps later")
 answer, (lo, hi) = check.predict_underflow.reference, check.UNDERFLOW_BAND
 assert abs(rnn_grad[0] - 1) < 0.05 and abs(parts["factor"] - 0.45) < 0.01  # the two numbers the estimate uses
 assert abs(estimate - answer) <= 2 and abs(predicted_grad_zero - answer) <= 1 and lo <= grad_zero <= hi
-print(
-    f"PASS: the estimate, float64's crossing and float32's zero all lie within [{lo}, {hi}], "
-    f"the band the check below accepts around n = {answer}"
-)
+print(f"✓ the estimate, float64's crossing and float32's zero all land near n = {answer}")
 
 # %% [markdown]
 # How close was your prediction?
 
 # %%
-check.predict_underflow(my_prediction)
-
-# %% [markdown]
-# ### 5.5 Attention: diluted, not vanishing
-#
-# Attention has no product of Jacobians: output $n$ depends on $x_0$ through one softmax-weighted
-# sum over $n + 1$ positions. When the weights stay close to uniform, each near $1/(n+1)$, position
-# 0's share, and its gradient, fall like $1/(n+1)$. If so, gradient $\times (n+1)$ stays roughly flat.
-# Over 8 initialisations of the attention layer, with the largest weight of the last output at
-# $n = 128$ as a multiple of the uniform $1/129$:
-
-
-# %%
-def largest_weight(attention, x):
-    """Largest attention weight of the last output, times the number of positions (1 = uniform); x is (batch, seq, d)."""
-    with torch.no_grad():
-        weights = scaled_dot_product_attention(attention.W_q(x), attention.W_k(x), attention.W_v(x))[1]  # (b, s, s)
-    return weights[:, -1].max().item() * x.shape[1]
-
-
-spread, peak = {1: [], 3: []}, {1: [], 3: []}
-for seed in range(8):
-    torch.manual_seed(seed)
-    attention_s = SelfAttention(d_model).double()
-    for size in (1, 3):  # the inputs as they are, and 3 x larger
-        scaled = [grad_norm_to_first(attention_s, size * X, n) * (n + 1) for n in grad_ns]
-        spread[size].append((min(scaled), max(scaled)))
-        peak[size].append(largest_weight(attention_s, size * X[:, :129]))
-print(
-    "\n".join(
-        f"seed {seed}: gradient x (n+1) between {lo:.2f} and {hi:.2f} for n = 1 ... 128; "
-        f"last output's largest weight {p:.1f} x uniform"
-        for seed, ((lo, hi), p) in enumerate(zip(spread[1], peak[1]))
-    )
-)
-print(f"largest max/min ratio over the 8 seeds: {max(hi / lo for lo, hi in spread[1]):.2f}")
-
-# %%
-assert all(hi / lo < 2.5 for lo, hi in spread[1]) and max(peak[1]) < 10
-assert attention_grad[-1] / attention_grad[0] > 1e-2  # ours falls by less than 2 orders of magnitude
-print(
-    "PASS: in all 8 initialisations the last output's largest weight stays below 10 x uniform, and attention's "
-    "gradient x (n+1) stays within a factor 2.5 from n = 1 to 128"
-)
-
-# %% [markdown]
-# With sharper weights the share depends on the content, not on a product of $n$ Jacobians. Make
-# the inputs 3 times larger: the scores grow, a few positions take most of the weight,
-# and gradient $\times (n+1)$ is no longer flat:
-
-# %% tags=["nbval-ignore-output"]
-for seed, ((lo, hi), p) in enumerate(zip(spread[3], peak[3])):
-    print(
-        f"inputs x 3, seed {seed}: gradient x (n+1) from {lo:.1e} to {hi:.1e}; "
-        f"last output's largest weight {p:.0f} x uniform"
-    )
-
-# %%
-assert all(hi / lo > 20 for lo, hi in spread[3]) and min(peak[3]) > 50
-print(
-    "PASS: with inputs 3 x larger, in all 8 initialisations the last output's largest weight is over 50 x uniform "
-    "and gradient x (n+1) varies by more than 20 x from n = 1 to 128"
-)
-
-# %% [markdown]
-# Either way the gradient does not pass through a chain of $n$ steps: no path gets longer. Near
-# uniform weights dilute it; sharp ones make it depend on what the inputs say.
-#
-# ## 6. Sequential against parallel, in time
-#
-# Timing the forward passes for growing $n$: the cell loop (one Python-level step per position),
-# `nn.RNN` (the same loop, in C++), and one batched attention call, on one CPU thread. Timings
-# vary from run to run and machine to machine, so treat this figure as an illustration; the claim
-# it illustrates, sequential steps growing like $n$ against a constant, is the counted one above.
-
-# %% tags=["nbval-ignore-output"]
-rnn, attention, cell = rnn.float(), attention.float(), cell.float()
-threads = torch.get_num_threads()
-torch.set_num_threads(1)
-time_ns = [32, 128, 512, 2048]
-timings = {"RNNCell loop": [], "nn.RNN": [], "self-attention": []}
-with torch.no_grad():
-    for n in time_ns:
-        x_n = torch.randn(1, n, d_model, generator=torch.Generator().manual_seed(5))  # (1, n, d_model)
-        timings["RNNCell loop"].append(median_time(lambda: cell_states(list(x_n[0]), cell)))
-        timings["nn.RNN"].append(median_time(lambda: rnn(x_n)))
-        timings["self-attention"].append(median_time(lambda: attention(x_n)))
-        print(f"n={n:5d}: " + "   ".join(f"{k} {v[-1] * 1e3:8.3f} ms" for k, v in timings.items()))
-torch.set_num_threads(threads)
-
-fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
-styles = {
-    "RNNCell loop": ("o-", COLOR["RNN"]),
-    "nn.RNN": ("o--", COLOR["RNN"]),
-    "self-attention": ("s-", COLOR["self-attention"]),
-}
-for name, ts in timings.items():
-    ax.plot(time_ns, [t * 1e3 for t in ts], styles[name][0], color=styles[name][1], label=name)
-ax.set(
-    xscale="log",
-    yscale="log",
-    xlabel="sequence length n",
-    ylabel="ms (median of 5)",
-    title="Forward time on one CPU thread",
-)
-ax.set_xticks(time_ns, [str(n) for n in time_ns])
-ax.xaxis.set_minor_formatter(plt.NullFormatter())  # only the chosen n are labelled
-ax.legend()
-plt.show()
-
-# %% [markdown]
-# By section 4's counts one attention layer does more arithmetic than the RNN at every $n$
-# ($6nd^2 + 4n^2d$ against $4nd^2$), and the gap grows like $n^2$. Where attention is still the
-# faster one on one CPU thread, at small $n$, that comes from making a few large calls instead of
-# $n$ small dependent ones; as $n$ grows, its $n^2$ work must win. A GPU, which runs thousands of
-# multiply-adds at once, can do the $n^2$ comparisons side by side, while the RNN's $n$ dependent
-# steps, computed as written, cannot run side by side ("GPU loves parallel computing blocks!", the
-# COMP7607 slides; this CPU-only lesson does not time a GPU). Training adds one more advantage
-# (the reading notes): with teacher forcing every target position of a Transformer is a training
-# example computed in the same pass, while an RNN must still step through the sequence.
-#
-# ## Summary
-#
-# - An RNN needs $n$ dependent steps before position 0 reaches position $n - 1$: its path and its
-#   count of sequential calls grow linearly with $n$. One self-attention layer connects any two
-#   positions in one layer and a fixed number of calls.
-# - A bidirectional RNN gives every position context from both sides, but still runs $n$ steps one
-#   after another and still puts $n$ cell applications between the two ends.
-# - The paper's Table 1, counted: self-attention does $O(n^2 d)$ work in $O(1)$ sequential steps
-#   with path 1; a recurrent layer $O(n d^2)$, $O(n)$, $n$; a convolution $O(k n d^2)$, $O(1)$, with
-#   a path of $\lceil (n-1)/(k-1) \rceil$ layers, or $\lceil \log_k n \rceil$ when dilated. Counted
-#   exactly, one attention layer does more arithmetic than an RNN layer at every $n$; the paper's
-#   "faster ... when $n$ is smaller than $d$" compares only its two $n \times n$ products.
-# - The gradient through a vanilla tanh RNN shrinks by a fixed factor per step: the slope of tanh
-#   times the gain of $W_{hh}$, which is close to its spectral radius while tanh's slope is about the
-#   same in every unit (between $0.9\,\rho$ and $\rho$ at PyTorch's initialisation with
-#   $d_{hidden} = 16$, 20 seeds; at $d_{hidden} = 4$ or 8 it passes $1.1\,\rho$ in some seeds) and
-#   strays from it once the states saturate. From $d_{hidden} = 16$ up, PyTorch's default
-#   initialisation usually puts $\|W_{hh}\|_2$ *above* 1, but $\rho(W_{hh})$ below 1 (at every width
-#   shown), so the gradient still vanishes; with $W_{hh}$ scaled up it grows exactly where that
-#   product passes 1, in most seeds but not all at $c = 4$ or 6.
-# - Through attention no path gets longer: with near-uniform weights the gradient is only shared
-#   among the $n+1$ positions; with sharp weights it depends on the content.
-#
-# ## Exercises
-#
-# Two exercises apply the lesson's counting to layers it did not count, and one measures the
-# gradient of section 5 yourself; the prediction in section 5.4 was a fourth. Replace
-# `raise NotImplementedError` with your code and run the cell: the check prints PASS or says what
-# is wrong. Stuck? `check.stacked_rnn.hint()` prints a hint and `check.stacked_rnn.solution()` a
-# solution (likewise for the others).
-#
-# **Exercise 1 (a stacked RNN).** `nn.RNN(..., num_layers=L)` stacks $L$ RNN layers: layer 1 reads
-# the inputs, layer $l$ reads the states of layer $l - 1$, and the output is the top layer's states.
-# Count it the way sections 2 and 4 count a layer. Write `stacked_rnn(n, num_layers)` returning three
-# numbers for a sequence of length $n$: the cell applications in one forward pass; the sequential
-# steps, the longest chain of cell applications each needing the previous one's result (if every
-# cell ran as soon as its inputs were ready, the number of rounds); and the path length, the fewest
-# cell applications on a route from $x_0$ to the top layer's output at position $n - 1$.
-
-
-# %%
-def stacked_rnn(n, num_layers):
-    """(cell runs, sequential steps, path length) of a num_layers-deep RNN over n positions."""
-    raise NotImplementedError  # your code here
-
-
-check.stacked_rnn(stacked_rnn)
-
-# %% [markdown]
-# **Exercise 2 (other dilations).** Section 4 stacked causal convolutions of width $k$ whose
-# dilation grows by a factor $k$ per layer ($1, k, k^2, \dots$), and contiguous ones (dilation 1
-# everywhere). Let it grow by any whole factor `growth` from 1 to `kernel` instead: layer
-# $l = 0, 1, 2, \dots$ has width `kernel` and dilation `growth ** l`, so its output $t$ reads inputs
-# $t, t - \text{dilation}, \dots$. Write
-# `dilated_layers(n, kernel, growth)`: the fewest such layers before output $n - 1$ reads input 0
-# (`growth = 1` and `growth = kernel` must give section 4's two rows).
-
-
-# %%
-def dilated_layers(n, kernel, growth):
-    """The fewest causal layers (dilation growth**l in layer l, 1 <= growth <= kernel) connecting output n - 1 to input 0."""
-    raise NotImplementedError  # your code here
-
-
-check.dilated_layers(dilated_layers)
-
-# %% [markdown]
-# **Exercise 3 (the gradient that reaches position 0).** Given an `nn.RNN` and one unbatched
-# sequence `x` (seq, input_size), return (as a float) the norm of the gradient of the loss
-# $L = \sum_j (\text{output at the last position})_j$ with respect to the **first** input $x_0$.
-# Try it on longer and longer sequences afterwards.
-
-
-# %%
-def grad_to_first(rnn, x):
-    """|| d L / d x_0 || for L the sum of the last position's output."""
-    raise NotImplementedError  # your code here
-
-
-check.grad_to_first(grad_to_first)
+check.predict_underflow(my_guess_underflow)
 
 # %% [markdown]
 # ## Sources
 #
-# - Vaswani et al., 2017, "Attention Is All You Need", NeurIPS: section 4 ("Why Self-Attention")
-#   and Table 1; for dilated convolutions it cites N. Kalchbrenner et al., 2017, "Neural Machine
-#   Translation in Linear Time" (ByteNet).
-# - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the O(N) steps before two
-#   words interact, the vanishing gradient, the bidirectional RNN, convolution-style models, "GPU
-#   loves parallel computing blocks!".
-# - Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked
-#   example): the problems with RNNs.
-# - Reading notes on the paper (June 2020): "constant length between any two positions"; every
-#   step a training sample.
-# - S. Geman, 1980, "A Limit Theorem for the Norm of Random Matrices", The Annals of Probability 8(2).
-# - S. Geman, 1986, "The Spectral Radius of Large Random Matrices", The Annals of Probability 14(4).
-# - T. Tao and V. Vu, 2010, "Random matrices: universality of ESDs and the circular law", The Annals of
-#   Probability 38(5).
+# - D. Bahdanau, K. Cho and Y. Bengio, 2015, "Neural Machine Translation by Jointly Learning to Align
+#   and Translate", ICLR: the fixed-length vector as a bottleneck; additive attention.
+# - Vaswani et al., 2017, "Attention Is All You Need", NeurIPS: section 4 and Table 1; for dilated
+#   convolutions it cites Kalchbrenner et al., 2017, "Neural Machine Translation in Linear Time".
+# - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the gradient signal, the
+#   bidirectional RNN, "GPU loves parallel computing blocks!".
+# - Slide deck "Transformers / Attention is all you need" (YOUR CAT IS A LOVELY CAT): exploding gradients.
+# - Reading notes on the paper (June 2020): "constant length between any two positions".
+# - Going further A: S. Geman, 1980, "A Limit Theorem for the Norm of Random Matrices", Ann. Probab. 8(2);
+#   S. Geman, 1986, "The Spectral Radius of Large Random Matrices", Ann. Probab. 14(4); T. Tao and
+#   V. Vu, 2010, "Random matrices: universality of ESDs and the circular law", Ann. Probab. 38(5).

@@ -1,5 +1,7 @@
-"""Exercises of lesson 00 (why attention): predict where float32's gradient vanishes, count a stacked RNN
-and a dilated convolution stack the way Table 1 counts, and measure the gradient that reaches position 0."""
+"""Exercises of lesson 00 (why attention): a prediction per section (the attention context's size, the RNN's
+and the bidirectional RNN's path, restricted attention's layers, the orders of magnitude the gradient loses)
+and where float32's gradient vanishes; count a stacked RNN, a dilated convolution stack and the paper's
+centred restricted window the way Table 1 counts, and measure the gradient that reaches position 0."""
 
 import math
 import random
@@ -48,7 +50,7 @@ UNDERFLOW_MISTAKES = [  # (name, a typical answer, the range it explains, what t
 
 @exercise(
     hint="""
-    Section 5.2 printed the gradient at n = 1 (about 1) and how much it shrinks per step (about 0.45).
+    Section 5 printed the gradient at n = 1 (about 1) and how much it shrinks per step (about 0.45).
     float32's smallest positive number is 2^-149, about 1.4e-45. Solve 1 * 0.45^(n - 1) = 1.4e-45 for n:
     n - 1 = log(1.4e-45) / log(0.45).
     """,
@@ -357,3 +359,344 @@ def grad_to_first(answer):
                     return f"{where}: {m.says}"
             return where
     return None
+
+
+# --- 4b. transfer: the paper's centred restricted window ------------------------------------------
+
+
+def _centred_layers_solution(n, r):
+    # A centred window of odd size r reaches (r - 1) / 2 positions to each side, so each layer brings
+    # input 0 (r - 1) / 2 positions closer to output n - 1, which is n - 1 away.
+    half = (r - 1) // 2
+    return math.ceil((n - 1) / half)
+
+
+def _centred_by_reach(n, r):
+    """Stack windows and watch which inputs output n - 1 reads, until it reads input 0."""
+    half, first_read, layers = (r - 1) // 2, n - 1, 0
+    while first_read > 0:
+        first_read = max(0, first_read - half)  # one more layer reads half positions further back
+        layers += 1
+    return layers
+
+
+def _centred_as_causal(n, r):  # the lesson's causal window reaches r - 1 back
+    return math.ceil((n - 1) / (r - 1))
+
+
+def _centred_n_over_r(n, r):  # the paper's O(n/r), taken literally
+    return math.ceil(n / r)
+
+
+def _centred_floor(n, r):  # rounds down: the last, partial step is lost
+    return (n - 1) // ((r - 1) // 2)
+
+
+def _centred_half_with_self(n, r):  # counts the output's own position in the half window
+    return math.ceil((n - 1) / ((r + 1) // 2))
+
+
+CENTRED_MISTAKES = [
+    mistake(
+        "use the causal window's reach",
+        _centred_as_causal,
+        says="a causal window of r positions reaches r - 1 back; a centred one splits them, (r - 1) / 2 to "
+        "each side, so it reaches only half as far back per layer",
+    ),
+    mistake(
+        "take the paper's n / r literally",
+        _centred_n_over_r,
+        says="O(n/r) hides the constant: each layer moves (r - 1) / 2 positions, not r",
+    ),
+    mistake(
+        "round down",
+        _centred_floor,
+        says="a partial last step still needs a whole layer: round (n - 1) / ((r - 1) / 2) up",
+    ),
+    mistake(
+        "count the output's own position in each half",
+        _centred_half_with_self,
+        says="the window is (r - 1) / 2 positions to the left, the output's own position, and (r - 1) / 2 to "
+        "the right: it moves (r - 1) / 2, not (r + 1) / 2, per layer",
+    ),
+]
+CENTRED_CASES = [(2, 3), (3, 3), (64, 3), (64, 5), (64, 9), (10, 11), (100, 7), (101, 7), (1000, 21)]
+
+
+@exercise(
+    hint="""
+    Output t of one layer reads inputs t - (r - 1) / 2 to t + (r - 1) / 2 (those that exist). Output n - 1
+    is n - 1 positions from input 0, and each layer reaches (r - 1) / 2 positions further: how many layers
+    cover n - 1? Round up.
+    """,
+    reference=_centred_layers_solution,
+    kind="transfer",
+    wrong=CENTRED_MISTAKES,
+)
+def centred_layers(answer):
+    """answer(n, r) -> the fewest stacked centred windows of odd size r before output n - 1 reads input 0."""
+    rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
+    cases = CENTRED_CASES + [(rng.randint(2, 2000), 2 * rng.randint(1, 15) + 1) for _ in range(2)]
+    got_all = [answer(*case) for case in cases]
+    expected = [_centred_by_reach(*case) for case in cases]
+    if all(g == e for g, e in zip(got_all, expected)):
+        return None
+    m = matching_mistake(got_all, cases, CENTRED_MISTAKES, lambda a, b: a == b)
+    for (n, r), got, exp in zip(cases, got_all, expected):
+        if got != exp:
+            where = f"for n = {n}, r = {r} you answered {got!r} layers, expected {exp}"
+            return f"{where}: {m.says}" if m else where
+    return None
+
+
+# --- 5. predictions of the main sections -----------------------------------------------------------
+
+
+def _number_prediction(answer, right, mistakes, close, unit, otherwise):
+    """None when `answer` is right (`close(n)`), else the message of the named mistake it falls in, or `otherwise`."""
+    n = prediction_number(answer)
+    if close(n):
+        return None
+    for _, _, (a, b), says in mistakes:
+        if a <= n <= b:
+            return f"you predicted {n:g} {unit}, the answer is {right}: {says}"
+    return f"you predicted {n:g} {unit}, the answer is {right}: {otherwise}"
+
+
+CONTEXT_SIZE = 16  # numbers in the attention context for an 80-word sentence, d_hidden = 16
+CONTEXT_MISTAKES = [
+    (
+        "keep every encoder state",
+        80 * 16,
+        (80 * 16, 80 * 16),
+        "the decoder keeps all 80 states to attend over, but the context it reads is their weighted SUM, one "
+        "vector of d_hidden = 16 numbers",
+    ),
+    (
+        "one weight per word",
+        80,
+        (80, 80),
+        "the 80 weights (one per word) say how much of each state to take; the context is the sum they weigh, "
+        "of size d_hidden = 16",
+    ),
+    (
+        "grow with the sentence",
+        32,
+        (17, 79),
+        "nothing in a weighted sum grows with the sentence: it has the size of one encoder state, 16",
+    ),
+]
+
+
+@exercise(
+    hint="""
+    The context is sum_j alpha_j h_j: the weights alpha_j are numbers, each h_j is a vector of d_hidden = 16.
+    What is the size of a weighted sum of 80 vectors of size 16?
+    """,
+    reference=CONTEXT_SIZE,
+    kind="prediction",
+    explain="""
+    A weighted sum of 16-number vectors has 16 numbers, whatever the number of words: the attention context
+    is exactly as large as the RNN's final state. What changes is that it is computed anew at every decoder
+    step, from all the encoder states, so no single vector must carry the whole sentence.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, _, says in CONTEXT_MISTAKES],
+)
+def predict_context_size(answer):
+    """How many numbers the attention context holds for an 80-word sentence (encoder states of size 16)."""
+    return _number_prediction(
+        answer,
+        CONTEXT_SIZE,
+        CONTEXT_MISTAKES,
+        lambda n: n == CONTEXT_SIZE,
+        "numbers",
+        "a weighted sum of vectors has the size of one of them",
+    )
+
+
+RNN_PATH = 64  # cell applications between x_0 and the RNN's output at position 63 (n = 64)
+RNN_PATH_MISTAKES = [
+    (
+        "count the gaps between positions",
+        63,
+        (63, 63),
+        "x_0 enters the first cell application itself, so the route counts all 64 of them, not the 63 gaps "
+        "between the positions",
+    ),
+    ("count one layer", 1, (1, 1), "one layer, yes, but it applies its cell once per position, one after another"),
+    ("halve it", 32, (32, 32), "a one-way RNN has no shortcut: every one of the 64 cell applications is on the route"),
+]
+
+
+@exercise(
+    hint="""
+    Position t's state is the cell applied to x_t and the state before it. Follow x_0 forward: which cell
+    applications does it pass through before the state at position 63?
+    """,
+    reference=RNN_PATH,
+    kind="prediction",
+    explain="""
+    x_0 enters cell application 0, whose state enters application 1, and so on up to application 63, whose
+    state is the output at position 63: 64 cell applications, n in general. Self-attention needs one layer.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, _, says in RNN_PATH_MISTAKES],
+)
+def predict_rnn_path(answer):
+    """How many cell applications lie between x_0 and the RNN's output at position n - 1, for n = 64."""
+    return _number_prediction(
+        answer,
+        RNN_PATH,
+        RNN_PATH_MISTAKES,
+        lambda n: n == RNN_PATH,
+        "cell applications",
+        "count every cell application x_0 passes through",
+    )
+
+
+BI_PATH = 64  # cell applications between x_0 and the bidirectional RNN's output at position 63 (n = 64)
+BI_PATH_MISTAKES = [
+    (
+        "meet in the middle",
+        32,
+        (30, 34),
+        "the two directions do not meet: output 63 is [forward h_63, backward h_63], and the backward state at "
+        "63 has read only x_63; x_0 reaches it through the forward chain, all 64 applications",
+    ),
+    (
+        "take the backward shortcut",
+        1,
+        (1, 2),
+        "the backward RNN's state at position 63 is its FIRST step: it has read x_63 alone; x_0 reaches the "
+        "backward chain only at position 0",
+    ),
+    (
+        "count both chains",
+        128,
+        (127, 129),
+        "128 is how many cells run in both directions together; the route from x_0 to output 63 goes through "
+        "one chain, the forward one: 64",
+    ),
+]
+
+
+@exercise(
+    hint="""
+    Output 63 is [forward h_63, backward h_63]. Which inputs has each of the two states read? Through which
+    of them can x_0 arrive, and after how many cell applications?
+    """,
+    reference=BI_PATH,
+    kind="prediction",
+    explain="""
+    The backward state at position 63 is the backward RNN's first step: it has read only x_63. So x_0
+    reaches output 63 only through the forward chain, 64 cell applications, as in the one-way RNN.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, _, says in BI_PATH_MISTAKES],
+)
+def predict_bi_path(answer):
+    """How many cell applications lie between x_0 and the bidirectional RNN's output at position 63 (n = 64)."""
+    return _number_prediction(
+        answer,
+        BI_PATH,
+        BI_PATH_MISTAKES,
+        lambda n: n == BI_PATH,
+        "cell applications",
+        "follow x_0 through each direction",
+    )
+
+
+RESTRICTED_PATH = 21  # restricted self-attention layers (window r = 4) from input 0 to output 63 (n = 64)
+RESTRICTED_PATH_MISTAKES = [
+    (
+        "take n / r",
+        16,
+        (16, 16),
+        "O(n/r) is the order, not the count: a window of r = 4 positions (itself and 3 before) reaches only "
+        "r - 1 = 3 positions further back per layer, so 63 positions need ceil(63 / 3) = 21 layers",
+    ),
+    ("count it like full attention", 1, (1, 1), "a window of 4 positions cannot see x_0 from position 63 in one layer"),
+    (
+        "count it like a dilated stack",
+        3,
+        (3, 3),
+        "log_4(64) = 3 would need windows that spread out layer by layer; here every layer has the same "
+        "window of 4 neighbouring positions",
+    ),
+]
+
+
+@exercise(
+    hint="""
+    One layer lets output t read inputs t - 3, ..., t (a window of r = 4). Each layer moves the reach back by
+    r - 1 = 3 positions. How many layers until output 63 reaches input 0, 63 positions back?
+    """,
+    reference=RESTRICTED_PATH,
+    kind="prediction",
+    explain="""
+    Each layer reaches r - 1 = 3 positions further back, so output 63 needs ceil(63 / 3) = 21 layers to read
+    input 0, like a contiguous convolution of width 4. The paper's O(n/r) is the order of this count.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, _, says in RESTRICTED_PATH_MISTAKES],
+)
+def predict_restricted_path(answer):
+    """How many restricted self-attention layers (window r = 4) connect output 63 to input 0 (n = 64)."""
+    return _number_prediction(
+        answer,
+        RESTRICTED_PATH,
+        RESTRICTED_PATH_MISTAKES,
+        lambda n: n == RESTRICTED_PATH,
+        "layers",
+        "count how far back one layer reaches, r - 1 = 3 positions",
+    )
+
+
+ORDERS_LOST = 44  # orders of magnitude the seed-0 RNN's gradient loses from n = 1 to n = 128 (43.8 measured)
+ORDERS_BAND = (40, 48)  # about 10% either side: a rough order is the point
+ORDERS_MISTAKES = [
+    (
+        "shrink like 1/n",
+        2,
+        (1, 2.5),
+        "1/n is what attention's near-uniform weights do; through the RNN the gradient is multiplied by a "
+        "factor below 1 at each of the 128 steps, so it falls exponentially",
+    ),
+    (
+        "shrink by ||W_hh||_2 per step",
+        3,
+        (2.6, 5),
+        "||W_hh||_2 = 0.95 only bounds each step; tanh's slope and W_hh's gain on the directions the gradient "
+        "takes make the real factor about 0.45 per step",
+    ),
+    (
+        "lose one order per step",
+        128,
+        (100, 140),
+        "a step multiplies the gradient by about 0.45, not 0.1: one order of magnitude every 3 steps",
+    ),
+]
+
+
+@exercise(
+    hint="""
+    Each step back through the RNN multiplies the gradient by a factor below 1 (a product of tanh's slope and
+    W_hh). If that factor is f, 128 steps multiply by f^127. Guess f (0.9? 0.5? 0.1?) and count the orders of
+    magnitude: 127 * log10(1 / f).
+    """,
+    reference=ORDERS_LOST,
+    kind="prediction",
+    explain="""
+    The gradient falls by a steady factor of about 0.45 per step, and 127 * log10(1 / 0.45) = 44 orders of
+    magnitude: from about 1 at n = 1 to about 1e-44 at n = 128. Going further B shows where 0.45 comes from.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, _, says in ORDERS_MISTAKES],
+)
+def predict_orders_lost(answer):
+    """How many orders of magnitude the RNN's gradient to x_0 loses from n = 1 to n = 128."""
+    lo, hi = ORDERS_BAND
+    return _number_prediction(
+        answer,
+        ORDERS_LOST,
+        ORDERS_MISTAKES,
+        lambda n: lo <= n <= hi,
+        "orders of magnitude",
+        "count the factor per step, about 0.45, over 127 steps",
+    )

@@ -1,5 +1,7 @@
-"""Lesson 01 exercises: predict the length of PE(pos), the PE table without loops, read the position back
-out of PE(t), and choose the base that gives a wanted slowest wavelength."""
+"""Lesson 01 exercises: a prediction per section (attention's outputs for swapped words, a gap in scaled
+positions, PE(1, 0), the length of PE(pos), PE against a word vector), the PE table without loops, read the
+position back out of PE(t), choose the base that gives a wanted slowest wavelength, and find the closest two
+positions at any width, length and base."""
 
 import math
 
@@ -9,7 +11,7 @@ import torch
 from utils.course.exercises import compare_arrays, exercise, fresh_seed, matching_mistake, mistake, prediction_number
 from utils.positional import sinusoidal_encoding
 
-# --- 1. prediction: the length of PE(pos) at d_model = 512 ---------------------------------------
+# --- prediction of section 4: the length of PE(pos) at d_model = 512 -----------------------------------
 
 ROW_NORM_MISTAKES = [
     (
@@ -31,7 +33,7 @@ ROW_NORM_MISTAKES = [
 
 @exercise(
     hint="""
-    Look at PE(0) = (0, 1, 0, 1, ..., 0, 1) from section 5: what is its length? Then use
+    Look at PE(0) = (0, 1, 0, 1, ..., 0, 1) from section 3: what is its length? Then use
     sin^2(a) + cos^2(a) = 1 for each pair of columns (2i, 2i + 1) at any position.
     """,
     reference=16.0,
@@ -44,16 +46,163 @@ ROW_NORM_MISTAKES = [
 )
 def predict_row_norm(answer):
     """The length |PE(pos)| of a row of the d_model = 512 table (the same for every pos?)."""
+    return _predicted(
+        answer, 16.0, 0.05, ROW_NORM_MISTAKES, "the length is 16 at every position (work out |PE(0)| first)"
+    )
+
+
+def _predicted(answer, right, tolerance, mistakes, otherwise):
+    """None when the number `answer` is within `tolerance` of `right`, else the message of the named mistake
+    it is within 1% of, or `otherwise`."""
     got = prediction_number(answer)
-    if math.isclose(got, 16.0, abs_tol=0.05):
+    if math.isclose(got, right, abs_tol=tolerance):
         return None
-    for _, value, says in ROW_NORM_MISTAKES:
-        if math.isclose(got, value, rel_tol=0.01):
-            return f"you predicted {got:g}, the length is 16: {says}"
-    return f"you predicted {got:g}, the length is 16 at every position (work out |PE(0)| first)"
+    for _, value, says in mistakes:
+        if math.isclose(got, value, rel_tol=0.01, abs_tol=1e-9):
+            return f"you predicted {got:g}, the answer is {right:g}: {says}"
+    return f"you predicted {got:g}: {otherwise}"
 
 
-# --- 2. practice: the whole table, without loops -----------------------------------------------
+# --- predictions of the other main sections --------------------------------------------------------
+
+
+SHARED_OUTPUTS = 3  # of "A chases B"'s 3 unmasked-attention outputs, how many are also outputs of "B chases A"
+SHARED_MISTAKES = [
+    (
+        "keep only the middle word",
+        1,
+        "'chases' stays in the middle, but A and B do not need to: each word's output depends on the SET of "
+        "words, not on where they sit, so all 3 outputs reappear, reordered",
+    ),
+    ("expect attention to see the order", 0, "without a mask nothing in attention depends on the order"),
+    ("change the swapped words only", 2, "the swapped words A and B come out unchanged too, in each other's place"),
+]
+
+
+@exercise(
+    hint="""
+    Unmasked attention gives every word a weighted average of ALL the words, with weights from dot products.
+    Swap A and B: does any word's set of partners, or any dot product, change?
+    """,
+    reference=SHARED_OUTPUTS,
+    kind="prediction",
+    explain="""
+    Without a mask every word attends to the same set of words with the same dot products, whatever their
+    order, so all 3 output vectors of one sentence are output vectors of the other: the rows are only
+    reordered.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in SHARED_MISTAKES],
+)
+def predict_shared_outputs(answer):
+    """Of the 3 unmasked-attention outputs of "A chases B", how many are also outputs of "B chases A"?"""
+    return _predicted(answer, SHARED_OUTPUTS, 0, SHARED_MISTAKES, "compare each word's partners in both sentences")
+
+
+GAP_WORDS = 12.25  # a gap of 0.25 in positions scaled to [0, 1], counted in words, in a 50-word sentence
+GAP_MISTAKES = [
+    (
+        "divide by the length",
+        12.5,
+        "the positions are pos / (seq_len - 1), so neighbours are 1/49 apart, not 1/50: 0.25 * 49 = 12.25",
+    ),
+    (
+        "expect the same as in a short sentence",
+        1.0,
+        "0.25 is one word in the 5-word sentence (neighbours 1/4 apart), but neighbours are 1/49 apart in the "
+        "50-word one",
+    ),
+    ("read 0.25 as a quarter of a word", 0.25, "0.25 is a fraction of the sentence, not of a word"),
+]
+
+
+@exercise(
+    hint="""
+    Scaled positions are pos / (seq_len - 1): neighbours are 1 / (seq_len - 1) apart. How many such steps fit
+    in 0.25 when seq_len = 50?
+    """,
+    reference=GAP_WORDS,
+    kind="prediction",
+    explain="""
+    Neighbours are 1/49 apart in a 50-word sentence, so 0.25 spans 0.25 * 49 = 12.25 words; in a 5-word
+    sentence it spans exactly one word. The same number means a different distance.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in GAP_MISTAKES],
+)
+def predict_gap_in_words(answer):
+    """How many words apart are two positions 0.25 apart, in a 50-word sentence scaled to [0, 1]?"""
+    return _predicted(answer, GAP_WORDS, 0.01, GAP_MISTAKES, "count the steps of 1/49 in 0.25")
+
+
+PE1_FIRST = math.sin(1.0)  # PE(1, 0) = sin(1 / 10000^0)
+PE1_MISTAKES = [
+    ("take the cosine", math.cos(1.0), "column 0 is the sine of the pair (column 1 is the cosine)"),
+    (
+        "take the slowest pair first",
+        math.sin(1 / 10000 ** (510 / 512)),
+        "column 0 belongs to pair i = 0, whose exponent 2i/d_model is 0: the FASTEST pair, w = 1",
+    ),
+    ("take position 0", 0.0, "that is PE(0, 0) = sin(0); at position 1 the angle is 1 radian"),
+    ("expect 1", 1.0, "sin(1 radian) is not 1; 1 is cos(0), PE(0)'s odd columns"),
+]
+
+
+@exercise(
+    hint="""
+    Column 0 is PE(pos, 2i) with i = 0. What is 10000^(2 * 0 / d_model)? Then the angle at pos = 1 is ...
+    """,
+    reference=round(PE1_FIRST, 4),
+    kind="prediction",
+    explain="""
+    Column 0 is the sine of pair i = 0, whose frequency is 1 / 10000^0 = 1 at every d_model: PE(1, 0) =
+    sin(1) = 0.8415.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in PE1_MISTAKES],
+)
+def predict_pe1_first(answer):
+    """PE(1, 0), the first entry of position 1's vector (to about 3 decimals)."""
+    return _predicted(answer, PE1_FIRST, 0.002, PE1_MISTAKES, "PE(1, 0) = sin(1 / 10000^0) = sin(1)")
+
+
+EMBEDDING_RATIO = 1 / math.sqrt(2)  # |PE| / |word vector| with entries of variance 1: 16 / sqrt(512)
+EMBEDDING_RATIO_BAND = (0.65, 0.77)  # what 5 draws of the lesson's embedding give
+EMBEDDING_MISTAKES = [
+    (
+        "divide by d_model",
+        16 / 512,
+        "16 / 512 is what nn.Embedding's N(0, 1) entries times sqrt(d_model) give; ours have variance 1 after "
+        "the sqrt(d_model), so a word vector has norm about sqrt(512)",
+    ),
+    ("expect them equal", 1.0, "a word vector has norm about sqrt(512) = 22.6, PE has norm 16"),
+    ("turn the ratio upside down", math.sqrt(2), "that is word / PE; the question asks PE / word"),
+]
+
+
+@exercise(
+    hint="""
+    PE(pos) has norm 16 (section 4). A word vector of 512 entries, each of variance 1, has squared norm about
+    512. Divide.
+    """,
+    reference=round(EMBEDDING_RATIO, 2),
+    kind="prediction",
+    explain="""
+    |PE| = sqrt(d_model / 2) = 16 and a word vector with unit-variance entries has norm about sqrt(d_model) =
+    22.6: the ratio is about 1 / sqrt(2) = 0.71, so neither swamps the other.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in EMBEDDING_MISTAKES],
+)
+def predict_pe_to_word_ratio(answer):
+    """|PE(pos)| / |word vector| for embeddings with entries of variance 1 (after the sqrt(d_model))."""
+    lo, hi = EMBEDDING_RATIO_BAND
+    return _predicted(
+        answer,
+        (lo + hi) / 2,
+        (hi - lo) / 2,
+        EMBEDDING_MISTAKES,
+        "compare 16 with the norm of 512 unit-variance numbers",
+    )
+
+
+# --- exercise 1, practice: the whole table, without loops -------------------------------------------
 
 
 def pe_table_solution(max_len, d_model):
@@ -146,7 +295,7 @@ def pe_table(answer):
     return None
 
 
-# --- 3. transfer: read the position back out of PE(t) ---------------------------------------------
+# --- exercise 2, transfer: read the position back out of PE(t) -----------------------------------------
 
 
 def position_from_pe_solution(pe_row):
@@ -243,7 +392,7 @@ def position_from_pe(answer):
     return None
 
 
-# --- 4. transfer: the base that gives a wanted slowest wavelength --------------------------------
+# --- exercise 3, transfer: the base that gives a wanted slowest wavelength ----------------------------
 
 
 def base_for_wavelength_solution(d_model, longest):
@@ -321,3 +470,121 @@ def base_for_wavelength(answer):
             )
             return f"{where}; {m.says}" if m else where
     return None
+
+
+# --- exercise 4, transfer: the closest two positions, at any width, length and base ----------------
+
+
+def closest_offset_solution(d_model, max_len, base=10000.0):
+    # ||PE(t) - PE(t + k)||^2 = d_model - 2 * sum_i cos(w_i k) depends on the offset k only (section 4),
+    # so one distance per offset k = 1 .. max_len - 1 covers every pair; the closest pair is the smallest.
+    w = base ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,) w_i = base^(-2i/d_model)
+    k = np.arange(1, max_len)  # (max_len - 1,) every offset
+    squared = d_model - 2 * np.cos(k[:, None] * w).sum(axis=1)  # (max_len - 1,)
+    return int(k[np.argmin(squared)])
+
+
+def _closest_neighbours(d_model, max_len, base=10000.0):  # the lesson's widths made it look like a rule
+    return 1
+
+
+def _closest_index(d_model, max_len, base=10000.0):  # argmin's index, not the offset it stands for
+    return closest_offset_solution(d_model, max_len, base) - 1
+
+
+def _closest_exponent_without_two(d_model, max_len, base=10000.0):  # w_i = base^(-i/d_model), i < d_model/2
+    w = base ** (-np.arange(d_model // 2) / d_model)
+    k = np.arange(1, max_len)
+    return int(k[np.argmin(-np.cos(k[:, None] * w).sum(axis=1))])
+
+
+def _closest_first_pair(d_model, max_len, base=10000.0):  # only (sin k, cos k) compared
+    k = np.arange(1, max_len)
+    return int(k[np.argmin(np.abs(np.sin(k / 2)))])
+
+
+CLOSEST_MISTAKES = [
+    mistake(
+        "assume neighbours are always closest",
+        _closest_neighbours,
+        says="at d_model = 16 to 1024 and base 10000 the closest pair were neighbours, but not at small widths "
+        "or small bases: compute every offset's distance and take the smallest",
+    ),
+    mistake(
+        "return argmin's index",
+        _closest_index,
+        says="index j of the distances over offsets 1, 2, ... stands for offset j + 1",
+    ),
+    mistake(
+        "use the exponent i/d_model",
+        _closest_exponent_without_two,
+        says="pair i's frequency is base^(-2i/d_model): the exponent has 2i, as in the formula",
+    ),
+    mistake(
+        "compare only the first pair",
+        _closest_first_pair,
+        says="the first pair (sin k, cos k) nearly returns to (0, 1) at k = 44 or 710; the slower pairs keep "
+        "those positions apart: sum over all d_model/2 pairs",
+    ),
+]
+CLOSEST_CASES = [(512, 1000, 10000.0), (16, 1000, 10000.0), (2, 100, 10000.0), (2, 1000, 10000.0), (6, 500, 10000.0)]
+CLOSEST_CASES += [(16, 800, 10.0), (64, 300, 100.0), (8, 1500, 1000.0), (32, 1200, 10000.0)]
+
+
+def _closest_cases():
+    """The fixed cases, then three drawn anew on every check: an even d_model from 2 to 64, max_len from 20
+    to 1500 and a base from 10 to 10^5 (log-uniform)."""
+    rng = np.random.default_rng(fresh_seed())
+    drawn = [
+        (2 * int(rng.integers(1, 33)), int(rng.integers(20, 1501)), float(10 ** rng.uniform(1, 5))) for _ in range(3)
+    ]
+    return CLOSEST_CASES + drawn
+
+
+def _distance(d_model, max_len, base, k):
+    """||PE(0) - PE(k)|| from the table itself, or None when k is no offset of max_len positions."""
+    if not isinstance(k, (int, np.integer)) or not 1 <= k < max_len:
+        return None
+    table = sinusoidal_encoding(k + 1, d_model, base=base, dtype=torch.float64)  # (k + 1, d_model)
+    return (table[k] - table[0]).norm().item()
+
+
+def _closest_by_brute_force(d_model, max_len, base):
+    """The smallest distance between any two of max_len positions, from every pair of rows of the table."""
+    table = sinusoidal_encoding(max_len, d_model, base=base, dtype=torch.float64)  # (max_len, d_model)
+    distances = torch.cdist(table, table)  # (max_len, max_len)
+    t, s = torch.triu_indices(max_len, max_len, offset=1)  # every pair t < s
+    return distances[t, s].min().item()
+
+
+@exercise(
+    hint="""
+    Section 4's shortcut works at any width and base: ||PE(t) - PE(t + k)||^2 = d_model - 2 * sum_i cos(w_i k)
+    with w_i = base ** (-2i / d_model), i = 0 .. d_model/2 - 1. Compute it for every offset k = 1 .. max_len - 1
+    and return the k with the smallest value (as an int).
+    """,
+    reference=closest_offset_solution,
+    kind="transfer",
+    wrong=CLOSEST_MISTAKES,
+)
+def closest_offset(answer):
+    """answer(d_model, max_len, base) -> the offset k of the closest two of positions 0 .. max_len - 1."""
+    cases = _closest_cases()
+    got_all = [answer(*case) for case in cases]
+    got_all = [
+        int(g) if isinstance(g, (int, np.integer)) or (isinstance(g, float) and g.is_integer()) else g for g in got_all
+    ]
+    problems = []
+    for (d, max_len, base), got in zip(cases, got_all):
+        smallest = _closest_by_brute_force(d, max_len, base)
+        mine = _distance(d, max_len, base, got)
+        if mine is None or not math.isclose(mine, smallest, rel_tol=1e-9, abs_tol=1e-9):
+            shown = "no offset" if mine is None else f"{mine:.6f} apart"
+            problems.append(
+                f"for d_model = {d}, max_len = {max_len}, base = {base:g} you answered k = {got!r} ({shown}); the "
+                f"closest two positions are {smallest:.6f} apart"
+            )
+    if not problems:
+        return None
+    m = matching_mistake(got_all, cases, CLOSEST_MISTAKES, lambda a, b: a == b)
+    return f"{problems[0]}: {m.says}" if m else problems[0]
