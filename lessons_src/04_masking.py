@@ -271,7 +271,8 @@ print("✓ j < i: row 0 is NaN, the diagonal is 0, and 'mid' puts weight 1 on 'H
 my_guess_nan = None  # your answer: a whole number from 0 to 64
 
 # %% [markdown]
-# Five initialisations of the weights:
+# Five initialisations of the smallest model with a trainable $W_v$ (a query and a value projection; the
+# keys are left as they are):
 
 # %%
 slides_mask = torch.ones(n, n, dtype=torch.bool).triu()  # (n, n) True where the slides put -inf (j >= i)
@@ -354,7 +355,9 @@ for seed in SEEDS:
         changed[t + 1 :] = torch.randn(T_dec - t - 1, d_model, dtype=torch.float64)  # a new future
         assert torch.allclose(decoder_stack(changed, causal_mask(T_dec), layers)[: t + 1], y_dec[: t + 1]), t
         assert not torch.allclose(decoder_stack(changed, None, layers)[: t + 1], y_open[: t + 1])
+        assert torch.allclose(decoder_stack(x_dec[: t + 1], causal_mask(t + 1), layers), y_dec[: t + 1]), t
 print(f"✓ causal: no leakage for any t in 0..{T_dec - 2}, in 5 of 5 seeds; without the mask, the past changes")
+print("✓ causal: outputs 0..t equal a pass over tokens 0..t alone, for every t")
 
 # %% [markdown]
 # Now the prediction: change only token 2 of each input and list the output rows that move.
@@ -417,6 +420,9 @@ for i in range(T_y):  # Python counts from 0; the table counts from 1, like y_1 
     print(f"{i + 1:>2}  {decoder_input[i]:9} {row:9} {seen:32} {target[i]}")
 
 # %% [markdown]
+# Training feeds the decoder the true target, shifted (**teacher forcing**), and one pass gives all $T$
+# next-word predictions at once: by section 4's test, output $i$ under the causal mask is what a pass over
+# positions $\le i$ alone would give, so there is no need to run the decoder $T$ times.
 # `utils.experiments.next_token.shift_right(targets, bos_id)` does the same to token ids (lesson 07's
 # translator reads its targets this way):
 
@@ -564,6 +570,20 @@ assert torch.equal(both, naive_both)
 print("mask for 'THE CAT SAT':\n", both[1].int())
 
 # %% [markdown]
+# Lesson 06 puts these masks in the Transformer's three attentions: the encoder's self-attention takes
+# the source padding mask; the decoder's self-attention the causal mask AND the target padding mask; and
+# the cross-attention, whose queries come from the decoder and keys from the encoder, the source padding
+# mask again: its shape `(batch, 1, T_src)` broadcasts over any number of queries. Four queries on our
+# padded batch of 6 keys:
+
+# %% tags=["hide-input"]
+queries = torch.randn(len(sentences), 4, d_model, generator=torch.Generator().manual_seed(0))  # (batch, T_q, d_model)
+_, cross_w = scaled_dot_product_attention(queries, x, x, pad_mask)  # (batch, T_q, T_k)
+assert cross_w.shape == (3, 4, 6) and torch.all(cross_w.masked_select(~pad_mask.expand(3, 4, T)) == 0)
+assert (cross_w.sum(-1) - 1).abs().max() < 1e-6
+print("✓ 4 queries, 6 keys: the (batch, 1, T) padding mask keeps every query off the pads")
+
+# %% [markdown]
 # With pads on the right, every query still sees at least key 0, a real word. But batches for generation
 # are often padded on the **left** (so that every sentence ends at the same position). Then the first
 # query of a short sentence is a pad and may attend to nothing: a **fully-masked row**.
@@ -589,11 +609,12 @@ x_req = x_left.clone().requires_grad_()  # (1, T, d_model)
 ours, ours_w = scaled_dot_product_attention(x_req, x_req, x_req, left_mask)  # (1, T, d_model), (1, T, T)
 ours.sum().backward()
 print(ours[0, :4, :4].detach().numpy().round(4))
+plain = torch.softmax((x_left @ x_left.transpose(-2, -1)).masked_fill(~left_mask, float("-inf")), dim=-1)  # (1, T, T)
+print("a plain softmax, row 0:", plain[0, 0].numpy())
 
-# %%
+# %% tags=["hide-input"]
 assert torch.all(ours[0, :3] == 0) and torch.all(ours_w[0, :3] == 0)
 assert not torch.isnan(ours).any() and not torch.isnan(x_req.grad).any()
-plain = torch.softmax((x_left @ x_left.transpose(-2, -1)).masked_fill(~left_mask, float("-inf")), dim=-1)  # (1, T, T)
 assert torch.isnan(plain[0, :3]).all() and not torch.isnan(plain[0, 3:]).any()
 print("✓ plain softmax: NaN in rows 0-2; utils: exact zeros there, and finite gradients")
 
@@ -614,9 +635,9 @@ print("✓ F.scaled_dot_product_attention also returns zeros for the fully-maske
 # mask of 0s and $-10^9$s to the scores. On a row with at least one key, $e^{-10^9}$ is 0 in float32 and
 # nothing changes. On a fully-masked row every score becomes $s - 10^9$; float32 numbers near $10^9$ are
 # 64 apart, so each rounds to $-10^9$ (while $|s| < 32$), every key gets the same score, and the softmax
-# is **uniform**: the pads get $1/6$ each, silently. In float64 the scores survive, and the row is the
-# softmax of the *unmasked* scores. (`masked_fill` *replaces* the scores: uniform in both.) Now float16,
-# a 2-byte format used to save memory, whose largest finite number is 65504.
+# is **uniform**: $1/6$ on every key, the three pads and the future words THE CAT SAT alike. The row
+# silently breaks the causal mask as well. Now float16, a 2-byte format used to save memory, whose largest
+# finite number is 65504.
 #
 # **Predict.** Build the same mask ($-10^9$ where masked, 0 where allowed), convert it to float16 and add
 # it to float16 scores. What does the softmax give on a fully-masked row: `"uniform"`, `"nan"` or
@@ -639,23 +660,20 @@ def row_kind(rows):
 scores_left = x_left[0] @ x_left[0].T / math.sqrt(d_model)  # (T, T) float32
 minus_1e9 = torch.zeros(T, T).masked_fill(~left_mask[0], -1e9)  # (T, T) float32: 0 or -1e9
 w32 = torch.softmax(scores_left + minus_1e9, dim=-1)  # (T, T)
-w64 = torch.softmax(scores_left.double() + minus_1e9.double(), dim=-1)  # (T, T) float64
 w16 = torch.softmax(scores_left.half() + minus_1e9.half(), dim=-1)  # (T, T) float16
-spacing = (torch.tensor(1e9).nextafter(torch.tensor(2e9)) - 1e9).item()  # the next float32 after 1e9, minus 1e9
-print(
-    f"float32 numbers near 1e9 are {spacing:.0f} apart; rows 0-2 hold scores within ±{scores_left[:3].abs().max():.2f}"
-)
+print("row 0 in float32:", w32[0].numpy().round(4))
 print("-1e9 stored in float16:", minus_1e9.half().min().item())
 print("rows 0-2 in float32:", row_kind(w32[:3]), "| in float16:", row_kind(w16[:3]))
-print("row 0 in float64:", w64[0].numpy().round(3))
+
+# %% tags=["hide-input"]
+spacing = (torch.tensor(1e9).nextafter(torch.tensor(2e9)) - 1e9).item()  # the next float32 after 1e9, minus 1e9
+w64 = torch.softmax(scores_left.double() + minus_1e9.double(), dim=-1)  # (T, T) float64
 try:
     scores_left.half().masked_fill(~left_mask[0], -1e9)
     fill = "works"
 except RuntimeError as err:
     fill = f"RuntimeError ({err})"
-print("masked_fill(..., -1e9) on float16 scores:", fill)
-
-# %% tags=["hide-input"]
+assert torch.allclose(w32[0], torch.full((T,), 1 / T)), "1/6 on every key, the future words THE CAT SAT too"
 assert minus_1e9.half().min().item() == float("-inf") and torch.finfo(torch.float16).max == 65504
 assert spacing == 64 and scores_left[:3].abs().max() < spacing / 2
 assert torch.all((scores_left + minus_1e9)[:3] == -1e9)  # float32 rounds every s - 1e9 to -1e9
@@ -669,33 +687,25 @@ assert torch.equal(w32[3:], w_inf[3:])  # rows with a key: -1e9 and -inf give th
 assert row_kind(w32[:3]) == "uniform" and row_kind(w16[:3]) == check.predict_float16_masked_row.reference
 assert torch.allclose(w16[3:].float(), w32[3:], atol=1e-3)  # rows with a key: the same in both
 assert fill.startswith("RuntimeError")
-print("✓ an added -1e9: rows 0-2 uniform in float32 (the scores round away), unmasked in float64,")
-print("  NaN in float16, where -1e9 becomes -inf; masked_fill(-1e9) gives uniform rows in float32 and float64")
+print(f"✓ float32 numbers near 1e9 are {spacing:.0f} apart, and rows 0-2 hold scores within ±32,")
+print("  so an added -1e9 makes rows 0-2 uniform in float32, 1/6 on every key, the future ones too")
+print("✓ in float64 the scores survive: rows 0-2 are the softmax of the unmasked scores")
+print("✓ in float16 -1e9 becomes -inf and rows 0-2 are NaN; masked_fill(-1e9) refuses a float16 tensor")
+print("✓ masked_fill(-1e9), which replaces the scores, gives uniform rows in float32 and float64")
 print("✓ rows 3-5 get the same weights from -1e9 as from -inf, and in float16 as in float32")
 
 # %%
 check.predict_float16_masked_row(my_guess_fp16)
 
 # %% [markdown]
-# So an added $-10^9$ gives a uniform row in float32, the unmasked weights in float64 and NaN in float16
-# (and `masked_fill` refuses $-10^9$ on a float16 tensor). `utils` uses $-\infty$ and treats an empty row explicitly: a query that may attend to
-# nothing receives nothing, zeros, in every dtype.
+# So an added $-10^9$ gives a uniform row in float32 and NaN in float16. In float64 the scores survive
+# and the row is the softmax of the *unmasked* scores; `masked_fill`, which *replaces* the scores, gives
+# uniform rows in float32 and float64 and refuses $-10^9$ on a float16 tensor. `utils` uses $-\infty$
+# and treats an empty row explicitly: a query that may attend to nothing receives nothing, zeros, in
+# every dtype.
 #
 # > **Going further:** `torch.nn.MultiheadAttention` returns NaN or zeros for the same rows, depending
 # > on its flags; see [the end of the lesson](#going-further).
-#
-# Lesson 06 puts these masks in the Transformer's three attentions: the encoder's self-attention takes
-# the source padding mask; the decoder's self-attention the causal mask AND the target padding mask; and
-# the cross-attention, whose queries come from the decoder and keys from the encoder, the source padding
-# mask again: its shape `(batch, 1, T_src)` broadcasts over any number of queries. Four queries on our
-# padded batch of 6 keys:
-
-# %% tags=["hide-input"]
-queries = torch.randn(len(sentences), 4, d_model, generator=torch.Generator().manual_seed(0))  # (batch, T_q, d_model)
-_, cross_w = scaled_dot_product_attention(queries, x, x, pad_mask)  # (batch, T_q, T_k)
-assert cross_w.shape == (3, 4, 6) and torch.all(cross_w.masked_select(~pad_mask.expand(3, 4, T)) == 0)
-assert (cross_w.sum(-1) - 1).abs().max() < 1e-6
-print("✓ 4 queries, 6 keys: the (batch, 1, T) padding mask keeps every query off the pads")
 
 # %% [markdown]
 # ## The explorer, with its mask control

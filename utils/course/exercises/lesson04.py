@@ -75,8 +75,8 @@ def predict_weight_after_removal(answer):
 
 @exercise(
     hint="""
-    The padding mask removes pads as keys: no query attends to them. But each pad position is also a
-    query, with its own vector. Count the pad positions in the batch: 0, 3 and 4 in the three sentences.
+    The padding mask removes pads as keys: no query attends to them. Which positions are queries whose
+    own vectors change when the pads change? Count them in the printed batch.
     """,
     reference=7,
     kind="prediction",
