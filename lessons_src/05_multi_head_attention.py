@@ -21,8 +21,7 @@
 # 4. watched two trained heads divide a sentence between them, in a per-head explorer.
 #
 # **Prerequisites.** 03 (self-attention: `softmax(QKᵀ/√d_k)V`) and 04 (masks; `True` = may attend).
-# Each numbered section starts with a question: write your guess, run the cells that settle it, then
-# check it.
+# Each numbered section has a question: write your guess, run the cells that settle it, then check it.
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
@@ -239,58 +238,8 @@ assert len(worst) == 10 and max(worst) < 1e-6
 print("✓ equal to torch.nn.MultiheadAttention in 5 of 5 sizes, with cross-attention and padding, on both paths")
 
 # %% [markdown]
-# ### Two conventions for one boolean mask
-#
-# PyTorch's attention functions read a boolean mask in two opposite ways:
-#
-# | API | `True` means |
-# |---|---|
-# | `torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=...)` | may attend (as `utils`) |
-# | `torch.nn.MultiheadAttention(...)(query, key, value, attn_mask=..., key_padding_mask=...)` | **not** allowed |
-# | `torch.nn.Transformer`, `TransformerEncoderLayer`, `TransformerDecoderLayer` (`src_mask`, `tgt_mask`, `src_key_padding_mask`, …) | **not** allowed, like the `nn.MultiheadAttention` inside them |
-#
-# Hand the same causal mask to both. Given `allowed` itself, `nn.MultiheadAttention` does the opposite of
-# causal: each query sees only *later* tokens, and the last query sees nothing at all (its weights are
-# NaN; lesson 04's Going further shows the other answers such a row gets). A float mask, *added* to the
-# scores (0 where allowed, $-\infty$ where blocked), has only one reading, and both PyTorch functions
-# accept it; `utils` takes boolean masks only (convert an additive mask with `mask == 0`).
-
-# %%
-allowed = causal_mask(T)  # (T, T) bool, True = may attend
-by_sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # (batch, num_heads, T, d_k)
-by_utils, _ = scaled_dot_product_attention(q, k, v, allowed)  # (batch, num_heads, T, d_k)
-by_mha, _ = torch_mha(x, x, x, attn_mask=~allowed)  # (batch, T, d_model): inverted for nn.MultiheadAttention
-_, w_wrong = torch_mha(x, x, x, attn_mask=allowed)  # (batch, T, T): the same tensor, not inverted
-assert torch.allclose(by_sdpa, by_utils, atol=1e-6)
-assert torch.allclose(by_mha, copy(x, x, x, mask=allowed)[0], atol=1e-6)
-assert torch.all(w_wrong[:, :-1][allowed[:-1].expand(batch, -1, -1)] == 0)  # no weight where we allow it
-assert torch.all(w_wrong[:, :-1][~allowed[:-1].expand(batch, -1, -1)] > 0)  # weight wherever we block
-assert torch.isnan(w_wrong[:, -1]).all()  # the last query: every key blocked
-blocked = torch.zeros(T, T).masked_fill(~allowed, float("-inf"))  # (T, T) float mask: added to the scores
-assert torch.allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=blocked), by_utils, atol=1e-6)
-assert torch.allclose(torch_mha(x, x, x, attn_mask=blocked)[0], by_mha, atol=1e-6)
-assert torch.allclose(scaled_dot_product_attention(q, k, v, blocked == 0)[0], by_utils, atol=1e-6)
-print("nn.MultiheadAttention given `allowed` (True = may attend) uninverted; weight > 0 in sequence 0:")
-print((w_wrong[0, :-1] > 0).int())
-print("last row:", w_wrong[0, -1].detach())
-print("✓ F.scaled_dot_product_attention(attn_mask=allowed) equals utils (True = may attend)")
-print("✓ nn.MultiheadAttention(attn_mask=~allowed) equals utils; given `allowed` it blocks exactly what we allow")
-print("✓ the float mask gives the same in both, and utils gets it as `blocked == 0`")
-
-# %% [markdown]
-# The `nn.Transformer*` layers of lesson 06 follow `nn.MultiheadAttention`: a boolean mask with `True` =
-# not allowed gives the same as the float mask.
-
-# %% tags=["hide-input"]
-encoder = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
-decoder = nn.TransformerDecoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
-assert torch.allclose(encoder(x, src_mask=~allowed), encoder(x, src_mask=blocked), atol=1e-6)
-assert torch.allclose(decoder(x, x, tgt_mask=~allowed), decoder(x, x, tgt_mask=blocked), atol=1e-6)
-pad_blocked = torch.zeros(batch, T).masked_fill(tokens == 0, float("-inf"))  # (batch, T) float: -inf on padding
-assert torch.allclose(
-    encoder(x, src_key_padding_mask=tokens == 0), encoder(x, src_key_padding_mask=pad_blocked), atol=1e-6
-)
-print("✓ nn.TransformerEncoderLayer and DecoderLayer: a bool mask (True = not allowed) equals the float mask")
+# > **Going further:** the three PyTorch APIs that take a boolean mask, which of them read `True` as
+# > *not allowed*, and what a forgotten inversion does; see [the end of the lesson](#going-further).
 
 # %% [markdown]
 # ## 2. Parameters and multiply–adds, counted
@@ -418,7 +367,9 @@ print(
 
 # %% [markdown]
 # Section 6.2: "While single-head attention is 0.9 BLEU worse than the best setting, quality also drops
-# off with too many heads." Here is a task where the single head's handicap is literally true.
+# off with too many heads." Its next sentence hints at a reason for the second half, since 32 heads leave
+# $d_k = 16$: "In Table 3 rows (B), we observe that reducing the attention key size $d_k$ hurts model
+# quality." Here is a task where the single head's handicap is literally true.
 # Each sequence has 6 tokens of `d_model = 8` features:
 #
 # * features 0–3: random **content** on every token;
@@ -555,25 +506,33 @@ my_guess_split = None  # your answer: a number between 0 and 1
 # content). A's and B's features are independent with variance 1, so regressing $A_0$ on $wA_0 + (1-w)B_0$
 # explains the share $w^2 / (w^2 + (1-w)^2)$ of its variance: the best $m$ leaves a mean squared error of
 # $(1-w)^2 / (w^2 + (1-w)^2)$ on features 0–1 (the part of B that leaks in) and $w^2 / (w^2 + (1-w)^2)$
-# on features 2–3. Fit the best linear read-out
-# (least squares, with a bias) of the blend for five splits, on 20 000 sequences:
+# on features 2–3. Fit the best linear read-out (least squares, with a bias) of the blend for five
+# splits, on 20 000 sequences, and compare each feature's error, as a share of its sample variance, with
+# these formulas:
 
 # %% tags=["nbval-ignore-output"]
 x_big, y_big = make_two_places(20_000, torch.Generator().manual_seed(4))
 big_rows = torch.arange(len(x_big))  # (n,)
 A = x_big[big_rows, x_big[..., 4].argmax(-1), :4]  # (n, 4) content of A
 B = x_big[big_rows, x_big[..., 5].argmax(-1), :4]  # (n, 4) content of B
-fixed_split = {}
+fixed_split, per_feature = {}, {}
 for w in (0.5, 0.6, 0.75, 0.9, 1.0):
-    blend = torch.cat([w * A + (1 - w) * B, torch.ones(len(A), 1)], dim=-1)  # (n, 5): blend and a bias
-    readout = torch.linalg.lstsq(blend, y_big[:, 0]).solution  # (5, 4)
-    fixed_split[w] = ((blend @ readout - y_big[:, 0]) ** 2).mean().item()
+    design = torch.cat([w * A + (1 - w) * B, torch.ones(len(A), 1)], dim=-1)  # (n, 5): the blend and a bias
+    readout = torch.linalg.lstsq(design, y_big[:, 0]).solution  # (5, 4)
+    per_feature[w] = ((design @ readout - y_big[:, 0]) ** 2).mean(0)  # (4,) error per target feature
+    fixed_split[w] = per_feature[w].mean().item()
+unexplained = {w: errs / y_big[:, 0].var(0, correction=0) for w, errs in per_feature.items()}  # share of variance
 print("best error for weight w on A:", {w: round(e, 4) for w, e in fixed_split.items()})
+print("w = 0.75, share of each target feature's variance left unexplained:", unexplained[0.75].numpy().round(3))
 
 # %% tags=["hide-input"]
 assert all(abs(e - 0.5) < 0.02 for e in fixed_split.values())
 assert abs(fixed_split[0.75] - check.predict_fixed_split_error.reference) < 0.02
+for w, share in unexplained.items():
+    leak = (1 - w) ** 2 / (w**2 + (1 - w) ** 2)  # features 0-1: the share of B in the blend's variance
+    assert torch.allclose(share, torch.tensor([leak, leak, 1 - leak, 1 - leak]), atol=0.02), w
 print("✓ for w = 0.5, 0.6, 0.75, 0.9 and 1.0 the best read-out of a fixed split scores ½")
+print("✓ and each feature keeps the formula's share: (1-w)²/(w²+(1-w)²) on features 0-1, w²/(…) on 2-3")
 
 # %%
 check.predict_fixed_split_error(my_guess_split)
@@ -606,7 +565,8 @@ print(f"✓ with the same number of parameters, in all {len(seeds)} initialisati
 print("  and one head stays far from it (below ½, though)")
 
 # %% [markdown]
-# Every training run, one colour per number of heads; the dashed line is the ½ of any fixed split.
+# Every training run, one colour per number of heads (one head solid, two heads dashed); the dotted grey
+# line is the ½ of any fixed split.
 
 # %%
 colors = {1: "tab:blue", 2: "tab:orange"}
@@ -691,12 +651,16 @@ def neighbour_weights(model):
 
 
 nb_split = {h: [neighbour_weights(m) for m in nb_runs[h]] for h in (1, 2)}
-for h in (1, 2):
-    prev, nxt = ([t[:, side].max().item() for t in nb_split[h]] for side in (0, 1))  # the most any head gives
-    print(
-        f"{h} head(s), 5 initialisations: the most weight a head puts on the previous word {min(prev):.2f} "
-        f"to {max(prev):.2f}, on the next word {min(nxt):.2f} to {max(nxt):.2f}"
-    )
+prev, nxt = ([t[:, side].max().item() for t in nb_split[2]] for side in (0, 1))  # the most either head gives
+print(
+    f"2 heads, 5 initialisations: the most weight a head puts on the previous word {min(prev):.2f} "
+    f"to {max(prev):.2f}, on the next word {min(nxt):.2f} to {max(nxt):.2f}"
+)
+picks = ["previous" if t[0, 0] > t[0, 1] else "next" for t in nb_split[1]]  # the side each single head favours
+print(
+    f"1 head: reads mostly the previous word in {picks.count('previous')} of 5 initialisations, "
+    f"the next word in {picks.count('next')} of 5"
+)
 
 # %% tags=["hide-input"]
 assert all(e < 0.01 for e in nb_errors[2]) and all(0.45 < e < 0.55 for e in nb_errors[1])
@@ -756,7 +720,10 @@ print("✓ on every scored word the head average gives each neighbour about ½, 
 check.predict_average_weight(my_guess_average)
 
 # %% [markdown]
-# Two faint diagonals: the average looks like one unsure head, while each real head is sharp.
+# Two faint diagonals: the average looks like one unsure head, while each real head is sharp. The paper
+# (section 4) saw the same division in its translation model: "Not only do individual attention heads
+# clearly learn to perform different tasks, many appear to exhibit behavior related to the syntactic and
+# semantic structure of the sentences."
 #
 # ### Head explorer
 #
@@ -959,6 +926,65 @@ assert divided >= 4
 assert all(((t[:, 0] > 0.2) & (t[:, 1] > 0.2)).any() for t in split if not divides(t))
 print(f"✓ in at least 4 of {len(split)} initialisations one head reads A and the other B")
 print("  (in any other, a head still shares its weight between A and B)")
+
+# %% [markdown]
+# ### Two conventions for one boolean mask
+#
+# Why read it: mixing up PyTorch's mask conventions fails silently. Back to section 1's batch `x`, its
+# `torch_mha` and its per-head `q`, `k`, `v`. PyTorch's attention functions read a boolean mask in two
+# opposite ways:
+#
+# | API | `True` means |
+# |---|---|
+# | `torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=...)` | may attend (as `utils`) |
+# | `torch.nn.MultiheadAttention(...)(query, key, value, attn_mask=..., key_padding_mask=...)` | **not** allowed |
+# | `torch.nn.Transformer`, `TransformerEncoderLayer`, `TransformerDecoderLayer` (`src_mask`, `tgt_mask`, `src_key_padding_mask`, …) | **not** allowed, like the `nn.MultiheadAttention` inside them |
+#
+# Hand the same causal mask to both. Given `allowed` itself, `nn.MultiheadAttention` does the opposite of
+# causal: each query sees only *later* tokens, and the last query sees nothing at all (its weights are
+# NaN; lesson 04's Going further shows the other answers such a row gets). A float mask, *added* to the
+# scores (0 where allowed, $-\infty$ where blocked), has only one reading, and both PyTorch functions
+# accept it; `utils` takes boolean masks only (convert an additive mask with `mask == 0`).
+
+# %%
+batch, T, d_model = x.shape  # section 1's sizes (section 3 reused the names d_model and T)
+allowed = causal_mask(T)  # (T, T) bool, True = may attend
+_, w_wrong = torch_mha(x, x, x, attn_mask=allowed)  # (batch, T, T): our mask, not inverted
+print("nn.MultiheadAttention given `allowed` (True = may attend) uninverted; weight > 0 in sequence 0:")
+print((w_wrong[0, :-1] > 0).int())
+print("last row:", w_wrong[0, -1].detach())
+
+# %% tags=["hide-input"]
+by_sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # (batch, num_heads, T, d_k)
+by_utils, _ = scaled_dot_product_attention(q, k, v, allowed)  # (batch, num_heads, T, d_k)
+by_mha, _ = torch_mha(x, x, x, attn_mask=~allowed)  # (batch, T, d_model): inverted for nn.MultiheadAttention
+assert torch.allclose(by_sdpa, by_utils, atol=1e-6)
+assert torch.allclose(by_mha, copy(x, x, x, mask=allowed)[0], atol=1e-6)
+assert torch.all(w_wrong[:, :-1][allowed[:-1].expand(batch, -1, -1)] == 0)  # no weight where we allow it
+assert torch.all(w_wrong[:, :-1][~allowed[:-1].expand(batch, -1, -1)] > 0)  # weight wherever we block
+assert torch.isnan(w_wrong[:, -1]).all()  # the last query: every key blocked
+blocked = torch.zeros(T, T).masked_fill(~allowed, float("-inf"))  # (T, T) float mask: added to the scores
+assert torch.allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=blocked), by_utils, atol=1e-6)
+assert torch.allclose(torch_mha(x, x, x, attn_mask=blocked)[0], by_mha, atol=1e-6)
+assert torch.allclose(scaled_dot_product_attention(q, k, v, blocked == 0)[0], by_utils, atol=1e-6)
+print("✓ F.scaled_dot_product_attention(attn_mask=allowed) equals utils (True = may attend)")
+print("✓ nn.MultiheadAttention(attn_mask=~allowed) equals utils; given `allowed` it blocks exactly what we allow")
+print("✓ the float mask gives the same in both, and utils gets it as `blocked == 0`")
+
+# %% [markdown]
+# The `nn.Transformer*` layers of lesson 06 follow `nn.MultiheadAttention`: a boolean mask with `True` =
+# not allowed gives the same as the float mask.
+
+# %% tags=["hide-input"]
+encoder = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
+decoder = nn.TransformerDecoderLayer(d_model, num_heads, dim_feedforward=16, dropout=0.0, batch_first=True)
+assert torch.allclose(encoder(x, src_mask=~allowed), encoder(x, src_mask=blocked), atol=1e-6)
+assert torch.allclose(decoder(x, x, tgt_mask=~allowed), decoder(x, x, tgt_mask=blocked), atol=1e-6)
+pad_blocked = torch.zeros(batch, T).masked_fill(tokens == 0, float("-inf"))  # (batch, T) float: -inf on padding
+assert torch.allclose(
+    encoder(x, src_key_padding_mask=tokens == 0), encoder(x, src_key_padding_mask=pad_blocked), atol=1e-6
+)
+print("✓ nn.TransformerEncoderLayer and DecoderLayer: a bool mask (True = not allowed) equals the float mask")
 
 # %% [markdown]
 # ## Sources
