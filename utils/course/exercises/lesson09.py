@@ -1,14 +1,95 @@
-"""Lesson 09 exercises: tiles a causal mask skips, the online-softmax update, the size of a key-value cache,
-and merging two partial attention results."""
+"""Lesson 09 exercises: four predictions (positions decoded without a cache, a naive softmax of large scores,
+tiles a causal mask skips, how plain attention's memory grows), the online-softmax update, the size of a
+key-value cache, and merging two partial attention results."""
 
 import math
 import random
 
 import torch
 
-from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake, prediction_number
 
-# --- 1. Predict: how many tiles does a causal mask skip? --------------------------------------------
+# --- Predict: how many positions does greedy decoding push through a decoder layer without a cache? ----
+
+CACHE_N = 64
+
+
+@exercise(
+    hint="""
+    Without a cache, step t runs the decoder on all t tokens so far (<bos> and the t - 1 chosen ones) and
+    keeps only the last position. Add up the positions of steps 1, 2, ..., 64.
+    """,
+    reference=CACHE_N * (CACHE_N + 1) // 2,
+    kind="prediction",
+    explain="""
+    1 + 2 + ... + 64 = 64 x 65 / 2 = 2080 positions per layer, where 64 would do: each step recomputes
+    every earlier position, although with the causal mask their keys and values never change. The cache
+    keeps them, and each step processes one position.
+    """,
+    wrong=[
+        mistake("count one position per step (that is the cached decoder)", CACHE_N, says="cache"),
+        mistake("count all 64 positions at every step", CACHE_N * CACHE_N, says="so far"),
+        mistake("start the count at 0 positions", CACHE_N * (CACHE_N - 1) // 2, says="<bos>"),
+    ],
+)
+def positions_without_cache(answer):
+    """answer: positions one decoder layer processes in 64 greedy steps without a key-value cache."""
+    value = prediction_number(answer)
+    right = CACHE_N * (CACHE_N + 1) // 2
+    if value == right:
+        return None
+    if value == CACHE_N:
+        return "64 positions is what the decoder processes with a cache; without one, step t recomputes all t"
+    if value == CACHE_N * CACHE_N:
+        return "step t runs the decoder only on the t tokens so far, not on all 64: 1 + 2 + ... + 64 positions"
+    if value == CACHE_N * (CACHE_N - 1) // 2:
+        return "the first step already processes one position, <bos>: step t processes t positions, t = 1..64"
+    return f"{answer} positions: not right; step t processes t positions, for t = 1, ..., 64"
+
+
+# --- Predict: softmax of large scores, computed naively ----------------------------------------------
+
+
+def _as_float(answer):
+    """A float from a number or from the words 'nan' / 'inf'."""
+    if isinstance(answer, str) and answer.strip().lower() in ("nan", "inf", "+inf", "infinity"):
+        return float(answer.strip().lower().replace("infinity", "inf"))
+    return prediction_number(answer)
+
+
+@exercise(
+    hint="""
+    float32 holds numbers up to about 3.4e38. What is exp(1000)? And then what is that divided by a sum
+    that contains it?
+    """,
+    reference=float("nan"),
+    kind="prediction",
+    explain="""
+    nan. exp(1000) overflows float32 to inf, and so does the sum: inf / inf is nan. The exact softmax,
+    0.731, needs the maximum subtracted first, which is what the safe (and the online) softmax does.
+    """,
+    wrong=[
+        mistake("write the exact softmax", 0.7311, says="overflows"),
+        mistake("expect the overflow to show as inf", "inf", says="inf / inf"),
+        mistake("expect the huge numbers to vanish", 0.0, says="does not underflow"),
+    ],
+)
+def naive_softmax_overflow(answer):
+    """answer: exp(s_0) / sum_j exp(s_j) for the float32 scores [1000, 999, -5], computed naively
+    (a number, or 'nan' / 'inf')."""
+    value = _as_float(answer)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "the numerator overflows to inf, and so does the denominator: inf / inf is nan, not inf"
+    if abs(value - 0.7311) < 0.01:
+        return "0.731 is the exact softmax, but exp(1000) overflows float32 (largest about 3.4e38) to inf"
+    if value == 0:
+        return "exp(1000) does not underflow, it overflows: it is far above float32's largest number"
+    return f"{answer}: not right; what is exp(1000) in float32, and inf divided by inf?"
+
+
+# --- Predict: how many tiles does a causal mask skip? --------------------------------------------
 
 SKIP_T, SKIP_B = 1000, 100
 
@@ -55,7 +136,42 @@ def skipped_tiles(answer):
     )
 
 
-# --- 2. The online-softmax update ---------------------------------------------------------------------
+# --- Predict: how plain attention's memory grows when T doubles -------------------------------------
+
+
+@exercise(
+    hint="""
+    Plain attention holds the T x T scores and the T x T weights. What happens to the number of entries
+    of a T x T matrix when T doubles?
+    """,
+    reference=4.0,
+    kind="prediction",
+    explain="""
+    About 4. The scores and weights are T x T matrices: doubling T quadruples their entries, and they
+    dwarf the T x d output. Tiled attention holds one fixed-size tile instead, so its memory grows only
+    with the output.
+    """,
+    wrong=[
+        mistake("expect memory to grow like T", 2, says="t x t"),
+        mistake("expect a constant", 1, says="tiles"),
+        mistake("multiply by d_k as well", 8, says="d_k"),
+    ],
+)
+def memory_growth(answer):
+    """answer: peak memory of plain attention at T = 4096 divided by that at T = 2048 (d_k = 16)."""
+    value = prediction_number(answer)
+    if abs(value - 4) <= 0.5:
+        return None
+    if abs(value - 2) <= 0.5:
+        return "the output grows like T, but plain attention also holds the T x T scores and weights"
+    if abs(value - 1) <= 0.25:
+        return "a fixed memory is what the tiles need; plain attention holds whole T x T matrices"
+    if abs(value - 8) <= 1:
+        return "d_k sets the cost of each score, not how many are held: T x T numbers, whatever d_k"
+    return f"{answer}: not right; count the entries of a T x T matrix at T = 2048 and T = 4096"
+
+
+# --- 1. The online-softmax update ---------------------------------------------------------------------
 
 
 def _update_reference(m, l, x):
@@ -126,7 +242,7 @@ def online_update(fn):
     return "the result does not match the online-softmax update"
 
 
-# --- 3. The size of a key-value cache (grouped-query attention, half precision, a batch) --------------
+# --- 2. The size of a key-value cache (grouped-query attention, half precision, a batch) --------------
 
 
 def _cache_reference(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
@@ -188,7 +304,7 @@ def cache_bytes(fn):
     return None
 
 
-# --- 4. Merge two partial attention results -----------------------------------------------------------
+# --- 3. Merge two partial attention results -----------------------------------------------------------
 
 
 def _merge_reference(part1, part2):
