@@ -402,7 +402,7 @@ for g in (32, 8, 1):
 # %% [markdown]
 # ## 2. Online softmax: one pass with a running maximum and sum
 #
-# The safe softmax of lesson 02 (section 7) subtracts the row's maximum before exponentiating, which takes
+# The safe softmax of lesson 02 subtracts the row's maximum before exponentiating, which takes
 # three passes over the scores: find $m = \max_j s_j$, sum $l = \sum_j e^{s_j - m}$, write $e^{s_j - m}/l$.
 #
 # **Predict.** Skip the maximum: for the float32 scores $[1000, 999, -5]$, what does
