@@ -1,6 +1,6 @@
 """Exercises of lesson 08: four predictions (what a projected PE score depends on, sinusoidal PE at three
 times the training length, where RoPE's copy head loses its weight, which encoding never learns an absolute
-task), an ALiBi distance bias, sin-cos encodings for a video, and RoPE by hand."""
+task), an ALiBi distance bias, sin-cos encodings for a video, RoPE by hand, and RoPE's position interpolation."""
 
 import random
 
@@ -404,7 +404,7 @@ def pe_3d(answer):
     drawn = (rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4), 12 * rng.randint(1, 4))  # d_model: 12k
     for frames, rows, cols, d_model in ((2, 3, 4, 12), (3, 2, 2, 24), (4, 3, 3, 36), drawn):
         expected = _pe_3d_solution(frames, rows, cols, d_model)
-        third = d_model // 3  # the row and column thirds are section 6's 2-D encoding of width 2 d_model / 3
+        third = d_model // 3  # the row and column thirds are the MAE-style 2-D encoding of width 2 d_model / 3
         image = sinusoidal_encoding_2d(rows, cols, 2 * third, dtype=torch.float64).repeat(frames, 1)
         assert torch.allclose(expected[:, third:], image)
         cases.append(
@@ -492,3 +492,64 @@ def rope_rotate(answer):
         assert torch.allclose(_rope_solution(pe[:1].expand(3, d), torch.arange(3)), pe)
         cases.append(((x, positions), expected, f"x of shape (6, {d})"))
     return _compare_cases(answer, _ROPE_MISTAKES, cases, "rotated x", atol=1e-4)
+
+
+# --- 5. Position interpolation for RoPE (transfer) ------------------------------------------------------
+
+
+def _interpolated_solution(T, train_len):
+    """Positions 0..T-1, squeezed by train_len / T when the sequence is longer than training (Chen et al., 2023)."""
+    positions = torch.arange(T, dtype=torch.float64)  # (T,)
+    return positions * train_len / T if T > train_len else positions
+
+
+def _interpolated_not_squeezed(T, train_len):
+    return torch.arange(T, dtype=torch.float64)
+
+
+def _interpolated_upside_down(T, train_len):
+    positions = torch.arange(T, dtype=torch.float64)
+    return positions * T / train_len if T > train_len else positions
+
+
+def _interpolated_rounded(T, train_len):
+    return _interpolated_solution(T, train_len).floor()
+
+
+def _interpolated_always(T, train_len):
+    return torch.arange(T, dtype=torch.float64) * train_len / T
+
+
+_INTERPOLATION_MISTAKES = [
+    mistake(
+        "keep the positions 0..T-1 (positions the model never trained on)",
+        _interpolated_not_squeezed,
+        says="never trained",
+    ),
+    mistake("multiply by T / train_len instead of train_len / T", _interpolated_upside_down, says="T / train_len"),
+    mistake("round the squeezed positions down to whole numbers", _interpolated_rounded, says="whole numbers"),
+    mistake("squeeze sequences that already fit in the training length", _interpolated_always, says="already fit"),
+]
+
+
+@exercise(
+    hint="""
+    Positions 0, 1, ..., T - 1. If T <= train_len the model trained on all of them: keep them. Otherwise
+    multiply each by train_len / T, so that the largest, (T - 1) train_len / T, stays below train_len.
+    The results are fractions: RoPE turns a pair by any real angle, so do not round them.
+    """,
+    reference=_interpolated_solution,
+    kind="transfer",
+    wrong=_INTERPOLATION_MISTAKES,
+)
+def interpolated_positions(answer):
+    """answer(T, train_len) -> (T,) float positions for RoPE: 0..T-1, times train_len / T when T > train_len."""
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    train_len = rng.randint(4, 32)
+    drawn = [(rng.randint(train_len + 1, 4 * train_len), train_len), (rng.randint(2, train_len - 1), train_len)]
+    cases = []
+    for T, L in [(48, 16), (40, 16), (10, 16), (16, 16)] + drawn:
+        expected = _interpolated_solution(T, L)
+        assert expected.max() < L and (T <= L or torch.allclose(expected.diff(), torch.full((T - 1,), L / T).double()))
+        cases.append(((T, L), expected, f"T={T}, train_len={L}"))
+    return _compare_cases(answer, _INTERPOLATION_MISTAKES, cases, "positions", atol=1e-9)
