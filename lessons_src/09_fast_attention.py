@@ -7,7 +7,7 @@
 #
 # - **at inference**, greedy decoding (lesson 07) re-runs the decoder over *every* target position at every
 #   step, although the earlier positions' keys and values never change; a **key-value cache** keeps them;
-# - **at scale**, the $T \times T$ score matrix needs memory growing like $T^2$; a softmax computed
+# - **at scale**, the whole $T \times T$ score matrix is held in memory; a softmax computed
 #   **online** (a running maximum and sum) lets attention go through the keys **tile by tile** without
 #   that matrix: the idea behind FlashAttention (Dao et al., 2022).
 #
@@ -142,7 +142,9 @@ my_guess_positions = None  # your answer: a number of positions
 # Why may we keep the old ones? With the causal mask, position $i$ of every decoder layer sees only
 # positions $\le i$, so appending a token changes nothing at the earlier positions: not their hidden
 # states, hence not their keys $x W^K$ and values $x W^V$. Checked in every decoder layer, for a 5-token
-# prefix and a 6th token appended:
+# prefix and a 6th token appended. The decoder's input is built as in lesson 07 (embedding
+# $\times \sqrt{d_{model}}$ plus PE), and `layer(h, memory, causal_mask, src_mask)` runs one decoder layer on
+# the hidden states `h`, attending to the encoder output `memory`:
 
 # %%
 model.eval()
@@ -208,15 +210,16 @@ with torch.no_grad():
 assert cache.self_k[0].shape[2] == 3 and cache.cross_k[0].shape[2] == src2.shape[1]
 
 # %% [markdown]
-# **Cached = uncached.** On the whole held-out set, greedy decoding with the cache (`use_cache=True`) gives
-# the same tokens, and over 64 forced steps (ignoring `<eos>`) on 100 sentences every step's logits agree
-# to float rounding while the earlier tokens agree. The two paths multiply matrices of different shapes,
-# so the last bits may differ: we allow $10^{-4}$, and greedy decoding may then pick another word only at a
-# near tie (two best logits within twice that). Each translation is cut 5 tokens past the longest
-# reference, so that a wrong one cannot run on to the model's limit.
+# **Cached = uncached.** First the tokens: greedy decoding with the cache (`use_cache=True`) and without it,
+# on the whole held-out set, each translation cut 5 tokens past the longest reference.
+#
+# Then the logits: 64 forced steps (ignoring `<eos>`) on 100 sentences, compared at every step whose
+# earlier tokens agree. The two paths multiply matrices of different shapes, so the last bits may differ:
+# we allow $10^{-4}$, and greedy decoding may then pick another word only at a near tie (two best logits
+# within twice that).
 
 
-# %%
+# %% tags=["hide-input"]
 @torch.no_grad()
 def gap_at_first_difference(src, plain, cached):
     """For each sentence decoded differently: the gap between the two best logits (uncached) at the first
@@ -297,7 +300,9 @@ print(
 
 # %% [markdown]
 # The count behind those times: each decoder layer's feed-forward sub-layer runs once per position it is
-# given, so a forward hook counting them counts the decoder's work, on any computer.
+# given, so a forward hook on it counts the positions each layer processes, on any computer. (The cache
+# saves the projections and the feed-forward of earlier positions; step $t$'s query still reads all $t$
+# cached keys.)
 
 
 # %% tags=["hide-input"]
@@ -381,12 +386,7 @@ for g in (8, 2, 1):  # multi-head, grouped-query (4 query heads per key head), m
     assert torch.allclose(ours, theirs, rtol=0, atol=1e-5)
     if g == h:  # torch's plain multi-head attention, without grouping
         assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v, is_causal=True), rtol=0, atol=1e-5)
-    cache_here = k.numel() * k.element_size() + v.numel() * v.element_size()
-    assert cache_here == kv_cache_bytes(1, g, d, T, 4, batch=batch)
-print(
-    f"✓ with g = 8, 2 and 1 key/value heads for {h} query heads: equal to torch, and the cache holds the "
-    "formula's bytes with g heads; g = h is plain multi-head attention"
-)
+print(f"✓ with g = 8, 2 and 1 key/value heads for {h} query heads: equal to torch; g = h is plain multi-head attention")
 
 # %% [markdown]
 # For the large decoder above, with 8 key/value heads (grouped) or 1 (multi-query) instead of 32:
@@ -594,7 +594,7 @@ tile_explorer()
 # %% [markdown]
 # ## 4. Measuring the memory
 #
-# Plain attention should need memory growing like $T^2$, tiled attention like $T$. We measure it:
+# How does the memory grow with $T$, with and without tiles? We measure it:
 # `utils.fast_attention.peak_tensor_bytes` watches every operation torch runs, adds the bytes of each new
 # tensor's storage and subtracts them when it is freed, and records the largest total. It counts what the
 # operations allocate, not the inputs. A first check: a $100 \times 100$ float32 matrix takes
@@ -659,6 +659,9 @@ print(
     f"✓ from T = {Ts[1]} on, the tiled peak is the output plus the same number of bytes at every T, more than "
     f"the output itself even at T = {Ts[-1]}"
 )
+matrix = 4 * Ts[0] ** 2  # bytes of one T x T float32 matrix at T = 256
+assert peak["plain"][0] // matrix == 2 and peak["tiles"][0] // matrix == 3
+print(f"✓ at T = {Ts[0]}: the tiles hold three {Ts[0]} x {Ts[0]} matrices at their peak, the plain computation two")
 
 # %%
 check.memory_growth(my_guess_memory_growth)
@@ -666,8 +669,8 @@ check.memory_growth(my_guess_memory_growth)
 # %% [markdown]
 # The square tiles grow slower than $T$ here because their $256 \times 256$ tiles of scores are a fixed
 # cost that dominates at these sizes; what grows with $T$ is the output, $T \times d_v$ numbers, which any
-# method must write. The same fixed cost is why, at the smallest $T$, the tiles need more memory than the
-# plain computation.
+# method must write. At the smallest $T$ = 256, one tile is the whole matrix, and the loop keeps three
+# matrices of that size alive at once where the plain computation keeps two: there the tiles need more.
 #
 # > **Going further:** tiling saves memory, not arithmetic; "The time of tiles" at the end compares our
 # > Python loop of tiles with torch's fused kernel.
@@ -737,7 +740,24 @@ def my_merge(part1, part2):
 check.merge_partials(my_merge)
 
 # %% [markdown]
-# **4. (open)** Give `decode_step` a preallocated cache: tensors of `max_len` rows written in place instead of
+# **4. Tiles a sliding window skips (transfer).** Many long-context models let each query read only the
+# last `window` positions: query $i$ sees key $j$ when $i - \text{window} < j \le i$ (itself included). With
+# tiles of `block_size` $\times$ `block_size` (the last row and column of tiles may be shorter), how many tiles
+# of a length-`T` sequence have nothing left to read and can be skipped? Write `my_window_skipped(T,
+# block_size, window)`.
+
+# %%
+from utils.course.exercises import lesson09 as check
+
+
+def my_window_skipped(T, block_size, window):
+    raise NotImplementedError
+
+
+check.window_skipped_tiles(my_window_skipped)
+
+# %% [markdown]
+# **5. (open)** Give `decode_step` a preallocated cache: tensors of `max_len` rows written in place instead of
 # `torch.cat` at every step (which copies the whole cache). Does the time per token at $n = 64$ change?
 
 # %% [markdown]

@@ -1,6 +1,6 @@
 """Lesson 09 exercises: four predictions (positions decoded without a cache, a naive softmax of large scores,
 tiles a causal mask skips, how plain attention's memory grows), the online-softmax update, the size of a
-key-value cache, and merging two partial attention results."""
+key-value cache, merging two partial attention results, and the tiles a sliding-window mask skips."""
 
 import math
 import random
@@ -276,7 +276,7 @@ CACHE_CASES = [
     num_layers x 2 x num_kv_heads x d_k x length x batch x bytes_per_value.
     """,
     reference=_cache_reference,
-    kind="transfer",
+    kind="practice",
     wrong=[
         mistake("count keys only", _cache_no_two, says="keys and values"),
         mistake("count the query heads", _cache_query_heads, says="query heads"),
@@ -384,4 +384,75 @@ def merge_partials(fn):
             if compare_arrays(got, f(*parts), atol=1e-9) is None:
                 return f"{n} keys split after {split}: {message}"
         return f"{n} keys split after {split}: " + compare_arrays(got, expected, "merged output", atol=1e-9)
+    return None
+
+
+# --- 4. Tiles a sliding-window mask skips (transfer) -----------------------------------------------------
+
+
+def _window_tiles(T, block_size, window, keeps):
+    """Tiles of block_size x block_size (the last row and column of tiles may be shorter) for which
+    keeps(allowed_tile) is true, where allowed[i, j] says query i may read key j."""
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]  # (T, 1), (1, T)
+    allowed = (j <= i) & (j > i - window)  # (T, T): the window keys up to and including i
+    starts = range(0, T, block_size)
+    return sum(bool(keeps(allowed[a : a + block_size, b : b + block_size])) for a in starts for b in starts)
+
+
+def _window_reference(T, block_size, window):
+    return _window_tiles(T, block_size, window, lambda tile: not tile.any())  # nothing to read in the tile
+
+
+def _window_causal_only(T, block_size, window):
+    n = -(-T // block_size)
+    return n * (n - 1) // 2
+
+
+def _window_one_key_more(T, block_size, window):
+    return _window_reference(T, block_size, window + 1)
+
+
+def _window_partly_masked(T, block_size, window):
+    return _window_tiles(T, block_size, window, lambda tile: not tile.all())  # any masked entry
+
+
+WINDOW_CASES = [(32, 8, 8), (32, 8, 9), (40, 8, 12), (30, 4, 5), (64, 16, 17)]
+
+
+@exercise(
+    hint="""
+    Query i may read key j only when i - window < j <= i. Build that (T, T) boolean matrix, cut it into
+    tiles of block_size x block_size (the last ones may be shorter), and count the tiles where it is False
+    everywhere: those the loop can skip. A tile with some allowed entries must still be computed.
+    """,
+    reference=_window_reference,
+    kind="transfer",
+    wrong=[
+        mistake("count only the tiles above the diagonal (the causal mask alone)", _window_causal_only, says="causal"),
+        mistake("let each query read window + 1 keys", _window_one_key_more, says="window keys"),
+        mistake("skip every tile that is partly masked", _window_partly_masked, says="partly"),
+    ],
+)
+def window_skipped_tiles(fn):
+    """fn(T, block_size, window) -> the number of tiles a causal sliding-window mask skips entirely."""
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    drawn = (rng.randint(10, 80), rng.randint(2, 12), rng.randint(1, 24))
+    for T, B, w in WINDOW_CASES + [drawn]:
+        got, expected = fn(T, B, w), _window_reference(T, B, w)
+        if got == expected:
+            continue
+        where = f"T={T}, block_size={B}, window={w}"
+        if got == _window_causal_only(T, B, w) and w < T:
+            return (
+                f"for {where}: {got} counts only the tiles above the diagonal, as the causal mask alone would; "
+                "the window also removes keys more than window - 1 positions back"
+            )
+        if got == _window_one_key_more(T, B, w):
+            return f"for {where}: {got} lets each query read window + 1 keys; it reads window keys, itself included"
+        if got == _window_partly_masked(T, B, w):
+            return (
+                f"for {where}: {got} also skips tiles that are only partly masked; a tile with any allowed "
+                "score must be computed"
+            )
+        return f"for {where}: expected {expected} skipped tiles, got {got}"
     return None
