@@ -709,11 +709,12 @@ check.pe_3d(my_pe_3d)
 
 # %% [markdown]
 # **4. Position interpolation for RoPE (transfer).** Section 3 showed RoPE failing on offsets it never
-# trained on. Chen et al. (2023) do not extrapolate: a sequence of `T > train_len` tokens gets the positions
-# $m \cdot \text{train\_len} / T$ instead of $m$, so every position, and every offset, lies inside the range
-# the model trained on; a sequence that fits keeps its positions. Write `my_interpolated_positions(T,
-# train_len)`, returning the (T,) positions (floats) to give RoPE. Then think: at T = 48 with train_len =
-# 16, how far apart are neighbouring tokens, and did training ever show that offset?
+# trained on. Chen et al. (2023) do not extrapolate: to run on a window of `T > train_len` positions, they
+# give position $m$ the position $m \cdot \text{train\_len} / T$, so every position, and every offset, lies
+# inside the range the model trained on; a window that fits keeps its positions. Write
+# `my_interpolated_positions(T, train_len)`, returning the (T,) positions (floats) to give RoPE. Then
+# think: at T = 48 with train_len = 16, how far apart are neighbouring tokens, and did training ever show
+# that offset?
 
 
 # %%

@@ -740,11 +740,11 @@ def my_merge(part1, part2):
 check.merge_partials(my_merge)
 
 # %% [markdown]
-# **4. Tiles a sliding window skips (transfer).** Many long-context models let each query read only the
-# last `window` positions: query $i$ sees key $j$ when $i - \text{window} < j \le i$ (itself included). With
-# tiles of `block_size` $\times$ `block_size` (the last row and column of tiles may be shorter), how many tiles
-# of a length-`T` sequence have nothing left to read and can be skipped? Write `my_window_skipped(T,
-# block_size, window)`.
+# **4. Tiles a sliding window skips (transfer).** Sliding-window attention lets each query read only a
+# fixed number of recent positions; here query $i$ sees key $j$ when $i - \text{window} < j \le i$ (`window`
+# keys, itself included). With tiles of `block_size` $\times$ `block_size` (the last row and column of tiles
+# may be shorter), how many tiles of a length-`T` sequence have nothing left to read and can be skipped?
+# Write `my_window_skipped(T, block_size, window)`.
 
 # %%
 from utils.course.exercises import lesson09 as check
