@@ -1,25 +1,22 @@
 # %% [markdown]
 # # 09 · Attention at inference and at scale, by hand: KV cache, online softmax, tiled attention
 #
-# The earlier lessons computed attention the way the paper writes it: the whole score matrix
-# $QK^\top/\sqrt{d_k}$, a softmax over each row, then a product with $V$. That is exact, and it is also
-# wasteful in two places that matter in practice:
+# The earlier lessons computed attention as the paper writes it: the whole score matrix
+# $QK^\top/\sqrt{d_k}$, a softmax over each row, a product with $V$. That is exact, and wasteful in two
+# places that matter in practice:
 #
 # - **at inference**, greedy decoding (lesson 07) re-runs the decoder over *every* target position at every
-#   step, although the keys and values of the earlier positions never change; a **key-value cache** keeps
-#   them;
-# - **at scale**, the $T \times T$ score matrix needs memory that grows like $T^2$; computing the softmax
-#   **online** (a running maximum and a running sum) lets attention go through the keys **tile by tile**
-#   without ever holding that matrix — the idea behind FlashAttention (Dao et al., 2022).
+#   step, although the earlier positions' keys and values never change; a **key-value cache** keeps them;
+# - **at scale**, the whole $T \times T$ score matrix is held in memory; a softmax computed
+#   **online** (a running maximum and sum) lets attention go through the keys **tile by tile** without
+#   that matrix: the idea behind FlashAttention (Dao et al., 2022).
 #
 # **Goals.**
-# - Build a key-value cache for the translator's decoder by hand, check that cached and uncached decoding give
-#   the same logits (to rounding), and so the same tokens except after a near tie, measure the time per
-#   generated token, and count the cache's bytes (also for multi-query and grouped-query attention).
-# - Write softmax in one pass over the scores, with a running maximum and sum; check it against
-#   `torch.softmax`, including huge, tiny and fully masked rows.
-# - Compute attention tile by tile, skipping the tiles a causal mask removes; check it against `utils` and
-#   torch, count the skipped tiles, and measure its memory against the plain computation as $T$ grows.
+# - Build a key-value cache for the translator's decoder, check that cached decoding gives the same logits
+#   (to rounding), measure the time per token, and count the cache's bytes.
+# - Write softmax in one pass with a running maximum and sum, and check it against `torch.softmax`.
+# - Compute attention tile by tile, skipping the tiles a causal mask removes; check it against torch and
+#   measure its memory as $T$ grows.
 #
 # **Prerequisites.** Lessons 02 (softmax), 04 (masking), 05 (multi-head attention) and 07 (the toy translator).
 
@@ -39,13 +36,13 @@ if "google.colab" in sys.modules:
         )
 
 # %% [markdown]
-# As in lesson 07: everything random is seeded, and torch uses one thread, so that the order in which
-# floating-point numbers are summed does not depend on how many cores the computer has.
+# As in lesson 07, everything random is seeded and torch uses one thread, so that the order in which
+# numbers are summed does not depend on the computer's cores.
 
 # %%
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # OpenMP reads values case-insensitively
 
 import dataclasses
 import math
@@ -58,6 +55,7 @@ import torch
 import torch.nn.functional as F
 
 from utils.attention import scaled_dot_product_attention
+from utils.course.exercises import lesson09 as check
 from utils.fast_attention import (
     causal_skipped_tiles,
     decode_step,
@@ -93,13 +91,11 @@ COLORS = {
 }  # one colour per variant across the lesson
 
 # %% [markdown]
-# ## 1. A translator to decode with
+# ## 1. The key-value cache
 #
-# We train lesson 07's translator again, with a shorter recipe so that it trains quickly (the second cell
-# below prints how long it took): fewer training sentences and steps, a larger learning-rate factor and a
-# shorter warm-up, and a longer positional table (the sinusoidal encoding is fixed, so this changes no
-# weight) so that we can force outputs of 64 tokens when we time decoding. The cell below prints what
-# changes from lesson 07, as (lesson 07, here).
+# A translator to decode with: lesson 07's, trained again with a shorter recipe, and a longer positional
+# table (the sinusoidal encoding is fixed, so this changes no weight) so that we can force outputs of 64
+# tokens. The cell prints what changes from lesson 07, as (lesson 07, here).
 
 # %%
 DATA = dict(recipe.DATA, n_train=8000)
@@ -128,30 +124,27 @@ print(
     f"token accuracy {result['token_accuracy']:.3f}"
 )
 
-# %%
+# %% tags=["hide-input"]
 assert result["exact_match"] >= 0.85 and result["token_accuracy"] >= 0.9
-print("PASS: the shorter recipe translates >= 85% of the held-out sentences exactly (token accuracy >= 0.9)")
+print("✓ the shorter recipe still translates most held-out sentences exactly")
 
 # %% [markdown]
-# ## 2. The key-value cache
+# **What greedy decoding recomputes.** To choose token $t+1$, lesson 07's `greedy_decode` runs the decoder
+# on all $t$ tokens so far and keeps only the last position's logits.
 #
-# **What greedy decoding recomputes.** To choose token $t+1$, lesson 07's `greedy_decode` runs the decoder on
-# all $t$ tokens so far and keeps only the last position's logits. For an output of $n$ tokens that is
-# $1 + 2 + \dots + n = n(n+1)/2$ positions pushed through the decoder, where $n$ would do.
+# **Predict.** For an output of $n = 64$ tokens, how many positions does each decoder layer process in
+# all, without a cache? (A count below settles it.)
 
 # %%
-for n in (8, 16, 32, 64):
-    print(
-        f"n = {n:2d}: {n * (n + 1) // 2:5d} decoder positions without a cache, {n:2d} with one "
-        f"({(n + 1) / 2:.1f}x fewer)"
-    )
+my_guess_positions = None  # your answer: a number of positions
 
 # %% [markdown]
 # Why may we keep the old ones? With the causal mask, position $i$ of every decoder layer sees only
-# positions $\le i$. So appending a token changes nothing at the earlier positions: not their hidden
-# states, hence not their keys $x W^K$ and values $x W^V$ in any layer. Checked in every decoder layer: the
-# keys and values of a 5-token prefix, computed again after a 6th token is appended, are the same up to
-# float rounding.
+# positions $\le i$, so appending a token changes nothing at the earlier positions: not their hidden
+# states, hence not their keys $x W^K$ and values $x W^V$. Checked in every decoder layer, for a 5-token
+# prefix and a 6th token appended. The decoder's input is built as in lesson 07 (embedding
+# $\times \sqrt{d_{model}}$ plus PE), and `layer(h, memory, causal_mask, src_mask)` runs one decoder layer on
+# the hidden states `h`, attending to the encoder output `memory`:
 
 # %%
 model.eval()
@@ -171,16 +164,15 @@ with torch.no_grad():
         h6 = layer(h6, memory1, causal_mask(6), src_mask1)  # (1, 6, d_model)
     k5, v5 = split_heads(a.W_k(x5), a.num_heads), split_heads(a.W_v(x5), a.num_heads)  # (1, h, 5, d_k)
 print(
-    f"PASS: in all {len(model.decoder.layers)} decoder layers, the first 5 positions' keys and values stay "
-    "the same (max |diff| < 1e-5) when a 6th token is appended"
+    f"✓ in all {len(model.decoder.layers)} decoder layers, the first 5 positions' keys and values stay the same "
+    "when a 6th token is appended"
 )
 
 # %% [markdown]
-# **One cached step by hand** (the first decoder layer's self-attention). The new position brings one query,
-# one key and one value; the key and value are appended to the cache, and the query attends over the whole
-# cache. No causal mask is needed: the cache only holds positions up to the new one. (With a batch, the step
-# still masks the padding fed to sentences that have finished.) The result is the last row of the full,
-# recomputed self-attention.
+# **One cached step by hand** (the first layer's self-attention). The new position brings one query, one
+# key and one value; the key and value are appended to the cache, and the query attends over the whole
+# cache, with no causal mask (the cache holds no later position). The result is the last row of the full
+# self-attention.
 
 # %%
 with torch.no_grad():
@@ -193,7 +185,7 @@ with torch.no_grad():
     full, _ = a(x6, x6, x6, causal_mask(6))  # (1, 6, d_model): every position recomputed
 print("cache after the step:", tuple(k_cache.shape), "keys and", tuple(v_cache.shape), "values")
 assert torch.allclose(by_hand[:, 0], full[:, -1], rtol=0, atol=1e-5)
-print("PASS: one cached step equals the last row of the full causal self-attention (max |diff| < 1e-5)")
+print("✓ one cached step equals the last row of the full causal self-attention")
 
 # %% [markdown]
 # **Cross-attention** is cached differently: its keys and values come from the encoder output (the memory),
@@ -218,20 +210,16 @@ with torch.no_grad():
 assert cache.self_k[0].shape[2] == 3 and cache.cross_k[0].shape[2] == src2.shape[1]
 
 # %% [markdown]
-# **Cached = uncached.** On the whole held-out set, greedy decoding with the cache (`use_cache=True`) gives
-# the same tokens (each translation cut at the cap below); and, forcing 64 steps (ignoring `<eos>`) on 100 of
-# them, every step's logits agree to float rounding as long as the earlier tokens agree. (The two paths
-# multiply matrices of different shapes, so the last bits may differ: we allow $10^{-4}$. Greedy decoding
-# then picks the same word unless the two best logits are closer than twice that: a near tie, where the
-# rounding of another computer could pick either. So the check is: the same tokens, except after such a tie.)
+# **Cached = uncached.** First the tokens: greedy decoding with the cache (`use_cache=True`) and without it,
+# on the whole held-out set, each translation cut 5 tokens past the longest reference.
 #
-# We let each translation run to 5 tokens past the longest reference translation. A wrong translation can
-# run on long after its reference would have ended, and a batch is decoded until its last sentence stops:
-# without a cap, decoding could go on to the model's limit (printed below), recomputing every position of all
-# 500 sentences at each step. The 64 forced steps below check the cache on long outputs.
+# Then the logits: 64 forced steps (ignoring `<eos>`) on 100 sentences, compared at every step whose
+# earlier tokens agree. The two paths multiply matrices of different shapes, so the last bits may differ:
+# we allow $10^{-4}$, and greedy decoding may then pick another word only at a near tie (two best logits
+# within twice that).
 
 
-# %%
+# %% tags=["hide-input"]
 @torch.no_grad()
 def gap_at_first_difference(src, plain, cached):
     """For each sentence decoded differently: the gap between the two best logits (uncached) at the first
@@ -263,30 +251,25 @@ print(f"on this run: {sum(a == b for a, b in zip(plain, cached))} of {len(plain)
 print(f"on this run: {int((~differ.any(1)).sum())} of {len(differ)} forced runs give identical tokens")
 print(f"on this run: smallest gap between the two best logits, forced steps: {(top2[..., 0] - top2[..., 1]).min():.1e}")
 
-# %%
+# %% tags=["hide-input"]
 tie = 2e-4  # two logits each off by up to 1e-4
 assert all(gap < tie for gap in gap_at_first_difference(test_src, plain, cached))
 print(
-    f"PASS: cached and uncached greedy decoding give the same tokens on all {len(plain)} held-out sentences, "
-    f"except after a near tie (two best logits within {tie:g}), each cut at {cap} tokens (the longest reference "
-    f"has {cap - 5}; uncapped, decoding could run to {model.max_len - 1})"
+    f"✓ cached and uncached greedy decoding give the same tokens on all {len(plain)} held-out sentences, "
+    f"except after a near tie (each cut at {cap} tokens; uncapped, decoding could run to {model.max_len - 1})"
 )
 diff = (logits_plain - logits_cached).abs()  # (100, 64, V)
 assert (diff[same_input] < 1e-4).all() and (forced_gaps < tie).all()
 print(
-    f"PASS: {logits_plain.shape[1]} forced steps on {logits_plain.shape[0]} sentences: logits equal "
-    f"(max |diff| < 1e-4) at every step whose earlier tokens agree, and the same tokens except after a near tie"
+    f"✓ {logits_plain.shape[1]} forced steps on {logits_plain.shape[0]} sentences: the same logits at every step "
+    "whose earlier tokens agree, and the same tokens except after a near tie"
 )
 
 # %% [markdown]
-# **Time per generated token.** We force $n$ steps for $n$ = 8, 16, 32, 64 on 64 held-out sentences at once
-# and divide the time by $n$, in three rounds that each time every $n$ in turn. Without the cache, step $t$
-# processes $t$ positions, so the time per token grows with $n$; with it, every step processes one position
-# (plus attention over the cached $t$ keys, which is small here). The times are a measurement of this run:
-# they depend on the computer and on what else runs on it (other programs slow some runs down, so the
-# growth compares runs of the same round, close together in time). What causes them, the number of
-# positions the decoder processes, is counted and checked after the figure. Each run also encodes its source sentences once,
-# and that cost is shared by its $n$ tokens, so short runs can cost a little more per token, with the cache too.
+# **Time per generated token.** We force $n$ = 8, 16, 32, 64 steps on 64 held-out sentences at once and
+# divide the time by $n$, in three rounds. Without the cache step $t$ processes $t$ positions, so the time
+# per token grows with $n$; with it, one. The times are this run's (other programs slow some runs down);
+# what causes them, the number of positions processed, is counted after the figure.
 
 # %% tags=["nbval-ignore-output"]
 lengths, batch_src = [8, 16, 32, 64], test_src[:64]  # (64, S)
@@ -317,10 +300,12 @@ print(
 
 # %% [markdown]
 # The count behind those times: each decoder layer's feed-forward sub-layer runs once per position it is
-# given, so counting the positions it receives (a forward hook) counts the decoder's work, on any computer.
+# given, so a forward hook on it counts the positions each layer processes, on any computer. (The cache
+# saves the projections and the feed-forward of earlier positions; step $t$'s query still reads all $t$
+# cached keys.)
 
 
-# %%
+# %% tags=["hide-input"]
 def positions_processed(src, steps, use_cache):
     """Positions all decoder layers process in greedy_steps(model, src, BOS, steps), per sentence."""
     seen = []
@@ -338,20 +323,25 @@ num_layers = len(model.decoder.layers)
 for n in lengths:
     assert positions_processed(batch_src[:2], n, use_cache=False) == num_layers * n * (n + 1) // 2
     assert positions_processed(batch_src[:2], n, use_cache=True) == num_layers * n
+without = positions_processed(batch_src[:2], 64, use_cache=False) // num_layers  # per layer, n = 64
+assert without == check.positions_without_cache.reference
 print(
-    f"PASS: for n = {lengths} steps, each of the {num_layers} decoder layers processes 1 + 2 + ... + n = "
-    "n(n + 1)/2 positions without the cache (n/2 + 1/2 per token, growing with n) and n with it (1 per token)"
+    f"✓ for n = {lengths} steps, each decoder layer processes 1 + 2 + ... + n = n(n + 1)/2 positions without "
+    f"the cache ({without} at n = 64) and n with it"
 )
 
+# %%
+check.positions_without_cache(my_guess_positions)
+
 # %% [markdown]
-# **How big is the cache?** Each decoder layer stores a key and a value (the 2) for each head, each position
-# and each sentence, each a vector of $d_k$ numbers:
+# **How big is the cache?** Each decoder layer stores a key and a value (the 2) for each head, position
+# and sentence, each a vector of $d_k$ numbers:
 #
 # $$\text{bytes} = \text{layers} \times 2 \times \text{heads} \times d_k \times \text{length} \times
 # \text{bytes per number} \;(\times\ \text{batch}).$$
 #
-# Checked against the tensors of the cache after the 3 steps above (2 sentences, float32, 4 bytes), and
-# for the cross-attention cache, whose length is the source length $S$:
+# Checked against the cache after the 3 steps above (2 sentences, float32), and for the cross-attention
+# cache, whose length is the source length $S$:
 
 # %%
 num_layers, attn = len(model.decoder.layers), model.decoder.layers[0].self_attn
@@ -367,7 +357,7 @@ print(
     f"{cross_formula} bytes; the tensors hold {cache.nbytes('cross')}"
 )
 assert cache.nbytes("self") == self_formula and cache.nbytes("cross") == cross_formula
-print("PASS: the formula gives the cache's bytes exactly")
+print("✓ the formula gives the cache's bytes exactly")
 
 # %% [markdown]
 # Our translator's cache is tiny. For a large decoder it is not: with 32 layers, 32 heads of $d_k = 128$
@@ -378,15 +368,14 @@ big = kv_cache_bytes(32, 32, 128, 4096, 2)
 print(f"{big:,d} bytes = {big / 2**30:.0f} GiB per sequence")
 
 # %% [markdown]
-# **Multi-query and grouped-query attention** shrink it. Multi-query attention (Shazeer, 2019) keeps all
-# the query heads but gives them *one* shared key head and value head; grouped-query attention (Ainslie et
-# al., 2023) sits in between: `num_kv_heads` key/value heads, each shared by `num_heads / num_kv_heads`
-# query heads. Only keys and values are cached, so the cache shrinks by the factor
-# `num_heads / num_kv_heads`. (Whether the model stays as accurate is a question of training, not measured
-# here.) First the computation: query head $i$ reads key/value head $\lfloor i / (h/g) \rfloor$; with
-# $g = h$ it is ordinary multi-head attention, and it matches torch's `enable_gqa`:
+# **Multi-query and grouped-query attention** shrink it. Multi-query attention (Shazeer, 2019) gives all
+# the query heads *one* shared key head and value head; grouped-query attention (Ainslie et al., 2023) has
+# `num_kv_heads` key/value heads, each shared by `num_heads / num_kv_heads` query heads, so the cache
+# shrinks by that factor (whether the model stays as accurate is a question of training, not measured
+# here). Query head $i$ reads key/value head $\lfloor i / (h/g) \rfloor$; with $g = h$ it is ordinary
+# multi-head attention. Checked against torch's `enable_gqa`:
 
-# %%
+# %% tags=["hide-input"]
 torch.manual_seed(1)
 batch, h, T, d = 2, 8, 10, 16
 q = torch.randn(batch, h, T, d)  # (batch, h, T, d_k): 8 query heads
@@ -397,13 +386,7 @@ for g in (8, 2, 1):  # multi-head, grouped-query (4 query heads per key head), m
     assert torch.allclose(ours, theirs, rtol=0, atol=1e-5)
     if g == h:  # torch's plain multi-head attention, without grouping
         assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v, is_causal=True), rtol=0, atol=1e-5)
-    cache_here = k.numel() * k.element_size() + v.numel() * v.element_size()
-    assert cache_here == kv_cache_bytes(1, g, d, T, 4, batch=batch)
-    print(
-        f"g = {g} key/value head{'s' if g > 1 else ''} for {h} query heads: equal to torch (max |diff| < 1e-5); "
-        f"cache {cache_here} bytes = the formula with {g} key/value head{'s' if g > 1 else ''}"
-    )
-print("PASS: g = h is multi-head attention: equal to torch's attention without grouping (max |diff| < 1e-5)")
+print(f"✓ with g = 8, 2 and 1 key/value heads for {h} query heads: equal to torch; g = h is plain multi-head attention")
 
 # %% [markdown]
 # For the large decoder above, with 8 key/value heads (grouped) or 1 (multi-query) instead of 32:
@@ -417,11 +400,16 @@ for g in (32, 8, 1):
     )
 
 # %% [markdown]
-# ## 3. Online softmax: one pass with a running maximum and sum
+# ## 2. Online softmax: one pass with a running maximum and sum
 #
-# The safe softmax of lesson 02 (section 7) subtracts the row's maximum before exponentiating (so that nothing
-# overflows), which takes three passes over the scores: find $m = \max_j s_j$, sum
-# $l = \sum_j e^{s_j - m}$, then write $e^{s_j - m}/l$. Without the maximum, large scores overflow:
+# The safe softmax of lesson 02 subtracts the row's maximum before exponentiating, which takes
+# three passes over the scores: find $m = \max_j s_j$, sum $l = \sum_j e^{s_j - m}$, write $e^{s_j - m}/l$.
+#
+# **Predict.** Skip the maximum: for the float32 scores $[1000, 999, -5]$, what does
+# $e^{s_0} / \sum_j e^{s_j}$ give? A number, or `"inf"` or `"nan"`?
+
+# %%
+my_guess_naive = None  # your answer: a number, "inf" or "nan"
 
 # %%
 row = torch.tensor([1000.0, 999.0, -5.0])
@@ -431,7 +419,11 @@ print(
     "| torch.softmax:",
     [round(p, 4) for p in torch.softmax(row, 0).tolist()],
 )
-assert torch.isnan(row.exp() / row.exp().sum()).any()
+naive = (row.exp() / row.exp().sum())[0].item()
+assert math.isnan(naive) and math.isnan(check.naive_softmax_overflow.reference)
+
+# %%
+check.naive_softmax_overflow(my_guess_naive)
 
 # %% [markdown]
 # The **online** softmax (Milakov and Gimelshein, 2018) finds the maximum and the sum *together*, reading
@@ -466,10 +458,9 @@ rows = {
     "rising (max changes every step)": [0.0, 1.0, 2.0, 50.0, 51.0],
     "with masked entries": [2.0, -math.inf, 0.5, -math.inf],
 }
-for name, r in rows.items():
+for r in rows.values():
     ours = torch.tensor(online_softmax_by_hand(r), dtype=torch.float64)
     assert torch.allclose(ours, torch.softmax(torch.tensor(r, dtype=torch.float64), 0), rtol=0, atol=1e-12)
-    print(f"PASS: {name}: equal to torch.softmax (max |diff| < 1e-12)")
 masked = [-math.inf] * 4
 print(
     "fully masked row:",
@@ -478,13 +469,14 @@ print(
     torch.softmax(torch.tensor(masked), 0).tolist(),
 )
 assert online_softmax_by_hand(masked) == [0.0] * 4
+print("✓ equal to torch.softmax on every row above; a fully masked row gives zeros")
 
 # %% [markdown]
 # torch's softmax of a fully masked row is NaN; ours follows this collection's rule (lesson 04): a query
 # with nothing to attend to gets zero weights. `utils.fast_attention.online_softmax` does the same for
 # every row of a tensor at once, reading the scores one column (or one block of columns) at a time:
 
-# %%
+# %% tags=["hide-input"]
 g = torch.Generator().manual_seed(2)
 for shape, block in (((4, 7), 1), ((3, 5, 33), 8), ((2, 64), 64), ((6, 1), 1)):
     s = torch.randn(shape, generator=g, dtype=torch.float64) * 50  # scores, some large
@@ -492,13 +484,10 @@ for shape, block in (((4, 7), 1), ((3, 5, 33), 8), ((2, 64), 64), ((6, 1), 1)):
     mask[..., 0, :] = False  # one fully masked row
     expected = torch.softmax(s.masked_fill(~mask, float("-inf")), -1).nan_to_num(0.0)  # torch, then our rule
     assert torch.allclose(online_softmax(s, mask, block_size=block), expected, rtol=0, atol=1e-12)
-    print(
-        f"PASS: shape {shape}, blocks of {block}: equal to torch.softmax (max |diff| < 1e-12), "
-        "fully masked row all zeros"
-    )
+print("✓ at four shapes and block sizes: equal to torch.softmax, and a fully masked row all zeros")
 
 # %% [markdown]
-# ## 4. Tiled attention: never the whole score matrix
+# ## 3. Tiled attention: never the whole score matrix
 #
 # Attention needs more than the softmax: the output of query $i$ is $o_i = \sum_j p_{ij} v_j$. The running
 # sum trick extends to it. Keep, for each query, a running output $a = \sum_j e^{s_j - m} v_j$ next to $m$
@@ -535,19 +524,16 @@ for B in (1, 7, 16, 50):
     ours = tiled_by_hand(q, k, v, B)  # (50, 16)
     assert torch.allclose(ours, scaled_dot_product_attention(q, k, v)[0], rtol=0, atol=1e-12)
     assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v), rtol=0, atol=1e-12)
-print("PASS: tiled by hand (blocks of 1, 7, 16, 50) equals utils and torch's attention (max |diff| < 1e-12)")
+print("✓ tiled by hand (blocks of 1, 7, 16, 50) equals utils and torch's attention")
 
 # %% [markdown]
 # **The causal mask skips tiles.** With a causal mask, a tile whose every key comes after every query of
-# the tile (all $j > i$) contributes nothing: it need not be computed at all. Before counting, a prediction.
+# the tile (all $j > i$) contributes nothing: it need not be computed at all.
 #
-# **Exercise 1 (predict).** For $T = 1000$ and blocks of $B = 100$, how many of the tiles are skipped?
-# Write a number in the next cell; the check comes after the count below.
+# **Predict.** For $T = 1000$ and blocks of $B = 100$, how many of the tiles are skipped?
 
 # %%
-from utils.course.exercises import lesson09 as check
-
-my_prediction = None  # your answer: the number of tiles skipped, T = 1000, B = 100
+my_guess_skipped_tiles = None  # your answer: the number of tiles skipped, T = 1000, B = 100
 
 # %% [markdown]
 # `utils.fast_attention.tiled_attention` is the same loop over batches and heads at once, with the causal
@@ -556,7 +542,7 @@ my_prediction = None  # your answer: the number of tiles skipped, T = 1000, B = 
 # shapes, with and without the mask, and the number of skipped tiles is $n(n-1)/2$ for $n = \lceil T/B \rceil$
 # tiles a side — checked at these shapes, then for every small $T$ and $B$:
 
-# %%
+# %% tags=["hide-input"]
 torch.manual_seed(4)
 for (batch, h, T, d), B in (((1, 1, 1000, 8), 100), ((2, 4, 37, 16), 5), ((3, 2, 64, 8), 16), ((1, 2, 10, 4), 32)):
     q, k, v = (torch.randn(batch, h, T, d, dtype=torch.float64) for _ in range(3))  # (batch, h, T, d_k)
@@ -568,11 +554,9 @@ for (batch, h, T, d), B in (((1, 1, 1000, 8), 100), ((2, 4, 37, 16), 5), ((3, 2,
         n = -(-T // B)
         assert stats["skipped"] == (causal_skipped_tiles(T, B) if causal else 0)
         assert stats["computed"] + stats["skipped"] == n * n
-    print(
-        f"PASS: (batch, h, T, d_k) = {(batch, h, T, d)}, B = {B}: equal to utils and torch with and without "
-        f"the causal mask (max |diff| < 1e-12); causal skips {stats['skipped']} of {n * n} tiles "
-        f"= n(n-1)/2 with n = {n}"
-    )
+    if (T, B) == (1000, 100):
+        assert stats["skipped"] == check.skipped_tiles.reference  # T = 1000, B = 100, causal
+print("✓ at four shapes, with and without the causal mask: equal to utils and torch")
 pairs = [(T, B) for T in range(1, 40) for B in range(1, 12)]
 for T, B in pairs:
     q = torch.randn(1, 1, T, 2, dtype=torch.float64)  # (batch, h, T, d_k): only the tile counts matter here
@@ -580,13 +564,10 @@ for T, B in pairs:
     n = -(-T // B)
     assert stats["skipped"] == n * (n - 1) // 2 == causal_skipped_tiles(T, B)
     assert stats["computed"] + stats["skipped"] == n * n
-print(f"PASS: for all {len(pairs)} pairs T = 1..39, B = 1..11, the causal mask skips exactly n(n-1)/2 tiles")
-
-# %% [markdown]
-# Now check the prediction you wrote above (exercise 1):
+print(f"✓ for all {len(pairs)} pairs T = 1..39, B = 1..11, the causal mask skips exactly n(n-1)/2 tiles")
 
 # %%
-check.skipped_tiles(my_prediction)
+check.skipped_tiles(my_guess_skipped_tiles)
 
 # %% [markdown]
 # The fraction of tiles skipped, $n(n-1)/2$ of $n^2$, is $(n-1)/(2n)$: it approaches one half as the sequence
@@ -611,27 +592,30 @@ plt.show()
 tile_explorer()
 
 # %% [markdown]
-# ## 5. Measuring the memory
+# ## 4. Measuring the memory
 #
-# The claim is that plain attention needs memory growing like $T^2$ and tiled attention like $T$. We measure
-# it rather than take it on trust. `utils.fast_attention.TensorMemory` watches every operation torch runs
-# inside a `with` block: it adds the bytes of each new tensor's storage when it is created and subtracts
-# them when the last tensor using that storage is freed, and records the largest total (`peak_tensor_bytes`
-# wraps it). It counts what the operations allocate, not the inputs (nor scratch buffers a compiled kernel
-# uses inside one operation; here every large array is the result of an operation). A first check, on a
-# known size: a $100 \times 100$ float32 matrix takes $4 \times 100^2$ bytes.
+# How does the memory grow with $T$, with and without tiles? We measure it:
+# `utils.fast_attention.peak_tensor_bytes` watches every operation torch runs, adds the bytes of each new
+# tensor's storage and subtracts them when it is freed, and records the largest total. It counts what the
+# operations allocate, not the inputs. A first check: a $100 \times 100$ float32 matrix takes
+# $4 \times 100^2$ bytes.
 
 # %%
 assert peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 4 * 100**2
 assert peak_tensor_bytes(lambda: torch.zeros(100, 100) + 1) == 2 * 4 * 100**2  # two matrices alive at once
-print("PASS: one 100 x 100 float32 matrix measures 40000 bytes; a matrix plus a new one, 80000")
+print("✓ one 100 x 100 float32 matrix measures 40000 bytes; a matrix plus a new one, 80000")
 
 # %% [markdown]
-# Now attention of one head with $d_k = 16$ for $T$ = 256 … 4096, three ways: the plain computation (`utils`
-# attention, which builds the scores and the weights, $T \times T$ each), tiled over **key blocks** only (all
-# queries at once against 128 keys: a $T \times 128$ slab of scores; Rabe and Staats, 2021, chunk the keys
-# like this, and the queries too),
+# Now one head with $d_k = 16$ for $T$ = 256 … 4096, three ways: the plain computation (`utils` attention,
+# which builds the scores and the weights, $T \times T$ each), tiled over **key blocks** only (all queries
+# against 128 keys at a time: a $T \times 128$ slab of scores, as Rabe and Staats, 2021, chunk the keys),
 # and tiled over **queries and keys** ($256 \times 256$ tiles).
+#
+# **Predict.** When $T$ doubles from 2048 to 4096, by what factor does the plain computation's peak memory
+# grow?
+
+# %%
+my_guess_memory_growth = None  # your answer: a factor, e.g. 3.0
 
 # %% tags=["nbval-ignore-output"]
 Ts, d = [256, 512, 1024, 2048, 4096], 16
@@ -659,40 +643,142 @@ print(
     f"(tiles / plain = {peak['tiles'][0] / peak['plain'][0]:.2f})"
 )
 
-# %%
+# %% tags=["hide-input"]
 assert 1.8 <= slopes["plain"] <= 2.2 and 0.8 <= slopes["key blocks"] <= 1.2 and slopes["tiles"] < 0.5
 assert peak["plain"][-1] >= 10 * peak["tiles"][-1] and peak["tiles"][0] > peak["plain"][0]
+growth = peak["plain"][-1] / peak["plain"][-2]  # T = 4096 against T = 2048
+assert abs(growth - check.memory_growth.reference) < 0.1
 print(
-    f"PASS: fitted log-log slopes: plain in [1.8, 2.2], key blocks in [0.8, 1.2], tiles < 0.5; at T = {Ts[-1]} "
-    f"the tiled computation needs <= 1/10 of the plain one's memory, at T = {Ts[0]} more than it"
+    f"✓ plain attention's memory grows like T², key blocks like T, tiles slower; at T = {Ts[-1]} the tiles "
+    f"need a tenth of the plain memory or less, at T = {Ts[0]} more"
 )
 output_bytes = [4 * T * d for T in Ts]  # the output, T x d_v float32 numbers
 fixed = [p - o for p, o in zip(peak["tiles"], output_bytes)]  # what the tiles need beyond the output
 assert len(set(fixed[1:])) == 1 and fixed[-1] > output_bytes[-1]
 print(
-    f"PASS: from T = {Ts[1]} on, the tiled peak is the output plus the same number of bytes at every T, "
-    f"more than the output itself even at T = {Ts[-1]}"
+    f"✓ from T = {Ts[1]} on, the tiled peak is the output plus the same number of bytes at every T, more than "
+    f"the output itself even at T = {Ts[-1]}"
 )
+matrix = 4 * Ts[0] ** 2  # bytes of one T x T float32 matrix at T = 256
+assert peak["plain"][0] // matrix == 2 and peak["tiles"][0] // matrix == 3
+print(f"✓ at T = {Ts[0]}: the tiles hold three {Ts[0]} x {Ts[0]} matrices at their peak, the plain computation two")
+
+# %%
+check.memory_growth(my_guess_memory_growth)
 
 # %% [markdown]
-# The square tiles grow slower than $T$ here (slope below 0.5) because their $256 \times 256$ tiles of scores
-# are a fixed cost that dominates at these sizes; what grows with $T$ is the output, $T \times d_v$ numbers,
-# which any method must write (both checked in the cell before this one). The same fixed cost is why, at
-# the smallest $T$, the tiles need more memory than the plain computation (printed above, checked there too).
+# The square tiles grow slower than $T$ here because their $256 \times 256$ tiles of scores are a fixed
+# cost that dominates at these sizes; what grows with $T$ is the output, $T \times d_v$ numbers, which any
+# method must write. At the smallest $T$ = 256, one tile is the whole matrix, and the loop keeps three
+# matrices of that size alive at once where the plain computation keeps two: there the tiles need more.
 #
-# **And the time?** Tiling saves memory, not arithmetic: it does the same matrix products (plus the
-# rescaling; fewer, with the causal mask). Our tiles are a Python loop that launches several torch
-# operations per tile; on a CPU, torch's `scaled_dot_product_attention`, given (batch, heads, T, d_k)
-# inputs, runs its own fused FlashAttention-style kernel, so the comparison is tiles in a Python loop
-# against tiles in one compiled kernel. That kernel is
-# `torch.ops.aten._scaled_dot_product_flash_attention_for_cpu`; calling it directly gives the same bits:
+# > **Going further:** tiling saves memory, not arithmetic; "The time of tiles" at the end compares our
+# > Python loop of tiles with torch's fused kernel.
+#
+# ## Summary
+#
+# - Greedy decoding without a cache pushes $n(n+1)/2$ positions through each decoder layer for $n$ tokens.
+#   With a causal decoder the earlier positions' keys and values never change, so a **key-value cache**
+#   keeps them: each step computes one position and appends one key and one value per layer; the
+#   cross-attention keys and values are computed once. Same logits (to rounding), so the same tokens except
+#   after a near tie; faster per token.
+# - The cache takes layers × 2 × heads × $d_k$ × length × bytes per sequence; multi-query and grouped-query
+#   attention divide it by `num_heads / num_kv_heads`.
+# - **Online softmax** finds the maximum and the sum in one pass, rescaling the partial sum by $e^{m - m'}$
+#   when the maximum grows; it equals `torch.softmax` and gives zeros for a fully masked row.
+# - **Tiled attention** carries the same rescaling into the output, so attention goes tile by tile without
+#   the $T \times T$ matrix; the causal mask skips $n(n-1)/2$ of $n^2$ tiles. Measured memory grows like $T^2$
+#   for the plain computation and like $T$ (or slower) tiled.
+#
+# ## Exercises
+#
+# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? `check.name.hint()`; the
+# reference answer: `check.name.solution()`.
+#
+# **1. The online-softmax update.** Given the running maximum `m`, the running sum `l` of $e^{s - m}$ and a
+# new score `x` (plain numbers), return `(m_new, l_new)`.
+
+# %%
+from utils.course.exercises import lesson09 as check
+
+
+def my_online_update(m, l, x):
+    raise NotImplementedError
+
+
+check.online_update(my_online_update)
+
+# %% [markdown]
+# **2. The cache of a large model.** Return the bytes of the self-attention key-value cache of a decoder-only
+# model with `num_layers` layers, `num_heads` query heads sharing `num_kv_heads` key/value heads of size
+# `d_k`, for `batch` sequences of `length` positions stored with `bytes_per_value` bytes per number.
+
+# %%
+from utils.course.exercises import lesson09 as check
+
+
+def my_cache_bytes(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
+    raise NotImplementedError
+
+
+check.cache_bytes(my_cache_bytes)
+
+# %% [markdown]
+# **3. Merge two halves.** Split one query's keys into two halves, computed separately (say, on two
+# processors). Each half returns its running maximum `m`, its running sum `l` and its output `o`, already
+# divided by its own `l`. Combine `(m1, l1, o1)` and `(m2, l2, o2)` into the attention output over all the
+# keys.
+
+# %%
+from utils.course.exercises import lesson09 as check
+
+
+def my_merge(part1, part2):
+    raise NotImplementedError
+
+
+check.merge_partials(my_merge)
+
+# %% [markdown]
+# **4. Tiles a sliding window skips (transfer).** Sliding-window attention lets each query read only a
+# fixed number of recent positions; here query $i$ sees key $j$ when $i - \text{window} < j \le i$ (`window`
+# keys, itself included). With tiles of `block_size` $\times$ `block_size` (the last row and column of tiles
+# may be shorter), how many tiles of a length-`T` sequence have nothing left to read and can be skipped?
+# Write `my_window_skipped(T, block_size, window)`.
+
+# %%
+from utils.course.exercises import lesson09 as check
+
+
+def my_window_skipped(T, block_size, window):
+    raise NotImplementedError
+
+
+check.window_skipped_tiles(my_window_skipped)
+
+# %% [markdown]
+# **5. (open)** Give `decode_step` a preallocated cache: tensors of `max_len` rows written in place instead of
+# `torch.cat` at every step (which copies the whole cache). Does the time per token at $n = 64$ change?
+
+# %% [markdown]
+# ## Going further
+#
+# ### The time of tiles
+#
+# *Why read it:* tiling saves memory; whether it saves time depends on where the tiles live.
+#
+# Tiling does the same matrix products as the plain computation (plus the rescaling; fewer with the causal
+# mask). Our tiles are a Python loop that launches several torch operations per tile; on a CPU, torch's
+# `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs, runs its own fused
+# FlashAttention-style kernel, `torch.ops.aten._scaled_dot_product_flash_attention_for_cpu`. Calling that
+# kernel directly gives the same bits:
 
 # %%
 g = torch.Generator().manual_seed(0)
 q, k, v = (torch.randn(1, 1, 512, 64, generator=g) for _ in range(3))  # (batch, heads, T, d_k)
 fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0]  # (1, 1, 512, 64)
 assert torch.equal(F.scaled_dot_product_attention(q, k, v), fused)
-print("PASS: on a CPU, scaled_dot_product_attention gives bit for bit the output of torch's flash-attention kernel")
+print("✓ on a CPU, scaled_dot_product_attention gives bit for bit the output of torch's flash-attention kernel")
 
 # %% [markdown]
 # Their times (median of 5, $T = 2048$, $d_k = 64$, blocks of 256):
@@ -714,81 +800,12 @@ ratio = statistics.median(timing["tiled (Python loop)"]) / statistics.median(tim
 print(f"tiled / torch time: {ratio:.1f}")
 
 # %% [markdown]
-# The ratio depends on the sizes and the computer: the one above is what this run measured. The memory
-# saving is what we measured reliably; the speed FlashAttention reports on GPUs comes from doing the tiling
-# *inside* one kernel: each tile of scores is computed and used in fast on-chip memory and never written to
-# main memory — something a loop of separate operations cannot do.
-#
-# ## Summary
-#
-# - Greedy decoding without a cache pushes $n(n+1)/2$ positions through the decoder for $n$ tokens. With a
-#   causal decoder the earlier positions' keys and values never change, so a **key-value cache** keeps them:
-#   each step computes one position, appends one key and one value per layer, and reads the cross-attention
-#   keys and values computed once from the encoder. Same logits (to rounding), so the same tokens except
-#   after a near tie; faster per token.
-# - The cache takes layers × 2 × heads × $d_k$ × length × bytes per sequence; multi-query and grouped-query
-#   attention divide it by `num_heads / num_kv_heads`.
-# - **Online softmax** finds the maximum and the sum in one pass, rescaling the partial sum by $e^{m - m'}$
-#   when the maximum grows; it equals `torch.softmax`, including huge and tiny scores, and gives zeros for a
-#   fully masked row.
-# - **Tiled attention** carries the same rescaling into the output, so attention goes tile by tile without
-#   the $T \times T$ matrix; it equals `utils` and torch with and without the causal mask, which skips
-#   $n(n-1)/2$ of $n^2$ tiles. Measured memory grows like $T^2$ for the plain computation and like $T$ (or
-#   slower) tiled; FlashAttention's speed needs the tiling fused into one kernel.
-#
-# ## Exercises
-#
-# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? `check.name.hint()`; the
-# reference answer: `check.name.solution()`. (Exercise 1, the prediction, is in section 4.)
-#
-# **2. The online-softmax update.** Given the running maximum `m`, the running sum `l` of $e^{s - m}$ and a
-# new score `x` (plain numbers), return `(m_new, l_new)`.
-
-# %%
-from utils.course.exercises import lesson09 as check
-
-
-def my_online_update(m, l, x):
-    raise NotImplementedError
-
-
-check.online_update(my_online_update)
+# The ratio depends on the sizes and the computer: the one above is what this run measured. The speed
+# FlashAttention reports on GPUs comes from doing the tiling *inside* one kernel: each tile of scores is
+# computed and used in fast on-chip memory and never written to main memory, which a loop of separate
+# operations cannot do.
 
 # %% [markdown]
-# **3. The cache of a large model.** Return the bytes of the self-attention key-value cache of a decoder-only
-# model with `num_layers` layers, `num_heads` query heads sharing `num_kv_heads` key/value heads of size
-# `d_k`, for `batch` sequences of `length` positions stored with `bytes_per_value` bytes per number.
-
-# %%
-from utils.course.exercises import lesson09 as check
-
-
-def my_cache_bytes(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
-    raise NotImplementedError
-
-
-check.cache_bytes(my_cache_bytes)
-
-# %% [markdown]
-# **4. Merge two halves.** Split one query's keys into two halves, computed separately (say, on two
-# processors). Each half returns its running maximum `m`, its running sum `l` and its output `o`, already
-# divided by its own `l`. Combine `(m1, l1, o1)` and `(m2, l2, o2)` into the attention output over all the
-# keys.
-
-# %%
-from utils.course.exercises import lesson09 as check
-
-
-def my_merge(part1, part2):
-    raise NotImplementedError
-
-
-check.merge_partials(my_merge)
-
-# %% [markdown]
-# **5. (open)** Give `decode_step` a preallocated cache: tensors of `max_len` rows written in place instead of
-# `torch.cat` at every step (which copies the whole cache). Does the time per token at $n = 64$ change?
-#
 # ## Sources
 #
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: scaled dot-product attention (section 3.2.1),

@@ -1,5 +1,6 @@
-"""Exercises of lesson 08: a prediction about sinusoidal PE at three times the training length, an
-ALiBi distance bias, 2-D sin-cos encodings for a patch grid (MAE), and RoPE by hand."""
+"""Exercises of lesson 08: four predictions (what a projected PE score depends on, sinusoidal PE at three
+times the training length, where RoPE's copy head loses its weight, which encoding never learns an absolute
+task), an ALiBi distance bias, sin-cos encodings for a video, RoPE by hand, and RoPE's position interpolation."""
 
 import random
 
@@ -66,6 +67,147 @@ def predict_sinusoidal_at_48(answer):
         return (
             "a length-48 sequence starts with positions 0..15, which the model trained on and still copies "
             "right: about a third of the targets"
+        )
+    return None
+
+
+def _as_word(answer, words):
+    """The canonical choice for a written answer (case and spaces ignored), or None."""
+    if not isinstance(answer, str):
+        return None
+    return words.get(answer.strip().lower().replace(" ", "").replace("_", ""))
+
+
+_DEPENDS = {"offset": "offset", "n-m": "offset", "m": "m", "n": "n", "both": "both", "mandn": "both"}
+
+
+@exercise(
+    hint="""
+    Lesson 02's identity says PE_m . PE_n is a sum of cos(w_i (n - m)). After the projections the score is
+    PE_m W_q W_k^T PE_n^T: the matrix W_q W_k^T sits between the two vectors. Does it mix a sin of m with a
+    cos of n in a way that leaves only n - m?
+    """,
+    reference="both",
+    kind="prediction",
+    wrong=[
+        mistake("carry lesson 02's identity through the projections", "offset", says="projections"),
+        mistake("expect only the query's position to matter", "m", says="key's position"),
+        mistake("expect only the key's position to matter", "n", says="query's position"),
+    ],
+    explain="""
+    Both m and n, separately. Lesson 02's offset-only identity holds for PE_m . PE_n, where each frequency
+    pairs its own sin and cos. A general W_q W_k^T mixes the coordinates, so the score keeps terms like
+    sin(w_i m) cos(w_j n) that do not combine into a function of n - m: at the same offset, the score
+    changes with m. RoPE rotates after the projections, which is why its score depends on n - m only.
+    """,
+)
+def predict_projected_pe(answer):
+    """answer: 'offset', 'm', 'n' or 'both': what (PE_m W_q) . (PE_n W_k) depends on, for random W_q, W_k."""
+    choice = _as_word(answer, _DEPENDS)
+    if choice is None:
+        return f"write 'offset', 'm', 'n' or 'both', got {answer!r}"
+    if choice == "offset":
+        return (
+            "lesson 02's identity holds for PE_m . PE_n; the projections put W_q W_k^T between the two "
+            "vectors, which mixes the frequencies, so at the same offset the score changes with m"
+        )
+    if choice == "m":
+        return "the key's position n enters through PE_n W_k: move the key and the score changes too"
+    if choice == "n":
+        return "the query's position m enters through PE_m W_q: move the query and the score changes too"
+    return None
+
+
+_WHERE = {
+    "far": "far",
+    "faroffsets": "far",
+    "near": "near",
+    "nearoffsets": "near",
+    "diagonal": "diagonal",
+    "self": "diagonal",
+    "evenly": "evenly",
+    "uniform": "evenly",
+}
+
+
+@exercise(
+    hint="""
+    RoPE's score depends on the offset n - m only. Training sequences were at most 16 long: which offsets
+    did training ever show the copy head, and which does a length-48 sequence add?
+    """,
+    reference="far",
+    kind="prediction",
+    wrong=[
+        mistake("expect the weight to fall back on the query's own token", "diagonal", says="offset 0"),
+        mistake("expect it to smear over nearby offsets", "near", says="trained"),
+        mistake("expect it to spread evenly over the keys", "evenly", says="share"),
+    ],
+    explain="""
+    To the far offsets. Training sequences had offsets |n - m| <= 15 only, so the scores of offsets 16..47
+    were never trained, and some of them happen to be high. In every run, what the copy head no longer puts
+    on key t - 2 at length 48 is, to within 0.05, the weight it puts on offsets >= 16.
+    """,
+)
+def predict_rope_lost_weight(answer):
+    """answer: 'far', 'near', 'diagonal' or 'evenly': where RoPE's copy head's lost weight goes at length 48."""
+    choice = _as_word(answer, _WHERE)
+    if choice is None:
+        return f"write 'far', 'near', 'diagonal' or 'evenly', got {answer!r}"
+    if choice == "diagonal":
+        return "offset 0 was trained like every offset up to 15; the weight goes to offsets training never showed"
+    if choice == "near":
+        return "offsets up to 15 were trained and keep their low scores; the weight goes to offsets >= 16"
+    if choice == "evenly":
+        return (
+            "spread evenly, offsets >= 16 would get only their share of the keys (under half); they get "
+            "nearly all the weight the head loses"
+        )
+    return None
+
+
+_VARIANTS = {
+    "sinusoidal": "sinusoidal",
+    "learned": "learned",
+    "rope": "rope",
+    "sinusoidal+offsets": "sinusoidal+offsets",
+    "offsets": "sinusoidal+offsets",
+}
+
+
+@exercise(
+    hint="""
+    Absolute copy needs "where is position 5?". Which variant saw the same symbols at shifted positions in
+    training, so that its PE no longer marks index 5 of the sequence?
+    """,
+    reference="sinusoidal+offsets",
+    kind="prediction",
+    wrong=[
+        mistake("expect an offset-only encoding to fail", "rope", says="edge"),
+        mistake("expect the fixed sinusoids to fail", "sinusoidal", says="index 5"),
+        mistake("expect the learned table to fail", "learned", says="index 5"),
+    ],
+    explain="""
+    Sinusoidal+offsets. Its training sequences start at random positions, so index 5 of a sequence sits at
+    a different PE every time; to find it the model would have to count from the sequence's edge, and
+    within this budget it did not: it stays near the no-PE level in every seed. RoPE did learn it inside
+    the training lengths, from the edges of the sequence.
+    """,
+)
+def predict_never_learns_absolute(answer):
+    """answer: the variant (besides no PE) that never learns absolute copy: 'sinusoidal', 'learned', 'rope'
+    or 'sinusoidal+offsets'."""
+    choice = _as_word(answer, _VARIANTS)
+    if choice is None:
+        return f"write 'sinusoidal', 'learned', 'rope' or 'sinusoidal+offsets', got {answer!r}"
+    if choice == "rope":
+        return (
+            "RoPE's scores depend on offsets only, but a bidirectional encoder still sees the sequence's "
+            "edge, and every RoPE seed learned absolute copy up to length 16"
+        )
+    if choice in ("sinusoidal", "learned"):
+        return (
+            f"{choice} PE marks index 5 with the same vector in every training sequence, so the model "
+            "finds it at every length; the variant that fails is the one whose index 5 moves"
         )
     return None
 
@@ -262,7 +404,7 @@ def pe_3d(answer):
     drawn = (rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4), 12 * rng.randint(1, 4))  # d_model: 12k
     for frames, rows, cols, d_model in ((2, 3, 4, 12), (3, 2, 2, 24), (4, 3, 3, 36), drawn):
         expected = _pe_3d_solution(frames, rows, cols, d_model)
-        third = d_model // 3  # the row and column thirds are section 6's 2-D encoding of width 2 d_model / 3
+        third = d_model // 3  # the row and column thirds are the MAE-style 2-D encoding of width 2 d_model / 3
         image = sinusoidal_encoding_2d(rows, cols, 2 * third, dtype=torch.float64).repeat(frames, 1)
         assert torch.allclose(expected[:, third:], image)
         cases.append(
@@ -350,3 +492,64 @@ def rope_rotate(answer):
         assert torch.allclose(_rope_solution(pe[:1].expand(3, d), torch.arange(3)), pe)
         cases.append(((x, positions), expected, f"x of shape (6, {d})"))
     return _compare_cases(answer, _ROPE_MISTAKES, cases, "rotated x", atol=1e-4)
+
+
+# --- 5. Position interpolation for RoPE (transfer) ------------------------------------------------------
+
+
+def _interpolated_solution(T, train_len):
+    """Positions 0..T-1, squeezed by train_len / T when the sequence is longer than training (Chen et al., 2023)."""
+    positions = torch.arange(T, dtype=torch.float64)  # (T,)
+    return positions * train_len / T if T > train_len else positions
+
+
+def _interpolated_not_squeezed(T, train_len):
+    return torch.arange(T, dtype=torch.float64)
+
+
+def _interpolated_upside_down(T, train_len):
+    positions = torch.arange(T, dtype=torch.float64)
+    return positions * T / train_len if T > train_len else positions
+
+
+def _interpolated_rounded(T, train_len):
+    return _interpolated_solution(T, train_len).floor()
+
+
+def _interpolated_always(T, train_len):
+    return torch.arange(T, dtype=torch.float64) * train_len / T
+
+
+_INTERPOLATION_MISTAKES = [
+    mistake(
+        "keep the positions 0..T-1 (positions the model never trained on)",
+        _interpolated_not_squeezed,
+        says="never trained",
+    ),
+    mistake("multiply by T / train_len instead of train_len / T", _interpolated_upside_down, says="T / train_len"),
+    mistake("round the squeezed positions down to whole numbers", _interpolated_rounded, says="whole numbers"),
+    mistake("squeeze sequences that already fit in the training length", _interpolated_always, says="already fit"),
+]
+
+
+@exercise(
+    hint="""
+    Positions 0, 1, ..., T - 1. If T <= train_len the model trained on all of them: keep them. Otherwise
+    multiply each by train_len / T, so that the largest, (T - 1) train_len / T, stays below train_len.
+    The results are fractions: RoPE turns a pair by any real angle, so do not round them.
+    """,
+    reference=_interpolated_solution,
+    kind="transfer",
+    wrong=_INTERPOLATION_MISTAKES,
+)
+def interpolated_positions(answer):
+    """answer(T, train_len) -> (T,) float positions for RoPE: 0..T-1, times train_len / T when T > train_len."""
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    train_len = rng.randint(4, 32)
+    drawn = [(rng.randint(train_len + 1, 4 * train_len), train_len), (rng.randint(2, train_len - 1), train_len)]
+    cases = []
+    for T, L in [(48, 16), (40, 16), (10, 16), (16, 16)] + drawn:
+        expected = _interpolated_solution(T, L)
+        assert expected.max() < L and (T <= L or torch.allclose(expected.diff(), torch.full((T - 1,), L / T).double()))
+        cases.append(((T, L), expected, f"T={T}, train_len={L}"))
+    return _compare_cases(answer, _INTERPOLATION_MISTAKES, cases, "positions", atol=1e-9)

@@ -1,14 +1,95 @@
-"""Lesson 09 exercises: tiles a causal mask skips, the online-softmax update, the size of a key-value cache,
-and merging two partial attention results."""
+"""Lesson 09 exercises: four predictions (positions decoded without a cache, a naive softmax of large scores,
+tiles a causal mask skips, how plain attention's memory grows), the online-softmax update, the size of a
+key-value cache, merging two partial attention results, and the tiles a sliding-window mask skips."""
 
 import math
 import random
 
 import torch
 
-from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake
+from utils.course.exercises import compare_arrays, exercise, fresh_seed, mistake, prediction_number
 
-# --- 1. Predict: how many tiles does a causal mask skip? --------------------------------------------
+# --- Predict: how many positions does greedy decoding push through a decoder layer without a cache? ----
+
+CACHE_N = 64
+
+
+@exercise(
+    hint="""
+    Without a cache, step t runs the decoder on all t tokens so far (<bos> and the t - 1 chosen ones) and
+    keeps only the last position. Add up the positions of steps 1, 2, ..., 64.
+    """,
+    reference=CACHE_N * (CACHE_N + 1) // 2,
+    kind="prediction",
+    explain="""
+    1 + 2 + ... + 64 = 64 x 65 / 2 = 2080 positions per layer, where 64 would do: each step recomputes
+    every earlier position, although with the causal mask their keys and values never change. The cache
+    keeps them, and each step processes one position.
+    """,
+    wrong=[
+        mistake("count one position per step (that is the cached decoder)", CACHE_N, says="cache"),
+        mistake("count all 64 positions at every step", CACHE_N * CACHE_N, says="so far"),
+        mistake("start the count at 0 positions", CACHE_N * (CACHE_N - 1) // 2, says="<bos>"),
+    ],
+)
+def positions_without_cache(answer):
+    """answer: positions one decoder layer processes in 64 greedy steps without a key-value cache."""
+    value = prediction_number(answer)
+    right = CACHE_N * (CACHE_N + 1) // 2
+    if value == right:
+        return None
+    if value == CACHE_N:
+        return "64 positions is what the decoder processes with a cache; without one, step t recomputes all t"
+    if value == CACHE_N * CACHE_N:
+        return "step t runs the decoder only on the t tokens so far, not on all 64: 1 + 2 + ... + 64 positions"
+    if value == CACHE_N * (CACHE_N - 1) // 2:
+        return "the first step already processes one position, <bos>: step t processes t positions, t = 1..64"
+    return f"{answer} positions: not right; step t processes t positions, for t = 1, ..., 64"
+
+
+# --- Predict: softmax of large scores, computed naively ----------------------------------------------
+
+
+def _as_float(answer):
+    """A float from a number or from the words 'nan' / 'inf'."""
+    if isinstance(answer, str) and answer.strip().lower() in ("nan", "inf", "+inf", "infinity"):
+        return float(answer.strip().lower().replace("infinity", "inf"))
+    return prediction_number(answer)
+
+
+@exercise(
+    hint="""
+    float32 holds numbers up to about 3.4e38. What is exp(1000)? And then what is that divided by a sum
+    that contains it?
+    """,
+    reference=float("nan"),
+    kind="prediction",
+    explain="""
+    nan. exp(1000) overflows float32 to inf, and so does the sum: inf / inf is nan. The exact softmax,
+    0.731, needs the maximum subtracted first, which is what the safe (and the online) softmax does.
+    """,
+    wrong=[
+        mistake("write the exact softmax", 0.7311, says="overflows"),
+        mistake("expect the overflow to show as inf", "inf", says="inf / inf"),
+        mistake("expect the huge numbers to vanish", 0.0, says="does not underflow"),
+    ],
+)
+def naive_softmax_overflow(answer):
+    """answer: exp(s_0) / sum_j exp(s_j) for the float32 scores [1000, 999, -5], computed naively
+    (a number, or 'nan' / 'inf')."""
+    value = _as_float(answer)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "the numerator overflows to inf, and so does the denominator: inf / inf is nan, not inf"
+    if abs(value - 0.7311) < 0.01:
+        return "0.731 is the exact softmax, but exp(1000) overflows float32 (largest about 3.4e38) to inf"
+    if value == 0:
+        return "exp(1000) does not underflow, it overflows: it is far above float32's largest number"
+    return f"{answer}: not right; what is exp(1000) in float32, and inf divided by inf?"
+
+
+# --- Predict: how many tiles does a causal mask skip? --------------------------------------------
 
 SKIP_T, SKIP_B = 1000, 100
 
@@ -55,7 +136,42 @@ def skipped_tiles(answer):
     )
 
 
-# --- 2. The online-softmax update ---------------------------------------------------------------------
+# --- Predict: how plain attention's memory grows when T doubles -------------------------------------
+
+
+@exercise(
+    hint="""
+    Plain attention holds the T x T scores and the T x T weights. What happens to the number of entries
+    of a T x T matrix when T doubles?
+    """,
+    reference=4.0,
+    kind="prediction",
+    explain="""
+    About 4. The scores and weights are T x T matrices: doubling T quadruples their entries, and they
+    dwarf the T x d output. Tiled attention holds one fixed-size tile instead, so its memory grows only
+    with the output.
+    """,
+    wrong=[
+        mistake("expect memory to grow like T", 2, says="t x t"),
+        mistake("expect a constant", 1, says="tiles"),
+        mistake("multiply by d_k as well", 8, says="d_k"),
+    ],
+)
+def memory_growth(answer):
+    """answer: peak memory of plain attention at T = 4096 divided by that at T = 2048 (d_k = 16)."""
+    value = prediction_number(answer)
+    if abs(value - 4) <= 0.5:
+        return None
+    if abs(value - 2) <= 0.5:
+        return "the output grows like T, but plain attention also holds the T x T scores and weights"
+    if abs(value - 1) <= 0.25:
+        return "a fixed memory is what the tiles need; plain attention holds whole T x T matrices"
+    if abs(value - 8) <= 1:
+        return "d_k sets the cost of each score, not how many are held: T x T numbers, whatever d_k"
+    return f"{answer}: not right; count the entries of a T x T matrix at T = 2048 and T = 4096"
+
+
+# --- 1. The online-softmax update ---------------------------------------------------------------------
 
 
 def _update_reference(m, l, x):
@@ -126,7 +242,7 @@ def online_update(fn):
     return "the result does not match the online-softmax update"
 
 
-# --- 3. The size of a key-value cache (grouped-query attention, half precision, a batch) --------------
+# --- 2. The size of a key-value cache (grouped-query attention, half precision, a batch) --------------
 
 
 def _cache_reference(num_layers, num_heads, num_kv_heads, d_k, length, batch, bytes_per_value):
@@ -160,7 +276,7 @@ CACHE_CASES = [
     num_layers x 2 x num_kv_heads x d_k x length x batch x bytes_per_value.
     """,
     reference=_cache_reference,
-    kind="transfer",
+    kind="practice",
     wrong=[
         mistake("count keys only", _cache_no_two, says="keys and values"),
         mistake("count the query heads", _cache_query_heads, says="query heads"),
@@ -188,7 +304,7 @@ def cache_bytes(fn):
     return None
 
 
-# --- 4. Merge two partial attention results -----------------------------------------------------------
+# --- 3. Merge two partial attention results -----------------------------------------------------------
 
 
 def _merge_reference(part1, part2):
@@ -268,4 +384,75 @@ def merge_partials(fn):
             if compare_arrays(got, f(*parts), atol=1e-9) is None:
                 return f"{n} keys split after {split}: {message}"
         return f"{n} keys split after {split}: " + compare_arrays(got, expected, "merged output", atol=1e-9)
+    return None
+
+
+# --- 4. Tiles a sliding-window mask skips (transfer) -----------------------------------------------------
+
+
+def _window_tiles(T, block_size, window, keeps):
+    """Tiles of block_size x block_size (the last row and column of tiles may be shorter) for which
+    keeps(allowed_tile) is true, where allowed[i, j] says query i may read key j."""
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]  # (T, 1), (1, T)
+    allowed = (j <= i) & (j > i - window)  # (T, T): the window keys up to and including i
+    starts = range(0, T, block_size)
+    return sum(bool(keeps(allowed[a : a + block_size, b : b + block_size])) for a in starts for b in starts)
+
+
+def _window_reference(T, block_size, window):
+    return _window_tiles(T, block_size, window, lambda tile: not tile.any())  # nothing to read in the tile
+
+
+def _window_causal_only(T, block_size, window):
+    n = -(-T // block_size)
+    return n * (n - 1) // 2
+
+
+def _window_one_key_more(T, block_size, window):
+    return _window_reference(T, block_size, window + 1)
+
+
+def _window_partly_masked(T, block_size, window):
+    return _window_tiles(T, block_size, window, lambda tile: not tile.all())  # any masked entry
+
+
+WINDOW_CASES = [(32, 8, 8), (32, 8, 9), (40, 8, 12), (30, 4, 5), (64, 16, 17)]
+
+
+@exercise(
+    hint="""
+    Query i may read key j only when i - window < j <= i. Build that (T, T) boolean matrix, cut it into
+    tiles of block_size x block_size (the last ones may be shorter), and count the tiles where it is False
+    everywhere: those the loop can skip. A tile with some allowed entries must still be computed.
+    """,
+    reference=_window_reference,
+    kind="transfer",
+    wrong=[
+        mistake("count only the tiles above the diagonal (the causal mask alone)", _window_causal_only, says="causal"),
+        mistake("let each query read window + 1 keys", _window_one_key_more, says="window keys"),
+        mistake("skip every tile that is partly masked", _window_partly_masked, says="partly"),
+    ],
+)
+def window_skipped_tiles(fn):
+    """fn(T, block_size, window) -> the number of tiles a causal sliding-window mask skips entirely."""
+    rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
+    drawn = (rng.randint(10, 80), rng.randint(2, 12), rng.randint(1, 24))
+    for T, B, w in WINDOW_CASES + [drawn]:
+        got, expected = fn(T, B, w), _window_reference(T, B, w)
+        if got == expected:
+            continue
+        where = f"T={T}, block_size={B}, window={w}"
+        if got == _window_causal_only(T, B, w) and w < T:
+            return (
+                f"for {where}: {got} counts only the tiles above the diagonal, as the causal mask alone would; "
+                "the window also removes keys more than window - 1 positions back"
+            )
+        if got == _window_one_key_more(T, B, w):
+            return f"for {where}: {got} lets each query read window + 1 keys; it reads window keys, itself included"
+        if got == _window_partly_masked(T, B, w):
+            return (
+                f"for {where}: {got} also skips tiles that are only partly masked; a tile with any allowed "
+                "score must be computed"
+            )
+        return f"for {where}: expected {expected} skipped tiles, got {got}"
     return None
