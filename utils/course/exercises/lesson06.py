@@ -398,3 +398,213 @@ def predict_largest_gradient(answer):
             "through the residual path what every layer above sends back"
         )
     return None
+
+
+# --- Predictions in sections 1, 2, 4 and 5 -----------------------------------------------------------
+
+_LAYER_WORDS = {
+    "encoder": "encoder",
+    "encoder layer": "encoder",
+    "decoder with mask": "decoder with mask",
+    "decoder with causal mask": "decoder with mask",
+    "decoder layer with mask": "decoder with mask",
+    "masked decoder": "decoder with mask",
+    "decoder without mask": "decoder without mask",
+    "decoder with no mask": "decoder without mask",
+    "unmasked decoder": "decoder without mask",
+    "none": "none",
+    "all": "all",
+}
+
+
+def _word(answer, words):
+    """The canonical form of a short written answer, or None."""
+    if not isinstance(answer, str):
+        return None
+    return words.get(" ".join(answer.strip().lower().replace(",", " ").split()))
+
+
+@exercise(
+    hint="""
+    Which of the three layers treats position 0 differently from position 4 whatever the tokens are? The
+    FFN and LayerNorm see one token at a time; attention without a mask is permutation equivariant.
+    """,
+    reference="decoder with mask",
+    kind="prediction",
+    wrong=[
+        mistake("expect every layer to ignore order", "none", says="carries position"),
+        mistake("expect the encoder layer to know the order", "encoder", says="equivariant"),
+        mistake("expect cross-attention to bring order in", "decoder without mask", says="mask"),
+    ],
+    explain="""
+    Only the decoder layer with its causal mask. Without a mask every part of a layer (attention, FFN,
+    LayerNorm) commutes with a shuffle of the positions, so the output is just shuffled too; the causal
+    mask lets position i see positions 0..i only, which depends on where a token stands.
+    """,
+)
+def predict_order_aware(answer):
+    """answer: "encoder", "decoder with mask", "decoder without mask" or "none"."""
+    choice = _word(answer, _LAYER_WORDS)
+    if choice is None:
+        return f'write "encoder", "decoder with mask", "decoder without mask" or "none", got {answer!r}'
+    if choice in ("none", "all"):
+        return (
+            "one layer does change: the causal mask lets position i see positions 0..i only, so the mask "
+            "itself carries position, and a shuffled input gives more than a shuffled output"
+        )
+    if choice == "encoder":
+        return (
+            "the encoder layer is permutation equivariant: unmasked attention, the FFN and LayerNorm each "
+            "commute with a shuffle, so its output is just shuffled (order must come from the PE)"
+        )
+    if choice == "decoder without mask":
+        return (
+            "without its mask the decoder layer commutes with a shuffle of the target too: cross-attention "
+            "reads the same memory from every position; it is the causal mask that tells positions apart"
+        )
+    return None
+
+
+_NORM_WORDS = {
+    "layer norm": "layer norm",
+    "layernorm": "layer norm",
+    "layer": "layer norm",
+    "batch norm": "batch norm",
+    "batchnorm": "batch norm",
+    "batch": "batch norm",
+    "both": "both",
+    "neither": "neither",
+    "none": "neither",
+}
+
+
+@exercise(
+    hint="""
+    Layer norm takes μ and σ over one token's features; batch norm (in training mode) over one feature
+    across every token of the batch. Which of them sees the other sentence and the padding?
+    """,
+    reference="layer norm",
+    kind="prediction",
+    wrong=[
+        mistake("expect both to ignore the batch", "both", says="batch-mates"),
+        mistake("mix up the two axes", "batch norm", says="over every token of the batch"),
+        mistake("expect padding to change both", "neither", says="one token at a time"),
+    ],
+    explain="""
+    Layer norm. It normalises each token over its own features, so a sentence's output is the same alone
+    or in any batch. Batch norm in training mode takes each feature's statistics over every token of the
+    batch, padding included, so the short sentence's output moved by more than 0.1 in every pair.
+    """,
+)
+def predict_same_alone_or_batched(answer):
+    """answer: "layer norm", "batch norm", "both" or "neither"."""
+    choice = _word(answer, _NORM_WORDS)
+    if choice is None:
+        return f'write "layer norm", "batch norm", "both" or "neither", got {answer!r}'
+    if choice == "both":
+        return (
+            "batch norm in training mode takes each feature's mean and variance over the whole batch, so the "
+            "batch-mates and their padding change the short sentence's output"
+        )
+    if choice == "batch norm":
+        return (
+            "the other way round: batch norm's statistics are taken over every token of the batch (padding "
+            "too); layer norm's over one token's features"
+        )
+    if choice == "neither":
+        return (
+            "layer norm looks at one token at a time, so other sentences and padding cannot reach a token's "
+            "output; only batch norm changes"
+        )
+    return None
+
+
+def _count(answer, largest):
+    """The answer as a whole number from 0 to `largest`, or None."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != int(answer):
+        return None
+    return int(answer) if 0 <= answer <= largest else None
+
+
+@exercise(
+    hint="""
+    The causal mask sits in the decoder's *self*-attention. Which source positions may a target position's
+    cross-attention query look at?
+    """,
+    reference=4,
+    kind="prediction",
+    wrong=[
+        mistake("expect only the target word that translates it to change", 1, says="one target word"),
+        mistake("expect the causal mask to hide the source from early positions", 3, says="not which source"),
+        mistake("expect the decoder not to read the source", 0, says="cross-attention"),
+    ],
+    explain="""
+    All 4. Cross-attention lets every target position attend to every real source position; the causal
+    mask only limits which earlier target positions it sees. A change in a source token reaches the memory,
+    and from there every target position's output.
+    """,
+)
+def predict_positions_reading_source(answer):
+    """answer: how many of the 4 target positions change when source token 1 changes (0 to 4)."""
+    n = _count(answer, 4)
+    if n is None:
+        return f"write a whole number from 0 to 4, got {answer!r}"
+    if n == 0:
+        return "the decoder reads the source through cross-attention, so a changed source token reaches it"
+    if n == 1:
+        return (
+            "no head is told which source word a target position translates: cross-attention mixes the whole "
+            "source into every position, so a change reaches more than one target word"
+        )
+    if n < 4:
+        return (
+            "the causal mask limits which target positions a query sees, not which source positions: "
+            "cross-attention lets every target position look at the whole (unpadded) source"
+        )
+    return None
+
+
+@exercise(
+    hint="""
+    torch reads True in `src_key_padding_mask` as "blocked". Our mask is True on the real tokens. What
+    can each query of the first sentence (no padding) and of the second (3 real, 3 padding) then see?
+    """,
+    reference=0,
+    kind="prediction",
+    wrong=[
+        mistake("expect torch to read masks as we do", 12, says="blocked"),
+        mistake("expect the unpadded sentence to be unaffected", 6, says="first sentence"),
+        mistake("expect only the padding tokens to go wrong", 9, says="padding tokens"),
+    ],
+    explain="""
+    None of the 12. torch reads True as "blocked", so our mask blocks every real token: the queries of the
+    second sentence see only its padding, and those of the first sentence (all real) may see nothing at all.
+    Every token comes out wrong; the negation of our mask gives the right answer.
+    """,
+)
+def predict_tokens_right_with_our_mask(answer):
+    """answer: how many of the 12 output tokens stay right when torch gets our mask unchanged (0 to 12)."""
+    n = _count(answer, 12)
+    if n is None:
+        return f"write a whole number from 0 to 12, got {answer!r}"
+    if n == 12:
+        return (
+            "torch's layers read True as blocked, the opposite of ours, so our mask blocks exactly the "
+            "tokens that should be seen"
+        )
+    if n > 6:
+        return (
+            "not only the padding tokens go wrong: our mask, read as blocked, hides every real token from "
+            "every query, so the real tokens' outputs change as well"
+        )
+    if n == 6:
+        return (
+            "the first sentence has no padding, but our mask is True on all its real tokens, which torch "
+            "reads as blocked: its queries may see nothing, and their outputs change too"
+        )
+    if n > 0:
+        return (
+            "every query attends to the wrong keys: our mask, read as blocked, hides the real tokens, so "
+            "no output token stays right"
+        )
+    return None
