@@ -84,9 +84,9 @@ print("✓ shuffling the positions before or after the FFN gives the same result
 
 # %% [markdown]
 # Attention without a mask commutes with permutations too (lesson 03: it is permutation
-# *equivariant*), and so does LayerNorm, which sees one token at a time. So an **encoder layer** knows
-# nothing of the order of its inputs: order has to come in through the positional encoding. A
-# **decoder layer** has a causal mask: position $i$ attends to positions $0 \dots i$ only.
+# *equivariant*), and so does LayerNorm, which sees one token at a time. A **decoder layer** adds
+# cross-attention to the encoder's output, and a causal mask: position $i$ attends to positions
+# $0 \dots i$ only.
 #
 # **Predict, then check.** Shuffle the input of three layers (`d_model = 16`, 4 heads, `d_ff = 64`, 5 seeds)
 # with the same `perm`: an encoder layer, a decoder layer with its causal mask, and the same decoder
@@ -123,8 +123,9 @@ print(
 )
 
 # %% [markdown]
-# The causal mask itself carries position: the first position sees itself alone, the last sees
-# everything. Your guess:
+# An encoder layer knows nothing of the order of its inputs: order has to come in through the
+# positional encoding. The causal mask itself carries position: the first position sees itself alone,
+# the last sees everything. Your guess:
 
 # %%
 check.predict_order_aware(my_guess_order_aware)
