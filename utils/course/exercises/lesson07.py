@@ -480,6 +480,13 @@ def _tied_reference():
     return recipe.MODEL.tgt_vocab_size * recipe.MODEL.d_model
 
 
+def _tied_mistakes():
+    """(the Neo vocabulary size, the source embedding's parameter count): the numbers two mistakes give."""
+    from utils.translator import recipe
+
+    return recipe.MODEL.tgt_vocab_size, recipe.MODEL.src_vocab_size * recipe.MODEL.d_model
+
+
 @exercise(
     hint="""
     Tying makes two parameters one: the output projection's weight becomes the Neo embedding matrix.
@@ -489,9 +496,9 @@ def _tied_reference():
     reference=_tied_reference(),
     kind="prediction",
     wrong=[
-        mistake("count the projection's bias too", _tied_reference() + _tied_reference() // 64, says="bias"),
+        mistake("count the projection's bias too", _tied_reference() + _tied_mistakes()[0], says="bias"),
         mistake("count both matrices", 2 * _tied_reference(), says="one of the two"),
-        mistake("count the source embedding", 61 * 64, says="Neo"),
+        mistake("count the source embedding", _tied_mistakes()[1], says="Neo"),
     ],
     explain="""
     One (Neo vocabulary × d_model) matrix: 112 × 64 = 7,168 parameters. The output projection keeps its
@@ -506,11 +513,12 @@ def predict_tied_saving(answer):
     ref = _tied_reference()
     if answer == ref:
         return None
-    if answer == ref + ref // 64:
+    bias, source = _tied_mistakes()
+    if answer == ref + bias:
         return "the output projection's bias is a separate vector: tying shares the weight matrix only"
     if answer == 2 * ref:
         return "the tied model keeps one of the two matrices: only the other is saved"
-    if answer == 61 * 64:
+    if answer == source:
         return "that is the source embedding; the tie is between the Neo embedding and the output projection"
     return f"{answer} parameters: count the numbers in one (Neo vocabulary, d_model) matrix"
 
