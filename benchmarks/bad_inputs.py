@@ -27,7 +27,7 @@ def cases(tmp):
     import torch
     from torch import nn
 
-    from utils import attention, blocks, fast_attention, masks, multihead, positional
+    from utils import attention, blocks, fast_attention, masks, multihead, positional, subwords
     from utils.figures import translator as figures
     from utils.translator import (
         checkpoint,
@@ -48,6 +48,9 @@ def cases(tmp):
     nan, inf = math.nan, math.inf
     b = torch.ones(3, 3, dtype=torch.bool)
     src_v, tgt_v = vocab.Vocab(grammar.source_words()), vocab.Vocab(grammar.target_words())
+    bpe = subwords.train([" ".join(grammar.target_words())], 20)
+    sub_v = vocab.SubwordVocab(bpe)
+    tiny_ds = data.make_dataset(seed=0, n_train=5, n_val=1, n_test=1, n_test_unseen=1)
     cfg = config.TranslatorConfig(len(src_v), len(tgt_v), d_model=8, num_heads=2, d_ff=16, num_layers=1, max_len=16)
     tm = model.Seq2SeqTransformer(cfg).eval()
     src = torch.tensor([src_v.encode("the dog sees a cat".split(), eos=True)])  # (1, S)
@@ -391,6 +394,19 @@ def cases(tmp):
         ),
         ("peak_tensor_bytes", "fn=5", lambda: fast_attention.peak_tensor_bytes(5), ["fn"]),
         ("loglog_slope", "negative y", lambda: fast_attention.loglog_slope([1, 2], [1, -1]), ["y"]),
+        # --- sub-words ---
+        ("subwords.train", "corpus a str", lambda: subwords.train("lo kano", 3), ["corpus"]),
+        ("subwords.train", "empty corpus", lambda: subwords.train([], 3), ["corpus"]),
+        ("subwords.train", "blank corpus", lambda: subwords.train([" "], 3), ["corpus"]),
+        ("subwords.train", "a sentence with </w>", lambda: subwords.train(["lo</w>"], 3), ["corpus"]),
+        ("subwords.train", "num_merges=-1", lambda: subwords.train(["lo"], -1), ["num_merges"]),
+        ("subwords.train", "num_merges=1.5", lambda: subwords.train(["lo"], 1.5), ["num_merges"]),
+        ("subwords.encode", "bpe a list", lambda: subwords.encode([], "lo"), ["bpe"]),
+        ("subwords.encode", "text a list", lambda: subwords.encode(bpe, ["lo"]), ["text"]),
+        ("subwords.encode", "a symbol never seen", lambda: subwords.encode(bpe, "lo kanoz"), ["text"]),
+        ("subwords.decode", "tokens a str", lambda: subwords.decode("lo</w>"), ["tokens"]),
+        ("subwords.decode", "a token with a space", lambda: subwords.decode(["l o</w>"]), ["tokens"]),
+        ("subwords.word_counts", "corpus=None", lambda: subwords.word_counts(None), ["corpus"]),
         # --- translator ---
         ("TranslatorConfig", "src_vocab_size=0", lambda: config.TranslatorConfig(0, 10), ["src_vocab_size"]),
         (
@@ -407,6 +423,13 @@ def cases(tmp):
         ("Vocab.encode", "bos='yes'", lambda: src_v.encode(["the"], bos="yes"), ["bos"]),
         ("Vocab.decode", "id 999", lambda: src_v.decode([999]), ["ids"]),
         ("Vocab.decode", "ids=5", lambda: src_v.decode(5), ["ids"]),
+        ("SubwordVocab", "bpe a list", lambda: vocab.SubwordVocab(["lo"]), ["bpe"]),
+        ("SubwordVocab.encode", "a str", lambda: sub_v.encode("lo kano"), ["words"]),
+        ("SubwordVocab.encode", "two words in one", lambda: sub_v.encode(["lo kano"]), ["words"]),
+        ("SubwordVocab.encode", "a symbol never seen", lambda: sub_v.encode(["loz"]), ["words"]),
+        ("SubwordVocab.decode", "id 999", lambda: sub_v.decode([999]), ["ids"]),
+        ("with_subword_targets", "ds a list", lambda: data.with_subword_targets([], 3), ["ds"]),
+        ("with_subword_targets", "num_merges=-1", lambda: data.with_subword_targets(tiny_ds, -1), ["num_merges"]),
         ("make_pair", "not a sentence", lambda: data.make_pair(["cat", "the"]), ["word"]),
         ("make_pair", "a str", lambda: data.make_pair("the dog sees a cat"), ["words"]),
         ("make_dataset", "seed=-1", lambda: data.make_dataset(seed=-1), ["seed"]),

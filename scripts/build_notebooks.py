@@ -33,11 +33,22 @@ def keep_cell_ids(nb, old):
     """
     key = [(c.cell_type, c.source) for c in nb.cells]
     old_key = [(c.cell_type, c.source) for c in old.cells]
+    kept = set()
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_key, key, autojunk=False).get_opcodes():
         if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
             for old_cell, cell in zip(old.cells[i1:i2], nb.cells[j1:j2]):
                 if "id" in old_cell:
                     cell["id"] = old_cell["id"]
+                    kept.add(old_cell["id"])
+    # A cell moved elsewhere unchanged reads as deleted here and inserted there: give it its old id back.
+    unused = {}
+    for old_cell, k in zip(old.cells, old_key):
+        if old_cell.get("id") and old_cell["id"] not in kept:
+            unused.setdefault(k, []).append(old_cell["id"])
+    for cell, k in zip(nb.cells, key):
+        if cell.get("id") not in kept and unused.get(k):
+            cell["id"] = unused[k].pop(0)
+            kept.add(cell["id"])
     return nb
 
 

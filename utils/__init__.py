@@ -12,6 +12,7 @@ the Transformer itself, one idea per module; read in this order, it is the model
 - translator/: the encoder-decoder trained end to end: its grammar, vocabulary, data, model, training,
   decoding, evaluation and checkpoints (lesson 07; see its __init__)
 - fast_attention: online softmax, tiled attention, the key-value cache and cache sizes (lesson 09)
+- subwords: byte-pair encoding by hand, the same as Hugging Face tokenizers' (lesson 10)
 
 Nothing above imports these sub-packages; each imports only the model and the ones before it, and neither the
 model nor experiments/ imports matplotlib, ipywidgets or Jupyter (tests/unit/test_import_direction.py):

@@ -62,3 +62,15 @@ def test_collapse_verification_hides_exactly_the_cells_tagged_hide_input(script)
     nb.cells[1].metadata["jupyter"] = {"source_hidden": True}  # a stale collapse the source no longer asks for
     script("build_notebooks").collapse_verification(nb)
     assert [c.metadata.get("jupyter", {}).get("source_hidden", False) for c in nb.cells] == [True, False, False]
+
+
+def test_a_cell_moved_unchanged_keeps_its_id(script):
+    build_notebooks = script("build_notebooks")
+    src = SOURCES[0]
+    committed = nbformat.read(ROOT / "notebooks" / (src.stem + ".ipynb"), as_version=4)
+    nb = jupytext.read(src)
+    moved = nb.cells.pop(4)
+    nb.cells.append(moved)  # e.g. a detour moved to "Going further" at the end
+    build_notebooks.keep_cell_ids(nb, committed)
+    assert nb.cells[-1]["id"] == committed.cells[4]["id"]
+    assert len(set(ids(nb))) == len(nb.cells), "two cells got the same id"

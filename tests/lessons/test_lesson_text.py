@@ -102,3 +102,23 @@ def test_checks_say_their_claim_in_plain_words_not_a_log_line_or_a_tolerance(src
             if "PASS" in literal or TOLERANCE.search(literal):
                 loud.append((i, literal[:60]))
     assert not loud, f"{src.name}: a check prints 'PASS' or its tolerance (keep the tolerance in code): {loud[:5]}"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_the_exercises_section_has_four_exercises_two_of_them_transfer(src):
+    import importlib
+
+    module = importlib.import_module(f"utils.course.exercises.lesson{src.stem[:2]}")
+    kinds = {name: getattr(e, "kind", None) for name, e in vars(module).items()}
+    inside, called = False, []
+    for _, kind, text in learner_text(src):
+        if kind == "markdown":
+            for line in text.splitlines():
+                if line.startswith("## "):
+                    inside = line.startswith("## Exercises")
+        elif inside:
+            called += [name for name in CHECK_CALL.findall(text) if name in kinds and name not in called]
+    transfer = [name for name in called if kinds[name] == "transfer"]
+    assert len(called) >= 4 and len(transfer) >= 2, (
+        f"{src.name}: its Exercises section checks {called} ({len(transfer)} transfer); it needs 4, 2 of them transfer"
+    )

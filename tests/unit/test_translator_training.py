@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from utils.translator.checkpoint import load_checkpoint, save_checkpoint
-from utils.translator.data import make_dataset, to_tensors
+from utils.translator.data import make_dataset, to_tensors, with_subword_targets
 from utils.translator.decode import translate
 from utils.translator.evaluate import (
     agreement_attention,
@@ -18,6 +18,7 @@ from utils.translator.evaluate import (
     exact_match,
     heldout_form_probability,
     heldout_substitutions,
+    per_token,
     token_accuracy,
 )
 from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
@@ -144,11 +145,15 @@ def test_evaluate_and_alignment_accuracy_shapes(trained, ds):
     assert result["best_head_alignment_accuracy"] == float(result["alignment_accuracy"].max())
 
 
-def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds):
-    """Force every head to put its weight on the gold source word: accuracy 1; on another word: 0."""
-    model = Seq2SeqTransformer(TranslatorConfig(len(ds.src_vocab), len(ds.tgt_vocab), 16, 2, 32, 1))
+@pytest.mark.parametrize("merges", [None, 40])
+def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds, merges):
+    """Force every head to put its weight on the gold source word: accuracy 1; on another word: 0. With sub-word
+    targets (`merges` merges), at every token of the Neo word."""
+    tgt_vocab = ds.tgt_vocab if merges is None else with_subword_targets(ds, merges).tgt_vocab
+    model = Seq2SeqTransformer(TranslatorConfig(len(ds.src_vocab), len(tgt_vocab), 16, 2, 32, 1))
     pairs = ds.test[:8]
-    gold = [list(p.alignment) for p in pairs]
+    gold = [per_token(p, p.alignment, tgt_vocab) for p in pairs]  # one entry per target token
+    assert (gold == [list(p.alignment) for p in pairs]) == (merges is None)
 
     def fake_cross(shift):
         def hook(module, args, output):
@@ -164,7 +169,7 @@ def test_alignment_accuracy_of_a_model_that_attends_to_the_gold_word(ds):
 
     for shift, expected in ((0, 1.0), (1, 0.0)):
         handle = model.decoder.layers[0].cross_attn.register_forward_hook(fake_cross(shift))
-        acc = alignment_accuracy(model, pairs, ds.src_vocab, ds.tgt_vocab)
+        acc = alignment_accuracy(model, pairs, ds.src_vocab, tgt_vocab)
         handle.remove()
         assert torch.equal(acc, torch.full((1, 2), expected))
 

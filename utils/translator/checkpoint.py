@@ -40,6 +40,10 @@ def save_checkpoint(path, model, src_vocab, tgt_vocab):
         ("tgt_vocab", tgt_vocab, model.config.tgt_vocab_size),
     ):
         validation.instance(name, vocab, Vocab)
+        if type(vocab) is not Vocab:  # a file holds words: a SubwordVocab would load back as a word-level one
+            raise TypeError(
+                f"{name} must be a word-level Vocab (a checkpoint stores words), got {type(vocab).__name__}"
+            )
         if len(vocab) != size:
             raise ValueError(f"{name} has {len(vocab)} tokens but the model was built for {size}")
     ckpt = {

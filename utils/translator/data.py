@@ -3,6 +3,7 @@
 Two test splits: `test` holds new sentences drawn like the training ones; `test_unseen` holds sentences
 whose translation needs a Neo word form (an adjective or a verb for one gender and number) that no
 training or validation sentence contains, so it measures generalisation to new combinations.
+with_subword_targets gives the same splits with a sub-word (byte-pair encoded) target vocabulary.
 """
 
 import dataclasses
@@ -10,9 +11,9 @@ import dataclasses
 import numpy as np
 import torch
 
-from utils import validation
+from utils import subwords, validation
 from utils.translator import grammar
-from utils.translator.vocab import Vocab
+from utils.translator.vocab import SubwordVocab, Vocab
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +121,14 @@ def make_dataset(seed=0, n_train=20000, n_val=500, n_test=500, n_test_unseen=500
     src_vocab = Vocab(grammar.source_words())
     tgt_vocab = Vocab(grammar.target_words())
     return Dataset(splits["train"], splits["val"], splits["test"], splits["test_unseen"], heldout, src_vocab, tgt_vocab)
+
+
+def with_subword_targets(ds, num_merges):
+    """`ds` with a sub-word target vocabulary: byte-pair encoding with `num_merges` merges learned on the
+    training translations only (the source side stays word level). Splits and pairs are the same objects."""
+    validation.instance("ds", ds, Dataset)
+    bpe = subwords.train([" ".join(p.tgt) for p in ds.train], num_merges)
+    return dataclasses.replace(ds, tgt_vocab=SubwordVocab(bpe))
 
 
 def pad_sequences(seqs, pad_id):

@@ -17,7 +17,8 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, batch_size=250):
     out = []
     for start in range(0, len(pairs), batch_size):
         src, _ = to_tensors(pairs[start : start + batch_size], src_vocab, tgt_vocab)  # (B, S)
-        ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len=src.shape[1] + 5)
+        max_len = tgt_vocab.max_tokens(src.shape[1] + 5)  # a length guard: a few words more than the source
+        ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len=max_len)
         out += [tgt_vocab.decode(row) for row in ids]
     return out
 
@@ -59,11 +60,20 @@ def _check_pairs(hypotheses, references, references_name="references"):
     validation.word_lists("hypotheses", hypotheses, len(references), references_name)
 
 
-def _gold(pairs, field, shape):
-    """(B, T) long tensor of pairs' per-word source indices from `field` (-1 where None or past the end)."""
+def per_token(pair, values, tgt_vocab):
+    """A per-Neo-word list `values` (e.g. pair.alignment) per target token: each word's value once per token of
+    it in `tgt_vocab` (once per word at word level; sub-words of a word share its value)."""
+    if not values:
+        return []
+    return [v for w, v in zip(pair.tgt, values, strict=True) for _ in tgt_vocab.encode([w])]
+
+
+def _gold(pairs, field, shape, tgt_vocab):
+    """(B, T) long tensor of pairs' per-token source indices from `field` (-1 where None or past the end)."""
     gold = torch.full(shape, -1, dtype=torch.long)  # (B, T)
     for i, p in enumerate(pairs):
-        gold[i, : len(getattr(p, field))] = torch.tensor([-1 if a is None else a for a in getattr(p, field)])
+        values = per_token(p, getattr(p, field), tgt_vocab)
+        gold[i, : len(values)] = torch.tensor([-1 if a is None else a for a in values])
     return gold
 
 
@@ -72,8 +82,8 @@ def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=Non
     """(num_layers, num_heads) tensor: how often a head's cross-attention arg-max is the source word that
     `field` names ("alignment": the word translated; "agrees_with": the noun whose gender is taken).
 
-    Teacher forcing on the reference: the query at decoder position j (the one that predicts Neo word j)
-    counts when field[j] is not None (and role[j] is in `roles`, if given).
+    Teacher forcing on the reference: the query at decoder position t (the one that predicts target token t, a
+    piece of Neo word j) counts when field[j] is not None (and role[j] is in `roles`, if given).
     """
     validation.choice("field", field, ("alignment", "agrees_with"))
     batch_size = validation.positive_int("batch_size", batch_size)
@@ -86,12 +96,13 @@ def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=Non
         decoder_input, _ = shift_targets(tgt)  # (B, T-1)
         with eval_mode(model):
             model(src, decoder_input)
-        gold = _gold(chunk, field, decoder_input.shape)  # (B, T-1); -1 where nothing to find
+        gold = _gold(chunk, field, decoder_input.shape, tgt_vocab)  # (B, T-1); -1 where nothing to find
         has_gold = gold >= 0  # (B, T-1)
         if roles is not None:
             wanted = torch.zeros_like(has_gold)
             for i, p in enumerate(chunk):
-                wanted[i, : len(p.role)] = torch.tensor([r in roles for r in p.role])
+                role = per_token(p, p.role, tgt_vocab)
+                wanted[i, : len(role)] = torch.tensor([r in roles for r in role])
             has_gold &= wanted
         total += int(has_gold.sum())
         for layer, w in enumerate(model.cross_attention()):  # w (B, h, T-1, S)
@@ -168,13 +179,20 @@ def all_but_heldout_right(hypotheses, pairs, heldout_forms):
 @torch.no_grad()
 def heldout_form_probability(model, pairs, src_vocab, tgt_vocab, heldout_forms):
     """Teacher forcing on the reference: the probability the model gives to the held-out form at every
-    position whose reference word is one (a 1-D tensor, one entry per such position)."""
-    held_ids = {tgt_vocab.stoi[f.neo] for f in heldout_forms}
+    place whose reference word is one (a 1-D tensor, one entry per such word; the product of its tokens'
+    probabilities when it takes several)."""
+    held = {f.neo for f in heldout_forms}
     src, tgt = to_tensors(pairs, src_vocab, tgt_vocab)  # (N, S), (N, T)
     decoder_input, labels = shift_targets(tgt)  # (N, T-1) each
     with eval_mode(model):
         probs = model(src, decoder_input).softmax(-1)  # (N, T-1, vocab)
-    is_held = torch.zeros_like(labels, dtype=torch.bool)  # (N, T-1)
-    for i in held_ids:
-        is_held |= labels == i
-    return probs.gather(-1, labels[..., None])[..., 0][is_held]  # (positions,)
+    token_probs = probs.gather(-1, labels[..., None])[..., 0]  # (N, T-1): the reference token's probability
+    out = []
+    for i, p in enumerate(pairs):
+        start = 0
+        for word in p.tgt:
+            n = len(tgt_vocab.encode([word]))  # the word's tokens are labels[i, start : start + n]
+            if word in held:
+                out.append(token_probs[i, start : start + n].prod())
+            start += n
+    return torch.stack(out) if out else token_probs.new_zeros(0)  # (places,)

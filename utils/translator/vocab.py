@@ -1,6 +1,7 @@
-"""A vocabulary: words <-> integer ids, with the four special tokens pad, begin, end and unknown."""
+"""A vocabulary: words <-> integer ids, with the four special tokens pad, begin, end and unknown; and a sub-word
+vocabulary with the same interface, whose ids are byte-pair-encoded pieces of the words (utils.subwords)."""
 
-from utils import validation
+from utils import subwords, validation
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)  # ids 0, 1, 2, 3 in every vocabulary
@@ -53,6 +54,10 @@ class Vocab:
 
     def decode(self, ids):
         """Words for a sequence of ids, stopping at <eos> and skipping <pad> and <bos>."""
+        return self.tokens(ids)
+
+    def tokens(self, ids):
+        """The tokens of a sequence of ids, stopping at <eos> and skipping <pad> and <bos>."""
         out = []
         for i in validation.items("ids", ids, "a sequence of token ids"):
             i = validation.token_id("ids", i.item() if hasattr(i, "item") else i, len(self))  # a tensor or numpy item
@@ -61,3 +66,51 @@ class Vocab:
             if i not in (self.pad_id, self.bos_id):
                 out.append(self.itos[i])
         return out
+
+    def max_tokens(self, n_words):
+        """How many tokens a decoder may write for about `n_words` words: one per word."""
+        return n_words
+
+
+class SubwordVocab(Vocab):
+    """A Vocab whose tokens are the sub-words of a byte-pair encoding (utils.subwords.BPE), in its vocabulary order:
+    encode takes words and gives the ids of their sub-words, decode gives words back. A word with a symbol the
+    encoding never saw raises a ValueError (no <unk>)."""
+
+    def __init__(self, bpe):
+        validation.instance("bpe", bpe, subwords.BPE)
+        super().__init__(bpe.vocabulary())
+        self.bpe = bpe
+        self._ids = {}  # word -> ids of its sub-words, filled as words are met
+
+    def __eq__(self, other):
+        return isinstance(other, SubwordVocab) and self.bpe == other.bpe
+
+    def __repr__(self):
+        return f"SubwordVocab({len(self)} tokens, {len(self.bpe.merges)} merges: {self.itos[4:9]} ...)"
+
+    def word_ids(self, word, name="word"):
+        """The ids of one word's sub-words (`name` names the word in an error)."""
+        if not isinstance(word, str) or word not in self._ids:
+            validation.instance(name, word, str)
+            if len(word.split()) != 1 or word != word.strip():
+                raise ValueError(f"{name} must be one word (no spaces), got {word!r}")
+            self._ids[word] = [self.stoi[s] for s in subwords.encode_word(self.bpe, word, name)]
+        return self._ids[word]
+
+    def encode(self, words, bos=False, eos=False):
+        """List of ids of the words' sub-words, optionally framed by <bos> / <eos>."""
+        words = validation.items("words", words, "a list of words")
+        validation.boolean("bos", bos)
+        validation.boolean("eos", eos)
+        ids = [i for j, w in enumerate(words) for i in self.word_ids(w, f"words[{j}]")]
+        return [self.bos_id] * bos + ids + [self.eos_id] * eos
+
+    def decode(self, ids):
+        """Words for a sequence of sub-word ids (stopping at <eos>, skipping <pad> and <bos>); a word left
+        unfinished at the end (no end-of-word marker) is kept as it is."""
+        return subwords.decode(self.tokens(ids)).split()
+
+    def max_tokens(self, n_words):
+        """None: any number of sub-words (the model's position table bounds a decoder)."""
+        return None
