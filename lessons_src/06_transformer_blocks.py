@@ -245,7 +245,7 @@ print(
     "sigma^2 / (sigma^2 + eps), a negative value and one of size about 1 or more; more than half of all "
     "values lie outside [0, 1]; a one-spike token reaches sqrt(H - 1)"
 )
-print("✓ the smallest spread of a token is between 0.02 and 0.04, below the 0.1 or more it was drawn with")
+print("✓ some tokens' own spread falls well below the 0.1 or more they were drawn with")
 
 # %% [markdown]
 # ### Batch norm or layer norm: which axis?
@@ -339,7 +339,7 @@ unchanged = [name for name, c in (("layer norm", ln_changes), ("batch norm", bn_
 assert unchanged == [check.predict_same_alone_or_batched.reference]
 print(
     "✓ in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched; "
-    "batch norm in training mode changes it by more than 0.1"
+    "batch norm in training mode changes it"
 )
 
 # %% [markdown]
@@ -380,27 +380,37 @@ assert torch.equal(layer(x), x)
 print("✓ with both sublayers silenced, a pre-norm layer is exactly the identity: x + 0")
 
 # %% [markdown]
-# What changes between the two, at initialisation? Two things, measured on randomly initialised
-# encoder stacks (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random
-# input; the loss is the cross-entropy of a random linear read-out against random classes:
+# The paper (section 5.4) also applies dropout to each sublayer's output before the addition,
+# $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$ with $P_{drop} = 0.1$; here dropout is off (`dropout=0`).
+#
+# What changes between the two, at initialisation? Two things, measured on random encoder stacks
+# (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input; the loss is
+# the cross-entropy of a random linear read-out against random classes:
 #
 # * the **scale of the activations**: the root-mean-square (RMS) of the stream after every layer;
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
-# `probe_at_init` (in `utils.experiments.norm_probes`) builds one stack and returns both.
+# How the layers start matters. `utils.blocks.Encoder` builds one layer and copies it, as
+# `torch.nn.TransformerEncoder` does, so every layer starts with the **same** weights;
+# `torch.nn.Transformer` then re-initialises each layer, and the paper's layers are independent. We
+# measure both: `probe_at_init` (in `utils.experiments.norm_probes`) with `independent_layers=True`
+# draws each layer on its own.
 
 # %%
 depths, seeds = (6, 12, 24, 48), range(5)
+inits = {"copied": False, "independent": True}  # layers start as copies of one, or each drawn anew
 probes = {
-    (name, L): [probe_at_init(norm_first, num_layers=L, d_model=32, seed=s) for s in seeds]
+    (init, name, L): [
+        probe_at_init(norm_first, num_layers=L, d_model=32, seed=s, independent_layers=independent) for s in seeds
+    ]
+    for init, independent in inits.items()
     for name, norm_first in [("post-norm", False), ("pre-norm", True)]
     for L in depths
 }
 rms = {key: np.array([p[0] for p in runs]) for key, runs in probes.items()}  # (seeds, L): RMS after each layer
 final_rms = {key: np.array([p[1] for p in runs]) for key, runs in probes.items()}  # (seeds,): after the final norm
 grads = {key: np.array([p[2] for p in runs]) for key, runs in probes.items()}  # (seeds, L): gradient norm per layer
-print({key: value.shape for key, value in grads.items() if key[1] == 24})
 
 # %% [markdown]
 # The activations first. Post-norm ends every layer with a LayerNorm, so the stream is pinned at
@@ -409,83 +419,76 @@ print({key: value.shape for key, value in grads.items() if key[1] == 24})
 # final LayerNorm (`Encoder.norm`, restoring RMS 1).
 
 # %% tags=["nbval-ignore-output"]
-growth = {L: rms["pre-norm", L][:, -1] / rms["pre-norm", L][:, 0] for L in depths}  # (seeds,) per depth
-for L in depths:
-    print(
-        f"{L:2d} layers: pre-norm RMS grows {growth[L].min():.1f}x to {growth[L].max():.1f}x from layer 1 to "
-        f"layer {L} (5 seeds); stream RMS before the final norm {rms['pre-norm', L][:, -1].min():.1f} to "
-        f"{rms['pre-norm', L][:, -1].max():.1f}"
-    )
+for init in inits:
+    for L in depths:
+        pre = rms[init, "pre-norm", L]  # (seeds, L)
+        print(
+            f"{init:11s} {L:2d} layers: pre-norm RMS before the final norm {pre[:, -1].min():.1f} to "
+            f"{pre[:, -1].max():.1f}; it rises after every layer in {int((np.diff(pre, axis=1) > 0).all(1).sum())} of 5"
+        )
 
 # %% tags=["hide-input"]
-for L in depths:
-    assert np.allclose(rms["post-norm", L], 1.0, atol=1e-3)
-    assert (np.diff(rms["pre-norm", L], axis=1) > 0).all() and (growth[L] > 1.5).all()
-    assert np.allclose(final_rms["pre-norm", L], 1.0, atol=1e-3)
-assert all(growth[a].max() < growth[b].min() for a, b in zip(depths, depths[1:]))  # deeper: more growth
+growth = {(init, L): rms[init, "pre-norm", L][:, -1] / rms[init, "pre-norm", L][:, 0] for init in inits for L in depths}
+for init in inits:
+    for L in depths:
+        assert np.allclose(rms[init, "post-norm", L], 1.0, atol=1e-3)
+        assert np.allclose(final_rms[init, "pre-norm", L], 1.0, atol=1e-3) and (growth[init, L] > 1).all()
+        assert rms["independent", "pre-norm", L][:, -1].max() < rms["copied", "pre-norm", L][:, -1].min()
+    assert all(growth[init, a].max() < growth[init, b].min() for a, b in zip(depths, depths[1:]))  # deeper: more
+assert all((np.diff(rms["copied", "pre-norm", L], axis=1) > 0).all() for L in depths)
+assert not all((np.diff(rms["independent", "pre-norm", L], axis=1) > 0).all() for L in depths)
 print(
-    "✓ in all 20 stacks per variant (6-48 layers, 5 seeds), post-norm keeps RMS 1 after every layer; "
-    "pre-norm's RMS rises after every layer, more for deeper stacks, and the final LayerNorm brings it back to 1"
+    "✓ with copied and with independent layers, post-norm keeps RMS 1 after every layer; pre-norm's RMS "
+    "ends larger than it starts, more so in deeper stacks, and the final LayerNorm brings it back to 1"
 )
+print("✓ pre-norm's RMS rises after every layer in every copied-layer stack; with independent layers it grows less")
 
 # %% [markdown]
-# **Predict, then check.** In the 24-layer *pre-norm* stacks, which layer gets the largest gradient
-# norm at initialisation — the `"first"` (layer 1, next to the input), the `"last"` (layer 24, next to
-# the loss), or are they all about the `"same"`?
+# **Predict, then check.** In the 24-layer stacks, which variant gives the **last** layer (next to the
+# loss) the larger gradient norm: `"post-norm"`, `"pre-norm"`, or about the `"same"`?
 
 # %%
-my_guess_largest_gradient = None  # your answer: "first", "last" or "same"
+my_guess_largest_gradient = None  # your answer: "post-norm", "pre-norm" or "same"
 
 # %% tags=["nbval-ignore-output"]
-ratio = {L: grads["post-norm", L][:, -1] / grads["pre-norm", L][:, -1] for L in depths}  # (seeds,)
-tracks = {L: ratio[L] / rms["pre-norm", L][:, -1] for L in depths}  # (seeds,): ratio / stream RMS
-post_top = sum(int((grads["post-norm", L].argmax(1) == L - 1).sum()) for L in depths)
-pre_first = sum(int((grads["pre-norm", L].argmax(1) == 0).sum()) for L in depths)
-pre_shrink = max((grads["pre-norm", L][:, -1] / grads["pre-norm", L][:, 0]).max() for L in depths)
-pre_monotone = sum(int((np.diff(grads["pre-norm", L], axis=1) < 0).all(axis=1).sum()) for L in depths)
-top = {name: [np.median(grads[name, L][:, -1]) for L in depths] for name in VARIANT_STYLE}  # median per depth
-for L in depths:
+ratio = {(i, L): grads[i, "post-norm", L][:, -1] / grads[i, "pre-norm", L][:, -1] for i in inits for L in depths}
+tracks = {(i, L): ratio[i, L] / rms[i, "pre-norm", L][:, -1] for i in inits for L in depths}  # ratio / stream RMS
+pre_first = {i: sum(int((grads[i, "pre-norm", L].argmax(1) == 0).sum()) for L in depths) for i in inits}
+post_top = {i: sum(int((grads[i, "post-norm", L].argmax(1) == L - 1).sum()) for L in depths) for i in inits}
+for init in inits:
+    spans = ", ".join(f"{ratio[init, L].min():.1f}-{ratio[init, L].max():.1f}" for L in depths)
+    print(f"{init}: last-layer gradient, post-norm / pre-norm, at 6, 12, 24, 48 layers: {spans}")
     print(
-        f"{L:2d} layers: last-layer gradient, post-norm / pre-norm = {ratio[L].min():.1f} to {ratio[L].max():.1f};"
-        f" that ratio / pre-norm stream RMS = {tracks[L].min():.2f} to {tracks[L].max():.2f}"
+        f"{init}: the largest gradient is at layer 1 in {pre_first[init]} of 20 pre-norm stacks, "
+        f"at the last layer in {post_top[init]} of 20 post-norm stacks"
     )
-print(
-    f"post-norm: the last layer has the largest gradient in {post_top} of 20 stacks; pre-norm: the first "
-    f"layer does in {pre_first} of 20, and the last layer's gradient is at most {pre_shrink:.2f}x the first's"
-)
-print(f"pre-norm: the gradient shrinks at every step from layer 1 to the top in {pre_monotone} of 20 stacks")
-for name, medians in top.items():
-    print(f"{name}: median last-layer gradient at 6, 12, 24, 48 layers:", np.round(medians, 3))
-
-# %% [markdown]
-# The gap at the top grows with depth, and follows pre-norm's stream RMS closely: post-norm's
-# last-layer gradient stays about the same from 6 to 48 layers, pre-norm's keeps falling.
 
 # %% tags=["hide-input"]
-assert all((ratio[L] > 1).all() for L in depths)
-assert all(np.median(ratio[a]) < np.median(ratio[b]) for a, b in zip(depths, depths[1:]))
-assert all(((tracks[L] > 0.5) & (tracks[L] < 1.5)).all() for L in depths)
-assert post_top >= 15 and pre_first == 20 and pre_shrink < 1
-assert pre_monotone < 20  # not at every step, in some stacks
-assert max(top["post-norm"]) < 1.5 * min(top["post-norm"]) and (np.diff(top["pre-norm"]) < 0).all()
-where = {0: "first", 23: "last"}  # layer index -> name, in the 24-layer stacks
-assert {where.get(int(i), "middle") for i in grads["pre-norm", 24].argmax(1)} == {
-    check.predict_largest_gradient.reference
+for init in inits:
+    assert all((ratio[init, L] > 1).all() for L in depths)
+    assert all(np.median(ratio[init, a]) < np.median(ratio[init, b]) for a, b in zip(depths, depths[1:]))
+    assert all(((tracks[init, L] > 0.5) & (tracks[init, L] < 1.5)).all() for L in depths)
+larger_at_top = {
+    "post-norm" if (ratio[i, 24] > 1).all() else "pre-norm" if (ratio[i, 24] < 1).all() else "same" for i in inits
 }
+assert larger_at_top == {check.predict_largest_gradient.reference}  # the same answer for both starts
+assert pre_first["copied"] == 20 and post_top["copied"] >= 15
+assert pre_first["independent"] < 20 and post_top["independent"] < 10
 print(
-    "✓ in 20 of 20 stacks per variant the last layer's gradient is larger with post-norm than with pre-norm, "
-    "by a median factor that grows with depth, about pre-norm's stream RMS"
+    "✓ with copied and with independent layers, in every stack the last layer's gradient is larger with "
+    "post-norm than with pre-norm, by a factor that grows with depth, close to pre-norm's stream RMS"
 )
 print(
-    "✓ post-norm's largest gradient is at the last layer in most stacks; pre-norm's at the first in all, "
-    "though it does not shrink at every step up in every stack"
+    "✓ pre-norm's largest gradient is at layer 1 in every copied-layer stack, post-norm's mostly at the last "
+    "layer; with independent layers, pre-norm's is not always at layer 1, post-norm's at the last in under half"
 )
 
 # %% [markdown]
-# In post-norm every gradient reaching the last layer has passed through only that layer's LayerNorm,
-# of a stream of RMS 1. In pre-norm it has passed through the **final** LayerNorm, which divides by the
-# stream's RMS — the number that grew above — so the top of a pre-norm stack gets gradients that many
-# times smaller; going down, layers read an ever smaller stream. Your guess:
+# Post-norm: every gradient reaching the last layer has passed through only that layer's LayerNorm,
+# of a stream of RMS 1. Pre-norm: it has passed through the **final** LayerNorm, which divides by the
+# stream's RMS, the number that grew above; so the top of a pre-norm stack gets gradients that many
+# times smaller, whichever way the layers start. *Where* the largest gradient sits does depend on the
+# start. Your guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
@@ -496,41 +499,41 @@ check.predict_largest_gradient(my_guess_largest_gradient)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), layout="constrained")
-plot_per_layer(
-    {name: rms[name, 24] for name in VARIANT_STYLE},
-    "RMS of the stream",
-    "Activations: post-norm stays at 1, pre-norm grows",
-    ax=axes[0],
-)
-plot_per_layer(
-    {name: grads[name, 24] for name in VARIANT_STYLE},
-    "gradient norm of the layer",
-    "Gradients: post-norm's top layers get the largest",
-    ax=axes[1],
-    logy=True,
-)
-for L in depths:
-    axes[2].plot([L] * 5, ratio[L], "k^", ms=5, label="post / pre, last-layer gradient" if L == 6 else None)
-    axes[2].plot(
-        [L] * 5,
-        rms["pre-norm", L][:, -1],
-        ms=8,
-        fillstyle="none",
-        label="pre-norm stream RMS before the final norm" if L == 6 else None,
-        **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
+for ax, init in zip(axes, inits):
+    plot_per_layer(
+        {name: grads[init, name, 24] for name in VARIANT_STYLE},
+        "gradient norm of the layer",
+        f"Gradients, 24 layers, {init} layers",
+        ax=ax,
+        logy=True,
     )
+for init, fill in [("copied", "full"), ("independent", "none")]:
+    for L in depths:
+        first = L == depths[0]
+        axes[2].plot(
+            [L] * 5, ratio[init, L], "k^", ms=5, fillstyle=fill, label=f"post / pre ({init})" if first else None
+        )
+        axes[2].plot(
+            [L] * 5,
+            rms[init, "pre-norm", L][:, -1],
+            ms=8,
+            fillstyle=fill,
+            label=f"pre-norm stream RMS ({init})" if first else None,
+            **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
+        )
 axes[2].set(
     xlabel="number of layers",
     xticks=depths,
     ylabel="factor",
-    title="The top-layer gap grows with depth, like pre-norm's RMS",
+    yscale="log",
+    title="Last-layer gap, post / pre, tracks pre-norm's RMS",
 )
 axes[2].legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# > **Going further:** these large early gradients are why post-norm Transformers need the paper's
-# > learning-rate warm-up (Xiong et al., 2020); a small training experiment at the end shows it.
+# > **Going further:** Xiong et al. (2020) argue that post-norm's larger gradients near the output
+# > are why it needs the paper's learning-rate warm-up; a small experiment at the end tests it.
 
 # %% [markdown]
 # ## 4. The three kinds of attention
@@ -737,7 +740,8 @@ print(
 #   which in training mode ties a sentence's output to its batch-mates and their padding.
 # * Post-norm (the paper, `LN(x + f(x))`) keeps the stream at unit scale at initialisation; pre-norm
 #   (`x + f(LN(x))`, most code today) lets it grow with depth and needs a final LayerNorm, which makes
-#   its top layers' gradients smaller than post-norm's, by a factor that grows with depth.
+#   its top layers' gradients smaller than post-norm's, by a factor that grows with depth — whether the
+#   layers start as copies of one (as in `nn.TransformerEncoder`) or independently.
 # * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention with
 #   queries from the decoder and keys/values from the encoder.
 # * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's
@@ -808,6 +812,22 @@ def my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size):
 
 
 check.parameter_count(my_parameter_count)
+
+
+# %% [markdown]
+# **Exercise 4 (transfer).** Some large models (GPT-J; PaLM, Chowdhery et al. 2022, section 2) run a
+# pre-norm layer's two sublayers side by side instead of one after the other: both read **one**
+# normalised copy of the layer's input, and both outputs are added to the residual stream. Write
+# `my_parallel_block(x, attn, ffn, norm)`, where `attn`, `ffn` and `norm` are functions of a tensor of
+# the shape of `x`. Then think: what does the FFN no longer see?
+
+
+# %%
+def my_parallel_block(x, attn, ffn, norm):
+    raise NotImplementedError
+
+
+check.parallel_block(my_parallel_block)
 
 
 # %% [markdown]
@@ -1047,8 +1067,8 @@ assert (eval_stats[True][:, 0] > 0.2).all() and (eval_stats[True][:, 1] > 1.1).a
 assert (np.abs(eval_stats[False][:, 0]) < 0.1).all() and (np.abs(eval_stats[False][:, 1] - 1) < 0.1).all()
 print(
     "✓ in evaluation mode, batch norm gives the short sentence exactly the same output alone or batched "
-    "(5 of 5 seeds); with padding in its running statistics, new real tokens come out with mean above 0.2 "
-    "and spread above 1.1 in every feature instead of 0 and 1; without padding, close to 0 and 1"
+    "(5 of 5 seeds); with padding in its running statistics, new real tokens come out off-centre and too "
+    "spread in every feature, instead of mean 0 and spread 1; without padding, close to 0 and 1"
 )
 
 # %% [markdown]
@@ -1056,17 +1076,19 @@ print(
 #
 # *Section 3's large early gradients, seen in training.*
 #
-# **Why this matters for training.** Xiong et al. (2020) derive the same picture in theory — at
-# initialisation, post-norm's gradients near the output are large and do not shrink with depth,
-# pre-norm's do — and argue that this is why post-norm Transformers need a learning-rate
-# **warm-up** (the paper's schedule, section 5.3, raises the rate linearly over its first 4000
-# steps): full-size Adam steps on those large gradients, from the very first step, make early
+# **Why this matters for training.** Xiong et al. (2020) analyse post-norm and pre-norm at
+# initialisation in theory: their bound on the gradient of post-norm's last layer does not shrink with
+# depth, their bound for pre-norm shrinks like $1/\sqrt{L}$ — the same direction as section 3's
+# growing gap, in both kinds of stack. They argue that this is why post-norm Transformers need a
+# learning-rate **warm-up** (the paper's schedule, section 5.3, raises the rate linearly over its first
+# 4000 steps): full-size Adam steps on those large gradients, from the very first step, make early
 # training unstable. Pre-norm Transformers trained without warm-up in their experiments.
 #
-# A small experiment shows the effect. Twelve-layer stacks (`d_model` = 32) learn to copy each
-# input token (16 possible tokens, so a model that has learned nothing has loss $\ln 16$), with Adam
-# at a learning rate of 0.01, either at the full rate from the first step or after a 20-step linear
-# warm-up; 5 seeds for each of the four setups. `train_copy_task` (in
+# A small experiment. Twelve-layer stacks (`d_model` = 32) learn to copy each input token (16
+# possible tokens, so a model that has learned nothing has loss $\ln 16$), with Adam at a learning
+# rate of 0.01, either at the full rate from the first step or after a 20-step linear warm-up; 5 seeds
+# for each of the four setups, with copied layers (as `nn.TransformerEncoder`), and a fifth setup:
+# post-norm without warm-up, with independent layers. `train_copy_task` (in
 # `utils.experiments.norm_probes`) returns the loss of every step.
 
 # %% tags=["nbval-ignore-output"]
@@ -1084,37 +1106,46 @@ curves = {
         ]
     )
     for key, (norm_first, warmup, seeds) in setups.items()
-}  # (seeds, 60 steps) each
+}  # (seeds, 60 steps) each: copied layers
+independent_curves = np.array(
+    [train_copy_task(False, lr=0.01, warmup_steps=1, seed=s, independent_layers=True) for s in range(5)]
+)  # (seeds, 60 steps): post-norm, no warm-up, independent layers
 end_loss = {key: c[:, -10:].mean(1) for key, c in curves.items()}  # (seeds,): mean loss of the last 10 steps
 for key, losses in end_loss.items():
     print(f"{key[0]:9s} {key[1]:10s}: loss at the end, per seed:", np.round(losses, 3))
 stuck = int((end_loss["post-norm", "no warm-up"] > 2.0).sum())
 print(f"post-norm without warm-up stays near chance level (ln 16 = {np.log(16):.2f}) in {stuck} of 5 runs")
+independent_end = independent_curves[:, -10:].mean(1)  # (seeds,)
+print("post-norm, no warm-up, independent layers: loss at the end, per seed:", np.round(independent_end, 3))
 
 # %% [markdown]
-# Without warm-up, post-norm runs can stay stuck at chance level; with the warm-up, and with
-# pre-norm either way, all 5 runs learn the task.
+# With copied layers and no warm-up, post-norm runs can stay stuck at chance level; with the warm-up,
+# and with pre-norm either way, all 5 runs learn the task. With independent layers, post-norm learns
+# here without warm-up too: this demonstration needs the copied start.
 
 # %% tags=["hide-input"]
 assert stuck >= 2
 assert all((end_loss[key] < 0.1).all() for key in setups if key != ("post-norm", "no warm-up"))
+assert (independent_end < 0.1).all()
 print(
-    "✓ at lr 0.01, 12 layers, 60 steps: post-norm without warm-up ends above loss 2.0 (chance: ln 16) "
-    "in at least 2 of 5 runs; post-norm with a 20-step warm-up and pre-norm with or without it end "
-    "below 0.1 in 5 of 5 runs each"
+    "✓ with copied layers, post-norm without warm-up stays stuck near chance in some of 5 runs; with a "
+    "20-step warm-up, and pre-norm either way, all 5 runs learn to copy"
 )
+print("✓ with independent layers, post-norm without warm-up learns to copy in all 5 runs")
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained", sharey=True)
 for ax, schedule, title in zip(
-    axes, ["no warm-up", "warm-up"], ["Full rate from step 1: post-norm can get stuck", "20-step warm-up: both learn"]
+    axes,
+    ["no warm-up", "warm-up"],
+    ["Copied layers, full rate from step 1: post-norm can get stuck", "Copied layers, 20-step warm-up: both learn"],
 ):
     plot_loss_curves({name: curves[name, schedule] for name in VARIANT_STYLE}, title, ax=ax, chance=np.log(16))
 plt.show()
 
 # %% [markdown]
-# This is one small setting — one depth, one learning rate, 60 steps — not a law; Xiong et al. (2020)
-# make the comparison on full-size translation and language models.
+# This is one small setting — one depth, one learning rate, 60 steps, copied layers — not a law;
+# Xiong et al. (2020) make the comparison on full-size translation and language models.
 
 # %% [markdown]
 # ### The same attention without its weights
@@ -1234,6 +1265,8 @@ print(
 # * Reading notes on the paper (June 2020): the three kinds of attention, queries from the decoder
 #   and keys and values from the encoder in cross-attention.
 # * Ba, Kiros and Hinton (2016), "Layer Normalization", arXiv:1607.06450.
+# * Chowdhery et al. (2022), "PaLM: Scaling Language Modeling with Pathways", section 2 ("Parallel
+#   Layers"): the parallel block of exercise 4.
 # * Xiong et al. (2020), "On Layer Normalization in the Transformer Architecture", ICML: gradients
 #   of post-norm and pre-norm Transformers at initialisation, and training without warm-up.
 # * Rush (2018), "The Annotated Transformer" (Harvard NLP): the pre-norm form in its code.

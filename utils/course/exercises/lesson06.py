@@ -1,5 +1,5 @@
 """Exercises of lesson 06 (transformer blocks): LayerNorm by hand, RMSNorm, the parameter count of the
-paper's base model, and a prediction about gradients in a pre-norm stack."""
+paper's base model, a parallel block, and a prediction in each numbered section."""
 
 import numbers
 
@@ -326,76 +326,134 @@ def parameter_count(answer):
     return None
 
 
-# --- 4. Prediction: which layer of a pre-norm stack gets the largest gradient? -----------------------
-
-_LAYERS = 24
-_WORDS = {
-    "first": "first",
-    "bottom": "first",
-    "last": "last",
-    "top": "last",
-    "same": "same",
-    "equal": "same",
-    "all": "same",
-    "all the same": "same",
-    "middle": "middle",
-}
+# --- 4. A parallel block (transfer) -------------------------------------------------------------------
 
 
-def _as_choice(answer):
-    """'first', 'last', 'same', 'middle' or None, from a word or a layer number 1..24."""
-    if isinstance(answer, bool):
-        return None
-    if isinstance(answer, (int, float)) and answer == int(answer) and 1 <= answer <= _LAYERS:
-        return "first" if answer == 1 else "last" if answer == _LAYERS else "middle"
-    if isinstance(answer, str):
-        word = answer.strip().lower().removeprefix("layer").strip()
-        if word.isdigit():
-            return _as_choice(int(word))
-        return _WORDS.get(word)
-    return None
+def _parallel_block_solution(x, attn, ffn, norm):
+    h = norm(x)  # (..., d_model): one normalised copy, read by both sublayers
+    return x + attn(h) + ffn(h)  # (..., d_model): both outputs join the residual stream
+
+
+def _parallel_block_sequential(x, attn, ffn, norm):
+    h = x + attn(norm(x))  # the pre-norm layer of the lesson: one sublayer after the other
+    return h + ffn(norm(h))
+
+
+def _parallel_block_no_residual(x, attn, ffn, norm):
+    h = norm(x)
+    return attn(h) + ffn(h)  # x itself is lost
+
+
+def _parallel_block_post_norm(x, attn, ffn, norm):
+    return norm(x + attn(x) + ffn(x))  # normalises the sum, post-norm style
+
+
+def _parallel_block_ffn_unnormalised(x, attn, ffn, norm):
+    return x + attn(norm(x)) + ffn(x)  # the FFN reads the raw stream
+
+
+_PARALLEL_MISTAKES = [
+    mistake(
+        "run the sublayers one after the other (the FFN reading the stream after attention has been added)",
+        _parallel_block_sequential,
+        says="one after the other",
+    ),
+    mistake("leave out the residual x", _parallel_block_no_residual, says="residual x"),
+    mistake(
+        "normalise the sum, post-norm style: norm(x + attn(x) + ffn(x))", _parallel_block_post_norm, says="post-norm"
+    ),
+    mistake("give the FFN the raw x instead of the normalised one", _parallel_block_ffn_unnormalised, says="raw x"),
+]
+
+
+def _parallel_cases():
+    seed = fresh_seed()  # weights and inputs drawn anew on every check
+    torch.manual_seed(seed % 2**31)
+    cases = []
+    for shape in [(2, 3, 4), (1, 5, 8), (4, 6)]:
+        d_model = shape[-1]
+        x = 2.0 * torch.randn(*shape, dtype=torch.float64) + 1.0  # (..., d_model)
+        attn = nn.Linear(d_model, d_model, dtype=torch.float64)  # a stand-in for attention: any map will do
+        ffn = nn.Sequential(
+            nn.Linear(d_model, 2 * d_model, dtype=torch.float64),
+            nn.ReLU(),
+            nn.Linear(2 * d_model, d_model, dtype=torch.float64),
+        )
+        norm = nn.LayerNorm(d_model, dtype=torch.float64)
+        with torch.no_grad():
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.normal_()
+        cases.append(((x, attn, ffn, norm), f"x of shape {shape}"))
+    return cases
 
 
 @exercise(
     hint="""
-    Look at what the RMS check showed: the stream of a pre-norm stack grows after every layer. A
-    LayerNorm divides by the RMS of what it normalises, and the gradient that flows back through it is
-    divided by the same number. Which layers read the smallest stream?
+    Normalise once, h = norm(x); both sublayers read h; both outputs are added to x:
+    return x + attn(h) + ffn(h). Unlike the lesson's pre-norm layer, the FFN does not see attention's output.
     """,
-    reference="first",
+    reference=_parallel_block_solution,
+    kind="transfer",
+    wrong=_PARALLEL_MISTAKES,
+)
+def parallel_block(answer):
+    """answer(x (..., d_model), attn, ffn, norm) -> x + attn(norm(x)) + ffn(norm(x))."""
+    with torch.no_grad():
+        return _compare_cases(answer, _parallel_block_solution, _PARALLEL_MISTAKES, _parallel_cases())
+
+
+# --- Prediction in section 3: which variant gives the last layer the larger gradient? ----------------
+
+_VARIANTS = {
+    "post-norm": "post-norm",
+    "post norm": "post-norm",
+    "post": "post-norm",
+    "postnorm": "post-norm",
+    "pre-norm": "pre-norm",
+    "pre norm": "pre-norm",
+    "pre": "pre-norm",
+    "prenorm": "pre-norm",
+    "same": "same",
+    "equal": "same",
+    "about the same": "same",
+}
+
+
+@exercise(
+    hint="""
+    Look at what the RMS check showed: the stream of a pre-norm stack grows with depth, and the gradient
+    reaching its last layer passes through the final LayerNorm, which divides by that RMS. Post-norm's
+    stream stays at RMS 1.
+    """,
+    reference="post-norm",
     kind="prediction",
     wrong=[
-        mistake("expect the layer nearest the loss to get the most", "last", says="divides by the RMS"),
-        mistake("expect the residual path to give every layer the same gradient", "same", says="stream grows"),
-        mistake("expect a layer in the middle", 12, says="smallest stream"),
+        mistake("expect pre-norm, the variant that trains more easily, to get more", "pre-norm", says="divides"),
+        mistake("expect the residual path to give both the same", "same", says="RMS 1"),
+        mistake("answer with a layer instead of a variant", "first", says="post-norm"),
     ],
     explain="""
-    The first layer. The gradient reaching the top of a pre-norm stack has passed through the final
-    LayerNorm, which divides it by the RMS of the stream grown over every layer; going down, the residual
-    path carries it along and each layer adds what its own sublayers send back, while reading a smaller
-    stream. In every pre-norm stack above, layer 1 had the largest gradient; post-norm, whose stream stays
-    at RMS 1, gives its largest gradient to the last layer in most stacks.
+    Post-norm, in every stack, whether the layers start as copies of one layer or independently. The
+    gradient reaching the top of a pre-norm stack has passed through the final LayerNorm, which divides
+    it by the RMS of the stream grown over every layer; post-norm's stream stays at RMS 1. So the gap is
+    about pre-norm's stream RMS, and grows with depth. Which layer gets the largest gradient, on the other
+    hand, depends on the start: layer 1 in every copied pre-norm stack, not in every independent one.
     """,
 )
 def predict_largest_gradient(answer):
-    """answer: 'first', 'last' or 'same' (or a layer number 1..24), written before the demonstration."""
-    choice = _as_choice(answer)
+    """answer: 'post-norm', 'pre-norm' or 'same', written before the demonstration."""
+    choice = _word(answer, _VARIANTS)
     if choice is None:
-        return f"write 'first', 'last' or 'same' (or a layer number from 1 to {_LAYERS}), got {answer!r}"
-    if choice == "last":
+        return f"write 'post-norm', 'pre-norm' or 'same', got {answer!r}"
+    if choice == "pre-norm":
         return (
-            "'last' is what post-norm gives, not pre-norm: the gradient reaching a pre-norm stack's top "
-            "passes through the final LayerNorm, which divides by the RMS of the grown stream"
+            "pre-norm's top layer gets less: the gradient reaching it passes through the final LayerNorm, "
+            "which divides by the RMS of the grown stream"
         )
     if choice == "same":
         return (
-            "the residual path is an identity, but the layers do not see the same thing: the stream grows "
-            "from layer to layer, and the higher layers' gradients are divided by its larger RMS"
-        )
-    if choice == "middle":
-        return (
-            "nothing singles out a middle layer: layer 1 reads the smallest stream, and it also collects "
-            "through the residual path what every layer above sends back"
+            "the residual path is an identity, but the two variants do not end alike: post-norm's stream "
+            "stays at RMS 1, pre-norm's grows, and its final LayerNorm divides the gradient by that RMS"
         )
     return None
 
