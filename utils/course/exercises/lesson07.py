@@ -585,12 +585,15 @@ _NOUN_WORDS = {
     wrong=[
         mistake("expect a head for both", "both", says="already written"),
         mistake("expect the adjective, which follows its noun, to need the source", "adjective", says="before"),
-        mistake("expect no head to specialise", "neither", says="only place"),
+        mistake("expect no head to specialise", "neither", says="has to come from the source"),
     ],
     explain="""
-    The determiner. It comes before its noun in Neo, so when the decoder writes it, the English noun is the
-    only place its gender can come from, and a head looks right at it. An adjective follows its noun: the
-    decoder has already written the noun, and its causal self-attention reads the gender there.
+    The determiner, in this run. It comes before its noun in Neo, so when the decoder writes it, the gender
+    is in nothing the decoder has written yet: it has to come from the source, and a head of this model
+    looks right at the English noun (the encoder could have copied the gender to another source word;
+    this model did not). An adjective follows its noun: the decoder has already written the noun, so its
+    own self-attention can supply the gender, a likely reason why no cross-attention head looks at the
+    noun then (not measured here).
     """,
 )
 def predict_head_on_noun(answer):
@@ -605,12 +608,12 @@ def predict_head_on_noun(answer):
         )
     if choice == "adjective":
         return (
-            "the other way round: the determiner comes before its noun, so the English noun is where its "
-            "gender must come from; the adjective's noun is already written"
+            "the other way round: the determiner comes before its noun, so its gender has to come from the "
+            "source; the adjective's noun is already written"
         )
     if choice == "neither":
         return (
-            "when the decoder writes a determiner, the English noun is the only place its gender can come "
-            "from, and a head learns to look there"
+            "when the decoder writes a determiner, its noun is not written yet: the gender has to come from "
+            "the source, and in this run a head looks right at the English noun"
         )
     return None
