@@ -393,8 +393,8 @@ print("✓ with both sublayers silenced, a pre-norm layer is exactly the identit
 #
 # How the layers start matters. `utils.blocks.Encoder` builds one layer and copies it, as
 # `torch.nn.TransformerEncoder` does, so every layer starts with the **same** weights;
-# `torch.nn.Transformer` then re-initialises each layer, and the paper's layers are independent. We
-# measure both: `probe_at_init` (in `utils.experiments.norm_probes`) with `independent_layers=True`
+# `torch.nn.Transformer` then re-draws every weight matrix (Xavier init), so its layers start different.
+# We measure both: `probe_at_init` (in `utils.experiments.norm_probes`) with `independent_layers=True`
 # draws each layer on its own.
 
 # %%
@@ -411,6 +411,25 @@ probes = {
 rms = {key: np.array([p[0] for p in runs]) for key, runs in probes.items()}  # (seeds, L): RMS after each layer
 final_rms = {key: np.array([p[1] for p in runs]) for key, runs in probes.items()}  # (seeds,): after the final norm
 grads = {key: np.array([p[2] for p in runs]) for key, runs in probes.items()}  # (seeds, L): gradient norm per layer
+
+
+# %% tags=["hide-input"]
+def same_start(weights):
+    """True when every layer's first FFN matrix equals the first layer's."""
+    return all(torch.equal(weights[0], w) for w in weights[1:])
+
+
+torch.manual_seed(0)
+torch_encoder = nn.TransformerEncoder(
+    nn.TransformerEncoderLayer(32, 4, 128, batch_first=True), num_layers=3, enable_nested_tensor=False
+)
+torch_full = nn.Transformer(32, 4, num_encoder_layers=3, num_decoder_layers=1, dim_feedforward=128, batch_first=True)
+assert same_start([layer.ff.linear1.weight for layer in Encoder(32, 4, 128, num_layers=3).layers])
+assert same_start([layer.linear1.weight for layer in torch_encoder.layers])
+assert not same_start([layer.linear1.weight for layer in torch_full.encoder.layers])
+print(
+    "✓ our Encoder and torch.nn.TransformerEncoder start every layer with the same weights; torch.nn.Transformer does not"
+)
 
 # %% [markdown]
 # The activations first. Post-norm ends every layer with a LayerNorm, so the stream is pinned at
@@ -834,7 +853,7 @@ check.parallel_block(my_parallel_block)
 # ## Going further
 #
 # Detours from the main line, each with its own checks: LayerNorm's ε on tokens of tiny spread, what
-# γ and β can and cannot do, batch norm in evaluation mode, post-norm's need of a warm-up, and the
+# γ and β can and cannot do, batch norm in evaluation mode, warm-up and post-norm, and the
 # fused attention path that training uses.
 
 # %% [markdown]
@@ -1072,9 +1091,9 @@ print(
 )
 
 # %% [markdown]
-# ### Post-norm needs a warm-up
+# ### Warm-up and post-norm
 #
-# *Section 3's large early gradients, seen in training.*
+# *Does section 3's gradient gap matter in training? Xiong et al.'s argument, and a small test.*
 #
 # **Why this matters for training.** Xiong et al. (2020) analyse post-norm and pre-norm at
 # initialisation in theory: their bound on the gradient of post-norm's last layer does not shrink with

@@ -48,7 +48,7 @@ def layer_grad_norms(encoder, loss):
 
 def _encoder(d_model, d_ff, num_layers, norm_first, independent_layers):
     """An Encoder (4 heads) whose layers are copies of one layer (as torch.nn.TransformerEncoder builds
-    them), or, with independent_layers, each initialised on its own (as the paper's layers are)."""
+    them), or, with independent_layers, each initialised on its own (as torch.nn.Transformer's end up)."""
     encoder = Encoder(d_model, 4, d_ff, num_layers, norm_first=norm_first)
     if validation.boolean("independent_layers", independent_layers):
         encoder.layers = nn.ModuleList(EncoderLayer(d_model, 4, d_ff, norm_first=norm_first) for _ in range(num_layers))
