@@ -7,16 +7,12 @@
 #
 # and a **decoder layer** adds a third sublayer in the middle that attends to the encoder's output.
 #
-# **Goals.** By the end of this lesson you will have
-# 1. built the position-wise feed-forward network and checked that it treats every position alike;
-# 2. written layer normalisation from its formula (μ and σ over the features, gain $g$/γ and bias
-#    $b$/β), checked it against `torch.nn.LayerNorm`, and seen which axis batch norm uses instead —
-#    and why that matters for sequences of different lengths;
-# 3. seen what the residual connection does, and compared post-norm (the paper) with pre-norm
-#    (most code today) in a deep stack;
-# 4. met the three kinds of attention (encoder self-attention, masked decoder self-attention,
-#    encoder–decoder cross-attention) and assembled encoder and decoder layers equal to
-#    `torch.nn.TransformerEncoderLayer` / `TransformerDecoderLayer`.
+# **Goals.** You will
+# 1. build the position-wise feed-forward network, which treats every position alike;
+# 2. write layer normalisation from its formula (gain γ, bias β), check it against `torch.nn.LayerNorm`,
+#    and see why batch norm's axis does not suit sentences of different lengths;
+# 3. compare post-norm (the paper) with pre-norm (most code today) in deep stacks;
+# 4. meet the three kinds of attention and assemble encoder and decoder layers equal to PyTorch's.
 #
 # **Prerequisites.** 04 (masks; `True` = may attend) and 05 (multi-head attention).
 
@@ -46,6 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.blocks import DecoderLayer, Encoder, EncoderLayer, FeedForward
+from utils.course.exercises import lesson06 as check
 from utils.experiments.layer_costs import saved_storage_bytes
 from utils.experiments.norm_probes import probe_at_init, train_copy_task
 from utils.figures.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer
@@ -74,7 +71,7 @@ by_hand = torch.relu(x @ W_1 + b_1) @ W_2 + b_2  # (batch, T, d_model)
 assert torch.allclose(by_hand, ffn(x), atol=1e-6)
 one_at_a_time = torch.stack([ffn(x[:, t]) for t in range(T)], dim=1)  # (batch, T, d_model)
 assert torch.allclose(one_at_a_time, ffn(x), atol=1e-6)
-print("PASS: utils FeedForward == max(0, x W_1 + b_1) W_2 + b_2, and == applying it one position at a time")
+print("✓ FeedForward computes max(0, x W_1 + b_1) W_2 + b_2, the same as applying it one position at a time")
 
 # %% [markdown]
 # So it **commutes with permutations**: shuffling the positions before or after the FFN gives the
@@ -83,17 +80,21 @@ print("PASS: utils FeedForward == max(0, x W_1 + b_1) W_2 + b_2, and == applying
 # %%
 perm = torch.tensor([3, 0, 4, 1, 2])  # (T,): a reordering of the positions
 assert torch.allclose(ffn(x[:, perm]), ffn(x)[:, perm], atol=1e-6)
-print("PASS: FFN(x[:, perm]) == FFN(x)[:, perm] for perm =", perm.tolist())
+print("✓ shuffling the positions before or after the FFN gives the same result")
 
 # %% [markdown]
 # Attention without a mask commutes with permutations too (lesson 03: it is permutation
-# *equivariant*), and so does LayerNorm, which sees one token at a time. So an **encoder layer** knows
-# nothing of the order of its inputs: order has to come in through the positional encoding. A
-# **decoder layer** is different. Its causal mask lets position $i$ attend to positions $0 \dots i$
-# only — the first position sees itself alone, the last sees everything — so **the causal mask itself
-# carries position**. Shuffle the input of an encoder layer and of a decoder layer (`d_model = 16`,
-# 4 heads, `d_ff = 64`, the same encoder memory) with the same `perm`, and compare with the shuffled
-# output, for 5 seeds; the decoder layer with and without its causal mask:
+# *equivariant*), and so does LayerNorm, which sees one token at a time. A **decoder layer** adds
+# cross-attention to the encoder's output, and a causal mask: position $i$ attends to positions
+# $0 \dots i$ only.
+#
+# **Predict, then check.** Shuffle the input of three layers (`d_model = 16`, 4 heads, `d_ff = 64`, 5 seeds)
+# with the same `perm`: an encoder layer, a decoder layer with its causal mask, and the same decoder
+# layer without a mask. Which one's output is *not* just the shuffled output — `"encoder"`,
+# `"decoder with mask"`, `"decoder without mask"`, or `"none"`?
+
+# %%
+my_guess_order_aware = None  # your answer: "encoder", "decoder with mask", "decoder without mask" or "none"
 
 # %% tags=["nbval-ignore-output"]
 shuffle_gap = {"encoder layer": [], "decoder layer, causal mask": [], "decoder layer, no mask": []}
@@ -110,13 +111,24 @@ for seed in range(5):
 for name, gaps in shuffle_gap.items():
     print(f"{name:27s}: max |layer(x[:, perm]) - layer(x)[:, perm]| = {min(gaps):.1e} to {max(gaps):.1e} over 5 seeds")
 
-# %%
+# %% tags=["hide-input"]
 assert max(shuffle_gap["encoder layer"]) < 1e-5 and max(shuffle_gap["decoder layer, no mask"]) < 1e-5
 assert min(shuffle_gap["decoder layer, causal mask"]) > 0.1
+short_name = {"encoder layer": "encoder", "decoder layer, causal mask": "decoder with mask"}
+short_name["decoder layer, no mask"] = "decoder without mask"
+order_aware = [short_name[name] for name, gaps in shuffle_gap.items() if min(gaps) > 0.1]
+assert order_aware == [check.predict_order_aware.reference]
 print(
-    "PASS: in 5 of 5 seeds, shuffling commutes with the encoder layer and the unmasked decoder layer (to 1e-5); "
-    "with its causal mask, the decoder layer's output changes by more than 0.1: the mask carries position"
+    "✓ in 5 of 5 seeds, shuffling commutes with the encoder layer and the unmasked decoder layer, not with the masked one"
 )
+
+# %% [markdown]
+# An encoder layer knows nothing of the order of its inputs: order has to come in through the
+# positional encoding. The causal mask itself carries position: the first position sees itself alone,
+# the last sees everything. Your guess:
+
+# %%
+check.predict_order_aware(my_guess_order_aware)
 
 # %% [markdown]
 # ## 2. Layer normalisation
@@ -150,7 +162,8 @@ with torch.no_grad():
 x = 3.0 * torch.randn(4, 7, H) + 2.0  # (batch, T, H)
 ours = layer_norm(x, ln.weight, ln.bias)  # (batch, T, H)
 assert torch.allclose(ours, ln(x), atol=1e-5)
-print("PASS: the formula == torch.nn.LayerNorm (max |diff| < 1e-5)")
+print("✓ the formula gives what torch.nn.LayerNorm gives")
+
 
 # %% [markdown]
 # Both details are visible. With the unbiased variance (`torch.var`'s default, H − 1) every output
@@ -168,8 +181,8 @@ print("constant token without eps:", no_eps, " with eps:", layer_norm(constant, 
 assert torch.isnan(no_eps).all() and (layer_norm(constant, 1.0, 0.0) == 0).all()
 assert (layer_norm(x, ln.weight, ln.bias, eps=0.0) - ln(x)).abs().max() < 1e-4  # tiny on ordinary tokens
 print(
-    f"PASS: the unbiased variance scales every output by sqrt((H-1)/H) = {factor:.3f} (to 1e-4); without eps "
-    "a constant token gives NaN, an ordinary one moves by < 1e-4"
+    f"✓ the unbiased variance scales every output by sqrt((H-1)/H) = {factor:.3f}; without eps "
+    "a constant token gives NaN, an ordinary one barely moves"
 )
 
 # %% [markdown]
@@ -177,13 +190,11 @@ print(
 #
 # The YOUR CAT slide deck says γ and β "introduce some fluctuations in the data, because maybe having
 # all values between 0 and 1 may be too restrictive". Both halves are off. $N(\mathbf x)$ has **mean 0
-# and variance 1 over each token's features** (without ε) — so every token that is not constant has
-# negative values, and (since the mean of the squares is 1) at least one value with $|v| \ge 1$, up to
-# $\sqrt{H-1}$ when one feature sticks out. With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$,
-# σ the token's spread: a hair under 1 for ordinary tokens, far below 1 once σ nears
-# $\sqrt\varepsilon \approx 0.003$, and 0 for a constant token (all its values are 0). Check it on
-# random tokens of several widths H, scales and offsets (drawn with standard deviations from 0.1 up), 5
-# seeds each:
+# and variance 1 over each token's features** — so every token that is not constant has negative
+# values, and at least one value with $|v| \ge 1$, up to $\sqrt{H-1}$ when one feature sticks out.
+# (With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$, σ the token's spread: a hair under 1 for
+# the tokens here; "Going further" shows tokens of tiny spread.) Check it on random tokens of several
+# widths H, scales and offsets, 5 seeds each:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -223,187 +234,18 @@ print(
 # %% [markdown]
 # In every run more than half the values fall outside $[0, 1]$, and no token stays inside it.
 
-# %%
+# %% tags=["hide-input"]
 assert means.max() < 1e-5 and variances.max() < 1e-4  # mean 0, variance sigma^2 / (sigma^2 + eps) per token
 assert all_negative.all() and smallest_max.min() >= 0.99  # every token has a value < 0 and one with |v| >= 1
 assert outside.min() > 0.5
 assert abs(spike.max().item() - np.sqrt(511)) < 1e-2
 assert 0.02 < smallest_spread.min() < 0.04  # a token's own spread can fall well below the 0.1 it was drawn with
 print(
-    "PASS: over 5 seeds x H in (4, 16, 64, 512), every token's normalised values have mean 0 (to 1e-5) and "
-    "variance sigma^2 / (sigma^2 + eps) (to 1e-4), every token has a negative value and one with |v| >= 0.99, "
-    "and more than half of all values lie outside [0, 1]; the bound sqrt(H - 1) is reached"
+    "✓ over 5 seeds and H in (4, 16, 64, 512), every token's normalised values have mean 0 and variance "
+    "sigma^2 / (sigma^2 + eps), a negative value and one of size about 1 or more; more than half of all "
+    "values lie outside [0, 1]; a one-spike token reaches sqrt(H - 1)"
 )
-print("PASS: the smallest spread of a token is between 0.02 and 0.04, below the 0.1 or more it was drawn with")
-
-# %% [markdown]
-# Those tokens were drawn with a standard deviation of 0.1 or more (their own spreads go down to about
-# 0.03). Now tokens of spread σ from 1 down to 0.001, and a constant token (16 features in float64, one
-# random pattern scaled to spread exactly σ):
-
-# %% tags=["nbval-ignore-output"]
-sigmas = (1.0, 0.01, 0.003, 0.001, 0.0)
-pattern = torch.randn(16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)  # (16,)
-pattern = (pattern - pattern.mean()) / pattern.std(unbiased=False)  # (16,): mean 0, spread 1
-n_tiny = normalised(torch.stack([s * pattern for s in sigmas]))  # (5, 16): row k has spread sigmas[k]
-var_tiny = n_tiny.var(-1, unbiased=False)  # (5,)
-for s, v, m in zip(sigmas, var_tiny, n_tiny.abs().amax(-1)):
-    print(
-        f"spread {s:5}: variance of N(x) {v:.3f} (sigma^2 / (sigma^2 + eps) = {s**2 / (s**2 + 1e-5):.3f}), largest |value| {m:.2f}"
-    )
-
-# %%
-exact_tiny = torch.tensor([s**2 / (s**2 + 1e-5) for s in sigmas], dtype=torch.float64)  # (5,)
-assert (var_tiny - exact_tiny).abs().max() < 1e-9
-assert var_tiny[0] > 0.9999 and var_tiny[3] < 0.1 and (n_tiny[4] == 0).all()
-assert (n_tiny[:4].amin(-1) < 0).all() and n_tiny[3].abs().max() < 1
-print(
-    "PASS: the variance of N(x) is sigma^2 / (sigma^2 + eps) (to 1e-9): above 0.9999 at spread 1, below 0.1 at "
-    "spread 0.001, where no value reaches |v| = 1; a constant token gives all zeros; every other token has a "
-    "negative value"
-)
-
-# %% [markdown]
-# **What γ and β are for.** They are not noise: they are fixed, learned numbers, the same for every
-# token. Output feature $j$ is $g_j N(\mathbf x)_j + b_j$: $g_j$ and $b_j$ rescale and shift whatever
-# spread and centre $N(\mathbf x)_j$ has over the tokens. When every feature of $N(\mathbf x)$ has centre
-# 0 and spread 1 over the tokens (as for the random tokens below, whose 16 features are all alike),
-# output feature $j$ has spread $|g_j|$ and centre $b_j$ — the network chooses each feature's scale
-# and offset instead of being stuck with 1 and 0. When the features differ (below, the same tokens
-# with feature 1 raised by 3 and feature 2 shrunk to 0.2 of its size), so do the centres and spreads
-# of $N(\mathbf x)_j$, and those of the output are no longer $b_j$ and $|g_j|$. What g and b *cannot*
-# do is give a token back its own mean and scale: $\mathrm{LN}(a\mathbf x + c) = \mathrm{LN}(\mathbf x)$
-# for every $a > 0$ and $c$, whatever g and b are (exactly without ε; with ε nearly so, as long as the
-# spread $a\sigma$ stays well above $\sqrt\varepsilon \approx 0.003$). The token's μ and σ are gone
-# before g and b act, and g and b are the same for every token.
-
-# %% tags=["nbval-ignore-output"]
-torch.manual_seed(8)
-g, b = torch.ones(16), torch.zeros(16)  # (16,), (16,): gamma and beta of 16 features
-g[:3], b[:3] = torch.tensor([0.2, 1.0, 3.0]), torch.tensor([-2.0, 0.0, 5.0])  # set the first three
-tokens = torch.randn(4000, 16)  # (4000 tokens, 16 features)
-h = layer_norm(tokens, g, b)  # (4000, 16)
-print("features 0-2, std over 4000 tokens:", h[:, :3].std(0), "\nfeatures 0-2, mean:               ", h[:, :3].mean(0))
-uneven = tokens.clone()  # (4000, 16)
-uneven[:, 1] += 3.0  # feature 1 raised by 3
-uneven[:, 2] *= 0.2  # feature 2 shrunk
-h_uneven = layer_norm(uneven, g, b)  # (4000, 16)
-print(
-    f"uneven features: feature 1 centre {h_uneven[:, 1].mean():.2f} (b_1 = 0), "
-    f"feature 2 spread {h_uneven[:, 2].std():.2f} (|g_2| = 3)"
-)
-
-# %%
-assert torch.allclose(h.std(0), g.abs(), rtol=0.05) and torch.allclose(h.mean(0), b, atol=0.2)
-assert (h_uneven[:, 1].mean() - b[1]).abs() > 1 and h_uneven[:, 2].std() < 0.5 * g[2].abs()
-lost = []  # max |LN(a x + c) - LN(x)| per seed, a, c (float64, so 0.5 x + 42 keeps its digits)
-for seed in range(5):
-    gen = torch.Generator().manual_seed(seed)
-    x5 = torch.randn(3, 16, generator=gen, dtype=torch.float64)  # (3 tokens, 16 features), in float64
-    g5 = torch.rand(16, generator=gen, dtype=torch.float64) + 0.5  # (16,)
-    b5 = torch.randn(16, generator=gen, dtype=torch.float64)  # (16,)
-    lost += [
-        (layer_norm(a * x5 + c, g5, b5, eps=0.0) - layer_norm(x5, g5, b5, eps=0.0)).abs().max().item()
-        for a in (0.5, 3.0, 100.0)
-        for c in (-7.0, 0.0, 42.0)
-    ]  # eps = 0: the identity is exact
-assert max(lost) < 1e-9
-print(
-    "PASS: with 16 alike features, feature j of the output has std |g_j| (within 5 %) and mean b_j (within 0.2) "
-    "over 4000 tokens, for all 16 features; with feature 1 raised by 3 its centre is more than 1 away from b_1, "
-    "with feature 2 shrunk its spread is under half of |g_2|; "
-    "LN(a x + c) == LN(x) (to 1e-9 in float64, with eps = 0) for a in (0.5, 3, 100), c in (-7, 0, 42), 5 seeds"
-)
-
-# %% [markdown]
-# With ε the same tokens (spreads σ from 0.67 to 1.51), scaled by $a$ from 3 down to 0.001:
-
-# %% tags=["nbval-ignore-output"]
-blur = {}  # a -> max |LN(a x) - LN(x)| with eps = 1e-5, over 5 seeds
-spread_of = {}  # seed -> the spread of each of its 3 tokens (the same for every a)
-for a in (3.0, 0.5, 0.1, 0.01, 0.001):
-    blur[a] = 0.0
-    for seed in range(5):
-        gen = torch.Generator().manual_seed(seed)
-        x5 = torch.randn(3, 16, generator=gen, dtype=torch.float64)  # (3 tokens, 16 features)
-        g5 = torch.rand(16, generator=gen, dtype=torch.float64) + 0.5  # (16,)
-        b5 = torch.randn(16, generator=gen, dtype=torch.float64)  # (16,)
-        spread_of[seed] = x5.std(-1, unbiased=False)  # (3,)
-        blur[a] = max(blur[a], (layer_norm(a * x5, g5, b5) - layer_norm(x5, g5, b5)).abs().max().item())
-    print(f"a = {a:5}: max |LN(a x) - LN(x)| with eps = {blur[a]:.1e}")
-spreads5 = torch.cat(list(spread_of.values()))  # (15,)
-print(f"spreads of the 15 tokens: {spreads5.min():.2f} to {spreads5.max():.2f}")
-
-# %%
-assert blur[3.0] < 1e-4 and blur[0.5] < 1e-4 and blur[0.1] < 1e-2 and blur[0.001] > 0.5
-assert abs(spreads5.min() - 0.67) < 0.005 and abs(spreads5.max() - 1.51) < 0.005
-print(
-    "PASS: the 15 tokens have spreads from 0.67 to 1.51 (to 0.005); with eps, LN(a x) differs from LN(x) "
-    "by < 1e-4 for a = 3 and 0.5, by < 0.01 for a = 0.1, and by more than 0.5 for a = 0.001 (spread near "
-    "sqrt(eps)), over 5 seeds"
-)
-
-# %% [markdown]
-# So g and b cannot undo the normalisation, not even one feature at a time; how much of it they can
-# bring back depends on how much the tokens' μ and σ differ. If every token had the same
-# μ and σ, $g = \sqrt{\sigma^2 + \varepsilon}$ and $b = \mu$ would undo it exactly; tokens differ. Measure how much of $x_j$
-# the best $g_j, b_j$ bring back: fit $x_j \approx g_j N(\mathbf x)_j + b_j$ by least squares over 4000
-# tokens, for each of the 16 features, and report the share of $x_j$'s variance it explains ($R^2$;
-# 1 would be a perfect undo). Two kinds of tokens, 5 seeds each: tokens that each get their own scale
-# (0.5 to 3) and offset (normal, standard deviation 2), and tokens that all come from one standard normal
-# distribution (whose μ and σ over 16 features still vary a little from token to token):
-
-
-# %% tags=["nbval-ignore-output"]
-def undo_r2(tokens):
-    """R^2 of the best x_j = g_j N(x)_j + b_j, per feature j: (H,)."""
-    n = normalised(tokens)  # (n_tokens, H)
-    r2 = []
-    for j in range(tokens.shape[-1]):
-        design = torch.stack([n[:, j], torch.ones(len(n), dtype=n.dtype)], dim=-1)  # (n_tokens, 2)
-        fit = design @ torch.linalg.lstsq(design, tokens[:, j : j + 1]).solution  # (n_tokens, 1)
-        r2.append(1 - ((tokens[:, j : j + 1] - fit) ** 2).mean().item() / tokens[:, j].var(unbiased=False).item())
-    return np.array(r2)
-
-
-undo = {"own scale and offset": [], "one distribution": []}
-for seed in range(5):
-    gen = torch.Generator().manual_seed(seed)
-    z = torch.randn(4000, 16, generator=gen, dtype=torch.float64)  # (4000 tokens, 16 features)
-    scale = 0.5 + 2.5 * torch.rand(4000, 1, generator=gen, dtype=torch.float64)  # (4000, 1): one per token
-    offset = 2.0 * torch.randn(4000, 1, generator=gen, dtype=torch.float64)  # (4000, 1)
-    undo["own scale and offset"].append(undo_r2(scale * z + offset))
-    undo["one distribution"].append(undo_r2(z))
-for kind, r2 in undo.items():
-    print(
-        f"tokens with {kind:20s}: R^2 of the best g_j, b_j = {np.min(r2):.2f} to {np.max(r2):.2f} (16 features x 5 seeds)"
-    )
-
-# %%
-assert np.max(undo["own scale and offset"]) < 0.5 and np.min(undo["one distribution"]) > 0.8
-print(
-    "PASS: for every feature and seed, the best g_j, b_j explain less than half of x_j's variance when tokens "
-    "have their own scale and offset (R^2 < 0.5), and more than 0.8 when all tokens come from one distribution"
-)
-
-# %% [markdown]
-# The histograms: the normalised values of 200 tokens (H = 64) spread well beyond $[0, 1]$ (shaded);
-# after γ and β, each feature has its own centre and spread.
-
-# %%
-fig, (ax_n, ax_h) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
-n = normalised(torch.randn(200, 64, generator=torch.Generator().manual_seed(0))).flatten()  # (200 * 64,)
-ax_n.axvspan(0, 1, color="gold", alpha=0.3, label="[0, 1]: where the slides put them")
-ax_n.hist(n, bins=60, color="gray")
-ax_n.set(title="N(x): mean 0, variance 1, most values outside [0, 1]", xlabel="normalised value", ylabel="count")
-ax_n.legend(fontsize=8)
-for j, (color, hatch) in enumerate([("tab:purple", "//"), ("tab:green", ""), ("tab:orange", "..")]):
-    ax_h.hist(
-        h[:, j], bins=60, color=color, alpha=0.6, hatch=hatch, label=f"feature {j}: g = {g[j]:.1f}, b = {b[j]:.0f}"
-    )
-ax_h.set(title="g ⊙ N(x) + b: g sets each feature's spread, b its centre", xlabel="output value")
-ax_h.legend(fontsize=8)
-plt.show()
+print("✓ some tokens' own spread falls well below the 0.1 or more they were drawn with")
 
 # %% [markdown]
 # ### Batch norm or layer norm: which axis?
@@ -427,10 +269,7 @@ assert torch.allclose(batch_normed.mean(dim=0), torch.zeros(4), atol=1e-4)
 assert torch.allclose(batch_normed.var(dim=0, unbiased=False), torch.ones(4), atol=1e-3)
 assert torch.allclose(layer_normed.mean(dim=1), torch.zeros(3), atol=1e-4)
 assert torch.allclose(layer_normed.var(dim=1, unbiased=False), torch.ones(3), atol=1e-3)
-print(
-    "PASS: batch norm gives every column (feature) mean 0 and variance 1, layer norm every row (item) "
-    "(to 1e-4 and 1e-3)"
-)
+print("✓ batch norm gives every column (feature) mean 0 and variance 1, layer norm every row (item)")
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.2), layout="constrained")
@@ -464,10 +303,14 @@ plt.show()
 #
 # In a Transformer the "items" are tokens: a batch is `(batch, T, d_model)` and short sentences are
 # padded to the longest. In **training mode**, batch norm's statistics for a feature are taken over
-# every token of every sentence in the batch — padding included — so a sentence's output depends on
-# *which other sentences* share its batch and how much padding they bring. Layer norm looks at one
-# token at a time, so a sentence's output is the same alone or in any batch. Check it for 5 random
-# pairs of a 3-token and a 6-token sentence:
+# every token of every sentence in the batch, padding included.
+#
+# **Predict, then check.** A 3-token sentence is normalised alone, then in a batch with a 6-token
+# sentence (so it is padded with 3 zero tokens). Which normalisation gives its 3 tokens the same output
+# both ways: `"layer norm"`, `"batch norm"`, `"both"` or `"neither"`? Five random pairs:
+
+# %%
+my_guess_same_alone_or_batched = None  # your answer: "layer norm", "batch norm", "both" or "neither"
 
 
 # %% tags=["nbval-ignore-output"]
@@ -490,67 +333,25 @@ print(
     "(max |change| per pair) when it is batched"
 )
 
-# %%
+# %% tags=["hide-input"]
 assert max(ln_changes) < 1e-6 and min(bn_changes) > 0.1
+unchanged = [name for name, c in (("layer norm", ln_changes), ("batch norm", bn_changes)) if max(c) < 1e-6]
+assert unchanged == [check.predict_same_alone_or_batched.reference]
 print(
-    "PASS: in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched "
-    "(to 1e-6); batch norm in training mode changes it by more than 0.1"
+    "✓ in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched; "
+    "batch norm in training mode changes it"
 )
 
 # %% [markdown]
-# In **evaluation mode** batch norm does not look at the batch: it normalises with the running
-# averages of each feature's mean and variance collected during training (`running_mean`,
-# `running_var`). A sentence's output then no longer depends on its batch-mates. The problem moves
-# elsewhere: those averages describe the *training* batches, padding included, not the tokens the
-# model meets at inference. Collect them over 200 padded training batches (8 sentences of 2 to 10
-# tokens, padded with zeros; every real token's features have mean 2 and standard deviation 3), then,
-# in evaluation mode, batch the short sentence as before and normalise 2000 new real tokens, for 5
-# seeds; and the same without padding (every sentence 10 tokens long):
-
-
-# %% tags=["nbval-ignore-output"]
-def running_batch_norm(seed, padded):
-    """A BatchNorm1d(4) whose running statistics come from 200 training batches, in evaluation mode."""
-    gen = torch.Generator().manual_seed(seed)
-    bn = nn.BatchNorm1d(4, affine=False, momentum=None)  # momentum=None: the plain average over batches
-    for _ in range(200):
-        lengths = torch.randint(2, 11, (8,), generator=gen) if padded else torch.full((8,), 10)  # (8,)
-        real = torch.arange(10) < lengths[:, None]  # (8, 10): True on real tokens
-        tokens = (2.0 + 3.0 * torch.randn(8, 10, 4, generator=gen)) * real[..., None]  # (8, 10, 4): pads are 0
-        bn(tokens.reshape(-1, 4))  # training mode: updates the running statistics
-    return bn.eval()
-
-
-eval_changes, eval_stats = [], {True: [], False: []}
-for seed in range(5):
-    torch.manual_seed(seed)
-    short, long = torch.randn(1, 3, 4), torch.randn(1, 6, 4)  # the same pairs as above
-    padded = torch.cat([F.pad(short, (0, 0, 0, 3)), long])  # (2, 6, 4)
-    for with_padding in (True, False):
-        bn = running_batch_norm(seed, with_padding)
-        if with_padding:
-            eval_changes.append((bn(short[0]) - bn(padded.reshape(-1, 4))[:3]).abs().max().item())
-        new_tokens = 2.0 + 3.0 * torch.randn(2000, 4, generator=torch.Generator().manual_seed(100 + seed))  # (2000, 4)
-        out_new = bn(new_tokens)  # (2000, 4)
-        eval_stats[with_padding].append(torch.stack([out_new.mean(0), out_new.std(0)]).numpy())  # (2, 4)
-eval_stats = {with_padding: np.array(stats) for with_padding, stats in eval_stats.items()}  # (seeds, 2, 4)
-print("evaluation mode: the short sentence's output moves by", max(eval_changes), "when it is batched")
-for with_padding, stats in eval_stats.items():
-    print(
-        f"running statistics {'with' if with_padding else 'without'} padding: new real tokens come out with "
-        f"mean {stats[:, 0].min():.2f} to {stats[:, 0].max():.2f} and std {stats[:, 1].min():.2f} to "
-        f"{stats[:, 1].max():.2f} (4 features x 5 seeds)"
-    )
+# Batch norm's output for a sentence depends on *which other sentences* share its batch and how much
+# padding they bring; layer norm looks at one token at a time. Your guess:
 
 # %%
-assert max(eval_changes) == 0.0
-assert (eval_stats[True][:, 0] > 0.2).all() and (eval_stats[True][:, 1] > 1.1).all()
-assert (np.abs(eval_stats[False][:, 0]) < 0.1).all() and (np.abs(eval_stats[False][:, 1] - 1) < 0.1).all()
-print(
-    "PASS: in evaluation mode, batch norm gives the short sentence exactly the same output alone or batched "
-    "(5 of 5 seeds); with padding in its running statistics, new real tokens come out with mean > 0.2 and "
-    "std > 1.1 in every feature instead of 0 and 1 (5 of 5 seeds); without padding, within 0.1 of 0 and 1"
-)
+check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
+
+# %% [markdown]
+# > **Going further:** in evaluation mode batch norm uses running statistics instead, and its trouble
+# > moves elsewhere ("Batch norm in evaluation mode", at the end).
 
 # %% [markdown]
 # ## 3. Residual connections, post-norm and pre-norm
@@ -576,30 +377,59 @@ with torch.no_grad():
         lin.bias.zero_()
 x = torch.randn(2, 5, 16)  # (batch, T, d_model)
 assert torch.equal(layer(x), x)
-print("PASS: with both sublayers silenced, a pre-norm layer is exactly the identity: x + 0")
+print("✓ with both sublayers silenced, a pre-norm layer is exactly the identity: x + 0")
 
 # %% [markdown]
-# What changes between the two, at initialisation? Two things, measured on randomly initialised
-# encoder stacks (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random
-# input; the loss is the cross-entropy of a random linear read-out against random classes:
+# The paper (section 5.4) also applies dropout to each sublayer's output before the addition,
+# $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$ with $P_{drop} = 0.1$; here dropout is off (`dropout=0`).
+#
+# What changes between the two, at initialisation? Two things, measured on random encoder stacks
+# (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input; the loss is
+# the cross-entropy of a random linear read-out against random classes:
 #
 # * the **scale of the activations**: the root-mean-square (RMS) of the stream after every layer;
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
-# `probe_at_init` (in `utils.experiments.norm_probes`) builds one stack and returns both.
+# How the layers start matters. `utils.blocks.Encoder` builds one layer and copies it, as
+# `torch.nn.TransformerEncoder` does, so every layer starts with the **same** weights;
+# `torch.nn.Transformer` then re-draws every weight matrix (Xavier init), so its layers start different.
+# We measure both: `probe_at_init` (in `utils.experiments.norm_probes`) with `independent_layers=True`
+# draws each layer on its own.
 
 # %%
 depths, seeds = (6, 12, 24, 48), range(5)
+inits = {"copied": False, "independent": True}  # layers start as copies of one, or each drawn anew
 probes = {
-    (name, L): [probe_at_init(norm_first, num_layers=L, d_model=32, seed=s) for s in seeds]
+    (init, name, L): [
+        probe_at_init(norm_first, num_layers=L, d_model=32, seed=s, independent_layers=independent) for s in seeds
+    ]
+    for init, independent in inits.items()
     for name, norm_first in [("post-norm", False), ("pre-norm", True)]
     for L in depths
 }
 rms = {key: np.array([p[0] for p in runs]) for key, runs in probes.items()}  # (seeds, L): RMS after each layer
 final_rms = {key: np.array([p[1] for p in runs]) for key, runs in probes.items()}  # (seeds,): after the final norm
 grads = {key: np.array([p[2] for p in runs]) for key, runs in probes.items()}  # (seeds, L): gradient norm per layer
-print({key: value.shape for key, value in grads.items() if key[1] == 24})
+
+
+# %% tags=["hide-input"]
+def same_start(weights):
+    """True when every layer's first FFN matrix equals the first layer's."""
+    return all(torch.equal(weights[0], w) for w in weights[1:])
+
+
+torch.manual_seed(0)
+torch_encoder = nn.TransformerEncoder(
+    nn.TransformerEncoderLayer(32, 4, 128, batch_first=True), num_layers=3, enable_nested_tensor=False
+)
+torch_full = nn.Transformer(32, 4, num_encoder_layers=3, num_decoder_layers=1, dim_feedforward=128, batch_first=True)
+assert same_start([layer.ff.linear1.weight for layer in Encoder(32, 4, 128, num_layers=3).layers])
+assert same_start([layer.linear1.weight for layer in torch_encoder.layers])
+assert not same_start([layer.linear1.weight for layer in torch_full.encoder.layers])
+print(
+    "✓ our Encoder and torch.nn.TransformerEncoder start every layer with the same weights; torch.nn.Transformer does not"
+)
 
 # %% [markdown]
 # The activations first. Post-norm ends every layer with a LayerNorm, so the stream is pinned at
@@ -608,91 +438,79 @@ print({key: value.shape for key, value in grads.items() if key[1] == 24})
 # final LayerNorm (`Encoder.norm`, restoring RMS 1).
 
 # %% tags=["nbval-ignore-output"]
-growth = {L: rms["pre-norm", L][:, -1] / rms["pre-norm", L][:, 0] for L in depths}  # (seeds,) per depth
-for L in depths:
-    print(
-        f"{L:2d} layers: pre-norm RMS grows {growth[L].min():.1f}x to {growth[L].max():.1f}x from layer 1 to "
-        f"layer {L} (5 seeds); stream RMS before the final norm {rms['pre-norm', L][:, -1].min():.1f} to "
-        f"{rms['pre-norm', L][:, -1].max():.1f}"
-    )
+for init in inits:
+    for L in depths:
+        pre = rms[init, "pre-norm", L]  # (seeds, L)
+        print(
+            f"{init:11s} {L:2d} layers: pre-norm RMS before the final norm {pre[:, -1].min():.1f} to "
+            f"{pre[:, -1].max():.1f}; it rises after every layer in {int((np.diff(pre, axis=1) > 0).all(1).sum())} of 5"
+        )
 
-# %%
-for L in depths:
-    assert np.allclose(rms["post-norm", L], 1.0, atol=1e-3)
-    assert (np.diff(rms["pre-norm", L], axis=1) > 0).all() and (growth[L] > 1.5).all()
-    assert np.allclose(final_rms["pre-norm", L], 1.0, atol=1e-3)
-assert all(growth[a].max() < growth[b].min() for a, b in zip(depths, depths[1:]))  # deeper: more growth
+# %% tags=["hide-input"]
+growth = {(init, L): rms[init, "pre-norm", L][:, -1] / rms[init, "pre-norm", L][:, 0] for init in inits for L in depths}
+for init in inits:
+    for L in depths:
+        assert np.allclose(rms[init, "post-norm", L], 1.0, atol=1e-3)
+        assert np.allclose(final_rms[init, "pre-norm", L], 1.0, atol=1e-3) and (growth[init, L] > 1).all()
+        assert rms["independent", "pre-norm", L][:, -1].max() < rms["copied", "pre-norm", L][:, -1].min()
+    assert all(growth[init, a].max() < growth[init, b].min() for a, b in zip(depths, depths[1:]))  # deeper: more
+assert all((np.diff(rms["copied", "pre-norm", L], axis=1) > 0).all() for L in depths)
+assert not all((np.diff(rms["independent", "pre-norm", L], axis=1) > 0).all() for L in depths)
 print(
-    "PASS: in all 20 stacks per variant (6-48 layers, 5 seeds), post-norm keeps RMS 1 (to 1e-3) after every "
-    "layer; pre-norm's RMS rises after every layer, more for deeper stacks (every seed), and the final "
-    "LayerNorm brings it back to 1"
+    "✓ with copied and with independent layers, post-norm keeps RMS 1 after every layer; pre-norm's RMS "
+    "ends larger than it starts, more so in deeper stacks, and the final LayerNorm brings it back to 1"
 )
+print("✓ pre-norm's RMS rises after every layer in every copied-layer stack; with independent layers it grows less")
 
 # %% [markdown]
-# **Predict, then check.** Before reading on: in the 24-layer *pre-norm* stacks, which layer gets the
-# largest gradient norm at initialisation — the `"first"` (layer 1, next to the input), the `"last"`
-# (layer 24, next to the loss), or are they all about the `"same"`? Write your answer below; the
-# measurement settles it, and a check after it says why.
+# **Predict, then check.** In the 24-layer stacks, which variant gives the **last** layer (next to the
+# loss) the larger gradient norm: `"post-norm"`, `"pre-norm"`, or about the `"same"`?
 
 # %%
-my_prediction = None  # your answer: "first", "last" or "same"
-
-# %% [markdown]
-# Now the gradients. In post-norm every gradient reaching the last layer has passed through only
-# that layer's LayerNorm, of a stream of RMS 1. In pre-norm it has passed through the **final**
-# LayerNorm, which divides by the stream's RMS — the number that grew above — so the top of a
-# pre-norm stack gets gradients that many times smaller. Going down a pre-norm stack, layers see an
-# ever smaller stream, and the first layer gets the largest gradient; but the gradient does not grow
-# at every step down: in some stacks it is flat or rises slightly across the top layers.
+my_guess_largest_gradient = None  # your answer: "post-norm", "pre-norm" or "same"
 
 # %% tags=["nbval-ignore-output"]
-ratio = {L: grads["post-norm", L][:, -1] / grads["pre-norm", L][:, -1] for L in depths}  # (seeds,)
-tracks = {L: ratio[L] / rms["pre-norm", L][:, -1] for L in depths}  # (seeds,): ratio / stream RMS
-post_top = sum(int((grads["post-norm", L].argmax(1) == L - 1).sum()) for L in depths)
-pre_first = sum(int((grads["pre-norm", L].argmax(1) == 0).sum()) for L in depths)
-pre_shrink = max((grads["pre-norm", L][:, -1] / grads["pre-norm", L][:, 0]).max() for L in depths)
-pre_monotone = sum(int((np.diff(grads["pre-norm", L], axis=1) < 0).all(axis=1).sum()) for L in depths)
-top = {name: [np.median(grads[name, L][:, -1]) for L in depths] for name in VARIANT_STYLE}  # median per depth
-for L in depths:
+ratio = {(i, L): grads[i, "post-norm", L][:, -1] / grads[i, "pre-norm", L][:, -1] for i in inits for L in depths}
+tracks = {(i, L): ratio[i, L] / rms[i, "pre-norm", L][:, -1] for i in inits for L in depths}  # ratio / stream RMS
+pre_first = {i: sum(int((grads[i, "pre-norm", L].argmax(1) == 0).sum()) for L in depths) for i in inits}
+post_top = {i: sum(int((grads[i, "post-norm", L].argmax(1) == L - 1).sum()) for L in depths) for i in inits}
+for init in inits:
+    spans = ", ".join(f"{ratio[init, L].min():.1f}-{ratio[init, L].max():.1f}" for L in depths)
+    print(f"{init}: last-layer gradient, post-norm / pre-norm, at 6, 12, 24, 48 layers: {spans}")
     print(
-        f"{L:2d} layers: last-layer gradient, post-norm / pre-norm = {ratio[L].min():.1f} to {ratio[L].max():.1f};"
-        f" that ratio / pre-norm stream RMS = {tracks[L].min():.2f} to {tracks[L].max():.2f}"
+        f"{init}: the largest gradient is at layer 1 in {pre_first[init]} of 20 pre-norm stacks, "
+        f"at the last layer in {post_top[init]} of 20 post-norm stacks"
     )
+
+# %% tags=["hide-input"]
+for init in inits:
+    assert all((ratio[init, L] > 1).all() for L in depths)
+    assert all(np.median(ratio[init, a]) < np.median(ratio[init, b]) for a, b in zip(depths, depths[1:]))
+    assert all(((tracks[init, L] > 0.5) & (tracks[init, L] < 1.5)).all() for L in depths)
+larger_at_top = {
+    "post-norm" if (ratio[i, 24] > 1).all() else "pre-norm" if (ratio[i, 24] < 1).all() else "same" for i in inits
+}
+assert larger_at_top == {check.predict_largest_gradient.reference}  # the same answer for both starts
+assert pre_first["copied"] == 20 and post_top["copied"] >= 15
+assert pre_first["independent"] < 20 and post_top["independent"] < 10
 print(
-    f"post-norm: the last layer has the largest gradient in {post_top} of 20 stacks; pre-norm: the first "
-    f"layer does in {pre_first} of 20, and the last layer's gradient is at most {pre_shrink:.2f}x the first's"
+    "✓ with copied and with independent layers, in every stack the last layer's gradient is larger with "
+    "post-norm than with pre-norm, by a factor that grows with depth, close to pre-norm's stream RMS"
 )
-print(f"pre-norm: the gradient shrinks at every step from layer 1 to the top in {pre_monotone} of 20 stacks")
-for name, medians in top.items():
-    print(f"{name}: median last-layer gradient at 6, 12, 24, 48 layers:", np.round(medians, 3))
-
-# %% [markdown]
-# The gap at the top grows with depth, and follows pre-norm's stream RMS closely: post-norm's
-# last-layer gradient stays about the same from 6 to 48 layers, pre-norm's keeps falling.
-
-# %%
-assert all((ratio[L] > 1).all() for L in depths)
-assert all(np.median(ratio[a]) < np.median(ratio[b]) for a, b in zip(depths, depths[1:]))
-assert all(((tracks[L] > 0.5) & (tracks[L] < 1.5)).all() for L in depths)
-assert post_top >= 15 and pre_first == 20 and pre_shrink < 1
-assert pre_monotone < 20  # not at every step, in some stacks
-assert max(top["post-norm"]) < 1.5 * min(top["post-norm"]) and (np.diff(top["pre-norm"]) < 0).all()
 print(
-    "PASS: in 20 of 20 stacks per variant the last layer's gradient is larger with post-norm than with "
-    "pre-norm, by a median factor that grows with depth and stays within 0.5x-1.5x of pre-norm's stream RMS; "
-    "post-norm's largest gradient is at the last layer in at least 15 of 20; pre-norm's at the first in 20 of 20, "
-    "though not shrinking at every step up in every stack; "
-    "from 6 to 48 layers the median last-layer gradient stays within 1.5x for post-norm and falls at every "
-    "step for pre-norm"
+    "✓ pre-norm's largest gradient is at layer 1 in every copied-layer stack, post-norm's mostly at the last "
+    "layer; with independent layers, pre-norm's is not always at layer 1, post-norm's at the last in under half"
 )
 
 # %% [markdown]
-# Your prediction, checked (if you wrote one):
+# Post-norm: every gradient reaching the last layer has passed through only that layer's LayerNorm,
+# of a stream of RMS 1. Pre-norm: it has passed through the **final** LayerNorm, which divides by the
+# stream's RMS, the number that grew above; so the top of a pre-norm stack gets gradients that many
+# times smaller, whichever way the layers start. *Where* the largest gradient sits does depend on the
+# start. Your guess:
 
 # %%
-from utils.course.exercises import lesson06 as check
-
-check.predict_largest_gradient(my_prediction)
+check.predict_largest_gradient(my_guess_largest_gradient)
 
 # %% [markdown]
 # The figure shows the 24-layer stacks (line: median over the 5 seeds, band: min to max) and the
@@ -700,98 +518,41 @@ check.predict_largest_gradient(my_prediction)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), layout="constrained")
-plot_per_layer(
-    {name: rms[name, 24] for name in VARIANT_STYLE},
-    "RMS of the stream",
-    "Activations: post-norm stays at 1, pre-norm grows",
-    ax=axes[0],
-)
-plot_per_layer(
-    {name: grads[name, 24] for name in VARIANT_STYLE},
-    "gradient norm of the layer",
-    "Gradients: post-norm's top layers get the largest",
-    ax=axes[1],
-    logy=True,
-)
-for L in depths:
-    axes[2].plot([L] * 5, ratio[L], "k^", ms=5, label="post / pre, last-layer gradient" if L == 6 else None)
-    axes[2].plot(
-        [L] * 5,
-        rms["pre-norm", L][:, -1],
-        ms=8,
-        fillstyle="none",
-        label="pre-norm stream RMS before the final norm" if L == 6 else None,
-        **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
+for ax, init in zip(axes, inits):
+    plot_per_layer(
+        {name: grads[init, name, 24] for name in VARIANT_STYLE},
+        "gradient norm of the layer",
+        f"Gradients, 24 layers, {init} layers",
+        ax=ax,
+        logy=True,
     )
+for init, fill in [("copied", "full"), ("independent", "none")]:
+    for L in depths:
+        first = L == depths[0]
+        axes[2].plot(
+            [L] * 5, ratio[init, L], "k^", ms=5, fillstyle=fill, label=f"post / pre ({init})" if first else None
+        )
+        axes[2].plot(
+            [L] * 5,
+            rms[init, "pre-norm", L][:, -1],
+            ms=8,
+            fillstyle=fill,
+            label=f"pre-norm stream RMS ({init})" if first else None,
+            **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
+        )
 axes[2].set(
     xlabel="number of layers",
     xticks=depths,
     ylabel="factor",
-    title="The top-layer gap grows with depth, like pre-norm's RMS",
+    yscale="log",
+    title="Last-layer gap, post / pre, tracks pre-norm's RMS",
 )
 axes[2].legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Why this matters for training.** Xiong et al. (2020) derive the same picture in theory — at
-# initialisation, post-norm's gradients near the output are large and do not shrink with depth,
-# pre-norm's do — and argue that this is why post-norm Transformers need a learning-rate
-# **warm-up** (the paper's schedule, section 5.3, raises the rate linearly over its first 4000
-# steps): full-size Adam steps on those large gradients, from the very first step, make early
-# training unstable. Pre-norm Transformers trained without warm-up in their experiments.
-#
-# A small experiment shows the effect. Twelve-layer stacks (`d_model` = 32) learn to copy each
-# input token (16 possible tokens, so a model that has learned nothing has loss $\ln 16$), with Adam
-# at a learning rate of 0.01, either at the full rate from the first step or after a 20-step linear
-# warm-up; 5 seeds for each of the four setups. `train_copy_task` (in
-# `utils.experiments.norm_probes`) returns the loss of every step.
-
-# %% tags=["nbval-ignore-output"]
-setups = {
-    ("post-norm", "no warm-up"): (False, 1, range(5)),
-    ("post-norm", "warm-up"): (False, 20, range(5)),
-    ("pre-norm", "no warm-up"): (True, 1, range(5)),
-    ("pre-norm", "warm-up"): (True, 20, range(5)),
-}
-curves = {
-    key: np.array(
-        [
-            train_copy_task(norm_first, lr=0.01, warmup_steps=warmup, steps=60, num_layers=12, d_model=32, seed=s)
-            for s in seeds
-        ]
-    )
-    for key, (norm_first, warmup, seeds) in setups.items()
-}  # (seeds, 60 steps) each
-end_loss = {key: c[:, -10:].mean(1) for key, c in curves.items()}  # (seeds,): mean loss of the last 10 steps
-for key, losses in end_loss.items():
-    print(f"{key[0]:9s} {key[1]:10s}: loss at the end, per seed:", np.round(losses, 3))
-stuck = int((end_loss["post-norm", "no warm-up"] > 2.0).sum())
-print(f"post-norm without warm-up stays near chance level (ln 16 = {np.log(16):.2f}) in {stuck} of 5 runs")
-
-# %% [markdown]
-# Without warm-up, post-norm runs can stay stuck at chance level; with the warm-up, and with
-# pre-norm either way, all 5 runs learn the task.
-
-# %%
-assert stuck >= 2
-assert all((end_loss[key] < 0.1).all() for key in setups if key != ("post-norm", "no warm-up"))
-print(
-    "PASS: at lr 0.01, 12 layers, 60 steps: post-norm without warm-up ends above loss 2.0 (chance: ln 16) "
-    "in at least 2 of 5 runs; post-norm with a 20-step warm-up and pre-norm with or without it end "
-    "below 0.1 in 5 of 5 runs each"
-)
-
-# %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained", sharey=True)
-for ax, schedule, title in zip(
-    axes, ["no warm-up", "warm-up"], ["Full rate from step 1: post-norm can get stuck", "20-step warm-up: both learn"]
-):
-    plot_loss_curves({name: curves[name, schedule] for name in VARIANT_STYLE}, title, ax=ax, chance=np.log(16))
-plt.show()
-
-# %% [markdown]
-# This is one small setting — one depth, one learning rate, 60 steps — not a law; Xiong et al. (2020)
-# make the comparison on full-size translation and language models.
+# > **Going further:** Xiong et al. (2020) argue that post-norm's larger gradients near the output
+# > are why it needs the paper's learning-rate warm-up; a small experiment at the end tests it.
 
 # %% [markdown]
 # ## 4. The three kinds of attention
@@ -845,19 +606,22 @@ plt.show()
 # attends to a later one, and cross-attention is rectangular — one row per target position, one
 # column per source position.
 
-# %%
+# %% tags=["hide-input"]
 enc_w, self_w, cross_w = (w[0].detach() for w in maps.values())
 assert (enc_w[..., 4:] == 0).all() and (cross_w[..., 4:] == 0).all()
 assert (self_w.triu(diagonal=1) == 0).all()
 assert cross_w.shape == (num_heads, 4, 6)
-print(
-    "PASS: padding columns are 0, the decoder's self-attention is lower-triangular, cross-attention is (T_tgt, T_src)"
-)
+print("✓ padding columns are 0, the decoder's self-attention is lower-triangular, cross-attention is (T_tgt, T_src)")
 
 # %% [markdown]
 # Two behavioural checks. The causal mask means a decoder position cannot see the future: changing
-# the last target token leaves the outputs at positions 0–2 unchanged. Cross-attention reads the
-# source: changing a (real) source token changes every target position's output.
+# the last target token leaves the outputs at positions 0–2 unchanged.
+#
+# **Predict, then check.** Now change source token 1 (a real word) and run the encoder and the decoder
+# layer again. Of the 4 target positions, how many get a different output?
+
+# %%
+my_guess_positions_reading_source = None  # your answer: a number from 0 to 4
 
 # %%
 tgt_changed = tgt.clone()
@@ -867,8 +631,16 @@ assert torch.allclose(out_changed[0, :3], out[0, :3], atol=1e-6) and not torch.a
 src_changed = src.clone()
 src_changed[0, 1] += 5.0  # change source token 1
 out_src = decoder_layer(tgt, encoder_layer(src_changed, mask=src_mask), tgt_mask=causal_mask(4), memory_mask=src_mask)
-assert ((out_src - out).abs().amax(dim=-1) > 1e-3).all()
-print("PASS: no leakage from future target tokens; every target position reads the source")
+reading_source = int(((out_src - out).abs().amax(dim=-1) > 1e-3).sum())  # target positions that changed
+assert reading_source == 4 == check.predict_positions_reading_source.reference
+print("✓ no leakage from future target tokens; every target position reads the source")
+
+# %% [markdown]
+# Every one: the causal mask limits which *target* positions a query sees, not which source positions —
+# cross-attention lets each target position attend to the whole (unpadded) source. Your guess:
+
+# %%
+check.predict_positions_reading_source(my_guess_positions_reading_source)
 
 # %% [markdown]
 # ## 5. Encoder and decoder layers, by hand and against PyTorch
@@ -902,8 +674,14 @@ def decoder_layer_by_hand(layer, y, memory, tgt_mask=None, memory_mask=None):
 # with masks. PyTorch has two boolean-mask conventions (lesson 05 shows both):
 # `torch.nn.functional.scaled_dot_product_attention` takes `True` = *may attend*, like ours, but
 # `nn.MultiheadAttention` and the `nn.Transformer*` layers used here take `True` = *not allowed* in
-# their `attn_mask` / `tgt_mask` and `*_key_padding_mask` arguments — so they get the negation of
-# ours, and passing ours unchanged gives a different answer.
+# their `attn_mask` / `tgt_mask` and `*_key_padding_mask` arguments — so they get the negation of ours.
+#
+# **Predict, then check.** The source batch below has two sentences of 6 tokens, the second with 3
+# padding tokens. Hand torch's encoder layer *our* padding mask unchanged (`True` on the real tokens):
+# of the 12 output tokens, how many still equal the correct output?
+
+# %%
+my_guess_tokens_right_with_our_mask = None  # your answer: a number from 0 to 12
 
 # %%
 torch.manual_seed(6)
@@ -936,11 +714,19 @@ for norm_first in (False, True):
     by_hand = decoder_layer_by_hand(dec, tgt, memory, tgt_mask, src_mask)
     assert torch.allclose(by_hand, out, atol=1e-6) and torch.allclose(out, theirs_out, atol=1e-5)
     unconverted = torch_enc(src, src_key_padding_mask=src_tokens != 0)  # our convention, not negated
-    assert not torch.allclose(unconverted, theirs_memory, atol=1e-3)
+    tokens_right = int(((unconverted - theirs_memory).abs().amax(-1) < 1e-3).sum())  # of the 2 x 6
+    assert tokens_right == check.predict_tokens_right_with_our_mask.reference
     print(
-        f"PASS (norm_first={norm_first}): by hand == utils (to 1e-6) == torch (to 1e-5) for the encoder and "
-        "the decoder layer; torch's masks needed the negation of ours"
+        f"✓ norm_first={norm_first}: by hand, utils and torch agree for the encoder and the decoder layer; "
+        f"with our mask unchanged, {tokens_right} of 12 tokens come out right"
     )
+
+# %% [markdown]
+# None: our mask, read as "blocked", hides every real token and lets each query see only padding — or,
+# in the first sentence, nothing at all. Your guess:
+
+# %%
+check.predict_tokens_right_with_our_mask(my_guess_tokens_right_with_our_mask)
 
 # %% [markdown]
 # Stacks work the same way: `utils.blocks.Encoder` / `Decoder` are `num_layers` copies of a layer,
@@ -958,11 +744,432 @@ torch_stack = nn.TransformerEncoder(
 stack = Encoder.from_torch(torch_stack)
 assert torch.allclose(stack(src, mask=src_mask), torch_stack(src, src_key_padding_mask=src_tokens == 0), atol=1e-5)
 print(
-    f"PASS: a 3-layer pre-norm utils Encoder (with its final {type(stack.norm).__name__}) == torch.nn.TransformerEncoder"
+    f"✓ a 3-layer pre-norm utils Encoder (with its final {type(stack.norm).__name__}) equals torch.nn.TransformerEncoder"
 )
 
 # %% [markdown]
-# ## 6. The same attention without its weights
+# ## Summary
+#
+# * The FFN is one small MLP applied to every position with the same weights; it commutes with
+#   permutations, and so does an encoder layer. A decoder layer with its causal mask does not: the mask
+#   carries position.
+# * LayerNorm normalises each token over its features, $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
+#   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
+#   variance 1 per token, not a range of $[0, 1]$. Batch norm normalises each feature over the batch,
+#   which in training mode ties a sentence's output to its batch-mates and their padding.
+# * Post-norm (the paper, `LN(x + f(x))`) keeps the stream at unit scale at initialisation; pre-norm
+#   (`x + f(LN(x))`, most code today) lets it grow with depth and needs a final LayerNorm, which makes
+#   its top layers' gradients smaller than post-norm's, by a factor that grows with depth — whether the
+#   layers start as copies of one (as in `nn.TransformerEncoder`) or independently.
+# * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention with
+#   queries from the decoder and keys/values from the encoder.
+# * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's
+#   `TransformerEncoderLayer` / `TransformerDecoderLayer` with copied weights — and PyTorch needs the
+#   negation of our masks.
+#
+# ## Exercises
+#
+# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? Call
+# `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`. Each exercise cell
+# stands on its own: use only its arguments, `torch` and `math`.
+
+# %%
+
+import torch
+
+from utils.course.exercises import lesson06 as check
+
+# %% [markdown]
+# **Exercise 1.** Write `my_layer_norm(x, g, b, eps)`: layer normalisation over the last axis of `x`
+# with gain `g`, bias `b` and `eps` inside the square root. The checker compares it with
+# `torch.nn.LayerNorm`, including a large `eps` and a tiny `H` where small mistakes show.
+
+
+# %%
+def my_layer_norm(x, g, b, eps):
+    raise NotImplementedError
+
+
+check.layer_norm(my_layer_norm)
+
+
+# %% [markdown]
+# **Exercise 2 (transfer).** Many recent language models (LLaMA among them) replace LayerNorm with
+# **RMSNorm** (Zhang and Sennrich, 2019): it skips the centring and the bias, and divides each token by
+# the root of its mean square,
+#
+# $$\mathrm{RMSNorm}(\mathbf x) = \mathbf g \odot \frac{\mathbf x}{\sqrt{\frac1H\sum_{i=1}^H x_i^2 + \varepsilon}}.$$
+#
+# Write `my_rms_norm(x, g, eps)` over the last axis. The checker compares it with `torch.nn.RMSNorm`.
+# Then think: a token $\mathbf x + c$ (every feature shifted by the same $c$) gives the same LayerNorm
+# output as $\mathbf x$; does it give the same RMSNorm output?
+
+
+# %%
+def my_rms_norm(x, g, eps):
+    raise NotImplementedError
+
+
+check.rms_norm(my_rms_norm)
+
+
+# %% [markdown]
+# **Exercise 3 (transfer).** How many parameters has the paper's base model? Write
+# `my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size)` for the encoder–decoder of
+# this lesson: `num_layers` post-norm encoder layers and as many decoder layers (every linear map with
+# its bias, every LayerNorm with its g and b), no final LayerNorm, the sinusoidal PE (no parameters),
+# and **one** `vocab_size` × `d_model` matrix shared by the source embedding, the target embedding
+# and the output projection (the paper, section 3.4), with no bias on the output projection. The
+# checker tries the base model's sizes from Table 3 (`d_model` 512, `d_ff` 2048, 8 heads, 6 layers)
+# with the shared vocabulary of about 37000 tokens of section 5.1, and others, and then compares with
+# the 65 million that Table 3 reports. Does `num_heads` change the count?
+
+
+# %%
+def my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size):
+    raise NotImplementedError
+
+
+check.parameter_count(my_parameter_count)
+
+
+# %% [markdown]
+# **Exercise 4 (transfer).** Some large models (GPT-J; PaLM, Chowdhery et al. 2022, section 2) run a
+# pre-norm layer's two sublayers side by side instead of one after the other: both read **one**
+# normalised copy of the layer's input, and both outputs are added to the residual stream. Write
+# `my_parallel_block(x, attn, ffn, norm)`, where `attn`, `ffn` and `norm` are functions of a tensor of
+# the shape of `x`. Then think: what does the FFN no longer see?
+
+
+# %%
+def my_parallel_block(x, attn, ffn, norm):
+    raise NotImplementedError
+
+
+check.parallel_block(my_parallel_block)
+
+
+# %% [markdown]
+# ## Going further
+#
+# Detours from the main line, each with its own checks: LayerNorm's ε on tokens of tiny spread, what
+# γ and β can and cannot do, batch norm in evaluation mode, warm-up and post-norm, and the
+# fused attention path that training uses.
+
+# %% [markdown]
+# ### LayerNorm on a token of tiny spread
+#
+# *Why ε matters: the normalised variance is $\sigma^2/(\sigma^2+\varepsilon)$, far below 1 once σ nears $\sqrt\varepsilon$.*
+#
+# Those tokens were drawn with a standard deviation of 0.1 or more (their own spreads go down to about
+# 0.03). Now tokens of spread σ from 1 down to 0.001, and a constant token (16 features in float64, one
+# random pattern scaled to spread exactly σ):
+
+# %% tags=["nbval-ignore-output"]
+sigmas = (1.0, 0.01, 0.003, 0.001, 0.0)
+pattern = torch.randn(16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)  # (16,)
+pattern = (pattern - pattern.mean()) / pattern.std(unbiased=False)  # (16,): mean 0, spread 1
+n_tiny = normalised(torch.stack([s * pattern for s in sigmas]))  # (5, 16): row k has spread sigmas[k]
+var_tiny = n_tiny.var(-1, unbiased=False)  # (5,)
+for s, v, m in zip(sigmas, var_tiny, n_tiny.abs().amax(-1)):
+    print(
+        f"spread {s:5}: variance of N(x) {v:.3f} (sigma^2 / (sigma^2 + eps) = {s**2 / (s**2 + 1e-5):.3f}), largest |value| {m:.2f}"
+    )
+
+# %% tags=["hide-input"]
+exact_tiny = torch.tensor([s**2 / (s**2 + 1e-5) for s in sigmas], dtype=torch.float64)  # (5,)
+assert (var_tiny - exact_tiny).abs().max() < 1e-9
+assert var_tiny[0] > 0.9999 and var_tiny[3] < 0.1 and (n_tiny[4] == 0).all()
+assert (n_tiny[:4].amin(-1) < 0).all() and n_tiny[3].abs().max() < 1
+print(
+    "✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, below 0.1 at spread 0.001, "
+    "where no value reaches |v| = 1; a constant token gives all zeros; every other token has a negative value"
+)
+
+# %% [markdown]
+# ### What γ and β can and cannot do
+#
+# *Read this if you wonder whether γ and β could undo the normalisation.*
+#
+# **What γ and β are for.** They are not noise: they are fixed, learned numbers, the same for every
+# token. Output feature $j$ is $g_j N(\mathbf x)_j + b_j$: $g_j$ and $b_j$ rescale and shift whatever
+# spread and centre $N(\mathbf x)_j$ has over the tokens. When every feature of $N(\mathbf x)$ has centre
+# 0 and spread 1 over the tokens (as for the random tokens below, whose 16 features are all alike),
+# output feature $j$ has spread $|g_j|$ and centre $b_j$ — the network chooses each feature's scale
+# and offset instead of being stuck with 1 and 0. When the features differ (below, the same tokens
+# with feature 1 raised by 3 and feature 2 shrunk to 0.2 of its size), so do the centres and spreads
+# of $N(\mathbf x)_j$, and those of the output are no longer $b_j$ and $|g_j|$. What g and b *cannot*
+# do is give a token back its own mean and scale: $\mathrm{LN}(a\mathbf x + c) = \mathrm{LN}(\mathbf x)$
+# for every $a > 0$ and $c$, whatever g and b are (exactly without ε; with ε nearly so, as long as the
+# spread $a\sigma$ stays well above $\sqrt\varepsilon \approx 0.003$). The token's μ and σ are gone
+# before g and b act, and g and b are the same for every token.
+
+# %% tags=["nbval-ignore-output"]
+torch.manual_seed(8)
+g, b = torch.ones(16), torch.zeros(16)  # (16,), (16,): gamma and beta of 16 features
+g[:3], b[:3] = torch.tensor([0.2, 1.0, 3.0]), torch.tensor([-2.0, 0.0, 5.0])  # set the first three
+tokens = torch.randn(4000, 16)  # (4000 tokens, 16 features)
+h = layer_norm(tokens, g, b)  # (4000, 16)
+print("features 0-2, std over 4000 tokens:", h[:, :3].std(0), "\nfeatures 0-2, mean:               ", h[:, :3].mean(0))
+uneven = tokens.clone()  # (4000, 16)
+uneven[:, 1] += 3.0  # feature 1 raised by 3
+uneven[:, 2] *= 0.2  # feature 2 shrunk
+h_uneven = layer_norm(uneven, g, b)  # (4000, 16)
+print(
+    f"uneven features: feature 1 centre {h_uneven[:, 1].mean():.2f} (b_1 = 0), "
+    f"feature 2 spread {h_uneven[:, 2].std():.2f} (|g_2| = 3)"
+)
+
+# %% tags=["hide-input"]
+assert torch.allclose(h.std(0), g.abs(), rtol=0.05) and torch.allclose(h.mean(0), b, atol=0.2)
+assert (h_uneven[:, 1].mean() - b[1]).abs() > 1 and h_uneven[:, 2].std() < 0.5 * g[2].abs()
+lost = []  # max |LN(a x + c) - LN(x)| per seed, a, c (float64, so 0.5 x + 42 keeps its digits)
+for seed in range(5):
+    gen = torch.Generator().manual_seed(seed)
+    x5 = torch.randn(3, 16, generator=gen, dtype=torch.float64)  # (3 tokens, 16 features), in float64
+    g5 = torch.rand(16, generator=gen, dtype=torch.float64) + 0.5  # (16,)
+    b5 = torch.randn(16, generator=gen, dtype=torch.float64)  # (16,)
+    lost += [
+        (layer_norm(a * x5 + c, g5, b5, eps=0.0) - layer_norm(x5, g5, b5, eps=0.0)).abs().max().item()
+        for a in (0.5, 3.0, 100.0)
+        for c in (-7.0, 0.0, 42.0)
+    ]  # eps = 0: the identity is exact
+assert max(lost) < 1e-9
+print(
+    "✓ with 16 alike features, output feature j has spread |g_j| and centre b_j over 4000 tokens; with "
+    "feature 1 raised by 3 its centre is more than 1 away from b_1, with feature 2 shrunk its spread is under "
+    "half of |g_2|"
+)
+print("✓ without eps, LN(a x + c) equals LN(x) in float64 for a in (0.5, 3, 100), c in (-7, 0, 42), 5 seeds")
+
+# %% [markdown]
+# With ε the same tokens (spreads σ from 0.67 to 1.51), scaled by $a$ from 3 down to 0.001:
+
+# %% tags=["nbval-ignore-output"]
+blur = {}  # a -> max |LN(a x) - LN(x)| with eps = 1e-5, over 5 seeds
+spread_of = {}  # seed -> the spread of each of its 3 tokens (the same for every a)
+for a in (3.0, 0.5, 0.1, 0.01, 0.001):
+    blur[a] = 0.0
+    for seed in range(5):
+        gen = torch.Generator().manual_seed(seed)
+        x5 = torch.randn(3, 16, generator=gen, dtype=torch.float64)  # (3 tokens, 16 features)
+        g5 = torch.rand(16, generator=gen, dtype=torch.float64) + 0.5  # (16,)
+        b5 = torch.randn(16, generator=gen, dtype=torch.float64)  # (16,)
+        spread_of[seed] = x5.std(-1, unbiased=False)  # (3,)
+        blur[a] = max(blur[a], (layer_norm(a * x5, g5, b5) - layer_norm(x5, g5, b5)).abs().max().item())
+    print(f"a = {a:5}: max |LN(a x) - LN(x)| with eps = {blur[a]:.1e}")
+spreads5 = torch.cat(list(spread_of.values()))  # (15,)
+print(f"spreads of the 15 tokens: {spreads5.min():.2f} to {spreads5.max():.2f}")
+
+# %% tags=["hide-input"]
+assert blur[3.0] < 1e-4 and blur[0.5] < 1e-4 and blur[0.1] < 1e-2 and blur[0.001] > 0.5
+assert abs(spreads5.min() - 0.67) < 0.005 and abs(spreads5.max() - 1.51) < 0.005
+print(
+    "✓ the 15 tokens have spreads from 0.67 to 1.51; with eps, LN(a x) barely differs from LN(x) for a = 3 "
+    "and 0.5, a little for a = 0.1, and by more than 0.5 for a = 0.001 (spread near sqrt(eps)), over 5 seeds"
+)
+
+# %% [markdown]
+# So g and b cannot undo the normalisation, not even one feature at a time; how much of it they can
+# bring back depends on how much the tokens' μ and σ differ. If every token had the same
+# μ and σ, $g = \sqrt{\sigma^2 + \varepsilon}$ and $b = \mu$ would undo it exactly; tokens differ. Measure how much of $x_j$
+# the best $g_j, b_j$ bring back: fit $x_j \approx g_j N(\mathbf x)_j + b_j$ by least squares over 4000
+# tokens, for each of the 16 features, and report the share of $x_j$'s variance it explains ($R^2$;
+# 1 would be a perfect undo). Two kinds of tokens, 5 seeds each: tokens that each get their own scale
+# (0.5 to 3) and offset (normal, standard deviation 2), and tokens that all come from one standard normal
+# distribution (whose μ and σ over 16 features still vary a little from token to token):
+
+
+# %% tags=["nbval-ignore-output"]
+def undo_r2(tokens):
+    """R^2 of the best x_j = g_j N(x)_j + b_j, per feature j: (H,)."""
+    n = normalised(tokens)  # (n_tokens, H)
+    r2 = []
+    for j in range(tokens.shape[-1]):
+        design = torch.stack([n[:, j], torch.ones(len(n), dtype=n.dtype)], dim=-1)  # (n_tokens, 2)
+        fit = design @ torch.linalg.lstsq(design, tokens[:, j : j + 1]).solution  # (n_tokens, 1)
+        r2.append(1 - ((tokens[:, j : j + 1] - fit) ** 2).mean().item() / tokens[:, j].var(unbiased=False).item())
+    return np.array(r2)
+
+
+undo = {"own scale and offset": [], "one distribution": []}
+for seed in range(5):
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(4000, 16, generator=gen, dtype=torch.float64)  # (4000 tokens, 16 features)
+    scale = 0.5 + 2.5 * torch.rand(4000, 1, generator=gen, dtype=torch.float64)  # (4000, 1): one per token
+    offset = 2.0 * torch.randn(4000, 1, generator=gen, dtype=torch.float64)  # (4000, 1)
+    undo["own scale and offset"].append(undo_r2(scale * z + offset))
+    undo["one distribution"].append(undo_r2(z))
+for kind, r2 in undo.items():
+    print(
+        f"tokens with {kind:20s}: R^2 of the best g_j, b_j = {np.min(r2):.2f} to {np.max(r2):.2f} (16 features x 5 seeds)"
+    )
+
+# %% tags=["hide-input"]
+assert np.max(undo["own scale and offset"]) < 0.5 and np.min(undo["one distribution"]) > 0.8
+print(
+    "✓ for every feature and seed, the best g_j, b_j explain less than half of x_j's variance when tokens "
+    "have their own scale and offset, and more than 0.8 of it when all tokens come from one distribution"
+)
+
+# %% [markdown]
+# The histograms: the normalised values of 200 tokens (H = 64) spread well beyond $[0, 1]$ (shaded);
+# after γ and β, each feature has its own centre and spread.
+
+# %%
+fig, (ax_n, ax_h) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
+n = normalised(torch.randn(200, 64, generator=torch.Generator().manual_seed(0))).flatten()  # (200 * 64,)
+ax_n.axvspan(0, 1, color="gold", alpha=0.3, label="[0, 1]: where the slides put them")
+ax_n.hist(n, bins=60, color="gray")
+ax_n.set(title="N(x): mean 0, variance 1, most values outside [0, 1]", xlabel="normalised value", ylabel="count")
+ax_n.legend(fontsize=8)
+for j, (color, hatch) in enumerate([("tab:purple", "//"), ("tab:green", ""), ("tab:orange", "..")]):
+    ax_h.hist(
+        h[:, j], bins=60, color=color, alpha=0.6, hatch=hatch, label=f"feature {j}: g = {g[j]:.1f}, b = {b[j]:.0f}"
+    )
+ax_h.set(title="g ⊙ N(x) + b: g sets each feature's spread, b its centre", xlabel="output value")
+ax_h.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# ### Batch norm in evaluation mode
+#
+# *Running statistics remove the dependence on the batch, and bring another problem.*
+#
+# In **evaluation mode** batch norm does not look at the batch: it normalises with the running
+# averages of each feature's mean and variance collected during training (`running_mean`,
+# `running_var`). A sentence's output then no longer depends on its batch-mates. The problem moves
+# elsewhere: those averages describe the *training* batches, padding included, not the tokens the
+# model meets at inference. Collect them over 200 padded training batches (8 sentences of 2 to 10
+# tokens, padded with zeros; every real token's features have mean 2 and standard deviation 3), then,
+# in evaluation mode, batch the short sentence as before and normalise 2000 new real tokens, for 5
+# seeds; and the same without padding (every sentence 10 tokens long):
+
+
+# %% tags=["nbval-ignore-output"]
+def running_batch_norm(seed, padded):
+    """A BatchNorm1d(4) whose running statistics come from 200 training batches, in evaluation mode."""
+    gen = torch.Generator().manual_seed(seed)
+    bn = nn.BatchNorm1d(4, affine=False, momentum=None)  # momentum=None: the plain average over batches
+    for _ in range(200):
+        lengths = torch.randint(2, 11, (8,), generator=gen) if padded else torch.full((8,), 10)  # (8,)
+        real = torch.arange(10) < lengths[:, None]  # (8, 10): True on real tokens
+        tokens = (2.0 + 3.0 * torch.randn(8, 10, 4, generator=gen)) * real[..., None]  # (8, 10, 4): pads are 0
+        bn(tokens.reshape(-1, 4))  # training mode: updates the running statistics
+    return bn.eval()
+
+
+eval_changes, eval_stats = [], {True: [], False: []}
+for seed in range(5):
+    torch.manual_seed(seed)
+    short, long = torch.randn(1, 3, 4), torch.randn(1, 6, 4)  # the same pairs as above
+    padded = torch.cat([F.pad(short, (0, 0, 0, 3)), long])  # (2, 6, 4)
+    for with_padding in (True, False):
+        bn = running_batch_norm(seed, with_padding)
+        if with_padding:
+            eval_changes.append((bn(short[0]) - bn(padded.reshape(-1, 4))[:3]).abs().max().item())
+        new_tokens = 2.0 + 3.0 * torch.randn(2000, 4, generator=torch.Generator().manual_seed(100 + seed))  # (2000, 4)
+        out_new = bn(new_tokens)  # (2000, 4)
+        eval_stats[with_padding].append(torch.stack([out_new.mean(0), out_new.std(0)]).numpy())  # (2, 4)
+eval_stats = {with_padding: np.array(stats) for with_padding, stats in eval_stats.items()}  # (seeds, 2, 4)
+print("evaluation mode: the short sentence's output moves by", max(eval_changes), "when it is batched")
+for with_padding, stats in eval_stats.items():
+    print(
+        f"running statistics {'with' if with_padding else 'without'} padding: new real tokens come out with "
+        f"mean {stats[:, 0].min():.2f} to {stats[:, 0].max():.2f} and std {stats[:, 1].min():.2f} to "
+        f"{stats[:, 1].max():.2f} (4 features x 5 seeds)"
+    )
+
+# %% tags=["hide-input"]
+assert max(eval_changes) == 0.0
+assert (eval_stats[True][:, 0] > 0.2).all() and (eval_stats[True][:, 1] > 1.1).all()
+assert (np.abs(eval_stats[False][:, 0]) < 0.1).all() and (np.abs(eval_stats[False][:, 1] - 1) < 0.1).all()
+print(
+    "✓ in evaluation mode, batch norm gives the short sentence exactly the same output alone or batched "
+    "(5 of 5 seeds); with padding in its running statistics, new real tokens come out off-centre and too "
+    "spread in every feature, instead of mean 0 and spread 1; without padding, close to 0 and 1"
+)
+
+# %% [markdown]
+# ### Warm-up and post-norm
+#
+# *Does section 3's gradient gap matter in training? Xiong et al.'s argument, and a small test.*
+#
+# **Why this matters for training.** Xiong et al. (2020) analyse post-norm and pre-norm at
+# initialisation in theory: their bound on the gradient of post-norm's last layer does not shrink with
+# depth, their bound for pre-norm shrinks like $1/\sqrt{L}$ — the same direction as section 3's
+# growing gap, in both kinds of stack. They argue that this is why post-norm Transformers need a
+# learning-rate **warm-up** (the paper's schedule, section 5.3, raises the rate linearly over its first
+# 4000 steps): full-size Adam steps on those large gradients, from the very first step, make early
+# training unstable. Pre-norm Transformers trained without warm-up in their experiments.
+#
+# A small experiment. Twelve-layer stacks (`d_model` = 32) learn to copy each input token (16
+# possible tokens, so a model that has learned nothing has loss $\ln 16$), with Adam at a learning
+# rate of 0.01, either at the full rate from the first step or after a 20-step linear warm-up; 5 seeds
+# for each of the four setups, with copied layers (as `nn.TransformerEncoder`), and a fifth setup:
+# post-norm without warm-up, with independent layers. `train_copy_task` (in
+# `utils.experiments.norm_probes`) returns the loss of every step.
+
+# %% tags=["nbval-ignore-output"]
+setups = {
+    ("post-norm", "no warm-up"): (False, 1, range(5)),
+    ("post-norm", "warm-up"): (False, 20, range(5)),
+    ("pre-norm", "no warm-up"): (True, 1, range(5)),
+    ("pre-norm", "warm-up"): (True, 20, range(5)),
+}
+curves = {
+    key: np.array(
+        [
+            train_copy_task(norm_first, lr=0.01, warmup_steps=warmup, steps=60, num_layers=12, d_model=32, seed=s)
+            for s in seeds
+        ]
+    )
+    for key, (norm_first, warmup, seeds) in setups.items()
+}  # (seeds, 60 steps) each: copied layers
+independent_curves = np.array(
+    [train_copy_task(False, lr=0.01, warmup_steps=1, seed=s, independent_layers=True) for s in range(5)]
+)  # (seeds, 60 steps): post-norm, no warm-up, independent layers
+end_loss = {key: c[:, -10:].mean(1) for key, c in curves.items()}  # (seeds,): mean loss of the last 10 steps
+for key, losses in end_loss.items():
+    print(f"{key[0]:9s} {key[1]:10s}: loss at the end, per seed:", np.round(losses, 3))
+stuck = int((end_loss["post-norm", "no warm-up"] > 2.0).sum())
+print(f"post-norm without warm-up stays near chance level (ln 16 = {np.log(16):.2f}) in {stuck} of 5 runs")
+independent_end = independent_curves[:, -10:].mean(1)  # (seeds,)
+print("post-norm, no warm-up, independent layers: loss at the end, per seed:", np.round(independent_end, 3))
+
+# %% [markdown]
+# With copied layers and no warm-up, post-norm runs can stay stuck at chance level; with the warm-up,
+# and with pre-norm either way, all 5 runs learn the task. With independent layers, post-norm learns
+# here without warm-up too: this demonstration needs the copied start.
+
+# %% tags=["hide-input"]
+assert stuck >= 2
+assert all((end_loss[key] < 0.1).all() for key in setups if key != ("post-norm", "no warm-up"))
+assert (independent_end < 0.1).all()
+print(
+    "✓ with copied layers, post-norm without warm-up stays stuck near chance in some of 5 runs; with a "
+    "20-step warm-up, and pre-norm either way, all 5 runs learn to copy"
+)
+print("✓ with independent layers, post-norm without warm-up learns to copy in all 5 runs")
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained", sharey=True)
+for ax, schedule, title in zip(
+    axes,
+    ["no warm-up", "warm-up"],
+    ["Copied layers, full rate from step 1: post-norm can get stuck", "Copied layers, 20-step warm-up: both learn"],
+):
+    plot_loss_curves({name: curves[name, schedule] for name in VARIANT_STYLE}, title, ax=ax, chance=np.log(16))
+plt.show()
+
+# %% [markdown]
+# This is one small setting — one depth, one learning rate, 60 steps, copied layers — not a law;
+# Xiong et al. (2020) make the comparison on full-size translation and language models.
+
+# %% [markdown]
+# ### The same attention without its weights
+#
+# *How the translator of lesson 07 trains: PyTorch's fused attention kernel.*
 #
 # Every attention so far returned its weights, so that we could plot them. Training never looks at
 # them. With `need_weights=False`, `MultiHeadAttention` (and the layers, which pass the flag on)
@@ -1000,8 +1207,8 @@ assert no_weights is None and weights.shape == (batch, 4, T, T)
 assert torch.allclose(out_f, out_w, atol=1e-5) and torch.allclose(grad_f, grad_w, atol=1e-5)
 assert torch.equal(out_f[0, 5], mha.W_o.bias.detach()) and torch.equal(out_w[0, 5], mha.W_o.bias.detach())
 print(
-    "PASS: need_weights=False gives the same output and the same gradient (to 1e-5) as the weights path, "
-    "and no weights (None); the query that may attend to nothing outputs exactly the bias of W_o on both"
+    "✓ need_weights=False gives the same output and the same gradient as the weights path, and no weights "
+    "(None); the query that may attend to nothing outputs exactly the bias of W_o on both"
 )
 
 # %% [markdown]
@@ -1052,7 +1259,7 @@ for need, count in kept.items():
 assert weights.numel() == batch * 4 * T * T == 1_048_576
 assert kept == {True: 2, False: 0}
 print(
-    "PASS: the weights path returns 16 x 4 x 128 x 128 = 1,048,576 weights for this layer and keeps "
+    "✓ the weights path returns 16 x 4 x 128 x 128 = 1,048,576 weights for this layer and keeps "
     "two tensors of that size (4 MiB each) for the backward pass; the fused path keeps none"
 )
 
@@ -1060,99 +1267,6 @@ print(
 # Here the weights path keeps two: the softmax output, and a copy with the fully-masked query's row
 # set to zero. The translator of lesson 07 trains on the fused path; in evaluation mode (decoding,
 # accuracy, attention maps) it keeps the weights.
-
-# %% [markdown]
-# ## Summary
-#
-# * The FFN is one small MLP applied to every position with the same weights; it commutes with
-#   permutations of the positions, and so does an encoder layer. A decoder layer with its causal mask
-#   does not: the mask carries position.
-# * LayerNorm normalises each token over its features: $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
-#   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
-#   variance 1 per token, not a range of $[0, 1]$; the learned $g$ (γ) and $b$ (β) give each feature
-#   its own scale and offset, the same for every token; they cannot give a token back its own mean
-#   and scale. Batch norm normalises each feature over the batch: in training mode that ties a
-#   sentence's output to its batch-mates and their padding; in evaluation mode it uses running
-#   statistics, so a sentence's output does not depend on its batch, but those statistics are the
-#   training batches' (padding included), not those of the tokens it meets at inference.
-# * Residual connections give every sublayer an identity path. Post-norm (the paper,
-#   `LN(x + f(x))`) keeps the stream at unit scale at initialisation (γ = 1, β = 0); pre-norm (`x + f(LN(x))`, most code today and
-#   The Annotated Transformer's code) lets it grow with depth and needs a final LayerNorm.
-# * At initialisation, post-norm's top layers get larger gradients than pre-norm's, by a factor
-#   that grows with depth (pre-norm's final LayerNorm divides them by the grown stream) — the
-#   reason Xiong et al. (2020) give for post-norm's need of a learning-rate warm-up. In a small
-#   12-layer experiment, post-norm without warm-up could stay stuck at chance level; with a short
-#   warm-up, or with pre-norm, all 5 runs of each learned.
-# * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention
-#   with queries from the decoder and keys/values from the encoder.
-# * `need_weights=False` computes the same attention with PyTorch's fused kernel and returns no
-#   weights: the same outputs and gradients, without a weight tensor per layer — the way to train
-#   when nobody looks at the weights.
-# * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's
-#   `TransformerEncoderLayer` / `TransformerDecoderLayer` with copied weights.
-#
-# ## Exercises
-#
-# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? Call
-# `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`. Each exercise cell
-# stands on its own: use only its arguments, `torch` and `math`.
-
-# %%
-
-import torch
-
-from utils.course.exercises import lesson06 as check
-
-# %% [markdown]
-# **Exercise 1.** Write `my_layer_norm(x, g, b, eps)`: layer normalisation over the last axis of `x`
-# with gain `g`, bias `b` and `eps` inside the square root. The checker compares it with
-# `torch.nn.LayerNorm`, including a large `eps` and a tiny `H` where small mistakes show.
-
-
-# %%
-def my_layer_norm(x, g, b, eps):
-    raise NotImplementedError
-
-
-check.layer_norm(my_layer_norm)
-
-# %% [markdown]
-# **Exercise 2 (transfer).** Many recent language models (LLaMA among them) replace LayerNorm with
-# **RMSNorm** (Zhang and Sennrich, 2019): it skips the centring and the bias, and divides each token by
-# the root of its mean square,
-#
-# $$\mathrm{RMSNorm}(\mathbf x) = \mathbf g \odot \frac{\mathbf x}{\sqrt{\frac1H\sum_{i=1}^H x_i^2 + \varepsilon}}.$$
-#
-# Write `my_rms_norm(x, g, eps)` over the last axis. The checker compares it with `torch.nn.RMSNorm`.
-# Then think: a token $\mathbf x + c$ (every feature shifted by the same $c$) gives the same LayerNorm
-# output as $\mathbf x$; does it give the same RMSNorm output?
-
-
-# %%
-def my_rms_norm(x, g, eps):
-    raise NotImplementedError
-
-
-check.rms_norm(my_rms_norm)
-
-# %% [markdown]
-# **Exercise 3 (transfer).** How many parameters has the paper's base model? Write
-# `my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size)` for the encoder–decoder of
-# this lesson: `num_layers` post-norm encoder layers and as many decoder layers (every linear map with
-# its bias, every LayerNorm with its g and b), no final LayerNorm, the sinusoidal PE (no parameters),
-# and **one** `vocab_size` × `d_model` matrix shared by the source embedding, the target embedding
-# and the output projection (the paper, section 3.4), with no bias on the output projection. The
-# checker tries the base model's sizes from Table 3 (`d_model` 512, `d_ff` 2048, 8 heads, 6 layers)
-# with the shared vocabulary of about 37000 tokens of section 5.1, and others, and then compares with
-# the 65 million that Table 3 reports. Does `num_heads` change the count?
-
-
-# %%
-def my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size):
-    raise NotImplementedError
-
-
-check.parameter_count(my_parameter_count)
 
 # %% [markdown]
 # ## Sources
@@ -1170,6 +1284,8 @@ check.parameter_count(my_parameter_count)
 # * Reading notes on the paper (June 2020): the three kinds of attention, queries from the decoder
 #   and keys and values from the encoder in cross-attention.
 # * Ba, Kiros and Hinton (2016), "Layer Normalization", arXiv:1607.06450.
+# * Chowdhery et al. (2022), "PaLM: Scaling Language Modeling with Pathways", section 2 ("Parallel
+#   Layers"): the parallel block of exercise 4.
 # * Xiong et al. (2020), "On Layer Normalization in the Transformer Architecture", ICML: gradients
 #   of post-norm and pre-norm Transformers at initialisation, and training without warm-up.
 # * Rush (2018), "The Annotated Transformer" (Harvard NLP): the pre-norm form in its code.

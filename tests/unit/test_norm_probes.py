@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from utils.blocks import Encoder, EncoderLayer
+from utils.experiments import norm_probes
 from utils.experiments.norm_probes import (
     activation_rms,
     layer_grad_norms,
@@ -68,6 +69,25 @@ def test_probe_at_init_is_seeded_and_shaped():
     assert rms.shape == grads.shape == (4,) and final == pytest.approx(1.0, abs=1e-3)
 
 
+def test_layers_start_as_copies_unless_independent():
+    copied = norm_probes._encoder(16, 32, 3, True, independent_layers=False)
+    independent = norm_probes._encoder(16, 32, 3, True, independent_layers=True)
+    first = [layer.ff.linear1.weight for layer in copied.layers]
+    assert all(torch.equal(first[0], w) for w in first[1:])  # as torch.nn.TransformerEncoder's deep copies
+    weights = [layer.ff.linear1.weight for layer in independent.layers]
+    assert not any(torch.equal(weights[0], w) for w in weights[1:])
+    assert len({id(layer) for layer in copied.layers}) == 3  # copies, not one shared layer
+
+
+def test_probe_and_training_use_independent_layers_when_asked():
+    a = probe_at_init(True, num_layers=4, d_model=16, seed=3)
+    b = probe_at_init(True, num_layers=4, d_model=16, seed=3, independent_layers=True)
+    assert not np.array_equal(a[2], b[2])
+    c = train_copy_task(False, lr=0.01, warmup_steps=1, steps=3, num_layers=2, d_model=16)
+    d = train_copy_task(False, lr=0.01, warmup_steps=1, steps=3, num_layers=2, d_model=16, independent_layers=True)
+    assert not np.array_equal(c, d)
+
+
 def test_probe_post_norm_stream_stays_at_unit_rms():
     rms, final, grads = probe_at_init(False, num_layers=5, d_model=16, seed=0)
     assert np.allclose(rms, 1.0, atol=1e-3) and (grads > 0).all()
@@ -99,6 +119,7 @@ def test_plot_per_layer_draws_one_styled_line_per_variant():
         (lambda: probe_at_init(True, num_layers=0), ValueError, "num_layers"),
         (lambda: probe_at_init(True, d_model=30), ValueError, "d_model"),
         (lambda: probe_at_init(True, T=2.5), TypeError, "T"),
+        (lambda: probe_at_init(True, independent_layers=1), TypeError, "independent_layers"),
         (lambda: plot_per_layer([np.ones((2, 3))], "y", "t"), TypeError, "values"),
         (lambda: plot_per_layer({"mid-norm": np.ones((2, 3))}, "y", "t"), ValueError, "mid-norm"),
         (lambda: plot_per_layer({"pre-norm": np.ones(3)}, "y", "t"), ValueError, "(seeds, num_layers)"),
@@ -158,6 +179,7 @@ def test_plot_loss_curves_one_line_per_seed_in_the_variant_colour():
         (lambda: train_copy_task(True, -0.01, 1), ValueError, "lr"),
         (lambda: train_copy_task(True, 0.01, 1, steps=0), ValueError, "steps"),
         (lambda: train_copy_task(True, 0.01, 1, d_model=10), ValueError, "d_model"),
+        (lambda: train_copy_task(True, 0.01, 1, independent_layers="no"), TypeError, "independent_layers"),
         (
             lambda: plot_loss_curves({}, "t"),
             ValueError,

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import validation
-from utils.blocks import Encoder
+from utils.blocks import Encoder, EncoderLayer
 
 
 def _check_encoder_input(encoder, x):
@@ -46,11 +46,23 @@ def layer_grad_norms(encoder, loss):
     return np.array(norms)
 
 
-def probe_at_init(norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, num_classes=16):
-    """Build a random Encoder (4 heads, d_ff = 4 d_model) with seed `seed`, feed it random input, and
-    return (activation RMS per layer, RMS after the final norm, gradient norm per layer) for the
-    cross-entropy of a random linear readout against random classes."""
+def _encoder(d_model, d_ff, num_layers, norm_first, independent_layers):
+    """An Encoder (4 heads) whose layers are copies of one layer (as torch.nn.TransformerEncoder builds
+    them), or, with independent_layers, each initialised on its own (as torch.nn.Transformer's end up)."""
+    encoder = Encoder(d_model, 4, d_ff, num_layers, norm_first=norm_first)
+    if validation.boolean("independent_layers", independent_layers):
+        encoder.layers = nn.ModuleList(EncoderLayer(d_model, 4, d_ff, norm_first=norm_first) for _ in range(num_layers))
+    return encoder
+
+
+def probe_at_init(
+    norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, num_classes=16, independent_layers=False
+):
+    """Build a random Encoder (4 heads, d_ff = 4 d_model; layers copied from one, or independent) with
+    seed `seed`, feed it random input, and return (activation RMS per layer, RMS after the final norm,
+    gradient norm per layer) for the cross-entropy of a random linear readout against random classes."""
     validation.boolean("norm_first", norm_first)
+    validation.boolean("independent_layers", independent_layers)
     for name, value in [
         ("num_layers", num_layers),
         ("d_model", d_model),
@@ -61,7 +73,7 @@ def probe_at_init(norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, 
         validation.positive_int(name, value)
     validation.divisible("d_model", d_model, 4, "num_heads")
     torch.manual_seed(validation.seed("seed", seed))
-    encoder = Encoder(d_model, 4, 4 * d_model, num_layers, norm_first=norm_first)
+    encoder = _encoder(d_model, 4 * d_model, num_layers, norm_first, independent_layers)
     readout = nn.Linear(d_model, num_classes)
     x = torch.randn(batch, T, d_model)  # (batch, T, d_model)
     targets = torch.randint(0, num_classes, (batch, T))  # (batch, T)
@@ -79,10 +91,24 @@ def warmup_lr(step, lr, warmup_steps):
     return lr * min(1.0, (step + 1) / warmup_steps)
 
 
-def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_model=32, seed=0, vocab=16, T=8, batch=16):
-    """Train Embedding -> Encoder (4 heads, d_ff = 2 d_model) -> Linear with Adam (betas 0.9, 0.98, as in
-    the paper) and `warmup_lr` to output each input token again; return the loss of every step."""
+def train_copy_task(
+    norm_first,
+    lr,
+    warmup_steps,
+    steps=60,
+    num_layers=12,
+    d_model=32,
+    seed=0,
+    vocab=16,
+    T=8,
+    batch=16,
+    independent_layers=False,
+):
+    """Train Embedding -> Encoder (4 heads, d_ff = 2 d_model; layers copied from one, or independent) ->
+    Linear with Adam (betas 0.9, 0.98, as in the paper) and `warmup_lr` to output each input token again;
+    return the loss of every step."""
     validation.boolean("norm_first", norm_first)
+    validation.boolean("independent_layers", independent_layers)
     for name, value in [
         ("steps", steps),
         ("num_layers", num_layers),
@@ -97,7 +123,7 @@ def train_copy_task(norm_first, lr, warmup_steps, steps=60, num_layers=12, d_mod
     torch.manual_seed(validation.seed("seed", seed))
     model = nn.Sequential(
         nn.Embedding(vocab, d_model),
-        Encoder(d_model, 4, 2 * d_model, num_layers, norm_first=norm_first),
+        _encoder(d_model, 2 * d_model, num_layers, norm_first, independent_layers),
         nn.Linear(d_model, vocab),
     )
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))

@@ -1,5 +1,5 @@
 """Exercises of lesson 06 (transformer blocks): LayerNorm by hand, RMSNorm, the parameter count of the
-paper's base model, and a prediction about gradients in a pre-norm stack."""
+paper's base model, a parallel block, and a prediction in each numbered section."""
 
 import numbers
 
@@ -326,75 +326,343 @@ def parameter_count(answer):
     return None
 
 
-# --- 4. Prediction: which layer of a pre-norm stack gets the largest gradient? -----------------------
+# --- 4. A parallel block (transfer) -------------------------------------------------------------------
 
-_LAYERS = 24
-_WORDS = {
-    "first": "first",
-    "bottom": "first",
-    "last": "last",
-    "top": "last",
+
+def _parallel_block_solution(x, attn, ffn, norm):
+    h = norm(x)  # (..., d_model): one normalised copy, read by both sublayers
+    return x + attn(h) + ffn(h)  # (..., d_model): both outputs join the residual stream
+
+
+def _parallel_block_sequential(x, attn, ffn, norm):
+    h = x + attn(norm(x))  # the pre-norm layer of the lesson: one sublayer after the other
+    return h + ffn(norm(h))
+
+
+def _parallel_block_no_residual(x, attn, ffn, norm):
+    h = norm(x)
+    return attn(h) + ffn(h)  # x itself is lost
+
+
+def _parallel_block_post_norm(x, attn, ffn, norm):
+    return norm(x + attn(x) + ffn(x))  # normalises the sum, post-norm style
+
+
+def _parallel_block_ffn_unnormalised(x, attn, ffn, norm):
+    return x + attn(norm(x)) + ffn(x)  # the FFN reads the raw stream
+
+
+_PARALLEL_MISTAKES = [
+    mistake(
+        "run the sublayers one after the other (the FFN reading the stream after attention has been added)",
+        _parallel_block_sequential,
+        says="one after the other",
+    ),
+    mistake("leave out the residual x", _parallel_block_no_residual, says="residual x"),
+    mistake(
+        "normalise the sum, post-norm style: norm(x + attn(x) + ffn(x))", _parallel_block_post_norm, says="post-norm"
+    ),
+    mistake("give the FFN the raw x instead of the normalised one", _parallel_block_ffn_unnormalised, says="raw x"),
+]
+
+
+def _parallel_cases():
+    seed = fresh_seed()  # weights and inputs drawn anew on every check
+    torch.manual_seed(seed % 2**31)
+    cases = []
+    for shape in [(2, 3, 4), (1, 5, 8), (4, 6)]:
+        d_model = shape[-1]
+        x = 2.0 * torch.randn(*shape, dtype=torch.float64) + 1.0  # (..., d_model)
+        attn = nn.Linear(d_model, d_model, dtype=torch.float64)  # a stand-in for attention: any map will do
+        ffn = nn.Sequential(
+            nn.Linear(d_model, 2 * d_model, dtype=torch.float64),
+            nn.ReLU(),
+            nn.Linear(2 * d_model, d_model, dtype=torch.float64),
+        )
+        norm = nn.LayerNorm(d_model, dtype=torch.float64)
+        with torch.no_grad():
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.normal_()
+        cases.append(((x, attn, ffn, norm), f"x of shape {shape}"))
+    return cases
+
+
+@exercise(
+    hint="""
+    Normalise once, h = norm(x); both sublayers read h; both outputs are added to x:
+    return x + attn(h) + ffn(h). Unlike the lesson's pre-norm layer, the FFN does not see attention's output.
+    """,
+    reference=_parallel_block_solution,
+    kind="transfer",
+    wrong=_PARALLEL_MISTAKES,
+)
+def parallel_block(answer):
+    """answer(x (..., d_model), attn, ffn, norm) -> x + attn(norm(x)) + ffn(norm(x))."""
+    with torch.no_grad():
+        return _compare_cases(answer, _parallel_block_solution, _PARALLEL_MISTAKES, _parallel_cases())
+
+
+# --- Prediction in section 3: which variant gives the last layer the larger gradient? ----------------
+
+_VARIANTS = {
+    "post-norm": "post-norm",
+    "post norm": "post-norm",
+    "post": "post-norm",
+    "postnorm": "post-norm",
+    "pre-norm": "pre-norm",
+    "pre norm": "pre-norm",
+    "pre": "pre-norm",
+    "prenorm": "pre-norm",
     "same": "same",
     "equal": "same",
-    "all": "same",
-    "all the same": "same",
-    "middle": "middle",
+    "about the same": "same",
 }
 
 
-def _as_choice(answer):
-    """'first', 'last', 'same', 'middle' or None, from a word or a layer number 1..24."""
-    if isinstance(answer, bool):
+@exercise(
+    hint="""
+    Look at what the RMS check showed: the stream of a pre-norm stack grows with depth, and the gradient
+    reaching its last layer passes through the final LayerNorm, which divides by that RMS. Post-norm's
+    stream stays at RMS 1.
+    """,
+    reference="post-norm",
+    kind="prediction",
+    wrong=[
+        mistake("expect pre-norm, the variant that trains more easily, to get more", "pre-norm", says="divides"),
+        mistake("expect the residual path to give both the same", "same", says="RMS 1"),
+        mistake("answer with a layer instead of a variant", "first", says="post-norm"),
+    ],
+    explain="""
+    Post-norm, in every stack, whether the layers start as copies of one layer or independently. The
+    gradient reaching the top of a pre-norm stack has passed through the final LayerNorm, which divides
+    it by the RMS of the stream grown over every layer; post-norm's stream stays at RMS 1. So the gap is
+    about pre-norm's stream RMS, and grows with depth. Which layer gets the largest gradient, on the other
+    hand, depends on the start: layer 1 in every copied pre-norm stack, not in every independent one.
+    """,
+)
+def predict_largest_gradient(answer):
+    """answer: 'post-norm', 'pre-norm' or 'same', written before the demonstration."""
+    choice = _word(answer, _VARIANTS)
+    if choice is None:
+        return f"write 'post-norm', 'pre-norm' or 'same', got {answer!r}"
+    if choice == "pre-norm":
+        return (
+            "pre-norm's top layer gets less: the gradient reaching it passes through the final LayerNorm, "
+            "which divides by the RMS of the grown stream"
+        )
+    if choice == "same":
+        return (
+            "the residual path is an identity, but the two variants do not end alike: post-norm's stream "
+            "stays at RMS 1, pre-norm's grows, and its final LayerNorm divides the gradient by that RMS"
+        )
+    return None
+
+
+# --- Predictions in sections 1, 2, 4 and 5 -----------------------------------------------------------
+
+_LAYER_WORDS = {
+    "encoder": "encoder",
+    "encoder layer": "encoder",
+    "decoder with mask": "decoder with mask",
+    "decoder with causal mask": "decoder with mask",
+    "decoder layer with mask": "decoder with mask",
+    "masked decoder": "decoder with mask",
+    "decoder without mask": "decoder without mask",
+    "decoder with no mask": "decoder without mask",
+    "unmasked decoder": "decoder without mask",
+    "none": "none",
+    "all": "all",
+}
+
+
+def _word(answer, words):
+    """The canonical form of a short written answer, or None."""
+    if not isinstance(answer, str):
         return None
-    if isinstance(answer, (int, float)) and answer == int(answer) and 1 <= answer <= _LAYERS:
-        return "first" if answer == 1 else "last" if answer == _LAYERS else "middle"
-    if isinstance(answer, str):
-        word = answer.strip().lower().removeprefix("layer").strip()
-        if word.isdigit():
-            return _as_choice(int(word))
-        return _WORDS.get(word)
+    return words.get(" ".join(answer.strip().lower().replace(",", " ").split()))
+
+
+@exercise(
+    hint="""
+    Which of the three layers treats position 0 differently from position 4 whatever the tokens are? The
+    FFN and LayerNorm see one token at a time; attention without a mask is permutation equivariant.
+    """,
+    reference="decoder with mask",
+    kind="prediction",
+    wrong=[
+        mistake("expect every layer to ignore order", "none", says="carries position"),
+        mistake("expect the encoder layer to know the order", "encoder", says="equivariant"),
+        mistake("expect cross-attention to bring order in", "decoder without mask", says="mask"),
+    ],
+    explain="""
+    Only the decoder layer with its causal mask. Without a mask every part of a layer (attention, FFN,
+    LayerNorm) commutes with a shuffle of the positions, so the output is just shuffled too; the causal
+    mask lets position i see positions 0..i only, which depends on where a token stands.
+    """,
+)
+def predict_order_aware(answer):
+    """answer: "encoder", "decoder with mask", "decoder without mask" or "none"."""
+    choice = _word(answer, _LAYER_WORDS)
+    if choice is None:
+        return f'write "encoder", "decoder with mask", "decoder without mask" or "none", got {answer!r}'
+    if choice in ("none", "all"):
+        return (
+            "one layer does change: the causal mask lets position i see positions 0..i only, so the mask "
+            "itself carries position, and a shuffled input gives more than a shuffled output"
+        )
+    if choice == "encoder":
+        return (
+            "the encoder layer is permutation equivariant: unmasked attention, the FFN and LayerNorm each "
+            "commute with a shuffle, so its output is just shuffled (order must come from the PE)"
+        )
+    if choice == "decoder without mask":
+        return (
+            "without its mask the decoder layer commutes with a shuffle of the target too: cross-attention "
+            "reads the same memory from every position; it is the causal mask that tells positions apart"
+        )
+    return None
+
+
+_NORM_WORDS = {
+    "layer norm": "layer norm",
+    "layernorm": "layer norm",
+    "layer": "layer norm",
+    "batch norm": "batch norm",
+    "batchnorm": "batch norm",
+    "batch": "batch norm",
+    "both": "both",
+    "neither": "neither",
+    "none": "neither",
+}
+
+
+@exercise(
+    hint="""
+    Layer norm takes μ and σ over one token's features; batch norm (in training mode) over one feature
+    across every token of the batch. Which of them sees the other sentence and the padding?
+    """,
+    reference="layer norm",
+    kind="prediction",
+    wrong=[
+        mistake("expect both to ignore the batch", "both", says="batch-mates"),
+        mistake("mix up the two axes", "batch norm", says="over every token of the batch"),
+        mistake("expect padding to change both", "neither", says="one token at a time"),
+    ],
+    explain="""
+    Layer norm. It normalises each token over its own features, so a sentence's output is the same alone
+    or in any batch. Batch norm in training mode takes each feature's statistics over every token of the
+    batch, padding included, so the short sentence's output moved by more than 0.1 in every pair.
+    """,
+)
+def predict_same_alone_or_batched(answer):
+    """answer: "layer norm", "batch norm", "both" or "neither"."""
+    choice = _word(answer, _NORM_WORDS)
+    if choice is None:
+        return f'write "layer norm", "batch norm", "both" or "neither", got {answer!r}'
+    if choice == "both":
+        return (
+            "batch norm in training mode takes each feature's mean and variance over the whole batch, so the "
+            "batch-mates and their padding change the short sentence's output"
+        )
+    if choice == "batch norm":
+        return (
+            "the other way round: batch norm's statistics are taken over every token of the batch (padding "
+            "too); layer norm's over one token's features"
+        )
+    if choice == "neither":
+        return (
+            "layer norm looks at one token at a time, so other sentences and padding cannot reach a token's "
+            "output; only batch norm changes"
+        )
+    return None
+
+
+def _count(answer, largest):
+    """The answer as a whole number from 0 to `largest`, or None."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != int(answer):
+        return None
+    return int(answer) if 0 <= answer <= largest else None
+
+
+@exercise(
+    hint="""
+    The causal mask sits in the decoder's *self*-attention. Which source positions may a target position's
+    cross-attention query look at?
+    """,
+    reference=4,
+    kind="prediction",
+    wrong=[
+        mistake("expect only the target word that translates it to change", 1, says="one target word"),
+        mistake("expect the causal mask to hide the source from early positions", 3, says="not which source"),
+        mistake("expect the decoder not to read the source", 0, says="cross-attention"),
+    ],
+    explain="""
+    All 4. Cross-attention lets every target position attend to every real source position; the causal
+    mask only limits which earlier target positions it sees. A change in a source token reaches the memory,
+    and from there every target position's output.
+    """,
+)
+def predict_positions_reading_source(answer):
+    """answer: how many of the 4 target positions change when source token 1 changes (0 to 4)."""
+    n = _count(answer, 4)
+    if n is None:
+        return f"write a whole number from 0 to 4, got {answer!r}"
+    if n == 0:
+        return "the decoder reads the source through cross-attention, so a changed source token reaches it"
+    if n == 1:
+        return (
+            "no head is told which source word a target position translates: cross-attention mixes the whole "
+            "source into every position, so a change reaches more than one target word"
+        )
+    if n < 4:
+        return (
+            "the causal mask limits which target positions a query sees, not which source positions: "
+            "cross-attention lets every target position look at the whole (unpadded) source"
+        )
     return None
 
 
 @exercise(
     hint="""
-    Look at what the RMS check showed: the stream of a pre-norm stack grows after every layer. A
-    LayerNorm divides by the RMS of what it normalises, and the gradient that flows back through it is
-    divided by the same number. Which layers read the smallest stream?
+    torch reads True in `src_key_padding_mask` as "blocked". Our mask is True on the real tokens. What
+    can each query of the first sentence (no padding) and of the second (3 real, 3 padding) then see?
     """,
-    reference="first",
+    reference=0,
     kind="prediction",
     wrong=[
-        mistake("expect the layer nearest the loss to get the most", "last", says="divides by the RMS"),
-        mistake("expect the residual path to give every layer the same gradient", "same", says="stream grows"),
-        mistake("expect a layer in the middle", 12, says="smallest stream"),
+        mistake("expect torch to read masks as we do", 12, says="blocked"),
+        mistake("expect the unpadded sentence to be unaffected", 6, says="first sentence"),
+        mistake("expect only the padding tokens to go wrong", 9, says="padding tokens"),
     ],
     explain="""
-    The first layer. The gradient reaching the top of a pre-norm stack has passed through the final
-    LayerNorm, which divides it by the RMS of the stream grown over every layer; going down, the residual
-    path carries it along and each layer adds what its own sublayers send back, while reading a smaller
-    stream. In every pre-norm stack above, layer 1 had the largest gradient; post-norm, whose stream stays
-    at RMS 1, gives its largest gradient to the last layer in most stacks.
+    None of the 12. torch reads True as "blocked", so our mask blocks every real token: the queries of the
+    second sentence see only its padding, and those of the first sentence (all real) may see nothing at all.
+    Every token comes out wrong; the negation of our mask gives the right answer.
     """,
 )
-def predict_largest_gradient(answer):
-    """answer: 'first', 'last' or 'same' (or a layer number 1..24), written before the demonstration."""
-    choice = _as_choice(answer)
-    if choice is None:
-        return f"write 'first', 'last' or 'same' (or a layer number from 1 to {_LAYERS}), got {answer!r}"
-    if choice == "last":
+def predict_tokens_right_with_our_mask(answer):
+    """answer: how many of the 12 output tokens stay right when torch gets our mask unchanged (0 to 12)."""
+    n = _count(answer, 12)
+    if n is None:
+        return f"write a whole number from 0 to 12, got {answer!r}"
+    if n == 12:
         return (
-            "'last' is what post-norm gives, not pre-norm: the gradient reaching a pre-norm stack's top "
-            "passes through the final LayerNorm, which divides by the RMS of the grown stream"
+            "torch's layers read True as blocked, the opposite of ours, so our mask blocks exactly the "
+            "tokens that should be seen"
         )
-    if choice == "same":
+    if n > 6:
         return (
-            "the residual path is an identity, but the layers do not see the same thing: the stream grows "
-            "from layer to layer, and the higher layers' gradients are divided by its larger RMS"
+            "not only the padding tokens go wrong: our mask, read as blocked, hides every real token from "
+            "every query, so the real tokens' outputs change as well"
         )
-    if choice == "middle":
+    if n == 6:
         return (
-            "nothing singles out a middle layer: layer 1 reads the smallest stream, and it also collects "
-            "through the residual path what every layer above sends back"
+            "the first sentence has no padding, but our mask is True on all its real tokens, which torch "
+            "reads as blocked: its queries may see nothing, and their outputs change too"
+        )
+    if n > 0:
+        return (
+            "every query attends to the wrong keys: our mask, read as blocked, hides the real tokens, so "
+            "no output token stays right"
         )
     return None

@@ -429,3 +429,191 @@ def _check_greedy(decode):
     if got != expected:
         return f"on a randomly initialised model with max_len=3: expected {expected}, got {got}"
     return None
+
+
+# --- Predictions in sections 1, 2, 3 and 5 -----------------------------------------------------------
+
+
+def _fraction(answer):
+    """The answer as a fraction in [0, 1], or None."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not 0 <= answer <= 1:
+        return None
+    return float(answer)
+
+
+@exercise(
+    hint="""
+    Look at the word-order rules: where does the Neo verb go, and where was it in English? Does any
+    sentence come without a verb?
+    """,
+    reference=0.0,
+    kind="prediction",
+    wrong=[
+        mistake("expect short sentences to keep their order", 0.5, says="every sentence has a verb"),
+        mistake("expect most sentences to keep their order", 0.9, says="to the end"),
+        mistake("expect a few sentences to keep their order by chance", 0.05, says="never"),
+    ],
+    explain="""
+    None (0). Every sentence is NP VERB NP ..., and the Neo verb always goes to the end, after the object,
+    so in every pair some Neo word points back at an earlier English word than the one before it.
+    """,
+)
+def predict_same_word_order(answer):
+    """answer: the fraction (0 to 1) of training pairs whose alignment keeps the English word order."""
+    f = _fraction(answer)
+    if f is None:
+        return f"write a fraction between 0 and 1, got {answer!r}"
+    if f >= 0.8:
+        return "the Neo verb goes to the end, after the object, while the English verb sits in the middle"
+    if f >= 0.2:
+        return (
+            "short or long, every sentence has a verb, and it always moves to the end: no length escapes the reordering"
+        )
+    if f > 0:
+        return "not even by chance: the verb's move to the end is a rule, so the order is never kept"
+    return None
+
+
+def _tied_reference():
+    from utils.translator import recipe
+
+    return recipe.MODEL.tgt_vocab_size * recipe.MODEL.d_model
+
+
+def _tied_mistakes():
+    """(the Neo vocabulary size, the source embedding's parameter count): the numbers two mistakes give."""
+    from utils.translator import recipe
+
+    return recipe.MODEL.tgt_vocab_size, recipe.MODEL.src_vocab_size * recipe.MODEL.d_model
+
+
+@exercise(
+    hint="""
+    Tying makes two parameters one: the output projection's weight becomes the Neo embedding matrix.
+    How many numbers has that matrix (one row per Neo word, d_model numbers per row)? Does the projection
+    have anything else?
+    """,
+    reference=_tied_reference(),
+    kind="prediction",
+    wrong=[
+        mistake("count the projection's bias too", _tied_reference() + _tied_mistakes()[0], says="bias"),
+        mistake("count both matrices", 2 * _tied_reference(), says="one of the two"),
+        mistake("count the source embedding", _tied_mistakes()[1], says="Neo"),
+    ],
+    explain="""
+    One (Neo vocabulary × d_model) matrix: 112 × 64 = 7,168 parameters. The output projection keeps its
+    bias, one number per Neo word, and the source embedding cannot join in, since the English vocabulary
+    differs.
+    """,
+)
+def predict_tied_saving(answer):
+    """answer: how many parameters tying the Neo embedding and the output projection saves."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return f"write a number of parameters, got {answer!r}"
+    ref = _tied_reference()
+    if answer == ref:
+        return None
+    bias, source = _tied_mistakes()
+    if answer == ref + bias:
+        return "the output projection's bias is a separate vector: tying shares the weight matrix only"
+    if answer == 2 * ref:
+        return "the tied model keeps one of the two matrices: only the other is saved"
+    if answer == source:
+        return "that is the source embedding; the tie is between the Neo embedding and the output projection"
+    return f"{answer} parameters: count the numbers in one (Neo vocabulary, d_model) matrix"
+
+
+def _smoothed_reference():
+    from utils.translator import recipe
+
+    return 0.9 + 0.1 / recipe.MODEL.tgt_vocab_size
+
+
+@exercise(
+    hint="""
+    The smoothed target is (1 - eps) on the right word plus eps spread evenly over all V words. The
+    right word is one of those V words.
+    """,
+    reference=_smoothed_reference(),
+    kind="prediction",
+    wrong=[
+        mistake("forget the right word's share of eps", 0.9, says="its share"),
+        mistake("think smoothing leaves the right word at 1", 1.0, says="takes eps"),
+        mistake("give the right word eps", 0.1, says="1 - eps"),
+    ],
+    explain="""
+    0.9 + 0.1/V, about 0.9009 for our V = 112 Neo words: the target keeps 1 - eps = 0.9 and spreads
+    eps = 0.1 over all V words, the right one included. The best prediction (the target itself) has a loss
+    of the target's entropy, not 0.
+    """,
+)
+def predict_smoothed_target(answer):
+    """answer: the probability the smoothed target (eps = 0.1, V = 112) gives the right word."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not 0 <= answer <= 1:
+        return f"write a probability between 0 and 1, got {answer!r}"
+    if abs(answer - _smoothed_reference()) < 2e-4:
+        return None
+    if abs(answer - 0.9) < 2e-4:
+        return "close: eps is spread over the whole vocabulary, the right word included, so it gets its share too"
+    if answer > 0.95:
+        return "label smoothing takes eps = 0.1 away from the right word and spreads it over the vocabulary"
+    if answer < 0.5:
+        return "the right word keeps most of the target: 1 - eps, plus its share of eps"
+    return f"{answer}: the right word gets 1 - eps plus eps / V"
+
+
+_NOUN_WORDS = {
+    "determiner": "determiner",
+    "determiners": "determiner",
+    "det": "determiner",
+    "adjective": "adjective",
+    "adjectives": "adjective",
+    "adj": "adjective",
+    "both": "both",
+    "neither": "neither",
+    "none": "neither",
+}
+
+
+@exercise(
+    hint="""
+    Where is the noun's gender available when the decoder writes each word? A determiner comes before its
+    noun in Neo, an adjective after it — and the decoder's self-attention can read what it already wrote.
+    """,
+    reference="determiner",
+    kind="prediction",
+    wrong=[
+        mistake("expect a head for both", "both", says="already written"),
+        mistake("expect the adjective, which follows its noun, to need the source", "adjective", says="before"),
+        mistake("expect no head to specialise", "neither", says="has to come from the source"),
+    ],
+    explain="""
+    The determiner, in this run. It comes before its noun in Neo, so when the decoder writes it, the gender
+    is in nothing the decoder has written yet: it has to come from the source, and a head of this model
+    looks right at the English noun (the encoder could have copied the gender to another source word;
+    this model did not). An adjective follows its noun: the decoder has already written the noun, so its
+    own self-attention can supply the gender, a likely reason why no cross-attention head looks at the
+    noun then (not measured here).
+    """,
+)
+def predict_head_on_noun(answer):
+    """answer: "determiner", "adjective", "both" or "neither"."""
+    if not isinstance(answer, str) or answer.strip().lower() not in _NOUN_WORDS:
+        return f'write "determiner", "adjective", "both" or "neither", got {answer!r}'
+    choice = _NOUN_WORDS[answer.strip().lower()]
+    if choice == "both":
+        return (
+            "an adjective follows its noun in Neo: the noun is already written, and the decoder's own "
+            "self-attention can read its gender there, so no cross-attention head needs to"
+        )
+    if choice == "adjective":
+        return (
+            "the other way round: the determiner comes before its noun, so its gender has to come from the "
+            "source; the adjective's noun is already written"
+        )
+    if choice == "neither":
+        return (
+            "when the decoder writes a determiner, its noun is not written yet: the gender has to come from "
+            "the source, and in this run a head looks right at the English noun"
+        )
+    return None
