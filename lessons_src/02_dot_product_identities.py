@@ -484,17 +484,18 @@ plt.show()
 # ### Why PE is added, not concatenated
 #
 # The reading notes explain that PE is "added but not concatenated" by the "Near orthogonality in
-# high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector. Concatenating,
+# high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector; concatenating,
 # $[e; PE_t]$, keeps them apart for sure but doubles the width of every layer. In high dimensions the
 # random-looking word embeddings and the encodings are nearly orthogonal, so the sum still tells the
-# words apart. Experiment: a vocabulary of $V$ random word vectors (entries
-# $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable to $|PE_t| = \sqrt{d/2}$); each token
-# is $x = e_w + PE_t$ at a random position $t$ below a maximum length (the sizes are printed below); we decode the word as
-# $\arg\max_v x \cdot e_v$. Concatenation decodes exactly as well as the bare embeddings (the PE
-# block is orthogonal to $[e_v; 0]$), so it is the baseline. (The paper's own embeddings are learned and,
-# in its words (section 3.4), "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$";
-# ours are random and used as drawn.) `word_recovery(d, seed)` returns both
-# shares; we run it for five seeds per width.
+# words apart. The experiment, `word_recovery(d, seed)`, five seeds per width:
+# - a vocabulary of $V$ random word vectors, entries $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable
+#   to $|PE_t| = \sqrt{d/2}$;
+# - each token is $x = e_w + PE_t$ at a random position $t$ below a maximum length (sizes printed below);
+# - we decode the word as $\arg\max_v x \cdot e_v$. Concatenation decodes exactly as well as the bare
+#   embeddings (the PE block is orthogonal to $[e_v; 0]$): it is the baseline.
+#
+# (The paper's embeddings are learned, and "In the embedding layers, we multiply those weights by
+# $\sqrt{d_{model}}$" (section 3.4); ours are random and used as drawn.)
 
 # %% tags=["nbval-ignore-output"]
 word_dims = [4, 8, 16, 32, 64, 128, 256, 512]

@@ -332,8 +332,9 @@ fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: n
 
 # %% [markdown]
 # No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
-# row the scores in columns 1 and 5 are equal. The same holds for *any* attention without position
-# information (and without attention dropout, which zeroes weights at random in training), also with projections ($x_1 W_q = x_5 W_q$), which section 5 uses. Over the 20 tables:
+# row the scores in columns 1 and 5 are equal. So it holds for any attention without position information,
+# projections included ($x_1 W_q = x_5 W_q$, section 5), as long as no attention dropout zeroes weights at
+# random (this lesson uses none). Over the 20 tables:
 
 # %% tags=["hide-input"]
 for s in range(20):
