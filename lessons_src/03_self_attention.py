@@ -637,7 +637,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #
 # - Attention scores every key against the query, softmaxes the scores (scaled by $1/\sqrt{d_k}$) and mixes the
 #   values: $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. Loops, matrices and `utils` agree.
-# - It is a soft dictionary look-up; temperature $\to 0$ makes it a hard one.
+# - It is a soft dictionary look-up; temperature $\to 0$ makes it a hard one when one key matches best.
 # - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters; with random 512-dimensional
 #   embeddings it is nearly the identity, and without position information identical words get identical rows
 #   and columns.
