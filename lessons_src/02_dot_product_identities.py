@@ -59,37 +59,18 @@ SEEDS = [0, 1, 2, 3, 4]  # every measurement on random vectors is repeated over 
 # ## 1. $PE_t \cdot PE_{t+k}$ depends on the distance $|k|$ only
 #
 # With $\omega_i = 1/10000^{2i/d_{model}}$, column $2i$ of $PE_t$ is $\sin(\omega_i t)$ and column
-# $2i+1$ is $\cos(\omega_i t)$. Pair the columns up and use
-# $\sin a \sin b + \cos a \cos b = \cos(a - b)$:
+# $2i+1$ is $\cos(\omega_i t)$.
 #
-# $$PE_t \cdot PE_{t+k} = \sum_{i=0}^{d_{model}/2-1} \big[\sin(\omega_i t)\sin(\omega_i (t+k))
-#   + \cos(\omega_i t)\cos(\omega_i (t+k))\big] = \sum_{i=0}^{d_{model}/2-1} \cos(\omega_i k).$$
-#
-# The position $t$ has cancelled. First the left-hand side, by brute force from the table, for every
-# $t$ and a few offsets $k \ne 0$ ($k = 0$ is the prediction below):
-
-# %%
-d_model, max_len = 128, 200
-pe = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)  # (max_len, d_model)
-w = angular_frequencies(d_model)  # (d_model/2,) omega_i, float64
-
-for k in [1, 7, 50]:
-    dots = [float(pe[t] @ pe[t + k]) for t in range(max_len - k)]  # one dot product per t
-    formula = float(torch.cos(w * k).sum())  # sum_i cos(omega_i k)
-    print(
-        f"k={k:3d}: PE_t . PE_t+k over {len(dots)} values of t lies in [{min(dots):.6f}, {max(dots):.6f}];"
-        f"  sum_i cos(w_i k) = {formula:.6f}"
-    )
-    gap = max(abs(d - formula) for d in dots)
-    assert gap < 1e-10, f"k={k}: a dot product differs from the formula by {gap:.3g}"
-
-# %% [markdown]
-# **Predict first.** At $k = 0$ the formula gives $|PE_t|^2$. What is $|PE_t|^2$ at $d_{model} = 128$?
+# **Predict first.** Every entry of $PE_t$ lies in $[-1, 1]$. What is its squared length $|PE_t|^2$ at
+# $d_{model} = 128$?
 
 # %%
 my_guess_length = None  # your answer: a number
 
 # %%
+d_model, max_len = 128, 200
+pe = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)  # (max_len, d_model)
+w = angular_frequencies(d_model)  # (d_model/2,) omega_i, float64
 squared = pe.pow(2).sum(dim=1)  # (max_len,) |PE_t|^2
 assert torch.allclose(squared, torch.full_like(squared, check.predict_pe_length_squared.reference), atol=1e-10)
 print(f"|PE_t|^2 = {squared[0]:.4f} = d_model / 2 for all {max_len} positions")
@@ -99,6 +80,25 @@ check.predict_pe_length_squared(my_guess_length)
 
 # %% [markdown]
 # Every pair contributes $\sin^2 + \cos^2 = 1$: all encodings have the same length, $\sqrt{d_{model}/2}$.
+# The same identity in its general form, $\sin a \sin b + \cos a \cos b = \cos(a - b)$, gives the dot
+# product of two positions:
+#
+# $$PE_t \cdot PE_{t+k} = \sum_{i=0}^{d_{model}/2-1} \big[\sin(\omega_i t)\sin(\omega_i (t+k))
+#   + \cos(\omega_i t)\cos(\omega_i (t+k))\big] = \sum_{i=0}^{d_{model}/2-1} \cos(\omega_i k).$$
+#
+# The position $t$ has cancelled. The left-hand side by brute force from the table, for every $t$ and a
+# few offsets $k$:
+
+# %%
+for k in [1, 7, 50]:
+    dots = [float(pe[t] @ pe[t + k]) for t in range(max_len - k)]  # one dot product per t
+    formula = float(torch.cos(w * k).sum())  # sum_i cos(omega_i k)
+    print(
+        f"k={k:3d}: PE_t . PE_t+k over {len(dots)} values of t lies in [{min(dots):.6f}, {max(dots):.6f}];"
+        f"  sum_i cos(w_i k) = {formula:.6f}"
+    )
+    gap = max(abs(d - formula) for d in dots)
+    assert gap < 1e-10, f"k={k}: a dot product differs from the formula by {gap:.3g}"
 
 # %% [markdown]
 # ### The Gram matrix is Toeplitz
@@ -191,7 +191,7 @@ plt.show()
 J = torch.block_diag(
     *[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2)
 )  # (d_model, d_model)
-g_table = pe[t0 + ks] @ J.T @ pe[t0]  # (200,) PE_{t0} J PE_{t0+k}^T
+g_table = pe[t0] @ J @ pe[t0 + ks].T  # (200,) PE_{t0} J PE_{t0+k}^T, one per k
 assert torch.allclose(g_table, -torch.sin(ks[:, None].double() * w).sum(1), atol=1e-10)
 assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(float(g_table[ks == 5])) > 1
 assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
@@ -251,7 +251,7 @@ check.predict_rotation_nonzeros(my_guess_nonzeros)
 # %% [markdown]
 # It maps every row of the table to the row $k$ steps later, for positive and negative $k$:
 
-# %%
+# %% tags=["hide-input"]
 offsets = [1, 5, 37, -3, -60]
 for k in offsets:
     M = relative_rotation(k, d_model, dtype=torch.float64)  # (d_model, d_model)
@@ -267,7 +267,7 @@ print(f"✓ PE_t M_k = PE_t+k for every row t of the table and k in {offsets}")
 # $M_a M_b = M_{a+b}$; so $M_{-k} = M_k^{-1} = M_k^\top$ and $M_0 = I$.
 
 
-# %%
+# %% tags=["hide-input"]
 def Mk(k):
     return relative_rotation(k, d_model, dtype=torch.float64)  # (d_model, d_model)
 
@@ -289,17 +289,47 @@ print("✓ M_k is orthogonal, M_a M_b = M_(a+b), M_-k = M_k^T, M_0 = I")
 #   \begin{pmatrix}\cos b & -\sin b\\ \sin b & \cos b\end{pmatrix}
 #   \begin{pmatrix}s & c\end{pmatrix}^\top = (s^2 + c^2)\cos b = \cos b.$$
 
-# %%
+# %% tags=["hide-input"]
 t, k = 42, 11
 assert math.isclose(float(pe[t] @ Mk(k) @ pe[t]), float(torch.cos(w * k).sum()), abs_tol=1e-10)
 print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w_i * {k})")
+
+# %% [markdown]
+# ## Explore: the offset explorer
+#
+# The figure below shows, for one setting, the facts of sections 1 and 2: $PE_t \cdot PE_{t+k}$
+# against $t$ (a flat line at $\sum_i \cos(\omega_i k)$), the same dot product against the offset
+# (the chosen $k$ marked), and the rotation picture of one frequency pair $i$: the point
+# $(\sin \omega_i t, \cos \omega_i t)$ at positions $t$ and $t + k$, an angle $\omega_i k$ apart.
+# Run the notebook to get the sliders.
+
+# %%
+fig = plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3)
+plt.show()
+
+# %% tags=["nbval-ignore-output"]
+offset_explorer()
+
+# %% [markdown]
+# Things to try: move `k` and watch the left panel stay flat while its level follows the middle
+# curve; set `pair i` to a slow pair (large $i$) and see the rotation angle shrink. The `base` moves
+# every pair but the first: $\omega_i = 1/\text{base}^{2i/d_{model}}$, so $\omega_0 = 1$ for every base,
+# and only the pairs $i \ge 1$ turn faster when you lower it. The default pair is $i = 0$, the one
+# the `base` slider cannot move: pick $i \ge 1$ first, then lower `base` and watch the angle grow.
+
+# %% tags=["hide-input"]
+bases = [10.0, 100.0, 1000.0, 10000.0, 100000.0]  # falling speeds: lower base, faster pairs
+omegas = torch.stack([angular_frequencies(64, b) for b in bases])  # (5, 32) omega_i per base
+assert torch.all(omegas[:, 0] == 1)  # pair 0: omega_0 = 1 whatever the base
+assert torch.all(omegas[:-1, 1:] > omegas[1:, 1:])  # pairs i >= 1: faster for every lower base
+print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
 
 # %% [markdown]
 # ## 3. The dot product decays with distance — but not monotonically
 #
 # The reading notes say the dot product "decays symmetrically and smoothly". Symmetric: yes (section 1).
 # Smooth: yes, it is a sum of cosines. But it does not fall at every step: the fast pairs (small
-# $i$, $\omega_i$ near 1) wobble with period about $2\pi$, and when enough of them swing back the sum
+# $i$, $\omega_i$ near 1) wobble with periods from $2\pi$ up, and when enough of them swing back the sum
 # rises again. We list every $k$ where $f(k+1) > f(k)$.
 
 # %%
@@ -323,7 +353,7 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# How far does this go? The fast pairs repeat every $2\pi \approx 6.3$ positions, the slowest at
+# How far does this go? The fastest pair repeats every $2\pi$ positions, the slowest at
 # $d_{model} = 128$ every $2\pi \cdot 10000^{126/128}$ (printed below).
 #
 # **Predict first.** Over the long range $1000 \le k \le 10\,000$, what is the largest value of
@@ -337,18 +367,12 @@ far = torch.arange(0, 10001, dtype=torch.float64)  # (10001,) offsets 0 .. 10000
 ratio = torch.cos(far[:, None] * w).sum(1) / (d_model / 2)  # (10001,) f(k) / f(0)
 peak = ratio[1000:].max().item()
 slowest_128 = 2 * math.pi / float(w[-1])
-print(f"slowest wavelength at d_model = {d_model}: {slowest_128:,.0f} positions")
+slowest_cos = torch.cos(far[1000:] * w[-1]).min().item()  # the slowest pair's lowest cosine in the range
+print(
+    f"slowest wavelength at d_model = {d_model}: {slowest_128:,.0f} positions; its cosine stays above {slowest_cos:.2f}"
+)
 print(f"largest f(k) / f(0) for 1000 <= k <= 10000: {peak:.3f}, at k = {1000 + int(ratio[1000:].argmax())}")
-assert abs(peak - check.predict_long_range.reference) < 0.005
-other_peaks, other_at = {}, {}  # the same at other widths
-for d in [8, 16, 32, 64, 256, 512, 1024]:
-    f_d = torch.cos(far[1000:, None] * angular_frequencies(d)).sum(1) / (d / 2)  # (9001,)
-    other_peaks[d], other_at[d] = f_d.max().item(), 1000 + int(f_d.argmax())
-print("at d_model = 8, 16, 32, 64, 256, 512, 1024:", ", ".join(f"{v:.2f}" for v in other_peaks.values()))
-print(f"at d_model = 8 the peak is at k = {other_at[8]}, about 2000 pi = {2000 * math.pi:.0f}")
-assert all(v < 0.6 for d, v in other_peaks.items() if d >= 32)
-assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
-
+assert abs(peak - check.predict_long_range.reference) < 0.005 and slowest_cos > 0.35
 fig, ax = plt.subplots(figsize=(8, 2.6), layout="constrained")
 ax.plot(far.numpy(), ratio.numpy(), lw=0.4)
 ax.axhline(1, color="0.6", lw=0.8, ls="--")
@@ -359,8 +383,28 @@ plt.show()
 check.predict_long_range(my_guess_long_range)
 
 # %% [markdown]
-# At $d_{model} = 128$ the slow pairs never line up with the fast ones again within this range, so no far
-# position looks like a near one; from $d_{model} = 32$ up the long-range peak stays below $0.6\,f(0)$.
+# The same peak at other widths:
+
+# %% tags=["hide-input"]
+other_peaks, other_at = {}, {}  # the same at other widths
+for d in [8, 16, *range(32, 257, 2), 512, 1024]:
+    f_d = torch.cos(far[1000:, None] * angular_frequencies(d)).sum(1) / (d / 2)  # (9001,)
+    other_peaks[d], other_at[d] = f_d.max().item(), 1000 + int(f_d.argmax())
+shown = [8, 16, 32, 64, 256, 512, 1024]
+print(f"at d_model = {shown}:", ", ".join(f"{other_peaks[d]:.2f}" for d in shown))
+print(
+    f"largest over every even width from 32 to 256, 512 and 1024: {max(v for d, v in other_peaks.items() if d >= 32):.2f}"
+)
+print(f"at d_model = 8 the peak is at k = {other_at[8]}, about 2000 pi = {2000 * math.pi:.0f}")
+assert all(v < 0.6 for d, v in other_peaks.items() if d >= 32)
+assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
+print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the long-range peak stays below 0.6 f(0)")
+
+# %% [markdown]
+# At $d_{model} = 128$ the 64 waves never all line up again within this range. The slowest is not the
+# obstacle (its cosine stays above 0.40, printed above): the 63 faster ones are never in phase at once. So
+# no far position looks like a near one; at every even width from 32 to 256, and at 512 and 1024, the long-range peak stays below
+# $0.6\,f(0)$.
 # Narrow encodings do come back: at $d_{model} = 8$ only four waves must line up, and near
 # $k = 2000\pi$ they do, to $0.99\,f(0)$ and more; at 16 to about $0.7\,f(0)$ (all printed above).
 # > **Going further** (at the end): how the first rise moves with $d_{model}$.
@@ -381,7 +425,7 @@ check.predict_long_range(my_guess_long_range)
 # you run the measurement.
 
 # %%
-my_prediction = None  # your answer: a share between 0 and 1, e.g. 0.3
+my_guess_near_perpendicular = None  # your answer: a share between 0 and 1, e.g. 0.3
 
 # %% tags=["nbval-ignore-output"]
 dims = [2, 8, 32, 128, 512, 2048]
@@ -420,7 +464,7 @@ assert all(lo <= s <= hi for s in near_90[5]) and abs(spread(near_90[5])[1] - be
 print("✓ in every seed the measured share is close to the normal curve's")
 
 # %%
-check.predict_near_perpendicular(my_prediction)
+check.predict_near_perpendicular(my_guess_near_perpendicular)
 
 # %% [markdown]
 # So in 512 dimensions about 95% of random pairs lie within 5° of perpendicular, and virtually all
@@ -440,17 +484,18 @@ plt.show()
 # ### Why PE is added, not concatenated
 #
 # The reading notes explain that PE is "added but not concatenated" by the "Near orthogonality in
-# high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector. Concatenating,
+# high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector; concatenating,
 # $[e; PE_t]$, keeps them apart for sure but doubles the width of every layer. In high dimensions the
 # random-looking word embeddings and the encodings are nearly orthogonal, so the sum still tells the
-# words apart. Experiment: a vocabulary of $V$ random word vectors (entries
-# $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable to $|PE_t| = \sqrt{d/2}$); each token
-# is $x = e_w + PE_t$ at a random position $t$ below a maximum length (the sizes are printed below); we decode the word as
-# $\arg\max_v x \cdot e_v$. Concatenation decodes exactly as well as the bare embeddings (the PE
-# block is orthogonal to $[e_v; 0]$), so it is the baseline. (The paper's own embeddings are learned and,
-# in its words (section 3.4), "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$";
-# ours are random and used as drawn.) `word_recovery(d, seed)` returns both
-# shares; we run it for five seeds per width.
+# words apart. The experiment, `word_recovery(d, seed)`, five seeds per width:
+# - a vocabulary of $V$ random word vectors, entries $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable
+#   to $|PE_t| = \sqrt{d/2}$;
+# - each token is $x = e_w + PE_t$ at a random position $t$ below a maximum length (sizes printed below);
+# - we decode the word as $\arg\max_v x \cdot e_v$. Concatenation decodes exactly as well as the bare
+#   embeddings (the PE block is orthogonal to $[e_v; 0]$): it is the baseline.
+#
+# (The paper's embeddings are learned, and "In the embedding layers, we multiply those weights by
+# $\sqrt{d_{model}}$" (section 3.4); ours are random and used as drawn.)
 
 # %% tags=["nbval-ignore-output"]
 word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
@@ -504,10 +549,8 @@ plt.show()
 # are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
 # space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
 # code": all scores are one product $QK^\top$. Vectorised, the additive score builds a hidden vector of size
-# $d_a$ for every query–key pair; a loop over pairs would save that memory but not the per-pair work (add,
-# $\tanh$, multiply). Only the projections $QW_1$, $KW_2$ and the last product with $v$ are matrix products;
-# the $T_q T_k d_a$ additions and $\tanh$es between them are not. We check the vectorised scores against a
-# loop over pairs, then count the numbers each method builds, at five sizes:
+# $d_a$ for every query–key pair, and its $\tanh$es are not a matrix product. We check the vectorised scores
+# against a loop over pairs, then count the numbers each method builds, at five sizes:
 
 
 # %%
@@ -534,7 +577,7 @@ for n, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
     print(
         f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, additive {hidden.numel():10,}"
     )
-print("✓ additive attention builds d_a numbers per query-key pair, dot-product attention one")
+print("✓ additive attention's hidden layer holds d_a numbers per query-key pair; dot-product attention keeps one score")
 
 # %% [markdown]
 # The additive scores are also bounded, $|\text{score}| \le \sum_j |v_j|$ (checked above), whatever the size
@@ -625,27 +668,8 @@ check.predict_self_score_mean(my_guess_self_score)
 # scaled by $\sqrt{d_k}$ is about $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks
 # almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
 #
-# The break needs the query and the key to be the *same* vector. In the real model they come from
-# separate projections, $q = xW_q$ and $k = xW_k$; with random $W_q \ne W_k$ (entries of variance
-# $1/d_{model}$) the self-score is centred near 0 again, with variance near $d_k$. Measured at
-# $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
-
-# %% tags=["nbval-ignore-output"]
-untied_mean, untied_var = [], []  # self-score x W_q . x W_k, divided by sqrt(d_k) and d_k, one per seed
-for seed in SEEDS:
-    x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
-    W_q, W_k = (W / math.sqrt(512) for W in random_pairs(512, 64, 100 + seed))  # (d_model, d_k) each
-    untied = ((x_words @ W_q) * (x_words @ W_k)).sum(1)  # (4000,) each word's score with itself
-    untied_mean.append(untied.mean().item() / 8)
-    untied_var.append(untied.var().item() / 64)
-print(
-    f"separate W_q, W_k: mean self-score / sqrt(d_k) {min(untied_mean):.3f} .. {max(untied_mean):.3f}, "
-    f"Var / d_k {min(untied_var):.2f} .. {max(untied_var):.2f}  (range over seeds)"
-)
-
-# %% tags=["hide-input"]
-assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in untied_var)
-print("✓ with separate random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
+# > **Going further:** with separate projections $W_q \ne W_k$ the self-score is centred near 0 again
+# > (measured at the end).
 
 # %% [markdown]
 # What the unscaled size does to attention (the COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$):
@@ -679,10 +703,6 @@ for seed in SEEDS:
                 jacobian_norm(p).median().item(),
             )
         )
-    print(
-        f"seed {seed}: gap between the two largest unscaled scores: median {gaps[-1].median():5.2f}, "
-        f"mean {gaps[-1].mean():5.2f}"
-    )
 gap_medians, gap_means = [g.median().item() for g in gaps], [g.mean().item() for g in gaps]
 print(
     f"over the {len(SEEDS)} seeds: median gap {min(gap_medians):.2f} .. {max(gap_medians):.2f}, "
@@ -711,8 +731,8 @@ print("✓ unscaled, in every seed most queries put over 0.99 on one key and the
 print("✓ scaled, in every seed no query puts over 0.99 on one key and the gradient stays alive")
 
 # %% [markdown]
-# So unscaled, the top key typically leads by about 9 to 10 units (the median gaps printed above) and gets $e^{\text{gap}}$
-# times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
+# So unscaled, the top key typically leads by about 9 units (a median gap between 8.5 and 10.5 in every
+# seed, the range printed above) and gets $e^{\text{gap}}$ times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
 # fraction of a unit and the weights stay soft. Smaller keys are no way out: in Table 3 (rows B)
 # "reducing the attention key size $d_k$ hurts model quality", which, the paper adds (section 6.2), "suggests
 # that determining compatibility is not easy and that a more sophisticated compatibility function than dot
@@ -793,36 +813,6 @@ plt.show()
 # > *Going further* at the end.
 
 # %% [markdown]
-# ## Explore: the offset explorer
-#
-# The figure below shows, for one setting, the facts of sections 1 and 2: $PE_t \cdot PE_{t+k}$
-# against $t$ (a flat line at $\sum_i \cos(\omega_i k)$), the same dot product against the offset
-# (the chosen $k$ marked), and the rotation picture of one frequency pair $i$: the point
-# $(\sin \omega_i t, \cos \omega_i t)$ at positions $t$ and $t + k$, an angle $\omega_i k$ apart.
-# Run the notebook to get the sliders.
-
-# %%
-fig = plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3)
-plt.show()
-
-# %% tags=["nbval-ignore-output"]
-offset_explorer()
-
-# %% [markdown]
-# Things to try: move `k` and watch the left panel stay flat while its level follows the middle
-# curve; set `pair i` to a slow pair (large $i$) and see the rotation angle shrink. The `base` moves
-# every pair but the first: $\omega_i = 1/\text{base}^{2i/d_{model}}$, so $\omega_0 = 1$ for every base,
-# and only the pairs $i \ge 1$ turn faster when you lower it. The default pair is $i = 0$, the one
-# the `base` slider cannot move: pick $i \ge 1$ first, then lower `base` and watch the angle grow.
-
-# %% tags=["hide-input"]
-bases = [10.0, 100.0, 1000.0, 10000.0, 100000.0]  # falling speeds: lower base, faster pairs
-omegas = torch.stack([angular_frequencies(64, b) for b in bases])  # (5, 32) omega_i per base
-assert torch.all(omegas[:, 0] == 1)  # pair 0: omega_0 = 1 whatever the base
-assert torch.all(omegas[:-1, 1:] > omegas[1:, 1:])  # pairs i >= 1: faster for every lower base
-print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
-
-# %% [markdown]
 # ## Summary
 #
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ ($PE\,PE^\top$ is Toeplitz) and
@@ -834,8 +824,8 @@ print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with
 #   (narrow encodings do: $d_{model} = 8$ returns to $0.99\,f(0)$).
 # - Random directions in $d$ dimensions have cosine similarity with mean 0 and standard deviation
 #   $1/\sqrt d$; that is why adding PE to word embeddings loses little when $d$ is large.
-# - Dot products beat additive attention in speed and memory (one matrix product, no $d_a$-sized hidden
-#   vector per pair), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
+# - The paper finds dot products "much faster and more space-efficient in practice" than additive attention
+#   (one matrix product; no $d_a$-sized hidden vector per pair, counted above), but they grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
 #   make softmax nearly one-hot with a vanishing gradient, which the $1/\sqrt{d_k}$ scale prevents. For
 #   $q = k = x$ the assumption fails: $x \cdot x$ has mean $d_k$ (and, for Gaussian entries, variance
 #   $2 d_k$); separate projections $W_q \ne W_k$ restore mean 0 and variance $d_k$.
@@ -898,7 +888,7 @@ check.stable_softmax(stable_softmax)
 # %% [markdown]
 # **Exercise 4 (queries and keys of another size).** Footnote 4 assumed entries of variance 1. Suppose
 # instead that $q$ has independent entries with mean 0 and standard deviation `std_q`, and $k$ independent
-# entries with mean 0 and standard deviation `std_k`. Write `score_scale(d_k, std_q, std_k)`: the number
+# entries with mean 0 and standard deviation `std_k`, with $q$ and $k$ independent of each other. Write `score_scale(d_k, std_q, std_k)`: the number
 # to divide $q \cdot k$ by so that the scores again have variance 1.
 
 
@@ -913,7 +903,34 @@ check.score_scale(score_scale)
 # %% [markdown]
 # ## Going further
 #
-# Three detours, each checked like the main line.
+# Four detours, each checked like the main line.
+
+# %% [markdown]
+# ### Separate $W_q$ and $W_k$ restore the assumption
+#
+# *Why read it:* section 5's broken assumption needs $q = k$; the real model projects twice.
+#
+# The break needs the query and the key to be the *same* vector. In the real model they come from
+# separate projections, $q = xW_q$ and $k = xW_k$; with random $W_q \ne W_k$ (entries of variance
+# $1/d_{model}$) the self-score is centred near 0 again, with variance near $d_k$. Measured at
+# $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
+
+# %% tags=["nbval-ignore-output"]
+untied_mean, untied_var = [], []  # self-score x W_q . x W_k, divided by sqrt(d_k) and d_k, one per seed
+for seed in SEEDS:
+    x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
+    W_q, W_k = (W / math.sqrt(512) for W in random_pairs(512, 64, 100 + seed))  # (d_model, d_k) each
+    untied = ((x_words @ W_q) * (x_words @ W_k)).sum(1)  # (4000,) each word's score with itself
+    untied_mean.append(untied.mean().item() / 8)
+    untied_var.append(untied.var().item() / 64)
+print(
+    f"separate W_q, W_k: mean self-score / sqrt(d_k) {min(untied_mean):.3f} .. {max(untied_mean):.3f}, "
+    f"Var / d_k {min(untied_var):.2f} .. {max(untied_var):.2f}  (range over seeds)"
+)
+
+# %% tags=["hide-input"]
+assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in untied_var)
+print("✓ with separate random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
 
 # %% [markdown]
 # ### When does $f$ first rise, at other widths?

@@ -125,8 +125,8 @@ LONG_RANGE_MISSES = [
         "expect the periodic waves to come back",
         1.0,
         (0.6, 1.0),
-        "each pair is periodic, but the 64 wavelengths do not share a period, and the slowest is 54,410 "
-        "positions, longer than the range: they never line up again",
+        "each pair is periodic, but the 64 wavelengths share no period: the 63 faster pairs are never all "
+        "in phase at once within the range (at d_model = 8, four pairs do line up, near k = 2000 pi)",
     ),
     (
         "expect it to decay to nothing",
@@ -149,9 +149,10 @@ LONG_RANGE_MISSES = [
     reference=LONG_RANGE,
     kind="prediction",
     explain="""
-    The 64 pairs never line up again within 10,000 positions (their wavelengths share no period, and the
-    slowest is longer than the range), so f never returns near f(0); but the fast pairs keep swinging, and
-    their chance alignments leave peaks of about a third of f(0).
+    The 64 pairs never all line up again within 10,000 positions: their wavelengths share no period, and
+    getting the 63 faster pairs in phase at once is what fails (the slowest pair alone would cost little).
+    So f never returns near f(0); but the fast pairs keep swinging, and their chance alignments leave
+    peaks of about a third of f(0).
     """,
     wrong=band_mistakes(LONG_RANGE_MISSES),
 )

@@ -1,7 +1,7 @@
 """Exercises of lesson 03 (self-attention): predict what the slide deck's matrix breaks, one query's
 weights, inputs whose diagonal is not the row maximum, a permutation-invariant classifier head; then a
 prediction per numbered section (a doubled query, a cold look-up, a CAT's weight on itself, a reversed
-sentence, random projections' diagonal); last a position bias that unbalances a three-word cycle."""
+sentence, random projections' diagonal); last the zero-temperature limit when several keys tie."""
 
 import math
 
@@ -218,7 +218,7 @@ def diagonal_not_max(answer):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Transfer: a classifier head that does not care about word order.
+# Practice: a classifier head that does not care about word order.
 
 
 def _self_attention(X):
@@ -255,7 +255,7 @@ def _unscaled(X, W_c):
     Reordering X reorders the rows of Y (equivariance), and a sum does not care about order.
     """,
     reference=_pooled_classifier,
-    kind="transfer",
+    kind="practice",
     wrong=[
         mistake("read the class from position 0 instead of pooling", _first_position, says="position 0"),
         mistake("average the positions instead of summing them", _mean_pool, says="average the positions"),
@@ -323,27 +323,45 @@ def predict_doubled_query(answer):
     return prediction_in_band(answer, 0.857, (0.84, 0.87), DOUBLED_MISSES, "k_1's weight")
 
 
+COLD = 0.961  # cat's weight at temperature 0.1 in section 2 (the lesson asserts it)
 COLD_MISSES = [
-    ("average the values", 1.5, (1.3, 1.7), "the plain average of the values is the high-temperature limit"),
-    ("expect the weights to vanish", 0.0, (-0.1, 0.3), "the weights still sum to 1 at any temperature"),
-    ("pick the last entry", 3.0, (2.5, 3.5), "the query is a noisy copy of the key of cat, not of sky"),
+    (
+        "expect the hard look-up already",
+        1.0,
+        (0.985, 1.1),
+        "at tau = 0.1 the other keys still share about 4% of the weight; it takes a lower temperature to reach 1",
+    ),
+    (
+        "keep the weight of tau = 1",
+        0.35,
+        (0.3, 0.45),
+        "dividing the scores by 0.1 raises every unnormalised weight to the power 10: cat's lead grows",
+    ),
+    (
+        "expect a gentle sharpening",
+        0.6,
+        (0.45, 0.85),
+        "the power 10 shrinks each rival by its ratio to cat to the tenth: (0.24/0.35)^10 is about 0.02",
+    ),
+    ("expect an even split", 0.25, (0.0, 0.3), "a lower temperature sharpens the weights, it does not flatten them"),
 ]
 
 
 @exercise(
-    hint="As the temperature falls, softmax tends to the one-hot vector of the best-matching key. Which key "
-    "does the query match best, and what is its value?",
-    reference=1.0,
+    hint="softmax(s / tau) is proportional to exp(s)^(1/tau): at tau = 0.1, raise each weight of tau = 1 to the "
+    "power 10 and normalise. How small does (rival / cat)^10 get?",
+    reference=COLD,
     kind="prediction",
     explain="""
-    At tau = 0.01 the softmax is (almost) one-hot on the key that matches the query best, cat's, so the output
-    is cat's value (1, 1): the dictionary's answer.
+    softmax(s / 0.1) is proportional to w^10 with w the weights at tau = 1. Each rival's ratio to cat (at most
+    0.69) shrinks to at most 0.03 at the tenth power, so cat gets 1 / (1 + 0.04), about 0.96: nearly the
+    hard look-up, not yet exactly it.
     """,
     wrong=band_mistakes(COLD_MISSES),
 )
 def predict_cold_lookup(answer):
-    """The first coordinate of the attention output at temperature 0.01 in section 2."""
-    return prediction_in_band(answer, 1.0, (0.98, 1.02), COLD_MISSES, "the first coordinate")
+    """The weight on cat at temperature 0.1 in section 2."""
+    return prediction_in_band(answer, COLD, (0.93, 0.985), COLD_MISSES, "cat's weight")
 
 
 CAT_MISSES = [
@@ -417,92 +435,91 @@ def predict_random_diagonal(answer):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Transfer: a relative position bias that unbalances a three-word cycle.
+# Transfer: the zero-temperature limit when several keys match equally well.
 
 
-def _cycle_log_ratios(log_A):
-    """Every |log(A_ij A_jk A_ki / (A_ji A_kj A_ik))| over three distinct positions, from log-weights."""
-    seq = log_A.shape[0]
-    return [
-        abs(float(log_A[i, j] + log_A[j, k] + log_A[k, i] - log_A[j, i] - log_A[k, j] - log_A[i, k]))
-        for i in range(seq)
-        for j in range(seq)
-        for k in range(seq)
-        if len({i, j, k}) == 3
-    ]
+def _scores(q, K):
+    return torch.as_tensor(K, dtype=torch.float64) @ torch.as_tensor(q, dtype=torch.float64)  # (n,)
 
 
-def _cycle_breaking_bias(seq):
-    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]  # (seq, seq) i - j
-    return torch.where(d > 0, -0.5 * d.double() ** 2, torch.zeros((), dtype=torch.float64))  # earlier keys only
+def _cold_limit(q, K, V):
+    scores = _scores(q, K)  # (n,)
+    best = scores >= scores.max() - 1e-9 * (1 + scores.abs().max())  # (n,) the keys that tie for the best
+    return torch.as_tensor(V, dtype=torch.float64)[best].mean(dim=0)  # (d_v,) an even split over them
 
 
-def _distance_bias(seq):  # -|i - j|: symmetric, so the scores stay symmetric
-    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]
-    return -0.5 * d.abs().double()
+def _first_best(q, K, V):
+    return torch.as_tensor(V, dtype=torch.float64)[int(_scores(q, K).argmax())]
 
 
-def _linear_bias(seq):  # -(i - j): asymmetric, but its odd part is linear in i - j
-    d = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]
-    return -0.5 * d.double()
+def _sum_of_best(q, K, V):
+    scores = _scores(q, K)  # (n,)
+    return torch.as_tensor(V, dtype=torch.float64)[scores == scores.max()].sum(dim=0)
 
 
-def _per_key_bias(seq):  # a bias that grows with the key's position j, the same in every row
-    return torch.arange(seq, dtype=torch.float64)[None, :].expand(seq, seq).clone()
+def _warm(q, K, V):  # tau = 1: the plain softmax mix
+    return torch.softmax(_scores(q, K), dim=-1) @ torch.as_tensor(V, dtype=torch.float64)
 
 
-CYCLE_MISTAKES = [
-    mistake(
-        "penalise distance, -|i - j|",
-        _distance_bias,
-        says="your bias is symmetric (b(d) = b(-d)), so the scores stay symmetric and every cycle balances",
-    ),
-    mistake(
-        "use a linear bias, -(i - j)",
-        _linear_bias,
-        says="the odd part of your bias is linear in i - j, and a(i-j) + a(j-k) + a(k-i) = 0 for a linear a",
-    ),
-    mistake(
-        "favour later keys",
-        _per_key_bias,
-        says="your bias depends on more than i - j",
-    ),
+def _hot(q, K, V):  # tau -> infinity: every value equally
+    return torch.as_tensor(V, dtype=torch.float64).mean(dim=0)
+
+
+COLD_LIMIT_MISTAKES = [
+    mistake("return the value of the first best key (the arg max)", _first_best, says="arg max"),
+    mistake("add up the values of the tied keys", _sum_of_best, says="add up"),
+    mistake("stay at temperature 1", _warm, says="temperature 1"),
+    mistake("average all the values", _hot, says="temperature grows"),
 ]
+
+
+def _cold_cases(gen):
+    """(q, K, V, ties): entries on a grid of eighths, so every score is exact and ties are exact; the
+    `ties` best keys are one repeated key, at least 1 above every other score."""
+    cases = []
+    for n, d_k, d_v, ties in [(4, 3, 2, 2), (6, 5, 3, 3), (5, 4, 1, 1), (7, 8, 4, 2)]:
+        q = torch.randint(-2, 3, (d_k,), generator=gen).double()  # (d_k,)
+        q[0] = 2.0  # never the zero vector: |q|^2 >= 4
+        K = torch.randint(-8, 9, (n, d_k), generator=gen).double() / 8  # (n, d_k)
+        top = int((K @ q).argmax())
+        step = 2.0 ** math.floor(math.log2(float(q @ q)))  # |q|^2 / step is in [1, 2)
+        slots = torch.randperm(n, generator=gen)[:ties]  # where the best keys go
+        K[slots] = K[top] + q / step  # one key, repeated: it scores |q|^2 / step above the old best
+        V = torch.randint(-4, 5, (n, d_v), generator=gen).double()  # (n, d_v) each key its own value
+        V[slots] = torch.randint(1, 5, (ties, d_v), generator=gen).double() + 10 * torch.arange(ties)[:, None]
+        cases.append((q, K, V, ties))
+    return cases
 
 
 @exercise(
     hint="""
-    With S = XXᵀ/√d symmetric and A = softmax(S + B), log A_ij - log A_ji = B_ij - B_ji + (a term for row i)
-    - (one for row j), and the row terms cancel around a cycle. So only the odd part a(d) = b(d) - b(-d) of
-    your bias matters, and a(i-j) + a(j-k) + a(k-i) must not vanish: try a bias on earlier keys that grows
-    faster than linearly with the distance.
+    Write the weights as exp((s_j - s_max)/τ) / Σ_l exp((s_l - s_max)/τ). As τ → 0 a key below the best
+    gets exp(-gap/τ) → 0, and every key tied with the best keeps exp(0) = 1. So with m tied keys each
+    gets weight 1/m.
     """,
-    reference=_cycle_breaking_bias,
+    reference=_cold_limit,
     kind="transfer",
-    wrong=CYCLE_MISTAKES,
+    wrong=COLD_LIMIT_MISTAKES,
 )
-def cycle_breaking_bias(answer):
-    """answer(seq) -> B (seq, seq) with B[i, j] = b(i - j), such that softmax(XXᵀ/√d + B) has an unbalanced
-    three-word cycle for any embeddings X."""
-    gen = torch.Generator().manual_seed(fresh_seed())  # embeddings drawn anew on every check
-    for seq in [3, 6, int(torch.randint(4, 10, (), generator=gen))]:
-        B = torch.as_tensor(answer(seq)).to(torch.float64)
-        where = f"for seq = {seq}"
-        if B.shape != (seq, seq):
-            return f"{where}: your bias has shape {tuple(B.shape)}, expected {(seq, seq)}"
-        if not torch.isfinite(B).all():
-            return f"{where}: your bias has entries that are not finite numbers; use a large negative number instead"
-        if not torch.allclose(B[1:, 1:], B[:-1, :-1], atol=1e-9, rtol=0):
-            return f"{where}: {CYCLE_MISTAKES[2].says}: B[i + 1, j + 1] must equal B[i, j]"
-        d_model = int(torch.randint(2, 65, (), generator=gen))
-        X = torch.randn(seq, d_model, generator=gen, dtype=torch.float64)  # (seq, d_model)
-        log_A = torch.log_softmax(X @ X.T / math.sqrt(d_model) + B, dim=-1)  # (seq, seq)
-        if max(_cycle_log_ratios(log_A)) > 0.01:
-            continue
-        if torch.allclose(B, B.T, atol=1e-9):
-            return f"{where}: {CYCLE_MISTAKES[0].says}"
-        odd = B - B.T  # (seq, seq) a(i - j)
-        if torch.allclose(odd, odd[1, 0] * (torch.arange(seq)[:, None] - torch.arange(seq)[None, :]), atol=1e-9):
-            return f"{where}: {CYCLE_MISTAKES[1].says}"
-        return f"{where}: every three-word cycle still balances; the odd part of your bias must not be linear"
+def cold_limit(answer):
+    """answer(q (d_k,), K (n, d_k), V (n, d_v)) -> the limit of softmax(q Kᵀ / τ) V as τ -> 0, (d_v,);
+    checked with repeated best keys, each with its own value."""
+    gen = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
+    for q, K, V, ties in _cold_cases(gen):
+        n = K.shape[0]
+        where = f"for {n} keys, {ties} of them tied for the best score"
+        got = torch.as_tensor(answer(q.clone(), K.clone(), V.clone())).to(torch.float64)
+        if got.shape != (V.shape[1],):
+            return f"{where}: your answer has shape {tuple(got.shape)}, expected {(V.shape[1],)}"
+        wrong = {
+            f"{COLD_LIMIT_MISTAKES[0].name}: tied keys split the weight evenly": _first_best(q, K, V),
+            f"{COLD_LIMIT_MISTAKES[1].name}: each gets weight 1/{ties}, so the limit is their average": _sum_of_best(
+                q, K, V
+            ),
+            f"{COLD_LIMIT_MISTAKES[2].name}: as τ -> 0 a key below the best loses all its weight": _warm(q, K, V),
+            "average all the values: that is where the temperature grows, not where it falls to 0": _hot(q, K, V),
+        }
+        problem = compare_with_mistakes(got, _cold_limit(q, K, V), f"{where}, your answer", wrong)
+        if problem:
+            return problem
     return None
