@@ -157,11 +157,12 @@ print("distance between the two final states, per draw:", [round(g, 3) for g in 
 # The reading notes list what we want of it: **bounded**, **deterministic**, **unique for each
 # position**, and a distance between two steps that **means the same in sentences of different
 # lengths**. Liang Hong's slides and the reading notes reject the obvious candidates first.
-#
+
+# %% [markdown]
 # ## 2. Why not integer positions, or positions in [0, 1]?
 #
 # Use the position itself, 0, 1, 2, ... as the signal: it grows with the sentence, while a word
-# vector's entries stay near 1. The last position against the largest entry of a word vector
+# vector's entries stay within a few units. The last position against the largest entry of a word vector
 # (entries from $N(0, 1)$, 5 draws):
 
 # %% tags=["nbval-ignore-output"]
@@ -214,7 +215,8 @@ check.predict_gap_in_words(my_guess_gap)
 # The same number means different things in different sentences, and 0.5 is position 2 (the third
 # word) of a five-word sentence but no word at all of a 50-word one. The sinusoidal encoding below
 # has no `seq_len` in it at all, so it cannot have this problem.
-#
+
+# %% [markdown]
 # ## 3. The sinusoidal formula
 #
 # The paper gives every position a vector of $d_{model}$ numbers. Columns come in pairs $2i, 2i+1$
@@ -420,8 +422,9 @@ plt.show()
 # **Why the paper chose it.** Section 3.5 gives its reasons. The first: "We chose this function
 # because we hypothesized it would allow the model to easily learn to attend by relative positions,
 # since for any fixed offset k, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$."
-# That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position,
-# so one matrix $M_k$ of 2 × 2 rotations (`utils.positional.relative_rotation`, built in lesson 02)
+# That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position.
+# A 2 × 2 rotation by an angle $b$ takes $(\sin a, \cos a)$ to $(\sin(a + b), \cos(a + b))$, by the
+# angle-addition formulas, so one matrix $M_k$ of such blocks (`utils.positional.relative_rotation`, built in lesson 02)
 # takes every row of the table $k$ rows down:
 
 # %%
@@ -503,7 +506,7 @@ print(vocab, tokens)
 # %% [markdown]
 # How large is PE next to the embedding? The paper does not say how it initialises embeddings:
 # section 3.4 gives only "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$."
-# Its authors' tensor2tensor library draws them from $N(0, 1/d_{model})$ before that product. Compare the norm of $PE(pos)$, 16 at
+# Its authors' tensor2tensor code draws them from $N(0, 1/d_{model})$ before that product. Compare the norm of $PE(pos)$, 16 at
 # $d_{model} = 512$, with the word vectors' norms for three embeddings, each drawn 5 times: entries
 # from $N(0, 1/d_{model})$ times $\sqrt{d_{model}}$ (tensor2tensor's, and ours from here on); PyTorch's
 # default `nn.Embedding` entries, $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers up to 10,000, as
@@ -541,7 +544,7 @@ for seed in SEEDS:
 for name, r in ratios.items():
     print(f"{name:38s} PE / word norm from {min(r):.5f} to {max(r):.5f} over 5 draws")
 
-# %%
+# %% tags=["hide-input"]
 print(
     f"PE norm {pe_norm:.1f}; sqrt(512) = {math.sqrt(512):.1f}; 16 / sqrt(512) = {16 / math.sqrt(512):.3f}; "
     f"16 / 512 = {16 / 512:.5f}"
@@ -751,7 +754,7 @@ print("✓ the first pair alone never returns to (0, 1) at positions 1 to 10^6")
 # %% [markdown]
 # ## Errata in the sources
 #
-# What the slides we cite get wrong, each checked. Read it if you teach from those slides.
+# What the slides we cite get wrong, or read differently from the paper, each checked. Read it if you teach from those slides.
 #
 # ### The YOUR CAT deck's $PE(1)$
 #
@@ -836,9 +839,11 @@ for d in (4, 16, 64, 128, 512, 1024):
     assert math.isclose(paper_wl[0], 2 * math.pi, rel_tol=1e-12) and paper_wl[-1] < 10000 * 2 * math.pi
     assert slides_wl[0] > 2 * math.pi and math.isclose(slides_wl[-1], 10000 * 2 * math.pi, rel_tol=1e-12)
     print(f"{d:7d}  {paper_wl[0]:16.4f} {paper_wl[-1]:18.1f}  {slides_wl[0]:12.4f} {slides_wl[-1]:15.1f}")
-    gaps_at_ends.append((slides_wl[0] / paper_wl[0]).item())  # = 10000^(2/d), shrinking towards 1
-assert all(a > b for a, b in zip(gaps_at_ends, gaps_at_ends[1:]))
+    gaps_at_ends.append(((slides_wl[0] / paper_wl[0]).item(), (slides_wl[-1] / paper_wl[-1]).item()))
+for end in (0, 1):  # the shortest ends, then the longest: each ratio is 10000^(2/d), shrinking towards 1
+    assert all(a[end] > b[end] > 1 for a, b in zip(gaps_at_ends, gaps_at_ends[1:]))
 print("✓ at 6 of 6 widths numbering from 1 drops the paper's fastest pair (2 pi) and adds one of exactly 10000 x 2 pi")
+print("✓ as d_model grows, the two tables' shortest wavelengths and their longest approach each other")
 
 # %% [markdown]
 # The shift moves every pair by one place: the slides' table is the paper's without its fastest pair
@@ -886,7 +891,7 @@ print(
     f"the deck's embedding entries run from {min(entries)} to {max(entries)}; its PE entries from {min(pe_entries)} to {max(pe_entries)}"
 )
 assert min(entries) < 1 and max(entries) > 5000 and 100 < min(pe_entries) < 1000 < max(pe_entries)
-assert pe.abs().max() <= 1 < min(pe_entries)  # no sinusoidal PE entry is that large
+assert pe.abs().max() <= 1  # every sinusoidal PE entry stays in [-1, 1]
 print("the deck's PE for CAT (position 1):", deck_pe_cat)
 print("the real PE(1), first five entries:", sinusoidal_encoding(2, 512)[1, :5])
 print("✓ the deck's 'PE' entries lie far outside [-1, 1], where every sinusoidal PE entry stays")
@@ -905,7 +910,8 @@ print("✓ the deck's 'PE' entries lie far outside [-1, 1], where every sinusoid
 #   hope of extrapolation.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the formula with $i$
 #   from 0, and why neither integer positions nor positions in $[0, 1]$ will do.
-# - The authors' tensor2tensor library (Vaswani et al., 2018, "Tensor2Tensor for Neural Machine
+# - The authors' tensor2tensor library, its code (`tensor2tensor/layers/modalities.py`, the symbol
+#   modality; the library is described in Vaswani et al., 2018, "Tensor2Tensor for Neural Machine
 #   Translation"): word embeddings drawn from $N(0, 1/d_{model})$ and multiplied by $\sqrt{d_{model}}$.
 # - Reading notes on the paper (June 2020): "A chases B" vs "B chases A", and the four properties a
 #   position signal should have (bounded, deterministic, unique, consistent across lengths).
