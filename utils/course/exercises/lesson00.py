@@ -1,4 +1,4 @@
-"""Exercises of lesson 00 (why attention): a prediction per section (the attention context's size, the RNN's
+"""Exercises of lesson 00 (why attention): a prediction per section (the gradient through attention's context, the RNN's
 and the bidirectional RNN's path, restricted attention's layers, the orders of magnitude the gradient loses)
 and where float32's gradient vanishes; count a stacked RNN, a dilated convolution stack and the paper's
 centred restricted window the way Table 1 counts, and measure the gradient that reaches position 0."""
@@ -464,54 +464,56 @@ def _number_prediction(answer, right, mistakes, close, unit, otherwise):
     return f"you predicted {n:g} {unit}, the answer is {right}: {otherwise}"
 
 
-CONTEXT_SIZE = 16  # numbers in the attention context for an 80-word sentence, d_hidden = 16
-CONTEXT_MISTAKES = [
+ATTENTION_FLAT = 1.0  # through attention, ||d c / d x_0|| x n at n = 80 over n = 5: it stays about the same
+ATTENTION_FLAT_BAND = (0.5, 2.0)  # what every seed of the lesson gives lies well inside it
+ATTENTION_FLAT_MISTAKES = [
     (
-        "keep every encoder state",
-        80 * 16,
-        (80 * 16, 80 * 16),
-        "the decoder keeps all 80 states to attend over, but the context it reads is their weighted SUM, one "
-        "vector of d_hidden = 16 numbers",
+        "expect it to vanish like the final state",
+        1e-20,
+        (0.0, 1e-3),
+        "the final state reaches x_0 only through n dependent steps; the context is a weighted sum that takes "
+        "h_0, one step from x_0, directly",
     ),
     (
-        "one weight per word",
-        80,
-        (80, 80),
-        "the 80 weights (one per word) say how much of each state to take; the context is the sum they weigh, "
-        "of size d_hidden = 16",
+        "forget the x n",
+        5 / 80,
+        (0.01, 0.2),
+        "without the x n it falls like 1/n (5/80 = 1/16), because each of the n words gets about 1/n of the "
+        "weight; times n, nothing is left of the fall",
     ),
     (
-        "grow with the sentence",
-        32,
-        (17, 79),
-        "nothing in a weighted sum grows with the sentence: it has the size of one encoder state, 16",
+        "expect it to grow with the sentence",
+        16.0,
+        (5.0, 1e6),
+        "x n only undoes the 1/n share each word gets; nothing makes the first word count more in a longer sentence",
     ),
 ]
 
 
 @exercise(
     hint="""
-    The context is sum_j alpha_j h_j: the weights alpha_j are numbers, each h_j is a vector of d_hidden = 16.
-    What is the size of a weighted sum of 80 vectors of size 16?
+    The context is sum_j alpha_j h_j. x_0 reaches h_0 in one step; the other h_j reach it through the
+    recurrence, whose gradient vanishes. How does alpha_0 change with n when no weight is far from uniform?
     """,
-    reference=CONTEXT_SIZE,
+    reference=ATTENTION_FLAT,
     kind="prediction",
     explain="""
-    A weighted sum of 16-number vectors has 16 numbers, whatever the number of words: the attention context
-    is exactly as large as the RNN's final state. What changes is that it is computed anew at every decoder
-    step, from all the encoder states, so no single vector must carry the whole sentence.
+    The context takes h_0 with weight alpha_0, about 1/n when the weights are spread out, so the gradient to
+    x_0 falls like 1/n, not like a product of n Jacobians: times n it stays about 1 from n = 5 to 80, while
+    through the final state it falls by more than 20 orders of magnitude.
     """,
-    wrong=[mistake(name, answer, says) for name, answer, _, says in CONTEXT_MISTAKES],
+    wrong=[mistake(name, answer, says) for name, answer, _, says in ATTENTION_FLAT_MISTAKES],
 )
-def predict_context_size(answer):
-    """How many numbers the attention context holds for an 80-word sentence (encoder states of size 16)."""
+def predict_attention_flat(answer):
+    """Through attention, ||d c / d x_0|| x n at n = 80 divided by its value at n = 5."""
+    lo, hi = ATTENTION_FLAT_BAND
     return _number_prediction(
         answer,
-        CONTEXT_SIZE,
-        CONTEXT_MISTAKES,
-        lambda n: n == CONTEXT_SIZE,
-        "numbers",
-        "a weighted sum of vectors has the size of one of them",
+        ATTENTION_FLAT,
+        ATTENTION_FLAT_MISTAKES,
+        lambda n: lo <= n <= hi,
+        "as the ratio",
+        "the first word keeps about its 1/n share of the context at every length",
     )
 
 
