@@ -464,6 +464,12 @@ def _number_prediction(answer, right, mistakes, close, unit, otherwise):
     return f"you predicted {n:g} {unit}, the answer is {right}: {otherwise}"
 
 
+def _band_prediction(answer, right, band, mistakes, unit, otherwise):
+    """_number_prediction that accepts any answer in band = (lo, hi), both ends included."""
+    lo, hi = band
+    return _number_prediction(answer, right, mistakes, lambda n: lo <= n <= hi, unit, otherwise)
+
+
 ATTENTION_FLAT = 1.0  # through attention, ||d c / d x_0|| x n at n = 80 over n = 5: it stays about the same
 ATTENTION_FLAT_BAND = (0.5, 2.0)  # what every seed of the lesson gives lies well inside it
 ATTENTION_FLAT_MISTAKES = [
@@ -506,12 +512,11 @@ ATTENTION_FLAT_MISTAKES = [
 )
 def predict_attention_flat(answer):
     """Through attention, ||d c / d x_0|| x n at n = 80 divided by its value at n = 5."""
-    lo, hi = ATTENTION_FLAT_BAND
-    return _number_prediction(
+    return _band_prediction(
         answer,
         ATTENTION_FLAT,
+        ATTENTION_FLAT_BAND,
         ATTENTION_FLAT_MISTAKES,
-        lambda n: lo <= n <= hi,
         "as the ratio",
         "the first word keeps about its 1/n share of the context at every length",
     )
@@ -687,19 +692,18 @@ ORDERS_MISTAKES = [
     reference=ORDERS_LOST,
     kind="prediction",
     explain="""
-    The gradient falls by a steady factor of about 0.45 per step, and 127 * log10(1 / 0.45) = 44 orders of
+    The gradient falls by about 0.45 per step on average, and 127 * log10(1 / 0.45) = 44 orders of
     magnitude: from about 1 at n = 1 to about 1e-44 at n = 128. Going further B shows where 0.45 comes from.
     """,
     wrong=[mistake(name, answer, says) for name, answer, _, says in ORDERS_MISTAKES],
 )
 def predict_orders_lost(answer):
     """How many orders of magnitude the RNN's gradient to x_0 loses from n = 1 to n = 128."""
-    lo, hi = ORDERS_BAND
-    return _number_prediction(
+    return _band_prediction(
         answer,
         ORDERS_LOST,
+        ORDERS_BAND,
         ORDERS_MISTAKES,
-        lambda n: lo <= n <= hi,
         "orders of magnitude",
         "count the factor per step, about 0.45, over 127 steps",
     )
