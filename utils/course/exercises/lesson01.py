@@ -235,7 +235,8 @@ EMBEDDING_MISTAKES = [
     kind="prediction",
     explain="""
     |PE| = sqrt(d_model / 2) = 16 and a word vector with unit-variance entries has norm about sqrt(d_model) =
-    22.6: the ratio is about 1 / sqrt(2) = 0.71, so neither swamps the other.
+    22.6: the ratio is about 1 / sqrt(2) = 0.71, so neither swamps the other. The lesson's draws land close
+    to it, not on it: each word vector is random, so its norm is only about sqrt(d_model).
     """,
     wrong=[mistake(name, answer, says) for name, answer, says in EMBEDDING_MISTAKES],
 )
