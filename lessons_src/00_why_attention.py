@@ -206,9 +206,8 @@ check.predict_attention_flat(my_guess_attention_ratio)
 
 # %% [markdown]
 # Both contexts hold $d_{hidden}$ numbers; attention's is computed anew at every decoder step, from
-# all the encoder states. Untrained, no weight is more than a few times uniform, so the first word
-# gets about $1/n$ of it; Bahdanau et al. train the scores with the translator. The encoder is still an RNN, though, with $n$
-# steps one after another. The Transformer drops the recurrence: **self-attention**.
+# all the encoder states (Bahdanau et al. train its scores with the translator). The encoder is still
+# an RNN, though, with $n$ steps one after another. The Transformer drops the recurrence: **self-attention**.
 #
 # ## 2. Self-attention: one step between any two positions
 #
