@@ -66,10 +66,10 @@ SEEDS = range(5)  # every claim about random numbers is checked over these seeds
 d_model = 8
 
 
-def sentences(seed):
-    """Random word vectors for A, chases, B; returns X for "A chases B" and "B chases A", (seq, d_model) each."""
+def sentences(seed, width=d_model):
+    """Random word vectors for A, chases, B; returns X for "A chases B" and "B chases A", (seq, width) each."""
     torch.manual_seed(seed)
-    vectors = {w: torch.randn(d_model) for w in ["A", "chases", "B"]}  # each (d_model,)
+    vectors = {w: torch.randn(width) for w in ["A", "chases", "B"]}  # each (width,)
     X_ab = torch.stack([vectors["A"], vectors["chases"], vectors["B"]])  # (seq, d_model) "A chases B"
     X_ba = torch.stack([vectors["B"], vectors["chases"], vectors["A"]])  # (seq, d_model) "B chases A"
     return X_ab, X_ba
@@ -91,38 +91,19 @@ print("attention output for 'A', B chases A:", out_ba[2, :4])
 # %% [markdown]
 # The sums are the same, and "A" comes out of attention as the same vector, subject or object: the
 # output is the input order, shuffled (lesson 03 proves it for any vectors). A **causal mask**
-# (lesson 04), as in the decoder, breaks this: who may see whom then depends on the order.
-
+# (lesson 04), as in the decoder, breaks this: who may see whom then depends on the order ("Going
+# further" checks it).
 
 # %%
-def causal_weights(X):
-    """The attention weights under the decoder's causal mask: row t weighs only words 0..t."""
-    scores = X @ X.T / math.sqrt(X.shape[-1])  # (seq, seq)
-    future = torch.triu(torch.ones_like(scores, dtype=torch.bool), diagonal=1)  # (seq, seq) True above the diagonal
-    return torch.softmax(scores.masked_fill(future, -math.inf), dim=-1)  # (seq, seq)
-
-
-def causal_attention(X):
-    """The same attention, but word t sees only words 0..t (the decoder's causal mask)."""
-    return causal_weights(X) @ X  # (seq, d_model)
-
-
-causal_gaps = []
 for seed in SEEDS:
     X_ab, X_ba = sentences(seed)  # (seq, d_model) each
     assert torch.allclose(X_ab.sum(dim=0), X_ba.sum(dim=0), atol=1e-6)  # sum: order-blind
     assert torch.allclose(self_attention(X_ab)[[2, 1, 0]], self_attention(X_ba), atol=1e-6)  # shuffled
-    causal_gaps.append((causal_attention(X_ab)[0] - causal_attention(X_ba)[2]).norm().item())  # 'A' in each
-    sees = causal_weights(X_ab) > 0  # (seq, seq) True where word t (row) gives word j (column) weight
-    assert torch.equal(sees, torch.ones(3, 3, dtype=torch.bool).tril())  # itself and the words before it
 print("✓ in 5 of 5 draws the sums are equal and unmasked attention only reorders the outputs")
-assert min(causal_gaps) > 0.05
 out_ab, out_ba = self_attention(X_ab), self_attention(X_ba)  # (seq, d_model) each, the last draw
 shared = sum(any(torch.allclose(row, other, atol=1e-6) for other in out_ba) for row in out_ab)
 assert shared == check.predict_shared_outputs.reference
 print(f"{shared} of the 3 unmasked outputs for 'A chases B' are also outputs for 'B chases A', reordered")
-print("✓ with a causal mask the output for 'A' differs between the sentences, in 5 of 5 draws")
-print("✓ with a causal mask each word gives weight to itself and the words before it, none to a later one")
 
 # %%
 check.predict_shared_outputs(my_guess_shared)
@@ -157,11 +138,12 @@ print("distance between the two final states, per draw:", [round(g, 3) for g in 
 # The reading notes list what we want of it: **bounded**, **deterministic**, **unique for each
 # position**, and a distance between two steps that **means the same in sentences of different
 # lengths**. Liang Hong's slides and the reading notes reject the obvious candidates first.
-#
+
+# %% [markdown]
 # ## 2. Why not integer positions, or positions in [0, 1]?
 #
 # Use the position itself, 0, 1, 2, ... as the signal: it grows with the sentence, while a word
-# vector's entries stay near 1. The last position against the largest entry of a word vector
+# vector's entries stay within a few units. The last position against the largest entry of a word vector
 # (entries from $N(0, 1)$, 5 draws):
 
 # %% tags=["nbval-ignore-output"]
@@ -214,7 +196,8 @@ check.predict_gap_in_words(my_guess_gap)
 # The same number means different things in different sentences, and 0.5 is position 2 (the third
 # word) of a five-word sentence but no word at all of a 50-word one. The sinusoidal encoding below
 # has no `seq_len` in it at all, so it cannot have this problem.
-#
+
+# %% [markdown]
 # ## 3. The sinusoidal formula
 #
 # The paper gives every position a vector of $d_{model}$ numbers. Columns come in pairs $2i, 2i+1$
@@ -379,9 +362,15 @@ assert (neighbour_gaps.max() - neighbour_gaps.min()) < 1e-9
 print("✓ a step of one word means the same everywhere")
 
 # %% [markdown]
-# Why 256 pairs and not one? A single pair, $(\sin pos, \cos pos)$, repeats every $2\pi$ positions,
-# so positions 44 apart (close to $7 \cdot 2\pi$) or 710 apart (close to $113 \cdot 2\pi$) get almost
-# the same pair. The slower pairs tell them apart:
+# ## 5. Why these frequencies, and why the paper chose them
+#
+# Why 256 pairs and not one? The first pair alone, $(\sin pos, \cos pos)$ in columns 0 and 1, is a
+# point on a circle of radius 1, so in it any two positions are between 0 and 2 apart.
+#
+# **Predict first.** How far apart are positions 0 and 710 in the first pair alone, to two decimals?
+
+# %%
+my_guess_first_pair = None  # your answer: a distance between 0 and 2, e.g. 1.5
 
 # %%
 for offset, turns in ((44, 7), (710, 113)):
@@ -392,9 +381,17 @@ for offset, turns in ((44, 7), (710, 113)):
         f"{first_pair:.5f} apart in the first pair, {all_pairs:.4f} in all 256"
     )
     assert first_pair < 0.02 and all_pairs > 10
+assert round(first_pair, 2) == check.predict_first_pair_distance.reference  # the last one: offset 710
 print("✓ the first pair nearly repeats; all 256 pairs together keep the positions apart")
 
+# %%
+check.predict_first_pair_distance(my_guess_first_pair)
+
 # %% [markdown]
+# The first pair comes back every $2\pi$ positions, and 710 is close to $113 \cdot 2\pi$ (44 to
+# $7 \cdot 2\pi$), so positions that far apart get almost the same first pair. The slower pairs tell
+# them apart.
+#
 # Each pair's **wavelength**, $2\pi / w_i = 2\pi \cdot 10000^{2i/d_{model}}$, is a
 # constant factor $10000^{2/d_{model}}$ longer than the previous one: a geometric progression, a
 # straight line on a log scale. Together the fast and slow waves tell positions apart, like the digits
@@ -420,8 +417,9 @@ plt.show()
 # **Why the paper chose it.** Section 3.5 gives its reasons. The first: "We chose this function
 # because we hypothesized it would allow the model to easily learn to attend by relative positions,
 # since for any fixed offset k, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$."
-# That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position,
-# so one matrix $M_k$ of 2 × 2 rotations (`utils.positional.relative_rotation`, built in lesson 02)
+# That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position.
+# A 2 × 2 rotation by an angle $b$ takes $(\sin a, \cos a)$ to $(\sin(a + b), \cos(a + b))$, by the
+# angle-addition formulas, so one matrix $M_k$ of such blocks (`utils.positional.relative_rotation`, built in lesson 02)
 # takes every row of the table $k$ rows down:
 
 # %%
@@ -442,7 +440,7 @@ print("✓ PE(pos + k) = PE(pos) M_k at every pos of the 10,000, for k = 1, 7, 1
 # longer sequences"); the COMP7607 slides answer it with "(No)". Lesson 08 measures it.
 
 # %% [markdown]
-# ## 5. Computed once, added to the word embeddings
+# ## 6. Computed once, added to the word embeddings
 #
 # The table does not depend on the words, so it is computed once up to a maximum length and then
 # sliced (the YOUR CAT deck: "Only computed once and reused for every sentence during training and
@@ -503,7 +501,7 @@ print(vocab, tokens)
 # %% [markdown]
 # How large is PE next to the embedding? The paper does not say how it initialises embeddings:
 # section 3.4 gives only "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$."
-# Its authors' tensor2tensor library draws them from $N(0, 1/d_{model})$ before that product. Compare the norm of $PE(pos)$, 16 at
+# Its authors' tensor2tensor code draws them from $N(0, 1/d_{model})$ before that product. Compare the norm of $PE(pos)$, 16 at
 # $d_{model} = 512$, with the word vectors' norms for three embeddings, each drawn 5 times: entries
 # from $N(0, 1/d_{model})$ times $\sqrt{d_{model}}$ (tensor2tensor's, and ours from here on); PyTorch's
 # default `nn.Embedding` entries, $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers up to 10,000, as
@@ -541,7 +539,7 @@ for seed in SEEDS:
 for name, r in ratios.items():
     print(f"{name:38s} PE / word norm from {min(r):.5f} to {max(r):.5f} over 5 draws")
 
-# %%
+# %% tags=["hide-input"]
 print(
     f"PE norm {pe_norm:.1f}; sqrt(512) = {math.sqrt(512):.1f}; 16 / sqrt(512) = {16 / math.sqrt(512):.3f}; "
     f"16 / 512 = {16 / 512:.5f}"
@@ -686,7 +684,7 @@ check.position_from_pe(position_from_pe)
 
 # %% [markdown]
 # **3. Choose the base.** With the paper's base 10000, the slowest pair's wavelength at
-# $d_{model} = 512$ is the last one section 4 printed. Suppose you want it to be exactly `longest`
+# $d_{model} = 512$ is the last one section 5 printed. Suppose you want it to be exactly `longest`
 # positions instead. Write `base_for_wavelength(d_model, longest)` returning the base that does it,
 # with the pairs numbered from 0 as in the paper and `utils`.
 
@@ -718,7 +716,8 @@ check.closest_offset(closest_offset)
 # %% [markdown]
 # ## Going further
 #
-# Two detours from section 4's uniqueness check. Read them if you want to know where it stops.
+# Two detours from section 4's uniqueness check, read them if you want to know where it stops; and
+# one from section 1, on what a mask changes.
 #
 # **Very small widths.** At $d_{model} \le 10$ the closest two of the 10,000 positions are not
 # neighbours: two far-apart positions come closer (section 4's shortcut, `k` its offsets):
@@ -732,7 +731,7 @@ for d in (2, 4, 6, 8, 10):
 print("✓ at d_model = 2 to 10 the closest two of 10,000 positions are not neighbours")
 
 # %% [markdown]
-# **At any length.** Section 4's first pair nearly repeats, but never back exactly:
+# **At any length.** Section 5's first pair nearly repeats, but never back exactly:
 # $(\sin pos, \cos pos)$ returns to $PE(0)$'s pair $(0, 1)$ only when $pos$ is a whole multiple of
 # $2\pi$, and no whole number $pos > 0$ is, because $\pi$ is irrational. The same holds for any two
 # positions $t \ne s$ (their difference is a whole number), so uniqueness holds beyond section 4's
@@ -749,9 +748,39 @@ assert first_pair_gap.min() > 0
 print("✓ the first pair alone never returns to (0, 1) at positions 1 to 10^6")
 
 # %% [markdown]
+# **A causal mask sees the order.** Section 1's attention had no mask. Under the decoder's causal
+# mask (lesson 04) word $t$ weighs only words $0, \dots, t$: "A" sees only itself as the first word
+# of "A chases B" and all three words as the last of "B chases A", so its output differs (the same
+# 8-number word vectors as in section 1).
+
+
+# %%
+def causal_weights(X):
+    """The attention weights under the decoder's causal mask: row t weighs only words 0..t."""
+    scores = X @ X.T / math.sqrt(X.shape[-1])  # (seq, seq)
+    future = torch.triu(torch.ones_like(scores, dtype=torch.bool), diagonal=1)  # (seq, seq) True above the diagonal
+    return torch.softmax(scores.masked_fill(future, -math.inf), dim=-1)  # (seq, seq)
+
+
+def causal_attention(X):
+    """The same attention, but word t sees only words 0..t (the decoder's causal mask)."""
+    return causal_weights(X) @ X  # (seq, d_model)
+
+
+causal_gaps = []
+for seed in SEEDS:
+    X_ab, X_ba = sentences(seed)  # (seq, 8) each, as in section 1
+    causal_gaps.append((causal_attention(X_ab)[0] - causal_attention(X_ba)[2]).norm().item())  # 'A' in each
+    sees = causal_weights(X_ab) > 0  # (seq, seq) True where word t (row) gives word j (column) weight
+    assert torch.equal(sees, torch.ones(3, 3, dtype=torch.bool).tril())  # itself and the words before it
+assert min(causal_gaps) > 0.05
+print("✓ with a causal mask the output for 'A' differs between the sentences, in 5 of 5 draws")
+print("✓ with a causal mask each word gives weight to itself and the words before it, none to a later one")
+
+# %% [markdown]
 # ## Errata in the sources
 #
-# What the slides we cite get wrong, each checked. Read it if you teach from those slides.
+# What the slides we cite get wrong, or read differently from the paper, each checked. Read it if you teach from those slides.
 #
 # ### The YOUR CAT deck's $PE(1)$
 #
@@ -836,9 +865,11 @@ for d in (4, 16, 64, 128, 512, 1024):
     assert math.isclose(paper_wl[0], 2 * math.pi, rel_tol=1e-12) and paper_wl[-1] < 10000 * 2 * math.pi
     assert slides_wl[0] > 2 * math.pi and math.isclose(slides_wl[-1], 10000 * 2 * math.pi, rel_tol=1e-12)
     print(f"{d:7d}  {paper_wl[0]:16.4f} {paper_wl[-1]:18.1f}  {slides_wl[0]:12.4f} {slides_wl[-1]:15.1f}")
-    gaps_at_ends.append((slides_wl[0] / paper_wl[0]).item())  # = 10000^(2/d), shrinking towards 1
-assert all(a > b for a, b in zip(gaps_at_ends, gaps_at_ends[1:]))
+    gaps_at_ends.append(((slides_wl[0] / paper_wl[0]).item(), (slides_wl[-1] / paper_wl[-1]).item()))
+for end in (0, 1):  # the shortest ends, then the longest: each ratio is 10000^(2/d), shrinking towards 1
+    assert all(a[end] > b[end] > 1 for a, b in zip(gaps_at_ends, gaps_at_ends[1:]))
 print("✓ at 6 of 6 widths numbering from 1 drops the paper's fastest pair (2 pi) and adds one of exactly 10000 x 2 pi")
+print("✓ as d_model grows, the two tables' shortest wavelengths and their longest approach each other")
 
 # %% [markdown]
 # The shift moves every pair by one place: the slides' table is the paper's without its fastest pair
@@ -868,7 +899,7 @@ print("✓ utils and the YOUR CAT deck number the pairs from 0, as the paper's f
 # The YOUR CAT deck draws embedding entries from below 1 up to several thousand (952.207, 5450.840,
 # 0.565, ...), and PE entries in the hundreds and thousands (1664.068, 912.970, ...). Those cannot be
 # sinusoidal PE values, which never leave $[-1, 1]$ (section 4), and next to embeddings that large
-# the real PE would vanish (section 5's third embedding):
+# the real PE would vanish (section 6's third embedding):
 
 # %%
 deck_pe_cat = [1664.068, 8080.133, 2620.399, 9386.405, 3120.159]  # the deck's "PE" column for CAT
@@ -886,7 +917,7 @@ print(
     f"the deck's embedding entries run from {min(entries)} to {max(entries)}; its PE entries from {min(pe_entries)} to {max(pe_entries)}"
 )
 assert min(entries) < 1 and max(entries) > 5000 and 100 < min(pe_entries) < 1000 < max(pe_entries)
-assert pe.abs().max() <= 1 < min(pe_entries)  # no sinusoidal PE entry is that large
+assert pe.abs().max() <= 1  # every sinusoidal PE entry stays in [-1, 1]
 print("the deck's PE for CAT (position 1):", deck_pe_cat)
 print("the real PE(1), first five entries:", sinusoidal_encoding(2, 512)[1, :5])
 print("✓ the deck's 'PE' entries lie far outside [-1, 1], where every sinusoidal PE entry stays")
@@ -905,7 +936,8 @@ print("✓ the deck's 'PE' entries lie far outside [-1, 1], where every sinusoid
 #   hope of extrapolation.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the formula with $i$
 #   from 0, and why neither integer positions nor positions in $[0, 1]$ will do.
-# - The authors' tensor2tensor library (Vaswani et al., 2018, "Tensor2Tensor for Neural Machine
+# - The authors' tensor2tensor library, its code (`tensor2tensor/layers/modalities.py`, the symbol
+#   modality; the library is described in Vaswani et al., 2018, "Tensor2Tensor for Neural Machine
 #   Translation"): word embeddings drawn from $N(0, 1/d_{model})$ and multiplied by $\sqrt{d_{model}}$.
 # - Reading notes on the paper (June 2020): "A chases B" vs "B chases A", and the four properties a
 #   position signal should have (bounded, deterministic, unique, consistent across lengths).

@@ -105,3 +105,33 @@ def test_prediction_close_to_accepts_within_its_tolerance_and_names_known_mistak
     assert ex.prediction_close_to(0.9, 1 / 3, 0.01, says, "count the keys") == "not 0.9: count the keys"
     with pytest.raises(TypeError, match="write your prediction as a number, got 'a third'"):
         ex.prediction_close_to("a third", 1 / 3, 0.01, says, "count the keys")
+
+
+def _reachable_offsets(kernel, growth, layers):
+    """Every offset t - s such that output t of `layers` causal layers (dilation growth**l) reads input s."""
+    offsets = {0}
+    for layer in range(layers):
+        offsets = {o + j * growth**layer for o in offsets for j in range(kernel)}
+    return offsets
+
+
+def test_dilated_layers_draws_only_growths_within_kernel_where_the_reach_has_no_gaps(monkeypatch):
+    from utils.course.exercises import lesson00
+
+    # Outside the domain the reference is wrong: kernel 2, growth 3 reaches offsets 0, 1, 3, 4, ... never 2.
+    assert 2 not in _reachable_offsets(2, 3, 5) and lesson00._dilated_layers_solution(3, 2, 3) == 2
+    seen = []
+
+    def recording_reference(n, kernel, growth):
+        seen.append((n, kernel, growth))
+        return lesson00._dilated_layers_solution(n, kernel, growth)
+
+    for seed in range(300):
+        monkeypatch.setattr(lesson00, "fresh_seed", lambda seed=seed: seed)
+        assert lesson00.dilated_layers.evaluate(recording_reference).status == ex.PASS
+    assert all(1 <= growth <= kernel for _, kernel, growth in seen)
+    assert any(growth == kernel > 2 for _, kernel, growth in seen)  # the edge of the domain is drawn
+    for n, kernel, growth in set(seen):  # within it, the reference is the exact fewest layers
+        layers = lesson00._dilated_layers_solution(n, kernel, growth)
+        assert n - 1 in _reachable_offsets(kernel, growth, layers), (n, kernel, growth)
+        assert layers == 0 or n - 1 not in _reachable_offsets(kernel, growth, layers - 1), (n, kernel, growth)

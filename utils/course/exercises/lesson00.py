@@ -1,4 +1,4 @@
-"""Exercises of lesson 00 (why attention): a prediction per section (the attention context's size, the RNN's
+"""Exercises of lesson 00 (why attention): a prediction per section (the gradient through attention's context, the RNN's
 and the bidirectional RNN's path, restricted attention's layers, the orders of magnitude the gradient loses)
 and where float32's gradient vanishes; count a stacked RNN, a dilated convolution stack and the paper's
 centred restricted window the way Table 1 counts, and measure the gradient that reaches position 0."""
@@ -257,7 +257,8 @@ def dilated_layers(answer):
     """answer(n, kernel, growth) -> the fewest causal layers (dilation growth**l in layer l) that connect
     output n - 1 to input 0."""
     rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
-    cases = DILATED_CASES + [(rng.randint(2, 1000), rng.randint(2, 5), rng.randint(1, 3)) for _ in range(2)]
+    kernels = [rng.randint(2, 5) for _ in range(2)]  # growth stays in 1..kernel, the exercise's domain:
+    cases = DILATED_CASES + [(rng.randint(2, 1000), k, rng.randint(1, k)) for k in kernels]  # beyond it, gaps
     got_all = [answer(*case) for case in cases]
     expected = [_dilated_layers_solution(*case) for case in cases]
     if all(g == e for g, e in zip(got_all, expected)):
@@ -463,54 +464,61 @@ def _number_prediction(answer, right, mistakes, close, unit, otherwise):
     return f"you predicted {n:g} {unit}, the answer is {right}: {otherwise}"
 
 
-CONTEXT_SIZE = 16  # numbers in the attention context for an 80-word sentence, d_hidden = 16
-CONTEXT_MISTAKES = [
+def _band_prediction(answer, right, band, mistakes, unit, otherwise):
+    """_number_prediction that accepts any answer in band = (lo, hi), both ends included."""
+    lo, hi = band
+    return _number_prediction(answer, right, mistakes, lambda n: lo <= n <= hi, unit, otherwise)
+
+
+ATTENTION_FLAT = 1.0  # through attention, ||d c / d x_0|| x n at n = 80 over n = 5: it stays about the same
+ATTENTION_FLAT_BAND = (0.5, 2.0)  # what every seed of the lesson gives lies well inside it
+ATTENTION_FLAT_MISTAKES = [
     (
-        "keep every encoder state",
-        80 * 16,
-        (80 * 16, 80 * 16),
-        "the decoder keeps all 80 states to attend over, but the context it reads is their weighted SUM, one "
-        "vector of d_hidden = 16 numbers",
+        "expect it to vanish like the final state",
+        1e-20,
+        (0.0, 1e-3),
+        "the final state reaches x_0 only through n dependent steps; the context is a weighted sum that takes "
+        "h_0, one step from x_0, directly",
     ),
     (
-        "one weight per word",
-        80,
-        (80, 80),
-        "the 80 weights (one per word) say how much of each state to take; the context is the sum they weigh, "
-        "of size d_hidden = 16",
+        "forget the x n",
+        5 / 80,
+        (0.01, 0.2),
+        "without the x n it falls like 1/n (5/80 = 1/16), because each of the n words gets about 1/n of the "
+        "weight; times n, nothing is left of the fall",
     ),
     (
-        "grow with the sentence",
-        32,
-        (17, 79),
-        "nothing in a weighted sum grows with the sentence: it has the size of one encoder state, 16",
+        "expect it to grow with the sentence",
+        16.0,
+        (5.0, 1e6),
+        "x n only undoes the 1/n share each word gets; nothing makes the first word count more in a longer sentence",
     ),
 ]
 
 
 @exercise(
     hint="""
-    The context is sum_j alpha_j h_j: the weights alpha_j are numbers, each h_j is a vector of d_hidden = 16.
-    What is the size of a weighted sum of 80 vectors of size 16?
+    The context is sum_j alpha_j h_j. x_0 reaches h_0 in one step; the other h_j reach it through the
+    recurrence, whose gradient vanishes. How does alpha_0 change with n when no weight is far from uniform?
     """,
-    reference=CONTEXT_SIZE,
+    reference=ATTENTION_FLAT,
     kind="prediction",
     explain="""
-    A weighted sum of 16-number vectors has 16 numbers, whatever the number of words: the attention context
-    is exactly as large as the RNN's final state. What changes is that it is computed anew at every decoder
-    step, from all the encoder states, so no single vector must carry the whole sentence.
+    The context takes h_0 with weight alpha_0, about 1/n when the weights are spread out, so the gradient to
+    x_0 falls like 1/n, not like a product of n Jacobians: times n it stays about 1 from n = 5 to 80, while
+    through the final state it falls by more than 20 orders of magnitude.
     """,
-    wrong=[mistake(name, answer, says) for name, answer, _, says in CONTEXT_MISTAKES],
+    wrong=[mistake(name, answer, says) for name, answer, _, says in ATTENTION_FLAT_MISTAKES],
 )
-def predict_context_size(answer):
-    """How many numbers the attention context holds for an 80-word sentence (encoder states of size 16)."""
-    return _number_prediction(
+def predict_attention_flat(answer):
+    """Through attention, ||d c / d x_0|| x n at n = 80 divided by its value at n = 5."""
+    return _band_prediction(
         answer,
-        CONTEXT_SIZE,
-        CONTEXT_MISTAKES,
-        lambda n: n == CONTEXT_SIZE,
-        "numbers",
-        "a weighted sum of vectors has the size of one of them",
+        ATTENTION_FLAT,
+        ATTENTION_FLAT_BAND,
+        ATTENTION_FLAT_MISTAKES,
+        "as the ratio",
+        "the first word keeps about its 1/n share of the context at every length",
     )
 
 
@@ -684,19 +692,18 @@ ORDERS_MISTAKES = [
     reference=ORDERS_LOST,
     kind="prediction",
     explain="""
-    The gradient falls by a steady factor of about 0.45 per step, and 127 * log10(1 / 0.45) = 44 orders of
+    The gradient falls by about 0.45 per step on average, and 127 * log10(1 / 0.45) = 44 orders of
     magnitude: from about 1 at n = 1 to about 1e-44 at n = 128. Going further B shows where 0.45 comes from.
     """,
     wrong=[mistake(name, answer, says) for name, answer, _, says in ORDERS_MISTAKES],
 )
 def predict_orders_lost(answer):
     """How many orders of magnitude the RNN's gradient to x_0 loses from n = 1 to n = 128."""
-    lo, hi = ORDERS_BAND
-    return _number_prediction(
+    return _band_prediction(
         answer,
         ORDERS_LOST,
+        ORDERS_BAND,
         ORDERS_MISTAKES,
-        lambda n: lo <= n <= hi,
         "orders of magnitude",
         "count the factor per step, about 0.45, over 127 steps",
     )

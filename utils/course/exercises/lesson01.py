@@ -1,5 +1,5 @@
 """Lesson 01 exercises: a prediction per section (attention's outputs for swapped words, a gap in scaled
-positions, PE(1, 0), the length of PE(pos), PE against a word vector), the PE table without loops, read the
+positions, PE(1, 0), the length of PE(pos), positions 0 and 710 in the first pair, PE against a word vector), the PE table without loops, read the
 position back out of PE(t), choose the base that gives a wanted slowest wavelength, and find the closest two
 positions at any width, length and base."""
 
@@ -61,6 +61,55 @@ def _predicted(answer, right, tolerance, mistakes, otherwise):
         if math.isclose(got, value, rel_tol=0.01, abs_tol=1e-9):
             return f"you predicted {got:g}, the answer is {right:g}: {says}"
     return f"you predicted {got:g}: {otherwise}"
+
+
+# --- prediction of section 5: positions 0 and 710 in the first pair alone ---------------------------
+
+FIRST_PAIR_710 = 0.0  # |(sin 710, cos 710) - (sin 0, cos 0)| = |2 sin(355)| = 6.0e-5, to two decimals
+FIRST_PAIR_MISTAKES = [
+    (
+        "expect far positions to be far apart",
+        2.0,
+        "2 is the most two points of the unit circle can be apart, but the first pair only sees the angle pos "
+        "modulo 2 pi, and 710 = 113 x 2 pi + 0.00006: position 710 lands almost exactly where position 0 is",
+    ),
+    (
+        "take a quarter turn",
+        math.sqrt(2),
+        "sqrt(2) is a quarter turn apart; 710 positions are 113 full turns of 2 pi and 0.00006 more",
+    ),
+    (
+        "count the positions",
+        710.0,
+        "710 is how far apart they are in the sentence; in the first pair a position is a point on a circle of "
+        "radius 1, so no two are more than 2 apart",
+    ),
+]
+
+
+@exercise(
+    hint="""
+    The first pair is (sin pos, cos pos): the point at angle pos on the unit circle. It comes back after
+    every 2 pi = 6.2832 positions. How many full turns is 710, and how much is left over?
+    """,
+    reference=FIRST_PAIR_710,
+    kind="prediction",
+    explain="""
+    710 / (2 pi) = 113.00001: 710 positions are 113 full turns plus 0.00006, so the first pair puts
+    position 710 about 0.00006 from position 0, 0.00 to two decimals. One pair cannot tell them apart; the
+    slower pairs, whose wavelengths run up to 10000 x 2 pi, can.
+    """,
+    wrong=[mistake(name, answer, says) for name, answer, says in FIRST_PAIR_MISTAKES],
+)
+def predict_first_pair_distance(answer):
+    """How far apart positions 0 and 710 are in the first pair (columns 0 and 1) alone, to two decimals."""
+    return _predicted(
+        answer,
+        FIRST_PAIR_710,
+        0.005,
+        FIRST_PAIR_MISTAKES,
+        "count the full turns of 2 pi in 710 positions and see how much is left over",
+    )
 
 
 # --- predictions of the other main sections --------------------------------------------------------
@@ -186,7 +235,8 @@ EMBEDDING_MISTAKES = [
     kind="prediction",
     explain="""
     |PE| = sqrt(d_model / 2) = 16 and a word vector with unit-variance entries has norm about sqrt(d_model) =
-    22.6: the ratio is about 1 / sqrt(2) = 0.71, so neither swamps the other.
+    22.6: the ratio is about 1 / sqrt(2) = 0.71, so neither swamps the other. The lesson's draws land close
+    to it, not on it: each word vector is random, so its norm is only about sqrt(d_model).
     """,
     wrong=[mistake(name, answer, says) for name, answer, says in EMBEDDING_MISTAKES],
 )
