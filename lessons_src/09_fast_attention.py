@@ -42,7 +42,7 @@ if "google.colab" in sys.modules:
 # %%
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # OpenMP reads values case-insensitively
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # idle threads sleep: steadier timings on a busy computer
 
 import dataclasses
 import math
@@ -210,13 +210,49 @@ with torch.no_grad():
 assert cache.self_k[0].shape[2] == 3 and cache.cross_k[0].shape[2] == src2.shape[1]
 
 # %% [markdown]
-# **Cached = uncached.** First the tokens: greedy decoding with the cache (`use_cache=True`) and without it,
-# on the whole held-out set, each translation cut 5 tokens past the longest reference.
-#
-# Then the logits: 64 forced steps (ignoring `<eos>`) on 100 sentences, compared at every step whose
-# earlier tokens agree. The two paths multiply matrices of different shapes, so the last bits may differ:
-# we allow $10^{-4}$, and greedy decoding may then pick another word only at a near tie (two best logits
-# within twice that).
+# **Your prediction, counted.** Each decoder layer's feed-forward sub-layer runs once per position it is
+# given, so a forward hook on it counts the positions each layer processes, for $n$ = 8, 16, 32 and 64
+# forced steps (`greedy_steps` ignores `<eos>`), without and with the cache. (The cache saves the
+# projections and the feed-forward of earlier positions; step $t$'s query still reads all $t$ cached keys.)
+
+
+# %% tags=["hide-input"]
+test_src, _ = to_tensors(ds.test, ds.src_vocab, ds.tgt_vocab)  # (500, S)
+
+
+def positions_processed(src, steps, use_cache):
+    """Positions all decoder layers process in greedy_steps(model, src, BOS, steps), per sentence."""
+    seen = []
+    hooks = [
+        layer.ff.register_forward_hook(lambda m, args, out: seen.append(args[0].shape[1]))
+        for layer in model.decoder.layers
+    ]
+    greedy_steps(model, src, BOS, steps, use_cache=use_cache)
+    for hook in hooks:
+        hook.remove()
+    return sum(seen)
+
+
+lengths, batch_src = [8, 16, 32, 64], test_src[:64]  # (64, S)
+num_layers = len(model.decoder.layers)
+for n in lengths:
+    assert positions_processed(batch_src[:2], n, use_cache=False) == num_layers * n * (n + 1) // 2
+    assert positions_processed(batch_src[:2], n, use_cache=True) == num_layers * n
+without = positions_processed(batch_src[:2], 64, use_cache=False) // num_layers  # per layer, n = 64
+assert without == check.positions_without_cache.reference
+print(
+    f"✓ for n = {lengths} steps, each decoder layer processes 1 + 2 + ... + n = n(n + 1)/2 positions without "
+    f"the cache ({without} at n = 64) and n with it"
+)
+
+# %%
+check.positions_without_cache(my_guess_positions)
+
+# %% [markdown]
+# **Cached = uncached.** The two paths multiply matrices of different shapes, so their logits may differ in
+# the last bits; greedy decoding can then pick another word only where its two best logits nearly tie.
+# Checked on the whole held-out set (`use_cache=True` against the plain decoder), and on 64 forced steps on
+# 100 sentences:
 
 
 # %% tags=["hide-input"]
@@ -234,7 +270,6 @@ def gap_at_first_difference(src, plain, cached):
     return gaps
 
 
-test_src, _ = to_tensors(ds.test, ds.src_vocab, ds.tgt_vocab)  # (500, S)
 cap = max(len(pair.tgt) for pair in ds.test) + 5  # decoding steps: the longest reference's length + 5
 plain = greedy_decode(model, test_src, BOS, EOS, max_len=cap)
 cached = greedy_decode(model, test_src, BOS, EOS, max_len=cap, use_cache=True)
@@ -246,13 +281,12 @@ same_input = torch.arange(differ.shape[1]) <= first[:, None]  # (100, 64): every
 top2 = logits_plain.topk(2, dim=-1).values  # (100, 64, 2)
 forced_gaps = (top2[..., 0] - top2[..., 1])[differ & same_input]  # at each first difference
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["hide-input", "nbval-ignore-output"]
 print(f"on this run: {sum(a == b for a, b in zip(plain, cached))} of {len(plain)} sentences decode identically")
 print(f"on this run: {int((~differ.any(1)).sum())} of {len(differ)} forced runs give identical tokens")
-print(f"on this run: smallest gap between the two best logits, forced steps: {(top2[..., 0] - top2[..., 1]).min():.1e}")
 
 # %% tags=["hide-input"]
-tie = 2e-4  # two logits each off by up to 1e-4
+tie = 2e-4  # a near tie: two logits that may each be off by up to 1e-4
 assert all(gap < tie for gap in gap_at_first_difference(test_src, plain, cached))
 print(
     f"✓ cached and uncached greedy decoding give the same tokens on all {len(plain)} held-out sentences, "
@@ -268,11 +302,10 @@ print(
 # %% [markdown]
 # **Time per generated token.** We force $n$ = 8, 16, 32, 64 steps on 64 held-out sentences at once and
 # divide the time by $n$, in three rounds. Without the cache step $t$ processes $t$ positions, so the time
-# per token grows with $n$; with it, one. The times are this run's (other programs slow some runs down);
-# what causes them, the number of positions processed, is counted after the figure.
+# per token grows with $n$; with it, one (the count above). The times are this run's (other programs slow
+# some runs down):
 
 # %% tags=["nbval-ignore-output"]
-lengths, batch_src = [8, 16, 32, 64], test_src[:64]  # (64, S)
 per_token = {mode: {n: [] for n in lengths} for mode in ("uncached", "cached")}  # seconds per token, per round
 for _ in range(3):
     for mode, times in per_token.items():
@@ -299,42 +332,9 @@ print(
 )
 
 # %% [markdown]
-# The count behind those times: each decoder layer's feed-forward sub-layer runs once per position it is
-# given, so a forward hook on it counts the positions each layer processes, on any computer. (The cache
-# saves the projections and the feed-forward of earlier positions; step $t$'s query still reads all $t$
-# cached keys.)
-
-
-# %% tags=["hide-input"]
-def positions_processed(src, steps, use_cache):
-    """Positions all decoder layers process in greedy_steps(model, src, BOS, steps), per sentence."""
-    seen = []
-    hooks = [
-        layer.ff.register_forward_hook(lambda m, args, out: seen.append(args[0].shape[1]))
-        for layer in model.decoder.layers
-    ]
-    greedy_steps(model, src, BOS, steps, use_cache=use_cache)
-    for hook in hooks:
-        hook.remove()
-    return sum(seen)
-
-
-num_layers = len(model.decoder.layers)
-for n in lengths:
-    assert positions_processed(batch_src[:2], n, use_cache=False) == num_layers * n * (n + 1) // 2
-    assert positions_processed(batch_src[:2], n, use_cache=True) == num_layers * n
-without = positions_processed(batch_src[:2], 64, use_cache=False) // num_layers  # per layer, n = 64
-assert without == check.positions_without_cache.reference
-print(
-    f"✓ for n = {lengths} steps, each decoder layer processes 1 + 2 + ... + n = n(n + 1)/2 positions without "
-    f"the cache ({without} at n = 64) and n with it"
-)
-
-# %%
-check.positions_without_cache(my_guess_positions)
-
-# %% [markdown]
-# **How big is the cache?** Each decoder layer stores a key and a value (the 2) for each head, position
+# ## 2. How big is the cache?
+#
+# Each decoder layer stores a key and a value (the 2) for each head, position
 # and sentence, each a vector of $d_k$ numbers:
 #
 # $$\text{bytes} = \text{layers} \times 2 \times \text{heads} \times d_k \times \text{length} \times
@@ -368,11 +368,20 @@ big = kv_cache_bytes(32, 32, 128, 4096, 2)
 print(f"{big:,d} bytes = {big / 2**30:.0f} GiB per sequence")
 
 # %% [markdown]
+# The paper decodes with beam search, "with a beam size of 4" (§6.1): four hypotheses per sentence, a batch
+# of 4 in the formula, so four times that.
+#
+# **Predict.** Grouped-query attention (below) keeps the 32 query heads but gives them only 8 key/value
+# heads, each shared by 4 query heads. How many MiB does the cache of one sequence of this decoder take then?
+
+# %%
+my_guess_gqa_mib = None  # your answer: MiB per sequence, 8 key/value heads
+
+# %% [markdown]
 # **Multi-query and grouped-query attention** shrink it. Multi-query attention (Shazeer, 2019) gives all
 # the query heads *one* shared key head and value head; grouped-query attention (Ainslie et al., 2023) has
-# `num_kv_heads` key/value heads, each shared by `num_heads / num_kv_heads` query heads, so the cache
-# shrinks by that factor (whether the model stays as accurate is a question of training, not measured
-# here). Query head $i$ reads key/value head $\lfloor i / (h/g) \rfloor$; with $g = h$ it is ordinary
+# `num_kv_heads` key/value heads, each shared by `num_heads / num_kv_heads` query heads (whether the model
+# stays as accurate is a question of training, not measured here). Query head $i$ reads key/value head $\lfloor i / (h/g) \rfloor$; with $g = h$ it is ordinary
 # multi-head attention. Checked against torch's `enable_gqa`:
 
 # %% tags=["hide-input"]
@@ -392,15 +401,18 @@ print(f"✓ with g = 8, 2 and 1 key/value heads for {h} query heads: equal to to
 # For the large decoder above, with 8 key/value heads (grouped) or 1 (multi-query) instead of 32:
 
 # %%
+mib = {}
 for g in (32, 8, 1):
-    size = kv_cache_bytes(32, g, 128, 4096, 2)
-    print(
-        f"{g:2d} key/value head{'s' if g > 1 else ' '}: {size / 2**20:6.0f} MiB per sequence"
-        + (f" ({big // size}x smaller)" if size < big else "")
-    )
+    mib[g] = kv_cache_bytes(32, g, 128, 4096, 2) / 2**20
+    print(f"{g:2d} key/value head{'s' if g > 1 else ' '}: {mib[g]:6.0f} MiB per sequence")
+assert mib[8] == check.gqa_cache_mib.reference and mib[32] / mib[8] == 32 / 8
+print("✓ the cache shrinks by num_heads / num_kv_heads: 4 times smaller with 8 key/value heads for 32 query heads")
+
+# %%
+check.gqa_cache_mib(my_guess_gqa_mib)
 
 # %% [markdown]
-# ## 2. Online softmax: one pass with a running maximum and sum
+# ## 3. Online softmax: one pass with a running maximum and sum
 #
 # The safe softmax of lesson 02 subtracts the row's maximum before exponentiating, which takes
 # three passes over the scores: find $m = \max_j s_j$, sum $l = \sum_j e^{s_j - m}$, write $e^{s_j - m}/l$.
@@ -487,13 +499,14 @@ for shape, block in (((4, 7), 1), ((3, 5, 33), 8), ((2, 64), 64), ((6, 1), 1)):
 print("✓ at four shapes and block sizes: equal to torch.softmax, and a fully masked row all zeros")
 
 # %% [markdown]
-# ## 3. Tiled attention: never the whole score matrix
+# ## 4. Tiled attention: never the whole score matrix
 #
 # Attention needs more than the softmax: the output of query $i$ is $o_i = \sum_j p_{ij} v_j$. The running
 # sum trick extends to it. Keep, for each query, a running output $a = \sum_j e^{s_j - m} v_j$ next to $m$
 # and $l$; when a block of keys raises the maximum to $m'$, multiply $a$ and $l$ by $e^{m - m'}$ and add the
 # block's terms; at the end, $o = a / l$. So we can go through the keys **block by block**, and the queries
-# too, holding one $B \times B$ tile of scores at a time instead of the $T \times T$ matrix. This is the
+# too, holding a few $B \times B$ matrices at a time (a tile of scores and what the softmax makes of it;
+# section 5 counts them) instead of the $T \times T$ matrix. This is the
 # core of FlashAttention (Dao et al., 2022), which also fuses the whole loop into one GPU kernel so that each
 # tile stays in the chip's fast on-chip memory. By hand, for one head:
 
@@ -508,7 +521,7 @@ def tiled_by_hand(q, k, v, B):
         l = torch.zeros(qi.shape[0], 1, dtype=q.dtype)  # (b, 1) running sum of exp(s - m)
         acc = torch.zeros(qi.shape[0], v.shape[1], dtype=q.dtype)  # (b, d_v) running sum of exp(s - m) v
         for j in range(0, k.shape[0], B):
-            s = qi @ k[j : j + B].T  # (b, b): one tile of scores, the only one held
+            s = qi @ k[j : j + B].T  # (b, b): one tile of scores
             m_new = torch.maximum(m, s.max(-1, keepdim=True).values)  # (b, 1)
             p = torch.exp(s - m_new)  # (b, b)
             l = l * torch.exp(m - m_new) + p.sum(-1, keepdim=True)  # rescale, then add this tile
@@ -592,15 +605,17 @@ plt.show()
 tile_explorer()
 
 # %% [markdown]
-# ## 4. Measuring the memory
+# ## 5. Measuring the memory
 #
-# How does the memory grow with $T$, with and without tiles? We measure it:
+# The paper's Table 1 gives self-attention $O(n^2 \cdot d)$ operations per layer for $n$ positions; the
+# $n \times n$ score matrix behind that $n^2$ is also what fills memory. How does the memory grow with $T$,
+# with and without tiles? We measure it:
 # `utils.fast_attention.peak_tensor_bytes` watches every operation torch runs, adds the bytes of each new
 # tensor's storage and subtracts them when it is freed, and records the largest total. It counts what the
 # operations allocate, not the inputs. A first check: a $100 \times 100$ float32 matrix takes
 # $4 \times 100^2$ bytes.
 
-# %%
+# %% tags=["hide-input"]
 assert peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 4 * 100**2
 assert peak_tensor_bytes(lambda: torch.zeros(100, 100) + 1) == 2 * 4 * 100**2  # two matrices alive at once
 print("✓ one 100 x 100 float32 matrix measures 40000 bytes; a matrix plus a new one, 80000")
@@ -660,8 +675,11 @@ print(
     f"the output itself even at T = {Ts[-1]}"
 )
 matrix = 4 * Ts[0] ** 2  # bytes of one T x T float32 matrix at T = 256
-assert peak["plain"][0] // matrix == 2 and peak["tiles"][0] // matrix == 3
-print(f"✓ at T = {Ts[0]}: the tiles hold three {Ts[0]} x {Ts[0]} matrices at their peak, the plain computation two")
+held = {name: (peak[name][0] - output_bytes[0]) / matrix for name in ("plain", "tiles")}  # matrices beyond the output
+assert abs(held["plain"] - 2) < 0.2 and abs(held["tiles"] - 3) < 0.2
+print(
+    f"✓ at T = {Ts[0]}: besides the output, the tiles hold three {Ts[0]} x {Ts[0]} matrices at their peak, the plain computation two"
+)
 
 # %%
 check.memory_growth(my_guess_memory_growth)
@@ -670,7 +688,8 @@ check.memory_growth(my_guess_memory_growth)
 # The square tiles grow slower than $T$ here because their $256 \times 256$ tiles of scores are a fixed
 # cost that dominates at these sizes; what grows with $T$ is the output, $T \times d_v$ numbers, which any
 # method must write. At the smallest $T$ = 256, one tile is the whole matrix, and the loop keeps three
-# matrices of that size alive at once where the plain computation keeps two: there the tiles need more.
+# matrices of that size alive at once (the scores, the scores minus the running maximum, and their
+# exponentials) where the plain computation keeps two (scores and weights): there the tiles need more.
 #
 # > **Going further:** tiling saves memory, not arithmetic; "The time of tiles" at the end compares our
 # > Python loop of tiles with torch's fused kernel.
@@ -724,7 +743,7 @@ def my_cache_bytes(num_layers, num_heads, num_kv_heads, d_k, length, batch, byte
 check.cache_bytes(my_cache_bytes)
 
 # %% [markdown]
-# **3. Merge two halves.** Split one query's keys into two halves, computed separately (say, on two
+# **3. Merge two halves (transfer).** Split one query's keys into two halves, computed separately (say, on two
 # processors). Each half returns its running maximum `m`, its running sum `l` and its output `o`, already
 # divided by its own `l`. Combine `(m1, l1, o1)` and `(m2, l2, o2)` into the attention output over all the
 # keys.
@@ -771,13 +790,15 @@ check.window_skipped_tiles(my_window_skipped)
 # mask). Our tiles are a Python loop that launches several torch operations per tile; on a CPU, torch's
 # `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs, runs its own fused
 # FlashAttention-style kernel, `torch.ops.aten._scaled_dot_product_flash_attention_for_cpu`. Calling that
-# kernel directly gives the same bits:
+# kernel directly gives the same bits, at three shapes, with and without the causal mask:
 
 # %%
 g = torch.Generator().manual_seed(0)
-q, k, v = (torch.randn(1, 1, 512, 64, generator=g) for _ in range(3))  # (batch, heads, T, d_k)
-fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0]  # (1, 1, 512, 64)
-assert torch.equal(F.scaled_dot_product_attention(q, k, v), fused)
+for shape in ((1, 1, 512, 64), (2, 4, 100, 16), (1, 2, 1, 32)):  # (batch, heads, T, d_k)
+    for causal in (False, True):
+        q, k, v = (torch.randn(*shape, generator=g) for _ in range(3))  # (batch, heads, T, d_k) each
+        fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=causal)[0]
+        assert torch.equal(F.scaled_dot_product_attention(q, k, v, is_causal=causal), fused)
 print("✓ on a CPU, scaled_dot_product_attention gives bit for bit the output of torch's flash-attention kernel")
 
 # %% [markdown]
@@ -809,7 +830,8 @@ print(f"tiled / torch time: {ratio:.1f}")
 # ## Sources
 #
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: scaled dot-product attention (section 3.2.1),
-#   the decoder's masked self-attention and encoder–decoder attention (3.2.3).
+#   the decoder's masked self-attention and encoder–decoder attention (3.2.3), self-attention's
+#   $O(n^2 \cdot d)$ per layer (Table 1), beam search with a beam size of 4 (6.1).
 # - Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018: the running maximum and sum,
 #   rescaled when the maximum changes.
 # - Dao, Fu, Ermon, Rudra and Ré, "FlashAttention: Fast and Memory-Efficient Exact Attention with

@@ -1,4 +1,4 @@
-"""Lesson 09 exercises: four predictions (positions decoded without a cache, a naive softmax of large scores,
+"""Lesson 09 exercises: five predictions (positions decoded without a cache, a grouped-query cache's size, a naive softmax of large scores,
 tiles a causal mask skips, how plain attention's memory grows), the online-softmax update, the size of a
 key-value cache, merging two partial attention results, and the tiles a sliding-window mask skips."""
 
@@ -45,6 +45,43 @@ def positions_without_cache(answer):
     if value == CACHE_N * (CACHE_N - 1) // 2:
         return "the first step already processes one position, <bos>: step t processes t positions, t = 1..64"
     return f"{answer} positions: not right; step t processes t positions, for t = 1, ..., 64"
+
+
+# --- Predict: the cache of a large decoder with grouped-query attention ------------------------------
+
+GQA_MIB = 32 * 2 * 8 * 128 * 4096 * 2 // 2**20  # layers x (k, v) x kv heads x d_k x length x bytes, in MiB
+
+
+@exercise(
+    hint="""
+    The cache stores keys and values per key/value head, not per query head. 32 key/value heads gave
+    2 GiB = 2048 MiB; what fraction of that do 8 key/value heads store?
+    """,
+    reference=GQA_MIB,
+    kind="prediction",
+    explain="""
+    512 MiB: the cache holds one key and one value per key/value head, so 8 instead of 32 divides it by 4.
+    The 32 query heads still each have their own query, but queries are never cached: each step computes
+    only the new position's query.
+    """,
+    wrong=[
+        mistake("count the 32 query heads (queries are not cached)", 4 * GQA_MIB, says="query"),
+        mistake("divide by the 8 key/value heads instead of by 32 / 8", GQA_MIB // 2, says="32 / 8"),
+        mistake("keep one key/value head (that is multi-query)", GQA_MIB // 8, says="multi-query"),
+    ],
+)
+def gqa_cache_mib(answer):
+    """answer: MiB of the key-value cache of one 4096-position sequence, 32 layers, 8 key/value heads of 128."""
+    value = prediction_number(answer)
+    if value == GQA_MIB:
+        return None
+    if value == 4 * GQA_MIB:
+        return "the cache stores keys and values, one per key/value head; the 32 query heads are not cached"
+    if value == GQA_MIB // 2:
+        return "8 key/value heads for 32 query heads shrink the cache by 32 / 8 = 4, not by 8"
+    if value == GQA_MIB // 8:
+        return "64 MiB is multi-query attention, with one key/value head; here there are 8"
+    return f"{answer} MiB: not right; the cache scales with the number of key/value heads: 32 gave 2048 MiB"
 
 
 # --- Predict: softmax of large scores, computed naively ----------------------------------------------
@@ -148,8 +185,8 @@ def skipped_tiles(answer):
     kind="prediction",
     explain="""
     About 4. The scores and weights are T x T matrices: doubling T quadruples their entries, and they
-    dwarf the T x d output. Tiled attention holds one fixed-size tile instead, so its memory grows only
-    with the output.
+    dwarf the T x d output. Tiled attention holds a fixed number of tile-sized matrices instead, whatever
+    T, so its memory grows only with the output.
     """,
     wrong=[
         mistake("expect memory to grow like T", 2, says="t x t"),
