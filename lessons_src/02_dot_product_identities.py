@@ -129,7 +129,7 @@ print("✓ PE PE^T is Toeplitz and equals sum_i cos(w_i (t - s)) for d_model in 
 # The check can fail: a table whose rows are *not* a function of position differences, such as
 # random vectors or the normalised position $t / n$ repeated across columns, is not Toeplitz.
 
-# %%
+# %% tags=["hide-input"]
 random_tables = [random_pairs(50, 16, seed)[0] for seed in SEEDS]  # five (50, 16) random "encodings"
 L = (torch.arange(50, dtype=torch.float64) / 50)[:, None].repeat(1, 16)  # (50, 16) linear t/n
 print(
@@ -372,7 +372,11 @@ print(
     f"slowest wavelength at d_model = {d_model}: {slowest_128:,.0f} positions; its cosine stays above {slowest_cos:.2f}"
 )
 print(f"largest f(k) / f(0) for 1000 <= k <= 10000: {peak:.3f}, at k = {1000 + int(ratio[1000:].argmax())}")
+print(f"largest for 5000 <= k <= 10000: {ratio[5000:].max().item():.2f}")
 assert abs(peak - check.predict_long_range.reference) < 0.005 and slowest_cos > 0.35
+assert 1000 + int(ratio[1000:].argmax()) == check.LONG_RANGE_AT and 0.15 < ratio[5000:].max() < 0.25, (
+    "the peak is at the start; later ones fall"
+)
 fig, ax = plt.subplots(figsize=(8, 2.6), layout="constrained")
 ax.plot(far.numpy(), ratio.numpy(), lw=0.4)
 ax.axhline(1, color="0.6", lw=0.8, ls="--")
@@ -401,7 +405,9 @@ assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
 print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the long-range peak stays below 0.6 f(0)")
 
 # %% [markdown]
-# At $d_{model} = 128$ the 64 waves never all line up again within this range. The slowest is not the
+# At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying;
+# beyond $k = 5000$ the peaks reach only about $0.2\,f(0)$ (printed above). The 64 waves never all line
+# up again within this range. The slowest is not the
 # obstacle (its cosine stays above 0.40, printed above): the 63 faster ones are never in phase at once. So
 # no far position looks like a near one; at every even width from 32 to 256, and at 512 and 1024, the long-range peak stays below
 # $0.6\,f(0)$.
@@ -513,6 +519,7 @@ assert all(added == concat == 1.0 for d in word_dims if d >= 128 for added, conc
 assert all(added > 0.995 and concat == 1.0 for added, concat in recovery[64])  # within half a point of 100%
 assert all(added < concat for d in [4, 8, 16, 32] for added, concat in recovery[d])
 assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d])
+assert all(0.2 < concat < 0.3 for _, concat in recovery[8]), "at d = 8 even the bare embeddings collide"
 print(f"✓ from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
 print("✓ at d = 64 concatenation recovers every word and adding over 99.5%, in every seed")
 print(
@@ -537,6 +544,10 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
+# Concatenation's low share at small $d$ is not PE's doing: it decodes exactly as the bare embeddings do,
+# and 1000 random words in 8 dimensions already collide (some other word's vector beats a word's own in
+# the dot product), so at $d = 8$ only about a quarter come back (printed above).
+#
 # > **Going further:** the reading notes' "PE only takes small number of dimensions" is checked in
 # > *Going further* at the end.
 
@@ -628,50 +639,6 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ### Where the independence assumption breaks: a word's score with itself
-#
-# The argument needs $q$ and $k$ independent. In bare self-attention (lesson 03) they are the same vector,
-# $q = k = x$, and the score of a word with itself is $x \cdot x = |x|^2$.
-#
-# **Predict first.** For $x$ with 64 independent $N(0, 1)$ entries, what is the mean of $x \cdot x$?
-
-# %%
-my_guess_self_score = None  # your answer: a number
-
-# %% tags=["nbval-ignore-output"]
-self_mean, self_var = {d_k: [] for d_k in dks}, {d_k: [] for d_k in dks}  # per seed, divided by d_k
-for d_k in dks:
-    for seed in SEEDS:
-        x_self = random_pairs(10000, d_k, seed)[0]  # (10000, d_k) q = k = x
-        self_scores = (x_self * x_self).sum(1)  # (10000,) x . x = |x|^2
-        self_mean[d_k].append(self_scores.mean().item() / d_k)
-        self_var[d_k].append(self_scores.var().item() / d_k)
-    print(
-        f"d_k={d_k:4d}: mean(x.x) / d_k {spread(self_mean[d_k])[0]:.3f} .. {spread(self_mean[d_k])[2]:.3f}, "
-        f"Var(x.x) / d_k {spread(self_var[d_k])[0]:.2f} .. {spread(self_var[d_k])[2]:.2f}  (range over seeds)"
-    )
-
-# %% tags=["hide-input"]
-assert all(abs(m - 1) < 0.02 for ms in self_mean.values() for m in ms)
-assert all(abs(v - 2) < 0.15 for vs in self_var.values() for v in vs)
-assert all(abs(m * 64 - check.predict_self_score_mean.reference) < 1 for m in self_mean[64])
-print(f"✓ for q = k = x with Gaussian entries: mean(x.x) = d_k, not 0, and Var(x.x) = 2 d_k, for d_k in {dks}, 5 seeds")
-signs = torch.sign(random_pairs(10000, 64, 0)[0])  # (10000, 64) entries +-1: mean 0, variance 1, E[x^4] = 1
-assert torch.all((signs * signs).sum(1) == 64)
-print("✓ with entries +-1 instead, x.x = d_k exactly: variance 0, so the fourth moment sets the variance")
-
-# %%
-check.predict_self_score_mean(my_guess_self_score)
-
-# %% [markdown]
-# Each $x_j^2$ has mean 1 and, for Gaussian entries, variance $\mathbb{E}[x_j^4] - 1 = 2$. So a self-score
-# scaled by $\sqrt{d_k}$ is about $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks
-# almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
-#
-# > **Going further:** with separate projections $W_q \ne W_k$ the self-score is centred near 0 again
-# > (measured at the end).
-
-# %% [markdown]
 # What the unscaled size does to attention (the COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$):
 # at $d_k = 512$ the scores have standard deviation $\sqrt{512}$.
 # We draw 1000 queries, each against its own 10 keys, five seeds, and look at the gap between the largest
@@ -737,6 +704,50 @@ print("✓ scaled, in every seed no query puts over 0.99 on one key and the grad
 # "reducing the attention key size $d_k$ hurts model quality", which, the paper adds (section 6.2), "suggests
 # that determining compatibility is not easy and that a more sophisticated compatibility function than dot
 # product may be beneficial".
+
+# %% [markdown]
+# ### Where the independence assumption breaks: a word's score with itself
+#
+# The variance argument needs $q$ and $k$ independent. In bare self-attention (lesson 03) they are the same vector,
+# $q = k = x$, and the score of a word with itself is $x \cdot x = |x|^2$.
+#
+# **Predict first.** For $x$ with 64 independent $N(0, 1)$ entries, what is the mean of $x \cdot x$?
+
+# %%
+my_guess_self_score = None  # your answer: a number
+
+# %% tags=["nbval-ignore-output"]
+self_mean, self_var = {d_k: [] for d_k in dks}, {d_k: [] for d_k in dks}  # per seed, divided by d_k
+for d_k in dks:
+    for seed in SEEDS:
+        x_self = random_pairs(10000, d_k, seed)[0]  # (10000, d_k) q = k = x
+        self_scores = (x_self * x_self).sum(1)  # (10000,) x . x = |x|^2
+        self_mean[d_k].append(self_scores.mean().item() / d_k)
+        self_var[d_k].append(self_scores.var().item() / d_k)
+    print(
+        f"d_k={d_k:4d}: mean(x.x) / d_k {spread(self_mean[d_k])[0]:.3f} .. {spread(self_mean[d_k])[2]:.3f}, "
+        f"Var(x.x) / d_k {spread(self_var[d_k])[0]:.2f} .. {spread(self_var[d_k])[2]:.2f}  (range over seeds)"
+    )
+
+# %% tags=["hide-input"]
+assert all(abs(m - 1) < 0.02 for ms in self_mean.values() for m in ms)
+assert all(abs(v - 2) < 0.15 for vs in self_var.values() for v in vs)
+assert all(abs(m * 64 - check.predict_self_score_mean.reference) < 1 for m in self_mean[64])
+print(f"✓ for q = k = x with Gaussian entries: mean(x.x) = d_k, not 0, and Var(x.x) = 2 d_k, for d_k in {dks}, 5 seeds")
+signs = torch.sign(random_pairs(10000, 64, 0)[0])  # (10000, 64) entries +-1: mean 0, variance 1, E[x^4] = 1
+assert torch.all((signs * signs).sum(1) == 64)
+print("✓ with entries +-1 instead, x.x = d_k exactly: variance 0, so the fourth moment sets the variance")
+
+# %%
+check.predict_self_score_mean(my_guess_self_score)
+
+# %% [markdown]
+# Each $x_j^2$ has mean 1 and, for Gaussian entries, variance $\mathbb{E}[x_j^4] - 1 = 2$. So a self-score
+# scaled by $\sqrt{d_k}$ is about $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks
+# almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
+#
+# > **Going further:** with separate, independently drawn projections $W_q, W_k$ (as at initialisation) the
+# > self-score is centred near 0 again; a $W_k$ close to $W_q$ is not enough (measured at the end).
 
 # %% [markdown]
 # ## 6. Softmax: shift invariance, temperature, soft arg-max
@@ -815,21 +826,18 @@ plt.show()
 # %% [markdown]
 # ## Summary
 #
-# - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ ($PE\,PE^\top$ is Toeplitz) and
-#   even in $k$, so the dot product knows distance, not direction (a bilinear form can recover direction).
-# - $PE_{t+k} = PE_t M_k$ with $M_k$ block-diagonal $2\times2$ rotations by $\omega_i k$:
-#   orthogonal, $M_a M_b = M_{a+b}$ (`utils.positional.relative_rotation`).
-# - The dot product decays with $|k|$, not monotonically (first rise at $k = 11$ for $d_{model} = 128$),
-#   and at $d_{model} = 128$ it never comes back above a third of $f(0)$ between $k = 1000$ and $10\,000$
-#   (narrow encodings do: $d_{model} = 8$ returns to $0.99\,f(0)$).
-# - Random directions in $d$ dimensions have cosine similarity with mean 0 and standard deviation
-#   $1/\sqrt d$; that is why adding PE to word embeddings loses little when $d$ is large.
-# - The paper finds dot products "much faster and more space-efficient in practice" than additive attention
-#   (one matrix product; no $d_a$-sized hidden vector per pair, counted above), but they grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
-#   make softmax nearly one-hot with a vanishing gradient, which the $1/\sqrt{d_k}$ scale prevents. For
-#   $q = k = x$ the assumption fails: $x \cdot x$ has mean $d_k$ (and, for Gaussian entries, variance
-#   $2 d_k$); separate projections $W_q \ne W_k$ restore mean 0 and variance $d_k$.
-# - softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
+# - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ and even in $k$, so the dot product
+#   knows distance, not direction. $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations.
+# - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
+#   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
+# - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$: adding
+#   PE to word embeddings loses little when $d$ is large.
+# - Dot products are "much faster and more space-efficient in practice" than additive attention (the
+#   paper), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
+#   make softmax nearly one-hot with a vanishing gradient. For $q = k = x$, $x \cdot x$ has mean $d_k$;
+#   independent random projections $W_q, W_k$ (as at initialisation) restore mean $\approx 0$, but
+#   $W_q \ne W_k$ alone does not.
+# - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
 # ## Exercises
@@ -911,26 +919,33 @@ check.score_scale(score_scale)
 # *Why read it:* section 5's broken assumption needs $q = k$; the real model projects twice.
 #
 # The break needs the query and the key to be the *same* vector. In the real model they come from
-# separate projections, $q = xW_q$ and $k = xW_k$; with random $W_q \ne W_k$ (entries of variance
-# $1/d_{model}$) the self-score is centred near 0 again, with variance near $d_k$. Measured at
-# $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
+# separate projections, $q = xW_q$ and $k = xW_k$. With $W_q$ and $W_k$ drawn independently (entries of
+# variance $1/d_{model}$, as at initialisation) the self-score is centred near 0 again, with variance near
+# $d_k$: its mean is $\operatorname{tr}(W_q W_k^\top)$, near 0 for independent draws. Merely different matrices
+# are not enough: with $W_k = W_q + 0.3\,W'$ ($W'$ another independent draw) the mean stays near that of
+# $q = k$. Measured at $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
 
 # %% tags=["nbval-ignore-output"]
-untied_mean, untied_var = [], []  # self-score x W_q . x W_k, divided by sqrt(d_k) and d_k, one per seed
+untied_mean, untied_var, near_mean = [], [], []  # self-score / sqrt(d_k), / d_k; one per seed
 for seed in SEEDS:
     x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
     W_q, W_k = (W / math.sqrt(512) for W in random_pairs(512, 64, 100 + seed))  # (d_model, d_k) each
     untied = ((x_words @ W_q) * (x_words @ W_k)).sum(1)  # (4000,) each word's score with itself
     untied_mean.append(untied.mean().item() / 8)
     untied_var.append(untied.var().item() / 64)
+    W_near = W_q + 0.3 * random_pairs(512, 64, 200 + seed)[0] / math.sqrt(512)  # (d_model, d_k) close to W_q
+    near_mean.append(((x_words @ W_q) * (x_words @ W_near)).sum(1).mean().item() / 8)
 print(
     f"separate W_q, W_k: mean self-score / sqrt(d_k) {min(untied_mean):.3f} .. {max(untied_mean):.3f}, "
     f"Var / d_k {min(untied_var):.2f} .. {max(untied_var):.2f}  (range over seeds)"
 )
+print(f"W_k = W_q + 0.3 W': mean self-score / sqrt(d_k) {min(near_mean):.2f} .. {max(near_mean):.2f}")
 
 # %% tags=["hide-input"]
 assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in untied_var)
-print("✓ with separate random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
+assert all(7 < m < 9 for m in near_mean)  # q = k would give sqrt(d_k) = 8
+print("✓ with independent random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
+print("✓ with W_k = W_q + 0.3 W' it is not: the mean stays near sqrt(d_k), as for q = k, in all 5 seeds")
 
 # %% [markdown]
 # ### When does $f$ first rise, at other widths?
@@ -1069,9 +1084,9 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # ## Sources
 #
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: section 3.2.1 and footnote 4 (additive vs
-#   dot-product attention, $\mathrm{Var}(q \cdot k) = d_k$, the $1/\sqrt{d_k}$ scale), Table 3 rows B,
-#   section 3.5 (sinusoidal encoding,
-#   "a linear function of $PE_{pos}$").
+#   dot-product attention, $\mathrm{Var}(q \cdot k) = d_k$, the $1/\sqrt{d_k}$ scale), Table 3 rows B and
+#   section 6.2 (smaller $d_k$ hurts; "determining compatibility is not easy"), section 3.4 (embeddings
+#   multiplied by $\sqrt{d_{model}}$), section 3.5 (sinusoidal encoding, "a linear function of $PE_{pos}$").
 # - Bahdanau, Cho and Bengio, "Neural Machine Translation by Jointly Learning to Align and Translate",
 #   ICLR 2015: additive attention.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 17 March 2023): the sum

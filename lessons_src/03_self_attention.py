@@ -5,12 +5,9 @@
 #
 # - compute softmax attention for one query over a memory of key–value pairs, by hand and vectorised;
 # - read queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
-# - build the parameter-free self-attention of the reading notes and read its matrix for "YOUR CAT IS A
-#   LOVELY CAT";
-# - prove and check that self-attention is permutation **equivariant** (not invariant), that positional
-#   encoding breaks this, and that learned projections $W_q, W_k, W_v, W_o$ do not;
-# - see why the Transformer projects queries and keys: random $W_q, W_k$ give a map ruled by chance,
-#   trained ones make an adjective look at its noun.
+# - build parameter-free self-attention and read its matrix for "YOUR CAT IS A LOVELY CAT";
+# - prove that self-attention is permutation **equivariant** (not invariant), and what breaks this;
+# - see why the Transformer projects queries and keys: trained $W_q, W_k$ make an adjective look at its noun.
 #
 # **Prerequisites.** [01 · Positional encoding](01_positional_encoding.ipynb) and
 # 02 · Dot-product identities (softmax, temperature, the $1/\sqrt{d_k}$ scale).
@@ -41,7 +38,9 @@ from utils.attention import scaled_dot_product_attention
 from utils.course.exercises import lesson03 as check
 from utils.experiments.attention_map import attention_map, token_embeddings
 from utils.experiments.attention_patterns import (
+    NOUNS,
     VOCAB,
+    adjective_noun_batch,
     attention_properties,
     projected_weights,
     random_projections,
@@ -70,8 +69,9 @@ np.set_printoptions(precision=4, suppress=True)
 #   \alpha = \operatorname{softmax}(\text{score}), \qquad c = \sum_i \alpha_i v_i .$$
 #
 # We build a memory whose weights are exactly the slide's. Softmax only sees differences between scores
-# (lesson 02), so any scores equal to $\log \alpha$ plus a constant will do. Adding $c\,q$ to a key raises its
-# score by $c\,|q|^2/\sqrt{d_k}$, so we move each random key along $q$ until its score is $\log \alpha_i + 1$.
+# (lesson 02), so any scores equal to $\log \alpha$ plus a constant will do. Adding a multiple $a\,q$ of the
+# query to a key raises its score by $a\,|q|^2/\sqrt{d_k}$, so we move each random key along $q$ until its
+# score is $\log \alpha_i + 1$.
 
 # %%
 gen = torch.Generator().manual_seed(1)
@@ -81,7 +81,8 @@ q = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_k,)
 K = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
 V = torch.randn(n, d_v, generator=gen, dtype=torch.float64)  # (n, d_v)
 target = slide_weights.log() + 1.0  # (n,) the scores we want
-K = K + ((target * math.sqrt(d_k) - K @ q) / (q @ q))[:, None] * q  # (n, d_k) now q·k_i/√d_k = target_i
+a = (target * math.sqrt(d_k) - K @ q) / (q @ q)  # (n,) how far to move each key along q
+K = K + a[:, None] * q  # (n, d_k) now q·k_i/√d_k = target_i
 
 # %% [markdown]
 # First with plain Python loops: one score per key, exponentiate, normalise, then a weighted sum of the
@@ -276,14 +277,6 @@ assert abs(A[1, 1].item() - check.predict_cat_self_weight.reference) < 1e-4
 check.predict_cat_self_weight(my_guess_cat)
 
 # %% [markdown]
-# Every row is a probability distribution over the six words: it sums to 1.
-
-# %%
-row_sums = A.sum(dim=-1)  # (seq,)
-print("row sums:", row_sums.numpy().round(6))
-assert torch.allclose(row_sums, torch.ones(seq))
-
-# %% [markdown]
 # Far more peaked than the slide deck's matrix (whose numbers, it says, "are random"): as lesson 02
 # measured, a self-score $|x|^2/\sqrt{512}$ is about $\sqrt{512}$, a score between unrelated words about
 # $N(0, 1)$, and $e^{\text{self-score}}$ swamps the rest of the row.
@@ -296,9 +289,11 @@ different = [scores[i, j].item() for i in range(seq) for j in range(seq) if sent
 print("scores between different words: min", round(min(different), 1), "max", round(max(different), 1))
 
 # %% [markdown]
-# One sentence's embeddings are one draw; over 20 embedding tables (`token_embeddings(..., seed=s)`):
+# One sentence's embeddings are one draw; the same holds over 20 embedding tables
+# (`token_embeddings(..., seed=s)`):
 
-# %%
+# %% tags=["hide-input"]
+assert torch.allclose(A.sum(dim=-1), torch.ones(seq)), "every row is a softmax: it sums to 1"
 self_scores, other_scores, single_diag = [], [], []
 for s in range(20):
     X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model) float64
@@ -307,16 +302,16 @@ for s in range(20):
     other_scores += [scores_s[i, j].item() for i in range(seq) for j in range(seq) if sentence[i] != sentence[j]]
     single_diag += [torch.softmax(scores_s, dim=-1)[i, i].item() for i in (0, 2, 3, 4)]
 other = torch.tensor(other_scores)
-print(f"self scores over 20 tables ({len(self_scores)} values): {min(self_scores):.1f} to {max(self_scores):.1f}")
 print(
-    f"scores between different words ({len(other)} values): mean {other.mean():.1f}, std {other.std():.1f}, "
-    f"range {other.min():.1f} to {other.max():.1f}"
+    f"self scores {min(self_scores):.1f} to {max(self_scores):.1f}; other scores mean {other.mean():.1f}, "
+    f"std {other.std():.1f}; a once-occurring word's weight on itself: at least {min(single_diag):.6f}"
 )
-print(f"weight a once-occurring word puts on itself: min {min(single_diag):.4f} over {len(single_diag)} rows")
 assert min(self_scores) > 15 and max(self_scores) < 30, "self scores near sqrt(512)"
 assert abs(other.mean()) < 0.2 and 0.8 < other.std() < 1.2 and other.abs().max() < 5, "other scores ~ N(0, 1)"
 assert min(single_diag) > 0.9999, "words that occur once attend (almost) only to themselves"
-print("✓ in all 20 tables: self scores near sqrt(512), other scores ~ N(0, 1), near-identity map")
+print(
+    "✓ in all 20 tables: self scores near sqrt(512), other scores ~ N(0, 1), words that occur once look at themselves"
+)
 
 # %% [markdown]
 # Without positional encoding the two CATs are the same vector: the same query, so rows 1 and 5 are
@@ -328,7 +323,7 @@ print("row CAT (5):", A[5].numpy().round(4))
 assert torch.allclose(A[1], A[5], atol=1e-6) and torch.allclose(Y[1], Y[5], atol=1e-5), "identical rows"
 assert torch.allclose(A[:, 1], A[:, 5], atol=1e-6), "identical columns"
 assert torch.allclose(A[1, [1, 5]], torch.tensor([0.5, 0.5]), atol=1e-6)
-fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: nearly the identity")
+fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: the identity, except the CATs split")
 
 # %% [markdown]
 # No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
@@ -351,7 +346,8 @@ print("✓ identical CATs: identical rows and identical columns in all 20 embedd
 # ## 4. Permutation equivariance (not invariance)
 #
 # The YOUR CAT slide deck says "Self-Attention is permutation invariant since it does not cater the order of
-# words", and, two lines on, "If u rearrange the inputs, attention values will remain the same". The reading
+# words, and treats each word independently (if you do not consider the contribution of the positional
+# encoding)", and, two lines on, "If u rearrange the inputs, attention values will remain the same". The reading
 # notes have the right word: **equivariant**. Let $P$ be a permutation matrix
 # ($PX$ reorders the rows of $X$). Softmax works row by row, and reordering both rows and columns of its input
 # reorders its output the same way, so
@@ -360,7 +356,8 @@ print("✓ identical CATs: identical rows and identical columns in all 20 embedd
 #         = \operatorname{softmax}\!\Big(P\,\tfrac{XX^\top}{\sqrt{d}}\,P^\top\Big) = P\,A(X)\,P^\top,$$
 # $$\text{Attention}(PX) = A(PX)\,PX = P\,A(X)\,P^\top P\,X = P\,A(X)\,X = P\,\text{Attention}(X),$$
 #
-# using $P^\top P = I$. The outputs are the same vectors, in the permuted order. We check it for 20 random
+# using $P^\top P = I$. The outputs are the same vectors, in the permuted order. (Like the deck, we leave
+# positional encoding out until the end of this section.) We check it for 20 random
 # permutations of the sentence.
 
 # %% tags=["hide-input"]
@@ -420,8 +417,24 @@ print("✓ sum-pool of self-attention is permutation invariant")
 PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
 Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq)
 Y_rev_pe, _ = self_attention(X[reverse] + PE)  # (seq, d_model)
-print("max |Attention(PX + PE) - P Attention(X + PE)| =", round((Y_rev_pe - Y_pe[reverse]).abs().max().item(), 2))
+gap = Y_rev_pe - Y_pe[reverse]  # (seq, d_model)
+moved = int((gap.abs().max(dim=-1).values > 1e-3).sum())
+print(
+    "rows that moved:",
+    moved,
+    "of",
+    seq,
+    "| max |Attention(PX + PE) - P Attention(X + PE)| =",
+    round(gap.abs().max().item(), 2),
+)
 assert not torch.allclose(Y_rev_pe, Y_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
+PE_gap = PE - PE[reverse]  # (seq, d_model) what each output should be off by, if outputs ≈ inputs
+assert moved == seq and (gap - PE_gap).abs().max() < 0.5 and abs(gap.abs().max() - PE_gap.abs().max()) < 0.05
+
+# %% [markdown]
+# Why about 2: each word still looks (almost) only at itself, so output $i$ is about its input,
+# $x_{\text{rev}(i)} + PE_i$ in one order and $x_{\text{rev}(i)} + PE_{\text{rev}(i)}$ in the other. They differ by
+# $PE_i - PE_{\text{rev}(i)}$, and two sines or cosines in $[-1, 1]$ can differ by up to 2.
 
 # %% [markdown]
 # And the two CATs are now different vectors, so they get different rows and columns (rows still sum to 1):
@@ -448,9 +461,8 @@ fig = plot_attention(sentence, A_pe.numpy(), title="softmax((X+PE)(X+PE)ᵀ/√5
 #
 # "Self-Attention requires no parameters" (the YOUR CAT slide deck) is true of this bare form only. The
 # Transformer's attention projects the input first and the output last: $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$.
-# We build ours with `torch.nn.Linear`: four $d_{model} \times d_{model}$ layers, each with a bias. They act on
-# each position separately, $(PX)W + b = P(XW + b)$, so the derivation above goes through unchanged: the layer
-# is still permutation equivariant. Without attention dropout (which zeroes random weights in training; this
+# Ours uses four `torch.nn.Linear` layers ($d_{model} \times d_{model}$, with biases). They act on each position
+# separately, $(PX)W + b = P(XW + b)$, so the derivation above goes through: the layer is still equivariant. Without attention dropout (which zeroes random weights in training; this
 # lesson uses none), the symmetry breaks only when something tells the positions apart: PE, a position bias,
 # or a causal mask (Going further).
 #
@@ -533,13 +545,17 @@ check.predict_random_diagonal(my_guess_diagonal)
 # %% [markdown]
 # ### Training $W_q$ and $W_k$ on a task that needs a look elsewhere
 #
-# Now give the projections a reason. A tiny task: random six-word sentences from a vocabulary of 6 nouns,
-# 6 adjectives and 8 other words, each with one noun (once or twice), one or two adjectives and filler
-# words. At every adjective, the attention output $(AX)_i$ must name the sentence's noun (scored against the
-# six noun embeddings, cross-entropy). Only $W_q$ and $W_k$ are trained, from the random matrices above:
-# 50 Adam steps of 32 sentences (`train_adjective_noun`), from 8 seeds. The loss starts below
-# $\ln 6$, a blind guess (the noun is among the words every output mixes); what training
-# changes is where the adjective looks.
+# Now give the projections a reason. A tiny task: random six-word sentences (6 nouns, 6 adjectives, 8 other
+# words), each with one noun (once or twice) and one or two adjectives. At each adjective $i$ the output
+# $(AX)_i$ must name the noun: noun $n$ scores $(AX)_i \cdot x_n / \sqrt{512}$, and the loss is the
+# cross-entropy over the six nouns. Only $W_q$ and $W_k$ are trained, from the random matrices above: 50 Adam
+# steps of 32 sentences (`train_adjective_noun`), 8 seeds.
+#
+# Why the loss starts far below $\ln 6$ (a blind guess): each unit of weight on the noun adds
+# $|x_n|^2/\sqrt{512} \approx 22.6$ to its score (section 3), while the other nouns' scores stay near 0.
+# Untrained, an adjective already puts 0.2–0.3 of its weight on the noun on average (it is one or two of six
+# words), so the right noun leads the best other one by about 4–6. What is left to learn is to look at the
+# noun in every sentence, not only on average.
 
 # %% tags=["nbval-ignore-output"]
 trained = {
@@ -556,6 +572,21 @@ for s, (_, _, losses) in trained.items():
         f"LOVELY's weight on the CATs {before[0]:.2f} -> {lovely_trained[s]:.4f}"
     )
 print(f"after training, over 8 seeds: min {min(lovely_trained.values()):.4f}")
+E = token_embeddings(list(VOCAB), d_model)  # (vocab, d_model) the task's embeddings
+start_weight, start_lead = [], []  # before training: adjectives' mean weight on the noun, right noun's mean lead
+for s in range(8):
+    ids, is_adj, noun = adjective_noun_batch(256, torch.Generator().manual_seed(s))  # 256 sentences
+    X_b = E[ids]  # (batch, seq, d_model)
+    A_b = projected_weights(X_b, *random_projections(d_model, d_k, seed=s))  # (batch, seq, seq)
+    start_weight.append((A_b * (ids == noun[:, None])[:, None, :]).sum(dim=-1)[is_adj].mean().item())
+    noun_scores = (A_b @ X_b)[is_adj] @ E[: len(NOUNS)].T / math.sqrt(d_model)  # (adjectives, nouns)
+    right = noun_scores.gather(1, noun[:, None].expand_as(ids)[is_adj][:, None])  # (adjectives, 1)
+    start_lead.append(
+        (right - noun_scores.masked_fill(noun_scores == right, -math.inf).amax(dim=1, keepdim=True)).mean().item()
+    )
+print(
+    f"before training: weight on the noun {min(start_weight):.2f}–{max(start_weight):.2f}, lead {min(start_lead):.1f}–{max(start_lead):.1f}"
+)
 
 # %% [markdown]
 # In every training seed, LOVELY now puts (almost) all its weight on the two CATs:
@@ -565,7 +596,9 @@ assert set(sentence) <= set(VOCAB), "the sentence uses only the task's words"
 assert min(lovely_trained.values()) > 0.95
 assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "the loss fell"
 assert all(losses[0] < math.log(6) for _, _, losses in trained.values()), "it started below a blind guess"
+assert all(0.2 <= w <= 0.31 for w in start_weight) and all(3.5 <= g <= 6.5 for g in start_lead)
 print(f"✓ in all 8 seeds the first loss is below ln 6 = {math.log(6):.2f} (a blind guess among six nouns)")
+print("✓ before training, adjectives put 0.2–0.3 of their weight on the noun, a lead of about 4–6, in 8 of 8 seeds")
 print("✓ trained W_q, W_k: LOVELY puts nearly all its weight on the CATs, in 8 of 8 training seeds")
 
 # %% [markdown]
@@ -591,8 +624,8 @@ print("✓ after training, in all 8 seeds: identical CAT rows and columns, LOVEL
 print("✓ the words YOUR, IS and A each look at most are not the same in all 8 seeds")
 
 # %% [markdown]
-# This is what the projections are for. Without them the map is fixed by the embeddings (nearly the
-# identity); with random ones it is noise; trained, $W_q$ turns "I am an adjective" into a question and
+# This is what the projections are for. Without them the map is fixed by the embeddings (near the
+# identity, the repeated CAT split in two); with random ones it is noise; trained, $W_q$ turns "I am an adjective" into a question and
 # $W_k$ turns "I am a noun" into a matching answer, so one word can look at another. Lessons 05–07 build
 # on this mechanism, with several heads and with PE.
 
@@ -602,8 +635,17 @@ print("✓ the words YOUR, IS and A each look at most are not the same in all 8 
 # The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
 # that the weights are not all 0 or 1) and one query's row. Try: turn the $1/\sqrt{d_k}$ scaling off (at the
 # explorer's seed, almost one-hot rows, except the CATs', which put at most half on each CAT), raise the
-# temperature (flatter), add positional encoding (the two CATs part ways), and pick a mask (lesson 04). The
-# first three, checked at the explorer's seed and, where they hold in general, for five embedding seeds:
+# temperature (flatter), add positional encoding (the two CATs part ways), and pick a mask (lesson 04).
+
+# %% [markdown]
+# Here is its default state:
+
+# %%
+fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
+
+# %% [markdown]
+# The first three of those effects, checked at the explorer's seed and, where they hold in general, for
+# five embedding seeds:
 
 # %% tags=["hide-input"]
 explorer_words = "YOUR CAT IS A LOVELY CAT".split()
@@ -621,12 +663,6 @@ print("✓ in all 5 embedding seeds: unscaled, the CATs' rows put at most half o
 print("  temperature 10 makes every row flatter than temperature 1; with PE the two CATs' rows differ")
 
 # %% [markdown]
-# Here is its default state:
-
-# %%
-fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
-
-# %% [markdown]
 # And live (in Jupyter, Binder or Colab; on GitHub the widget does not run):
 
 # %% tags=["nbval-ignore-output"]
@@ -635,20 +671,16 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # %% [markdown]
 # ## Summary
 #
-# - Attention scores every key against the query, softmaxes the scores (scaled by $1/\sqrt{d_k}$) and mixes the
-#   values: $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. Loops, matrices and `utils` agree.
-# - It is a soft dictionary look-up; temperature $\to 0$ makes it a hard one when one key matches best.
-# - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters; with random 512-dimensional
-#   embeddings it is nearly the identity, and without position information identical words get identical rows
-#   and columns.
-# - It is permutation **equivariant**: $\text{Attention}(PX) = P\,\text{Attention}(X)$; a sum-pool on top is
-#   invariant. Positional encoding breaks the symmetry; learned $W_q, W_k, W_v, W_o$ do not.
-# - The paper's attention layer has $4 d_{model}^2$ parameters (no biases); `nn.Linear` and
-#   `nn.MultiheadAttention` add $4 d_{model}$ biases by default.
-# - Random $W_q, W_k$ replace the near-identity by chance; trained ones let a word look at another
-#   (an adjective at its noun), which is why the Transformer has them.
-# - The YOUR CAT deck's matrix cannot come from self-attention without position information, and its diagonal
-#   need not be the largest (errata below).
+# - Attention scores every key against the query, softmaxes the scaled scores and mixes the values:
+#   $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. It is a soft dictionary look-up; temperature $\to 0$
+#   makes it a hard one when one key matches best.
+# - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters. With random
+#   512-dimensional embeddings a word that occurs once looks (almost) only at itself; without position
+#   information identical words get identical rows and columns.
+# - It is permutation **equivariant**, not invariant. Positional encoding breaks the symmetry; learned
+#   $W_q, W_k, W_v, W_o$ do not.
+# - Random $W_q, W_k$ make the map chance; trained ones let an adjective look at its noun, which is why the
+#   Transformer has them.
 #
 # ## Exercises
 #
@@ -801,6 +833,9 @@ print("✓ causal mask: not equivariant in any of 20 tables at d_model=16; at d_
 # What the YOUR CAT slide deck gets wrong about self-attention's matrix, with the checks. (Its "permutation
 # invariant" and "requires no parameters" are corrected in section 4.)
 #
+# *Why read it:* if you teach from the deck, or want to see what any self-attention matrix must satisfy
+# and which ingredients (PE, $W_q \ne W_k$, a position bias) each property needs.
+#
 # ### What an attention matrix must satisfy
 #
 # The YOUR CAT slide deck prints a 6 × 6 attention matrix for this sentence, with the note "all values are
@@ -900,10 +935,13 @@ print("✓ with a linear bias -0.5(i - j), the two CATs' rows stay equal, their 
 # $$A_{ij}\,A_{jk}\,A_{ki} = A_{ji}\,A_{kj}\,A_{ik}.$$
 #
 # The deck's IS, A, LOVELY break this by far more than its three-decimal rounding can explain. A matrix
-# like the deck's needs scores that are both asymmetric and position-aware: $W_q \ne W_k$ *together with* PE,
-# or a position bias $b(i - j)$ whose odd part $b(d) - b(-d)$ is not linear in $d$. Either one alone is not
-# enough: $W_q \ne W_k$ without PE still gives the CATs identical rows and columns (section 5), and PE with
-# $Q = K$ keeps every cycle balanced.
+# like the deck's needs scores that are both asymmetric (unbalanced cycles) and position-aware (different
+# CAT rows and columns). Either one alone is not enough: $W_q \ne W_k$ without position information still
+# gives the CATs identical rows and columns (section 5), and PE with $Q = K$ keeps every cycle balanced.
+# Routes that give both, checked below: $W_q \ne W_k$ with PE, or with a position bias such as the symmetric
+# $-0.5\,|i - j|$; or, with $Q = K$, a position bias $b(i - j)$ whose odd part $b(d) - b(-d)$ is not linear
+# in $d$ *and* that tells the CATs apart. Not every such bias does: $b(d) = 1$ when $d \equiv 1 \pmod 4$
+# (else 0) unbalances cycles but treats positions 1 and 5 alike.
 
 
 # %%
@@ -946,18 +984,37 @@ for name, X_in in [("no PE", X.double()), ("with PE", X.double() + PE_3)]:
         )
         hits.append(cats_differ and max(abs(cycle_log_ratio(A_s, *t)) for t in triples) > 10 * rounding)
     cause[name] = sum(hits)
+sym_hits = 0  # W_q != W_k, no PE, with the symmetric bias -0.5|i - j|
+for s in range(5):
+    W_q_s, W_k_s = (W.double() for W in random_projections(d_model, 64, seed=s))  # (d_model, 64) each
+    A_s = torch.softmax(
+        (X.double() @ W_q_s) @ (X.double() @ W_k_s).T / 8.0 - 0.5 * (positions[:, None] - positions[None, :]).abs(),
+        dim=-1,
+    )
+    props = attention_properties(A_s, sentence, atol=1e-6)
+    unbalanced = max(abs(cycle_log_ratio(A_s, *t)) for t in triples) > 10 * rounding
+    sym_hits += (
+        not props["identical tokens get identical rows"]
+        and not props["identical tokens get identical columns"]
+        and unbalanced
+    )
 offset = (positions[:, None] - positions[None, :]).double()  # (seq, seq) i - j
 scores_64 = X.double() @ X.double().T / math.sqrt(d_model)  # (seq, seq) Q = K = X
 A_odd = torch.softmax(scores_64 + torch.where(offset > 0, -0.5 * offset**2, 0.0), dim=-1)  # bias on earlier keys
 A_sym = torch.softmax(scores_64 - 0.5 * offset.abs(), dim=-1)  # (seq, seq) the symmetric -0.5|i - j|
 odd = attention_properties(A_odd, sentence, atol=1e-6)
+A_mod4 = torch.softmax(scores_64 + (torch.remainder(offset, 4) == 1).double(), dim=-1)  # b(d) = 1 if d = 1 mod 4
+mod4 = attention_properties(A_mod4, sentence, atol=1e-6)
+assert all(mod4.values()) and max(abs(cycle_log_ratio(A_mod4, *t)) for t in triples) > 10 * rounding
 worst_odd = max(abs(cycle_log_ratio(A_odd, *t)) for t in triples)
 worst_sym = max(abs(cycle_log_ratio(A_sym, *t)) for t in triples)
-assert cause == {"no PE": 0, "with PE": 5}
+assert cause == {"no PE": 0, "with PE": 5} and sym_hits == 5
 assert not odd["identical tokens get identical rows"] and worst_odd > 10 * rounding and worst_sym < 1e-9
 print("✓ W_q != W_k with PE breaks the CAT rows, columns and a cycle in 5 of 5 seeds; without PE in none")
+print("✓ W_q != W_k with the symmetric bias -0.5|i - j| (no PE) breaks them too, in 5 of 5 seeds")
 print("✓ Q = K = X with a bias -0.5(i - j)^2 on earlier keys breaks them too")
-print("✓ the symmetric bias -0.5|i - j| keeps every cycle balanced")
+print("✓ Q = K = X with b(d) = 1 when d = 1 mod 4 unbalances cycles but keeps the CATs' rows and columns equal")
+print("✓ Q = K = X with the symmetric bias -0.5|i - j| keeps every cycle balanced")
 
 # %% [markdown]
 # ### Is the diagonal always the largest?

@@ -120,6 +120,7 @@ def predict_rotation_nonzeros(answer):
 
 
 LONG_RANGE = 0.32  # max of f(k) / f(0) over 1000 <= k <= 10000 at d_model = 128 (the lesson asserts it)
+LONG_RANGE_AT = 1030  # where that maximum is (the lesson asserts it)
 LONG_RANGE_MISSES = [
     (
         "expect the periodic waves to come back",
@@ -132,7 +133,8 @@ LONG_RANGE_MISSES = [
         "expect it to decay to nothing",
         0.0,
         (-0.1, 0.15),
-        "the fast pairs keep swinging: 64 cosines in shifting phases leave peaks of about a third of f(0)",
+        "f has not finished decaying at k = 1000: the range's largest value, about a third of f(0), is at its "
+        f"start (k = {LONG_RANGE_AT}), and the fast pairs keep f swinging after that (peaks about 0.2 f(0) beyond k = 5000)",
     ),
     (
         "expect it to turn negative",
@@ -148,11 +150,12 @@ LONG_RANGE_MISSES = [
     "their peak at once? And can they all cancel everywhere?",
     reference=LONG_RANGE,
     kind="prediction",
-    explain="""
+    explain=f"""
     The 64 pairs never all line up again within 10,000 positions: their wavelengths share no period, and
     getting the 63 faster pairs in phase at once is what fails (the slowest pair alone would cost little).
-    So f never returns near f(0); but the fast pairs keep swinging, and their chance alignments leave
-    peaks of about a third of f(0).
+    So f never returns near f(0). The largest value in the range, about a third of f(0), sits at its
+    start (k = {LONG_RANGE_AT}), where f is still decaying; later peaks are lower (about 0.2 f(0) beyond k = 5000),
+    but the fast pairs keep f swinging, so it never settles at 0.
     """,
     wrong=band_mistakes(LONG_RANGE_MISSES),
 )
