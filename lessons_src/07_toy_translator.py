@@ -252,10 +252,9 @@ print(
 assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus <eos>
 
 # %% [markdown]
-# The reading notes contrast "In RNN, the entire seq-to-seq is one training sample" with "every step is
-# one training sample" in transformers; but a recurrent decoder with teacher forcing also gets a loss per
-# word. The difference is that it takes T steps one after another (lesson 00), while the Transformer
-# decoder computes all T positions **in one parallel pass** (checked in section 2).
+# A recurrent decoder with teacher forcing also gets a loss per word (the reading notes suggest
+# otherwise); the Transformer's difference is that it computes all T positions **in one parallel pass**
+# (checked in section 2).
 
 # %% [markdown]
 # ## 2. The model, and the paper's embeddings
@@ -270,9 +269,10 @@ torch.manual_seed(recipe.MODEL_SEED)
 model = Seq2SeqTransformer(recipe.MODEL)  # a TranslatorConfig: vocabulary sizes, d_model, num_heads, ...
 counts = parameter_counts(model)
 print(
-    f"d_model = {model.d_model}; vocabularies: English {len(ds.src_vocab)}, Neo {len(ds.tgt_vocab)} words; "
-    f"{sum(counts.values()):,d} parameters"
+    f"d_model = {model.d_model}; vocabularies: English {len(ds.src_vocab)}, Neo {len(ds.tgt_vocab)} tokens "
+    f"({len(grammar.target_words())} Neo words + <pad> <bos> <eos> <unk>); {sum(counts.values()):,d} parameters"
 )
+assert len(ds.tgt_vocab) == len(grammar.target_words()) + 4
 assert sum(counts.values()) == sum(p.numel() for p in model.parameters())
 shared = {model.src_embed.weight.data_ptr(), model.tgt_embed.weight.data_ptr(), model.generator.weight.data_ptr()}
 assert len(shared) == 3
@@ -312,12 +312,11 @@ print("✓ the tied model has one matrix for both and still gives a logit per Ne
 check.predict_tied_saving(my_guess_tied_saving)
 
 # %% [markdown]
-# **Why × √d_model?** The paper does not say. What it does here: a matrix shared with the output
-# projection starts at a linear layer's small scale (our projection, a default `nn.Linear`: standard
-# deviation $1/\sqrt{3 d_{\text{model}}}$; our embeddings: $d_{\text{model}}^{-1/2}$, the same order).
-# Unscaled, such entries are several times smaller than the PE's, which lie in $[-1, 1]$; scaled, they
-# reach the PE's order. torch's default embedding init, $N(0, 1)$, scaled, would be far larger. At
-# initialisation:
+# **Why × √d_model?** The paper does not say. What it does here: we start our embeddings as if they were
+# shared with the output projection, at a linear layer's small scale ($d_{\text{model}}^{-1/2}$; the
+# projection: $1/\sqrt{3 d_{\text{model}}}$). Unscaled, they are several times smaller than the PE's
+# values in $[-1, 1]$; scaled, they reach the PE's order. torch's default, $N(0, 1)$, scaled, would be
+# far larger:
 
 # %%
 d = model.d_model
@@ -390,7 +389,7 @@ print("✓ the parallel pass gives the same logits as the position-by-position c
 # > with `torch.nn.Transformer`" at the end shows where they matter.
 
 # %% [markdown]
-# ## 3. Training: the paper's schedule, dropout and label smoothing
+# ## 3. Training: the paper's schedule (and the regularisation we leave out)
 #
 # Cross-entropy over every non-padding target position, Adam with β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹, and
 # the paper's learning rate (section 5.3), which grows linearly for `warmup` steps and then decays as
@@ -431,7 +430,7 @@ dropout_rates += [m.dropout for m in model.modules() if isinstance(m, MultiHeadA
 L = model.config.num_layers  # 1 on the embeddings; per encoder layer 3, per decoder layer 4 (one more attention)
 assert set(dropout_rates) == {rates["dropout"]} and len(dropout_rates) == 1 + 3 * L + 4 * L
 print(
-    f"✓ all {len(dropout_rates)} dropout rates in the model (sub-layers, embeddings, attention) are {rates['dropout']}"
+    f"✓ all {len(dropout_rates)} dropout rates in the model (sub-layers, embeddings, attention, feed-forward) are {rates['dropout']}"
 )
 
 # %% [markdown]
@@ -439,8 +438,9 @@ print(
 # right word. With label smoothing the target $q$ keeps $1 - \varepsilon$ for the right word and spreads
 # $\varepsilon$ evenly over the *whole* vocabulary of $V$ words; the loss is $-\sum_k q_k \log p_k$.
 #
-# **Predict, then check.** With $\varepsilon = 0.1$ and our $V$ = 112 Neo words, what probability does
-# the smoothed target give the right word?
+# **Predict, then check.** With $\varepsilon = 0.1$ and our $V$ = 112 Neo tokens (108 words and the 4
+# special tokens, which get their $\varepsilon/V$ too), what probability does the smoothed target give
+# the right word?
 
 # %%
 my_guess_smoothed_target = None  # your answer: a probability
@@ -613,8 +613,8 @@ print(
 
 # %% [markdown]
 # A limit of a **word-level vocabulary**, not of attention: the output layer has one logit per Neo word,
-# a held-out form is never a training label, and plain cross-entropy pushes down the logit of every word
-# that is not the label ("Going further" shows the gradient). Real translators use sub-word units
+# and a held-out form is never a training label, so nothing teaches the model to choose it (with our loss
+# or with label smoothing: "Going further" shows the gradients). Real translators use sub-word units
 # (Sennrich et al., 2016), so a new form can be spelled from known pieces.
 #
 # `translate`: a sentence in, a sentence out. Try your own; `grammar.reference_translation` gives the
@@ -976,7 +976,9 @@ print(
 # logit of a word that is not the label is its probability, $\partial L/\partial z_k = p_k > 0$: with our
 # plain cross-entropy every training position pushes a held-out form's logit down. With label smoothing
 # $\varepsilon$ it is $p_k - \varepsilon/V$, which pushes *up* the logit of a word whose probability is below
-# $\varepsilon/V$, as the held-out forms' are. Checked with autograd on random logits:
+# $\varepsilon/V$, as the held-out forms' are. Smoothing does not remove the cause, though: a held-out
+# form is never the label, so at every training position its target is $\varepsilon/V$, the share of every
+# wrong word, far below the $1 - \varepsilon + \varepsilon/V$ of the form that was the label. Checked with autograd on random logits:
 
 # %%
 V = model.config.tgt_vocab_size

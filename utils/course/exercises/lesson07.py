@@ -74,14 +74,14 @@ def _compare_numbers(cases, answer, reference, wrong, rel=1e-7):
             0.5,
             says="one logit per whole word",
         ),
-        mistake("expect it to guess the form now and then", 0.25, says="pushes that logit down"),
+        mistake("expect it to guess the form now and then", 0.25, says="never the label"),
     ],
     explain="""
-    About 0: the model gets at most 2 % of those sentences right, however well it learnt the rest. A
-    held-out form was never a training label, and with our unsmoothed loss every training position pushes
-    the logit of a word that is not the label down, so the model never writes it. In at least half of those places it writes the same
-    adjective or verb with an ending it was trained on, and in most of those sentences every other word is
-    right.
+    About 0: the model gets at most 2 % of those sentences right, however well it learnt the rest. Its
+    output layer has one logit per whole Neo word, and a held-out form was never a training label, so
+    nothing in training teaches the model to choose it: it never writes it. In at least half of those
+    places it writes the same adjective or verb with an ending it was trained on, and in most of those
+    sentences every other word is right. The cause is the word-level vocabulary, not the choice of loss.
     """,
 )
 def predict_unseen_exact_match(answer):
@@ -96,12 +96,12 @@ def predict_unseen_exact_match(answer):
     if answer >= 0.4:
         return (
             "the model has learnt the stems and the endings, but its output layer has one logit per whole "
-            "word, and with our unsmoothed loss the held-out word's logit was never trained up"
+            "word, and the held-out word was never the label, so nothing taught the model to choose it"
         )
     if answer > 0.1:
         return (
-            "the model does not guess it now and then: with our unsmoothed loss every training position "
-            "pushes that logit down, as the held-out word is never the label"
+            "the model does not guess it now and then: the held-out word is never the label, so training "
+            "never makes it more likely than the form with a trained ending"
         )
     return None
 
@@ -501,7 +501,7 @@ def _tied_mistakes():
         mistake("count the source embedding", _tied_mistakes()[1], says="Neo"),
     ],
     explain="""
-    One (Neo vocabulary × d_model) matrix: 112 × 64 = 7,168 parameters. The output projection keeps its
+    One (Neo vocabulary × d_model) matrix: 112 tokens × 64 = 7,168 parameters. The output projection keeps its
     bias, one number per Neo word, and the source embedding cannot join in, since the English vocabulary
     differs.
     """,
@@ -531,8 +531,8 @@ def _smoothed_reference():
 
 @exercise(
     hint="""
-    The smoothed target is (1 - eps) on the right word plus eps spread evenly over all V words. The
-    right word is one of those V words.
+    The smoothed target is (1 - eps) on the right word plus eps spread evenly over all V tokens. The
+    right word is one of those V tokens.
     """,
     reference=_smoothed_reference(),
     kind="prediction",
@@ -542,8 +542,8 @@ def _smoothed_reference():
         mistake("give the right word eps", 0.1, says="1 - eps"),
     ],
     explain="""
-    0.9 + 0.1/V, about 0.9009 for our V = 112 Neo words: the target keeps 1 - eps = 0.9 and spreads
-    eps = 0.1 over all V words, the right one included. The best prediction (the target itself) has a loss
+    0.9 + 0.1/V, about 0.9009 for our V = 112 Neo tokens (108 words and 4 special tokens): the target keeps 1 - eps = 0.9 and spreads
+    eps = 0.1 over all V tokens, the right one included. The best prediction (the target itself) has a loss
     of the target's entropy, not 0.
     """,
 )
