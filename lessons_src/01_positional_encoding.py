@@ -416,6 +416,20 @@ ax.set(
 plt.show()
 
 # %% [markdown]
+# **The whole table at a glance.** Rows are positions, columns are dimensions. The left columns (fast waves) flip colour every few
+# rows; further right the waves are so slow that they barely change over 100 positions. The bottom
+# panel is one row, the vector $PE(10)$ that gets added to the 11th word.
+
+# %%
+fig = plot_pe_heatmap(max_len=100, d_model=128, position=10)
+image = fig.axes[0].images[0].get_array()  # what is drawn: the PE table
+assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
+sign_changes = int((np.diff(np.sign(image[1:, 0])) != 0).sum())  # column 0, sin(pos), after pos 0
+drift = float(np.abs(image[:, -8:] - image[0, -8:]).max())  # the last 8 columns, over all 100 positions
+assert sign_changes >= 30 and drift < 0.05
+print(f"✓ column 0 changes sign {sign_changes} times in 100 rows; the last 8 columns move by at most {drift:.3f}")
+
+# %% [markdown]
 # **Why the paper chose it.** Section 3.5 gives its reasons. The first: "We chose this function
 # because we hypothesized it would allow the model to easily learn to attend by relative positions,
 # since for any fixed offset k, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$."
@@ -598,57 +612,6 @@ for seed in SEEDS:
 print(f"✓ the two CATs: identical before PE, {offset_4:.4f} apart after it, in 5 of 5 draws")
 
 # %% [markdown]
-# ## The whole table at a glance
-#
-# Rows are positions, columns are dimensions. The left columns (fast waves) flip colour every few
-# rows; further right the waves are so slow that they barely change over 100 positions. The bottom
-# panel is one row, the vector $PE(10)$ that gets added to the 11th word.
-
-# %%
-fig = plot_pe_heatmap(max_len=100, d_model=128, position=10)
-image = fig.axes[0].images[0].get_array()  # what is drawn: the PE table
-assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
-sign_changes = int((np.diff(np.sign(image[1:, 0])) != 0).sum())  # column 0, sin(pos), after pos 0
-drift = float(np.abs(image[:, -8:] - image[0, -8:]).max())  # the last 8 columns, over all 100 positions
-assert sign_changes >= 30 and drift < 0.05
-print(f"✓ column 0 changes sign {sign_changes} times in 100 rows; the last 8 columns move by at most {drift:.3f}")
-
-# %% [markdown]
-# The explorer below has a slider for the `base` (10000 in the paper). Lowering it speeds up every
-# pair but the first: pair 0 (columns 0 and 1) has $w_0 = 1/\text{base}^0 = 1$ whatever the base,
-# so those two columns never move, while every other $w_i = \text{base}^{-2i/d_{model}}$ grows as
-# the base falls; at base 1, the slider's lowest, every pair is as fast as the first. The explorer's
-# own drawing function at three bases:
-
-# %% tags=["hide-input"]
-drawn = {}
-for base in (10000.0, 100.0, 1.0):
-    fig_base = plot_pe_heatmap(max_len=100, d_model=128, base=base, position=10)
-    drawn[base] = np.array(fig_base.axes[0].images[0].get_array())  # (max_len, d_model) as drawn
-    plt.close(fig_base)
-bases = np.logspace(0, 5, 101)  # 101 bases from 1 to 100000, each 10^0.05 times the one before
-w_by_base = torch.stack([angular_frequencies(128, b) for b in bases])  # (bases, d_model/2)
-assert all(np.array_equal(drawn[b][:, :2], drawn[10000.0][:, :2]) for b in drawn)  # pair 0 never moves
-assert (drawn[100.0][:, 2:] != drawn[10000.0][:, 2:]).any(axis=0).all()  # every other column does
-assert np.allclose(drawn[1.0][:, 0::2], drawn[1.0][:, :1]) and np.allclose(drawn[1.0][:, 1::2], drawn[1.0][:, 1:2])
-assert (w_by_base[:, 0] == 1).all() and (w_by_base[1:, 1:] < w_by_base[:-1, 1:]).all()
-print("✓ pair 0 is the same at every base; every other pair is faster at a lower base, and at base 1 all equal pair 0")
-
-# %% [markdown]
-# Now explore it live: change `d_model`, `max_len`, the `base` and the highlighted `position`.
-# (On GitHub the widget is not live; run the notebook.)
-
-# %% tags=["nbval-ignore-output"]
-explorer = pe_explorer()
-explorer
-
-# %% tags=["hide-input"]
-base_slider = next(c for c in explorer.children[0].children if c.description == "base")  # the explorer's base
-lowest, highest = base_slider.base**base_slider.min, base_slider.base**base_slider.max
-assert lowest == 1 and highest >= 10000 and base_slider.value == 10000
-print(f"✓ the base slider runs from {lowest:g} to {highest:g} and starts at the paper's {base_slider.value:g}")
-
-# %% [markdown]
 # ## Summary
 #
 # - Summing ignores order, and unmasked self-attention (the encoder's) only reorders its outputs; so
@@ -732,8 +695,8 @@ check.closest_offset(closest_offset)
 # %% [markdown]
 # ## Going further
 #
-# Two detours from section 4's uniqueness check, read them if you want to know where it stops; and
-# one from section 1, on what a mask changes.
+# Two detours from section 4's uniqueness check, read them if you want to know where it stops; one
+# from section 1, on what a mask changes; and the base, with a live explorer of the table.
 #
 # **Very small widths.** At $d_{model} \le 10$ the closest two of the 10,000 positions are not
 # neighbours: two far-apart positions come closer (section 4's shortcut, `k` its offsets):
@@ -792,6 +755,42 @@ for seed in SEEDS:
 assert min(causal_gaps) > 0.05
 print("✓ with a causal mask the output for 'A' differs between the sentences, in 5 of 5 draws")
 print("✓ with a causal mask each word gives weight to itself and the words before it, none to a later one")
+
+# %% [markdown]
+# **The base, live.** Read this to see what the paper's 10000 sets. The explorer below has a slider
+# for the `base` (10000 in the paper). Lowering it speeds up every
+# pair but the first: pair 0 (columns 0 and 1) has $w_0 = 1/\text{base}^0 = 1$ whatever the base,
+# so those two columns never move, while every other $w_i = \text{base}^{-2i/d_{model}}$ grows as
+# the base falls; at base 1, the slider's lowest, every pair is as fast as the first. The explorer's
+# own drawing function at three bases:
+
+# %% tags=["hide-input"]
+drawn = {}
+for base in (10000.0, 100.0, 1.0):
+    fig_base = plot_pe_heatmap(max_len=100, d_model=128, base=base, position=10)
+    drawn[base] = np.array(fig_base.axes[0].images[0].get_array())  # (max_len, d_model) as drawn
+    plt.close(fig_base)
+bases = np.logspace(0, 5, 101)  # 101 bases from 1 to 100000, each 10^0.05 times the one before
+w_by_base = torch.stack([angular_frequencies(128, b) for b in bases])  # (bases, d_model/2)
+assert all(np.array_equal(drawn[b][:, :2], drawn[10000.0][:, :2]) for b in drawn)  # pair 0 never moves
+assert (drawn[100.0][:, 2:] != drawn[10000.0][:, 2:]).any(axis=0).all()  # every other column does
+assert np.allclose(drawn[1.0][:, 0::2], drawn[1.0][:, :1]) and np.allclose(drawn[1.0][:, 1::2], drawn[1.0][:, 1:2])
+assert (w_by_base[:, 0] == 1).all() and (w_by_base[1:, 1:] < w_by_base[:-1, 1:]).all()
+print("✓ pair 0 is the same at every base; every other pair is faster at a lower base, and at base 1 all equal pair 0")
+
+# %% [markdown]
+# Now explore it live: change `d_model`, `max_len`, the `base` and the highlighted `position`.
+# (On GitHub the widget is not live; run the notebook.)
+
+# %% tags=["nbval-ignore-output"]
+explorer = pe_explorer()
+explorer
+
+# %% tags=["hide-input"]
+base_slider = next(c for c in explorer.children[0].children if c.description == "base")  # the explorer's base
+lowest, highest = base_slider.base**base_slider.min, base_slider.base**base_slider.max
+assert lowest == 1 and highest >= 10000 and base_slider.value == 10000
+print(f"✓ the base slider runs from {lowest:g} to {highest:g} and starts at the paper's {base_slider.value:g}")
 
 # %% [markdown]
 # ## Errata in the sources
