@@ -409,7 +409,7 @@ check.predict_bi_path(my_guess_bi_path)
 
 # %% [markdown]
 # And the gradient across those $n$ steps still vanishes (section 5 measures it): output 64's
-# against output 1's, with respect to $x_0$, for 10 initialisations (seed 0 is the one above):
+# against output 1's, with respect to $x_0$, for 10 initialisations:
 
 # %%
 X_bi = torch.randn(8, 65, d_model, generator=torch.Generator().manual_seed(6), dtype=torch.float64)  # (8, 65, d_model)
@@ -441,7 +441,7 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # | Convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k(n))$ |
 # | Self-Attention (restricted) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
 #
-# We count every row. A convolution of width $k < n$ connects each output to $k$ inputs: linking
+# A convolution of width $k < n$ connects each output to $k$ inputs: linking
 # the two ends takes $O(n/k)$ layers, or $O(\log_k(n))$ **dilated** ones (ByteNet, Kalchbrenner et
 # al., 2017), whose layer $l$ skips $k^l - 1$ positions between its inputs. Ours are causal, like the
 # RNN. `layers_to_connect` counts the path in **layers**: it stacks layers until output $n - 1$'s
@@ -538,7 +538,7 @@ for kind, c in costs.items():
 #   reaching $k - 1$ positions further back. Dilated: the fewest $L$ with $k^L \ge n$. Restricted:
 #   $\lceil (n-1)/(r-1) \rceil$, that is $O(n/r)$.
 #
-# Why the path matters, in the paper's words: "The shorter these paths between any combination of
+# In the paper's words: "The shorter these paths between any combination of
 # positions in the input and output sequences, the easier it is to learn long-range dependencies".
 
 
@@ -783,8 +783,8 @@ print("✓ with inputs 3 x larger, in 64 of 64 sequences the 3 largest weights t
 print("✓ in 8 of 8 initialisations gradient x (n+1) is then far from flat")
 
 # %% [markdown]
-# Either way the gradient does not pass through a chain of $n$ steps: no path gets longer. Spread-out
-# weights dilute it; sharp ones make it depend on what the inputs say.
+# Either way there is no chain of $n$ steps: spread-out weights dilute the gradient; sharp ones make
+# it depend on what the inputs say.
 #
 # ## Summary
 #
