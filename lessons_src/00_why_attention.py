@@ -93,8 +93,7 @@ assert torch.allclose(rnn_by_hand(x[0], rnn), out[0], atol=1e-6)
 print("✓ the hand-written recurrence equals nn.RNN; output shape", tuple(out.shape))
 
 # %% [markdown]
-# To see each step as a separate operation, we drive an `nn.RNNCell` (one step) with the RNN's
-# weights in a Python loop, checked against `nn.RNN` too.
+# Each step as a separate operation: the same weights in an `nn.RNNCell` (one step), run in a loop.
 
 
 # %%
@@ -140,10 +139,10 @@ def additive_attention(s, H, W_s, W_h, v):
 
 
 # %% [markdown]
-# How much a fixed-size vector can hold shows only after training; untrained weights already show
-# how much the first word still moves it. We compare the two contexts on our RNN as encoder
+# What a fixed vector can hold shows only after training; untrained weights show how much the
+# first word still moves it. We compare the two contexts on our RNN as encoder
 # (5 to 80 words, 5 seeds): their size, and the gradient that reaches the **first** word $x_0$ from
-# each, attention's $\times n$ since uniform weights would give each word $1/n$.
+# each (attention's multiplied by $n$).
 #
 # **Predict first.** Through the final state, the gradient falls steeply with the length. Through
 # attention, what is $\|\partial c / \partial x_0\| \times n$ at $n = 80$ divided by
@@ -152,7 +151,20 @@ def additive_attention(s, H, W_s, W_h, v):
 # %%
 my_guess_attention_ratio = None  # your answer: a ratio, e.g. 0.001
 
+
 # %%
+def first_word_gradients(encoder, attend, words):
+    """||d h_(n-1) / d x_0|| and ||d c / d x_0|| (what reaches the first word through each context), the weights, the sizes."""
+    x_n = words.clone().requires_grad_(True)  # (n, d_model)
+    H = encoder(x_n[None])[0][0]  # (n, d_hidden) every encoder state
+    context, weights = attend(H)  # (d_hidden,), (n,)
+    (through_last,) = torch.autograd.grad(H[-1].sum(), x_n, retain_graph=True)  # (n, d_model)
+    (through_attention,) = torch.autograd.grad(context.sum(), x_n)  # (n, d_model)
+    sizes = {H[-1].numel(), context.numel()}
+    return through_last[0].norm().item(), through_attention[0].norm().item(), weights, sizes
+
+
+# %% tags=["hide-input", "nbval-ignore-output"]
 lengths = [5, 10, 20, 40, 80]
 words = torch.randn(max(lengths), d_model, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
 fixed_grad, attention_grad_x_n, sizes, peaks, sums = [], [], set(), [], []
@@ -165,21 +177,17 @@ for seed in range(5):
     fixed_grad.append([])
     attention_grad_x_n.append([])
     for n in lengths:
-        x_n = words[:n].clone().requires_grad_(True)  # (n, d_model) the first n words
-        H = encoder(x_n[None])[0][0]  # (n, d_hidden) every encoder state
-        context, weights = additive_attention(s, H, W_s, W_h, v)  # (d_hidden,), (n,)
-        sizes |= {H[-1].numel(), context.numel()}
+        through_last, through_attention, weights, both_sizes = first_word_gradients(
+            encoder, lambda H: additive_attention(s, H, W_s, W_h, v), words[:n]
+        )
+        sizes |= both_sizes
         sums.append(weights.sum().item())
         peaks.append(weights.max().item() * n)  # 1 = uniform weights
-        (through_last,) = torch.autograd.grad(H[-1].sum(), x_n, retain_graph=True)  # (n, d_model)
-        (through_attention,) = torch.autograd.grad(context.sum(), x_n)  # (n, d_model)
-        fixed_grad[-1].append(through_last[0].norm().item())  # what reaches x_0
-        attention_grad_x_n[-1].append(through_attention[0].norm().item() * n)  # times n: undoes 1/n dilution
+        fixed_grad[-1].append(through_last)
+        attention_grad_x_n[-1].append(through_attention * n)  # times n: undoes the 1/n share
 fixed_fall = [g[-1] / g[0] for g in fixed_grad]  # n = 80 against n = 5
 attention_spread = [max(g) / min(g) for g in attention_grad_x_n]
 attention_ratio = [g[-1] / g[0] for g in attention_grad_x_n]  # n = 80 against n = 5
-
-# %% tags=["nbval-ignore-output"]
 print(f"size of either context, at every n: {sizes} numbers")
 print(
     f"through the final state, ||d h_(n-1) / d x_0|| at n = 80 over n = 5: from {min(fixed_fall):.0e} to "
@@ -206,7 +214,7 @@ check.predict_attention_flat(my_guess_attention_ratio)
 
 # %% [markdown]
 # Both contexts hold $d_{hidden}$ numbers; attention's is computed anew at every decoder step, from
-# all the encoder states (Bahdanau et al. train its scores with the translator). The encoder is still
+# all the encoder states. The encoder is still
 # an RNN, though, with $n$ steps one after another. The Transformer drops the recurrence: **self-attention**.
 #
 # ## 2. Self-attention: one step between any two positions
@@ -214,8 +222,8 @@ check.predict_attention_flat(my_guess_attention_ratio)
 # **The self-attention layer.** Every position $t$ makes a query $q_t = x_t W_q + b_q$, a key
 # $k_t = x_t W_k + b_k$ and a value $v_t = x_t W_v + b_v$ (`nn.Linear` adds the biases $b$; the
 # paper's projections have none); output $t$ is a weighted average of **all** values,
-# with weights $\mathrm{softmax}_s(q_t \cdot k_s / \sqrt{d_k})$. First naively, one query at a time,
-# then in one batched call to `utils.attention.scaled_dot_product_attention`.
+# with weights $\mathrm{softmax}_s(q_t \cdot k_s / \sqrt{d_k})$. Naively, one query at a time, then
+# batched (`utils.attention.scaled_dot_product_attention`).
 
 
 # %%
@@ -243,16 +251,10 @@ with torch.no_grad():
 print("✓ the one-query-at-a-time loop equals the batched self-attention layer")
 
 # %% [markdown]
-# **Path length.** How many steps lie between input $x_0$ and the output at position $n - 1$? We let
-# the models answer: `path_length` counts the fewest cell applications (RNN) or layers (attention)
+# **Path length.** How many steps lie between input $x_0$ and the output at position $n - 1$?
+# `path_length` counts the fewest cell applications (RNN) or layers (attention)
 # on any route from that output back to $x_0$ in the autograd graph. The graph records tensors, not
 # positions, so we also check that the gradient is not zero.
-#
-# **Predict first.** At $n = 64$, how many cell applications lie between $x_0$ and the RNN's output
-# at position 63?
-
-# %%
-my_guess_rnn_path = None  # your answer: a whole number, e.g. 10
 
 
 # %%
@@ -282,16 +284,18 @@ print("position-wise: layers      ", path["position-wise"], " gradient not zero:
 assert rnn_path == ns  # x_0 passes through every one of the n cell applications
 assert attention_path == [1] * len(ns) and all(reaches["attention"])  # one layer, and x_0 really reaches it
 assert path["position-wise"] == [1] * len(ns) and not any(reaches["position-wise"])  # the graph alone cannot tell
-assert rnn_path[ns.index(64)] == check.predict_rnn_path.reference
 print("✓ from x_0 to the last output: n cell applications for the RNN, 1 layer for attention")
 print("✓ attention's output n-1 depends on x_0; a position-wise layer's does not")
 
-# %%
-check.predict_rnn_path(my_guess_rnn_path)
-
 # %% [markdown]
 # **Sequential operations.** A forward hook counts the cell's runs, and `count_calls` every PyTorch
-# call of a forward pass: for the RNN loop both grow with $n$; attention makes a fixed number of calls.
+# call of a forward pass.
+#
+# **Predict first.** Attention computes $64^2$ scores at $n = 64$ and $2^2$ at $n = 2$. How many
+# times as many PyTorch calls does it make at $n = 64$ as at $n = 2$?
+
+# %%
+my_guess_attention_calls = None  # your answer: a ratio, e.g. 100
 
 # %%
 cell_runs = []
@@ -312,9 +316,13 @@ calls_per_step = (rnn_calls[-1] - rnn_calls[0]) // (ns[-1] - ns[0])
 assert rnn_runs == ns  # one cell run per position, each waiting for the previous one
 assert all(c == rnn_calls[0] + calls_per_step * (n - ns[0]) for c, n in zip(rnn_calls, ns))
 assert len(set(attention_calls)) == 1  # a fixed number of calls, whatever n
+assert attention_calls[-1] / attention_calls[0] == check.predict_attention_calls.reference
 print(
     f"✓ the RNN makes {calls_per_step} more calls per position; attention makes {attention_calls[0]} calls at every n"
 )
+
+# %%
+check.predict_attention_calls(my_guess_attention_calls)
 
 
 # %%
@@ -401,7 +409,7 @@ check.predict_bi_path(my_guess_bi_path)
 
 # %% [markdown]
 # And the gradient across those $n$ steps still vanishes (section 5 measures it): output 64's
-# against output 1's, with respect to $x_0$, for 10 initialisations (seed 0 is the one above):
+# against output 1's, with respect to $x_0$, for 10 initialisations:
 
 # %%
 X_bi = torch.randn(8, 65, d_model, generator=torch.Generator().manual_seed(6), dtype=torch.float64)  # (8, 65, d_model)
@@ -433,7 +441,7 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # | Convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k(n))$ |
 # | Self-Attention (restricted) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
 #
-# We count every row. A convolution of width $k < n$ connects each output to $k$ inputs: linking
+# A convolution of width $k < n$ connects each output to $k$ inputs: linking
 # the two ends takes $O(n/k)$ layers, or $O(\log_k(n))$ **dilated** ones (ByteNet, Kalchbrenner et
 # al., 2017), whose layer $l$ skips $k^l - 1$ positions between its inputs. Ours are causal, like the
 # RNN. `layers_to_connect` counts the path in **layers**: it stacks layers until output $n - 1$'s
@@ -478,6 +486,17 @@ with torch.no_grad():
 print("✓ with a window wider than the sentence, restricted attention equals full causal attention")
 
 # %% [markdown]
+# What `pad` + `unfold` gather, on the positions themselves ($n = 5$, $r = 3$; $-1$ marks the padding
+# that `before_start` masks):
+
+# %%
+positions = torch.arange(5.0).reshape(1, 5, 1)  # (batch, n, 1): each position's own index
+windows = F.pad(positions, (0, 0, 2, 0), value=-1).unfold(1, 3, 1)[0, :, 0].long()  # (n, r)
+print(windows)  # row t: the keys output t attends to
+assert torch.equal(windows, (torch.arange(5)[:, None] - 2 + torch.arange(3)).clamp(min=-1))
+print("✓ row t gathers positions t - 2, t - 1, t")
+
+# %% [markdown]
 # **Predict first.** With a window of $r = 4$, how many stacked restricted-attention layers does output
 # 63 need before it depends on input 0 ($n = 64$)? The paper writes $O(n/r)$.
 
@@ -486,7 +505,7 @@ my_guess_restricted_path = None  # your answer: a whole number of layers, e.g. 1
 
 # %%
 kernel, window = 3, 4  # k and r
-layer_kinds = {  # layer index -> a fresh layer
+layer_kinds = {  # make_layer(depth): a new layer for each depth of a stack; layer `depth` dilates by kernel**depth
     "self-attention": lambda depth: SelfAttention(d_model),
     "convolution": lambda depth: CausalConv(d_model, kernel),
     "dilated convolution": lambda depth: CausalConv(d_model, kernel, dilation=kernel**depth),
@@ -519,7 +538,7 @@ for kind, c in costs.items():
 #   reaching $k - 1$ positions further back. Dilated: the fewest $L$ with $k^L \ge n$. Restricted:
 #   $\lceil (n-1)/(r-1) \rceil$, that is $O(n/r)$.
 #
-# Why the path matters, in the paper's words: "The shorter these paths between any combination of
+# In the paper's words: "The shorter these paths between any combination of
 # positions in the input and output sequences, the easier it is to learn long-range dependencies".
 
 
@@ -631,7 +650,7 @@ plt.show()
 
 # %% [markdown]
 # The cell loop pays for $n$ small dependent calls, attention for a few large ones whose $n^2$ work
-# grows faster than `nn.RNN`'s, as the FLOP counts say. A GPU runs the $n^2$ comparisons side by side,
+# grows faster than `nn.RNN`'s. A GPU runs the $n^2$ comparisons side by side,
 # not the RNN's $n$ dependent steps ("GPU loves parallel computing blocks!", the COMP7607 slides; not
 # timed here).
 
@@ -713,21 +732,23 @@ plot_gradients(
 
 
 # %%
-def largest_weight(attention, x):
-    """Largest attention weight of the last output, times the number of positions (1 = uniform); x is (batch, seq, d)."""
+def last_output_weights(attention, x):
+    """The last output's attention weights over every position, one row per sequence; x is (batch, seq, d)."""
     with torch.no_grad():
         weights = scaled_dot_product_attention(attention.W_q(x), attention.W_k(x), attention.W_v(x))[1]  # (b, s, s)
-    return weights[:, -1].max().item() * x.shape[1]
+    return weights[:, -1]  # (batch, seq)
 
 
-spread, peak = {1: [], 3: []}, {1: [], 3: []}
+spread, peak, top3 = {1: [], 3: []}, {1: [], 3: []}, {1: [], 3: []}
 for seed in range(8):
     torch.manual_seed(seed)
     attention_s = SelfAttention(d_model).double()
     for size in (1, 3):  # the inputs as they are, and 3 x larger
         scaled = [grad_norm_to_first(attention_s, size * X, n) * (n + 1) for n in grad_ns]
         spread[size].append((min(scaled), max(scaled)))
-        peak[size].append(largest_weight(attention_s, size * X[:, :129]))
+        weights = last_output_weights(attention_s, size * X[:, :129])  # (8, 129): 8 sequences
+        peak[size].append(weights.max().item() * 129)  # 1 = uniform
+        top3[size] += weights.topk(3, dim=-1).values.sum(-1).tolist()  # one share per sequence
 
 # %% tags=["nbval-ignore-output"]
 print(f"8 seeds: gradient x (n+1) from {min(lo for lo, _ in spread[1]):.2f} to {max(hi for _, hi in spread[1]):.2f}")
@@ -743,41 +764,44 @@ print(
 
 # %% [markdown]
 # With sharper weights the share depends on the content, not on a product of $n$ Jacobians. Make
-# the inputs 3 times larger: the scores grow, a few positions take most of the weight,
-# and gradient $\times (n+1)$ is no longer flat:
+# the inputs 3 times larger: the scores grow, the weight gathers on a few positions (uniform weights
+# would give the 3 largest $3/129$ of it), and gradient $\times (n+1)$ is no longer flat:
 
 # %% tags=["nbval-ignore-output"]
 print(
     f"inputs x 3: smallest max/min ratio of gradient x (n+1) within one seed {min(hi / lo for lo, hi in spread[3]):.0f}"
 )
-print(f"last output's largest weight: at least {min(peak[3]):.0f} x uniform")
-
-# %% tags=["hide-input"]
-assert all(hi / lo > 20 for lo, hi in spread[3]) and min(peak[3]) > 50
 print(
-    "✓ with inputs 3 x larger, in 8 of 8 initialisations a few positions take most of the weight and gradient x (n+1) is far from flat"
+    f"share of the 3 largest weights, 64 sequences (8 seeds x 8): {min(top3[3]):.2f} to {max(top3[3]):.2f}, "
+    f"median {statistics.median(top3[3]):.2f} (inputs as they are: at most {max(top3[1]):.2f})"
 )
 
+# %% tags=["hide-input"]
+assert all(hi / lo > 20 for lo, hi in spread[3])
+assert min(top3[3]) > 6 * 3 / 129 and statistics.median(top3[3]) > 0.4  # in every sequence; about half typically
+print("✓ with inputs 3 x larger, in 64 of 64 sequences the 3 largest weights take over 6 times their uniform share")
+print("✓ in 8 of 8 initialisations gradient x (n+1) is then far from flat")
+
 # %% [markdown]
-# Either way the gradient does not pass through a chain of $n$ steps: no path gets longer. Spread-out
-# weights dilute it; sharp ones make it depend on what the inputs say.
+# Either way there is no chain of $n$ steps: spread-out weights dilute the gradient; sharp ones make
+# it depend on what the inputs say.
 #
 # ## Summary
 #
-# - An RNN encoder hands its decoder one vector whatever the sentence's length; in our untrained,
-#   default-initialised RNNs the gradient from it to the first word vanishes with length (other
-#   initialisations can explode: Going further C). Attention over the encoder states (Bahdanau et al., 2015) reads a new
-#   weighted sum of all of them at every step.
-# - An RNN puts $n$ dependent steps between positions 0 and $n - 1$, bidirectional or not; one
-#   self-attention layer connects them in one layer and a fixed number of calls.
-# - Table 1, counted: each row's FLOPs and path length match an exact formula at every $n$
+# - An RNN encoder hands its decoder one vector whatever the sentence's length, and in our untrained
+#   RNNs the gradient from it to the first word vanishes with length (other initialisations can
+#   explode: Going further C). Bahdanau et al.'s attention reads a new weighted sum of all the encoder
+#   states at every step.
+# - Between positions 0 and $n - 1$ an RNN puts $n$ dependent steps, bidirectional or not;
+#   self-attention, one layer and a fixed number of calls.
+# - Table 1, counted: every row's FLOPs and path length match an exact formula at every $n$
 #   measured; only the RNN's sequential calls grow with $n$.
-# - The gradient through our tanh RNN shrinks by a roughly constant factor per step on average, more
-#   than 40 orders of magnitude over 128 steps; through attention it is only shared among the positions.
+# - Through our tanh RNN the gradient shrinks by a roughly constant factor per step on average, over
+#   40 orders of magnitude in 128 steps; through attention it is only shared among the positions.
 #
 # ## Exercises
 #
-# Three count layers the lesson did not count; one measures section 5's gradient. Replace `raise NotImplementedError` and run the cell. Stuck? `check.stacked_rnn.hint()`
+# Replace `raise NotImplementedError` and run the cell. Stuck? `check.stacked_rnn.hint()`
 # and `check.stacked_rnn.solution()` (likewise for the others).
 #
 # **Exercise 1 (a stacked RNN).** `nn.RNN(..., num_layers=L)` stacks $L$ RNN layers: layer 1 reads
@@ -816,7 +840,6 @@ check.dilated_layers(dilated_layers)
 # **Exercise 3 (the gradient that reaches position 0).** Given an `nn.RNN` and one unbatched
 # sequence `x` (seq, input_size), return (as a float) the norm of the gradient of the loss
 # $L = \sum_j (\text{output at the last position})_j$ with respect to the **first** input $x_0$.
-# Try it on longer and longer sequences afterwards.
 
 
 # %%

@@ -52,7 +52,8 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # An RNN reads a sentence in order; a Transformer reads all words at once. Take the simplest things
 # it does with word vectors: **sum** them, or let each word **attend** to all the others without a
-# mask, $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$ (lesson 03's parameter-free self-attention, as
+# mask, $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$: each output a weighted average of the word
+# vectors, with weights that are positive and sum to 1 (lesson 03's parameter-free self-attention, as
 # in the encoder). Here are "A chases B" and "B chases A" with random word vectors.
 #
 # **Predict first.** Of the three output vectors of attention for "A chases B", how many are also
@@ -90,7 +91,7 @@ print("attention output for 'A', B chases A:", out_ba[2, :4])
 
 # %% [markdown]
 # The sums are the same, and "A" comes out of attention as the same vector, subject or object: the
-# output is the input order, shuffled (lesson 03 proves it for any vectors). A **causal mask**
+# outputs are the same vectors, reordered as the inputs were (lesson 03 proves it for any vectors). A **causal mask**
 # (lesson 04), as in the decoder, breaks this: who may see whom then depends on the order ("Going
 # further" checks it).
 
@@ -143,8 +144,8 @@ print("distance between the two final states, per draw:", [round(g, 3) for g in 
 # ## 2. Why not integer positions, or positions in [0, 1]?
 #
 # Use the position itself, 0, 1, 2, ... as the signal: it grows with the sentence, while a word
-# vector's entries stay within a few units. The last position against the largest entry of a word vector
-# (entries from $N(0, 1)$, 5 draws):
+# vector with unit-variance entries (our choice here; section 6 meets others) stays within a few
+# units. The last position against the largest entry of such a word vector (entries from $N(0, 1)$, 5 draws):
 
 # %% tags=["nbval-ignore-output"]
 d_model = 512
@@ -161,7 +162,8 @@ for seq_len in (10, 100, 1000, 10000):
 
 # %% tags=["hide-input"]
 assert largest_entry < 5  # word-vector entries stay small, in every draw, while positions only grow
-print("✓ in 5 of 5 draws the positions soon dwarf every word-vector entry")
+assert (100 - 1) / largest_entry > 10  # from 100 words on, the last position dwarfs every entry
+print("✓ in 5 of 5 draws, from 100 words on, the last position is over 10 times every word-vector entry")
 
 # %% [markdown]
 # A model trained on sentences of up to 100 words would also meet values like 999 for the first time
@@ -414,15 +416,35 @@ ax.set(
 plt.show()
 
 # %% [markdown]
+# **The whole table at a glance.** Rows are positions, columns are dimensions. The left columns (fast waves) flip colour every few
+# rows; further right the waves are so slow that they barely change over 100 positions. The bottom
+# panel is one row, the vector $PE(10)$ that gets added to the 11th word.
+
+# %%
+fig = plot_pe_heatmap(max_len=100, d_model=128, position=10)
+image = fig.axes[0].images[0].get_array()  # what is drawn: the PE table
+assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
+sign_changes = int((np.diff(np.sign(image[1:, 0])) != 0).sum())  # column 0, sin(pos), after pos 0
+drift = float(np.abs(image[:, -8:] - image[0, -8:]).max())  # the last 8 columns, over all 100 positions
+assert sign_changes >= 30 and drift < 0.05
+print(f"✓ column 0 changes sign {sign_changes} times in 100 rows; the last 8 columns move by at most {drift:.3f}")
+
+# %% [markdown]
 # **Why the paper chose it.** Section 3.5 gives its reasons. The first: "We chose this function
 # because we hypothesized it would allow the model to easily learn to attend by relative positions,
 # since for any fixed offset k, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$."
 # That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position.
 # A 2 × 2 rotation by an angle $b$ takes $(\sin a, \cos a)$ to $(\sin(a + b), \cos(a + b))$, by the
 # angle-addition formulas, so one matrix $M_k$ of such blocks (`utils.positional.relative_rotation`, built in lesson 02)
-# takes every row of the table $k$ rows down:
+# takes every row of the table $k$ rows down. For $d_{model} = 4$ and $k = 1$, two blocks, turning
+# by $w_0 = 1$ and $w_1 = 1/100$ radians:
 
 # %%
+print(relative_rotation(1, 4, dtype=torch.float64))  # (4, 4): PE(pos + 1) = PE(pos) M_1
+for i, w_i in enumerate((1.0, 1 / 100)):  # block i: [[cos w_i, -sin w_i], [sin w_i, cos w_i]]
+    block = torch.tensor([[math.cos(w_i), -math.sin(w_i)], [math.sin(w_i), math.cos(w_i)]], dtype=torch.float64)
+    assert torch.allclose(relative_rotation(1, 4, dtype=torch.float64)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2], block)
+print("✓ M_1 is two 2 x 2 rotations, by w_0 = 1 and w_1 = 1/100 radians")
 for offset in (1, 7, 100, 5000):
     M_k = relative_rotation(offset, d_model, dtype=torch.float64)  # (d_model, d_model)
     assert torch.allclose(pe[:-offset] @ M_k, pe[offset:], rtol=0, atol=1e-9)  # (max_len - k, d_model)
@@ -435,9 +457,16 @@ print("✓ PE(pos + k) = PE(pos) M_k at every pos of the 10,000, for k = 1, 7, 1
 # extrapolate to sequence lengths longer than the ones encountered during training." The paper's
 # Table 3 reports, on its English-to-German development set (newstest2013), perplexity 4.92 and
 # BLEU 25.8 for the base model and 4.92 and 25.7 for row (E), "positional embedding instead of
-# sinusoids" (the paper's figures, not measured here). So the paper kept sinusoids for a hope, "may
+# sinusoids" (the paper's figures, not measured here, printed below).
+#
+# So the paper kept sinusoids for a hope, "may
 # allow", which it does not test. The YOUR CAT deck repeats the hope ("Easier to extrapolate for
 # longer sequences"); the COMP7607 slides answer it with "(No)". Lesson 08 measures it.
+
+# %%
+table_3 = {"base model": (4.92, 25.8), "row (E), learned positional embedding": (4.92, 25.7)}  # the paper's
+for row, (perplexity, bleu) in table_3.items():
+    print(f"Table 3, {row}: perplexity {perplexity}, BLEU {bleu} (newstest2013)")
 
 # %% [markdown]
 # ## 6. Computed once, added to the word embeddings
@@ -499,13 +528,14 @@ tokens = torch.tensor([vocab[word] for word in sentence])  # (seq,) = (6,)
 print(vocab, tokens)
 
 # %% [markdown]
-# How large is PE next to the embedding? The paper does not say how it initialises embeddings:
-# section 3.4 gives only "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$."
-# Its authors' tensor2tensor code draws them from $N(0, 1/d_{model})$ before that product. Compare the norm of $PE(pos)$, 16 at
-# $d_{model} = 512$, with the word vectors' norms for three embeddings, each drawn 5 times: entries
-# from $N(0, 1/d_{model})$ times $\sqrt{d_{model}}$ (tensor2tensor's, and ours from here on); PyTorch's
-# default `nn.Embedding` entries, $N(0, 1)$, times $\sqrt{d_{model}}$; and numbers up to 10,000, as
-# large as the YOUR CAT deck's figures (see the errata at the end).
+# How large is $PE(pos)$, of norm 16 at $d_{model} = 512$, next to a word vector? That depends on
+# the embedding. The paper gives only "In the embedding layers, we multiply those weights by
+# $\sqrt{d_{model}}$" (section 3.4). We compare three, each drawn 5 times:
+#
+# - entries from $N(0, 1/d_{model})$, times $\sqrt{d_{model}}$: ours from here on (and the authors'
+#   tensor2tensor code's);
+# - PyTorch's default `nn.Embedding`, entries from $N(0, 1)$, times $\sqrt{d_{model}}$;
+# - numbers up to 10,000, as large as the YOUR CAT deck's figures (see the errata at the end).
 #
 # **Predict first.** With our choice (entries of variance 1 after the $\sqrt{d_{model}}$), what is
 # $\lVert PE(pos) \rVert / \lVert \text{word vector} \rVert$, to two decimals?
@@ -580,57 +610,6 @@ for seed in SEEDS:
     assert torch.equal(X[cat_1], X[cat_5]) and not torch.allclose(X_pe[cat_1], X_pe[cat_5])
     assert math.isclose((X_pe[cat_1] - X_pe[cat_5]).norm().item(), offset_4, abs_tol=1e-4)
 print(f"✓ the two CATs: identical before PE, {offset_4:.4f} apart after it, in 5 of 5 draws")
-
-# %% [markdown]
-# ## The whole table at a glance
-#
-# Rows are positions, columns are dimensions. The left columns (fast waves) flip colour every few
-# rows; further right the waves are so slow that they barely change over 100 positions. The bottom
-# panel is one row, the vector $PE(10)$ that gets added to the 11th word.
-
-# %%
-fig = plot_pe_heatmap(max_len=100, d_model=128, position=10)
-image = fig.axes[0].images[0].get_array()  # what is drawn: the PE table
-assert np.allclose(image, sinusoidal_encoding(100, 128).numpy())
-sign_changes = int((np.diff(np.sign(image[1:, 0])) != 0).sum())  # column 0, sin(pos), after pos 0
-drift = float(np.abs(image[:, -8:] - image[0, -8:]).max())  # the last 8 columns, over all 100 positions
-assert sign_changes >= 30 and drift < 0.05
-print(f"✓ column 0 changes sign {sign_changes} times in 100 rows; the last 8 columns move by at most {drift:.3f}")
-
-# %% [markdown]
-# The explorer below has a slider for the `base` (10000 in the paper). Lowering it speeds up every
-# pair but the first: pair 0 (columns 0 and 1) has $w_0 = 1/\text{base}^0 = 1$ whatever the base,
-# so those two columns never move, while every other $w_i = \text{base}^{-2i/d_{model}}$ grows as
-# the base falls; at base 1, the slider's lowest, every pair is as fast as the first. The explorer's
-# own drawing function at three bases:
-
-# %% tags=["hide-input"]
-drawn = {}
-for base in (10000.0, 100.0, 1.0):
-    fig_base = plot_pe_heatmap(max_len=100, d_model=128, base=base, position=10)
-    drawn[base] = np.array(fig_base.axes[0].images[0].get_array())  # (max_len, d_model) as drawn
-    plt.close(fig_base)
-bases = np.logspace(0, 5, 101)  # 101 bases from 1 to 100000, each 10^0.05 times the one before
-w_by_base = torch.stack([angular_frequencies(128, b) for b in bases])  # (bases, d_model/2)
-assert all(np.array_equal(drawn[b][:, :2], drawn[10000.0][:, :2]) for b in drawn)  # pair 0 never moves
-assert (drawn[100.0][:, 2:] != drawn[10000.0][:, 2:]).any(axis=0).all()  # every other column does
-assert np.allclose(drawn[1.0][:, 0::2], drawn[1.0][:, :1]) and np.allclose(drawn[1.0][:, 1::2], drawn[1.0][:, 1:2])
-assert (w_by_base[:, 0] == 1).all() and (w_by_base[1:, 1:] < w_by_base[:-1, 1:]).all()
-print("✓ pair 0 is the same at every base; every other pair is faster at a lower base, and at base 1 all equal pair 0")
-
-# %% [markdown]
-# Now explore it live: change `d_model`, `max_len`, the `base` and the highlighted `position`.
-# (On GitHub the widget is not live; run the notebook.)
-
-# %% tags=["nbval-ignore-output"]
-explorer = pe_explorer()
-explorer
-
-# %% tags=["hide-input"]
-base_slider = next(c for c in explorer.children[0].children if c.description == "base")  # the explorer's base
-lowest, highest = base_slider.base**base_slider.min, base_slider.base**base_slider.max
-assert lowest == 1 and highest >= 10000 and base_slider.value == 10000
-print(f"✓ the base slider runs from {lowest:g} to {highest:g} and starts at the paper's {base_slider.value:g}")
 
 # %% [markdown]
 # ## Summary
@@ -716,8 +695,8 @@ check.closest_offset(closest_offset)
 # %% [markdown]
 # ## Going further
 #
-# Two detours from section 4's uniqueness check, read them if you want to know where it stops; and
-# one from section 1, on what a mask changes.
+# Two detours from section 4's uniqueness check, read them if you want to know where it stops; one
+# from section 1, on what a mask changes; and the base, with a live explorer of the table.
 #
 # **Very small widths.** At $d_{model} \le 10$ the closest two of the 10,000 positions are not
 # neighbours: two far-apart positions come closer (section 4's shortcut, `k` its offsets):
@@ -776,6 +755,42 @@ for seed in SEEDS:
 assert min(causal_gaps) > 0.05
 print("✓ with a causal mask the output for 'A' differs between the sentences, in 5 of 5 draws")
 print("✓ with a causal mask each word gives weight to itself and the words before it, none to a later one")
+
+# %% [markdown]
+# **The base, live.** Read this to see what the paper's 10000 sets. The explorer below has a slider
+# for the `base` (10000 in the paper). Lowering it speeds up every
+# pair but the first: pair 0 (columns 0 and 1) has $w_0 = 1/\text{base}^0 = 1$ whatever the base,
+# so those two columns never move, while every other $w_i = \text{base}^{-2i/d_{model}}$ grows as
+# the base falls; at base 1, the slider's lowest, every pair is as fast as the first. The explorer's
+# own drawing function at three bases:
+
+# %% tags=["hide-input"]
+drawn = {}
+for base in (10000.0, 100.0, 1.0):
+    fig_base = plot_pe_heatmap(max_len=100, d_model=128, base=base, position=10)
+    drawn[base] = np.array(fig_base.axes[0].images[0].get_array())  # (max_len, d_model) as drawn
+    plt.close(fig_base)
+bases = np.logspace(0, 5, 101)  # 101 bases from 1 to 100000, each 10^0.05 times the one before
+w_by_base = torch.stack([angular_frequencies(128, b) for b in bases])  # (bases, d_model/2)
+assert all(np.array_equal(drawn[b][:, :2], drawn[10000.0][:, :2]) for b in drawn)  # pair 0 never moves
+assert (drawn[100.0][:, 2:] != drawn[10000.0][:, 2:]).any(axis=0).all()  # every other column does
+assert np.allclose(drawn[1.0][:, 0::2], drawn[1.0][:, :1]) and np.allclose(drawn[1.0][:, 1::2], drawn[1.0][:, 1:2])
+assert (w_by_base[:, 0] == 1).all() and (w_by_base[1:, 1:] < w_by_base[:-1, 1:]).all()
+print("✓ pair 0 is the same at every base; every other pair is faster at a lower base, and at base 1 all equal pair 0")
+
+# %% [markdown]
+# Now explore it live: change `d_model`, `max_len`, the `base` and the highlighted `position`.
+# (On GitHub the widget is not live; run the notebook.)
+
+# %% tags=["nbval-ignore-output"]
+explorer = pe_explorer()
+explorer
+
+# %% tags=["hide-input"]
+base_slider = next(c for c in explorer.children[0].children if c.description == "base")  # the explorer's base
+lowest, highest = base_slider.base**base_slider.min, base_slider.base**base_slider.max
+assert lowest == 1 and highest >= 10000 and base_slider.value == 10000
+print(f"✓ the base slider runs from {lowest:g} to {highest:g} and starts at the paper's {base_slider.value:g}")
 
 # %% [markdown]
 # ## Errata in the sources
@@ -877,7 +892,18 @@ print("✓ as d_model grows, the two tables' shortest wavelengths and their long
 # $10000 \cdot 2\pi$. The paper's own sentence, wavelengths "from $2\pi$ to $10000 \cdot 2\pi$"
 # (section 3.5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; with
 # $d_{model}/2$ pairs whose exponents step by $2/d_{model}$, no numbering reaches both. As $d_{model}$ grows, the two tables' ends approach each other.
-#
+# The authors' tensor2tensor code (`get_timing_signal_1d`) reaches both: its exponents step by
+# $1/(d_{model}/2 - 1)$, and it lays out all the sines, then all the cosines, not interleaved.
+
+# %% tags=["hide-input"]
+num_timescales = 512 // 2  # tensor2tensor: d_model / 2 wavelengths, evenly spaced in log from 2 pi to 10000 x 2 pi
+log_steps = torch.arange(num_timescales, dtype=torch.float64) * math.log(10000) / (num_timescales - 1)
+t2t_wavelengths = 2 * math.pi * torch.exp(log_steps)  # (d_model / 2,)
+assert math.isclose(t2t_wavelengths[0].item(), 2 * math.pi, rel_tol=1e-12)
+assert math.isclose(t2t_wavelengths[-1].item(), 10000 * 2 * math.pi, rel_tol=1e-12)
+print("✓ with exponents stepping by 1/(d_model/2 - 1), the wavelengths run from exactly 2 pi to exactly 10000 x 2 pi")
+
+# %% [markdown]
 # `utils` numbers the pairs **from 0**, as the paper's formula implies: its fastest pair has angular
 # frequency exactly 1, so $PE(1)$ starts with $\sin 1$. So does the YOUR CAT deck's $PE(1)$ (0.8414);
 # numbered from 1, $PE(1)$ would start with the deck's *third* number, 0.8218.

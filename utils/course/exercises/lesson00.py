@@ -504,7 +504,8 @@ ATTENTION_FLAT_MISTAKES = [
     reference=ATTENTION_FLAT,
     kind="prediction",
     explain="""
-    The context takes h_0 with weight alpha_0, about 1/n when the weights are spread out, so the gradient to
+    Uniform weights would give each word exactly 1/n, and the x n undoes that share. The context takes h_0
+    with weight alpha_0, about 1/n when the weights are spread out, so the gradient to
     x_0 falls like 1/n, not like a product of n Jacobians: times n it stays about 1 from n = 5 to 80, while
     through the final state it falls by more than 20 orders of magnitude.
     """,
@@ -522,42 +523,54 @@ def predict_attention_flat(answer):
     )
 
 
-RNN_PATH = 64  # cell applications between x_0 and the RNN's output at position 63 (n = 64)
-RNN_PATH_MISTAKES = [
+ATTENTION_CALLS = 1  # attention's PyTorch calls at n = 64 over n = 2: the same calls, on bigger tensors
+ATTENTION_CALLS_MISTAKES = [
     (
-        "count the gaps between positions",
-        63,
-        (63, 63),
-        "x_0 enters the first cell application itself, so the route counts all 64 of them, not the 63 gaps "
-        "between the positions",
+        "count the scores",
+        1024,
+        (100, 1e9),
+        "the 64 x 64 = 4096 scores (against 2 x 2 = 4) are computed by the same matrix product, one call on a "
+        "bigger tensor: more FLOPs, not more calls",
     ),
-    ("count one layer", 1, (1, 1), "one layer, yes, but it applies its cell once per position, one after another"),
-    ("halve it", 32, (32, 32), "a one-way RNN has no shortcut: every one of the 64 cell applications is on the route"),
+    (
+        "one call per position, like the RNN",
+        32,
+        (4, 99),
+        "the RNN calls its cell once per position because each state needs the one before; attention's "
+        "positions need nothing from each other, so one batched call serves all of them",
+    ),
+    (
+        "grow with the length a little",
+        2,
+        (1.01, 3.99),
+        "nothing in the layer loops over positions: the calls are the same at every n, only the tensors grow",
+    ),
 ]
 
 
 @exercise(
     hint="""
-    Position t's state is the cell applied to x_t and the state before it. Follow x_0 forward: which cell
-    applications does it pass through before the state at position 63?
+    Count the calls in SelfAttention.forward: three projections and one scaled_dot_product_attention. Does any
+    of them run once per position?
     """,
-    reference=RNN_PATH,
+    reference=ATTENTION_CALLS,
     kind="prediction",
     explain="""
-    x_0 enters cell application 0, whose state enters application 1, and so on up to application 63, whose
-    state is the output at position 63: 64 cell applications, n in general. Self-attention needs one layer.
+    The layer makes the same calls at every n: three projections and the batched attention, whose matrix
+    products handle all n queries at once. Its work grows like n^2 (FLOPs, section 4), its sequential
+    operations do not: Table 1's O(1). The RNN's calls grow with n, one cell run per position.
     """,
-    wrong=[mistake(name, answer, says) for name, answer, _, says in RNN_PATH_MISTAKES],
+    wrong=[mistake(name, answer, says) for name, answer, _, says in ATTENTION_CALLS_MISTAKES],
 )
-def predict_rnn_path(answer):
-    """How many cell applications lie between x_0 and the RNN's output at position n - 1, for n = 64."""
+def predict_attention_calls(answer):
+    """How many times as many PyTorch calls self-attention makes at n = 64 as at n = 2."""
     return _number_prediction(
         answer,
-        RNN_PATH,
-        RNN_PATH_MISTAKES,
-        lambda n: n == RNN_PATH,
-        "cell applications",
-        "count every cell application x_0 passes through",
+        ATTENTION_CALLS,
+        ATTENTION_CALLS_MISTAKES,
+        lambda n: n == ATTENTION_CALLS,
+        "as the ratio",
+        "attention makes the same calls at every length",
     )
 
 
