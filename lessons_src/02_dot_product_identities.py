@@ -126,8 +126,7 @@ for d in [2, 16, 64, 512]:
 print("✓ PE PE^T is Toeplitz and equals sum_i cos(w_i (t - s)) for d_model in {2, 16, 64, 512}, lengths {5, 50, 200}")
 
 # %% [markdown]
-# The check can fail: a table whose rows are *not* a function of position differences, such as
-# random vectors or the normalised position $t / n$ repeated across columns, is not Toeplitz.
+# The check can fail: random rows, or $t / n$ repeated across columns, are not Toeplitz.
 
 # %% tags=["hide-input"]
 random_tables = [random_pairs(50, 16, seed)[0] for seed in SEEDS]  # five (50, 16) random "encodings"
@@ -156,8 +155,8 @@ plt.show()
 #
 # Cosine is even, so $\sum_i \cos(\omega_i k) = \sum_i \cos(-\omega_i k)$: the word $k$ places
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
-# Hong's slides derive this same sum and weigh it against two properties, *distance aware* and
-# *direction aware*: the dot product has the first and not the second.
+# Hong's slides derive this same sum and name two properties, *distance aware* and *direction aware*;
+# as we check, the sum has the first and not the second.
 # Here is $f(k) = PE_t \cdot PE_{t+k}$ against $k$, measured from the table at $t = 100$ on both sides.
 
 # %%
@@ -185,7 +184,7 @@ plt.show()
 # $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
 # $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
 # $k$. Attention's score $q_t k_s^\top$ with learned $W_q, W_k$ is such a bilinear form,
-# $x_t W_q W_k^\top x_s^\top$.
+# $x_t W_q W_k^\top x_s^\top$. Exercise 1 uses this odd form to recover the sign of $k$.
 
 # %%
 J = torch.block_diag(
@@ -214,10 +213,10 @@ print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {floa
 # block $i$. It does not depend on $t$: the same matrix moves *every* position $k$ steps on; in code,
 # `pe[t] @ M_k == pe[t + k]`.
 #
-# **Predict first.** How many entries of $M_5$ are nonzero at $d_{model} = 128$ (of $128^2 = 16{,}384$)?
+# **Predict first.** What is the top-left entry $M_5[0, 0]$ at $d_{model} = 128$?
 
 # %%
-my_guess_nonzeros = None  # your answer: a number
+my_guess_corner = None  # your answer: a number
 
 # %% [markdown]
 # First naively, block by block:
@@ -241,12 +240,12 @@ M = rotation_naive(k, d_model)  # (d_model, d_model)
 assert torch.allclose(M, relative_rotation(k, d_model, dtype=torch.float64), atol=1e-15)
 print("✓ the naive M_k equals utils.positional.relative_rotation")
 print(M[:4, :4])
-nonzeros = int((M != 0).sum())
-assert nonzeros == check.predict_rotation_nonzeros.reference
-print(f"nonzero entries of M_{k}: {nonzeros} of {M.numel()}")
+assert math.isclose(float(M[0, 0]), check.predict_rotation_corner.reference, abs_tol=1e-6)
+print(f"M_{k}[0, 0] = cos(w_0 * {k}) = cos({k} radians) = {float(M[0, 0]):.3f}")
+print(f"nonzero entries of M_{k}: {int((M != 0).sum())} of {M.numel()}")
 
 # %%
-check.predict_rotation_nonzeros(my_guess_nonzeros)
+check.predict_rotation_corner(my_guess_corner)
 
 # %% [markdown]
 # It maps every row of the table to the row $k$ steps later, for positive and negative $k$:
@@ -297,11 +296,9 @@ print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w
 # %% [markdown]
 # ## Explore: the offset explorer
 #
-# The figure below shows, for one setting, the facts of sections 1 and 2: $PE_t \cdot PE_{t+k}$
-# against $t$ (a flat line at $\sum_i \cos(\omega_i k)$), the same dot product against the offset
-# (the chosen $k$ marked), and the rotation picture of one frequency pair $i$: the point
-# $(\sin \omega_i t, \cos \omega_i t)$ at positions $t$ and $t + k$, an angle $\omega_i k$ apart.
-# Run the notebook to get the sliders.
+# Sections 1 and 2 in one figure: $PE_t \cdot PE_{t+k}$ against $t$ (flat), against $k$, and pair $i$'s
+# point $(\sin \omega_i t, \cos \omega_i t)$ at $t$ and $t + k$, an angle $\omega_i k$ apart. Run the
+# notebook to get the sliders.
 
 # %%
 fig = plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3)
@@ -312,17 +309,8 @@ offset_explorer()
 
 # %% [markdown]
 # Things to try: move `k` and watch the left panel stay flat while its level follows the middle
-# curve; set `pair i` to a slow pair (large $i$) and see the rotation angle shrink. The `base` moves
-# every pair but the first: $\omega_i = 1/\text{base}^{2i/d_{model}}$, so $\omega_0 = 1$ for every base,
-# and only the pairs $i \ge 1$ turn faster when you lower it. The default pair is $i = 0$, the one
-# the `base` slider cannot move: pick $i \ge 1$ first, then lower `base` and watch the angle grow.
-
-# %% tags=["hide-input"]
-bases = [10.0, 100.0, 1000.0, 10000.0, 100000.0]  # falling speeds: lower base, faster pairs
-omegas = torch.stack([angular_frequencies(64, b) for b in bases])  # (5, 32) omega_i per base
-assert torch.all(omegas[:, 0] == 1)  # pair 0: omega_0 = 1 whatever the base
-assert torch.all(omegas[:-1, 1:] > omegas[1:, 1:])  # pairs i >= 1: faster for every lower base
-print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
+# curve; set `pair i` to a slow pair (large $i$) and see the rotation angle shrink.
+# > **Going further:** why the `base` slider leaves the default pair $i = 0$ alone.
 
 # %% [markdown]
 # ## 3. The dot product decays with distance — but not monotonically
@@ -405,15 +393,12 @@ assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
 print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the long-range peak stays below 0.6 f(0)")
 
 # %% [markdown]
-# At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying;
-# beyond $k = 5000$ the peaks reach only about $0.2\,f(0)$ (printed above). The 64 waves never all line
-# up again within this range. The slowest is not the
-# obstacle (its cosine stays above 0.40, printed above): the 63 faster ones are never in phase at once. So
-# no far position looks like a near one; at every even width from 32 to 256, and at 512 and 1024, the long-range peak stays below
-# $0.6\,f(0)$.
-# Narrow encodings do come back: at $d_{model} = 8$ only four waves must line up, and near
-# $k = 2000\pi$ they do, to $0.99\,f(0)$ and more; at 16 to about $0.7\,f(0)$ (all printed above).
-# > **Going further** (at the end): how the first rise moves with $d_{model}$.
+# At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying.
+# The 64 waves never all line up again: not because of the slowest (its cosine stays above 0.40), but
+# because the 63 faster ones are never in phase at once, so no far position looks like a near one; from
+# $d_{model} = 32$ up the long-range peak stays below $0.6\,f(0)$. Narrow encodings do come back: at
+# $d_{model} = 8$ four waves line up near $k = 2000\pi$, to $0.99\,f(0)$; at 16 to about $0.7\,f(0)$ (all printed above).
+# > **Going further:** how the first rise moves with $d_{model}$.
 
 # %% [markdown]
 # ## 4. Random high-dimensional vectors are nearly orthogonal
@@ -421,14 +406,11 @@ print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the
 # For two independent random directions $a, b$ in $\mathbb{R}^d$ (say Gaussian entries), the cosine
 # similarity $\cos\theta = a\cdot b / (|a||b|)$ has mean 0 and $\mathbb{E}[\cos^2\theta] = 1/d$ (by
 # symmetry, each of the $d$ coordinates of a unit vector contributes $1/d$ to its squared length).
-# So its standard deviation is exactly $1/\sqrt d$. We measure it with 4000 pairs per $d$ and
-# seed, for each of the five seeds, and print the median and the range over seeds of
-# $\mathrm{std}(\cos\theta)\cdot\sqrt d$, which should be 1; at $d = 512$ we also count the pairs
-# within 5° and within 10° of perpendicular.
+# So its standard deviation is exactly $1/\sqrt d$. We measure $\mathrm{std}(\cos\theta)\cdot\sqrt d$
+# (it should be 1) from 4000 pairs per $d$ and seed.
 #
 # **Predict first.** In $d = 512$ dimensions, what share of random pairs lies within 5° of
-# perpendicular ($|\cos\theta| < \sin 5°$)? Write a share between 0 and 1 in the next cell before
-# you run the measurement.
+# perpendicular ($|\cos\theta| < \sin 5°$)?
 
 # %%
 my_guess_near_perpendicular = None  # your answer: a share between 0 and 1, e.g. 0.3
@@ -523,7 +505,8 @@ assert all(0.2 < concat < 0.3 for _, concat in recovery[8]), "at d = 8 even the 
 print(f"✓ from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
 print("✓ at d = 64 concatenation recovers every word and adding over 99.5%, in every seed")
 print(
-    "✓ at d <= 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, over 10 points fewer"
+    "✓ at d = 4, 8, 16 and 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
+    "over 10 points fewer"
 )
 
 # %%
@@ -559,9 +542,8 @@ plt.show()
 # $\text{score}(q, k) = v^\top \tanh(W_1 q + W_2 k)$; **dot-product attention** takes $q \cdot k$. The two
 # are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
 # space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
-# code": all scores are one product $QK^\top$. Vectorised, the additive score builds a hidden vector of size
-# $d_a$ for every query–key pair, and its $\tanh$es are not a matrix product. We check the vectorised scores
-# against a loop over pairs, then count the numbers each method builds, at five sizes:
+# code": all scores are one product $QK^\top$. The additive score builds a hidden vector of size $d_a$ for
+# every query–key pair; we check it against a loop over pairs and count what each method builds:
 
 
 # %%
@@ -583,16 +565,16 @@ for n, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
     v = torch.randn(d_k, generator=gen)  # (d_a,)
     scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
     scores_dot = Q @ K.T  # (n, n)
-    assert hidden.numel() == d_k * scores_dot.numel() and scores_add.shape == scores_dot.shape
+    assert hidden.shape == (n, n, d_k) and scores_add.shape == scores_dot.shape == (n, n)
     assert scores_add.abs().max() <= v.abs().sum()  # each tanh is in (-1, 1): |score| <= sum_j |v_j|
     print(
         f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, additive {hidden.numel():10,}"
     )
-print("✓ additive attention's hidden layer holds d_a numbers per query-key pair; dot-product attention keeps one score")
+print("✓ shapes: additive attention's hidden tensor is (queries, keys, d_a); dot-product scores are (queries, keys)")
 
 # %% [markdown]
-# The additive scores are also bounded, $|\text{score}| \le \sum_j |v_j|$ (checked above), whatever the size
-# of $q$ and $k$. Dot products are not, and that is the catch. The paper reports (citing earlier work) that
+# Additive scores are bounded, $|\text{score}| \le \sum_j |v_j|$, as each $\tanh$ lies in $(-1, 1)$; dot
+# products are not, and that is the catch. The paper reports (citing earlier work) that
 # the two do about equally well for small $d_k$, but additive attention beats dot products *without scaling*
 # for larger $d_k$, and writes "We suspect that" large dot products push the softmax into regions of
 # extremely small gradients. Its footnote 4 gives the size: let $q, k \in \mathbb{R}^{d_k}$ have independent
@@ -679,9 +661,9 @@ for name, stats in runs.items():
     med_top, one_hot, max_top, jac = zip(*stats)
     print(
         f"{name:16s}: median largest weight {spread(med_top)[1]:.4f}; queries with one weight > 0.99:"
-        f" {spread(one_hot)[0]:5.1%} .. {spread(one_hot)[2]:5.1%}; median Jacobian norm"
-        f" {spread(jac)[0]:.1e} .. {spread(jac)[2]:.1e}  (range over seeds)"
+        f" {spread(one_hot)[0]:5.1%} .. {spread(one_hot)[2]:5.1%}"
     )
+    print(f"{'':16s}  median Jacobian norm {spread(jac)[0]:.1e} .. {spread(jac)[2]:.1e}  (range over seeds)")
 
 # %% tags=["hide-input"]
 all_gaps = torch.cat(gaps)  # (5 n_q,)
@@ -698,8 +680,7 @@ print("✓ unscaled, in every seed most queries put over 0.99 on one key and the
 print("✓ scaled, in every seed no query puts over 0.99 on one key and the gradient stays alive")
 
 # %% [markdown]
-# So unscaled, the top key typically leads by about 9 units (a median gap between 8.5 and 10.5 in every
-# seed, the range printed above) and gets $e^{\text{gap}}$ times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
+# So unscaled, the top key typically leads by about 9 units (printed above) and gets $e^{\text{gap}}$ times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
 # fraction of a unit and the weights stay soft. Smaller keys are no way out: in Table 3 (rows B)
 # "reducing the attention key size $d_k$ hurts model quality", which, the paper adds (section 6.2), "suggests
 # that determining compatibility is not easy and that a more sophisticated compatibility function than dot
@@ -834,9 +815,7 @@ plt.show()
 #   PE to word embeddings loses little when $d$ is large.
 # - Dot products are "much faster and more space-efficient in practice" than additive attention (the
 #   paper), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
-#   make softmax nearly one-hot with a vanishing gradient. For $q = k = x$, $x \cdot x$ has mean $d_k$;
-#   independent random projections $W_q, W_k$ (as at initialisation) restore mean $\approx 0$, but
-#   $W_q \ne W_k$ alone does not.
+#   make softmax nearly one-hot with a vanishing gradient. For $q = k = x$, $x \cdot x$ has mean $d_k$.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
@@ -911,7 +890,7 @@ check.score_scale(score_scale)
 # %% [markdown]
 # ## Going further
 #
-# Four detours, each checked like the main line.
+# Five detours, each checked like the main line.
 
 # %% [markdown]
 # ### Separate $W_q$ and $W_k$ restore the assumption
@@ -946,6 +925,22 @@ assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in u
 assert all(7 < m < 9 for m in near_mean)  # q = k would give sqrt(d_k) = 8
 print("✓ with independent random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
 print("✓ with W_k = W_q + 0.3 W' it is not: the mean stays near sqrt(d_k), as for q = k, in all 5 seeds")
+
+# %% [markdown]
+# ### The explorer's `base` slider and pair 0
+#
+# *Why read it:* in the offset explorer, lowering `base` leaves the default pair's rotation unchanged.
+#
+# The `base` moves every pair but the first: $\omega_i = 1/\text{base}^{2i/d_{model}}$, so $\omega_0 = 1$
+# for every base, and only the pairs $i \ge 1$ turn faster when you lower it. Pick $i \ge 1$ first, then
+# lower `base` and watch the angle grow.
+
+# %% tags=["hide-input"]
+bases = [10.0, 100.0, 1000.0, 10000.0, 100000.0]  # falling speeds: lower base, faster pairs
+omegas = torch.stack([angular_frequencies(64, b) for b in bases])  # (5, 32) omega_i per base
+assert torch.all(omegas[:, 0] == 1)  # pair 0: omega_0 = 1 whatever the base
+assert torch.all(omegas[:-1, 1:] > omegas[1:, 1:])  # pairs i >= 1: faster for every lower base
+print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
 
 # %% [markdown]
 # ### When does $f$ first rise, at other widths?

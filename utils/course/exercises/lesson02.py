@@ -1,5 +1,5 @@
 """Exercises of lesson 02 (dot-product identities): a prediction per section (the squared length of PE_t,
-the nonzero entries of M_k, f(k) at long range, the share of nearly perpendicular pairs, the mean
+the corner entry of M_5, f(k) at long range, the share of nearly perpendicular pairs, the mean
 self-score, overflowing softmax), then recover a signed offset, choose a temperature, a stable softmax,
 the score scale for queries and keys of any spread."""
 
@@ -100,23 +100,36 @@ def predict_pe_length_squared(answer):
     return prediction_in_band(answer, 64, (63.5, 64.5), PE_LENGTH_MISSES, "|PE_t|^2")
 
 
+ROTATION_CORNER = math.cos(5.0)  # M_5[0, 0] at d_model = 128: pair 0 turns by omega_0 * 5 = 5 radians
 ROTATION_MISSES = [
-    ("keep only the diagonal", 128, (100, 200), "each 2x2 block also has its two sin(w_i k) entries off the diagonal"),
-    ("think M_k is dense", 128 * 128, (1000, 20000), "M_k is block-diagonal: pair i never mixes with pair j"),
-    ("count one entry per pair", 64, (32, 99), "each of the 64 blocks is a full 2x2 rotation: 4 entries"),
+    (
+        "read the angle in degrees, or expect a small turn",
+        math.cos(math.radians(5)),
+        (0.95, 1.0),
+        "omega_0 = 1, so pair 0 turns by 5 RADIANS (about 286 degrees), not 5 degrees: far from the identity",
+    ),
+    ("take the sine", math.sin(5.0), (-1.0, -0.9), "sin(5) = -0.96 sits off the diagonal; the corner holds cos(5)"),
+    ("put zero on the diagonal", 0, (-0.1, 0.1), "a rotation block is [[cos, -sin], [sin, cos]]: its diagonal is cos"),
+    (
+        "give the angle, not the entry",
+        5,
+        (1.001, 400),
+        "5 (radians) is the angle; the entry is its cosine, within [-1, 1]",
+    ),
 ]
 
 
 @exercise(
-    hint="M_k is block-diagonal: one 2x2 rotation per pair of columns. How many pairs, how many entries each?",
-    reference=256,
+    hint="M_5's first 2x2 block rotates pair 0 by omega_0 * 5. What is omega_0 = 1 / 10000^0, and which entry "
+    "of [[cos b, -sin b], [sin b, cos b]] is the top-left one? (Angles in radians.)",
+    reference=ROTATION_CORNER,
     kind="prediction",
-    explain="64 pairs, each a 2x2 block [[cos, -sin], [sin, cos]] with 4 nonzero entries: 256 of 16,384.",
+    explain="Pair 0 has omega_0 = 1, so it turns by b = 5 radians (286 degrees); the top-left entry is cos(5) = 0.284.",
     wrong=band_mistakes(ROTATION_MISSES),
 )
-def predict_rotation_nonzeros(answer):
-    """The number of nonzero entries of M_5 at d_model = 128."""
-    return prediction_in_band(answer, 256, (256, 256), ROTATION_MISSES, "the count")
+def predict_rotation_corner(answer):
+    """The top-left entry M_5[0, 0] of M_5 at d_model = 128."""
+    return prediction_in_band(answer, round(ROTATION_CORNER, 3), (0.27, 0.30), ROTATION_MISSES, "M_5[0, 0]")
 
 
 LONG_RANGE = 0.32  # max of f(k) / f(0) over 1000 <= k <= 10000 at d_model = 128 (the lesson asserts it)
@@ -134,13 +147,28 @@ LONG_RANGE_MISSES = [
         0.0,
         (-0.1, 0.15),
         "f has not finished decaying at k = 1000: the range's largest value, about a third of f(0), is at its "
-        f"start (k = {LONG_RANGE_AT}), and the fast pairs keep f swinging after that (peaks about 0.2 f(0) beyond k = 5000)",
+        f"start (k = {LONG_RANGE_AT}), and the fast pairs keep f swinging after that (peaks about 0.2 f(0) from k = 5000 "
+        "to 10,000)",
     ),
     (
         "expect it to turn negative",
         -0.5,
         (-1.0, -0.1),
         "the question asks for the largest value, and f's peaks are positive",
+    ),
+    (
+        "guess about half",
+        0.5,
+        (0.45, 0.6),
+        "f is already below half of f(0) at k = 200 (section 3's plot), and past k = 1000 no peak climbs back "
+        f"that high: the 63 faster pairs are never in phase at once; the largest, at k = {LONG_RANGE_AT}, is about a third",
+    ),
+    (
+        "take the later peaks' level",
+        0.18,
+        (0.15, 0.2),
+        "from k = 5000 to 10,000 the peaks are about 0.2 f(0), but the largest sits at the start of the range, "
+        f"k = {LONG_RANGE_AT}, where f is still decaying from f(0): about a third",
     ),
 ]
 
@@ -154,8 +182,8 @@ LONG_RANGE_MISSES = [
     The 64 pairs never all line up again within 10,000 positions: their wavelengths share no period, and
     getting the 63 faster pairs in phase at once is what fails (the slowest pair alone would cost little).
     So f never returns near f(0). The largest value in the range, about a third of f(0), sits at its
-    start (k = {LONG_RANGE_AT}), where f is still decaying; later peaks are lower (about 0.2 f(0) beyond k = 5000),
-    but the fast pairs keep f swinging, so it never settles at 0.
+    start (k = {LONG_RANGE_AT}), where f is still decaying; later peaks within this range are lower (about
+    0.2 f(0) from k = 5000 to 10,000), but the fast pairs keep f swinging, so it never settles at 0.
     """,
     wrong=band_mistakes(LONG_RANGE_MISSES),
 )
