@@ -167,7 +167,7 @@ print("✓ in 5 of 5 draws, from 100 words on, the last position is over 10 time
 
 # %% [markdown]
 # A model trained on sentences of up to 100 words would also meet values like 999 for the first time
-# at inference. So divide by the sentence length, `pos / (seq_len - 1)`: every position lies in
+# at inference. So divide by the last position, `pos / (seq_len - 1)`: every position lies in
 # $[0, 1]$, bounded.
 #
 # **Predict first.** In a 50-word sentence, how many words apart are two positions 0.25 apart?
@@ -390,7 +390,7 @@ print("✓ the first pair nearly repeats; all 256 pairs together keep the positi
 check.predict_first_pair_distance(my_guess_first_pair)
 
 # %% [markdown]
-# The first pair comes back every $2\pi$ positions, and 710 is close to $113 \cdot 2\pi$ (44 to
+# The first pair nearly comes back, roughly every $2\pi$ positions, and 710 is close to $113 \cdot 2\pi$ (44 to
 # $7 \cdot 2\pi$), so positions that far apart get almost the same first pair. The slower pairs tell
 # them apart.
 #
@@ -448,7 +448,7 @@ print("✓ M_1 is two 2 x 2 rotations, by w_0 = 1 and w_1 = 1/100 radians")
 for offset in (1, 7, 100, 5000):
     M_k = relative_rotation(offset, d_model, dtype=torch.float64)  # (d_model, d_model)
     assert torch.allclose(pe[:-offset] @ M_k, pe[offset:], rtol=0, atol=1e-9)  # (max_len - k, d_model)
-print("✓ PE(pos + k) = PE(pos) M_k at every pos of the 10,000, for k = 1, 7, 100 and 5000")
+print("✓ PE(pos + k) = PE(pos) M_k at every pos whose pos + k is in the table of 10,000, for k = 1, 7, 100 and 5000")
 
 # %% [markdown]
 # The second reason, after trying the alternative: "We also experimented with using learned
@@ -963,7 +963,7 @@ print("✓ the deck's 'PE' entries lie far outside [-1, 1], where every sinusoid
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 2023): the formula with $i$
 #   from 0, and why neither integer positions nor positions in $[0, 1]$ will do.
 # - The authors' tensor2tensor library, its code (`tensor2tensor/layers/modalities.py`, the symbol
-#   modality; the library is described in Vaswani et al., 2018, "Tensor2Tensor for Neural Machine
+#   modality; `tensor2tensor/layers/common_attention.py`, `get_timing_signal_1d`; the library is described in Vaswani et al., 2018, "Tensor2Tensor for Neural Machine
 #   Translation"): word embeddings drawn from $N(0, 1/d_{model})$ and multiplied by $\sqrt{d_{model}}$.
 # - Reading notes on the paper (June 2020): "A chases B" vs "B chases A", and the four properties a
 #   position signal should have (bounded, deterministic, unique, consistent across lengths).

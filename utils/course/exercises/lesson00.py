@@ -507,7 +507,7 @@ ATTENTION_FLAT_MISTAKES = [
     Uniform weights would give each word exactly 1/n, and the x n undoes that share. The context takes h_0
     with weight alpha_0, about 1/n when the weights are spread out, so the gradient to
     x_0 falls like 1/n, not like a product of n Jacobians: times n it stays about 1 from n = 5 to 80, while
-    through the final state it falls by more than 20 orders of magnitude.
+    through the final state it falls by about 20 orders of magnitude or more.
     """,
     wrong=[mistake(name, answer, says) for name, answer, _, says in ATTENTION_FLAT_MISTAKES],
 )
