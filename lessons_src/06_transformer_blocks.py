@@ -141,7 +141,7 @@ check.predict_order_aware(my_guess_order_aware)
 # $\mathbf g$ (PyTorch's `weight`, the YOUR CAT slide deck's γ) and $\mathbf b$ (`bias`, β) are
 # learned, one number per feature. Two details decide whether this matches PyTorch: σ uses the
 # **biased** variance (divide by H, not H − 1), and PyTorch adds a small ε inside the square root,
-# $\sqrt{\sigma^2 + \varepsilon}$ (the YOUR CAT slide deck writes the same ε in its batch-norm
+# $\sqrt{\sigma^2 + \varepsilon}$ (the YOUR CAT slide deck writes the same ε in its normalisation
 # formula), so a constant vector
 # gives 0 rather than 0/0.
 
@@ -490,8 +490,8 @@ print(
 )
 
 # %% [markdown]
-# Post-norm: every gradient reaching the last layer has passed through only that layer's LayerNorm,
-# of a stream of RMS 1. Pre-norm: it has passed through the **final** LayerNorm, which divides by the
+# Post-norm: every gradient reaching the last layer has passed through only that layer's LayerNorms,
+# never a final one, of a stream of RMS 1. Pre-norm: it has passed through the **final** LayerNorm, which divides by the
 # stream's RMS, the number that grew above; so the top of a pre-norm stack gets gradients that many
 # times smaller, whichever way the layers start. Your guess:
 
@@ -603,8 +603,8 @@ print("✓ padding columns are 0, the decoder's self-attention is lower-triangul
 # Two behavioural checks. The causal mask means a decoder position cannot see the future: changing
 # the last target token leaves the outputs at positions 0–2 unchanged.
 #
-# **Predict, then check.** Now change source token 1 (a real word) and run the encoder and the decoder
-# layer again. Of the 4 target positions, how many get a different output?
+# **Predict, then check.** Now change the memory (the encoder's output) at source position 1, a real
+# word, and run the decoder layer again. Of the 4 target positions, how many get a different output?
 
 # %%
 my_guess_positions_reading_source = None  # your answer: a number from 0 to 4
@@ -614,12 +614,18 @@ tgt_changed = tgt.clone()
 tgt_changed[0, 3] += 5.0  # change the last target token
 out_changed = decoder_layer(tgt_changed, memory, tgt_mask=causal_mask(4), memory_mask=src_mask)
 assert torch.allclose(out_changed[0, :3], out[0, :3], atol=1e-6) and not torch.allclose(out_changed[0, 3], out[0, 3])
-src_changed = src.clone()
-src_changed[0, 1] += 5.0  # change source token 1
-out_src = decoder_layer(tgt, encoder_layer(src_changed, mask=src_mask), tgt_mask=causal_mask(4), memory_mask=src_mask)
+memory_changed = memory.clone()
+memory_changed[0, 1] += 5.0  # change the memory at source position 1
+out_src = decoder_layer(tgt, memory_changed, tgt_mask=causal_mask(4), memory_mask=src_mask)
 reading_source = int(((out_src - out).abs().amax(dim=-1) > 1e-3).sum())  # target positions that changed
 assert reading_source == 4 == check.predict_positions_reading_source.reference
-print("✓ no leakage from future target tokens; every target position reads the source")
+only_first = torch.zeros_like(src_mask)  # (1, 1, T_src): cross-attention may see source position 0 only
+only_first[..., 0] = True
+before, after = (
+    decoder_layer(tgt, m, tgt_mask=causal_mask(4), memory_mask=only_first) for m in (memory, memory_changed)
+)
+assert int(((after - before).abs().amax(dim=-1) > 1e-3).sum()) == 0  # cut down, the change reaches no one
+print("✓ no leakage from future target tokens; through cross-attention, every target position reads source position 1")
 
 # %% [markdown]
 # Every one: the causal mask limits which *target* positions a query sees, not which source positions —
@@ -1271,8 +1277,8 @@ print(f"fused path faster than the weights path in {sum(r < 1 for r in ratios)} 
 # %% [markdown]
 # How much time the fused path saves depends on the hardware, the sizes and what else the computer
 # is doing: the ratios above are one measurement on one machine, so no check below rests on them.
-# What the fused path never has to return, or keep for the backward pass, is the
-# $\text{batch} \times h \times T_q \times T_k$ tensor of weights of every layer. Count the tensors of
+# With attention dropout off (as here), what the fused path never has to return, or keep for the
+# backward pass, is the $\text{batch} \times h \times T_q \times T_k$ tensor of weights of every layer. Count the tensors of
 # that size that autograd keeps, on both paths:
 
 # %%

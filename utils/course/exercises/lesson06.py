@@ -598,17 +598,18 @@ def _count(answer, largest):
     ],
     explain="""
     All 4. Cross-attention lets every target position attend to every real source position; the causal
-    mask only limits which earlier target positions it sees. A change in a source token reaches the memory,
-    and from there every target position's output.
+    mask only limits which earlier target positions it sees. A change in the memory at one source position
+    therefore reaches every target position's output; with cross-attention cut down to source position 0,
+    the same change reaches none.
     """,
 )
 def predict_positions_reading_source(answer):
-    """answer: how many of the 4 target positions change when source token 1 changes (0 to 4)."""
+    """answer: how many of the 4 target positions change when the memory at source position 1 changes (0 to 4)."""
     n = _count(answer, 4)
     if n is None:
         return f"write a whole number from 0 to 4, got {answer!r}"
     if n == 0:
-        return "the decoder reads the source through cross-attention, so a changed source token reaches it"
+        return "the decoder reads the memory through cross-attention, so a change at a real source position reaches it"
     if n == 1:
         return (
             "no head is told which source word a target position translates: cross-attention mixes the whole "
