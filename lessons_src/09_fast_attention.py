@@ -639,7 +639,7 @@ print("✓ one 100 x 100 float32 matrix measures 40000 bytes; a matrix plus a ne
 
 # %% [markdown]
 # Now one head with $d_k = 16$ for $T$ = 256 … 4096, three ways: the plain computation (`utils` attention,
-# which builds the scores and the weights, $T \times T$ each), tiled over **key blocks** only (all queries
+# as in lesson 02), tiled over **key blocks** only (all queries
 # against 128 keys at a time: a $T \times 128$ slab of scores, as Rabe and Staats, 2021, chunk the keys),
 # and tiled over **queries and keys** ($256 \times 256$ tiles).
 #
@@ -691,12 +691,6 @@ print(
     f"✓ from T = {Ts[1]} on, the tiled peak is the output plus the same number of bytes at every T, more than "
     f"the output itself even at T = {Ts[-1]}"
 )
-matrix = 4 * Ts[0] ** 2  # bytes of one T x T float32 matrix at T = 256
-held = {name: (peak[name][0] - output_bytes[0]) / matrix for name in ("plain", "tiles")}  # matrices beyond the output
-assert abs(held["plain"] - 2) < 0.2 and abs(held["tiles"] - 3) < 0.2
-print(
-    f"✓ at T = {Ts[0]}: besides the output, the tiles hold three {Ts[0]} x {Ts[0]} matrices at their peak, the plain computation two"
-)
 
 # %%
 check.memory_growth(my_guess_memory_growth)
@@ -707,7 +701,17 @@ check.memory_growth(my_guess_memory_growth)
 # method must write. At the smallest $T$ = 256, one tile is the whole matrix, and the loop keeps three
 # matrices of that size alive at once (the scores, the scores minus the running maximum, and their
 # exponentials) where the plain computation keeps two (scores and weights): there the tiles need more.
-#
+
+
+# %% tags=["hide-input"]
+matrix = 4 * Ts[0] ** 2  # bytes of one T x T float32 matrix at T = 256
+held = {name: (peak[name][0] - output_bytes[0]) / matrix for name in ("plain", "tiles")}  # matrices beyond the output
+assert abs(held["plain"] - 2) < 0.2 and abs(held["tiles"] - 3) < 0.2
+print(
+    f"✓ at T = {Ts[0]}: besides the output, the tiles hold three {Ts[0]} x {Ts[0]} matrices at their peak, the plain computation two"
+)
+
+# %% [markdown]
 # > **Going further:** tiling saves memory, not arithmetic; "The time of tiles" at the end compares our
 # > Python loop of tiles with torch's fused kernel.
 #
