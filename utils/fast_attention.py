@@ -294,10 +294,7 @@ def decode_step(model, cache, tokens):
     return model.generator(model.decoder.norm(x))[:, -1]  # (batch, vocab)
 
 
-@torch.no_grad()
-def greedy_steps(model, src, bos_id, steps, use_cache=False):
-    """Exactly `steps` greedy steps (no stop at <eos>): ids (batch, steps) and each step's logits
-    (batch, steps, vocab), with the key-value cache or by re-running the decoder over every position."""
+def _check_greedy_args(model, bos_id, steps, use_cache):
     _check_model(model)
     steps = validation.positive_int("steps", steps)
     validation.boolean("use_cache", use_cache)
@@ -306,10 +303,26 @@ def greedy_steps(model, src, bos_id, steps, use_cache=False):
         raise ValueError(
             f"steps must be at most max_len - 1 = {model.max_len - 1} (<bos> takes a position), got {steps}"
         )
+    return steps
+
+
+@torch.no_grad()
+def greedy_steps(model, src, bos_id, steps, use_cache=False):
+    """Exactly `steps` greedy steps (no stop at <eos>): ids (batch, steps) and each step's logits
+    (batch, steps, vocab), with the key-value cache or by re-running the decoder over every position."""
+    steps = _check_greedy_args(model, bos_id, steps, use_cache)
     was_training = model.training
     model.eval()
     memory, src_mask = model.encode(src)  # (batch, S, d_model), (batch, 1, S)
-    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)  # (batch, 1)
+    out = _decode_steps(model, memory, src_mask, bos_id, steps, use_cache)
+    model.train(was_training)
+    return out
+
+
+@torch.no_grad()
+def _decode_steps(model, memory, src_mask, bos_id, steps, use_cache):
+    """The decoder's part of greedy_steps, from the encoder's output."""
+    ys = torch.full((memory.shape[0], 1), bos_id, dtype=torch.long)  # (batch, 1)
     cache = start_cache(model, memory, src_mask) if use_cache else None
     all_logits = []
     for _ in range(steps):
@@ -319,18 +332,40 @@ def greedy_steps(model, src, bos_id, steps, use_cache=False):
             logits = model.decode(ys, memory, src_mask)[:, -1]  # (batch, vocab): every position recomputed
         all_logits.append(logits)
         ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], dim=1)  # (batch, t + 1)
-    model.train(was_training)
     return ys[:, 1:], torch.stack(all_logits, dim=1)  # (batch, steps), (batch, steps, vocab)
 
 
+@torch.no_grad()
 def time_per_token(model, src, bos_id, steps, use_cache, repeats=5):
-    """Seconds per generated token of greedy_steps(..., steps), one value per repeat."""
+    """Seconds per generated token of the decoder in greedy_steps(..., steps), one value per repeat; the
+    encoder runs before the clock starts (time it with time_encoder)."""
     repeats = validation.positive_int("repeats", repeats)
+    steps = _check_greedy_args(model, bos_id, steps, use_cache)
+    was_training = model.training
+    model.eval()
+    out = []
+    for _ in range(repeats):
+        memory, src_mask = model.encode(src)  # (batch, S, d_model), (batch, 1, S)
+        start = time.perf_counter()
+        _decode_steps(model, memory, src_mask, bos_id, steps, use_cache)
+        out.append((time.perf_counter() - start) / steps)
+    model.train(was_training)
+    return out
+
+
+@torch.no_grad()
+def time_encoder(model, src, repeats=5):
+    """Seconds for one run of the encoder over the batch src, one value per repeat."""
+    _check_model(model)
+    repeats = validation.positive_int("repeats", repeats)
+    was_training = model.training
+    model.eval()
     out = []
     for _ in range(repeats):
         start = time.perf_counter()
-        greedy_steps(model, src, bos_id, steps, use_cache)
-        out.append((time.perf_counter() - start) / steps)
+        model.encode(src)
+        out.append(time.perf_counter() - start)
+    model.train(was_training)
     return out
 
 

@@ -3,6 +3,7 @@ torch attention, grouped-query attention = torch's enable_gqa, the KV-cached dec
 decoding's use_cache too), cache sizes, the memory tracker; bad input."""
 
 import math
+import time
 
 import pytest
 import torch
@@ -264,6 +265,31 @@ def test_cache_refuses_to_grow_past_max_len():
 def test_time_per_token_returns_one_value_per_repeat():
     times = fa.time_per_token(small_model(), batch_src(), 1, 4, use_cache=True, repeats=2)
     assert len(times) == 2 and all(t > 0 for t in times)
+
+
+def test_time_per_token_leaves_the_encoder_out_and_time_encoder_times_it(monkeypatch):
+    model = small_model()
+    calls = []
+    encode = model.encode
+
+    def slow_encode(src):
+        calls.append(src.shape)
+        time.sleep(0.05)
+        return encode(src)
+
+    monkeypatch.setattr(model, "encode", slow_encode)
+    times = fa.time_per_token(model, batch_src(), 1, 1, use_cache=False, repeats=2)
+    assert len(calls) == 2 and all(t < 0.05 for t in times)
+    assert all(t >= 0.05 for t in fa.time_encoder(model, batch_src(), repeats=2))
+
+
+def test_timers_reject_bad_arguments():
+    with pytest.raises(ValueError, match="repeats"):
+        fa.time_encoder(small_model(), batch_src(), repeats=0)
+    with pytest.raises(ValueError, match="max_len"):
+        fa.time_per_token(small_model(), batch_src(), 1, 1000, use_cache=True)
+    with pytest.raises(TypeError, match="use_cache"):
+        fa.time_per_token(small_model(), batch_src(), 1, 2, use_cache=None)
 
 
 # --- memory tracking ----------------------------------------------------------------------------------
