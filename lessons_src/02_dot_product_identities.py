@@ -183,8 +183,9 @@ plt.show()
 # $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$, each pair gives
 # $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
 # $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
-# $k$. Attention's score $q_t k_s^\top$ with learned $W_q, W_k$ is such a bilinear form,
-# $x_t W_q W_k^\top x_s^\top$. Exercise 1 uses this odd form to recover the sign of $k$.
+# $k$. Exercise 1 uses this odd form to recover the sign of $k$.
+#
+# > **Ahead:** attention's score with learned query and key projections (lesson 03) is such a bilinear form.
 
 # %%
 J = torch.block_diag(
@@ -394,7 +395,7 @@ print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the
 
 # %% [markdown]
 # At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying.
-# The 64 waves never all line up again: not because of the slowest (its cosine stays above 0.40), but
+# Within these 10,000 positions (far longer than any sentence) the 64 waves never all line up again: not because of the slowest (its cosine stays above 0.40), but
 # because the 63 faster ones are never in phase at once, so no far position looks like a near one; from
 # $d_{model} = 32$ up the long-range peak stays below $0.6\,f(0)$. Narrow encodings do come back: at
 # $d_{model} = 8$ four waves line up near $k = 2000\pi$, to $0.99\,f(0)$; at 16 to about $0.7\,f(0)$ (all printed above).
@@ -537,6 +538,9 @@ plt.show()
 # %% [markdown]
 # ## 5. Why dot products, and why divide by $\sqrt{d_k}$
 #
+# Four steps: additive versus dot-product scores; the variance of $q \cdot k$; what unscaled scores do to the
+# softmax; and where the independence assumption breaks, a word's score with itself.
+#
 # The paper (section 3.2.1) names the two common ways to score a query against a key. **Additive attention**
 # (Bahdanau et al., 2015) feeds both into a small feed-forward network with one hidden layer,
 # $\text{score}(q, k) = v^\top \tanh(W_1 q + W_2 k)$; **dot-product attention** takes $q \cdot k$. The two
@@ -565,12 +569,11 @@ for n, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
     v = torch.randn(d_k, generator=gen)  # (d_a,)
     scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
     scores_dot = Q @ K.T  # (n, n)
-    assert hidden.shape == (n, n, d_k) and scores_add.shape == scores_dot.shape == (n, n)
     assert scores_add.abs().max() <= v.abs().sum()  # each tanh is in (-1, 1): |score| <= sum_j |v_j|
     print(
         f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, additive {hidden.numel():10,}"
     )
-print("✓ shapes: additive attention's hidden tensor is (queries, keys, d_a); dot-product scores are (queries, keys)")
+print("✓ additive scores are bounded by sum |v_j| for every size")
 
 # %% [markdown]
 # Additive scores are bounded, $|\text{score}| \le \sum_j |v_j|$, as each $\tanh$ lies in $(-1, 1)$; dot
@@ -625,7 +628,8 @@ plt.show()
 # at $d_k = 512$ the scores have standard deviation $\sqrt{512}$.
 # We draw 1000 queries, each against its own 10 keys, five seeds, and look at the gap between the largest
 # and the second-largest score, the largest weight, and the size of the softmax's Jacobian
-# $\mathrm{diag}(p) - p^\top p$ (near zero for one-hot $p$).
+# $\mathrm{diag}(p) - p^\top p$ (near zero for one-hot $p$). That Jacobian is $\partial p / \partial\,\text{scores}$: it
+# multiplies every gradient that flows back through the softmax, so its norm measures how much gets through.
 
 
 # %%
@@ -680,7 +684,7 @@ print("✓ unscaled, in every seed most queries put over 0.99 on one key and the
 print("✓ scaled, in every seed no query puts over 0.99 on one key and the gradient stays alive")
 
 # %% [markdown]
-# So unscaled, the top key typically leads by about 9 units (printed above) and gets $e^{\text{gap}}$ times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
+# So unscaled, the top key typically leads by about 9 to 10 units (median, printed above) and gets $e^{\text{gap}}$ times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
 # fraction of a unit and the weights stay soft. Smaller keys are no way out: in Table 3 (rows B)
 # "reducing the attention key size $d_k$ hurts model quality", which, the paper adds (section 6.2), "suggests
 # that determining compatibility is not easy and that a more sophisticated compatibility function than dot
@@ -727,8 +731,8 @@ check.predict_self_score_mean(my_guess_self_score)
 # scaled by $\sqrt{d_k}$ is about $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks
 # almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
 #
-# > **Going further:** with separate, independently drawn projections $W_q, W_k$ (as at initialisation) the
-# > self-score is centred near 0 again; a $W_k$ close to $W_q$ is not enough (measured at the end).
+# > **Going further:** with separate, independently drawn projections $W_q, W_k$ the self-score is centred
+# > near 0 again (its variance scales with the entries' variance); a $W_k$ close to $W_q$ is not enough (measured at the end).
 
 # %% [markdown]
 # ## 6. Softmax: shift invariance, temperature, soft arg-max
@@ -899,8 +903,8 @@ check.score_scale(score_scale)
 #
 # The break needs the query and the key to be the *same* vector. In the real model they come from
 # separate projections, $q = xW_q$ and $k = xW_k$. With $W_q$ and $W_k$ drawn independently (entries of
-# variance $1/d_{model}$, as at initialisation) the self-score is centred near 0 again, with variance near
-# $d_k$: its mean is $\operatorname{tr}(W_q W_k^\top)$, near 0 for independent draws. Merely different matrices
+# variance $1/d_{model}$, one common choice) the self-score is centred near 0 again, with variance near
+# $d_k$ (the variance scales with the entries' variance; the mean is near 0 for any independent draw): its mean is $\operatorname{tr}(W_q W_k^\top)$, near 0 for independent draws. Merely different matrices
 # are not enough: with $W_k = W_q + 0.3\,W'$ ($W'$ another independent draw) the mean stays near that of
 # $q = k$. Measured at $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
 
@@ -925,6 +929,15 @@ assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in u
 assert all(7 < m < 9 for m in near_mean)  # q = k would give sqrt(d_k) = 8
 print("✓ with independent random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
 print("✓ with W_k = W_q + 0.3 W' it is not: the mean stays near sqrt(d_k), as for q = k, in all 5 seeds")
+lin_var = []  # nn.Linear's default init: entries uniform on +-1/sqrt(d_model), variance 1/(3 d_model)
+for seed in SEEDS:
+    x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
+    gen = torch.Generator().manual_seed(300 + seed)
+    U = torch.rand(2, 512, 64, generator=gen, dtype=x_words.dtype)  # (2, d_model, d_k) uniform on [0, 1)
+    W_q, W_k = (2 * U - 1) / math.sqrt(512)  # (d_model, d_k) each
+    lin_var.append(((x_words @ W_q) * (x_words @ W_k)).sum(1).var().item() / 64)
+assert all(0.08 < v < 0.14 for v in lin_var)  # about 1/9: each q_j, k_j has variance 1/3
+print("✓ with nn.Linear's default init (variance 1/(3 d_model)) the variance is near d_k / 9, in all 5 seeds")
 
 # %% [markdown]
 # ### The explorer's `base` slider and pair 0
