@@ -146,6 +146,8 @@ print(
 print(f"{counts['other length']} of {n_pairs} pairs have sides of different lengths")
 assert n_pairs / 2 < counts["other length"] < n_pairs
 print("✓ more than half of the pairs, but not all, have sides of different lengths")
+
+# %%
 monotonic = sum(
     list(a for a in p.alignment if a is not None) == sorted(a for a in p.alignment if a is not None) for p in ds.train
 )
@@ -183,8 +185,10 @@ fig = plot_cross_attention(
 # sentence of the unseen-forms test needs at least one. Each held-out word is still trained on in its
 # three other forms.
 
+# %%
+held = {f.neo for f in ds.heldout_forms}  # the held-out Neo forms
+
 # %% tags=["hide-input"]
-held = {f.neo for f in ds.heldout_forms}
 train_words = Counter(w for p in ds.train for w in p.tgt)
 need = Counter(w for p in ds.test_unseen for w in set(p.tgt) & held)
 for f in ds.heldout_forms:
@@ -313,40 +317,26 @@ print("✓ the tied model has one matrix for both and still gives a logit per Ne
 check.predict_tied_saving(my_guess_tied_saving)
 
 # %% [markdown]
-# **Why × √d_model?** The paper does not say, but its own case suggests a reason. Its embedding *is* the
-# output projection's matrix, and a linear layer starts its weights uniform in $\pm d_{\text{model}}^{-1/2}$
-# (std $1/\sqrt{3 d_{\text{model}}}$): several times smaller than the PE's values in $[-1, 1]$. Scaled
-# by √d_model, they reach the PE's order. Here, drawn with 5 seeds:
+# **Why × √d_model?** The paper does not say, nor how it initialises the matrix. Its authors' code
+# (tensor2tensor, linked from the paper's conclusion) draws the shared matrix from
+# $N(0, d_{\text{model}}^{-1/2})$ and multiplies by √d_model: std about 1, the order of the PE's values
+# in $[-1, 1]$. Our embeddings start the same way. torch's `nn.Embedding` default, $N(0, 1)$, scaled,
+# would swamp the PE; here, 5 draws of each:
 
 # %%
-d, V_neo = model.d_model, len(ds.tgt_vocab)
+d = model.d_model
 pe_std = model.pe[:15].std().item()  # the std of the PE's entries at the first 15 positions
-shared = [  # (V_neo, d): drawn as a linear layer draws its weights
-    torch.empty(V_neo, d).uniform_(-(d**-0.5), d**-0.5, generator=torch.Generator().manual_seed(k)) for k in range(5)
-]
-shared_std = np.array([w.std().item() for w in shared])
-scaled_std = np.array([(w * d**0.5).std().item() for w in shared])
-print(f"d_model = {d}, sqrt(d_model) = {d**0.5:.0f}; std of the PE's entries {pe_std:.2f}")
-print(f"a matrix at the projection's scale, 5 seeds: std {shared_std.min():.4f}-{shared_std.max():.4f}")
-print(f"the same x sqrt(d_model): std {scaled_std.min():.2f}-{scaled_std.max():.2f}")
-assert model.pe.abs().max() <= 1 and (pe_std / shared_std > 3).all() and (abs(scaled_std / pe_std - 1) < 0.2).all()
-assert abs(model.generator.weight.std().item() * (3 * d) ** 0.5 - 1) < 0.1  # our projection starts at that scale
-print("✓ for every seed, such a matrix is several times smaller than the PE; scaled by sqrt(d_model), of its order")
-
-# %% [markdown]
-# Our embeddings are not shared, so we start them at std $d_{\text{model}}^{-1/2}$, which the scaling
-# turns into about 1. torch's default, $N(0, 1)$, scaled, would be far larger:
-
-# %%
-unscaled_std = model.src_embed.weight.std().item()
-ours_std = (model.src_embed.weight * d**0.5).std().item()
-default_std = (torch.nn.Embedding(len(ds.src_vocab), d).weight * d**0.5).std().item()
-print(f"our embeddings: std {unscaled_std:.2f} unscaled, {ours_std:.2f} x sqrt(d_model)")
-print(f"torch's default init x sqrt(d_model): std {default_std:.1f}, {default_std / pe_std:.0f} times the PE's")
-assert 0.8 < ours_std < 1.2 and abs(default_std / ours_std / d**0.5 - 1) < 0.1 and default_std > 10 * pe_std
-assert 0.1 < pe_std / ours_std < 1 and pe_std / unscaled_std > 3
-print("✓ ours, scaled, are about 1, the PE's order; torch's default, scaled, would be more than 10 times the PE's")
-
+ours = [Seq2SeqTransformer(recipe.MODEL).src_embed.weight for _ in range(5)]  # (V_en, d) each, 5 fresh draws
+ours_std = np.array([(w * d**0.5).std().item() for w in ours])
+default_std = np.array([(torch.nn.Embedding(len(ds.src_vocab), d).weight * d**0.5).std().item() for _ in range(5)])
+print(f"d_model = {d}; std of the PE's entries {pe_std:.2f}")
+print(f"our embeddings x sqrt(d_model): std {ours_std.min():.2f}-{ours_std.max():.2f}")
+print(f"torch's default x sqrt(d_model): std {default_std.min():.1f}-{default_std.max():.1f}")
+assert model.pe.abs().max() <= 1 and (abs(ours_std - 1) < 0.1).all() and (0.1 < pe_std / ours_std).all()
+assert (default_std > 10 * pe_std).all()
+print(
+    "✓ for every draw, ours start at std d_model^-1/2 and, scaled, are about 1, the PE's order; torch's default, scaled, is more than 10 times the PE's"
+)
 # %% [markdown]
 # The masks, checked on the untrained model and three validation pairs: rewriting the target words after
 # position t leaves the logits up to t unchanged, and adding source padding changes nothing.
@@ -622,7 +612,6 @@ for p, h in [(p, h) for p, h in zip(ds.test_unseen, unseen["hypotheses"]) if lis
 # %% tags=["hide-input"]
 assert subs["the held-out form"] == 0 and p_held.max() < 0.01
 assert subs["same stem, a trained ending"] >= 0.5 * sum(subs.values())
-held = {f.neo for f in ds.heldout_forms}
 assert sum(subs.values()) == sum(word in held for p in ds.test_unseen for word in p.tgt)  # every place counted
 print(
     "✓ the model never writes a held-out form and gives it almost no probability; in at least half of "
@@ -716,8 +705,7 @@ print(
 
 # %% [markdown]
 # A determiner comes before its noun, so its gender is in nothing the decoder has written yet: it must
-# come from the source, and in this run a head looks right at the English noun (the encoder could have
-# copied it to another source word; this model did not). An adjective follows its noun, already written,
+# come from the source, and in this run a head reads the English noun's position. An adjective follows its noun, already written,
 # so the decoder's own self-attention can supply the gender — a likely reason no head looks at the noun
 # then, not measured here. These figures come from one training run; the verb's is printed, not
 # checked. Your guess:
@@ -729,9 +717,11 @@ check.predict_head_on_noun(my_guess_head_on_noun)
 # The best alignment head on the first test sentence that the model translates right, with the gold
 # alignment as circles — the explorer's first state, so the lesson reads without running:
 
-# %% tags=["hide-input"]
+# %%
 example = next(" ".join(p.src) for p, h in zip(ds.test, result["hypotheses"]) if list(p.tgt) == h)
-m = cross_attention_map(model, example, ds.src_vocab, ds.tgt_vocab)
+m = cross_attention_map(model, example, ds.src_vocab, ds.tgt_vocab)  # weights, words and gold alignment
+
+# %% tags=["hide-input"]
 assert m["gold"] is not None  # the model's translation equals the reference, so gold applies
 print("✓ the example is translated right, so its gold alignment applies")
 
@@ -771,15 +761,15 @@ same = all(
     == translate(model, " ".join(p.src), ds.src_vocab, ds.tgt_vocab)
     for p in ds.test[:50]
 )
-print("reloaded model translates the same:", same)
 assert same
+print("✓ the reloaded model translates the first 50 test sentences the same")
 
 # %% [markdown]
 # ## Summary
 #
 # - The Transformer computes the loss at every target position in one parallel pass (causal mask).
 # - Unlike the paper, our model shares no weight matrix (its vocabularies differ); × √d_model brings a
-#   matrix at the output projection's scale, like the paper's shared one, to the PE's order.
+#   matrix drawn at std $d_{\text{model}}^{-1/2}$ (ours, and the paper's code's) to std 1, the PE's order.
 # - Our recipe sets the paper's dropout 0.1 and label smoothing 0.1 to 0; a smoothed target keeps
 #   $1 - \varepsilon + \varepsilon/V$ on the right word, so the model is taught to stay unsure.
 # - The model translates new sentences almost perfectly, but does not produce a word form it was never
@@ -800,8 +790,7 @@ import torch
 # **1. The paper's learning rate.** Section 3 called `noam_lr`; write the schedule yourself from the
 # paper's formula (section 5.3, without our `factor`),
 # $\text{lrate} = d_{\text{model}}^{-0.5}\cdot\min(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup}^{-1.5})$,
-# as `my_lrate(step, d_model, warmup)` for steps counted from 1. At which step does it peak for the
-# paper's base model (`d_model` = 512, `warmup` = 4000), and how high?
+# as `my_lrate(step, d_model, warmup)` for steps counted from 1.
 
 
 # %%

@@ -596,8 +596,7 @@ _NOUN_WORDS = {
     explain="""
     The determiner, in this run. It comes before its noun in Neo, so when the decoder writes it, the gender
     is in nothing the decoder has written yet: it has to come from the source, and a head of this model
-    looks right at the English noun (the encoder could have copied the gender to another source word;
-    this model did not). An adjective follows its noun: the decoder has already written the noun, so its
+    reads the English noun's position. An adjective follows its noun: the decoder has already written the noun, so its
     own self-attention can supply the gender, a likely reason why no cross-attention head looks at the
     noun then (not measured here).
     """,
