@@ -440,7 +440,9 @@ for deg, shares in near_90.items():
 assert all(abs(r - 1) < 0.05 for d in dims for r in cos_ratio[d])
 assert min(near_90[5]) > 0.93 and min(near_90[10]) > 0.999
 print(f"✓ std of cos = 1/sqrt(d) for d in {dims}, in each of {len(SEEDS)} seeds (4000 pairs each)")
-print("✓ at d = 512, in every seed over 93% of pairs are within 5 degrees of perpendicular, over 99.9% within 10")
+print(
+    "✓ at d = 512, in every seed the great majority of pairs lie within 5 degrees of perpendicular, nearly all within 10"
+)
 std_512, sin_5 = 1 / math.sqrt(512), math.sin(math.radians(5))
 bell = math.erf(sin_5 / std_512 / math.sqrt(2))  # share of a normal curve within sin(5 deg) / std of its mean
 print(
@@ -732,7 +734,8 @@ check.predict_self_score_mean(my_guess_self_score)
 # almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
 #
 # > **Going further:** with separate, independently drawn projections $W_q, W_k$ the self-score is centred
-# > near 0 again (its variance scales with the entries' variance); a $W_k$ close to $W_q$ is not enough (measured at the end).
+# > near 0 again (its variance scales with the product of the two projections' entry variances); a $W_k$ close to $W_q$
+# > is not enough (measured at the end).
 
 # %% [markdown]
 # ## 6. Softmax: shift invariance, temperature, soft arg-max
@@ -904,7 +907,8 @@ check.score_scale(score_scale)
 # The break needs the query and the key to be the *same* vector. In the real model they come from
 # separate projections, $q = xW_q$ and $k = xW_k$. With $W_q$ and $W_k$ drawn independently (entries of
 # variance $1/d_{model}$, one common choice) the self-score is centred near 0 again, with variance near
-# $d_k$ (the variance scales with the entries' variance; the mean is near 0 for any independent draw): its mean is $\operatorname{tr}(W_q W_k^\top)$, near 0 for independent draws. Merely different matrices
+# $d_k$ (it scales with the product of the query's and the key's variances, the rule exercise 4 uses). Its mean is
+# $\operatorname{tr}(W_q W_k^\top)$, near 0 for independent draws. Merely different matrices
 # are not enough: with $W_k = W_q + 0.3\,W'$ ($W'$ another independent draw) the mean stays near that of
 # $q = k$. Measured at $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
 
@@ -923,12 +927,6 @@ print(
     f"Var / d_k {min(untied_var):.2f} .. {max(untied_var):.2f}  (range over seeds)"
 )
 print(f"W_k = W_q + 0.3 W': mean self-score / sqrt(d_k) {min(near_mean):.2f} .. {max(near_mean):.2f}")
-
-# %% tags=["hide-input"]
-assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in untied_var)
-assert all(7 < m < 9 for m in near_mean)  # q = k would give sqrt(d_k) = 8
-print("✓ with independent random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
-print("✓ with W_k = W_q + 0.3 W' it is not: the mean stays near sqrt(d_k), as for q = k, in all 5 seeds")
 lin_var = []  # nn.Linear's default init: entries uniform on +-1/sqrt(d_model), variance 1/(3 d_model)
 for seed in SEEDS:
     x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
@@ -936,6 +934,13 @@ for seed in SEEDS:
     U = torch.rand(2, 512, 64, generator=gen, dtype=x_words.dtype)  # (2, d_model, d_k) uniform on [0, 1)
     W_q, W_k = (2 * U - 1) / math.sqrt(512)  # (d_model, d_k) each
     lin_var.append(((x_words @ W_q) * (x_words @ W_k)).sum(1).var().item() / 64)
+print(f"nn.Linear's default init: Var / d_k {min(lin_var):.3f} .. {max(lin_var):.3f}  (range over seeds)")
+
+# %% tags=["hide-input"]
+assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in untied_var)
+assert all(7 < m < 9 for m in near_mean)  # q = k would give sqrt(d_k) = 8
+print("✓ with independent random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
+print("✓ with W_k = W_q + 0.3 W' it is not: the mean stays near sqrt(d_k), as for q = k, in all 5 seeds")
 assert all(0.08 < v < 0.14 for v in lin_var)  # about 1/9: each q_j, k_j has variance 1/3
 print("✓ with nn.Linear's default init (variance 1/(3 d_model)) the variance is near d_k / 9, in all 5 seeds")
 
