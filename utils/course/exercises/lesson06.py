@@ -539,19 +539,19 @@ _NORM_WORDS = {
 @exercise(
     hint="""
     Layer norm takes μ and σ over one token's features; batch norm (in training mode) over one feature
-    across every token of the batch. Which of them sees the other sentence and the padding?
+    across every token of the batch. Which of them sees the other sentence?
     """,
     reference="layer norm",
     kind="prediction",
     wrong=[
         mistake("expect both to ignore the batch", "both", says="batch-mates"),
         mistake("mix up the two axes", "batch norm", says="over every token of the batch"),
-        mistake("expect padding to change both", "neither", says="one token at a time"),
+        mistake("expect the batch-mate to change both", "neither", says="one token at a time"),
     ],
     explain="""
     Layer norm. It normalises each token over its own features, so a sentence's output is the same alone
     or in any batch. Batch norm in training mode takes each feature's statistics over every token of the
-    batch, padding included, so the short sentence's output moved by more than 0.1 in every pair.
+    batch, so the short sentence's output moved by more than 0.1 in every pair, with no padding at all.
     """,
 )
 def predict_same_alone_or_batched(answer):
@@ -562,16 +562,16 @@ def predict_same_alone_or_batched(answer):
     if choice == "both":
         return (
             "batch norm in training mode takes each feature's mean and variance over the whole batch, so the "
-            "batch-mates and their padding change the short sentence's output"
+            "batch-mates change the short sentence's output, even when they are just as long"
         )
     if choice == "batch norm":
         return (
-            "the other way round: batch norm's statistics are taken over every token of the batch (padding "
-            "too); layer norm's over one token's features"
+            "the other way round: batch norm's statistics are taken over every token of the batch; "
+            "layer norm's over one token's features"
         )
     if choice == "neither":
         return (
-            "layer norm looks at one token at a time, so other sentences and padding cannot reach a token's "
+            "layer norm looks at one token at a time, so other sentences cannot reach a token's "
             "output; only batch norm changes"
         )
     return None
