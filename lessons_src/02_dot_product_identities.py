@@ -398,7 +398,7 @@ print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the
 # Within these 10,000 positions (far longer than any sentence) the 64 waves never all line up again: not because of the slowest (its cosine stays above 0.40), but
 # because the 63 faster ones are never in phase at once, so no far position looks like a near one; from
 # $d_{model} = 32$ up the long-range peak stays below $0.6\,f(0)$. Narrow encodings do come back: at
-# $d_{model} = 8$ four waves line up near $k = 2000\pi$, to $0.99\,f(0)$; at 16 to about $0.7\,f(0)$ (all printed above).
+# $d_{model} = 8$ four waves line up near $k = 2000\pi$, to nearly $f(0)$; at 16 to about $0.7\,f(0)$ (all printed above).
 # > **Going further:** how the first rise moves with $d_{model}$.
 
 # %% [markdown]

@@ -84,7 +84,7 @@ print("✓ shuffling the positions before or after the FFN gives the same result
 
 # %% [markdown]
 # Attention without a mask commutes with permutations too (lesson 03: it is permutation
-# *equivariant*), and so does LayerNorm, which sees one token at a time. A **decoder layer** adds
+# *equivariant*; a padding mask would have to be shuffled with the tokens), and so does LayerNorm, which sees one token at a time. A **decoder layer** adds
 # cross-attention to the encoder's output, and a causal mask.
 #
 # **Predict, then check.** Shuffle the input of three layers (`d_model = 16`, 4 heads, `d_ff = 64`, 5 seeds)
@@ -496,8 +496,8 @@ print(
 )
 
 # %% [markdown]
-# Post-norm: every gradient reaching the last layer has passed through only that layer's LayerNorms,
-# never a final one, of a stream of RMS 1. Pre-norm: it has passed through the **final** LayerNorm, which divides by the
+# Post-norm: every gradient reaching the last layer has passed through only that layer's own LayerNorms,
+# which divide by a stream of RMS about 1, not a grown one. Pre-norm: it has passed through the **final** LayerNorm, which divides by the
 # stream's RMS, the number that grew above; so the top of a pre-norm stack gets gradients that many
 # times smaller, whichever way the layers start. Your guess:
 
@@ -749,7 +749,7 @@ print(
 # ## Summary
 #
 # * The FFN is one small MLP applied to every position with the same weights; it commutes with
-#   permutations, and so does an encoder layer. A decoder layer with its causal mask does not: the mask
+#   permutations, and so does an encoder layer without a mask. A decoder layer with its causal mask does not: the mask
 #   carries position.
 # * LayerNorm normalises each token over its features, $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
 #   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
@@ -812,7 +812,7 @@ check.rms_norm(my_rms_norm)
 
 
 # %% [markdown]
-# **How many layers, how wide?** The paper's Table 3, rows (C) (development set), varies these sizes
+# **How many layers, how wide?** The paper's Table 3, rows (C) (development set), varies these sizes (an excerpt: its rows changing $d_{model}$ are left out)
 # on the base model (N = 6 layers, $d_{ff}$ = 2048: BLEU 25.8, 65 million parameters):
 #
 # | changed | N = 2 | N = 4 | N = 8 | $d_{ff}$ = 1024 | $d_{ff}$ = 4096 |

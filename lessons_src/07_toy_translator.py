@@ -318,8 +318,9 @@ check.predict_tied_saving(my_guess_tied_saving)
 
 # %% [markdown]
 # **Why × √d_model?** The paper does not say, nor how it initialises the matrix. Its authors' code
-# (tensor2tensor, linked from the paper's conclusion) draws the shared matrix from
-# $N(0, d_{\text{model}}^{-1/2})$ and multiplies by √d_model: std about 1, the order of the PE's values
+# (tensor2tensor, linked from the paper's conclusion) draws the shared matrix from a normal
+# distribution of mean 0 and standard deviation $d_{\text{model}}^{-1/2}$ and multiplies by √d_model: std
+# about 1, the order of the PE's values
 # in $[-1, 1]$. Our embeddings start the same way. torch's `nn.Embedding` default, $N(0, 1)$, scaled,
 # would swamp the PE; here, 5 draws of each:
 

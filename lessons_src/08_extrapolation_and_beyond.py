@@ -506,7 +506,8 @@ print(
 # %% [markdown]
 # With sinusoidal PE the line exists only at the positions it trained on: elsewhere the PE vectors are new
 # inputs to $W_q$, $W_k$ and the other layers. Being *defined* at position 40 is not having *learned* it;
-# the offsets variant, which saw position 40, carries the line there. With RoPE it continues, more faintly.
+# the offsets variant, which saw position 40, carries the line there. With RoPE it
+# continues past position 16 in every stored seed, more strongly in some than in others (the range above).
 #
 # **Predict.** RoPE's copy head puts less weight on key $t - 2$ at length 48 than at length 16. Training
 # sequences had offsets $|n - m| \le 15$ only. Where does that weight go: `"diagonal"` (the query's own
@@ -540,8 +541,9 @@ print("✓ in every run, what RoPE's copy head loses at length 48 goes to offset
 check.predict_rope_lost_weight(my_guess_lost_weight)
 
 # %% [markdown]
-# Each encoding fails on what training did not show it: absolute encodings on new *positions*, RoPE on
-# new *offsets*. ALiBi (exercise 2) and RoPE's "position interpolation" set out to solve that.
+# On delayed copy, each encoding fails on what training did not show it: absolute encodings on new
+# *positions*, RoPE on new *offsets*. ALiBi (exercise 2) and RoPE's "position interpolation" set out
+# to solve that.
 
 # %% [markdown]
 # ## 4. A task that needs absolute position
@@ -648,7 +650,7 @@ print("✓ the same sinusoids keep most of their accuracy at length 48 once thei
 # - **RoPE** rotates $q$ and $k$ (lesson 02's $M_k$), so $q \cdot k$ depends on the offset only; it kept more
 #   than sinusoidal, and what its copy head lost went to offsets it never trained on.
 # - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE only up to 16, and
-#   sinusoidal+offsets never learned it. No PE learns neither task in an encoder.
+#   sinusoidal+offsets never learned it. Without PE, an encoder learns neither task.
 
 # %% [markdown]
 # ## Exercises
