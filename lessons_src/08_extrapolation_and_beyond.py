@@ -733,7 +733,8 @@ def my_interpolated_positions(T, train_len):
 check.interpolated_positions(my_interpolated_positions)
 
 # %% [markdown]
-# **Open question.** Set `TRAIN_LEN` to 24 and rerun section 2: does the sinusoidal model fail at the
+# **Open question.** Set `TRAIN_LEN` to 24 and rerun section 2's training and the table after it (the
+# cells that compare with the stored seeds will stop: those seeds trained at 16): does the sinusoidal model fail at the
 # first position it never saw, or at the same *multiple* of the training length? Train
 # "sinusoidal+offsets" with `max_position=32`: does it still work at positions 32..47?
 
