@@ -56,19 +56,22 @@ MAIN_SECTION = re.compile(r"^## \d+\.", re.M)
 CHECK_CALL = re.compile(r"\bcheck\.(\w+)\(")
 
 
-def main_sections(src):
-    """{numbered level-2 heading: the cells under it, up to the next level-2 heading}."""
-    sections, current = {}, None
+def sections(src):
+    """{level-2 heading: the (cell type, text) blocks under it, up to the next level-2 heading}."""
+    found, current = {}, None
     for cell in jupytext.read(src).cells:
         for block in re.split(r"(?m)^(?=## )", cell.source) if cell.cell_type == "markdown" else [cell.source]:
             if cell.cell_type == "markdown" and block.startswith("## "):
-                title = block.splitlines()[0]
-                current = title if MAIN_SECTION.match(title) else None
-                if current:
-                    sections[current] = []
+                current = block.splitlines()[0]
+                found[current] = []
             if current:
-                sections[current].append((cell.cell_type, block))
-    return sections
+                found[current].append((cell.cell_type, block))
+    return found
+
+
+def main_sections(src):
+    """The numbered sections ('## 1. ...') of a lesson, as `sections` gives them."""
+    return {title: blocks for title, blocks in sections(src).items() if MAIN_SECTION.match(title)}
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
@@ -110,14 +113,11 @@ def test_the_exercises_section_has_four_exercises_two_of_them_transfer(src):
 
     module = importlib.import_module(f"utils.course.exercises.lesson{src.stem[:2]}")
     kinds = {name: getattr(e, "kind", None) for name, e in vars(module).items()}
-    inside, called = False, []
-    for _, kind, text in learner_text(src):
-        if kind == "markdown":
-            for line in text.splitlines():
-                if line.startswith("## "):
-                    inside = line.startswith("## Exercises")
-        elif inside:
-            called += [name for name in CHECK_CALL.findall(text) if name in kinds and name not in called]
+    exercises = [blocks for title, blocks in sections(src).items() if title.startswith("## Exercises")]
+    code = [text for blocks in exercises for kind, text in blocks if kind == "code"]
+    called = []
+    for text in code:
+        called += [name for name in CHECK_CALL.findall(text) if name in kinds and name not in called]
     transfer = [name for name in called if kinds[name] == "transfer"]
     assert len(called) >= 4 and len(transfer) >= 2, (
         f"{src.name}: its Exercises section checks {called} ({len(transfer)} transfer); it needs 4, 2 of them transfer"
