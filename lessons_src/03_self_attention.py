@@ -670,7 +670,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # ## Exercises
 #
 # Each cell below has a stub: replace `raise NotImplementedError` with your code and run the cell; the
-# checker prints PASS or what is wrong. A cell uses only its own arguments, so you can solve it on its
+# checker prints ✓ or what is wrong. A cell uses only its own arguments, so you can solve it on its
 # own. Stuck? `check.attention_weights.hint()` gives a hint and `check.attention_weights.solution()`
 # shows one solution (likewise for the others).
 

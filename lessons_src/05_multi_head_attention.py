@@ -758,7 +758,7 @@ head_explorer(w_sentence, tokens=sentence)
 #
 # ## Exercises
 #
-# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? Call
+# Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? Call
 # `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`. Each cell uses only its own
 # arguments. Exercises 2, 3 and 4 take the lesson to cases it did not show.
 

@@ -767,7 +767,7 @@ print(
 #
 # ## Exercises
 #
-# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? Call
+# Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? Call
 # `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`. Each exercise cell
 # stands on its own: use only its arguments, `torch` and `math`.
 

@@ -780,7 +780,7 @@ print("✓ the reloaded model translates the first 50 test sentences the same")
 #
 # ## Exercises
 #
-# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? `check.name.hint()`; the
+# Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? `check.name.hint()`; the
 # reference answer: `check.name.solution()`. Each exercise cell stands on its own: use only its
 # arguments, `torch` (imported below) and Python's `math`.
 

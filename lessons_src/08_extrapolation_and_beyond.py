@@ -655,7 +655,7 @@ print("✓ the same sinusoids keep most of their accuracy at length 48 once thei
 # %% [markdown]
 # ## Exercises
 #
-# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? `check.<name>.hint()`; the
+# Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? `check.<name>.hint()`; the
 # answer: `check.<name>.solution()`. Each exercise cell stands on its own: use only its arguments, `torch`
 # and `math`.
 

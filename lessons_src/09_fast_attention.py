@@ -732,7 +732,7 @@ print(
 #
 # ## Exercises
 #
-# Each checker prints PASS, a specific failure, or "not attempted yet". Stuck? `check.name.hint()`; the
+# Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? `check.name.hint()`; the
 # reference answer: `check.name.solution()`.
 #
 # **1. The online-softmax update.** Given the running maximum `m`, the running sum `l` of $e^{s - m}$ and a

@@ -542,7 +542,7 @@ def test_saved_copies_end_with_the_graders_verdicts(graded):
     assert f"| {NAME[B]} | FAIL |" in last.source
     assert len(nb.cells) == len(nbformat.read(graded["tmp"] / "forged.ipynb", as_version=4).cells) + 1
     answers = nbformat.read(back / "answers.ipynb", as_version=4)
-    assert f"PASS: {A}" in answers.cells[4].outputs[0]["text"]  # what the learner's checker printed, kept
+    assert f"✓ {A}" in answers.cells[4].outputs[0]["text"]  # what the learner's checker printed, kept
 
 
 def test_one_job_gives_the_same_report_as_two(graded, capsys):

@@ -69,7 +69,7 @@ def test_prediction_explains_why(exercise, capsys):
     assert exercise.explain, f"{exercise.name} is a prediction without an explanation"
     exercise(exercise.reference)
     out = capsys.readouterr().out
-    assert out.startswith("PASS") and exercise.explain.strip().splitlines()[0].strip() in out
+    assert out.startswith("✓ ") and exercise.explain.strip().splitlines()[0].strip() in out
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)

@@ -1,4 +1,4 @@
-"""Self-checking exercises. A checker prints PASS, a specific failure, or "not attempted yet" and
+"""Self-checking exercises. A checker prints "✓ name", what is wrong ("✗ name: ..."), or "not attempted yet" and
 never raises, so a lesson always runs top to bottom; `hint()` and `solution()` help a stuck learner.
 
 A lesson's exercises live in `utils/course/exercises/lessonNN.py`, each one written as
@@ -33,10 +33,10 @@ class Result:
 
     def __str__(self):
         if self.status == PASS:
-            return f"PASS: {self.exercise}" + (f" ({self.message})" if self.message else "")
+            return f"✓ {self.exercise}" + (f" ({self.message})" if self.message else "")
         if self.status == NOT_ATTEMPTED:
             return f"{self.exercise}: not attempted yet ({self.message})"
-        return f"FAIL: {self.exercise}: {self.message}"
+        return f"✗ {self.exercise}: {self.message}"
 
 
 @dataclasses.dataclass(frozen=True)
