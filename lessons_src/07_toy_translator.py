@@ -3,12 +3,12 @@
 #
 # The capstone: we assemble the encoder–decoder Transformer, train it on a made-up language pair, and
 # look inside its **cross-attention** (the reading notes: "Q is from decoder, but K, V from encoder").
-# Every generated target word comes with its **gold alignment**, the source word it translates.
+# Every target word comes with its **gold alignment**, the source word it translates.
 #
 # **Goals.**
 # - Batch the data; one forward pass gives a loss at *every target position*.
-# - Build `Seq2SeqTransformer`, set it against the paper's choices (a shared embedding matrix,
-#   × √d_model, dropout, label smoothing), train it, and test it on new sentences and unseen word forms.
+# - Build `Seq2SeqTransformer`, compare it with the paper's choices (a shared embedding matrix,
+#   × √d_model, dropout, label smoothing), train it, test it on new sentences and unseen word forms.
 # - Compare cross-attention heads with the gold alignment.
 #
 # **Prerequisites.** Lessons 00–06.
@@ -29,17 +29,15 @@ if "google.colab" in sys.modules:
         )
 
 # %% [markdown]
-# Everything random is seeded, and torch uses one thread, so that a rerun on the same computer adds
-# every sum in the same order. Another computer can still differ in a float's last bits, so trained
-# numbers are checked only within a tolerance. `OMP_WAIT_POLICY=passive` lets an idle thread sleep,
-# which keeps training fast on a shared computer (Binder, Colab).
+# Everything random is seeded, and torch uses one thread, so a rerun on the same computer gives the
+# same numbers.
 
 # %%
 import copy
 import dataclasses
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # an idle thread sleeps instead of spinning
 
 import tempfile
 from collections import Counter
@@ -79,14 +77,13 @@ print("threads:", torch.get_num_threads())
 # ## 1. The data and the batches: English → "Neo"
 #
 # The source language is a small piece of English: `NP VERB NP [PREP NP]`, where a noun phrase is a
-# determiner, up to two adjectives and a noun. Its translation into the invented language *Neo* differs
-# in ways that the model must learn:
+# determiner, up to two adjectives and a noun. The invented language *Neo* differs from it in three ways:
 #
 # - **word order**: the verb goes to the end, a prepositional phrase becomes a *post*position phrase
 #   placed before the object, and adjectives follow their noun;
 # - **agreement that needs context**: a determiner and its adjectives take their noun's gender and
-#   number (`-o -a -i -e`), the verb the *subject's* (`-os -as -ont -ant`). English marks no gender on
-#   those words, so it must come from a noun elsewhere in the sentence;
+#   number (`-o -a -i -e`), the verb the *subject's* (`-os -as -ont -ant`). English marks no gender
+#   there, so it must come from a noun elsewhere;
 # - **not word for word**: `a` translates to nothing, the object marker `ke` to no English word, and
 #   `behind` becomes `na post`.
 #
@@ -118,8 +115,7 @@ for p in ds.train[:3]:
     print("   ->", " ".join(f"{w}<{'-' if a is None else a}>" for w, a in zip(p.tgt, p.alignment)))
 
 # %% [markdown]
-# The alignment is *not* a permutation: every `a` is left without a Neo word, every `ke` has no English
-# word, every `behind` has two Neo words.
+# So the alignment is *not* a permutation (checked below).
 #
 # **Predict, then check.** What fraction of the 20,000 training pairs keep the English word order — pairs
 # whose aligned Neo words point at English words in increasing order?
@@ -161,8 +157,8 @@ assert monotonic / len(ds.train) == check.predict_same_word_order.reference
 check.predict_same_word_order(my_guess_same_word_order)
 
 # %% [markdown]
-# A gold alignment drawn as a matrix is what a perfect cross-attention head would look like: one bright
-# cell per row (Neo word, top to bottom) at the English word it translates; the `ke` row is empty.
+# Drawn as a matrix, a gold alignment is what a perfect cross-attention head would look like: one bright
+# cell per Neo word (row) at the English word it translates; the `ke` row is empty.
 
 # %%
 example_src = "the big dog sees a red cat behind the tree".split()
@@ -180,38 +176,6 @@ fig = plot_cross_attention(
 )
 
 # %% [markdown]
-# **Held-out forms.** To measure generalisation, a few *adjective × (gender, number)* and
-# *verb × (gender, number)* forms are held out: no training or validation sentence needs them; every
-# sentence of the unseen-forms test needs at least one. Each held-out word is still trained on in its
-# three other forms.
-
-# %%
-held = {f.neo for f in ds.heldout_forms}  # the held-out Neo forms
-
-# %% tags=["hide-input"]
-train_words = Counter(w for p in ds.train for w in p.tgt)
-need = Counter(w for p in ds.test_unseen for w in set(p.tgt) & held)
-for f in ds.heldout_forms:
-    others = [
-        grammar.adjective_form(f.english, g, n) if f.kind == "adjective" else grammar.verb_form(f.english, g, n)
-        for g, n in grammar.GENDER_NUMBER
-        if (g, n) != (f.gender, f.number)
-    ]
-    assert train_words[f.neo] == 0 and all(train_words[o] > 0 for o in others)
-for kind in ("adjective", "verb"):
-    forms = [f.neo for f in ds.heldout_forms if f.kind == kind]
-    print(f"{len(forms)} {kind} forms held out: {', '.join(forms)}")
-print(f"each needed by {min(need.values())} to {max(need.values())} unseen-forms test sentences")
-assert not any(held & set(p.tgt) for p in ds.train + ds.val + ds.test)
-assert all(held & set(p.tgt) for p in ds.test_unseen)
-train_keys = {p.src for p in ds.train}
-assert not train_keys & {p.src for p in ds.val + ds.test + ds.test_unseen}
-print(
-    "✓ held-out forms occur in no training, validation or in-distribution test sentence, and in every "
-    "unseen-forms test sentence; no test sentence is a training sentence; each is trained in its other forms"
-)
-
-# %% [markdown]
 # ### Ids, padding and batches
 #
 # The vocabulary maps words to ids; ids 0–3 are `<pad>`, `<bos>` (begin), `<eos>` (end) and `<unk>`.
@@ -226,7 +190,7 @@ assert ds.tgt_vocab.decode(ids) == list(ds.train[0].tgt)
 
 # %% [markdown]
 # A batch pads every sentence to the longest with `<pad>` (id 0); masks will hide those positions.
-# Source and target of one pair can have different lengths, so they are padded separately.
+# Source and target are padded separately.
 
 # %%
 src, tgt = to_tensors(ds.train[:4], ds.src_vocab, ds.tgt_vocab)  # (4, S), (4, T)
@@ -236,9 +200,9 @@ print("tgt", tuple(tgt.shape))
 print(tgt)
 
 # %% [markdown]
-# **Teacher forcing.** During training the decoder reads the *correct* previous words, not its own
-# guesses: the input is `tgt[:, :-1]` and the label at position t is `tgt[:, t+1]`, so every Neo word
-# (and the final `<eos>`) is a next-word prediction with its own loss term. Counted on the training set:
+# **Teacher forcing.** In training the decoder reads the *correct* previous words, not its own guesses:
+# the input is `tgt[:, :-1]`, the label at position t is `tgt[:, t+1]`, so every Neo word (and `<eos>`)
+# is a next-word prediction with its own loss term. Counted on the training set:
 
 # %%
 decoder_input, labels = shift_targets(tgt)  # (4, T-1) each
@@ -257,17 +221,17 @@ print(
 assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus <eos>
 
 # %% [markdown]
-# A recurrent decoder with teacher forcing also gets a loss per word (the reading notes suggest
-# otherwise); the Transformer's difference is that it computes all T positions **in one parallel pass**
+# A recurrent decoder with teacher forcing also gets a loss per word (not shown here; the reading notes
+# suggest otherwise). The Transformer's difference: it computes all T positions **in one parallel pass**
 # (checked in section 2).
 
 # %% [markdown]
 # ## 2. The model, and the paper's embeddings
 #
-# `Seq2SeqTransformer` assembles lessons 01–06: token embeddings multiplied by $\sqrt{d_{\text{model}}}$,
-# plus the sinusoidal PE; an `Encoder` over the source (padding mask); a `Decoder` over the target
-# (causal ∧ padding mask) whose cross-attention reads the encoder's output through the source padding
-# mask; and a linear layer (the pre-softmax projection) to logits over the Neo vocabulary.
+# `Seq2SeqTransformer` assembles lessons 01–06: token embeddings × $\sqrt{d_{\text{model}}}$ plus the
+# sinusoidal PE; an `Encoder` over the source (padding mask); a `Decoder` over the target (causal ∧
+# padding mask) whose cross-attention reads the encoder's output; and a linear layer (the pre-softmax
+# projection) to logits over the Neo vocabulary.
 
 # %%
 torch.manual_seed(recipe.MODEL_SEED)
@@ -285,10 +249,12 @@ print("✓ the two embeddings and the output projection are three separate matri
 
 # %% [markdown]
 # **The paper's shared matrix (section 3.4).** The paper shares "the same weight matrix between the two
-# embedding layers and the pre-softmax linear transformation", with a vocabulary shared by source and
-# target (section 5.1). Our translator does not: its English and Neo vocabularies differ, and it keeps
-# all three separate. The one tie our vocabularies allow is the Neo embedding with the output
-# projection: both have one row of $d_{\text{model}}$ numbers per Neo word.
+# embedding layers and the pre-softmax linear transformation, similar to [30]", with a vocabulary shared
+# by source and target (section 5.1). Its only reason is that reference: Press and Wolf (2017) found that
+# tying lowers a language model's perplexity and "can reduce the size of neural translation models to
+# less than half of their original size without harming their performance". Our vocabularies differ, so
+# our model keeps all three matrices separate. The one tie it allows is the Neo embedding with the output projection:
+# both have one row of $d_{\text{model}}$ numbers per Neo word.
 #
 # **Predict, then check.** Tie them on a copy of the model. How many parameters does it lose?
 
@@ -305,24 +271,24 @@ print(f"tying the Neo embedding and the output projection saves {saved:,d} of {s
 with torch.no_grad():
     logits = tied(src[:1], shift_targets(tgt[:1])[0])  # (1, T-1, Neo vocabulary)
 assert saved == model.tgt_embed.weight.numel() == check.predict_tied_saving.reference
+assert 0.01 < saved / sum(counts.values()) < 0.1  # a few per cent of the model
 assert tied.generator.weight is tied.tgt_embed.weight and logits.shape[-1] == len(ds.tgt_vocab)
 print("✓ the tied model has one matrix for both and still gives a logit per Neo word")
 
 # %% [markdown]
-# One row of $d_{\text{model}}$ numbers per Neo word; the projection's bias (one number per word) stays. Here
-# that is a few per cent of the model; with the paper's shared vocabulary of about 37,000 tokens it is far
-# more (lesson 06, exercise 3). Your guess:
+# One row of $d_{\text{model}}$ numbers per Neo word (the projection's bias stays): a few per cent of our
+# model, far more with the paper's shared vocabulary of about 37,000 tokens (lesson 06, exercise 3).
+# Your guess:
 
 # %%
 check.predict_tied_saving(my_guess_tied_saving)
 
 # %% [markdown]
 # **Why × √d_model?** The paper does not say, nor how it initialises the matrix. Its authors' code
-# (tensor2tensor, linked from the paper's conclusion) draws the shared matrix from a normal
-# distribution of mean 0 and standard deviation $d_{\text{model}}^{-1/2}$ and multiplies by √d_model: std
-# about 1, the order of the PE's values
-# in $[-1, 1]$. Our embeddings start the same way. torch's `nn.Embedding` default, $N(0, 1)$, scaled,
-# would swamp the PE; here, 5 draws of each:
+# (tensor2tensor, linked from the paper's conclusion) draws the shared matrix from a normal distribution
+# of mean 0 and standard deviation $d_{\text{model}}^{-1/2}$ and multiplies by √d_model: std about 1, the
+# order of the PE's values in $[-1, 1]$. Ours start the same way. torch's `nn.Embedding` default,
+# $N(0, 1)$, scaled, would swamp the PE; 5 draws of each:
 
 # %%
 d = model.d_model
@@ -339,8 +305,9 @@ print(
     "✓ for every draw, ours start at std d_model^-1/2 and, scaled, are about 1, the PE's order; torch's default, scaled, is more than 10 times the PE's"
 )
 # %% [markdown]
-# The masks, checked on the untrained model and three validation pairs: rewriting the target words after
-# position t leaves the logits up to t unchanged, and adding source padding changes nothing.
+# Before training, check what lets one forward pass train every target position, as section 1
+# promised. First the masks, on the untrained model and three validation pairs: rewriting the target
+# words after position t leaves the logits up to t unchanged; adding source padding changes nothing.
 
 # %%
 model.eval()
@@ -364,8 +331,8 @@ print(
 )
 
 # %% [markdown]
-# **All positions in one pass.** One call gives the logits at every target position. Computed the way a
-# recurrent decoder must — one position after another — the same logits take one call per position:
+# **All positions in one pass.** So one call gives the logits at every target position. Computed the way a
+# recurrent decoder must, one position after another, the same logits take one call per position:
 
 # %%
 with torch.no_grad():
@@ -414,16 +381,8 @@ assert peak == cfg["warmup"]
 # $P_{drop} = 0.1$. *Label smoothing* $\varepsilon_{ls} = 0.1$, which "hurts perplexity, as the model learns
 # to be more unsure, but improves accuracy and BLEU score". Section 6.3 also names "the dropout, both
 # attention and residual". Our model has dropout in those places (and inside the feed-forward layer);
-# our recipe sets it, and label smoothing, to 0 — our choice, not measured against the paper's here (open question (a) at the end). The paper's
-# evidence is its Table 3, rows (D) (development set):
-#
-# | base model, changed | perplexity (lower is better) | BLEU |
-# |---|---|---|
-# | none ($P_{drop}$ = 0.1, $\varepsilon_{ls}$ = 0.1) | 4.92 | 25.8 |
-# | $P_{drop}$ = 0.0 / 0.2 | 5.77 / 4.95 | 24.6 / 25.5 |
-# | $\varepsilon_{ls}$ = 0.0 / 0.2 | 4.67 / 5.47 | 25.3 / 25.7 |
-#
-# Without label smoothing the perplexity is better and the BLEU worse; without dropout both are worse.
+# our recipe sets it, and label smoothing, to 0: our choice, untested against the paper's (open
+# question (a)).
 
 # %%
 rates = {"dropout": model.config.dropout, "label smoothing": cfg["label_smoothing"]}
@@ -437,8 +396,11 @@ print(
 )
 
 # %% [markdown]
-# **Label smoothing's target.** Plain cross-entropy trains the model towards putting probability 1 on the
-# right word. With label smoothing the target $q$ keeps $1 - \varepsilon$ for the right word and spreads
+# > **Going further:** with every dropout rate set to 1, "Where dropout acts" at the end shows each place
+# > the paper names, on a fresh model.
+#
+# **Label smoothing's target.** Plain cross-entropy pushes the right word's probability towards 1.
+# With label smoothing the target $q$ keeps $1 - \varepsilon$ for the right word and spreads
 # $\varepsilon$ evenly over the *whole* vocabulary of $V$ words; the loss is $-\sum_k q_k \log p_k$.
 #
 # **Predict, then check.** With $\varepsilon = 0.1$ and our $V$ = 112 Neo tokens (108 words and the 4
@@ -487,13 +449,21 @@ print(
 check.predict_smoothed_target(my_guess_smoothed_target)
 
 # %% [markdown]
-# > **Going further:** with every dropout rate set to 1, "Where dropout acts" at the end shows each place
-# > the paper names, on a fresh model.
+# **The paper's evidence** for both is its Table 3, rows (D) (development set):
 #
-# Now train for a fixed number of steps. The time and the losses differ between computers (1300 steps
-# amplify the last bits of a float), so every result below is printed in one cell and checked with a
-# tolerance in the next. Training uses lesson 06's fused attention path, without weights, and takes a few
-# minutes.
+# | base model, changed | perplexity (lower is better) | BLEU |
+# |---|---|---|
+# | none ($P_{drop}$ = 0.1, $\varepsilon_{ls}$ = 0.1) | 4.92 | 25.8 |
+# | $P_{drop}$ = 0.0 / 0.2 | 5.77 / 4.95 | 24.6 / 25.5 |
+# | $\varepsilon_{ls}$ = 0.0 / 0.2 | 4.67 / 5.47 | 25.3 / 25.7 |
+#
+# Without label smoothing the perplexity is better and the BLEU worse, as "more unsure" predicts; without
+# dropout both are worse. Section 6.2 reads rows (C) and (D) as: "bigger models are better, and dropout
+# is very helpful in avoiding over-fitting".
+#
+# Now train for a fixed number of steps, with lesson 06's fused attention. Time and losses differ between
+# computers (1300 steps amplify a float's last bits), so each result is printed in one cell and checked
+# with a tolerance in the next. The cell prints how long it took.
 
 # %% tags=["nbval-ignore-output"]
 history = train(
@@ -533,8 +503,8 @@ print("✓ the first losses are about ln(vocabulary size); the last 50 steps ave
 # %% [markdown]
 # ## 4. Greedy decoding, and results on new sentences and unseen forms
 #
-# At test time the decoder starts from `<bos>`, appends the most likely next word, and repeats until it
-# says `<eos>` (or a length guard stops it). Every step for one test sentence:
+# At test time the decoder starts from `<bos>`, appends the most likely next word, and repeats until
+# `<eos>` (or a length guard). Every step for one test sentence:
 
 # %%
 sentence = ds.test[0]
@@ -562,8 +532,39 @@ print("model:    ", " ".join(step_by_step), f"({len(chosen)} steps, the last one
 print("reference:", " ".join(sentence.tgt), "| same:", step_by_step == list(sentence.tgt))
 
 # %% [markdown]
-# Two test sets: **in-distribution** (new sentences drawn like the training ones) and **unseen forms**
-# (each needs a held-out form). Exact match (the whole sentence right), token accuracy and BLEU.
+# **Held-out forms.** To measure generalisation, a few *adjective × (gender, number)* and *verb ×
+# (gender, number)* forms are held out: no training or validation sentence needs them; every
+# unseen-forms test sentence needs one or more. Each held-out word is trained in its three other forms.
+
+# %%
+held = {f.neo for f in ds.heldout_forms}  # the held-out Neo forms
+
+# %% tags=["hide-input"]
+train_words = Counter(w for p in ds.train for w in p.tgt)
+need = Counter(w for p in ds.test_unseen for w in set(p.tgt) & held)
+for f in ds.heldout_forms:
+    others = [
+        grammar.adjective_form(f.english, g, n) if f.kind == "adjective" else grammar.verb_form(f.english, g, n)
+        for g, n in grammar.GENDER_NUMBER
+        if (g, n) != (f.gender, f.number)
+    ]
+    assert train_words[f.neo] == 0 and all(train_words[o] > 0 for o in others)
+for kind in ("adjective", "verb"):
+    forms = [f.neo for f in ds.heldout_forms if f.kind == kind]
+    print(f"{len(forms)} {kind} forms held out: {', '.join(forms)}")
+print(f"each needed by {min(need.values())} to {max(need.values())} unseen-forms test sentences")
+assert not any(held & set(p.tgt) for p in ds.train + ds.val + ds.test)
+assert all(held & set(p.tgt) for p in ds.test_unseen)
+train_keys = {p.src for p in ds.train}
+assert not train_keys & {p.src for p in ds.val + ds.test + ds.test_unseen}
+print(
+    "✓ held-out forms occur in no training, validation or in-distribution test sentence, and in every "
+    "unseen-forms test sentence; no test sentence is a training sentence; each is trained in its other forms"
+)
+
+# %% [markdown]
+# Two test sets: **in-distribution** (new sentences drawn like the training ones) and **unseen forms**.
+# Exact match (the whole sentence right), token accuracy and BLEU.
 #
 # **Predict, then check.** What fraction of the *unseen-forms* test sentences will the model translate
 # exactly right?
@@ -620,13 +621,12 @@ print(
 )
 
 # %% [markdown]
-# A limit of a **word-level vocabulary**, not of attention: the output layer has one logit per Neo word,
-# and a held-out form is never a training label, so nothing teaches the model to choose it (with our loss
-# or with label smoothing: "Going further" shows the gradients). Real translators use sub-word units
+# A limit of a **word-level vocabulary**, not of attention: the output layer has one logit per Neo word;
+# a held-out form is never a training label, so nothing teaches the model to choose it (with or without
+# label smoothing: "Going further" shows the gradients). Real translators use sub-word units
 # (Sennrich et al., 2016), so a new form can be spelled from known pieces.
 #
-# `translate`: a sentence in, a sentence out. Try your own; `grammar.reference_translation` gives the
-# rule-based answer.
+# `translate`: a sentence in, a sentence out. Try your own:
 
 # %% tags=["nbval-ignore-output"]
 for text in ["a small apple watches the black horses behind a boat", "the quick wolf follows some young cats"]:
@@ -657,10 +657,10 @@ for bad in ["the dog sees a zebra", ""]:
 # %% [markdown]
 # ## 5. Does cross-attention find the word it translates?
 #
-# For each decoder layer and head: run the reference translation through the model (teacher forcing),
-# and at each Neo word that translates an English word take the source word with the largest
-# cross-attention weight. The *alignment accuracy* is how often that word is the gold one. Nothing in
-# training asked for this: the model was only told to predict the next word.
+# For each decoder layer and head: run the reference translation through the model (teacher forcing)
+# and, at each Neo word that translates an English word, take the source word with the largest
+# cross-attention weight. The *alignment accuracy* is how often it is the gold one. Training never asked
+# for this: the model was only told to predict the next word.
 
 # %% tags=["nbval-ignore-output"]
 acc = result["alignment_accuracy"]  # (num_layers, num_heads)
@@ -668,9 +668,9 @@ best_layer, best_head = divmod(int(acc.argmax()), acc.shape[1])
 print(f"best: layer {best_layer}, head {best_head}: {acc.max():.3f}")
 
 # %% [markdown]
-# **Agreement.** The gender of a Neo determiner, adjective or verb is in no English word it translates:
-# it is the gender of a noun (its own, or for the verb the subject's). A determiner comes *before* its noun
-# in Neo; an adjective comes *after* it.
+# **Agreement.** A Neo determiner's, adjective's or verb's gender is in no English word it translates, but
+# in a noun (its own; for a verb, the subject). In Neo a determiner comes *before* its noun, an adjective
+# *after* it.
 #
 # **Predict, then check.** While the decoder writes a determiner, and while it writes an adjective: for
 # which of the two does some cross-attention head look at the English noun more than half of the time —
@@ -705,11 +705,10 @@ print(
 )
 
 # %% [markdown]
-# A determiner comes before its noun, so its gender is in nothing the decoder has written yet: it must
-# come from the source, and in this run a head reads the English noun's position. An adjective follows its noun, already written,
-# so the decoder's own self-attention can supply the gender — a likely reason no head looks at the noun
-# then, not measured here. These figures come from one training run; the verb's is printed, not
-# checked. Your guess:
+# So a determiner's gender is in nothing the decoder has written yet: it must come from the source, and
+# in this run a head reads the English noun. An adjective's noun is already written, so the decoder's
+# self-attention can supply the gender: a likely reason no head looks at the noun then (not measured
+# here). One training run; the verb's figure is printed, not checked. Your guess:
 
 # %%
 check.predict_head_on_noun(my_guess_head_on_noun)
@@ -768,21 +767,20 @@ print("✓ the reloaded model translates the first 50 test sentences the same")
 # %% [markdown]
 # ## Summary
 #
-# - The Transformer computes the loss at every target position in one parallel pass (causal mask).
+# - One parallel pass gives the loss at every target position (causal mask).
 # - Unlike the paper, our model shares no weight matrix (its vocabularies differ); × √d_model brings a
 #   matrix drawn at std $d_{\text{model}}^{-1/2}$ (ours, and the paper's code's) to std 1, the PE's order.
-# - Our recipe sets the paper's dropout 0.1 and label smoothing 0.1 to 0; a smoothed target keeps
+# - Our recipe sets the paper's dropout and label smoothing (0.1 each) to 0; a smoothed target keeps
 #   $1 - \varepsilon + \varepsilon/V$ on the right word, so the model is taught to stay unsure.
-# - The model translates new sentences almost perfectly, but does not produce a word form it was never
-#   trained to output (it gives it almost no probability): a limit of the word-level vocabulary.
-# - In this run, some cross-attention heads learnt, unasked, to look at the word being translated, or at a
+# - The model translates new sentences almost perfectly, but does not write a word form it was never
+#   trained to output: a limit of the word-level vocabulary.
+# - In this run, some cross-attention heads learnt, unasked, to look at the word translated or at a
 #   determiner's noun.
 #
 # ## Exercises
 #
-# Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? `check.name.hint()`; the
-# reference answer: `check.name.solution()`. Each exercise cell stands on its own: use only its
-# arguments, `torch` (imported below) and Python's `math`.
+# Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? `check.name.hint()`; the answer:
+# `check.name.solution()`. Each cell stands on its own: use only its arguments, `torch` and `math`.
 
 # %%
 import torch
@@ -802,8 +800,7 @@ def my_lrate(step, d_model, warmup):
 check.warmup_learning_rate(my_lrate)
 
 # %% [markdown]
-# **2. Label smoothing with padding (transfer).** Section 3 computed the smoothed cross-entropy at
-# positions without padding. Write `my_smoothed_loss(logits, labels, epsilon, pad_id)` for logits (N, V)
+# **2. Label smoothing with padding (transfer).** Write `my_smoothed_loss(logits, labels, epsilon, pad_id)` for logits (N, V)
 # and labels (N,): the mean over the *non-padding* positions of the cross-entropy against the smoothed
 # target, equal to `torch.nn.functional.cross_entropy(logits, labels, ignore_index=pad_id,
 # label_smoothing=epsilon)` — without calling it.
@@ -818,12 +815,12 @@ check.label_smoothed_loss(my_smoothed_loss)
 
 # %% [markdown]
 # **3. A length-normalised beam score (transfer).** Our beam search ranks finished translations by
-# their sum of log-probabilities. Every token adds a log-probability, which is never positive, so
-# that sum favours short translations. The paper (section 6.1) decodes with beam size 4 and a
+# their sum of log-probabilities; each token adds a log-probability ≤ 0, so short translations are
+# favoured. The paper (section 6.1) decodes with beam size 4 and a
 # *length penalty* $\alpha = 0.6$ from Wu et al. (2016): a hypothesis $Y$ of $|Y|$ tokens scores
 # $\sum_t \log p(y_t) \,/\, \mathrm{lp}(Y)$ with $\mathrm{lp}(Y) = \big((5 + |Y|)/6\big)^{\alpha}$.
-# Write `my_beam_score(token_log_probs, alpha)` for a list of the per-token log-probabilities of one
-# hypothesis (its `<eos>` included).
+# Write `my_beam_score(token_log_probs, alpha)` for one hypothesis's per-token log-probabilities (its
+# `<eos>` included).
 
 
 # %%
@@ -1049,11 +1046,15 @@ print(f"beam search repairs {fixed} of {min(len(wrong), 5)} shown")
 # ## Sources
 #
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: the encoder–decoder (section 3.1), the
-#   three uses of attention (3.2.3), one weight matrix shared by both embeddings and the pre-softmax projection, embeddings × √d_model (3.4), the shared source–target vocabulary (5.1), the sinusoidal PE (3.5), Adam and the
-#   warm-up schedule (5.3), residual dropout and label smoothing (5.4), beam size 4 and length penalty
-#   α = 0.6 (6.1).
-# - Reading notes on the paper (June 2020): the three kinds of attention; "Q is from decoder, but K, V
-#   from encoder"; the RNN vs Transformer training-sample contrast corrected in section 1.
+#   three uses of attention (3.2.3), the shared weight matrix and × √d_model (3.4), the sinusoidal PE
+#   (3.5), the shared vocabulary (5.1), Adam and the schedule (5.3), residual dropout and label smoothing
+#   (5.4), beam size 4 and length penalty (6.1), Table 3's rows (D) and their reading (6.2).
+# - Press and Wolf, "Using the Output Embedding to Improve Language Models", EACL 2017: the paper's
+#   reference [30] for sharing the embedding and the pre-softmax matrix (section 2).
+# - Szegedy et al., "Rethinking the Inception Architecture for Computer
+#   Vision", CVPR 2016: label smoothing, the paper's reference [36] (section 3).
+# - Reading notes on the paper (June 2020): "Q is from decoder, but K, V from encoder"; the RNN vs
+#   Transformer training-sample contrast corrected in section 1.
 # - Wu et al., "Google's Neural Machine Translation System: Bridging the Gap between Human and Machine
 #   Translation", arXiv:1609.08144, 2016: the length penalty of exercise 3.
 # - Sennrich, Haddow and Birch, "Neural Machine Translation of Rare Words with Subword Units", ACL 2016:
