@@ -16,8 +16,7 @@
 # - Ask the question on a task that needs *relative* position, then on one that needs *absolute* position.
 #
 # **Prerequisites.** 01 (the PE formula), 02 ($PE_{t+k} = PE_t M_k$), 03 (self-attention is
-# permutation-equivariant), 04 (masks), 05 and 06 (multi-head attention, encoder blocks). Lesson 07's
-# training loop helps but is not required.
+# permutation-equivariant), 04 (masks), 05 and 06 (multi-head attention, encoder blocks).
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
@@ -35,7 +34,7 @@ if "google.colab" in sys.modules:
         )
 
 # %% [markdown]
-# Everything is seeded; torch trains on one thread, as the stored runs of section 2 did.
+# Everything is seeded; torch trains on one thread, as the stored runs did.
 
 # %%
 import math
@@ -96,19 +95,18 @@ except ValueError as err:
     print("20 positions: ValueError:", err)
 
 # %% [markdown]
-# Past its length it can refuse, reuse its last vector (`clamp=True`, the version tested below), or be
-# stretched over more positions by interpolating between its rows, as ViT does for larger images
-# (Dosovitskiy et al., 2021, §3.2; exercise 4 does the same for RoPE).
+# Past its length it can refuse, reuse its last vector (`clamp=True`, tested below), or be stretched by
+# interpolating between its rows, as ViT does for larger images (Dosovitskiy et al., 2021, §3.2).
 #
-# **None**: without PE and without a causal mask, self-attention is permutation-equivariant (lesson 03),
-# so our encoders cannot learn any task where order matters, at any length. It is the control.
+# **None**: without PE or a causal mask, self-attention is permutation-equivariant (lesson 03), so our
+# encoders cannot learn any task where order matters. It is the control.
 #
 # > **Going further:** a *causal* mask carries position by itself, so a decoder can learn order without
 # > any PE; see "A decoder needs no PE" at the end of the lesson.
 #
 # **Sinusoidal+offsets**: the sinusoidal table, but each training sequence starts at a random position,
-# so training on lengths $\le 16$ still shows positions up to 47: it tells "sinusoids cannot extrapolate"
-# apart from "these positions were never seen".
+# so lengths $\le 16$ still show positions up to 47: it tells "sinusoids cannot extrapolate" apart from
+# "these positions were never seen".
 #
 # **Rotary (RoPE)** adds nothing to the embeddings: it *turns* each query and key by an angle
 # proportional to its position, just before the dot product. Lesson 02 showed that $PE_{t+k} = PE_t M_k$
@@ -204,19 +202,28 @@ for ax, matrix, title in ((axes[0], P_plain, "PE_m . PE_n"), (axes[1], S, "(PE_m
 plt.show()
 
 # %% tags=["hide-input"]
-plain = (pe[ms] * pe[ms + 3]).sum(-1)  # (M,) PE_m . PE_{m+3}
-projected = ((pe[ms] @ W_q) * (pe[ms + 3] @ W_k)).sum(-1)  # (M,) (PE_m W_q) . (PE_{m+3} W_k)
-moves = {  # the smallest change of the score when one thing varies and another is held
-    "offset": (projected.max() - projected.min()).item(),  # m varies, the offset n - m is held
-    "m": (S.amax(0) - S.amin(0)).min().item(),  # m varies, n is held (each column)
-    "n": (S.amax(1) - S.amin(1)).min().item(),  # n varies, m is held (each row)
-}
 diagonals = [torch.diagonal(P_plain, r) for r in range(-len(ms) + 1, len(ms))]  # key n - query m = 6r
 assert all(dg.max() - dg.min() < 1e-12 for dg in diagonals)
-assert (plain.max() - plain.min()).abs() < 1e-12 and min(moves.values()) > 1.0
-measured = "offset" if moves["offset"] < 1e-9 else "both" if min(moves["m"], moves["n"]) > 1.0 else "m or n"
-assert measured == check.predict_projected_pe.reference
-print("✓ PE.PE is the same along each diagonal; after the projections the score moves with m and with n")
+plain = (pe[ms] * pe[ms + 3]).sum(-1)  # (M,) PE_m . PE_{m+3}
+assert (plain.max() - plain.min()).abs() < 1e-12
+draws = [(W_q, W_k)] + [torch.randn(2, d, d, dtype=torch.float64, generator=g).unbind() for _ in range(5)]
+moves = {"offset": [], "m": [], "n": []}  # per draw: the smallest change of the score when one thing varies
+for Wq, Wk in draws:
+    S_draw = (pe[ms] @ Wq) @ (pe[ms] @ Wk).T  # (M, M)
+    along = ((pe[ms] @ Wq) * (pe[ms + 3] @ Wk)).sum(-1)  # (M,) m varies, the offset n - m = 3 is held
+    moves["offset"].append((along.max() - along.min()).item())
+    moves["m"].append((S_draw.amax(0) - S_draw.amin(0)).min().item())  # m varies, n is held (each column)
+    moves["n"].append((S_draw.amax(1) - S_draw.amin(1)).min().item())  # n varies, m is held (each row)
+answers = ["offset" if o < 1e-9 else "both" if min(a, b) > 1.0 else "m or n" for o, a, b in zip(*moves.values())]
+print(
+    f"{len(draws)} draws of W_q, W_k: along offset +3 the score moves by {min(moves['offset']):.0f} to "
+    f"{max(moves['offset']):.0f}; it moves by at least {min(moves['m']):.0f} when only m moves and by at least "
+    f"{min(moves['n']):.0f} when only n moves"
+)
+assert set(answers) == {check.predict_projected_pe.reference}
+print(
+    f"✓ PE.PE is the same along each diagonal; in all {len(draws)} draws, the projected score moves with m and with n"
+)
 
 # %%
 check.predict_projected_pe(my_guess_projected)
@@ -226,12 +233,12 @@ check.predict_projected_pe(my_guess_projected)
 # compares positions.
 
 # %% [markdown]
-# ## 2. The experiment: a task that needs only relative position
+# ## 2. The experiment: trained short, tested long
 #
 # **Task: delayed copy.** At every position $t$, output the symbol from two positions earlier:
 # $y_t = x_{t-2}$ (positions 0 and 1 have no target). The rule is the same at every length, so a model
 # that learned the rule, not the positions, should keep working on longer sequences. The task needs only
-# *relative* position, which favours RoPE by construction; section 4 asks the opposite question.
+# *relative* position, which favours RoPE by construction; section 5 asks the opposite question.
 
 # %%
 TRAIN_LEN, SHIFT, VOCAB = 16, 2, 16  # train on lengths 3..16; symbols 1..15, 0 = padding
@@ -257,9 +264,8 @@ for pe_kind in PE_KINDS:
     print(f"{pe_kind:>18}: {n_params:,} parameters")
 
 # %% [markdown]
-# **Predict.** The sinusoidal model trains on lengths up to 16, where it will copy almost perfectly. What
-# token accuracy will it reach on sequences of length 48, three times as long? Write a number between 0
-# and 1 before training.
+# **Predict.** The sinusoidal model will copy almost perfectly at the training lengths. What token accuracy
+# will it reach at length 48, three times as long? A number between 0 and 1.
 
 # %%
 my_guess_at_48 = None  # your answer: an accuracy between 0 and 1
@@ -288,8 +294,8 @@ assert all(final[pe_kind] < 0.1 for pe_kind in PE_KINDS if pe_kind != "none") an
 print("✓ every model with a position signal learned delayed copy; the model without one did not")
 
 # %% [markdown]
-# **Evaluation.** Token accuracy on a fixed batch of random sequences (`EVAL_BATCH`) at each length from 4
-# to 48. The learned table cannot run past 16 (a gap); its clamped version reuses the vector of position 15.
+# **Evaluation.** Token accuracy on a fixed batch of random sequences (`EVAL_BATCH`) at lengths 4, 8, …,
+# 48. The learned table cannot run past 16 (a gap); its clamped version reuses the vector of position 15.
 
 # %% tags=["nbval-ignore-output"]
 TEST_LENGTHS, EVAL_BATCH = list(range(4, 3 * TRAIN_LEN + 1, 4)), 128
@@ -301,7 +307,7 @@ for name, acc in accuracy.items():
 
 # %% [markdown]
 # One seed cannot support a ranking. `benchmarks/extrapolation_seeds.py` ran seeds 0–4 of every variant
-# on both tasks (too many runs to repeat here) and stored a summary of each. Mean and [min–max]:
+# on both tasks and stored a summary of each. Mean and [min–max]:
 
 # %%
 runs = load_seed_runs()
@@ -320,8 +326,7 @@ for name in NAMES:
 # > too: *Reproducing the runs*.
 
 # %% [markdown]
-# Mean over the five seeds, error bars from min to max, hollow markers for the models trained above
-# (inside the training range four variants sit at about 1.0, nudged sideways):
+# Mean over the five seeds, error bars from min to max, hollow markers for the models trained above:
 
 # %%
 fig = plot_accuracy_ranges(
@@ -334,7 +339,10 @@ fig = plot_accuracy_ranges(
 plt.show()
 
 # %% [markdown]
-# The claims about the curves, checked on each of the five stored seeds *and* on the models trained above:
+# Three claims, each checked on every stored seed *and* the models above. **Left of the dashed line**,
+# every model with a position signal copies; the model without PE does not. **Right of it**, sinusoidal
+# and clamped-learned fall together. **At length 48** (the table's last column), every run ranks them:
+# sinusoidal and clamped-learned below half right, then RoPE, then sinusoidal+offsets.
 
 
 # %% tags=["hide-input"]
@@ -357,21 +365,21 @@ every = {name: stored[name] + [accuracy[name]] for name in NAMES}  # 5 stored se
 for name in ("sinusoidal", "learned (clamped)", "rope", "sinusoidal+offsets"):
     assert all(mean_over(a, IN_RANGE) >= 0.95 for a in every[name]), name
 assert all(mean_over(a, IN_RANGE) < 0.35 for a in every["none"])
-print(f"✓ up to length {TRAIN_LEN}, every model with a position signal copies; the model without PE does not")
+print("✓ left of the dashed line, every model with a position signal copies; the model without PE does not")
 past = [n for n in TEST_LENGTHS if n > TRAIN_LEN]
 apart = max(abs(copy_ranges["sinusoidal"][n][0] - copy_ranges["learned (clamped)"][n][0]) for n in past)
 assert apart < 0.05
-print(f"✓ past length {TRAIN_LEN}, sinusoidal and clamped-learned have nearly the same mean accuracy at every length")
+print("✓ right of it, sinusoidal and clamped-learned have nearly the same mean accuracy at every length")
 
 # %% tags=["hide-input"]
 at = {name: [a[AT_3L] for a in every[name]] for name in NAMES}  # index i = seed i, the last is the live model
 assert max(at["sinusoidal"]) < 0.5 and max(at["learned (clamped)"]) < 0.5
-assert all(r > s + 0.15 for r, s in zip(at["rope"], at["sinusoidal"]))
+assert all(r > s + 0.15 and r > 0.5 for r, s in zip(at["rope"], at["sinusoidal"]))
 assert all(o > 0.8 for o in at["sinusoidal+offsets"])
 assert all(o > r + 0.05 for o, r in zip(at["sinusoidal+offsets"], at["rope"]))
 print(
-    f"✓ at length {AT_3L}, in every run: sinusoidal and clamped-learned get less than half right; RoPE is clearly "
-    "above sinusoidal; sinusoidal+offsets is above 0.8 and above RoPE"
+    f"✓ at length {AT_3L}, in every run: sinusoidal and clamped-learned get less than half right, RoPE more than "
+    "half, sinusoidal+offsets more than RoPE"
 )
 
 # %% [markdown]
@@ -387,8 +395,19 @@ print(f"✓ sinusoidal at length {AT_3L} gets less than half right in all {len(a
 check.predict_sinusoidal_at_48(my_guess_at_48)
 
 # %% [markdown]
-# A long sequence mixes positions the model knows (0..15) with positions it never saw. Accuracy at each
-# *position* of length-48 sequences separates the two (the models trained above):
+# ## 3. Which positions fail
+#
+# A length-48 sequence mixes positions every model trained on (0..15) with positions only the offsets
+# variant saw. Accuracy at each *position* separates the two.
+#
+# **Predict.** At positions 0..15 of length-48 sequences, which variant is *least* accurate:
+# `"sinusoidal"`, `"learned"`, `"rope"` or `"sinusoidal+offsets"`?
+
+# %%
+my_guess_least_accurate = None  # your answer: "sinusoidal", "learned", "rope" or "sinusoidal+offsets"
+
+# %% [markdown]
+# Accuracy at each position of length-48 sequences, the models trained above:
 
 # %%
 by_position = {
@@ -439,18 +458,24 @@ print(
 assert all(min(b.values()) > 0.7 for b in pos_every["sinusoidal+offsets"])
 assert all(b["0..15"] < 0.9 for b in pos_every["rope"])
 print("✓ in every run, sinusoidal+offsets holds in every range of positions; RoPE falls even at positions it saw")
+WITH_PE = ["sinusoidal", "learned (clamped)", "rope", "sinusoidal+offsets"]
+lowest = {min(WITH_PE, key=lambda name: pos_every[name][i]["0..15"]) for i in range(len(pos_every["rope"]))}
+assert {name.replace(" (clamped)", "") for name in lowest} == {check.predict_least_accurate_seen.reference}
+print(f"✓ in every run, the least accurate at positions 0..15 is {' and '.join(lowest)}")
+
+# %%
+check.predict_least_accurate_seen(my_guess_least_accurate)
 
 # %% [markdown]
-# Three behaviours. Sinusoidal PE (like the clamped learned table) is right at positions 0..15 and close
-# to the no-PE level at positions 16..47 *of the same sequence*: it fails on **positions** it never saw.
-# With positions up to 47 seen in training, the same sinusoids hold at length 48. RoPE has no unseen
-# positions, yet loses accuracy at *every* position of a long sequence: its failure comes with **length**.
+# Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15, near
+# the no-PE level at 16..47 *of the same sequence*; seen in training, the same sinusoids hold. RoPE has no
+# unseen positions, yet loses accuracy even at 0..15: its failure comes with **length**.
 #
-# ## 3. Why: the attention maps past the training length
+# ## 4. Why: the attention maps past the training length
 #
-# To copy $x_{t-2}$, the models learn a head that puts its weight on key $t - 2$ from query $t$: a line two
-# steps left of the diagonal. `copy_head` finds, in each model, the head that does this best inside the
-# training range and measures, as mean attention weights over a batch:
+# To copy $x_{t-2}$, a model needs a head that puts query $t$'s weight on key $t - 2$: a line two steps
+# left of the diagonal. `copy_head` finds each model's best such head inside the training range and
+# measures its mean attention weights over a batch:
 #
 # - **seen** / **unseen**: its weight on key $t - 2$ at positions 2..15 / 16..47 of length-48 sequences;
 # - **at length 16**: the same at positions 2..15 of sequences of the training length;
@@ -466,8 +491,7 @@ for name, h in heads.items():
     )
 
 # %% [markdown]
-# The maps of those heads for one length-48 sequence (dashed: position 16, where training lengths
-# stopped):
+# The maps of those heads for one length-48 sequence (dashed: position 16):
 
 # %%
 tokens, _ = task_batch("copy", 1, AT_3L, VOCAB, SHIFT, torch.Generator().manual_seed(7))  # (1, 48)
@@ -481,7 +505,7 @@ fig = plot_copy_heads(maps, titles, TRAIN_LEN)
 plt.show()
 
 # %% [markdown]
-# The same for the five stored seeds, checked over them and the models above:
+# The five stored seeds, checked together with the models above:
 
 # %% tags=["hide-input"]
 head_runs = {name: [r["copy_head"] for r in runs["runs"]["copy"][name].values()] for name in HEAD_NAMES}
@@ -500,27 +524,26 @@ assert all(r["unseen"] > s["unseen"] + 0.15 for r, s in zip(head_every["rope"], 
 assert all(h["unseen"] > 0.6 for h in head_every["sinusoidal+offsets"])
 print(
     "✓ in every run, the sinusoidal copy head points at t-2 at seen positions and loses it at unseen ones; "
-    "RoPE's keeps more of it; sinusoidal+offsets keeps most of it"
+    "RoPE's keeps more of it there than the sinusoidal one; sinusoidal+offsets' puts more than half its weight there"
 )
 
 # %% [markdown]
-# With sinusoidal PE the line exists only at the positions it trained on: elsewhere the PE vectors are new
-# inputs to $W_q$, $W_k$ and the other layers. Being *defined* at position 40 is not having *learned* it;
-# the offsets variant, which saw position 40, carries the line there. With RoPE it
-# continues past position 16 in every stored seed, more strongly in some than in others (the range above).
+# With sinusoidal PE the line exists only at the positions it trained on: being *defined* at position 40
+# is not having *learned* it; the offsets variant, which saw position 40, carries the line there. With
+# RoPE it continues past position 16 in every stored seed, more strongly in some than in others.
 #
 # **Predict.** RoPE's copy head puts less weight on key $t - 2$ at length 48 than at length 16. Training
-# sequences had offsets $|n - m| \le 15$ only. Where does that weight go: `"diagonal"` (the query's own
-# token), `"near"` (other offsets up to 15), `"far"` (offsets $\ge 16$) or `"evenly"` (spread over all keys)?
+# sequences had offsets $|n - m| \le 15$ only. Where does that weight go: `"diagonal"` (offset 0, the query's
+# own token), `"near"` (offsets 1 to 15, key $t - 2$ aside), `"far"` (offsets $\ge 16$) or `"evenly"`?
 
 # %%
 my_guess_lost_weight = None  # your answer: "diagonal", "near", "far" or "evenly"
 
 # %% [markdown]
-# **Weight moved** is the head's weight on key $t - 2$ at length 16 minus the same at length 48 (positions
-# 2..47). Each row of weights sums to 1 at both lengths, so
-# $\text{moved} = \text{far} + (\text{near}_{48} - \text{near}_{16})$, with near the weight on the other keys at
-# offsets up to 15. Moved ≈ far means the near keys kept their weight and all of it went far:
+# **Weight moved** is what the head no longer puts on key $t - 2$: its weight there at length 16 minus at
+# length 48. Each row of weights sums to 1, so that weight shows up on other keys: the far ones, which
+# length 16 does not have, or the diagonal and near ones. If *moved* equals *far*, the diagonal and near
+# keys together gained nothing, and all of it went far:
 
 
 # %%
@@ -542,11 +565,11 @@ check.predict_rope_lost_weight(my_guess_lost_weight)
 
 # %% [markdown]
 # On delayed copy, each encoding fails on what training did not show it: absolute encodings on new
-# *positions*, RoPE on new *offsets*. ALiBi (exercise 2) and RoPE's "position interpolation" set out
-# to solve that.
+# *positions*, RoPE on new *offsets*. ALiBi (exercise 2) and position interpolation (exercise 4) address
+# that.
 
 # %% [markdown]
-# ## 4. A task that needs absolute position
+# ## 5. A task that needs absolute position
 #
 # Turn the question around: **absolute copy**, where every position outputs the symbol at a fixed index,
 # $y_t = x_5$ (position 5 itself has no target). Now the model must know *where position 5 is*, which an
@@ -568,8 +591,7 @@ assert (targets[0, :ANCHOR] == tokens[0, ANCHOR]).all() and (targets[0, ANCHOR +
 my_guess_never_learns = None  # your answer: "sinusoidal", "learned", "rope" or "sinusoidal+offsets"
 
 # %% [markdown]
-# The stored runs have all five variants; train one here, RoPE (seed 0), the variant the relative task
-# favoured:
+# The stored runs have all five variants; train RoPE (seed 0) here:
 
 # %% tags=["nbval-ignore-output"]
 rope_abs, rope_abs_losses = train("rope", STEPS, TRAIN_LEN, VOCAB, ANCHOR, BATCH, LR, seed=0, task="absolute", **SIZE)
@@ -600,8 +622,7 @@ fig = plot_accuracy_ranges(
 plt.show()
 
 # %% [markdown]
-# Sinusoidal and clamped-learned lie on top of each other at 1.0 at every length. The checks, on each
-# stored seed:
+# Sinusoidal and clamped-learned lie on top of each other at 1.0. Checked on each stored seed:
 
 # %% tags=["hide-input"]
 ab = {name: accs("absolute", name) for name in NAMES}
@@ -620,13 +641,25 @@ print(
 check.predict_never_learns_absolute(my_guess_never_learns)
 
 # %% [markdown]
-# Two surprises. RoPE did **not** fail inside the training range: although its scores depend on offsets
-# only, the offsets a query sees tell it where it is (a query with no key 6 positions to its left sits
-# before position 6), so it can find position 5 from the sequence's edge, and every seed did; it
-# failed past the training length. And the absolute encodings were right even at length 48: the answer
-# sits at position 5, which they know. The offsets model saw index 5 at ever-shifting PE and, within this
-# budget, did not learn to count from the edge. Which encoding "extrapolates" depends on what the task
-# needs from position.
+# Two surprises. First, RoPE did **not** fail inside the training range, although its rotations carry no
+# absolute position: put 8 masked padding tokens before each sequence, so that every token sits 8
+# positions later, and its outputs do not change.
+
+# %%
+tokens, _ = task_batch("absolute", 256, TRAIN_LEN, VOCAB, ANCHOR, torch.Generator().manual_seed(5))  # (256, 16)
+padded = torch.cat([torch.zeros(256, 8, dtype=torch.long), tokens], dim=1)  # (256, 24): 8 padding tokens first
+with torch.no_grad():
+    logits, shifted = rope_abs(tokens), rope_abs(padded)[:, 8:]  # (256, 16, VOCAB) each
+assert torch.allclose(logits, shifted, atol=1e-3)
+print("✓ with every token 8 positions later, RoPE's outputs are the same")
+
+# %% [markdown]
+# What tells a query where it is, then, is which keys exist: a query with no key 6 positions to its left
+# sits before position 6. So RoPE finds position 5 from the sequence's edges (which edge, we did not
+# measure), and every seed learned to up to length 16. Second, the absolute encodings were right even at
+# length 48: the answer sits at position 5, which they know. The offsets model saw index 5 at ever-shifting
+# PE and, within this budget, did not learn to count from the edge. Which encoding "extrapolates" depends
+# on what the task needs from position.
 #
 # ### The verdict, from the numbers measured above
 
@@ -648,7 +681,7 @@ print("✓ the same sinusoids keep most of their accuracy at length 48 once thei
 #   what failed was "unseen positions", not "sinusoids". Both the YOUR CAT deck's hope and the COMP7607
 #   slides' "(No)" are too simple.
 # - **RoPE** rotates $q$ and $k$ (lesson 02's $M_k$), so $q \cdot k$ depends on the offset only; it kept more
-#   than sinusoidal, and what its copy head lost went to offsets it never trained on.
+#   than sinusoidal, and its copy head lost its weight to offsets it never trained on.
 # - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE only up to 16, and
 #   sinusoidal+offsets never learned it. Without PE, an encoder learns neither task.
 
@@ -679,15 +712,15 @@ def my_rope(x, positions):
 check.rope_rotate(my_rope)
 
 # %% [markdown]
-# **2. ALiBi's distance penalty (transfer).** ALiBi (Press et al., 2021) adds no position vector at
-# all: before the softmax, each head adds to its attention score of query $i$ and key $j$ a fixed
-# penalty that grows linearly with their distance, $-m_h\,|i - j|$, with one slope per head:
-# for `num_heads` heads the geometric sequence $m_h = 2^{-8h/\text{num\_heads}}$, $h = 1, \dots,$
-# `num_heads`. (Press et al. use it in a causal decoder, where only keys $j \le i$ count and
-# $|i - j| = i - j$; the absolute value makes it fit a bidirectional encoder like ours.) Write
-# `my_alibi(T, num_heads)` returning that bias, shape (num_heads, T, T). Then think: the bias at offset
-# 40 follows the same rule as at offset 4 and goes straight into the score, through no trained weight.
-# What does a head with a steep slope do with a key 40 positions away?
+# **2. ALiBi's distance penalty (transfer).** ALiBi (Press et al., 2021) adds no position vector: before
+# the softmax, each head adds to its score of query $i$ and key $j$ the penalty $-m_h\,|i - j|$, with the
+# slopes $m_h = 2^{-8h/\text{num\_heads}}$, $h = 1, \dots,$ `num_heads` (when `num_heads` is not a power of
+# 2, Press et al.'s released code differs: it takes the slopes of the nearest lower power of 2 and fills in
+# with every other slope of the next one; use the formula here). Their decoder is causal, so
+# $|i - j| = i - j$; the absolute value fits our bidirectional encoder. Write `my_alibi(T, num_heads)`
+# returning that bias, shape (num_heads, T, T). Then think: the bias at offset 40 follows the same rule as
+# at offset 4 and goes straight into the score, through no trained weight. What does a head with a steep
+# slope do with a key 40 positions away?
 
 
 # %%
@@ -698,13 +731,12 @@ def my_alibi(T, num_heads):
 check.alibi_bias(my_alibi)
 
 # %% [markdown]
-# **3. Sin-cos encodings for a video (transfer).** A vision transformer cuts an image into patches and
-# treats each patch as a token; MAE (He et al., 2022; see "Going further") gives each patch the PE of its
-# row in one half of its vector and the PE of its column in the other half. A video adds a
-# third axis, time. Write `my_pe_3d(frames, rows, cols, d_model)` (`d_model` divisible by 6): one vector
-# per patch, shape (frames · rows · cols, d_model), patches listed frame by frame and, within a frame, in
-# reading order. The first d_model / 3 features are lesson 01's sinusoidal PE, of width d_model / 3, of
-# the patch's frame; the next d_model / 3 the same for its row; the last d_model / 3 for its column.
+# **3. Sin-cos encodings for a video (transfer).** MAE (He et al., 2022; see "Going further") gives each
+# image patch the PE of its row in one half of its vector and the PE of its column in the other. A video
+# adds a third axis, time. Write `my_pe_3d(frames, rows, cols, d_model)` (`d_model` divisible by 6): one
+# vector per patch, shape (frames · rows · cols, d_model), patches listed frame by frame and, within a
+# frame, in reading order. Its first d_model / 3 features are lesson 01's sinusoidal PE, of width
+# d_model / 3, of the patch's frame; the next d_model / 3 the same for its row; the last for its column.
 
 
 # %%
@@ -715,14 +747,13 @@ def my_pe_3d(frames, rows, cols, d_model):
 check.pe_3d(my_pe_3d)
 
 # %% [markdown]
-# **4. Position interpolation for RoPE (transfer).** Section 3 showed RoPE failing on offsets it never
-# trained on. Chen et al. (2023) do not extrapolate: to run on a window of `T > train_len` positions, they
-# give position $m$ the position $m \cdot \text{train\_len} / T$, so every position, and every offset, lies
-# inside $[0, \text{train\_len})$, the range of the trained positions $0, \dots, \text{train\_len} - 1$; a
-# window that fits keeps its positions. Write `my_interpolated_positions(T, train_len)`, returning
-# the (T,) positions (floats) to give RoPE. Then think: at T = 48 with train_len = 16, how far apart are
-# neighbouring tokens, and did training ever show that offset? (The largest position, $47 \cdot 16/48$, is
-# also slightly beyond 15, the last one trained on.)
+# **4. Position interpolation for RoPE (transfer).** Section 4 showed RoPE failing on offsets it never
+# trained on. Chen et al. (2023) do not extrapolate: for a window of `T > train_len` positions, they give
+# position $m$ the position $m \cdot \text{train\_len} / T$, so every position lies in
+# $[0, \text{train\_len})$ and every distance $|n - m|$ below train_len; a window that fits keeps its
+# positions. Write `my_interpolated_positions(T, train_len)`, returning the (T,) positions (floats) to give
+# RoPE. Then think: at T = 48 with train_len = 16, how far apart are neighbouring tokens, and did training
+# ever show that offset?
 
 
 # %%
@@ -734,7 +765,7 @@ check.interpolated_positions(my_interpolated_positions)
 
 # %% [markdown]
 # **Open question.** Set `TRAIN_LEN` to 24 and rerun section 2's training and the table after it (the
-# cells that compare with the stored seeds will stop: those seeds trained at 16): does the sinusoidal model fail at the
+# comparisons with the stored seeds will stop: those trained at 16). Does the sinusoidal model fail at the
 # first position it never saw, or at the same *multiple* of the training length? Train
 # "sinusoidal+offsets" with `max_position=32`: does it still work at positions 32..47?
 

@@ -1,6 +1,7 @@
-"""Exercises of lesson 08: four predictions (what a projected PE score depends on, sinusoidal PE at three
-times the training length, where RoPE's copy head loses its weight, which encoding never learns an absolute
-task), an ALiBi distance bias, sin-cos encodings for a video, RoPE by hand, and RoPE's position interpolation."""
+"""Exercises of lesson 08: five predictions (what a projected PE score depends on, sinusoidal PE at three
+times the training length, which variant is least accurate at the trained positions of a long sequence, where
+RoPE's copy head loses its weight, which encoding never learns an absolute task), an ALiBi distance bias,
+sin-cos encodings for a video, RoPE by hand, and RoPE's position interpolation."""
 
 import random
 
@@ -117,6 +118,52 @@ def predict_projected_pe(answer):
     return None
 
 
+_SEEN_VARIANTS = {
+    "sinusoidal": "sinusoidal",
+    "learned": "learned",
+    "learned(clamped)": "learned",
+    "rope": "rope",
+    "sinusoidal+offsets": "sinusoidal+offsets",
+    "offsets": "sinusoidal+offsets",
+}
+
+
+@exercise(
+    hint="""
+    Positions 0..15 of a length-48 sequence carry the same PE as in training for the sinusoidal and learned
+    models. What is new for each model there? For an additive PE, a query at position 10 has the same vector
+    as in training; for RoPE, what matters is the offsets, and a length-48 sequence has offsets up to 47.
+    """,
+    reference="rope",
+    kind="prediction",
+    wrong=[
+        mistake("expect the sinusoidal model to fail everywhere in a long sequence", "sinusoidal", says="trained on"),
+        mistake("expect the learned table to fail everywhere in a long sequence", "learned", says="trained on"),
+        mistake("expect the shifted sinusoids to be the weakest there", "sinusoidal+offsets", says="every range"),
+    ],
+    explain="""
+    RoPE. The sinusoidal and learned models see at positions 0..15 exactly the vectors they trained on, and
+    are right there; sinusoidal+offsets saw every position up to 47 and holds in every range. RoPE has no
+    unseen positions, but a query at position 10 of a length-48 sequence now has keys at offsets up to 37,
+    which training never showed, and it loses accuracy even there: its failure comes with length.
+    """,
+)
+def predict_least_accurate_seen(answer):
+    """answer: the variant least accurate at positions 0..15 of length-48 sequences: 'sinusoidal', 'learned',
+    'rope' or 'sinusoidal+offsets'."""
+    choice = _as_word(answer, _SEEN_VARIANTS)
+    if choice is None:
+        return f"write 'sinusoidal', 'learned', 'rope' or 'sinusoidal+offsets', got {answer!r}"
+    if choice in ("sinusoidal", "learned"):
+        return (
+            f"{choice} PE gives positions 0..15 the vectors it trained on, and the model is right there; it "
+            "fails at positions 16..47. Which model meets something new even at positions 0..15?"
+        )
+    if choice == "sinusoidal+offsets":
+        return "sinusoidal+offsets saw every position up to 47 in training and holds in every range of positions"
+    return None
+
+
 _WHERE = {
     "far": "far",
     "faroffsets": "far",
@@ -144,7 +191,8 @@ _WHERE = {
     explain="""
     To the far offsets. Training sequences had offsets |n - m| <= 15 only, so the scores of offsets 16..47
     were never trained, and some of them happen to be high. In every run, what the copy head no longer puts
-    on key t - 2 at length 48 is, to within 0.05, the weight it puts on offsets >= 16.
+    on key t - 2 at length 48 is, to within 0.05, the weight it puts on offsets >= 16: the diagonal and the
+    other near offsets together gain almost nothing.
     """,
 )
 def predict_rope_lost_weight(answer):
@@ -153,9 +201,12 @@ def predict_rope_lost_weight(answer):
     if choice is None:
         return f"write 'far', 'near', 'diagonal' or 'evenly', got {answer!r}"
     if choice == "diagonal":
-        return "offset 0 was trained like every offset up to 15; the weight goes to offsets training never showed"
+        return (
+            "offset 0 was trained like every offset up to 15; the diagonal and the near offsets together gain "
+            "almost nothing: the weight goes to offsets training never showed"
+        )
     if choice == "near":
-        return "offsets up to 15 were trained and keep their low scores; the weight goes to offsets >= 16"
+        return "offsets 1 to 15 were trained and keep their low scores; the weight goes to offsets >= 16"
     if choice == "evenly":
         return (
             "spread evenly, offsets >= 16 would get only their share of the keys (under half); they get "
