@@ -113,9 +113,8 @@ print("✓ in 5 of 5 seeds, shuffling commutes with attention without a mask, no
 
 # %% [markdown]
 # Attention without a mask is permutation *equivariant* (lesson 03; a padding mask would have to be
-# shuffled with the tokens), and so is LayerNorm, which sees one token at a time. The causal mask
-# itself carries position: position $i$ attends to positions $0 \dots i$ only. Section 5 shuffles
-# whole layers. Your guess:
+# shuffled with the tokens). The causal mask itself carries position: position $i$ attends to
+# positions $0 \dots i$ only. Section 5 shuffles whole layers. Your guess:
 
 # %%
 check.predict_order_aware(my_guess_order_aware)
@@ -716,9 +715,10 @@ print(
 )
 
 # %% [markdown]
-# Section 1's shuffle, on whole layers (5 seeds): built from parts that each commute with it, an
-# encoder layer knows nothing of the order of its inputs (a padding mask shuffled with them; left in
-# place, it changes the output here). Order has to come in through the positional encoding.
+# Section 1's shuffle, on whole layers (5 seeds): built from parts that each commute with it
+# (attention, the FFN, LayerNorm, which sees one token at a time), an encoder layer knows nothing of
+# the order of its inputs (a padding mask shuffled with them; left in place, it changes the output
+# here). Order has to come in through the positional encoding.
 
 # %% tags=["hide-input"]
 layer_gap = {"encoder": [], "encoder, mask not shuffled": [], "decoder, causal mask": [], "decoder, no mask": []}
