@@ -83,49 +83,38 @@ assert torch.allclose(ffn(x[:, perm]), ffn(x)[:, perm], atol=1e-6)
 print("✓ shuffling the positions before or after the FFN gives the same result")
 
 # %% [markdown]
-# Attention without a mask commutes with permutations too (lesson 03: it is permutation
-# *equivariant*; a padding mask would have to be shuffled with the tokens), and so does LayerNorm, which sees one token at a time. A **decoder layer** adds
-# cross-attention to the encoder's output, and a causal mask.
-#
-# **Predict, then check.** Shuffle the input of three layers (`d_model = 16`, 4 heads, `d_ff = 64`, 5 seeds)
-# with the same `perm`: an encoder layer, a decoder layer with its causal mask, and the same decoder
-# layer without a mask. Which one's output is *not* just the shuffled output — `"encoder"`,
-# `"decoder with mask"`, `"decoder without mask"`, or `"none"`?
+# **Predict, then check.** Shuffle the input of lesson 05's multi-head self-attention (`d_model = 16`,
+# 4 heads, 5 seeds) with the same `perm`, once without a mask and once with a causal mask (lesson 04).
+# Which one's output is *not* just the shuffled output: `"without mask"`, `"with causal mask"`,
+# `"both"` or `"neither"`?
 
 # %%
-my_guess_order_aware = None  # your answer: "encoder", "decoder with mask", "decoder without mask" or "none"
+my_guess_order_aware = None  # your answer: "without mask", "with causal mask", "both" or "neither"
 
 # %% tags=["nbval-ignore-output"]
-shuffle_gap = {"encoder layer": [], "decoder layer, causal mask": [], "decoder layer, no mask": []}
+shuffle_gap = {"without mask": [], "with causal mask": []}  # max |change| per seed
 for seed in range(5):
     torch.manual_seed(seed)
-    enc_p, dec_p = EncoderLayer(16, 4, 64).eval(), DecoderLayer(16, 4, 64).eval()
-    x_p, memory_p = torch.randn(2, 5, 16), torch.randn(2, 6, 16)  # (batch, T, d_model), (batch, T_src, d_model)
-    for name, layer_fn in [
-        ("encoder layer", lambda x: enc_p(x)),
-        ("decoder layer, causal mask", lambda x: dec_p(x, memory_p, tgt_mask=causal_mask(5))),
-        ("decoder layer, no mask", lambda x: dec_p(x, memory_p)),
-    ]:
-        shuffle_gap[name].append((layer_fn(x_p[:, perm]) - layer_fn(x_p)[:, perm]).abs().max().item())
+    mha_p = MultiHeadAttention(16, 4)  # d_model = 16, num_heads = 4
+    x_p = torch.randn(2, T, 16)  # (batch, T, d_model)
+    for name, mask in [("without mask", None), ("with causal mask", causal_mask(T))]:
+        shuffled_first = mha_p(x_p[:, perm], x_p[:, perm], x_p[:, perm], mask)[0]  # (batch, T, d_model)
+        shuffled_after = mha_p(x_p, x_p, x_p, mask)[0][:, perm]  # (batch, T, d_model)
+        shuffle_gap[name].append((shuffled_first - shuffled_after).abs().max().item())
 for name, gaps in shuffle_gap.items():
     shuffled = sum(g < 1e-5 for g in gaps)  # seeds where the output is just the shuffled output
-    print(f"{name:27s}: output just shuffled in {shuffled} of 5 seeds")
+    print(f"attention {name:16s}: output just shuffled in {shuffled} of 5 seeds")
 
 # %% tags=["hide-input"]
-assert max(shuffle_gap["encoder layer"]) < 1e-5 and max(shuffle_gap["decoder layer, no mask"]) < 1e-5
-assert min(shuffle_gap["decoder layer, causal mask"]) > 0.1
-short_name = {"encoder layer": "encoder", "decoder layer, causal mask": "decoder with mask"}
-short_name["decoder layer, no mask"] = "decoder without mask"
-order_aware = [short_name[name] for name, gaps in shuffle_gap.items() if min(gaps) > 0.1]
+assert max(shuffle_gap["without mask"]) < 1e-5 and min(shuffle_gap["with causal mask"]) > 0.1
+order_aware = [name for name, gaps in shuffle_gap.items() if min(gaps) > 0.1]
 assert order_aware == [check.predict_order_aware.reference]
-print(
-    "✓ in 5 of 5 seeds, shuffling commutes with the encoder layer and the unmasked decoder layer, not with the masked one"
-)
+print("✓ in 5 of 5 seeds, shuffling commutes with attention without a mask, not with a causal mask")
 
 # %% [markdown]
-# An encoder layer knows nothing of the order of its inputs: order has to come in through the
-# positional encoding. The causal mask itself carries position: position $i$ attends to positions
-# $0 \dots i$ only, so the first sees itself alone and the last sees everything. Your guess:
+# Attention without a mask is permutation *equivariant* (lesson 03; a padding mask would have to be
+# shuffled with the tokens). The causal mask itself carries position: position $i$ attends to
+# positions $0 \dots i$ only. Section 5 shuffles whole layers. Your guess:
 
 # %%
 check.predict_order_aware(my_guess_order_aware)
@@ -141,9 +130,8 @@ check.predict_order_aware(my_guess_order_aware)
 # $\mathbf g$ (PyTorch's `weight`, the YOUR CAT slide deck's γ) and $\mathbf b$ (`bias`, β) are
 # learned, one number per feature. Two details decide whether this matches PyTorch: σ uses the
 # **biased** variance (divide by H, not H − 1), and PyTorch adds a small ε inside the square root,
-# $\sqrt{\sigma^2 + \varepsilon}$ (the YOUR CAT slide deck writes the same ε in its normalisation
-# formula), so a constant vector
-# gives 0 rather than 0/0.
+# $\sqrt{\sigma^2 + \varepsilon}$ (as does the YOUR CAT slide deck), so a constant vector gives 0
+# rather than 0/0.
 
 
 # %%
@@ -300,9 +288,9 @@ plt.show()
 # %% [markdown]
 # ### Why layer norm suits sequences of different lengths
 #
-# In a Transformer the "items" are tokens: a batch is `(batch, T, d_model)` and short sentences are
-# padded to the longest. In **training mode**, batch norm's statistics for a feature are taken over
-# every token of every sentence in the batch.
+# In a Transformer the "items" are tokens, in a batch `(batch, T, d_model)` whose short sentences are
+# padded to the longest. In **training mode**, batch norm takes a feature's statistics over every
+# token of the batch.
 #
 # **Predict, then check.** A 3-token sentence is normalised alone, then in a batch with another
 # 3-token sentence (same length, so no padding). Which normalisation gives its 3 tokens the same output
@@ -365,10 +353,8 @@ check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 # `x + f(x)`, so the input always has a direct path through, and `f` only has to learn a change.
 # The paper (section 3.1) then normalises, **post-norm**: `LayerNorm(x + f(x))`. Most code today
 # normalises the sublayer's *input* instead, **pre-norm**: `x + f(LayerNorm(x))` — and then needs one
-# final LayerNorm after the last layer. *The Annotated Transformer* uses the pre-norm form in its
-# code (while quoting the paper's post-norm formula), a well-known source of confusion. `utils` has
-# both: `EncoderLayer(..., norm_first=False)` is the paper's, `norm_first=True` is pre-norm, exactly
-# like PyTorch's switch of the same name.
+# final LayerNorm after the last layer. *The Annotated Transformer* codes pre-norm while quoting the
+# paper's post-norm formula. In `utils`, as in PyTorch, `norm_first=True` selects pre-norm.
 #
 # The residual path is literally the identity: if a pre-norm layer's sublayers output zero (zero
 # output weights), the layer returns its input unchanged.
@@ -388,53 +374,39 @@ print("✓ with both sublayers silenced, a pre-norm layer is exactly the identit
 # The paper (section 5.4) also applies dropout to each sublayer's output before the addition,
 # $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$ with $P_{drop} = 0.1$; here dropout is off (`dropout=0`).
 #
-# What changes between the two, at initialisation? Two things, measured on random encoder stacks
-# (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input; the loss is
-# the cross-entropy of a random linear read-out against random classes:
+# What changes between the two at initialisation? Measure two things on random encoder stacks
+# (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input, with the
+# cross-entropy of a random linear read-out against random classes as the loss:
 #
 # * the **scale of the activations**: the root-mean-square (RMS) of the stream after every layer;
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
-# How the layers start matters. `utils.blocks.Encoder` builds one layer and copies it, as
-# `torch.nn.TransformerEncoder` does, so every layer starts with the **same** weights;
-# `torch.nn.Transformer` then re-draws every weight matrix (Xavier init), so its layers start different.
-# We measure both: `probe_at_init` (in `utils.experiments.norm_probes`) with `independent_layers=True`
-# draws each layer on its own.
+# `probe_at_init` (in `utils.experiments.norm_probes`) measures both on a stack whose layers all
+# start as copies of one, as in `torch.nn.TransformerEncoder`.
+#
+# > **Going further:** `torch.nn.Transformer` re-draws every layer's weights; "Copied or independent
+# > layers", at the end, repeats this section with layers that start different.
+
 
 # %%
 depths, seeds = (6, 12, 24, 48), range(5)
-inits = {"copied": False, "independent": True}  # layers start as copies of one, or each drawn anew
-probes = {
-    (init, name, L): [
-        probe_at_init(norm_first, num_layers=L, d_model=32, seed=s, independent_layers=independent) for s in seeds
-    ]
-    for init, independent in inits.items()
-    for name, norm_first in [("post-norm", False), ("pre-norm", True)]
-    for L in depths
-}
-rms = {key: np.array([p[0] for p in runs]) for key, runs in probes.items()}  # (seeds, L): RMS after each layer
-final_rms = {key: np.array([p[1] for p in runs]) for key, runs in probes.items()}  # (seeds,): after the final norm
-grads = {key: np.array([p[2] for p in runs]) for key, runs in probes.items()}  # (seeds, L): gradient norm per layer
 
 
-# %% tags=["hide-input"]
-def same_start(weights):
-    """True when every layer's first FFN matrix equals the first layer's."""
-    return all(torch.equal(weights[0], w) for w in weights[1:])
+def probe_stacks(independent_layers):
+    """(variant, L) -> RMS after each layer (seeds, L), after the final norm (seeds,), gradient norm per layer (seeds, L)."""
+    runs = {
+        (name, L): [
+            probe_at_init(norm_first, num_layers=L, d_model=32, seed=s, independent_layers=independent_layers)
+            for s in seeds
+        ]
+        for name, norm_first in [("post-norm", False), ("pre-norm", True)]
+        for L in depths
+    }
+    return ({key: np.array([p[i] for p in probes]) for key, probes in runs.items()} for i in range(3))
 
 
-torch.manual_seed(0)
-torch_encoder = nn.TransformerEncoder(
-    nn.TransformerEncoderLayer(32, 4, 128, batch_first=True), num_layers=3, enable_nested_tensor=False
-)
-torch_full = nn.Transformer(32, 4, num_encoder_layers=3, num_decoder_layers=1, dim_feedforward=128, batch_first=True)
-assert same_start([layer.ff.linear1.weight for layer in Encoder(32, 4, 128, num_layers=3).layers])
-assert same_start([layer.linear1.weight for layer in torch_encoder.layers])
-assert not same_start([layer.linear1.weight for layer in torch_full.encoder.layers])
-print(
-    "✓ our Encoder and torch.nn.TransformerEncoder start every layer with the same weights; torch.nn.Transformer does not"
-)
+rms, final_rms, grads = probe_stacks(independent_layers=False)  # every layer a copy of the first
 
 # %% [markdown]
 # The activations first. Post-norm ends every layer with a LayerNorm, so the stream is pinned at
@@ -443,29 +415,30 @@ print(
 # final LayerNorm (`Encoder.norm`, restoring RMS 1).
 
 # %% tags=["nbval-ignore-output"]
-for init in inits:
-    for L in depths:
-        pre = rms[init, "pre-norm", L]  # (seeds, L)
-        print(
-            f"{init:11s} {L:2d} layers: pre-norm RMS before the final norm {pre[:, -1].min():.1f} to "
-            f"{pre[:, -1].max():.1f}; it rises after every layer in {int((np.diff(pre, axis=1) > 0).all(1).sum())} of 5"
-        )
+for L in depths:
+    pre = rms["pre-norm", L]  # (seeds, L)
+    print(
+        f"{L:2d} layers: pre-norm RMS before the final norm {pre[:, -1].min():.1f} to {pre[:, -1].max():.1f}; "
+        f"it rises after every layer in {int((np.diff(pre, axis=1) > 0).all(1).sum())} of 5"
+    )
+
 
 # %% tags=["hide-input"]
-growth = {(init, L): rms[init, "pre-norm", L][:, -1] / rms[init, "pre-norm", L][:, 0] for init in inits for L in depths}
-for init in inits:
+def check_stream(rms, final_rms):
+    """Post-norm keeps RMS 1; pre-norm's stream ends larger, more so in deeper stacks; its final norm restores 1."""
+    growth = {L: rms["pre-norm", L][:, -1] / rms["pre-norm", L][:, 0] for L in depths}  # (seeds,) each
     for L in depths:
-        assert np.allclose(rms[init, "post-norm", L], 1.0, atol=1e-3)
-        assert np.allclose(final_rms[init, "pre-norm", L], 1.0, atol=1e-3) and (growth[init, L] > 1).all()
-        assert rms["independent", "pre-norm", L][:, -1].max() < rms["copied", "pre-norm", L][:, -1].min()
-    assert all(growth[init, a].max() < growth[init, b].min() for a, b in zip(depths, depths[1:]))  # deeper: more
-assert all((np.diff(rms["copied", "pre-norm", L], axis=1) > 0).all() for L in depths)
-assert not all((np.diff(rms["independent", "pre-norm", L], axis=1) > 0).all() for L in depths)
+        assert np.allclose(rms["post-norm", L], 1.0, atol=1e-3)
+        assert np.allclose(final_rms["pre-norm", L], 1.0, atol=1e-3) and (growth[L] > 1).all()
+    assert all(growth[a].max() < growth[b].min() for a, b in zip(depths, depths[1:]))  # deeper: more
+
+
+check_stream(rms, final_rms)
+assert all((np.diff(rms["pre-norm", L], axis=1) > 0).all() for L in depths)
 print(
-    "✓ with copied and with independent layers, post-norm keeps RMS 1 after every layer; pre-norm's RMS "
-    "ends larger than it starts, more so in deeper stacks, and the final LayerNorm brings it back to 1"
+    "✓ post-norm keeps RMS 1 after every layer; pre-norm's RMS rises after every layer, ends larger in "
+    "deeper stacks, and the final LayerNorm brings it back to 1"
 )
-print("✓ pre-norm's RMS rises after every layer in every copied-layer stack; with independent layers it grows less")
 
 # %% [markdown]
 # **Predict, then check.** In the 24-layer stacks, which variant gives the **last** layer (next to the
@@ -474,73 +447,70 @@ print("✓ pre-norm's RMS rises after every layer in every copied-layer stack; w
 # %%
 my_guess_largest_gradient = None  # your answer: "post-norm", "pre-norm" or "same"
 
+
 # %% tags=["nbval-ignore-output"]
-ratio = {(i, L): grads[i, "post-norm", L][:, -1] / grads[i, "pre-norm", L][:, -1] for i in inits for L in depths}
-tracks = {(i, L): ratio[i, L] / rms[i, "pre-norm", L][:, -1] for i in inits for L in depths}  # ratio / stream RMS
-for init in inits:
-    spans = ", ".join(f"{ratio[init, L].min():.1f}-{ratio[init, L].max():.1f}" for L in depths)
-    print(f"{init}: last-layer gradient, post-norm / pre-norm, at 6, 12, 24, 48 layers: {spans}")
+def gradient_gap(grads, rms):
+    """(L -> post / pre last-layer gradient, L -> that ratio / pre-norm's stream RMS), each (seeds,)."""
+    ratio = {L: grads["post-norm", L][:, -1] / grads["pre-norm", L][:, -1] for L in depths}
+    return ratio, {L: ratio[L] / rms["pre-norm", L][:, -1] for L in depths}
+
+
+ratio, tracks = gradient_gap(grads, rms)
+spans = ", ".join(f"{ratio[L].min():.1f}-{ratio[L].max():.1f}" for L in depths)
+print(f"last-layer gradient, post-norm / pre-norm, at 6, 12, 24, 48 layers: {spans}")
+
 
 # %% tags=["hide-input"]
-for init in inits:
-    assert all((ratio[init, L] > 1).all() for L in depths)
-    assert all(np.median(ratio[init, a]) < np.median(ratio[init, b]) for a, b in zip(depths, depths[1:]))
-    assert all(((tracks[init, L] > 0.5) & (tracks[init, L] < 1.5)).all() for L in depths)
-larger_at_top = {
-    "post-norm" if (ratio[i, 24] > 1).all() else "pre-norm" if (ratio[i, 24] < 1).all() else "same" for i in inits
-}
-assert larger_at_top == {check.predict_largest_gradient.reference}  # the same answer for both starts
+def check_gap(ratio, tracks):
+    """Post-norm's last layer gets more in every stack, by a factor that grows with depth and tracks pre-norm's RMS."""
+    assert all((ratio[L] > 1).all() for L in depths)
+    assert all(np.median(ratio[a]) < np.median(ratio[b]) for a, b in zip(depths, depths[1:]))
+    assert all(((tracks[L] > 0.5) & (tracks[L] < 1.5)).all() for L in depths)
+    return "post-norm" if (ratio[24] > 1).all() else "pre-norm" if (ratio[24] < 1).all() else "same"
+
+
+assert check_gap(ratio, tracks) == check.predict_largest_gradient.reference
 print(
-    "✓ with copied and with independent layers, in every stack the last layer's gradient is larger with "
-    "post-norm than with pre-norm, by a factor that grows with depth, close to pre-norm's stream RMS"
+    "✓ in every stack the last layer's gradient is larger with post-norm than with pre-norm, by a factor "
+    "that grows with depth, close to pre-norm's stream RMS"
 )
 
 # %% [markdown]
 # Post-norm: every gradient reaching the last layer has passed through only that layer's own LayerNorms,
-# which divide by a stream of RMS about 1, not a grown one. Pre-norm: it has passed through the **final** LayerNorm, which divides by the
-# stream's RMS, the number that grew above; so the top of a pre-norm stack gets gradients that many
-# times smaller, whichever way the layers start. Your guess:
+# which divide by a stream of RMS about 1. Pre-norm: it has passed through the **final** LayerNorm, which
+# divides by the stream's RMS, the number that grew above; so the top of a pre-norm stack gets
+# gradients that many times smaller. Your guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
 
 # %% [markdown]
-# The figure shows the 24-layer stacks (line: median over the 5 seeds, band: min to max) and the
-# ratio at every depth.
+# The 24-layer stacks (line: median of the 5 seeds, band: min to max), and the gap at every depth:
+
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), layout="constrained")
-for ax, init in zip(axes, inits):
-    plot_per_layer(
-        {name: grads[init, name, 24] for name in VARIANT_STYLE},
-        "gradient norm of the layer",
-        f"Gradients, 24 layers, {init} layers",
-        ax=ax,
-        logy=True,
-    )
-for init, fill in [("copied", "full"), ("independent", "none")]:
+def plot_gradient_gap(grads, rms, ratio, layers):
+    """Per-layer gradients of the 24-layer stacks, and the last-layer gap against pre-norm's RMS at every depth."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
+    per_layer = {name: grads[name, 24] for name in VARIANT_STYLE}
+    plot_per_layer(per_layer, "gradient norm of the layer", f"Gradients, 24 {layers} layers", ax=axes[0], logy=True)
     for L in depths:
         first = L == depths[0]
-        axes[2].plot(
-            [L] * 5, ratio[init, L], "k^", ms=5, fillstyle=fill, label=f"post / pre ({init})" if first else None
-        )
-        axes[2].plot(
+        axes[1].plot([L] * 5, ratio[L], "k^", ms=5, label="post / pre, last layer" if first else None)
+        axes[1].plot(
             [L] * 5,
-            rms[init, "pre-norm", L][:, -1],
+            rms["pre-norm", L][:, -1],
             ms=8,
-            fillstyle=fill,
-            label=f"pre-norm stream RMS ({init})" if first else None,
+            label="pre-norm stream RMS" if first else None,
             **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
         )
-axes[2].set(
-    xlabel="number of layers",
-    xticks=depths,
-    ylabel="factor",
-    yscale="log",
-    title="Last-layer gap, post / pre, tracks pre-norm's RMS",
-)
-axes[2].legend(fontsize=8)
-plt.show()
+    axes[1].set(xlabel="number of layers", xticks=depths, ylabel="factor", yscale="log")
+    axes[1].set_title("Last-layer gap, post / pre, tracks pre-norm's RMS")
+    axes[1].legend(fontsize=8)
+    plt.show()
+
+
+plot_gradient_gap(grads, rms, ratio, "copied")
 
 # %% [markdown]
 # > **Going further:** Xiong et al. (2020) argue that post-norm's larger gradients near the output
@@ -669,10 +639,9 @@ def decoder_layer_by_hand(layer, y, memory, tgt_mask=None, memory_mask=None):
 # %% [markdown]
 # Build PyTorch's layers (batch-first, ReLU, no dropout), copy their weights into ours with
 # `from_torch`, and compare all three — ours by hand, `utils`, PyTorch — for both norm placements,
-# with masks. PyTorch has two boolean-mask conventions (lesson 05 shows both):
-# `torch.nn.functional.scaled_dot_product_attention` takes `True` = *may attend*, like ours, but
-# `nn.MultiheadAttention` and the `nn.Transformer*` layers used here take `True` = *not allowed* in
-# their `attn_mask` / `tgt_mask` and `*_key_padding_mask` arguments — so they get the negation of ours.
+# with masks. The `nn.Transformer*` layers read a boolean mask the other way round (lesson 05):
+# `True` = *not allowed*, in `attn_mask` / `tgt_mask` and `*_key_padding_mask` alike, so they get the
+# negation of ours.
 #
 # **Predict, then check.** The source batch below has two sentences of 6 tokens: the first has no
 # padding, the second ends in 3 padding tokens. Hand torch's encoder layer *our* padding mask unchanged (`True` on the real tokens):
@@ -746,24 +715,65 @@ print(
 )
 
 # %% [markdown]
+# Section 1's shuffle, on whole layers (5 seeds): built from parts that each commute with it
+# (attention, the FFN, LayerNorm, which sees one token at a time), an encoder layer knows nothing of
+# the order of its inputs (a padding mask shuffled with them; left in place, it changes the output
+# here). Order has to come in through the positional encoding.
+
+# %% tags=["hide-input"]
+layer_gap = {"encoder": [], "encoder, mask not shuffled": [], "decoder, causal mask": [], "decoder, no mask": []}
+real = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])  # (batch, T): 0 = padding
+for seed in range(5):
+    torch.manual_seed(seed)
+    enc_p, dec_p = EncoderLayer(16, 4, 64).eval(), DecoderLayer(16, 4, 64).eval()
+    x_p, memory_p = torch.randn(2, 5, 16), torch.randn(2, 6, 16)  # (batch, T, d_model), (batch, T_src, d_model)
+    layers = {
+        "encoder": lambda x, p: enc_p(x, mask=padding_mask(real[:, p], 0)),  # the mask shuffled with x
+        "encoder, mask not shuffled": lambda x, p: enc_p(x, mask=padding_mask(real, 0)),
+        "decoder, causal mask": lambda x, p: dec_p(x, memory_p, tgt_mask=causal_mask(5)),
+        "decoder, no mask": lambda x, p: dec_p(x, memory_p),
+    }
+    identity = torch.arange(5)  # (T,): no shuffle
+    for name, layer_fn in layers.items():
+        layer_gap[name].append((layer_fn(x_p[:, perm], perm) - layer_fn(x_p, identity)[:, perm]).abs().max().item())
+assert max(layer_gap["encoder"]) < 1e-5 and max(layer_gap["decoder, no mask"]) < 1e-5
+assert min(layer_gap["encoder, mask not shuffled"]) > 0.1 and min(layer_gap["decoder, causal mask"]) > 0.1
+print(
+    "✓ in 5 of 5 seeds, shuffling the input just shuffles the output of an encoder layer (its padding mask "
+    "shuffled too) and of a decoder layer without a mask; not with the mask left in place, nor with the causal mask"
+)
+
+# %% [markdown]
+# **How many layers, how wide?** The paper's Table 3 varies the base model's sizes (N = 6 layers,
+# $d_{ff}$ = 2048: BLEU 25.8 on the development set, 65 million parameters). A subset of its rows (C),
+# leaving out the two that change $d_{model}$ (to 256 and 1024):
+#
+# | changed | N = 2 | N = 4 | N = 8 | $d_{ff}$ = 1024 | $d_{ff}$ = 4096 |
+# |---|---|---|---|---|---|
+# | BLEU | 23.7 | 25.3 | 25.5 | 25.4 | 26.2 |
+# | parameters (millions) | 36 | 50 | 80 | 53 | 90 |
+#
+# Fewer or narrower layers cost BLEU; 8 layers instead of 6 do not raise it (though their perplexity,
+# 4.88 against 4.92, is slightly better), a wider FFN does. Exercise 3 finds where the 65 million come from.
+#
+
+# %% [markdown]
 # ## Summary
 #
 # * The FFN is one small MLP applied to every position with the same weights; it commutes with
-#   permutations, and so does an encoder layer without a mask. A decoder layer with its causal mask does not: the mask
-#   carries position.
+#   permutations, and so do attention without a mask and an encoder layer (its padding mask shuffled
+#   too). A causal mask does not: it carries position.
 # * LayerNorm normalises each token over its features, $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
 #   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
 #   variance 1 per token, not a range of $[0, 1]$. Batch norm normalises each feature over the batch,
-#   which in training mode ties a sentence's output to its batch-mates and their padding.
+#   so in training mode a sentence's output depends on its batch-mates.
 # * Post-norm (the paper, `LN(x + f(x))`) keeps the stream at unit scale at initialisation; pre-norm
 #   (`x + f(LN(x))`, most code today) lets it grow with depth and needs a final LayerNorm, which makes
-#   its top layers' gradients smaller than post-norm's, by a factor that grows with depth — whether the
-#   layers start as copies of one (as in `nn.TransformerEncoder`) or independently.
+#   its top layers' gradients smaller than post-norm's, by a factor that grows with depth.
 # * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention with
 #   queries from the decoder and keys/values from the encoder.
-# * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's
-#   `TransformerEncoderLayer` / `TransformerDecoderLayer` with copied weights — and PyTorch needs the
-#   negation of our masks.
+# * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's with
+#   copied weights, once PyTorch is given the negation of our masks.
 #
 # ## Exercises
 #
@@ -812,26 +822,15 @@ check.rms_norm(my_rms_norm)
 
 
 # %% [markdown]
-# **How many layers, how wide?** The paper's Table 3, rows (C) (development set), varies these sizes (an excerpt: its rows changing $d_{model}$ are left out)
-# on the base model (N = 6 layers, $d_{ff}$ = 2048: BLEU 25.8, 65 million parameters):
-#
-# | changed | N = 2 | N = 4 | N = 8 | $d_{ff}$ = 1024 | $d_{ff}$ = 4096 |
-# |---|---|---|---|---|---|
-# | BLEU | 23.7 | 25.3 | 25.5 | 25.4 | 26.2 |
-# | parameters (millions) | 36 | 50 | 80 | 53 | 90 |
-#
-# Fewer or narrower layers cost BLEU; 8 layers instead of 6 do not raise it (though their perplexity,
-# 4.88 against 4.92, is slightly better), a wider FFN does. Where does the 65 million come from?
-#
 # **Exercise 3 (transfer).** How many parameters has the paper's base model? Write
 # `my_parameter_count(d_model, d_ff, num_heads, num_layers, vocab_size)` for the encoder–decoder of
 # this lesson: `num_layers` post-norm encoder layers and as many decoder layers (every linear map with
 # its bias, every LayerNorm with its g and b), no final LayerNorm, the sinusoidal PE (no parameters),
 # and **one** `vocab_size` × `d_model` matrix shared by the source embedding, the target embedding
 # and the output projection (the paper, section 3.4), with no bias on the output projection. The
-# checker tries the base model's sizes from Table 3 (`d_model` 512, `d_ff` 2048, 8 heads, 6 layers)
-# with the shared vocabulary of about 37000 tokens of section 5.1, and others, and then compares with
-# the 65 million that Table 3 reports. Does `num_heads` change the count?
+# checker tries the base model (Table 3: `d_model` 512, `d_ff` 2048, 8 heads, 6 layers; about 37000
+# shared tokens, section 5.1) and other sizes, then compares with Table 3's 65 million. Does
+# `num_heads` change the count?
 
 
 # %%
@@ -862,9 +861,8 @@ check.parallel_block(my_parallel_block)
 # ## Going further
 #
 # Detours from the main line, each with its own checks: LayerNorm's ε on tokens of tiny spread, what
-# γ and β can and cannot do, batch norm in evaluation mode, where the largest gradient sits, warm-up
-# and post-norm, and the
-# fused attention path that training uses.
+# γ and β can and cannot do, batch norm in evaluation mode, stacks whose layers start different, where
+# the largest gradient sits, warm-up and post-norm, and the fused attention path that training uses.
 
 # %% [markdown]
 # ### LayerNorm on a token of tiny spread
@@ -1107,6 +1105,68 @@ print(
 )
 
 # %% [markdown]
+# ### Copied or independent layers
+#
+# *Section 3's stacks started every layer as a copy of the first; does its gradient gap need that?*
+#
+# `utils.blocks.Encoder` and `torch.nn.TransformerEncoder` copy one layer; `torch.nn.Transformer`
+# then re-draws every weight matrix (Xavier init), so its layers start different:
+
+
+# %% tags=["hide-input"]
+def same_start(weights):
+    """True when every layer's first FFN matrix equals the first layer's."""
+    return all(torch.equal(weights[0], w) for w in weights[1:])
+
+
+torch.manual_seed(0)
+torch_encoder = nn.TransformerEncoder(
+    nn.TransformerEncoderLayer(32, 4, 128, batch_first=True), num_layers=3, enable_nested_tensor=False
+)
+torch_full = nn.Transformer(32, 4, num_encoder_layers=3, num_decoder_layers=1, dim_feedforward=128, batch_first=True)
+assert same_start([layer.ff.linear1.weight for layer in Encoder(32, 4, 128, num_layers=3).layers])
+assert same_start([layer.linear1.weight for layer in torch_encoder.layers])
+assert not same_start([layer.linear1.weight for layer in torch_full.encoder.layers])
+print(
+    "✓ our Encoder and torch.nn.TransformerEncoder start every layer with the same weights; torch.nn.Transformer does not"
+)
+
+# %% [markdown]
+# Section 3's measurements again, with every layer drawn on its own (`independent_layers=True`):
+
+# %% tags=["nbval-ignore-output"]
+rms_ind, final_rms_ind, grads_ind = probe_stacks(independent_layers=True)
+ratio_ind, tracks_ind = gradient_gap(grads_ind, rms_ind)
+for L in depths:
+    pre, pre_copied = rms_ind["pre-norm", L], rms["pre-norm", L]  # (seeds, L) each
+    print(
+        f"{L:2d} layers: pre-norm RMS before the final norm {pre[:, -1].min():.1f} to {pre[:, -1].max():.1f} "
+        f"(copied: {pre_copied[:, -1].min():.1f} to {pre_copied[:, -1].max():.1f}); rises after every layer in "
+        f"{int((np.diff(pre, axis=1) > 0).all(1).sum())} of 5; last-layer gradient, post / pre, "
+        f"{ratio_ind[L].min():.1f}-{ratio_ind[L].max():.1f}"
+    )
+
+# %% tags=["hide-input"]
+check_stream(rms_ind, final_rms_ind)
+assert all(rms_ind["pre-norm", L][:, -1].max() < rms["pre-norm", L][:, -1].min() for L in depths)
+assert not all((np.diff(rms_ind["pre-norm", L], axis=1) > 0).all() for L in depths)
+assert check_gap(ratio_ind, tracks_ind) == check.predict_largest_gradient.reference
+print(
+    "✓ with independent layers too, post-norm keeps RMS 1 and pre-norm's stream ends larger, more so in deeper "
+    "stacks, though less than with copied layers and not after every layer"
+)
+print(
+    "✓ with independent layers too, post-norm's last layer gets the larger gradient in every stack, by a factor "
+    "that grows with depth, close to pre-norm's stream RMS"
+)
+
+# %% [markdown]
+# The stream grows less, but the gap still follows pre-norm's stream RMS: it does not need the copied start.
+
+# %%
+plot_gradient_gap(grads_ind, rms_ind, ratio_ind, "independent")
+
+# %% [markdown]
 # ### Where the largest gradient sits
 #
 # *Section 3 compared the last layer only; the layer with the largest gradient depends on how the layers start.*
@@ -1114,9 +1174,10 @@ print(
 # Over the same 20 stacks per variant (4 depths, 5 seeds):
 
 # %% tags=["nbval-ignore-output"]
-pre_first = {i: sum(int((grads[i, "pre-norm", L].argmax(1) == 0).sum()) for L in depths) for i in inits}
-post_top = {i: sum(int((grads[i, "post-norm", L].argmax(1) == L - 1).sum()) for L in depths) for i in inits}
-for init in inits:
+grads_of = {"copied": grads, "independent": grads_ind}
+pre_first = {i: sum(int((g["pre-norm", L].argmax(1) == 0).sum()) for L in depths) for i, g in grads_of.items()}
+post_top = {i: sum(int((g["post-norm", L].argmax(1) == L - 1).sum()) for L in depths) for i, g in grads_of.items()}
+for init in grads_of:
     print(
         f"{init}: the largest gradient is at layer 1 in {pre_first[init]} of 20 pre-norm stacks, "
         f"at the last layer in {post_top[init]} of 20 post-norm stacks"

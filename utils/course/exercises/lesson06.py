@@ -433,11 +433,10 @@ _VARIANTS = {
         mistake("answer with a layer instead of a variant", "first", says="post-norm"),
     ],
     explain="""
-    Post-norm, in every stack, whether the layers start as copies of one layer or independently. The
-    gradient reaching the top of a pre-norm stack has passed through the final LayerNorm, which divides
-    it by the RMS of the stream grown over every layer; post-norm's stream stays at RMS 1. So the gap is
-    about pre-norm's stream RMS, and grows with depth. Which layer gets the largest gradient, on the other
-    hand, depends on the start: layer 1 in every copied pre-norm stack, not in every independent one.
+    Post-norm, in every stack. The gradient reaching the top of a pre-norm stack has passed through the
+    final LayerNorm, which divides it by the RMS of the stream grown over every layer; post-norm's stream
+    stays at RMS 1. So the gap is about pre-norm's stream RMS, and grows with depth ("Going further" finds
+    the same with layers that start independently).
     """,
 )
 def predict_largest_gradient(answer):
@@ -460,18 +459,20 @@ def predict_largest_gradient(answer):
 
 # --- Predictions in sections 1, 2, 4 and 5 -----------------------------------------------------------
 
-_LAYER_WORDS = {
-    "encoder": "encoder",
-    "encoder layer": "encoder",
-    "decoder with mask": "decoder with mask",
-    "decoder with causal mask": "decoder with mask",
-    "decoder layer with mask": "decoder with mask",
-    "masked decoder": "decoder with mask",
-    "decoder without mask": "decoder without mask",
-    "decoder with no mask": "decoder without mask",
-    "unmasked decoder": "decoder without mask",
-    "none": "none",
-    "all": "all",
+_MASK_WORDS = {
+    "without mask": "without mask",
+    "without a mask": "without mask",
+    "no mask": "without mask",
+    "unmasked": "without mask",
+    "with causal mask": "with causal mask",
+    "with a causal mask": "with causal mask",
+    "with mask": "with causal mask",
+    "causal mask": "with causal mask",
+    "causal": "with causal mask",
+    "masked": "with causal mask",
+    "both": "both",
+    "neither": "neither",
+    "none": "neither",
 }
 
 
@@ -484,41 +485,41 @@ def _word(answer, words):
 
 @exercise(
     hint="""
-    Which of the three layers treats position 0 differently from position 4 whatever the tokens are? The
-    FFN and LayerNorm see one token at a time; attention without a mask is permutation equivariant.
+    Attention without a mask is permutation equivariant (lesson 03). Does the causal mask treat position 0
+    like position 4, whatever token stands there?
     """,
-    reference="decoder with mask",
+    reference="with causal mask",
     kind="prediction",
     wrong=[
-        mistake("expect every layer to ignore order", "none", says="carries position"),
-        mistake("expect the encoder layer to know the order", "encoder", says="equivariant"),
-        mistake("expect cross-attention to bring order in", "decoder without mask", says="mask"),
+        mistake("expect attention to ignore order even with a causal mask", "neither", says="carries position"),
+        mistake("expect attention, which mixes positions, to know their order", "both", says="equivariant"),
+        mistake("swap the two", "without mask", says="the other way round"),
     ],
     explain="""
-    Only the decoder layer with its causal mask. Without a mask every part of a layer (attention, FFN,
-    LayerNorm) commutes with a shuffle of the positions, so the output is just shuffled too; the causal
-    mask lets position i see positions 0..i only, which depends on where a token stands.
+    Only attention with the causal mask. Without a mask, attention is permutation equivariant: shuffled
+    tokens give the same outputs, shuffled. The causal mask lets position i see positions 0..i only, which
+    depends on where a token stands, not on what it is.
     """,
 )
 def predict_order_aware(answer):
-    """answer: "encoder", "decoder with mask", "decoder without mask" or "none"."""
-    choice = _word(answer, _LAYER_WORDS)
+    """answer: "without mask", "with causal mask", "both" or "neither"."""
+    choice = _word(answer, _MASK_WORDS)
     if choice is None:
-        return f'write "encoder", "decoder with mask", "decoder without mask" or "none", got {answer!r}'
-    if choice in ("none", "all"):
+        return f'write "without mask", "with causal mask", "both" or "neither", got {answer!r}'
+    if choice == "neither":
         return (
-            "one layer does change: the causal mask lets position i see positions 0..i only, so the mask "
+            "one of them does change: the causal mask lets position i see positions 0..i only, so the mask "
             "itself carries position, and a shuffled input gives more than a shuffled output"
         )
-    if choice == "encoder":
+    if choice == "both":
         return (
-            "the encoder layer is permutation equivariant: unmasked attention, the FFN and LayerNorm each "
-            "commute with a shuffle, so its output is just shuffled (order must come from the PE)"
+            "attention mixes positions but is permutation equivariant without a mask: a token's output depends "
+            "on which tokens are there, not where, so shuffled tokens give the same outputs, shuffled"
         )
-    if choice == "decoder without mask":
+    if choice == "without mask":
         return (
-            "without its mask the decoder layer commutes with a shuffle of the target too: cross-attention "
-            "reads the same memory from every position; it is the causal mask that tells positions apart"
+            "the other way round: without a mask attention is permutation equivariant; the causal mask lets "
+            "position i see positions 0..i only, so it is the mask that tells positions apart"
         )
     return None
 
