@@ -375,31 +375,24 @@ plt.show()
 # %%
 check.predict_long_range(my_guess_long_range)
 
-# %% [markdown]
-# The same peak at other widths:
-
-# %% tags=["hide-input"]
-other_peaks, other_at = {}, {}  # the same at other widths
-for d in [8, 16, *range(32, 257, 2), 512, 1024]:
-    f_d = torch.cos(far[1000:, None] * angular_frequencies(d)).sum(1) / (d / 2)  # (9001,)
-    other_peaks[d], other_at[d] = f_d.max().item(), 1000 + int(f_d.argmax())
-shown = [8, 16, 32, 64, 256, 512, 1024]
-print(f"at d_model = {shown}:", ", ".join(f"{other_peaks[d]:.2f}" for d in shown))
+# %%
+near = int((ratio < peak).nonzero()[0])  # the first offset that scores below the long-range peak
+print(f"f(k) / f(0) first falls below {peak:.3f} at k = {near}; at k = 200 it is {ratio[200]:.3f}")
+assert near == 148 and torch.all(ratio[:near] > peak) and ratio[200] < peak
 print(
-    f"largest over every even width from 32 to 256, 512 and 1024: {max(v for d, v in other_peaks.items() if d >= 32):.2f}"
+    f"✓ every offset below {near} scores higher than any from 1000 to 10,000; k = 200 lower than k = {check.LONG_RANGE_AT}"
 )
-print(f"at d_model = 8 the peak is at k = {other_at[8]}, about 2000 pi = {2000 * math.pi:.0f}")
-assert all(v < 0.6 for d, v in other_peaks.items() if d >= 32)
-assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
-print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the long-range peak stays below 0.6 f(0)")
 
 # %% [markdown]
 # At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying.
-# Within these 10,000 positions (far longer than any sentence) the 64 waves never all line up again: not because of the slowest (its cosine stays above 0.40), but
-# because the 63 faster ones are never in phase at once, so no far position looks like a near one; from
-# $d_{model} = 32$ up the long-range peak stays below $0.6\,f(0)$. Narrow encodings do come back: at
-# $d_{model} = 8$ four waves line up near $k = 2000\pi$, to nearly $f(0)$; at 16 to about $0.7\,f(0)$ (all printed above).
-# > **Going further:** how the first rise moves with $d_{model}$.
+# Over these 10,000 positions (far longer than any sentence) the 64 waves never line up again: not for the
+# slowest's sake (its cosine stays above 0.40), but because the 63 faster ones never return to phase together.
+#
+# Every offset below 148 scores higher than any from 1000 to 10,000; some in between score lower than
+# the far peak, e.g. $k = 200$ (printed above).
+#
+# > **Going further:** how the first rise and the long-range peak move with $d_{model}$; narrow encodings
+# > do come back.
 
 # %% [markdown]
 # ## 4. Random high-dimensional vectors are nearly orthogonal
@@ -686,11 +679,32 @@ print("✓ unscaled, in every seed most queries put over 0.99 on one key and the
 print("✓ scaled, in every seed no query puts over 0.99 on one key and the gradient stays alive")
 
 # %% [markdown]
-# So unscaled, the top key typically leads by about 9 to 10 units (median, printed above) and gets $e^{\text{gap}}$ times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient. Scaled, the gap is a
-# fraction of a unit and the weights stay soft. Smaller keys are no way out: in Table 3 (rows B)
-# "reducing the attention key size $d_k$ hurts model quality", which, the paper adds (section 6.2), "suggests
-# that determining compatibility is not easy and that a more sophisticated compatibility function than dot
-# product may be beneficial".
+# So unscaled, the top key typically leads by about 9 to 10 units (median, printed above) and gets
+# $e^{\text{gap}}$ times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient.
+# Scaled, the gap is a fraction of a unit and the weights stay soft. One query (seed 0's median gap):
+
+# %%
+median_q = int((gaps[0] - gaps[0].median()).abs().argmin())  # seed 0's query whose gap is the median
+one_query = random_scores(n_q, n_keys, d_k, 0)[median_q]  # (n_keys,) its unscaled scores
+fig, axes = plt.subplots(1, 2, figsize=(8, 2.4), sharey=True, layout="constrained")
+for ax, (name, s) in zip(axes, [("unscaled q.k", one_query), ("q.k / sqrt(d_k)", one_query / math.sqrt(d_k))]):
+    ax.bar(range(n_keys), torch.softmax(s, dim=-1).numpy())  # (n_keys,) this query's weights
+    ax.set(title=name, xlabel="key", xticks=range(n_keys), ylim=(0, 1.05))
+axes[0].set_ylabel("softmax weight")
+fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gaps[0][median_q]):.1f}: the median)")
+plt.show()
+
+# %% [markdown]
+# Smaller keys are no way out: in Table 3 (rows B) "reducing the attention key size $d_k$ hurts model
+# quality", which, the paper adds (section 6.2), "suggests that determining compatibility is not easy and
+# that a more sophisticated compatibility function than dot product may be beneficial" (English-to-German
+# development set; lower PPL and higher BLEU are better):
+#
+# | Table 3 | $d_k$ | PPL (dev) | BLEU (dev) | params $\times 10^6$ |
+# |---|---|---|---|---|
+# | base | 64 | 4.92 | 25.8 | 65 |
+# | (B) | 16 | 5.16 | 25.1 | 58 |
+# | (B) | 32 | 5.01 | 25.4 | 60 |
 
 # %% [markdown]
 # ### Where the independence assumption breaks: a word's score with itself
@@ -715,27 +729,38 @@ for d_k in dks:
         f"d_k={d_k:4d}: mean(x.x) / d_k {spread(self_mean[d_k])[0]:.3f} .. {spread(self_mean[d_k])[2]:.3f}, "
         f"Var(x.x) / d_k {spread(self_var[d_k])[0]:.2f} .. {spread(self_var[d_k])[2]:.2f}  (range over seeds)"
     )
+uniform_var = []  # Var(x.x) / d_k for entries uniform on [-sqrt 3, sqrt 3]: mean 0, variance 1
+for d_k in dks:
+    for seed in SEEDS:
+        gen = torch.Generator().manual_seed(seed)
+        x_unif = (2 * torch.rand(10000, d_k, generator=gen, dtype=torch.float64) - 1) * math.sqrt(3)  # (10000, d_k)
+        uniform_var.append((x_unif * x_unif).sum(1).var().item() / d_k)
+fourth_unif = math.sqrt(3) ** 4 / 5  # E[x^4] = a^4 / 5 for x uniform on [-a, a]
+print(
+    f"uniform entries on [-sqrt 3, sqrt 3], E[x^4] - 1 = {fourth_unif - 1:.2f}: "
+    f"Var(x.x) / d_k {min(uniform_var):.2f} .. {max(uniform_var):.2f}  (range over d_k and seeds)"
+)
 
 # %% tags=["hide-input"]
 assert all(abs(m - 1) < 0.02 for ms in self_mean.values() for m in ms)
 assert all(abs(v - 2) < 0.15 for vs in self_var.values() for v in vs)
 assert all(abs(m * 64 - check.predict_self_score_mean.reference) < 1 for m in self_mean[64])
 print(f"✓ for q = k = x with Gaussian entries: mean(x.x) = d_k, not 0, and Var(x.x) = 2 d_k, for d_k in {dks}, 5 seeds")
-signs = torch.sign(random_pairs(10000, 64, 0)[0])  # (10000, 64) entries +-1: mean 0, variance 1, E[x^4] = 1
-assert torch.all((signs * signs).sum(1) == 64)
-print("✓ with entries +-1 instead, x.x = d_k exactly: variance 0, so the fourth moment sets the variance")
+assert all(abs(v - (fourth_unif - 1)) < 0.05 for v in uniform_var)
+print(f"✓ with uniform entries of variance 1 instead, Var(x.x) = (E[x^4] - 1) d_k = 0.8 d_k, for d_k in {dks}, 5 seeds")
 
 # %%
 check.predict_self_score_mean(my_guess_self_score)
 
 # %% [markdown]
-# Each $x_j^2$ has mean 1 and, for Gaussian entries, variance $\mathbb{E}[x_j^4] - 1 = 2$. So a self-score
-# scaled by $\sqrt{d_k}$ is about $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks
-# almost only at the diagonal (its section 5 shows what different $W_q$, $W_k$ do to it).
+# Each $x_j^2$ has mean 1 and variance $\mathbb{E}[x_j^4] - 1$, so the fourth moment sets
+# $\mathrm{Var}(x \cdot x)$: $2\,d_k$ for Gaussian entries, $0.8\,d_k$ for entries uniform on
+# $[-\sqrt 3, \sqrt 3]$ (printed above). Either way a self-score scaled by $\sqrt{d_k}$ is about
+# $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks almost only at the diagonal (its
+# section 5 shows what different $W_q$, $W_k$ do to it).
 #
-# > **Going further:** with separate, independently drawn projections $W_q, W_k$ the self-score is centred
-# > near 0 again (its variance scales with the product of the two projections' entry variances); a $W_k$ close to $W_q$
-# > is not enough (measured at the end).
+# > **Going further:** separate, independently drawn $W_q, W_k$ bring the self-score back near 0, though one
+# > word's $q$ and $k$ stay slightly correlated; a $W_k$ close to $W_q$ does not (measured at the end).
 
 # %% [markdown]
 # ## 6. Softmax: shift invariance, temperature, soft arg-max
@@ -780,9 +805,9 @@ check.predict_overflow_nans(my_guess_nans)
 #
 # **Soft arg-max.** The reading notes call softmax a "softened" version of the arg-max. As
 # $T \to 0$, $\mathrm{softmax}(x/T) \to$ the one-hot vector of $\arg\max x$ (when the maximum is
-# unique): every other weight is $e^{(x_j - x_{max})/T} \to 0$. Arg-max itself jumps and has zero
-# gradient almost everywhere; softmax is the smooth, differentiable version, so attention can be
-# trained by gradient descent.
+# unique): every other weight is at most $e^{(x_j - x_{max})/T}$, which tends to 0. Arg-max itself jumps
+# and has zero gradient almost everywhere; softmax is the smooth, differentiable version, so attention
+# can be trained by gradient descent.
 
 # %%
 x = torch.tensor([1.0, 3.0, 2.5, 0.0, 2.0])  # (5,)
@@ -796,6 +821,10 @@ assert torch.allclose(weights[100.0], torch.full((5,), 0.2), atol=0.01)  # nearl
 one_hot = torch.nn.functional.one_hot(x.argmax(), 5).float()  # (5,)
 assert torch.allclose(weights[0.05], one_hot, atol=1e-4)  # nearly the arg-max's one-hot
 print("✓ the weights sharpen as T falls: nearly uniform at T = 100, nearly the arg-max's one-hot at T = 0.05")
+for T_ in temps:
+    bound = torch.exp((x.double() - x.max()) / T_)  # (5,) e^((x_j - x_max) / T)
+    assert torch.all(torch.softmax(x.double() / T_, dim=-1) <= bound)
+print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)")
 
 # %%
 fig, axes = plt.subplots(1, len(temps), figsize=(12, 2.4), sharey=True, layout="constrained")
@@ -900,26 +929,39 @@ check.score_scale(score_scale)
 # Five detours, each checked like the main line.
 
 # %% [markdown]
-# ### Separate $W_q$ and $W_k$ restore the assumption
+# ### Separate $W_q$, $W_k$ bring the self-score back near 0
 #
-# *Why read it:* section 5's broken assumption needs $q = k$; the real model projects twice.
+# *Why read it:* section 5's break needs $q = k$; the real model projects twice.
 #
-# The break needs the query and the key to be the *same* vector. In the real model they come from
-# separate projections, $q = xW_q$ and $k = xW_k$. With $W_q$ and $W_k$ drawn independently (entries of
-# variance $1/d_{model}$, one common choice) the self-score is centred near 0 again, with variance near
-# $d_k$ (it scales with the product of the query's and the key's variances, the rule exercise 4 uses). Its mean is
-# $\operatorname{tr}(W_q W_k^\top)$, near 0 for independent draws. Merely different matrices
-# are not enough: with $W_k = W_q + 0.3\,W'$ ($W'$ another independent draw) the mean stays near that of
-# $q = k$. Measured at $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
+# In the real model the query and the key come from separate projections, $q = xW_q$ and $k = xW_k$. With
+# $W_q$ and $W_k$ drawn independently (entries of variance $1/d_{model}$, one common choice) the self-score
+# is centred near 0 again, with variance near $d_k$ (it scales with the product of the query's and the
+# key's variances, the rule exercise 4 uses).
+#
+# That does not make one word's $q$ and $k$ independent. For $x$ with independent $N(0, 1)$ entries,
+# $q_j$ and $k_j$ have covariance $(W_q^\top W_k)_{jj}$: small, but not 0. The self-score's mean is the
+# sum of these covariances, $\operatorname{tr}(W_q^\top W_k)$; they take both signs, so the sum stays near
+# 0. Merely different matrices are not enough: with $W_k = W_q + 0.3\,W'$ ($W'$ another independent draw)
+# the mean stays near that of $q = k$. Measured at $d_{model} = 512$, $d_k = 64$, 4000 words, five seeds:
 
 # %% tags=["nbval-ignore-output"]
 untied_mean, untied_var, near_mean = [], [], []  # self-score / sqrt(d_k), / d_k; one per seed
+corr_max, corr_gap, trace_mean, both_signs = [], [], [], []  # q_j, k_j correlations; tr(W_q^T W_k) / sqrt(d_k)
 for seed in SEEDS:
     x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
     W_q, W_k = (W / math.sqrt(512) for W in random_pairs(512, 64, 100 + seed))  # (d_model, d_k) each
-    untied = ((x_words @ W_q) * (x_words @ W_k)).sum(1)  # (4000,) each word's score with itself
+    q_w, k_w = x_words @ W_q, x_words @ W_k  # (4000, d_k) each: every word's query and key
+    untied = (q_w * k_w).sum(1)  # (4000,) each word's score with itself
     untied_mean.append(untied.mean().item() / 8)
     untied_var.append(untied.var().item() / 64)
+    cov = (W_q * W_k).sum(0)  # (d_k,) Cov(q_j, k_j) = (W_q^T W_k)_jj
+    exact_corr = cov / (W_q.norm(dim=0) * W_k.norm(dim=0))  # (d_k,) corr(q_j, k_j) from the weights
+    q_c, k_c = q_w - q_w.mean(0), k_w - k_w.mean(0)  # (4000, d_k) each, centred
+    measured_corr = (q_c * k_c).sum(0) / (q_c.norm(dim=0) * k_c.norm(dim=0))  # (d_k,) over the 4000 words
+    corr_max.append(exact_corr.abs().max().item())
+    corr_gap.append((measured_corr - exact_corr).abs().max().item())
+    trace_mean.append(cov.sum().item() / 8)
+    both_signs.append(bool((cov > 0).any() and (cov < 0).any()))
     W_near = W_q + 0.3 * random_pairs(512, 64, 200 + seed)[0] / math.sqrt(512)  # (d_model, d_k) close to W_q
     near_mean.append(((x_words @ W_q) * (x_words @ W_near)).sum(1).mean().item() / 8)
 print(
@@ -927,6 +969,7 @@ print(
     f"Var / d_k {min(untied_var):.2f} .. {max(untied_var):.2f}  (range over seeds)"
 )
 print(f"W_k = W_q + 0.3 W': mean self-score / sqrt(d_k) {min(near_mean):.2f} .. {max(near_mean):.2f}")
+print(f"separate W_q, W_k: largest |corr(q_j, k_j)| over j {min(corr_max):.2f} .. {max(corr_max):.2f}")
 lin_var = []  # nn.Linear's default init: entries uniform on +-1/sqrt(d_model), variance 1/(3 d_model)
 for seed in SEEDS:
     x_words = random_pairs(4000, 512, seed)[0]  # (4000, d_model)
@@ -941,6 +984,10 @@ assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in u
 assert all(7 < m < 9 for m in near_mean)  # q = k would give sqrt(d_k) = 8
 print("✓ with independent random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
 print("✓ with W_k = W_q + 0.3 W' it is not: the mean stays near sqrt(d_k), as for q = k, in all 5 seeds")
+assert all(0.05 < c < 0.25 for c in corr_max) and max(corr_gap) < 0.08 and all(both_signs)
+assert all(abs(m - t) < 0.06 for m, t in zip(untied_mean, trace_mean))
+print("✓ yet one word's q_j and k_j stay correlated in every seed, as W_q^T W_k predicts (largest printed above)")
+print("✓ the mean self-score is tr(W_q^T W_k), a sum of covariances of both signs, in all 5 seeds")
 assert all(0.08 < v < 0.14 for v in lin_var)  # about 1/9: each q_j, k_j has variance 1/3
 print("✓ with nn.Linear's default init (variance 1/(3 d_model)) the variance is near d_k / 9, in all 5 seeds")
 
@@ -961,9 +1008,9 @@ assert torch.all(omegas[:-1, 1:] > omegas[1:, 1:])  # pairs i >= 1: faster for e
 print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
 
 # %% [markdown]
-# ### When does $f$ first rise, at other widths?
+# ### Other widths: the first rise and the long-range peak
 #
-# *Why read it:* section 3's first rise at $k = 11$ is for $d_{model} = 128$ only.
+# *Why read it:* section 3's first rise at $k = 11$ and its long-range peak are for $d_{model} = 128$ only.
 #
 # The rise is not special to $d_{model} = 128$. For every width below, $f$ first rises within the
 # first 200 offsets, and later the wider the encoding; in every case $f(200)$ ends below $0.7\,f(0)$.
@@ -987,6 +1034,26 @@ firsts = list(every_width.values())
 assert all(a <= b for a, b in zip(firsts, firsts[1:])) and every_width[256] == every_width[384] == 24
 print("✓ over every even width from 2 to 1024, a wider encoding never first rises earlier;", end=" ")
 print(f"d_model = 256 and 384 both first rise at k = {every_width[384]}")
+
+# %% [markdown]
+# The long-range peak ($1000 \le k \le 10\,000$) at other widths: from $d_{model} = 32$ up it stays below
+# $0.6\,f(0)$, but narrow encodings do come back: at $d_{model} = 8$ four waves line up near $k = 2000\pi$,
+# to nearly $f(0)$; at 16 to about $0.7\,f(0)$ (all printed below).
+
+# %% tags=["hide-input"]
+other_peaks, other_at = {}, {}  # the same at other widths
+for d in [8, 16, *range(32, 257, 2), 512, 1024]:
+    f_d = torch.cos(far[1000:, None] * angular_frequencies(d)).sum(1) / (d / 2)  # (9001,)
+    other_peaks[d], other_at[d] = f_d.max().item(), 1000 + int(f_d.argmax())
+shown = [8, 16, 32, 64, 256, 512, 1024]
+print(f"at d_model = {shown}:", ", ".join(f"{other_peaks[d]:.2f}" for d in shown))
+print(
+    f"largest over every even width from 32 to 256, 512 and 1024: {max(v for d, v in other_peaks.items() if d >= 32):.2f}"
+)
+print(f"at d_model = 8 the peak is at k = {other_at[8]}, about 2000 pi = {2000 * math.pi:.0f}")
+assert all(v < 0.6 for d, v in other_peaks.items() if d >= 32)
+assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
+print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the long-range peak stays below 0.6 f(0)")
 
 # %% [markdown]
 # ### Does PE take only a few dimensions?
