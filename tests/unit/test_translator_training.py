@@ -252,6 +252,11 @@ def test_heldout_substitutions_and_rest_right():
     assert list(heldout_substitutions(other, [p, q], forms).values()) == [1, 1, 0, 1, 0]
     nouns = [["li", "kani", "kani", "mira", "ke", "vidont"], ["la", "mira", "li", "kani", "kani", "ke", "kani"]]
     assert heldout_substitutions(nouns, [p, q], forms)["another word"] == 3  # kani ends in -i but is a noun
+    nigri = HeldoutForm("adjective", "black", "m", "pl", "nigri")  # held out too: never a trained form
+    counts = heldout_substitutions(
+        [["li", "kani", "nigri", "mira", "ke", "vidont"], list(q.tgt)], [p, q], [*forms, nigri]
+    )
+    assert counts["another stem, the needed ending"] == 0 and counts["another word"] == 1
     assert heldout_substitutions([["x"], ["y"]], [p, q], forms)["sentence of another length"] == 3
     assert all_but_heldout_right(hyps, [p, q], forms) == 1.0
     assert all_but_heldout_right([list(p.tgt), ["la"] * len(q.tgt)], [p, q], forms) == 0.5

@@ -143,7 +143,8 @@ def evaluate(model, pairs, src_vocab, tgt_vocab):
 def heldout_substitutions(hypotheses, pairs, heldout_forms):
     """What the model wrote where the reference needs a held-out form, as counts: "the held-out form",
     "same stem, a trained ending" (e.g. albo for albi), "another stem, the needed ending" (another adjective,
-    or verb, with the held-out form's ending: kalme for june), "another word", "sentence of another length"."""
+    or verb, not held out, with the held-out form's ending: kalme for june), "another word" (including another
+    held-out form), "sentence of another length"."""
     _check_pairs(hypotheses, [list(p.tgt) for p in _pairs(pairs)], "pairs")
     forms = {f.neo: f for f in heldout_forms}
     counts = dict.fromkeys(
@@ -163,7 +164,7 @@ def heldout_substitutions(hypotheses, pairs, heldout_forms):
             f = forms[word]
             if f.kind == "adjective":
                 stem, ending = grammar.ADJ_INFO[f.english], grammar.ENDINGS[(f.gender, f.number)]
-                same_kind = {s + ending for s in grammar.ADJ_INFO.values()}  # every adjective with that ending
+                same_kind = {s + ending for s in grammar.ADJ_INFO.values()}  # the adjectives with that ending
             else:
                 stem, ending = grammar.VERB_INFO[f.english][1], grammar.VERB_ENDINGS[(f.gender, f.number)]
                 same_kind = {info[1] + ending for info in grammar.VERB_INFO.values()}
@@ -173,7 +174,7 @@ def heldout_substitutions(hypotheses, pairs, heldout_forms):
                 counts["the held-out form"] += 1
             elif hyp[j].startswith(stem):
                 counts["same stem, a trained ending"] += 1
-            elif hyp[j] in same_kind:
+            elif hyp[j] in same_kind and hyp[j] not in forms:
                 counts["another stem, the needed ending"] += 1
             else:
                 counts["another word"] += 1
