@@ -173,6 +173,7 @@ fig = plot_cross_attention(
     example_tgt,
     gold=example_alignment,
     title="Gold alignment: 'a' has no Neo word, 'ke' no English word, 'behind' two",
+    labels=("English word", "Neo word", "1 = the English word it translates"),
 )
 
 # %% [markdown]
@@ -366,13 +367,24 @@ print("✓ the parallel pass gives the same logits as the position-by-position c
 # $1/\sqrt{\text{step}}$:
 #
 # $$\text{lrate} = \text{factor}\cdot d_{\text{model}}^{-0.5}\cdot\min(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup}^{-1.5})$$
+#
+# The paper's formula has no `factor`, and its base model has $d_{\text{model}}$ = 512 and warmup = 4000
+# (of 100,000 steps). Our 1300 steps would end inside such a warm-up, so ours lasts 200. This shorter
+# warm-up and our smaller $d_{\text{model}}$ both raise the peak; our recipe's `factor` 0.5 halves it:
 
 # %%
 cfg = recipe.TRAIN
 lr = [noam_lr(k, model.d_model, cfg["warmup"], cfg["factor"]) for k in range(1, cfg["steps"] + 1)]
 peak = int(np.argmax(lr)) + 1
-print(f"peak learning rate {max(lr):.5f} at step {peak}; at the last step {lr[-1]:.5f}")
-assert peak == cfg["warmup"]
+paper_peak = noam_lr(4000, 512, 4000)  # step = warmup; section 5.3, without a factor
+print(
+    f"ours (d_model {model.d_model}, warmup {cfg['warmup']}, factor {cfg['factor']}): peak {max(lr):.5f} at step "
+    f"{peak}; at the last step, {cfg['steps']}, {lr[-1]:.5f}"
+)
+print(f"the paper's base model (d_model 512, warmup 4000): peak {paper_peak:.5f} at step 4000 of its 100,000")
+print(f"our peak is {max(lr) / paper_peak:.1f} times the paper's")
+assert peak == cfg["warmup"] < cfg["steps"] < 4000 and cfg["factor"] == 0.5
+print(f"✓ our warm-up ends at step {peak}; all {cfg['steps']} steps would fit inside the paper's warm-up")
 
 # %% [markdown]
 # **What the paper adds (section 5.4).** *Residual dropout*: "We apply dropout […] to the output of each
@@ -462,8 +474,9 @@ check.predict_smoothed_target(my_guess_smoothed_target)
 # is very helpful in avoiding over-fitting".
 #
 # Now train for a fixed number of steps, with lesson 06's fused attention. Time and losses differ between
-# computers (1300 steps amplify a float's last bits), so each result is printed in one cell and checked
-# with a tolerance in the next. The cell prints how long it took.
+# computers (1300 steps amplify a float's last bits), so the next cells check results with a tolerance.
+# Expect a minute or more on a laptop CPU, not seconds; a bar shows the progress and the cell prints how
+# long it took.
 
 # %% tags=["nbval-ignore-output"]
 history = train(
@@ -613,14 +626,22 @@ for p, h in [(p, h) for p, h in zip(ds.test_unseen, unseen["hypotheses"]) if lis
 
 # %% tags=["hide-input"]
 assert subs["the held-out form"] == 0 and p_held.max() < 0.01
-assert subs["same stem, a trained ending"] >= 0.5 * sum(subs.values())
-assert sum(subs.values()) == sum(word in held for p in ds.test_unseen for word in p.tgt)  # every place counted
+places = sum(subs.values())
+assert places == sum(word in held for p in ds.test_unseen for word in p.tgt)  # every place counted
+kept_half = subs["same stem, a trained ending"] + subs["another stem, the needed ending"]
+assert kept_half >= 0.8 * places
+assert min(subs["same stem, a trained ending"], subs["another stem, the needed ending"]) >= 0.1 * places
+print("✓ the model never writes a held-out form and gives it almost no probability")
 print(
-    "✓ the model never writes a held-out form and gives it almost no probability; in at least half of "
-    "those places it writes the same adjective or verb with an ending it was trained on"
+    "✓ in at least 80% of those places it writes a trained adjective or verb form that keeps the stem or the "
+    "needed ending, and each of the two happens in at least a tenth of them"
 )
 
 # %% [markdown]
+# So the model keeps half of the word: the stem with a trained ending (in this run, `fela` for `felo`
+# above), or the ending on another adjective or verb (below, `kalme`, "quiet", for the held-out `june`,
+# "young": both end in `-e`).
+#
 # A limit of a **word-level vocabulary**, not of attention: the output layer has one logit per Neo word;
 # a held-out form is never a training label, so nothing teaches the model to choose it (with or without
 # label smoothing: "Going further" shows the gradients). Real translators use sub-word units
@@ -948,6 +969,11 @@ print(
 # layer $\text{LN}(\text{LN}(\text{LN}(x)))$, its sub-layers' outputs dropped before each add and norm. The
 # sums of embeddings and PE are dropped too, on both sides, so every LayerNorm sees zeros and returns its
 # $\beta$, which is 0 before training: the encoder outputs zeros and the logits are just the output bias.
+#
+# On inputs of std about 1, a second LayerNorm changes almost nothing (only through its $\epsilon$), so
+# LN(LN(x)) and LN(LN(LN(x))) would look alike. Our input has std $10^{-4}$, a variance far below
+# $\epsilon = 10^{-5}$: the first LayerNorm then brings the std only part of the way to 1 and the second
+# the rest, so each of the three shows in the output, and a layer with one add-and-norm too few would fail.
 
 # %%
 torch.manual_seed(recipe.MODEL_SEED)
@@ -958,20 +984,25 @@ for m in dropped.modules():
     elif isinstance(m, MultiHeadAttention):
         m.dropout = 1.0
 g = torch.Generator().manual_seed(0)
-x = torch.randn(2, 5, model.d_model, generator=g)  # (2, 5, d_model): a target side
+x = 1e-4 * torch.randn(2, 5, model.d_model, generator=g)  # (2, 5, d_model): a target side, std about 1e-4
 mem = torch.randn(2, 4, model.d_model, generator=g)  # (2, 4, d_model): an encoder output
 enc, dec = dropped.encoder.layers[0], dropped.decoder.layers[0]
 betas = [m.bias for m in dropped.modules() if isinstance(m, torch.nn.LayerNorm)]
 with torch.no_grad():
     assert betas and all((b == 0).all() for b in betas), "every LayerNorm's beta is 0 before training"
+    ln1 = dec.norm1(x)  # (2, 5, d_model), like ln2 and ln3
+    ln2, ln3 = dec.norm2(ln1), dec.norm3(dec.norm2(ln1))
+    print("std of x, then after 1, 2 and 3 LayerNorms:", ", ".join(f"{t.std():.3g}" for t in (x, ln1, ln2, ln3)))
     assert torch.allclose(enc(x), enc.norm2(enc.norm1(x)), rtol=0, atol=1e-6)
-    assert torch.allclose(dec(x, mem), dec.norm3(dec.norm2(dec.norm1(x))), rtol=0, atol=1e-6)
+    assert torch.allclose(dec(x, mem), ln3, rtol=0, atol=1e-6)
+    assert (enc(x) - enc.norm1(x)).abs().max() > 1e-3 and (dec(x, mem) - ln2).abs().max() > 1e-3  # one LN fewer
     assert (dropped.encode(src)[0] == 0).all()
     logits_dropped = dropped(src, shift_targets(tgt)[0])  # (4, T-1, vocab)
     assert (logits_dropped == dropped.generator.bias).all()
 print(
-    "✓ with every rate 1, an encoder layer returns LN(LN(x)) and a decoder layer LN(LN(LN(x))); with every "
-    "LayerNorm's beta still 0, the encoder returns zeros and the logits are just the output bias"
+    "✓ with every rate 1, an encoder layer returns LN(LN(x)) and a decoder layer LN(LN(LN(x))), not one "
+    "LayerNorm fewer; with every LayerNorm's beta still 0, the encoder returns zeros and the logits are just "
+    "the output bias"
 )
 
 # %% [markdown]
@@ -1050,9 +1081,10 @@ print(f"beam search repairs {fixed} of {min(len(wrong), 5)} shown")
 #   (3.5), the shared vocabulary (5.1), Adam and the schedule (5.3), residual dropout and label smoothing
 #   (5.4), beam size 4 and length penalty (6.1), Table 3's rows (D) and their reading (6.2).
 # - Press and Wolf, "Using the Output Embedding to Improve Language Models", EACL 2017: the paper's
-#   reference [30] for sharing the embedding and the pre-softmax matrix (section 2).
+#   reference [30] for sharing the embedding and the pre-softmax matrix (this lesson's section 2).
 # - Szegedy et al., "Rethinking the Inception Architecture for Computer
-#   Vision", CVPR 2016: label smoothing, the paper's reference [36] (section 3).
+#   Vision", CVPR 2016: label smoothing (their section 7), the paper's reference [36] (this lesson's
+#   section 3).
 # - Reading notes on the paper (June 2020): "Q is from decoder, but K, V from encoder"; the RNN vs
 #   Transformer training-sample contrast corrected in section 1.
 # - Wu et al., "Google's Neural Machine Translation System: Bridging the Gap between Human and Machine

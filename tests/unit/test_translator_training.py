@@ -244,9 +244,19 @@ def test_heldout_substitutions_and_rest_right():
     assert counts == {
         "the held-out form": 1,
         "same stem, a trained ending": 1,
-        "another word": 1,
+        "another stem, the needed ending": 1,  # amas: another verb, with vidas's ending
+        "another word": 0,
         "sentence of another length": 0,
     }
+    other = [list(p.tgt), ["la", "mira", "li", "kani", "albe", "ke", "amos"]]  # amos: another verb, another ending
+    assert list(heldout_substitutions(other, [p, q], forms).values()) == [1, 1, 0, 1, 0]
+    nouns = [["li", "kani", "kani", "mira", "ke", "vidont"], ["la", "mira", "li", "kani", "kani", "ke", "kani"]]
+    assert heldout_substitutions(nouns, [p, q], forms)["another word"] == 3  # kani ends in -i but is a noun
+    nigri = HeldoutForm("adjective", "black", "m", "pl", "nigri")  # held out too: never a trained form
+    counts = heldout_substitutions(
+        [["li", "kani", "nigri", "mira", "ke", "vidont"], list(q.tgt)], [p, q], [*forms, nigri]
+    )
+    assert counts["another stem, the needed ending"] == 0 and counts["another word"] == 1
     assert heldout_substitutions([["x"], ["y"]], [p, q], forms)["sentence of another length"] == 3
     assert all_but_heldout_right(hyps, [p, q], forms) == 1.0
     assert all_but_heldout_right([list(p.tgt), ["la"] * len(q.tgt)], [p, q], forms) == 0.5

@@ -35,6 +35,18 @@ def test_heatmap_draws_the_weights_and_the_gold_markers():
     assert len(fig.axes) == 2  # the heatmap and its colorbar
     no_gold = plot_cross_attention(w, list("abcd"), list("xyz"))
     assert len(no_gold.axes[0].collections) == 0
+    assert (no_gold.axes[0].get_xlabel(), no_gold.axes[0].get_ylabel()) == (
+        "source word (key)",
+        "predicted Neo word (query)",
+    )
+    relabelled = plot_cross_attention(w, list("abcd"), list("xyz"), labels=("English", "Neo", "1 = aligned"))
+    assert (relabelled.axes[0].get_xlabel(), relabelled.axes[0].get_ylabel()) == ("English", "Neo")
+    assert relabelled.axes[1].get_ylabel() == "1 = aligned"  # the colour bar's label
+    long_title = plot_cross_attention(w, list("abcd"), list("xyz"), title="word " * 40)
+    assert "\n" in long_title.axes[0].get_title()  # wrapped to the figure's width
+    long_title.canvas.draw()
+    im_box, bar_box = (a.get_position(original=False) for a in long_title.axes)
+    assert bar_box.y1 <= im_box.y1  # the colour bar ends below the heatmap's top, so under its title
 
 
 @pytest.mark.parametrize(
@@ -48,6 +60,15 @@ def test_heatmap_draws_the_weights_and_the_gold_markers():
 def test_heatmap_bad_input(weights, gold, match):
     with pytest.raises(ValueError, match=match):
         plot_cross_attention(weights, list("abcd"), list("xyz"), gold)
+
+
+@pytest.mark.parametrize(
+    "labels, error",
+    [(("x", "y"), ValueError), (("x", "y", 3), ValueError), ("xyz", TypeError), (None, TypeError)],
+)
+def test_heatmap_bad_labels(labels, error):
+    with pytest.raises(error, match="labels must be 3 strings"):
+        plot_cross_attention(np.ones((3, 4)), list("abcd"), list("xyz"), labels=labels)
 
 
 def test_training_history_draws_loss_and_lr():

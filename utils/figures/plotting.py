@@ -1,6 +1,7 @@
 """Pure plotting functions: each draws a figure from numbers and returns it (widgets wrap them)."""
 
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -180,8 +181,17 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
 # --- lesson 07: toy translator ---
 
 
-def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-attention"):
+def plot_cross_attention(
+    weights,
+    src_words,
+    tgt_words,
+    gold=None,
+    title="cross-attention",
+    labels=("source word (key)", "predicted Neo word (query)", "weight"),
+):
     """Heatmap of cross-attention weights (T_tgt x T_src) with the gold alignment drawn as orange circles.
+
+    labels: the x axis, the y axis and the colour bar (e.g. for a matrix that is not attention weights).
 
     gold[j] is the source index Neo word j translates, or None where it translates none (len(gold) <= T_tgt;
     gold=None: no markers).
@@ -198,8 +208,14 @@ def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-
             f"gold must give at most {len(tgt_words)} source indices in [0, {len(src_words)}) "
             f"(or None), got {list(gold)}"
         )
-    fig, ax = plt.subplots(figsize=(1.2 + 0.5 * len(src_words), 1.0 + 0.42 * len(tgt_words)), layout="constrained")
-    im = ax.imshow(w, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    labels = validation.items("labels", labels, "3 strings (x axis, y axis, colour bar)")
+    if len(labels) != 3 or not all(isinstance(text, str) for text in labels):
+        raise ValueError(f"labels must be 3 strings (x axis, y axis, colour bar), got {labels!r:.80}")
+    xlabel, ylabel, value_label = labels
+    width = 1.2 + 0.5 * len(src_words)
+    fig, ax = plt.subplots(figsize=(width, 1.0 + 0.42 * len(tgt_words)), layout="constrained")
+    # aspect="auto": the axes fill their box, so the colour bar stays below the title
+    im = ax.imshow(w, cmap="Blues", vmin=0, vmax=1, interpolation="nearest", aspect="auto")
     marked = [] if gold is None else [(g, j) for j, g in enumerate(gold) if g is not None]
     if marked:
         ax.scatter(
@@ -211,11 +227,12 @@ def plot_cross_attention(weights, src_words, tgt_words, gold=None, title="cross-
             linewidths=2,
             label="gold alignment",
         )
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)
+        fig.legend(loc="outside lower center", fontsize="small", frameon=False)  # below: the heatmap keeps its width
     ax.set_xticks(range(len(src_words)), src_words, rotation=60, ha="right")
     ax.set_yticks(range(len(tgt_words)), tgt_words)
-    ax.set(xlabel="source word (key)", ylabel="predicted Neo word (query)", title=title)
-    fig.colorbar(im, ax=ax, shrink=0.8, label="weight")
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    ax.set_title(textwrap.fill(title, max(30, int(9 * width))))  # about 9 characters per inch of figure
+    fig.colorbar(im, ax=ax, shrink=0.8, label=value_label)
     return fig
 
 

@@ -142,24 +142,40 @@ def evaluate(model, pairs, src_vocab, tgt_vocab):
 
 def heldout_substitutions(hypotheses, pairs, heldout_forms):
     """What the model wrote where the reference needs a held-out form, as counts: "the held-out form",
-    "same stem, a trained ending" (e.g. albo for albi), "another word", "sentence of another length"."""
+    "same stem, a trained ending" (e.g. albo for albi), "another stem, the needed ending" (another adjective,
+    or verb, not held out, with the held-out form's ending: kalme for june), "another word" (including another
+    held-out form), "sentence of another length"."""
     _check_pairs(hypotheses, [list(p.tgt) for p in _pairs(pairs)], "pairs")
     forms = {f.neo: f for f in heldout_forms}
     counts = dict.fromkeys(
-        ("the held-out form", "same stem, a trained ending", "another word", "sentence of another length"), 0
+        (
+            "the held-out form",
+            "same stem, a trained ending",
+            "another stem, the needed ending",
+            "another word",
+            "sentence of another length",
+        ),
+        0,
     )
     for hyp, p in zip(hypotheses, pairs, strict=True):
         for j, word in enumerate(p.tgt):
             if word not in forms:
                 continue
             f = forms[word]
-            stem = grammar.ADJ_INFO[f.english] if f.kind == "adjective" else grammar.VERB_INFO[f.english][1]
+            if f.kind == "adjective":
+                stem, ending = grammar.ADJ_INFO[f.english], grammar.ENDINGS[(f.gender, f.number)]
+                same_kind = {s + ending for s in grammar.ADJ_INFO.values()}  # the adjectives with that ending
+            else:
+                stem, ending = grammar.VERB_INFO[f.english][1], grammar.VERB_ENDINGS[(f.gender, f.number)]
+                same_kind = {info[1] + ending for info in grammar.VERB_INFO.values()}
             if len(hyp) != len(p.tgt):
                 counts["sentence of another length"] += 1
             elif hyp[j] == word:
                 counts["the held-out form"] += 1
             elif hyp[j].startswith(stem):
                 counts["same stem, a trained ending"] += 1
+            elif hyp[j] in same_kind and hyp[j] not in forms:
+                counts["another stem, the needed ending"] += 1
             else:
                 counts["another word"] += 1
     return counts
