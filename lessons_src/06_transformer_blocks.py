@@ -1048,7 +1048,9 @@ for with_padding, stats in eval_stats.items():
 assert max(eval_changes) == 0.0
 assert (eval_stats[True][:, 0] > 0.2).all() and (eval_stats[True][:, 1] > 1.1).all()
 assert (np.abs(eval_stats[False][:, 0]) < 0.1).all() and (np.abs(eval_stats[False][:, 1] - 1) < 0.1).all()
-print("✓ in evaluation mode, batch norm ignores the batch, but padding in its statistics skews every feature")
+print(
+    "✓ in evaluation mode, batch norm ignores the batch; padding in its statistics moves new tokens off mean 0, std 1"
+)
 
 # %% [markdown]
 # ### Copied or independent layers
