@@ -43,9 +43,15 @@ from torch import nn
 
 from utils.blocks import DecoderLayer, Encoder, EncoderLayer, FeedForward
 from utils.course.exercises import lesson06 as check
-from utils.experiments.layer_costs import saved_storage_bytes
-from utils.experiments.norm_probes import probe_at_init, train_copy_task
-from utils.figures.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer
+from utils.experiments.layer_costs import saved_tensors
+from utils.experiments.norm_probes import (
+    gap_findings,
+    gradient_gap,
+    last_layer_norm_inputs,
+    probe_stacks,
+    train_copy_task,
+)
+from utils.figures.norm_probes import VARIANT_STYLE, plot_gradient_gap, plot_loss_curves, plot_norm_axes
 from utils.masks import causal_mask, padding_mask
 from utils.multihead import MultiHeadAttention
 
@@ -58,7 +64,8 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # $$\mathrm{FFN}(x) = \max(0,\; x W_1 + b_1)\, W_2 + b_2,$$
 #
 # a two-layer MLP (`d_model → d_ff → d_model`; the paper uses 512 → 2048 → 512) applied to every
-# position **separately, with the same weights**. Attention mixes positions; the FFN never does.
+# position **separately, with the same weights**. Attention mixes positions; the FFN never does. The
+# paper (section 3.3) also calls it "two convolutions with kernel size 1".
 
 # %%
 torch.manual_seed(0)
@@ -71,7 +78,10 @@ by_hand = torch.relu(x @ W_1 + b_1) @ W_2 + b_2  # (batch, T, d_model)
 assert torch.allclose(by_hand, ffn(x), atol=1e-6)
 one_at_a_time = torch.stack([ffn(x[:, t]) for t in range(T)], dim=1)  # (batch, T, d_model)
 assert torch.allclose(one_at_a_time, ffn(x), atol=1e-6)
-print("✓ FeedForward computes max(0, x W_1 + b_1) W_2 + b_2, the same as applying it one position at a time")
+hidden = torch.relu(F.conv1d(x.mT, ffn.linear1.weight[..., None], b_1))  # (batch, d_ff, T): kernel size 1
+as_convolutions = F.conv1d(hidden, ffn.linear2.weight[..., None], b_2).mT  # (batch, T, d_model)
+assert torch.allclose(as_convolutions, ffn(x), atol=1e-6)
+print("✓ FeedForward computes max(0, x W_1 + b_1) W_2 + b_2, one position at a time or as two kernel-1 convolutions")
 
 # %% [markdown]
 # So it **commutes with permutations**: shuffling the positions before or after the FFN gives the
@@ -114,7 +124,7 @@ print("✓ in 5 of 5 seeds, shuffling commutes with attention without a mask, no
 # %% [markdown]
 # Attention without a mask is permutation *equivariant* (lesson 03; a padding mask would have to be
 # shuffled with the tokens). The causal mask itself carries position: position $i$ attends to
-# positions $0 \dots i$ only. Section 5 shuffles whole layers. Your guess:
+# positions $0 \dots i$ only. Your guess:
 
 # %%
 check.predict_order_aware(my_guess_order_aware)
@@ -178,13 +188,13 @@ print(
 # ### What the normalised values look like — not "between 0 and 1"
 #
 # The YOUR CAT slide deck says γ and β "introduce some fluctuations in the data, because maybe having
-# all values between 0 and 1 may be too restrictive". Both halves are off. $N(\mathbf x)$ has **mean 0
-# and variance 1 over each token's features** — so every token that is not constant has negative
-# values and (without ε) at least one value with $|v| \ge 1$, up to $\sqrt{H-1}$ when one feature
-# sticks out.
-# (With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$, σ the token's spread: a hair under 1 for
-# the tokens here; "Going further" shows tokens of tiny spread.) Check it on random tokens of several
-# widths H, scales and offsets, 5 seeds each:
+# all values between 0 and 1 may be too restrictive". Both halves are off: γ and β are fixed learned
+# numbers, not fluctuations ("What γ and β can and cannot do", in Going further), and $N(\mathbf x)$
+# has **mean 0 and variance 1 over each token's features** — so every token that is not constant has
+# negative values and (without ε) at least one value with $|v| \ge 1$, up to $\sqrt{H-1}$ when one
+# feature sticks out. (With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$, σ the token's
+# spread: a hair under 1 here; "Going further" shows tiny spreads.) Check it on random tokens of
+# several widths H, scales and offsets, 5 seeds each:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -228,11 +238,7 @@ assert means.max() < 1e-5 and variances.max() < 1e-4  # mean 0, variance sigma^2
 assert all_negative.all() and smallest_max.min() >= 0.99  # every token has a value < 0 and one with |v| >= 1
 assert outside.min() > 0.5
 assert abs(spike.max().item() - np.sqrt(511)) < 1e-2
-print(
-    "✓ over 5 seeds and H in (4, 16, 64, 512), every token's normalised values have mean 0 and variance "
-    "sigma^2 / (sigma^2 + eps), a negative value and one of size about 1 or more; more than half of all "
-    "values lie outside [0, 1]; a one-spike token reaches sqrt(H - 1)"
-)
+print("✓ over 5 seeds and 4 widths, no token's normalised values stay inside [0, 1]")
 
 # %% [markdown]
 # ### Batch norm or layer norm: which axis?
@@ -259,30 +265,7 @@ assert torch.allclose(layer_normed.var(dim=1, unbiased=False), torch.ones(3), at
 print("✓ batch norm gives every column (feature) mean 0 and variance 1, layer norm every row (item)")
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.2), layout="constrained")
-panels = [
-    (batch3, "the slide deck's raw batch", None),
-    (batch_normed, "batch norm: mean 0 per column", 2),
-    (layer_normed, "layer norm: mean 0 per row", 2),
-]
-for ax, (values, title, limit) in zip(axes, panels):
-    im = ax.imshow(values, cmap="RdBu_r" if limit else "Greys", vmin=-limit if limit else 0, vmax=limit)
-    fig.colorbar(im, ax=ax, shrink=0.8, label="value")
-    ax.set(title=title, xticks=range(4), yticks=range(3), yticklabels=["item 1", "item 2", "item 3"], xlabel="feature")
-    for (i, j), v in np.ndenumerate(values.numpy()):
-        dark = v > 12000 if limit is None else abs(v) > 1.3
-        ax.text(
-            j,
-            i,
-            f"{v:.0f}" if limit is None else f"{v:.2f}",
-            ha="center",
-            va="center",
-            fontsize=8,
-            color="white" if dark else "black",
-        )
-# outline one group of shared statistics in each: a column for batch norm, a row for layer norm
-axes[1].add_patch(plt.Rectangle((-0.5, -0.5), 1, 3, fill=False, lw=3, color="black"))
-axes[2].add_patch(plt.Rectangle((-0.5, -0.5), 4, 1, fill=False, lw=3, color="black"))
+plot_norm_axes(batch3, batch_normed, layer_normed)
 plt.show()
 
 # %% [markdown]
@@ -351,7 +334,9 @@ check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 #
 # Each sublayer `f` (attention or FFN) is wrapped in a **residual connection**: the layer outputs
 # `x + f(x)`, so the input always has a direct path through, and `f` only has to learn a change.
-# The paper (section 3.1) then normalises, **post-norm**: `LayerNorm(x + f(x))`. Most code today
+# Adding needs `f(x)` of `x`'s size: "to facilitate these residual connections", every sublayer and
+# the embeddings output `d_model` = 512 numbers per position (section 3.1). The paper then
+# normalises, **post-norm**: `LayerNorm(x + f(x))`. Most code today
 # normalises the sublayer's *input* instead, **pre-norm**: `x + f(LayerNorm(x))` — and then needs one
 # final LayerNorm after the last layer. *The Annotated Transformer* codes pre-norm while quoting the
 # paper's post-norm formula. In `utils`, as in PyTorch, `norm_first=True` selects pre-norm.
@@ -382,8 +367,8 @@ print("✓ with both sublayers silenced, a pre-norm layer is exactly the identit
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
-# `probe_at_init` (in `utils.experiments.norm_probes`) measures both on a stack whose layers all
-# start as copies of one, as in `torch.nn.TransformerEncoder`.
+# `probe_stacks` (in `utils.experiments.norm_probes`) measures both on stacks whose layers all start
+# as copies of one, as in `torch.nn.TransformerEncoder`.
 #
 # > **Going further:** `torch.nn.Transformer` re-draws every layer's weights; "Copied or independent
 # > layers", at the end, repeats this section with layers that start different.
@@ -391,22 +376,7 @@ print("✓ with both sublayers silenced, a pre-norm layer is exactly the identit
 
 # %%
 depths, seeds = (6, 12, 24, 48), range(5)
-
-
-def probe_stacks(independent_layers):
-    """(variant, L) -> RMS after each layer (seeds, L), after the final norm (seeds,), gradient norm per layer (seeds, L)."""
-    runs = {
-        (name, L): [
-            probe_at_init(norm_first, num_layers=L, d_model=32, seed=s, independent_layers=independent_layers)
-            for s in seeds
-        ]
-        for name, norm_first in [("post-norm", False), ("pre-norm", True)]
-        for L in depths
-    }
-    return ({key: np.array([p[i] for p in probes]) for key, probes in runs.items()} for i in range(3))
-
-
-rms, final_rms, grads = probe_stacks(independent_layers=False)  # every layer a copy of the first
+rms, final_rms, grads = probe_stacks(depths, seeds)  # (variant, L) -> (seeds, L), (seeds,), (seeds, L)
 
 # %% [markdown]
 # The activations first. Post-norm ends every layer with a LayerNorm, so the stream is pinned at
@@ -449,37 +419,33 @@ my_guess_largest_gradient = None  # your answer: "post-norm", "pre-norm" or "sam
 
 
 # %% tags=["nbval-ignore-output"]
-def gradient_gap(grads, rms):
-    """(L -> post / pre last-layer gradient, L -> that ratio / pre-norm's stream RMS), each (seeds,)."""
-    ratio = {L: grads["post-norm", L][:, -1] / grads["pre-norm", L][:, -1] for L in depths}
-    return ratio, {L: ratio[L] / rms["pre-norm", L][:, -1] for L in depths}
-
-
-ratio, tracks = gradient_gap(grads, rms)
+ratio, tracks = gradient_gap(grads, rms)  # L -> post / pre last-layer gradient, and that / pre-norm's RMS
 spans = ", ".join(f"{ratio[L].min():.1f}-{ratio[L].max():.1f}" for L in depths)
 print(f"last-layer gradient, post-norm / pre-norm, at 6, 12, 24, 48 layers: {spans}")
+norm_inputs = np.array([last_layer_norm_inputs(False, num_layers=24, d_model=32, seed=s) for s in seeds])  # (seeds, 2)
+print(
+    f"24 layers: RMS of the input of the last post-norm layer's LayerNorms {norm_inputs.min():.2f} to "
+    f"{norm_inputs.max():.2f}; of pre-norm's final LayerNorm {rms['pre-norm', 24][:, -1].min():.1f} to "
+    f"{rms['pre-norm', 24][:, -1].max():.1f}"
+)
 
 
 # %% tags=["hide-input"]
-def check_gap(ratio, tracks):
-    """Post-norm's last layer gets more in every stack, by a factor that grows with depth and tracks pre-norm's RMS."""
-    assert all((ratio[L] > 1).all() for L in depths)
-    assert all(np.median(ratio[a]) < np.median(ratio[b]) for a, b in zip(depths, depths[1:]))
-    assert all(((tracks[L] > 0.5) & (tracks[L] < 1.5)).all() for L in depths)
-    return "post-norm" if (ratio[24] > 1).all() else "pre-norm" if (ratio[24] < 1).all() else "same"
-
-
-assert check_gap(ratio, tracks) == check.predict_largest_gradient.reference
+assert all(gap_findings(ratio, tracks).values()), gap_findings(ratio, tracks)
+larger = "post-norm" if (ratio[24] > 1).all() else "pre-norm" if (ratio[24] < 1).all() else "same"
+assert larger == check.predict_largest_gradient.reference
+assert 1.0 < norm_inputs.min() and norm_inputs.max() < 1.5 and rms["pre-norm", 24][:, -1].min() > 3
 print(
     "✓ in every stack the last layer's gradient is larger with post-norm than with pre-norm, by a factor "
     "that grows with depth, close to pre-norm's stream RMS"
 )
+print("✓ at 24 layers, the last post-norm layer's LayerNorms get inputs of RMS between 1 and 1.5")
 
 # %% [markdown]
 # Post-norm: every gradient reaching the last layer has passed through only that layer's own LayerNorms,
-# which divide by a stream of RMS about 1. Pre-norm: it has passed through the **final** LayerNorm, which
-# divides by the stream's RMS, the number that grew above; so the top of a pre-norm stack gets
-# gradients that many times smaller. Your guess:
+# whose inputs have an RMS between 1 and 1.5 (printed above). Pre-norm: it has passed through the
+# **final** LayerNorm, which divides by the stream's RMS, the number that grew above; so the top of a
+# pre-norm stack gets gradients that many times smaller. Your guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
@@ -489,28 +455,8 @@ check.predict_largest_gradient(my_guess_largest_gradient)
 
 
 # %%
-def plot_gradient_gap(grads, rms, ratio, layers):
-    """Per-layer gradients of the 24-layer stacks, and the last-layer gap against pre-norm's RMS at every depth."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
-    per_layer = {name: grads[name, 24] for name in VARIANT_STYLE}
-    plot_per_layer(per_layer, "gradient norm of the layer", f"Gradients, 24 {layers} layers", ax=axes[0], logy=True)
-    for L in depths:
-        first = L == depths[0]
-        axes[1].plot([L] * 5, ratio[L], "k^", ms=5, label="post / pre, last layer" if first else None)
-        axes[1].plot(
-            [L] * 5,
-            rms["pre-norm", L][:, -1],
-            ms=8,
-            label="pre-norm stream RMS" if first else None,
-            **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
-        )
-    axes[1].set(xlabel="number of layers", xticks=depths, ylabel="factor", yscale="log")
-    axes[1].set_title("Last-layer gap, post / pre, tracks pre-norm's RMS")
-    axes[1].legend(fontsize=8)
-    plt.show()
-
-
 plot_gradient_gap(grads, rms, ratio, "copied")
+plt.show()
 
 # %% [markdown]
 # > **Going further:** Xiong et al. (2020) argue that post-norm's larger gradients near the output
@@ -658,6 +604,7 @@ src = torch.randn(2, 6, d_model)  # (batch, T_src, d_model)
 tgt = torch.randn(2, 4, d_model)  # (batch, T_tgt, d_model)
 src_mask = padding_mask(src_tokens, 0)  # (batch, 1, T_src)
 tgt_mask = causal_mask(4) & padding_mask(tgt_tokens, 0)  # (batch, T_tgt, T_tgt)
+torch_encoders = {}  # norm_first -> torch's encoder layer
 for norm_first in (False, True):
     torch_enc = nn.TransformerEncoderLayer(
         d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
@@ -665,6 +612,7 @@ for norm_first in (False, True):
     torch_dec = nn.TransformerDecoderLayer(
         d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
     ).eval()
+    torch_encoders[norm_first] = torch_enc
     enc, dec = EncoderLayer.from_torch(torch_enc), DecoderLayer.from_torch(torch_dec)
     theirs_memory = torch_enc(src, src_key_padding_mask=src_tokens == 0)  # (batch, T_src, d_model)
     theirs_out = torch_dec(
@@ -680,13 +628,18 @@ for norm_first in (False, True):
     out = dec(tgt, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
     by_hand = decoder_layer_by_hand(dec, tgt, memory, tgt_mask, src_mask)
     assert torch.allclose(by_hand, out, atol=1e-6) and torch.allclose(out, theirs_out, atol=1e-5)
+print("✓ for post-norm and pre-norm, by hand, utils and torch agree for the encoder and the decoder layer")
+
+# %% [markdown]
+# The same torch encoder layers, given our padding mask unchanged:
+
+# %%
+for norm_first, torch_enc in torch_encoders.items():
+    right = torch_enc(src, src_key_padding_mask=src_tokens == 0)  # (batch, T_src, d_model): negated mask
     unconverted = torch_enc(src, src_key_padding_mask=src_tokens != 0)  # our convention, not negated
-    tokens_right = int(((unconverted - theirs_memory).abs().amax(-1) < 1e-3).sum())  # of the 2 x 6
+    tokens_right = int(((unconverted - right).abs().amax(-1) < 1e-3).sum())  # of the 2 x 6
     assert tokens_right == check.predict_tokens_right_with_our_mask.reference
-    print(
-        f"✓ norm_first={norm_first}: by hand, utils and torch agree for the encoder and the decoder layer; "
-        f"with our mask unchanged, {tokens_right} of 12 tokens come out right"
-    )
+    print(f"✓ norm_first={norm_first}: with our mask unchanged, {tokens_right} of 12 tokens come out right")
 
 # %% [markdown]
 # None: our mask, read as "blocked", hides every real token and lets each query see only padding — or,
@@ -718,7 +671,8 @@ print(
 # Section 1's shuffle, on whole layers (5 seeds): built from parts that each commute with it
 # (attention, the FFN, LayerNorm, which sees one token at a time), an encoder layer knows nothing of
 # the order of its inputs (a padding mask shuffled with them; left in place, it changes the output
-# here). Order has to come in through the positional encoding.
+# here). An encoder's sense of order has to come in through the positional encoding; a decoder also
+# gets it from its causal mask.
 
 # %% tags=["hide-input"]
 layer_gap = {"encoder": [], "encoder, mask not shuffled": [], "decoder, causal mask": [], "decoder, no mask": []}
@@ -738,10 +692,7 @@ for seed in range(5):
         layer_gap[name].append((layer_fn(x_p[:, perm], perm) - layer_fn(x_p, identity)[:, perm]).abs().max().item())
 assert max(layer_gap["encoder"]) < 1e-5 and max(layer_gap["decoder, no mask"]) < 1e-5
 assert min(layer_gap["encoder, mask not shuffled"]) > 0.1 and min(layer_gap["decoder, causal mask"]) > 0.1
-print(
-    "✓ in 5 of 5 seeds, shuffling the input just shuffles the output of an encoder layer (its padding mask "
-    "shuffled too) and of a decoder layer without a mask; not with the mask left in place, nor with the causal mask"
-)
+print("✓ in 5 of 5 seeds, an encoder layer commutes with shuffling; a decoder layer with its causal mask does not")
 
 # %% [markdown]
 # **How many layers, how wide?** The paper's Table 3 varies the base model's sizes (N = 6 layers,
@@ -1098,10 +1049,7 @@ assert max(eval_changes) == 0.0
 assert (eval_stats[True][:, 0] > 0.2).all() and (eval_stats[True][:, 1] > 1.1).all()
 assert (np.abs(eval_stats[False][:, 0]) < 0.1).all() and (np.abs(eval_stats[False][:, 1] - 1) < 0.1).all()
 print(
-    "✓ in evaluation mode, batch norm gives the short sentence exactly the same output alone or batched "
-    "(5 of 5 seeds); with padding in its running statistics, new real tokens come out off-centre and with "
-    "the wrong spread in every feature (here too wide), instead of mean 0 and spread 1; without padding, "
-    "close to 0 and 1"
+    "✓ in evaluation mode, batch norm ignores the batch; padding in its statistics moves new tokens off mean 0, std 1"
 )
 
 # %% [markdown]
@@ -1110,7 +1058,10 @@ print(
 # *Section 3's stacks started every layer as a copy of the first; does its gradient gap need that?*
 #
 # `utils.blocks.Encoder` and `torch.nn.TransformerEncoder` copy one layer; `torch.nn.Transformer`
-# then re-draws every weight matrix (Xavier init), so its layers start different:
+# then re-draws every weight matrix (Xavier init), so its layers start different. Our independent stacks
+# below draw each layer as a fresh `EncoderLayer`, with PyTorch's default `nn.Linear` init (uniform,
+# bound $1/\sqrt{\text{fan-in}}$), not Xavier's (bound $\sqrt{6/(\text{fan-in} + \text{fan-out})}$, larger
+# here): they show that the gap does not need the copied start, not what `torch.nn.Transformer` gives.
 
 
 # %% tags=["hide-input"]
@@ -1127,15 +1078,18 @@ torch_full = nn.Transformer(32, 4, num_encoder_layers=3, num_decoder_layers=1, d
 assert same_start([layer.ff.linear1.weight for layer in Encoder(32, 4, 128, num_layers=3).layers])
 assert same_start([layer.linear1.weight for layer in torch_encoder.layers])
 assert not same_start([layer.linear1.weight for layer in torch_full.encoder.layers])
+fresh, xavier = EncoderLayer(32, 4, 128).ff.linear1.weight, torch_full.encoder.layers[0].linear1.weight  # (128, 32)
+assert fresh.abs().max() <= 1 / np.sqrt(32) < xavier.abs().max() <= np.sqrt(6 / (32 + 128))
 print(
     "✓ our Encoder and torch.nn.TransformerEncoder start every layer with the same weights; torch.nn.Transformer does not"
 )
+print("✓ a fresh EncoderLayer keeps the default init's bound; torch.nn.Transformer's Xavier weights exceed it")
 
 # %% [markdown]
-# Section 3's measurements again, with every layer drawn on its own (`independent_layers=True`):
+# Section 3's measurements again, with every layer drawn on its own, default init (`independent_layers=True`):
 
 # %% tags=["nbval-ignore-output"]
-rms_ind, final_rms_ind, grads_ind = probe_stacks(independent_layers=True)
+rms_ind, final_rms_ind, grads_ind = probe_stacks(depths, seeds, independent_layers=True)
 ratio_ind, tracks_ind = gradient_gap(grads_ind, rms_ind)
 for L in depths:
     pre, pre_copied = rms_ind["pre-norm", L], rms["pre-norm", L]  # (seeds, L) each
@@ -1150,14 +1104,14 @@ for L in depths:
 check_stream(rms_ind, final_rms_ind)
 assert all(rms_ind["pre-norm", L][:, -1].max() < rms["pre-norm", L][:, -1].min() for L in depths)
 assert not all((np.diff(rms_ind["pre-norm", L], axis=1) > 0).all() for L in depths)
-assert check_gap(ratio_ind, tracks_ind) == check.predict_largest_gradient.reference
+assert all(gap_findings(ratio_ind, tracks_ind).values()), gap_findings(ratio_ind, tracks_ind)
 print(
     "✓ with independent layers too, post-norm keeps RMS 1 and pre-norm's stream ends larger, more so in deeper "
     "stacks, though less than with copied layers and not after every layer"
 )
 print(
-    "✓ with independent layers too, post-norm's last layer gets the larger gradient in every stack, by a factor "
-    "that grows with depth, close to pre-norm's stream RMS"
+    "✓ with independent default-init layers too, post-norm's last layer gets the larger gradient in every stack, "
+    "by a factor that grows with depth, close to pre-norm's stream RMS"
 )
 
 # %% [markdown]
@@ -1165,6 +1119,7 @@ print(
 
 # %%
 plot_gradient_gap(grads_ind, rms_ind, ratio_ind, "independent")
+plt.show()
 
 # %% [markdown]
 # ### Where the largest gradient sits
@@ -1314,8 +1269,8 @@ print(
 
 # %% [markdown]
 # What it saves: the weights path returns one weight per query, key and head — a
-# `(batch, num_heads, T_q, T_k)` tensor per attention layer — and autograd keeps tensors of that shape
-# for the backward pass (`utils.experiments.layer_costs.saved_storage_bytes` lists the memory it keeps); the fused
+# `(batch, num_heads, T_q, T_k)` tensor per attention layer — and autograd keeps copies of them for
+# the backward pass (`utils.experiments.layer_costs.saved_tensors` lists the tensors it keeps); the fused
 # path returns none. And time: measure both, forward and backward, alternating the two so that other
 # work on the computer slows both alike; five repeats of 15 runs each.
 
@@ -1346,26 +1301,53 @@ print(f"fused path faster than the weights path in {sum(r < 1 for r in ratios)} 
 # How much time the fused path saves depends on the hardware, the sizes and what else the computer
 # is doing: the ratios above are one measurement on one machine, so no check below rests on them.
 # With attention dropout off (as here), what the fused path never has to return, or keep for the
-# backward pass, is the $\text{batch} \times h \times T_q \times T_k$ tensor of weights of every layer. Count the tensors of
-# that size that autograd keeps, on both paths:
+# backward pass, is the $\text{batch} \times h \times T_q \times T_k$ tensor of weights of every layer.
+# It keeps a float copy of the mask instead: `(batch, 1, T_q, T_k)` for this mask, $1/h$ of the
+# weights' size, but as large as the weights when the mask is given per head, `(batch, h, T_q, T_k)`.
+# Look among the tensors autograd keeps, on both paths, for the weights themselves and for the mask:
 
 # %%
-weight_bytes = 4 * batch * 4 * T * T  # one float32 (batch, heads, T, T) tensor
-kept = {
-    need: saved_storage_bytes(lambda t: mha(t, t, t, x_mask, need_weights=need), x).count(weight_bytes)
-    for need in (True, False)
-}  # need_weights -> how many weight-sized tensors autograd keeps
-for need, count in kept.items():
-    print(f"need_weights={need!s:5}: {count} tensor(s) of {weight_bytes / 2**20:.0f} MiB kept for backward")
-assert weights.numel() == batch * 4 * T * T == 1_048_576
-assert kept == {True: 2, False: 0}
-print(
-    "✓ the weights path returns 16 x 4 x 128 x 128 = 1,048,576 weights for this layer and keeps "
-    "two tensors of that size (4 MiB each) for the backward pass; the fused path keeps none"
-)
+empty = ~x_mask.any(-1)[:, None, :, None]  # (batch, 1, T, 1): the query that may attend to nothing
+per_head = x_mask[:, None].expand(batch, 4, T, T)  # (batch, h, T, T): the same mask, given per head
+
+
+def holds_weights(t):
+    """True when t holds this layer's weights (the empty query's row aside)."""
+    same_size = t.is_floating_point() and t.numel() == weights.numel()
+    return same_size and torch.allclose(t.reshape(weights.shape).masked_fill(empty, 0.0), weights)
+
+
+def mask_copy_mib(kept, mask):
+    """MiB of each kept float tensor that is 0 where the mask allows (the empty query: all), -inf elsewhere."""
+    allowed = mask | empty  # (batch, 1 or h, T, T)
+    return [
+        t.untyped_storage().nbytes() / 2**20
+        for t in kept
+        if t.is_floating_point() and t.shape == allowed.shape and torch.equal(t == 0, allowed)
+    ]
+
+
+found = {}  # (mask, need_weights) -> (copies of the weights, MiB of each mask copy) among the kept tensors
+for name, mask in [("one mask for all heads", x_mask[:, None]), ("a mask per head", per_head)]:
+    for need in (True, False):
+        kept = saved_tensors(lambda t: mha(t, t, t, mask, need_weights=need), x)
+        found[name, need] = (sum(map(holds_weights, kept)), mask_copy_mib(kept, mask))
+        print(
+            f"{name}, need_weights={need!s:5}: {found[name, need][0]} copies of the weights, mask copies (MiB) "
+            f"{found[name, need][1]}"
+        )
+assert found == {
+    ("one mask for all heads", True): (2, []),
+    ("one mask for all heads", False): (0, [1.0]),
+    ("a mask per head", True): (2, []),
+    ("a mask per head", False): (0, [4.0]),
+}
+assert weights.numel() == batch * 4 * T * T == 1_048_576 and weights.element_size() * weights.numel() == 4 * 2**20
+print("✓ the weights path keeps two copies of this layer's 1,048,576 weights (4 MiB) for backward; the fused path none")
+print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with a mask per head")
 
 # %% [markdown]
-# Here the weights path keeps two: the softmax output, and a copy with the fully-masked query's row
+# The weights path keeps two: the softmax output, and a copy with the fully-masked query's row
 # set to zero. The translator of lesson 07 trains on the fused path; in evaluation mode (decoding,
 # accuracy, attention maps) it keeps the weights.
 

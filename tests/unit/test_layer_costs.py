@@ -15,6 +15,7 @@ from utils.experiments.layer_costs import (
     median_time,
     path_length,
     saved_storage_bytes,
+    saved_tensors,
 )
 
 # --- path_length ---
@@ -106,6 +107,18 @@ def test_saved_storage_bytes_lists_what_backward_keeps_once_per_storage():
         assert saved_storage_bytes(lambda t: torch.softmax(t, -1), x) == []  # no graph, nothing kept
 
 
+def test_saved_tensors_returns_what_backward_keeps_once_per_storage():
+    x = torch.randn(3, 5, requires_grad=True)  # (3, 5)
+    (kept,) = saved_tensors(lambda t: torch.softmax(t, -1), x)
+    assert torch.equal(kept, torch.softmax(x, -1))  # softmax keeps its output
+    (kept,) = saved_tensors(lambda t: t * t, x)  # x kept twice: listed once
+    assert kept is x
+    kept = saved_tensors(lambda t: t * t.exp(), x)  # x and exp(x)
+    assert len(kept) == 2 and all(torch.equal(k, x) or torch.equal(k, x.exp()) for k in kept)
+    assert not torch.equal(kept[0], kept[1])
+    assert saved_tensors(lambda t: t + 1, x) == []
+
+
 def test_saved_storage_bytes_of_attention_with_and_without_weights():
     from utils.multihead import MultiHeadAttention
 
@@ -147,6 +160,7 @@ def test_median_time_calls_fn_repeats_times():
         (count_flops, ("f",), TypeError, "fn"),
         (count_softmax_elements, (None,), TypeError, "fn"),
         (saved_storage_bytes, ("f",), TypeError, "fn"),
+        (saved_tensors, (None,), TypeError, "fn"),
         (median_time, (None,), TypeError, "fn"),
         (median_time, (lambda: None, 0), ValueError, "repeats"),
         (median_time, (lambda: None, 2.0), TypeError, "repeats"),

@@ -4,17 +4,22 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from utils.blocks import Encoder, EncoderLayer
 from utils.experiments import norm_probes
 from utils.experiments.norm_probes import (
     activation_rms,
+    gap_findings,
+    gradient_gap,
+    last_layer_norm_inputs,
     layer_grad_norms,
     probe_at_init,
+    probe_stacks,
     train_copy_task,
     warmup_lr,
 )
-from utils.figures.norm_probes import VARIANT_STYLE, plot_loss_curves, plot_per_layer
+from utils.figures.norm_probes import VARIANT_STYLE, plot_gradient_gap, plot_loss_curves, plot_norm_axes, plot_per_layer
 
 matplotlib.use("Agg")
 
@@ -93,6 +98,96 @@ def test_probe_post_norm_stream_stays_at_unit_rms():
     assert np.allclose(rms, 1.0, atol=1e-3) and (grads > 0).all()
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_last_layer_norm_inputs_equal_a_manual_pass_of_the_probed_stack(norm_first):
+    torch.manual_seed(2)
+    encoder = norm_probes._encoder(16, 64, 3, norm_first, independent_layers=False)
+    nn.Linear(16, 16)  # the readout, drawn before the input as in probe_at_init
+    x = torch.randn(8, 10, 16)  # (batch, T, d_model)
+    with torch.no_grad():
+        for layer in encoder.layers[:-1]:
+            x = layer(x)
+        last = encoder.layers[-1]
+        attend = lambda y: last.self_attn(y, y, y)[0]  # noqa: E731
+        if norm_first:
+            first_in = x
+            second_in = x + attend(last.norm1(x))
+        else:
+            first_in = x + attend(x)
+            y = last.norm1(first_in)
+            second_in = y + last.ff(y)
+    expected = [t.pow(2).mean().sqrt().item() for t in (first_in, second_in)]
+    measured = last_layer_norm_inputs(norm_first, num_layers=3, d_model=16, seed=2)
+    assert np.allclose(measured, expected, rtol=1e-5)
+    assert not np.allclose(measured, last_layer_norm_inputs(norm_first, num_layers=3, d_model=16, seed=3))
+
+
+def test_post_norm_last_layer_norms_see_inputs_above_unit_rms():
+    first, second = last_layer_norm_inputs(False, num_layers=6, d_model=16, seed=0)
+    assert first > 1.0 and second > 1.0  # x + f(x): a unit-RMS stream plus a sublayer's output
+
+
+def test_probe_stacks_collects_probe_at_init_per_variant_depth_and_seed():
+    rms, final, grads = probe_stacks((2, 3), range(2), d_model=8)
+    assert set(rms) == {(v, L) for v in ("post-norm", "pre-norm") for L in (2, 3)}
+    one = probe_at_init(True, num_layers=3, d_model=8, seed=1)
+    assert np.array_equal(rms["pre-norm", 3][1], one[0]) and final["pre-norm", 3][1] == one[1]
+    assert np.array_equal(grads["pre-norm", 3][1], one[2]) and grads["post-norm", 2].shape == (2, 2)
+    independent = probe_stacks((2,), [0], d_model=8, independent_layers=True)[2]
+    assert not np.array_equal(independent["pre-norm", 2], grads["pre-norm", 2][:1])
+
+
+def fake_probes(post_last, pre_last, pre_rms):
+    """grads and rms dicts at depths 2 and 4 whose last layers hold the given values (one per seed)."""
+    grads, rms = {}, {}
+    for L in (2, 4):
+        grads["post-norm", L] = np.column_stack([np.ones((2, L - 1)), post_last[L]])
+        grads["pre-norm", L] = np.column_stack([np.ones((2, L - 1)), pre_last[L]])
+        rms["post-norm", L] = np.ones((2, L))
+        rms["pre-norm", L] = np.column_stack([np.ones((2, L - 1)), pre_rms[L]])
+    return grads, rms
+
+
+def test_gradient_gap_divides_the_last_layers_and_gap_findings_can_fail():
+    grads, rms = fake_probes(
+        {2: [2.0, 3.0], 4: [8.0, 9.0]}, {2: [1.0, 1.0], 4: [2.0, 3.0]}, {2: [2.0, 2.0], 4: [4.0, 3.0]}
+    )
+    ratio, tracks = gradient_gap(grads, rms)
+    assert np.allclose(ratio[2], [2.0, 3.0]) and np.allclose(ratio[4], [4.0, 3.0])
+    assert np.allclose(tracks[2], [1.0, 1.5]) and np.allclose(tracks[4], [1.0, 1.0])
+    assert gap_findings(ratio, tracks) == {
+        "post-norm larger in every stack": True,
+        "grows with depth": True,
+        "close to pre-norm's stream RMS": False,  # 1.5 is on the band's edge
+    }
+    assert all(gap_findings(ratio, tracks, band=(0.5, 2.0)).values())
+    shrinking = {2: np.array([4.0, 4.0]), 4: np.array([0.5, 2.0])}
+    findings = gap_findings(shrinking, {2: np.ones(2), 4: np.ones(2)})
+    assert findings["post-norm larger in every stack"] is False and findings["grows with depth"] is False
+
+
+def test_plot_gradient_gap_draws_both_panels():
+    grads, rms = fake_probes(
+        {2: [2.0, 3.0], 4: [8.0, 9.0]}, {2: [1.0, 1.0], 4: [2.0, 3.0]}, {2: [2.0, 2.0], 4: [4.0, 3.0]}
+    )
+    ratio, _ = gradient_gap(grads, rms)
+    fig = plot_gradient_gap(grads, rms, ratio, "copied", depth=4)
+    left, right = fig.axes[:2]
+    assert "4 copied layers" in left.get_title() and len(left.get_lines()) == 2
+    assert np.allclose(right.get_lines()[2].get_ydata(), ratio[4]) and right.get_yscale() == "log"
+    matplotlib.pyplot.close("all")
+
+
+def test_plot_norm_axes_outlines_a_column_and_a_row():
+    raw = np.arange(12.0).reshape(3, 4)
+    fig = plot_norm_axes(raw, torch.zeros(3, 4), np.zeros((3, 4)))
+    images = [ax for ax in fig.axes if ax.get_images()]
+    assert len(images) == 3 and len(images[0].texts) == 12
+    column, row = images[1].patches[0], images[2].patches[0]
+    assert (column.get_width(), column.get_height()) == (1, 3) and (row.get_width(), row.get_height()) == (4, 1)
+    matplotlib.pyplot.close("all")
+
+
 def test_plot_per_layer_draws_one_styled_line_per_variant():
     values = {"post-norm": np.ones((3, 4)), "pre-norm": np.arange(12.0).reshape(3, 4) + 1}
     ax = plot_per_layer(values, "grad norm", "title", logy=True)
@@ -120,6 +215,66 @@ def test_plot_per_layer_draws_one_styled_line_per_variant():
         (lambda: probe_at_init(True, d_model=30), ValueError, "d_model"),
         (lambda: probe_at_init(True, T=2.5), TypeError, "T"),
         (lambda: probe_at_init(True, independent_layers=1), TypeError, "independent_layers"),
+        (lambda: last_layer_norm_inputs("yes"), TypeError, "norm_first"),
+        (lambda: last_layer_norm_inputs(False, num_layers=0), ValueError, "num_layers"),
+        (lambda: last_layer_norm_inputs(False, d_model=30), ValueError, "d_model"),
+        (lambda: last_layer_norm_inputs(False, seed=-1), ValueError, "seed"),
+        (lambda: last_layer_norm_inputs(False, batch=1.5), TypeError, "batch"),
+        (lambda: last_layer_norm_inputs(False, independent_layers=None), TypeError, "independent_layers"),
+        (lambda: probe_stacks("24", range(2)), TypeError, "depths"),
+        (lambda: probe_stacks([], range(2)), ValueError, "depths"),
+        (lambda: probe_stacks([0], range(2)), ValueError, "depth"),
+        (lambda: probe_stacks([2], [1.5]), TypeError, "seed"),
+        (lambda: probe_stacks([2], []), ValueError, "seeds"),
+        (lambda: gradient_gap([1], {}), TypeError, "grads"),
+        (lambda: gradient_gap({("mid-norm", 2): np.ones((2, 2))}, {}), ValueError, "variant"),
+        (lambda: gradient_gap({("post-norm", 2): np.ones((2, 2))}, {}), ValueError, "pre-norm"),
+        (
+            lambda: gradient_gap(
+                *fake_probes({2: [1, 1], 4: [1, 1]}, {2: [1, 1], 4: [1, 1]}, {2: [1, 1], 4: [1, 1]})[:1], {}
+            ),
+            ValueError,
+            "rms",
+        ),
+        (
+            lambda: gradient_gap({("post-norm", 2): np.ones((2, 3)), ("pre-norm", 2): np.ones((2, 2))}, {}),
+            ValueError,
+            "num_layers=2",
+        ),
+        (lambda: gap_findings({2: np.ones(2)}, {4: np.ones(2)}), ValueError, "tracks"),
+        (lambda: gap_findings([], {}), TypeError, "ratio"),
+        (lambda: gap_findings({2: np.ones(2)}, {2: np.ones(2)}, band=("a", 2)), TypeError, "band"),
+        (
+            lambda: plot_gradient_gap(
+                *fake_probes({2: [1, 1], 4: [1, 1]}, {2: [1, 1], 4: [1, 1]}, {2: [1, 1], 4: [1, 1]}),
+                {2: np.ones(2)},
+                "copied",
+            ),
+            ValueError,
+            "depths",
+        ),
+        (
+            lambda: plot_gradient_gap(
+                *fake_probes({2: [1, 1], 4: [1, 1]}, {2: [1, 1], 4: [1, 1]}, {2: [1, 1], 4: [1, 1]}),
+                {2: np.ones(2), 4: np.ones(2)},
+                "copied",
+            ),
+            ValueError,
+            "depth",
+        ),
+        (
+            lambda: plot_gradient_gap(
+                *fake_probes({2: [1, 1], 4: [1, 1]}, {2: [1, 1], 4: [1, 1]}, {2: [1, 1], 4: [1, 1]}),
+                {2: np.ones(2), 4: np.ones(2)},
+                3,
+                depth=4,
+            ),
+            TypeError,
+            "layers",
+        ),
+        (lambda: plot_norm_axes([[1.0]], np.ones((1, 1)), np.ones((1, 1))), TypeError, "raw"),
+        (lambda: plot_norm_axes(np.ones(3), np.ones(3), np.ones(3)), ValueError, "raw"),
+        (lambda: plot_norm_axes(np.ones((3, 4)), np.ones((3, 4)), np.ones((4, 3))), ValueError, "one shape"),
         (lambda: plot_per_layer([np.ones((2, 3))], "y", "t"), TypeError, "values"),
         (lambda: plot_per_layer({"mid-norm": np.ones((2, 3))}, "y", "t"), ValueError, "mid-norm"),
         (lambda: plot_per_layer({"pre-norm": np.ones(3)}, "y", "t"), ValueError, "(seeds, num_layers)"),

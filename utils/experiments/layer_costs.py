@@ -98,20 +98,25 @@ def count_softmax_elements(fn, *args):
     return counter.elements
 
 
-def saved_storage_bytes(fn, *args):
-    """Bytes of each distinct storage autograd keeps for the backward pass of fn(*args), in the order first kept
-    (a tensor kept twice, or two views of one storage, count once)."""
+def saved_tensors(fn, *args):
+    """The tensors autograd keeps for the backward pass of fn(*args), one per distinct storage, in the order
+    first kept (a tensor kept twice, or a second view of a kept storage, is listed once)."""
     validation.function("fn", fn)
-    storages = {}  # data pointer -> bytes
+    kept = {}  # data pointer -> the first tensor kept with that storage
 
     def pack(t):
-        storage = t.untyped_storage()
-        storages.setdefault(storage.data_ptr(), storage.nbytes())
+        kept.setdefault(t.untyped_storage().data_ptr(), t)
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         fn(*args)
-    return list(storages.values())
+    return list(kept.values())
+
+
+def saved_storage_bytes(fn, *args):
+    """Bytes of each distinct storage autograd keeps for the backward pass of fn(*args), in the order first kept
+    (a tensor kept twice, or two views of one storage, count once)."""
+    return [t.untyped_storage().nbytes() for t in saved_tensors(fn, *args)]
 
 
 class CausalConv(nn.Module):

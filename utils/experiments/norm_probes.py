@@ -47,20 +47,17 @@ def layer_grad_norms(encoder, loss):
 
 
 def _encoder(d_model, d_ff, num_layers, norm_first, independent_layers):
-    """An Encoder (4 heads) whose layers are copies of one layer (as torch.nn.TransformerEncoder builds
-    them), or, with independent_layers, each initialised on its own (as torch.nn.Transformer's end up)."""
+    """An Encoder (4 heads) whose layers are copies of one layer (as torch.nn.TransformerEncoder builds them),
+    or, with independent_layers, each drawn on its own with PyTorch's default nn.Linear init (not the Xavier
+    init with which torch.nn.Transformer re-draws its layers)."""
     encoder = Encoder(d_model, 4, d_ff, num_layers, norm_first=norm_first)
     if validation.boolean("independent_layers", independent_layers):
         encoder.layers = nn.ModuleList(EncoderLayer(d_model, 4, d_ff, norm_first=norm_first) for _ in range(num_layers))
     return encoder
 
 
-def probe_at_init(
-    norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, num_classes=16, independent_layers=False
-):
-    """Build a random Encoder (4 heads, d_ff = 4 d_model; layers copied from one, or independent) with
-    seed `seed`, feed it random input, and return (activation RMS per layer, RMS after the final norm,
-    gradient norm per layer) for the cross-entropy of a random linear readout against random classes."""
+def _probe_setup(norm_first, num_layers, d_model, seed, batch, T, num_classes, independent_layers):
+    """Check the arguments; with seed `seed`, build the random Encoder, readout, input and classes of a probe."""
     validation.boolean("norm_first", norm_first)
     validation.boolean("independent_layers", independent_layers)
     for name, value in [
@@ -77,9 +74,109 @@ def probe_at_init(
     readout = nn.Linear(d_model, num_classes)
     x = torch.randn(batch, T, d_model)  # (batch, T, d_model)
     targets = torch.randint(0, num_classes, (batch, T))  # (batch, T)
+    return encoder, readout, x, targets
+
+
+def probe_at_init(
+    norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, num_classes=16, independent_layers=False
+):
+    """Build a random Encoder (4 heads, d_ff = 4 d_model; layers copied from one, or independent) with
+    seed `seed`, feed it random input, and return (activation RMS per layer, RMS after the final norm,
+    gradient norm per layer) for the cross-entropy of a random linear readout against random classes."""
+    encoder, readout, x, targets = _probe_setup(
+        norm_first, num_layers, d_model, seed, batch, T, num_classes, independent_layers
+    )
     rms, final = activation_rms(encoder, x)
     loss = F.cross_entropy(readout(encoder(x)).flatten(0, 1), targets.flatten())
     return rms, final, layer_grad_norms(encoder, loss)
+
+
+def last_layer_norm_inputs(
+    norm_first, num_layers=24, d_model=64, seed=0, batch=8, T=10, num_classes=16, independent_layers=False
+):
+    """RMS of the input of the last layer's first and second LayerNorm (array of 2), in the stack and on the
+    input that probe_at_init builds with the same arguments."""
+    encoder, _, x, _ = _probe_setup(norm_first, num_layers, d_model, seed, batch, T, num_classes, independent_layers)
+    last = encoder.layers[-1]
+    seen = {}
+    hooks = [
+        norm.register_forward_pre_hook(lambda module, args, name=name: seen.setdefault(name, args[0]))
+        for name, norm in (("norm1", last.norm1), ("norm2", last.norm2))
+    ]
+    try:
+        with torch.no_grad():
+            encoder(x)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return np.array([seen[name].pow(2).mean().sqrt().item() for name in ("norm1", "norm2")])
+
+
+VARIANTS = {"post-norm": False, "pre-norm": True}  # name -> norm_first
+
+
+def probe_stacks(depths, seeds, d_model=32, independent_layers=False):
+    """probe_at_init for each variant ('post-norm', 'pre-norm'), depth L in `depths` and seed in `seeds`:
+    three dicts (variant, L) -> RMS after each layer (seeds, L), after the final norm (seeds,), and
+    gradient norm per layer (seeds, L)."""
+    depths = [
+        validation.positive_int("a depth in depths", L) for L in validation.items("depths", depths, "a list of ints")
+    ]
+    seeds = [validation.seed("a seed in seeds", s) for s in validation.items("seeds", seeds, "a list of ints")]
+    validation.non_empty("depths", depths, list, "list of ints")
+    validation.non_empty("seeds", seeds, list, "list of ints")
+    runs = {
+        (name, L): [
+            probe_at_init(norm_first, num_layers=L, d_model=d_model, seed=s, independent_layers=independent_layers)
+            for s in seeds
+        ]
+        for name, norm_first in VARIANTS.items()
+        for L in depths
+    }
+    return tuple({key: np.array([p[i] for p in probes]) for key, probes in runs.items()} for i in range(3))
+
+
+def depths_of(name, values):
+    """Check a dict (variant, L) -> array (seeds, L) holding both variants at every depth; return the depths."""
+    validation.non_empty(name, values, dict, "dict of (variant, num_layers) -> array (seeds, num_layers)")
+    for key in values:
+        if not (isinstance(key, tuple) and len(key) == 2 and key[0] in VARIANTS):
+            raise ValueError(f"a key of {name} must be a pair (variant in {tuple(VARIANTS)}, num_layers), got {key!r}")
+    depths = sorted({L for _, L in values})
+    for L in depths:
+        for variant in VARIANTS:
+            if (variant, L) not in values:
+                raise ValueError(f"{name} must hold both variants at every depth, got no {(variant, L)!r}")
+            validation.shape(f"{name}[{(variant, L)!r}]", np.asarray(values[variant, L]), ("seeds", ("num_layers", L)))
+    return depths
+
+
+def gradient_gap(grads, rms):
+    """For each depth L: post-norm / pre-norm gradient of the last layer (seeds,), and that ratio divided by
+    pre-norm's stream RMS before the final norm (seeds,); two dicts L -> array, from probe_stacks' output."""
+    depths = depths_of("grads", grads)
+    if depths_of("rms", rms) != depths:
+        raise ValueError(f"rms must hold the depths of grads {depths}, got {sorted({L for _, L in rms})}")
+    ratio = {L: np.asarray(grads["post-norm", L])[:, -1] / np.asarray(grads["pre-norm", L])[:, -1] for L in depths}
+    return ratio, {L: ratio[L] / np.asarray(rms["pre-norm", L])[:, -1] for L in depths}
+
+
+def gap_findings(ratio, tracks, band=(0.5, 1.5)):
+    """Which of three claims about gradient_gap's output hold (dict claim -> bool): post-norm's last layer gets
+    the larger gradient in every stack; the median gap grows with depth; ratio / RMS lies inside `band`."""
+    for name, value in (("ratio", ratio), ("tracks", tracks)):
+        validation.non_empty(name, value, dict, "dict of num_layers -> array (seeds,)")
+    if sorted(ratio) != sorted(tracks):
+        raise ValueError(f"tracks must have the depths of ratio {sorted(ratio)}, got {sorted(tracks)}")
+    low, high = (validation.real("band", b) for b in band)
+    depths = sorted(ratio)
+    return {
+        "post-norm larger in every stack": all((np.asarray(ratio[L]) > 1).all() for L in depths),
+        "grows with depth": all(np.median(ratio[a]) < np.median(ratio[b]) for a, b in zip(depths, depths[1:])),
+        "close to pre-norm's stream RMS": all(
+            ((low < np.asarray(t)) & (np.asarray(t) < high)).all() for t in tracks.values()
+        ),
+    }
 
 
 def warmup_lr(step, lr, warmup_steps):
