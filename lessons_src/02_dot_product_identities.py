@@ -570,6 +570,8 @@ for n, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
 print("✓ additive scores are bounded by sum |v_j| for every size")
 
 # %% [markdown]
+# ### How large dot products grow
+#
 # Additive scores are bounded, $|\text{score}| \le \sum_j |v_j|$, as each $\tanh$ lies in $(-1, 1)$; dot
 # products are not, and that is the catch. The paper reports (citing earlier work) that
 # the two do about equally well for small $d_k$, but additive attention beats dot products *without scaling*
@@ -618,9 +620,10 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# What the unscaled size does to attention (the COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$):
-# at the paper's $d_k = 64$ and at 512 we draw 1000 queries, each against its own 10 keys, five seeds. We
-# measure the gap between the two largest scores, the largest weight, and the norm of the softmax's Jacobian
+# ### What unscaled scores do to the softmax
+#
+# (The COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$.) At the paper's $d_k = 64$ and at
+# 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two largest scores, the largest weight, and the norm of the softmax's Jacobian
 # $\mathrm{diag}(p) - p^\top p = \partial p / \partial\,\text{scores}$, which multiplies every gradient flowing
 # back through the softmax (near zero for one-hot $p$).
 
