@@ -178,27 +178,6 @@ ax.set(
 plt.show()
 
 # %% [markdown]
-# The **vectors** do know the direction ($PE_{t+k} \ne PE_{t-k}$); only the plain dot product
-# forgets it. A learned bilinear form can recover it: with $J$ block-diagonal with blocks
-# $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$, each pair gives
-# $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
-# $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
-# $k$. Exercise 1 uses this odd form to recover the sign of $k$.
-#
-# > **Ahead:** attention's score with learned query and key projections (lesson 03) is such a bilinear form.
-
-# %%
-J = torch.block_diag(
-    *[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2)
-)  # (d_model, d_model)
-g_table = pe[t0] @ J @ pe[t0 + ks].T  # (200,) PE_{t0} J PE_{t0+k}^T, one per k
-assert torch.allclose(g_table, -torch.sin(ks[:, None].double() * w).sum(1), atol=1e-10)
-assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(float(g_table[ks == 5])) > 1
-assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
-print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f_table[ks == -5]):.4f}")
-print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
-
-# %% [markdown]
 # ## 2. $PE_{t+k} = PE_t\, M_k$: the fixed linear transformation is a rotation
 #
 # The reading notes quote the paper (section 3.5): "for any fixed offset $k$, $PE_{pos+k}$ can be
@@ -295,6 +274,28 @@ assert math.isclose(float(pe[t] @ Mk(k) @ pe[t]), float(torch.cos(w * k).sum()),
 print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w_i * {k})")
 
 # %% [markdown]
+# Back to section 1's blind spot. The **vectors** do know the direction ($PE_{t+k} \ne PE_{t-k}$); only
+# the plain dot product forgets it. Another bilinear form recovers it: take $J$ block-diagonal with blocks
+# $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$ (the rotation block above with
+# $b = -\pi/2$, a quarter turn). Each pair gives
+# $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
+# $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
+# $k$. Exercise 1 uses this odd form to recover the sign of $k$.
+#
+# > **Ahead:** attention's score with learned query and key projections (lesson 03) is such a bilinear form.
+
+# %%
+J = torch.block_diag(
+    *[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2)
+)  # (d_model, d_model)
+g_table = pe[t0] @ J @ pe[t0 + ks].T  # (200,) PE_{t0} J PE_{t0+k}^T, one per k
+assert torch.allclose(g_table, -torch.sin(ks[:, None].double() * w).sum(1), atol=1e-10)
+assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(float(g_table[ks == 5])) > 1
+assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
+print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f_table[ks == -5]):.4f}")
+print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
+
+# %% [markdown]
 # ## Explore: the offset explorer
 #
 # Sections 1 and 2 in one figure: $PE_t \cdot PE_{t+k}$ against $t$ (flat), against $k$, and pair $i$'s
@@ -385,11 +386,8 @@ print(
 
 # %% [markdown]
 # At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying.
-# Over these 10,000 positions (far longer than any sentence) the 64 waves never line up again: not for the
-# slowest's sake (its cosine stays above 0.40), but because the 63 faster ones never return to phase together.
-#
-# Every offset below 148 scores higher than any from 1000 to 10,000; some in between score lower than
-# the far peak, e.g. $k = 200$ (printed above).
+# Over these 10,000 positions (far longer than any sentence) the 64 waves never line up again, though the
+# slowest has not yet made a quarter turn (its cosine stays positive, printed above).
 #
 # > **Going further:** how the first rise and the long-range peak move with $d_{model}$; narrow encodings
 # > do come back.
@@ -487,9 +485,10 @@ sizes = dict(vocab_size=1000, max_len=64, n_tokens=2000)
 print(f"V = {sizes['vocab_size']} words, {sizes['n_tokens']} tokens, positions t < {sizes['max_len']}")
 recovery = {d: [word_recovery(d, seed, **sizes) for seed in SEEDS] for d in word_dims}  # (added, concat) per seed
 for d in [8, 16, 32]:
+    added, concat = spread([a for a, _ in recovery[d]]), spread([c for _, c in recovery[d]])
     print(
-        f"d={d:3d}: median share recovered from e + PE {spread([a for a, _ in recovery[d]])[1]:6.1%}, "
-        f"from [e; PE] {spread([c for _, c in recovery[d]])[1]:6.1%}"
+        f"d={d:3d}: share recovered from e + PE {added[0]:6.1%} .. {added[2]:6.1%}, "
+        f"from [e; PE] {concat[0]:6.1%} .. {concat[2]:6.1%}  (range over seeds)"
     )
 
 # %% tags=["hide-input"]
@@ -571,6 +570,8 @@ for n, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
 print("✓ additive scores are bounded by sum |v_j| for every size")
 
 # %% [markdown]
+# ### How large dot products grow
+#
 # Additive scores are bounded, $|\text{score}| \le \sum_j |v_j|$, as each $\tanh$ lies in $(-1, 1)$; dot
 # products are not, and that is the catch. The paper reports (citing earlier work) that
 # the two do about equally well for small $d_k$, but additive attention beats dot products *without scaling*
@@ -619,12 +620,12 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# What the unscaled size does to attention (the COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$):
-# at $d_k = 512$ the scores have standard deviation $\sqrt{512}$.
-# We draw 1000 queries, each against its own 10 keys, five seeds, and look at the gap between the largest
-# and the second-largest score, the largest weight, and the size of the softmax's Jacobian
-# $\mathrm{diag}(p) - p^\top p$ (near zero for one-hot $p$). That Jacobian is $\partial p / \partial\,\text{scores}$: it
-# multiplies every gradient that flows back through the softmax, so its norm measures how much gets through.
+# ### What unscaled scores do to the softmax
+#
+# (The COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$.) At the paper's $d_k = 64$ and at
+# 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two largest scores, the largest weight, and the norm of the softmax's Jacobian
+# $\mathrm{diag}(p) - p^\top p = \partial p / \partial\,\text{scores}$, which multiplies every gradient flowing
+# back through the softmax (near zero for one-hot $p$).
 
 
 # %%
@@ -634,64 +635,64 @@ def jacobian_norm(p):
 
 
 # %% tags=["nbval-ignore-output"]
-d_k, n_keys, n_q = 512, 10, 1000
-gaps, runs = [], {"unscaled q.k": [], "q.k / sqrt(d_k)": []}
-for seed in SEEDS:
-    scores = random_scores(n_q, n_keys, d_k, seed)  # (n_q, n_keys) unscaled q.k
-    top2 = scores.topk(2, dim=-1).values  # (n_q, 2) the two largest scores per query
-    gaps.append(top2[:, 0] - top2[:, 1])  # (n_q,)
-    for name, s in [("unscaled q.k", scores), ("q.k / sqrt(d_k)", scores / math.sqrt(d_k))]:
-        p = torch.softmax(s, dim=-1)  # (n_q, n_keys)
-        top = p.max(dim=-1).values  # (n_q,) largest weight per query
-        runs[name].append(
-            (
-                top.median().item(),
-                (top > 0.99).double().mean().item(),
-                top.max().item(),
-                jacobian_norm(p).median().item(),
-            )
-        )
-gap_medians, gap_means = [g.median().item() for g in gaps], [g.mean().item() for g in gaps]
-print(
-    f"over the {len(SEEDS)} seeds: median gap {min(gap_medians):.2f} .. {max(gap_medians):.2f}, "
-    f"mean gap {min(gap_means):.2f} .. {max(gap_means):.2f}"
-)
-for name, stats in runs.items():
-    med_top, one_hot, max_top, jac = zip(*stats)
+n_keys, n_q = 10, 1000
+gaps, runs = {64: [], 512: []}, {}  # gaps[d_k]: one (n_q,) tensor of unscaled top-two gaps per seed
+for d_k in gaps:
+    for seed in SEEDS:
+        scores = random_scores(n_q, n_keys, d_k, seed)  # (n_q, n_keys) unscaled q.k
+        for name, s in [("unscaled q.k", scores), ("q.k / sqrt(d_k)", scores / math.sqrt(d_k))]:
+            top2 = s.topk(2, dim=-1).values  # (n_q, 2) the two largest scores per query
+            gap = top2[:, 0] - top2[:, 1]  # (n_q,)
+            p = torch.softmax(s, dim=-1)  # (n_q, n_keys)
+            top = p.max(dim=-1).values  # (n_q,) largest weight per query
+            stats = [gap.median(), top.median(), (top > 0.99).double().mean(), top.max(), jacobian_norm(p).median()]
+            runs.setdefault((d_k, name), []).append([float(v) for v in stats])
+            if name == "unscaled q.k":
+                gaps[d_k].append(gap)
+print(f"medians over {n_q} queries of {n_keys} keys each; every range is over the {len(SEEDS)} seeds")
+for (d_k, name), stats in runs.items():
+    med_gap, med_top, one_hot, _, jac = (spread(column) for column in zip(*stats))
     print(
-        f"{name:16s}: median largest weight {spread(med_top)[1]:.4f}; queries with one weight > 0.99:"
-        f" {spread(one_hot)[0]:5.1%} .. {spread(one_hot)[2]:5.1%}"
+        f"d_k = {d_k:3d}, {name:15s}: top-two gap {med_gap[0]:4.2f} .. {med_gap[2]:5.2f}; largest weight "
+        f"{med_top[0]:.4f} .. {med_top[2]:.4f}; over 0.99: {one_hot[0]:5.1%} .. {one_hot[2]:5.1%} of queries; "
+        f"Jacobian norm {jac[0]:.1e} .. {jac[2]:.1e}"
     )
-    print(f"{'':16s}  median Jacobian norm {spread(jac)[0]:.1e} .. {spread(jac)[2]:.1e}  (range over seeds)")
 
 # %% tags=["hide-input"]
-all_gaps = torch.cat(gaps)  # (5 n_q,)
-assert all(8.5 < m < 10.5 for m in gap_medians) and all(11 < m < 13 for m in gap_means)
-assert all(m < a for m, a in zip(gap_medians, gap_means))  # the mean sits above the median in every seed
-assert all(0.35 < m / math.sqrt(d_k) < 0.5 for m in gap_medians)  # scaled median gap, each seed
-med_top, one_hot, max_top, jac = zip(*runs["unscaled q.k"])
-assert min(med_top) > 0.999 and min(one_hot) > 0.6 and max(jac) < 1e-3
-med_top, one_hot, max_top, jac = zip(*runs["q.k / sqrt(d_k)"])
-assert max(med_top) < 0.4 and max(max_top) < 0.99 and min(jac) > 0.1
-print(f"✓ in each of {len(SEEDS)} seeds the two largest of {n_keys} unscaled scores are typically many units apart;")
-print("  scaled by 1/sqrt(d_k), less than one unit apart")
-print("✓ unscaled, in every seed most queries put over 0.99 on one key and the softmax's gradient nearly vanishes")
-print("✓ scaled, in every seed no query puts over 0.99 on one key and the gradient stays alive")
+measured = {key: dict(zip(["gap", "top", "one_hot", "max_top", "jac"], zip(*stats))) for key, stats in runs.items()}
+un64, sc64, un512, sc512 = (measured[d, name] for d in (64, 512) for name in ("unscaled q.k", "q.k / sqrt(d_k)"))
+assert all(2.5 < g < 4 for g in un64["gap"]) and all(8.5 < g < 10.5 for g in un512["gap"])
+assert all(0.35 < g < 0.5 for run in (sc64, sc512) for g in run["gap"])  # scaled median gap, each seed
+assert min(un512["top"]) > 0.999 and min(un512["one_hot"]) > 2 / 3 and max(un512["jac"]) < 1e-3
+assert all(0.9 < t < 0.99 for t in un64["top"]) and all(0.25 < s < 0.5 for s in un64["one_hot"])
+assert max(un64["jac"]) < min(sc64["jac"]) / 3
+assert all(max(run["top"]) < 0.4 and max(run["max_top"]) < 0.99 and min(run["jac"]) > 0.1 for run in (sc64, sc512))
+print(f"✓ in each of {len(SEEDS)} seeds the two largest of {n_keys} unscaled scores are typically about 3 units apart")
+print("  at d_k = 64 and 9 to 10 at d_k = 512; scaled by 1/sqrt(d_k), under half a unit at both")
+print(
+    "✓ unscaled at d_k = 512, in every seed most queries put over 0.99 on one key and the softmax's gradient nearly vanishes"
+)
+print("✓ unscaled at d_k = 64, in every seed the typical query gives its top key between 0.9 and 0.99, a quarter to")
+print("  a half of the queries give it over 0.99, and the gradient is under a third of the scaled one")
+print("✓ scaled, at both sizes and in every seed, no query puts over 0.99 on one key and the gradient stays alive")
 
 # %% [markdown]
-# So unscaled, the top key typically leads by about 9 to 10 units (median, printed above) and gets
-# $e^{\text{gap}}$ times the runner-up's weight: a nearly one-hot softmax with a vanishing gradient.
-# Scaled, the gap is a fraction of a unit and the weights stay soft. One query (seed 0's median gap):
+# So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by 9 to
+# 10 units and gets $e^{\text{gap}}$ times the runner-up's weight: over two thirds of the queries put over
+# 0.99 on one key, and the gradient nearly vanishes. At the paper's $d_k = 64$ the lead is about 3 units,
+# the typical top weight about 0.95 and the gradient under a third of the scaled one. Scaled, the weights
+# stay soft at both sizes. One query ($d_k = 512$, seed 0's median gap):
 
 # %%
-median_q = int((gaps[0] - gaps[0].median()).abs().argmin())  # seed 0's query whose gap is the median
+d_k = 512
+median_q = int((gaps[d_k][0] - gaps[d_k][0].median()).abs().argmin())  # seed 0's query whose gap is the median
 one_query = random_scores(n_q, n_keys, d_k, 0)[median_q]  # (n_keys,) its unscaled scores
 fig, axes = plt.subplots(1, 2, figsize=(8, 2.4), sharey=True, layout="constrained")
 for ax, (name, s) in zip(axes, [("unscaled q.k", one_query), ("q.k / sqrt(d_k)", one_query / math.sqrt(d_k))]):
     ax.bar(range(n_keys), torch.softmax(s, dim=-1).numpy())  # (n_keys,) this query's weights
     ax.set(title=name, xlabel="key", xticks=range(n_keys), ylim=(0, 1.05))
 axes[0].set_ylabel("softmax weight")
-fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gaps[0][median_q]):.1f}: the median)")
+fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gaps[d_k][0][median_q]):.1f}: the median)")
 plt.show()
 
 # %% [markdown]
@@ -850,8 +851,9 @@ plt.show()
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$: adding
 #   PE to word embeddings loses little when $d$ is large.
 # - Dot products are "much faster and more space-efficient in practice" than additive attention (the
-#   paper), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$, and unscaled scores
-#   make softmax nearly one-hot with a vanishing gradient. For $q = k = x$, $x \cdot x$ has mean $d_k$.
+#   paper), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, they make
+#   softmax nearly one-hot with a vanishing gradient for large $d_k$ (512; at the paper's 64 the typical top
+#   weight is about 0.95). For $q = k = x$, $x \cdot x$ has mean $d_k$.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
@@ -1058,42 +1060,63 @@ print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the
 # %% [markdown]
 # ### Does PE take only a few dimensions?
 #
-# *Why read it:* it tests the reading notes' second reason for adding PE, and finds it only half right.
+# *Why read it:* it tests the reading notes' second reason for adding PE: true over a sentence, not over
+# long spans.
 #
-# The reading notes add that "PE only takes small number of dimensions". Over the positions of a
-# short sentence that is half right: the slow pairs (large $i$) hardly move ($\sin \approx 0$,
-# $\cos \approx 1$), so PE's variation sits in the first half of the columns and the rest is a nearly
-# constant offset that a layer can absorb; but that half is 256 columns, not a few (the shares are
-# printed below). And the slow pairs do turn over longer spans: the slowest
-# ($i = 255$ at $d_{model} = 512$) has wavelength $2\pi \cdot 10000^{510/512}$ positions (printed
-# below). `pe_variance_share(n, d_model)` gives the cumulative share of the table's variance over
-# positions $0 \dots n-1$, column by column; we read it at three lengths.
+# The reading notes add that "PE only takes small number of dimensions". A linear layer mixes columns, so
+# what it can tell apart is a *subspace*: the question is how many directions carry PE's variation, not
+# how many columns. We count both for positions $0 \dots n-1$ at $d_{model} = 512$: the principal
+# directions (singular values of the table with each column's mean removed, largest first) and the
+# columns in order (`pe_variance_share(n, d_model)`, the cumulative share column by column). Positions
+# $0 \dots n-1$ span at most $n-1$ directions. The slow pairs (large $i$) hardly move over a short span
+# ($\sin \approx 0$, $\cos \approx 1$), but they do turn over long ones: the slowest ($i = 255$) has
+# wavelength $2\pi \cdot 10000^{510/512}$ positions (printed below).
 
 # %%
 slowest = 2 * math.pi / float(angular_frequencies(512)[-1])  # wavelength of pair i = 255
 assert math.isclose(slowest, 2 * math.pi * 10000 ** (510 / 512), rel_tol=1e-9)
-print(f"wavelength of the slowest pair at d_model = 512: {slowest:,.0f} positions")
-for n in [100, 1000, 10000]:
-    share = pe_variance_share(n, 512)  # (512,) cumulative share of variance
-    needed = int((share < 0.95).sum()) + 1  # columns that hold 95% of the variance
-    print(
-        f"positions 0..{n - 1:5d}: share in the first 64 / 128 / 256 of 512 columns: "
-        f"{share[63]:5.1%} / {share[127]:5.1%} / {share[255]:5.1%};  95% needs the first {needed} columns"
+lines = [f"wavelength of the slowest pair at d_model = 512: {slowest:,.0f} positions"]
+lines.append("share of PE's variance over positions 0..n-1, d_model = 512:")
+spans, in_directions, in_columns = [50, 100, 200, 1000, 10000], {}, {}
+for n in spans:
+    table = sinusoidal_encoding(n, 512, dtype=torch.float64)  # (n, 512)
+    power = torch.linalg.svdvals(table - table.mean(0)) ** 2  # (min(n, 512),) variance per principal direction
+    share_dir = power.cumsum(0) / power.sum()  # (512,) cumulative share, largest direction first
+    share = pe_variance_share(n, 512)  # (512,) cumulative share, column by column
+    in_directions[n] = [int((share_dir < level).sum()) + 1 for level in (0.95, 0.99)]
+    in_columns[n] = [int((share < level).sum()) + 1 for level in (0.95, 0.99)]
+    lines.append(
+        f"  n = {n:5d}: 95% / 99% lies in {in_directions[n][0]:3d} / {in_directions[n][1]:3d} principal directions, "
+        f"in the first {in_columns[n][0]} / {in_columns[n][1]} columns; first 256 columns hold {share[255]:5.1%}"
     )
     if n == 100:
-        assert share[255] > 0.98 and 200 < needed < 256
+        assert share[255] > 0.98 and 200 < in_columns[n][0] < 256
     if n == 1000:
         assert 0.7 < share[255] < 0.8  # about three quarters
     if n == 10000:
-        assert 0.5 < share[255] < 0.6 and needed > 400  # barely more than half
-print("✓ over 100 positions the first 256 columns hold over 98% of the variance, yet 95% needs over 200")
+        assert 0.5 < share[255] < 0.6 and in_columns[n][0] > 400  # barely more than half
+print("\n".join(lines))
+
+# %% tags=["hide-input"]
+short = [n for n in spans if n <= 200]  # sentence-length spans
+assert all(in_directions[n][0] < in_columns[n][0] for n in spans)
+assert all(in_directions[n][0] < 512 / 8 and in_directions[n][0] < (n - 1) / 3 for n in short)
+assert all(in_directions[a][0] < in_directions[b][0] for a, b in zip(spans, spans[1:]))
+assert 100 < in_directions[1000][0] and 200 < in_directions[10000][0]
+print("✓ over 50, 100 and 200 positions 95% of PE's variance lies in under an eighth of the 512 directions,")
+print("  and in under a third of the directions the positions could span")
+print(
+    "✓ at every span shown, 95% needs fewer principal directions than columns, and more directions the longer the span"
+)
+print("✓ over 1000 positions 95% needs over 100 directions; over 10 000 positions, over 200")
+print("✓ over 100 positions the first 256 columns hold over 98% of the variance, yet 95% needs over 200 columns")
 print("✓ over 10 000 positions the first 256 columns hold under 60%, and 95% needs over 400 of the 512")
 
 # %% [markdown]
-# So for sentences of about a hundred tokens PE's variation sits in the first half of the columns (over
-# 98% of it), and 95% of it still needs over 200 of the 512 (printed above): "few dimensions" overstates it
-# even there. Over a thousand positions the first half carries about three quarters, and over ten thousand
-# barely more than half: the encoding then spreads over almost all the columns.
+# So over a sentence the notes are right, once we count directions: 95% of PE's variation lies in 14, 27
+# and 51 of the 512 directions over 50, 100 and 200 positions, though it is spread over 182 to 248 columns
+# (printed above). The count grows with the span: 131 directions over a thousand positions, 252 over ten
+# thousand, as the slow pairs start to turn. "Few dimensions" holds for sentence-length spans only.
 
 # %% [markdown]
 # ### How fast the soft arg-max's gradient vanishes
