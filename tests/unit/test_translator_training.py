@@ -17,6 +17,7 @@ from utils.translator.evaluate import (
     evaluate,
     exact_match,
     heldout_form_probability,
+    heldout_substitution_examples,
     heldout_substitutions,
     per_token,
     token_accuracy,
@@ -243,8 +244,8 @@ def test_heldout_substitutions_and_rest_right():
     counts = heldout_substitutions(hyps, [p, q], forms)
     assert counts == {
         "the held-out form": 1,
-        "same stem, a trained ending": 1,
-        "another stem, the needed ending": 1,  # amas: another verb, with vidas's ending
+        "same stem with a trained ending": 1,
+        "another stem with the needed ending": 1,  # amas: another verb, with vidas's ending
         "another word": 0,
         "sentence of another length": 0,
     }
@@ -256,8 +257,16 @@ def test_heldout_substitutions_and_rest_right():
     counts = heldout_substitutions(
         [["li", "kani", "nigri", "mira", "ke", "vidont"], list(q.tgt)], [p, q], [*forms, nigri]
     )
-    assert counts["another stem, the needed ending"] == 0 and counts["another word"] == 1
+    assert counts["another stem with the needed ending"] == 0 and counts["another word"] == 1
     assert heldout_substitutions([["x"], ["y"]], [p, q], forms)["sentence of another length"] == 3
+    assert heldout_substitution_examples(hyps, [p, q], forms) == {
+        "the held-out form": ("albi", "albi"),
+        "same stem with a trained ending": ("albo", "albi"),
+        "another stem with the needed ending": ("amas", "vidas"),
+    }
+    assert heldout_substitution_examples([["x"], ["y"]], [p, q], forms) == {
+        "sentence of another length": (None, "albi")
+    }
     assert all_but_heldout_right(hyps, [p, q], forms) == 1.0
     assert all_but_heldout_right([list(p.tgt), ["la"] * len(q.tgt)], [p, q], forms) == 0.5
 
@@ -460,6 +469,7 @@ def test_model_mismatch_names_the_checkpoint(saved):
             r"hypotheses\[1\] must be a list of words \(str\), got str 'b'",
         ),
         (lambda: heldout_substitutions([["a"]], [], []), ValueError, "pairs must be a non-empty list of Pairs"),
+        (lambda: heldout_substitution_examples([["a"]], [], []), ValueError, "pairs must be a non-empty list of Pairs"),
         (lambda: all_but_heldout_right([["a"]], ["p"], []), TypeError, r"pairs\[0\] must be a Pair, got str"),
     ],
 )

@@ -140,23 +140,19 @@ def evaluate(model, pairs, src_vocab, tgt_vocab):
     }
 
 
-def heldout_substitutions(hypotheses, pairs, heldout_forms):
-    """What the model wrote where the reference needs a held-out form, as counts: "the held-out form",
-    "same stem, a trained ending" (e.g. albo for albi), "another stem, the needed ending" (another adjective,
-    or verb, not held out, with the held-out form's ending: kalme for june), "another word" (including another
-    held-out form), "sentence of another length"."""
+SUBSTITUTIONS = (
+    "the held-out form",
+    "same stem with a trained ending",
+    "another stem with the needed ending",
+    "another word",
+    "sentence of another length",
+)
+
+
+def _substitutions(hypotheses, pairs, heldout_forms):
+    """Yield (category, written, needed) at each place where a reference needs a held-out form."""
     _check_pairs(hypotheses, [list(p.tgt) for p in _pairs(pairs)], "pairs")
     forms = {f.neo: f for f in heldout_forms}
-    counts = dict.fromkeys(
-        (
-            "the held-out form",
-            "same stem, a trained ending",
-            "another stem, the needed ending",
-            "another word",
-            "sentence of another length",
-        ),
-        0,
-    )
     for hyp, p in zip(hypotheses, pairs, strict=True):
         for j, word in enumerate(p.tgt):
             if word not in forms:
@@ -169,16 +165,34 @@ def heldout_substitutions(hypotheses, pairs, heldout_forms):
                 stem, ending = grammar.VERB_INFO[f.english][1], grammar.VERB_ENDINGS[(f.gender, f.number)]
                 same_kind = {info[1] + ending for info in grammar.VERB_INFO.values()}
             if len(hyp) != len(p.tgt):
-                counts["sentence of another length"] += 1
+                yield "sentence of another length", None, word
             elif hyp[j] == word:
-                counts["the held-out form"] += 1
+                yield "the held-out form", hyp[j], word
             elif hyp[j].startswith(stem):
-                counts["same stem, a trained ending"] += 1
+                yield "same stem with a trained ending", hyp[j], word
             elif hyp[j] in same_kind and hyp[j] not in forms:
-                counts["another stem, the needed ending"] += 1
+                yield "another stem with the needed ending", hyp[j], word
             else:
-                counts["another word"] += 1
+                yield "another word", hyp[j], word
+
+
+def heldout_substitutions(hypotheses, pairs, heldout_forms):
+    """What the model wrote where the reference needs a held-out form, as counts per category of SUBSTITUTIONS:
+    e.g. albo for albi is "same stem with a trained ending"; kalme (another adjective, not held out) for june
+    is "another stem with the needed ending"; "another word" includes another held-out form."""
+    counts = dict.fromkeys(SUBSTITUTIONS, 0)
+    for category, _, _ in _substitutions(hypotheses, pairs, heldout_forms):
+        counts[category] += 1
     return counts
+
+
+def heldout_substitution_examples(hypotheses, pairs, heldout_forms):
+    """The first (written, needed) word pair of each category of SUBSTITUTIONS that occurs (None written for a
+    sentence of another length), so a lesson can show examples from its own run."""
+    examples = {}
+    for category, written, needed in _substitutions(hypotheses, pairs, heldout_forms):
+        examples.setdefault(category, (written, needed))
+    return examples
 
 
 def all_but_heldout_right(hypotheses, pairs, heldout_forms):

@@ -80,9 +80,9 @@ def _compare_numbers(cases, answer, reference, wrong, rel=1e-7):
     explain="""
     About 0: the model gets at most 2 % of those sentences right, however well it learnt the rest. Its
     output layer has one logit per whole Neo word, and a held-out form was never a training label, so
-    nothing in training teaches the model to choose it: it never writes it. In at least half of those
-    places it writes the same adjective or verb with an ending it was trained on, and in most of those
-    sentences every other word is right. The cause is the word-level vocabulary, not the choice of loss.
+    nothing in training teaches the model to choose it: it never writes it. In most of those places it
+    keeps the stem or the ending (the same adjective or verb with a trained ending, or another one with
+    the needed ending), and in most of those sentences every other word is right. The cause is the word-level vocabulary, not the choice of loss.
     """,
 )
 def predict_unseen_exact_match(answer):
