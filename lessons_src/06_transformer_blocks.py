@@ -873,7 +873,7 @@ assert (n_tiny[:4].amin(-1) < 0).all() and n_tiny[3].abs().max() < 1
 assert 0.02 < smallest_spread.min() < 0.04  # a token's own spread can fall well below the 0.1 it was drawn with
 print("✓ some of section 2's tokens have a spread well below the 0.1 or more they were drawn with")
 print(
-    "✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, below 0.1 at spread 0.001, "
+    "✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, far below 1 at spread 0.001, "
     "where no value reaches |v| = 1; a constant token gives all zeros; every other token has a negative value"
 )
 
