@@ -165,24 +165,7 @@ print("✓ the formula gives what torch.nn.LayerNorm gives")
 
 
 # %% [markdown]
-# Both details are visible. With the unbiased variance (`torch.var`'s default, H − 1) every output
-# (less b) is scaled by the factor $\sqrt{(H-1)/H}$; dropping ε changes nothing visible on
-# ordinary tokens but turns a constant token into NaN.
-
-# %%
-unbiased = ln.weight * (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True) + ln.bias  # (batch, T, H)
-factor = np.sqrt((H - 1) / H)
-assert torch.allclose(unbiased - ln.bias, factor * (ln(x) - ln.bias), atol=1e-4)
-assert (unbiased - ln(x)).abs().max() > 0.05
-constant = torch.full((1, H), 4.0)  # (1, H): every feature equal
-no_eps = layer_norm(constant, 1.0, 0.0, eps=0.0)
-print("constant token without eps:", no_eps, " with eps:", layer_norm(constant, 1.0, 0.0))
-assert torch.isnan(no_eps).all() and (layer_norm(constant, 1.0, 0.0) == 0).all()
-assert (layer_norm(x, ln.weight, ln.bias, eps=0.0) - ln(x)).abs().max() < 1e-4  # tiny on ordinary tokens
-print(
-    f"✓ the unbiased variance scales every output by sqrt((H-1)/H) = {factor:.3f}; without eps "
-    "a constant token gives NaN, an ordinary one barely moves"
-)
+# > **Going further:** "Biased variance and ε" shows what each detail changes.
 
 # %% [markdown]
 # ### What the normalised values look like — not "between 0 and 1"
@@ -192,9 +175,8 @@ print(
 # numbers, not fluctuations ("What γ and β can and cannot do", in Going further), and $N(\mathbf x)$
 # has **mean 0 and variance 1 over each token's features** — so every token that is not constant has
 # negative values and (without ε) at least one value with $|v| \ge 1$, up to $\sqrt{H-1}$ when one
-# feature sticks out. (With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$, σ the token's
-# spread: a hair under 1 here; "Going further" shows tiny spreads.) Check it on random tokens of
-# several widths H, scales and offsets, 5 seeds each:
+# feature sticks out. (With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$ for a token of spread
+# σ: a hair under 1 here.) Check it on random tokens of several widths H, scales and offsets, 5 seeds each:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -439,13 +421,34 @@ print(
     "✓ in every stack the last layer's gradient is larger with post-norm than with pre-norm, by a factor "
     "that grows with depth, close to pre-norm's stream RMS"
 )
-print("✓ at 24 layers, the last post-norm layer's LayerNorms get inputs of RMS between 1 and 1.5")
+print("✓ at 24 layers, the last post-norm layer's LayerNorms get inputs of RMS near 1, pre-norm's final one far larger")
+
+# %% [markdown]
+# Why: a LayerNorm divides the gradient reaching its input by that input's RMS. Feed one `x` and `7 x`
+# (the same output, up to ε) and compare the gradients (5 seeds, widths 8, 32 and 128):
+
+# %%
+shrink = []  # |gradient at x| / |gradient at 7x|, per seed and width
+for seed in range(5):
+    for width in (8, 32, 128):
+        torch.manual_seed(seed)
+        x_ln, read_out = torch.randn(10, width), torch.randn(10, width)  # (tokens, width) each
+        grad_norms = []
+        for a in (1.0, 7.0):
+            inp = (a * x_ln).requires_grad_()  # (tokens, width)
+            (read_out * F.layer_norm(inp, (width,))).sum().backward()
+            grad_norms.append(inp.grad.norm().item())
+        shrink.append(grad_norms[0] / grad_norms[1])
+        assert torch.allclose(F.layer_norm(7 * x_ln, (width,)), F.layer_norm(x_ln, (width,)), atol=1e-4)
+print(f"gradient at x / gradient at 7x: {min(shrink):.2f} to {max(shrink):.2f} (15 runs)")
+assert all(abs(r - 7) < 1e-3 for r in shrink)
+print("✓ scaling a LayerNorm's input by 7 leaves its output unchanged (up to eps) and divides the gradient by 7")
 
 # %% [markdown]
 # Post-norm: every gradient reaching the last layer has passed through only that layer's own LayerNorms,
-# whose inputs have an RMS between 1 and 1.5 (printed above). Pre-norm: it has passed through the
-# **final** LayerNorm, which divides by the stream's RMS, the number that grew above; so the top of a
-# pre-norm stack gets gradients that many times smaller. Your guess:
+# whose inputs have RMS near 1 (printed above). Pre-norm: it has passed through the **final** LayerNorm,
+# whose input is the stream that grew above; so the top of a pre-norm stack gets gradients that many
+# times smaller. Your guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
@@ -523,7 +526,7 @@ print("✓ padding columns are 0, the decoder's self-attention is lower-triangul
 
 # %% [markdown]
 # Two behavioural checks. The causal mask means a decoder position cannot see the future: changing
-# the last target token leaves the outputs at positions 0–2 unchanged.
+# target token j, for every j, leaves the outputs at positions before j unchanged and changes the rest.
 #
 # **Predict, then check.** Now change the memory (the encoder's output) at source position 1, a real
 # word, and run the decoder layer again. Of the 4 target positions, how many get a different output?
@@ -532,10 +535,12 @@ print("✓ padding columns are 0, the decoder's self-attention is lower-triangul
 my_guess_positions_reading_source = None  # your answer: a number from 0 to 4
 
 # %%
-tgt_changed = tgt.clone()
-tgt_changed[0, 3] += 5.0  # change the last target token
-out_changed = decoder_layer(tgt_changed, memory, tgt_mask=causal_mask(4), memory_mask=src_mask)
-assert torch.allclose(out_changed[0, :3], out[0, :3], atol=1e-6) and not torch.allclose(out_changed[0, 3], out[0, 3])
+for j in range(4):
+    tgt_changed = tgt.clone()
+    tgt_changed[0, j] += 5.0  # change target token j
+    out_changed = decoder_layer(tgt_changed, memory, tgt_mask=causal_mask(4), memory_mask=src_mask)
+    moved = ((out_changed[0] - out[0]).abs().amax(dim=-1) > 1e-6).tolist()  # (T_tgt,): which positions changed
+    assert moved == [False] * j + [True] * (4 - j)
 memory_changed = memory.clone()
 memory_changed[0, 1] += 5.0  # change the memory at source position 1
 out_src = decoder_layer(tgt, memory_changed, tgt_mask=causal_mask(4), memory_mask=src_mask)
@@ -547,7 +552,10 @@ before, after = (
     decoder_layer(tgt, m, tgt_mask=causal_mask(4), memory_mask=only_first) for m in (memory, memory_changed)
 )
 assert int(((after - before).abs().amax(dim=-1) > 1e-3).sum()) == 0  # cut down, the change reaches no one
-print("✓ no leakage from future target tokens; through cross-attention, every target position reads source position 1")
+print(
+    "✓ changing target token j changes the outputs from j on, never before it; through cross-attention, every "
+    "target position reads source position 1"
+)
 
 # %% [markdown]
 # Every one: the causal mask limits which *target* positions a query sees, not which source positions —
@@ -583,11 +591,11 @@ def decoder_layer_by_hand(layer, y, memory, tgt_mask=None, memory_mask=None):
 
 
 # %% [markdown]
-# Build PyTorch's layers (batch-first, ReLU, no dropout), copy their weights into ours with
-# `from_torch`, and compare all three — ours by hand, `utils`, PyTorch — for both norm placements,
-# with masks. The `nn.Transformer*` layers read a boolean mask the other way round (lesson 05):
-# `True` = *not allowed*, in `attn_mask` / `tgt_mask` and `*_key_padding_mask` alike, so they get the
-# negation of ours.
+# Copy the weights of PyTorch's layers (batch-first, ReLU, no dropout) into ours with `from_torch`
+# and compare by hand, `utils` and PyTorch, for both norm placements, with masks. The
+# `nn.Transformer*` layers read a boolean mask the other way round (lesson 05): `True` = *not
+# allowed*, in `attn_mask` / `tgt_mask` and `*_key_padding_mask` alike, so they get the negation of
+# ours.
 #
 # **Predict, then check.** The source batch below has two sentences of 6 tokens: the first has no
 # padding, the second ends in 3 padding tokens. Hand torch's encoder layer *our* padding mask unchanged (`True` on the real tokens):
@@ -669,10 +677,9 @@ print(
 
 # %% [markdown]
 # Section 1's shuffle, on whole layers (5 seeds): built from parts that each commute with it
-# (attention, the FFN, LayerNorm, which sees one token at a time), an encoder layer knows nothing of
-# the order of its inputs (a padding mask shuffled with them; left in place, it changes the output
-# here). An encoder's sense of order has to come in through the positional encoding; a decoder also
-# gets it from its causal mask.
+# (attention, the FFN, LayerNorm), an encoder layer knows nothing of the order of its inputs (if its
+# padding mask is shuffled with them). An encoder's sense of order has to come in through the
+# positional encoding; a decoder also gets it from its causal mask.
 
 # %% tags=["hide-input"]
 layer_gap = {"encoder": [], "encoder, mask not shuffled": [], "decoder, causal mask": [], "decoder, no mask": []}
@@ -695,25 +702,10 @@ assert min(layer_gap["encoder, mask not shuffled"]) > 0.1 and min(layer_gap["dec
 print("✓ in 5 of 5 seeds, an encoder layer commutes with shuffling; a decoder layer with its causal mask does not")
 
 # %% [markdown]
-# **How many layers, how wide?** The paper's Table 3 varies the base model's sizes (N = 6 layers,
-# $d_{ff}$ = 2048: BLEU 25.8 on the development set, 65 million parameters). A subset of its rows (C),
-# leaving out the two that change $d_{model}$ (to 256 and 1024):
-#
-# | changed | N = 2 | N = 4 | N = 8 | $d_{ff}$ = 1024 | $d_{ff}$ = 4096 |
-# |---|---|---|---|---|---|
-# | BLEU | 23.7 | 25.3 | 25.5 | 25.4 | 26.2 |
-# | parameters (millions) | 36 | 50 | 80 | 53 | 90 |
-#
-# Fewer or narrower layers cost BLEU; 8 layers instead of 6 do not raise it (though their perplexity,
-# 4.88 against 4.92, is slightly better), a wider FFN does. Exercise 3 finds where the 65 million come from.
-#
-
-# %% [markdown]
 # ## Summary
 #
-# * The FFN is one small MLP applied to every position with the same weights; it commutes with
-#   permutations, and so do attention without a mask and an encoder layer (its padding mask shuffled
-#   too). A causal mask does not: it carries position.
+# * The FFN is one MLP applied to every position with the same weights. It, unmasked attention and an
+#   encoder layer commute with permutations; a causal mask carries position.
 # * LayerNorm normalises each token over its features, $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
 #   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
 #   variance 1 per token, not a range of $[0, 1]$. Batch norm normalises each feature over the batch,
@@ -793,11 +785,11 @@ check.parameter_count(my_parameter_count)
 
 
 # %% [markdown]
-# **Exercise 4 (transfer).** Some large models (GPT-J; PaLM, Chowdhery et al. 2022, section 2) run a
-# pre-norm layer's two sublayers side by side instead of one after the other: both read **one**
-# normalised copy of the layer's input, and both outputs are added to the residual stream. Write
-# `my_parallel_block(x, attn, ffn, norm)`, where `attn`, `ffn` and `norm` are functions of a tensor of
-# the shape of `x`. Then think: what does the FFN no longer see?
+# **Exercise 4 (transfer).** Some large models (GPT-J, Wang and Komatsuzaki 2021; PaLM, Chowdhery et
+# al. 2022, section 2) run a pre-norm layer's two sublayers side by side instead of one after the
+# other: both read **one** normalised copy of the layer's input, and both outputs are added to the
+# residual stream. Write `my_parallel_block(x, attn, ffn, norm)`, where `attn`, `ffn` and `norm` are
+# functions of a tensor of the shape of `x`. Then think: what does the FFN no longer see?
 
 
 # %%
@@ -811,9 +803,44 @@ check.parallel_block(my_parallel_block)
 # %% [markdown]
 # ## Going further
 #
-# Detours from the main line, each with its own checks: LayerNorm's ε on tokens of tiny spread, what
-# γ and β can and cannot do, batch norm in evaluation mode, stacks whose layers start different, where
-# the largest gradient sits, warm-up and post-norm, and the fused attention path that training uses.
+# Detours from the main line, each with its own checks: LayerNorm's biased variance and ε, its ε on
+# tokens of tiny spread, what γ and β can and cannot do, batch norm in evaluation mode, stacks whose
+# layers start different, where the largest gradient sits, warm-up and post-norm, the paper's depth and
+# width table, and the fused attention path that training uses.
+
+# %% [markdown]
+# ### Biased variance and ε
+#
+# *What each of section 2's two details changes, on random tokens of three widths H, 5 seeds.*
+#
+# With the unbiased variance (`torch.var`'s default, H − 1) every output (less b) is scaled by the
+# factor $\sqrt{(H-1)/H}$; dropping ε changes nothing visible on ordinary tokens but turns a constant
+# token into NaN.
+
+# %%
+for seed in range(5):
+    for H_ in (4, 6, 64):
+        torch.manual_seed(seed)
+        ln_ = nn.LayerNorm(H_)
+        with torch.no_grad():
+            ln_.weight.uniform_(0.5, 2.0)  # g
+            ln_.bias.uniform_(-1.0, 1.0)  # b
+        x_ = 3.0 * torch.randn(4, 7, H_) + 2.0  # (batch, T, H)
+        unbiased = ln_.weight * (x_ - x_.mean(-1, keepdim=True)) / x_.std(-1, keepdim=True) + ln_.bias  # (batch, T, H)
+        factor = np.sqrt((H_ - 1) / H_)
+        assert torch.allclose(unbiased - ln_.bias, factor * (ln_(x_) - ln_.bias), atol=1e-4)
+        assert (unbiased - ln_(x_)).abs().max() > 0.005
+        assert (layer_norm(x_, ln_.weight, ln_.bias, eps=0.0) - ln_(x_)).abs().max() < 1e-4  # ordinary tokens
+        constant = torch.full((1, H_), 4.0)  # (1, H): every feature equal
+        assert (
+            torch.isnan(layer_norm(constant, 1.0, 0.0, eps=0.0)).all() and (layer_norm(constant, 1.0, 0.0) == 0).all()
+        )
+no_eps = layer_norm(torch.full((1, 6), 4.0), 1.0, 0.0, eps=0.0)  # (1, 6): a constant token, H = 6
+print("constant token without eps:", no_eps, " with eps:", layer_norm(torch.full((1, 6), 4.0), 1.0, 0.0))
+print(
+    "✓ for H = 4, 6 and 64, 5 seeds: the unbiased variance scales every output (less b) by sqrt((H-1)/H); "
+    "without eps a constant token gives NaN, an ordinary one barely moves"
+)
 
 # %% [markdown]
 # ### LayerNorm on a token of tiny spread
@@ -846,7 +873,7 @@ assert (n_tiny[:4].amin(-1) < 0).all() and n_tiny[3].abs().max() < 1
 assert 0.02 < smallest_spread.min() < 0.04  # a token's own spread can fall well below the 0.1 it was drawn with
 print("✓ some of section 2's tokens have a spread well below the 0.1 or more they were drawn with")
 print(
-    "✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, below 0.1 at spread 0.001, "
+    "✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, far below 1 at spread 0.001, "
     "where no value reaches |v| = 1; a constant token gives all zeros; every other token has a negative value"
 )
 
@@ -900,11 +927,10 @@ for seed in range(5):
     ]  # eps = 0: the identity is exact
 assert max(lost) < 1e-9
 print(
-    "✓ with 16 alike features, output feature j has spread |g_j| and centre b_j over 4000 tokens; with "
-    "feature 1 raised by 3 its centre is more than 1 away from b_1, with feature 2 shrunk its spread is under "
-    "half of |g_2|"
+    "✓ with alike features, g and b set each output feature's spread (|g_j|) and centre (b_j); with one feature "
+    "raised and one shrunk, not those two"
 )
-print("✓ without eps, LN(a x + c) equals LN(x) in float64 for a in (0.5, 3, 100), c in (-7, 0, 42), 5 seeds")
+print("✓ without eps, LN(a x + c) equals LN(x) for every scale a and offset c tried, 5 seeds")
 
 # %% [markdown]
 # With ε the same tokens (spreads σ from 0.67 to 1.51), scaled by $a$ from 3 down to 0.001:
@@ -924,13 +950,18 @@ for a in (3.0, 0.5, 0.1, 0.01, 0.001):
     print(f"a = {a:5}: max |LN(a x) - LN(x)| with eps = {blur[a]:.1e}")
 spreads5 = torch.cat(list(spread_of.values()))  # (15,)
 print(f"spreads of the 15 tokens: {spreads5.min():.2f} to {spreads5.max():.2f}")
+print(
+    f"at a = 0.001 their spreads are {0.001 * spreads5.min():.5f} to {0.001 * spreads5.max():.5f}, "
+    f"below sqrt(eps) = {1e-5**0.5:.4f}"
+)
 
 # %% tags=["hide-input"]
 assert blur[3.0] < 1e-4 and blur[0.5] < 1e-4 and blur[0.1] < 1e-2 and blur[0.001] > 0.5
 assert abs(spreads5.min() - 0.67) < 0.005 and abs(spreads5.max() - 1.51) < 0.005
+assert 0.001 * spreads5.max() < 1e-5**0.5 < 0.1 * spreads5.min()
 print(
-    "✓ the 15 tokens have spreads from 0.67 to 1.51; with eps, LN(a x) barely differs from LN(x) for a = 3 "
-    "and 0.5, a little for a = 0.1, and by more than 0.5 for a = 0.001 (spread near sqrt(eps)), over 5 seeds"
+    "✓ over 5 seeds, with eps, LN(a x) stays close to LN(x) while the spread a sigma is well above sqrt(eps) "
+    "(a = 3, 0.5, 0.1), and moves far from it at a = 0.001, where every spread is below sqrt(eps)"
 )
 
 # %% [markdown]
@@ -972,8 +1003,8 @@ for kind, r2 in undo.items():
 # %% tags=["hide-input"]
 assert np.max(undo["own scale and offset"]) < 0.5 and np.min(undo["one distribution"]) > 0.8
 print(
-    "✓ for every feature and seed, the best g_j, b_j explain less than half of x_j's variance when tokens "
-    "have their own scale and offset, and more than 0.8 of it when all tokens come from one distribution"
+    "✓ for every feature and seed, the best g_j, b_j bring back much less of x_j when tokens have their own "
+    "scale and offset than when all tokens come from one distribution"
 )
 
 # %% [markdown]
@@ -1223,6 +1254,23 @@ plt.show()
 # Xiong et al. (2020) make the comparison on full-size translation and language models.
 
 # %% [markdown]
+# ### How many layers, how wide?
+#
+# *What the paper's Table 3 says about depth and width; exercise 3 counts its parameters.*
+#
+# The paper's Table 3 varies the base model's sizes (N = 6 layers, $d_{ff}$ = 2048: BLEU 25.8 on
+# the development set, 65 million parameters). A subset of its rows (C), leaving out the two that
+# change $d_{model}$ (to 256 and 1024):
+#
+# | changed | N = 2 | N = 4 | N = 8 | $d_{ff}$ = 1024 | $d_{ff}$ = 4096 |
+# |---|---|---|---|---|---|
+# | BLEU | 23.7 | 25.3 | 25.5 | 25.4 | 26.2 |
+# | parameters (millions) | 36 | 50 | 80 | 53 | 90 |
+#
+# Fewer or narrower layers cost BLEU; 8 layers instead of 6 do not raise it (though their perplexity,
+# 4.88 against 4.92, is slightly better), a wider FFN does.
+
+# %% [markdown]
 # ### The same attention without its weights
 #
 # *How the translator of lesson 07 trains: PyTorch's fused attention kernel.*
@@ -1306,7 +1354,7 @@ print(f"fused path faster than the weights path in {sum(r < 1 for r in ratios)} 
 # weights' size, but as large as the weights when the mask is given per head, `(batch, h, T_q, T_k)`.
 # Look among the tensors autograd keeps, on both paths, for the weights themselves and for the mask:
 
-# %%
+# %% tags=["hide-input"]
 empty = ~x_mask.any(-1)[:, None, :, None]  # (batch, 1, T, 1): the query that may attend to nothing
 per_head = x_mask[:, None].expand(batch, 4, T, T)  # (batch, h, T, T): the same mask, given per head
 
@@ -1343,13 +1391,26 @@ assert found == {
     ("a mask per head", False): (0, [4.0]),
 }
 assert weights.numel() == batch * 4 * T * T == 1_048_576 and weights.element_size() * weights.numel() == 4 * 2**20
-print("✓ the weights path keeps two copies of this layer's 1,048,576 weights (4 MiB) for backward; the fused path none")
+no_empty = x_mask | torch.eye(T, dtype=torch.bool)  # (batch, T, T): every query may see itself
+weights_no_empty = mha(x, x, x, no_empty)[1].detach()  # (batch, h, T, T)
+kept = saved_tensors(lambda t: mha(t, t, t, no_empty), x)
+copies_no_empty = sum(
+    t.is_floating_point()
+    and t.numel() == weights.numel()
+    and torch.allclose(t.reshape(weights.shape), weights_no_empty)
+    for t in kept
+)
+assert copies_no_empty == 1 and found["one mask for all heads", True][0] == 2
+print(
+    "✓ the weights path keeps a copy of this layer's 1,048,576 weights (4 MiB) for backward: one when no query is "
+    "fully masked, two with one; the fused path none"
+)
 print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with a mask per head")
 
 # %% [markdown]
-# The weights path keeps two: the softmax output, and a copy with the fully-masked query's row
-# set to zero. The translator of lesson 07 trains on the fused path; in evaluation mode (decoding,
-# accuracy, attention maps) it keeps the weights.
+# With a fully-masked query the weights path keeps two: the softmax output, and a copy with that
+# query's row set to zero; without one, only the softmax output. The translator of lesson 07 trains on
+# the fused path; in evaluation mode (decoding, accuracy, attention maps) it keeps the weights.
 
 # %% [markdown]
 # ## Sources
@@ -1358,7 +1419,8 @@ print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with
 #   and LayerNorm around each sublayer, post-norm), 3.2.3 (the three uses of attention), 3.3 (the
 #   position-wise feed-forward network), 3.4 (one weight matrix shared by both embeddings and the
 #   pre-softmax projection), 5.1 (the shared vocabulary of about 37000 tokens), 5.3 (the warm-up
-#   schedule), Table 3 (the base model's sizes and parameter count).
+#   schedule), 5.4 (dropout on each sublayer's output), Table 3 (the base model's sizes and parameter
+#   count).
 # * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the layer-normalisation
 #   formula with $\mu$, $\sigma$, gain and bias.
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked
@@ -1367,6 +1429,9 @@ print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with
 # * Reading notes on the paper (June 2020): the three kinds of attention, queries from the decoder
 #   and keys and values from the encoder in cross-attention.
 # * Ba, Kiros and Hinton (2016), "Layer Normalization", arXiv:1607.06450.
+# * Wang and Komatsuzaki (2021), "GPT-J-6B: A 6 Billion Parameter Autoregressive Language Model",
+#   released in the mesh-transformer-jax repository (github.com/kingoflolz/mesh-transformer-jax): a
+#   parallel block like exercise 4's.
 # * Chowdhery et al. (2022), "PaLM: Scaling Language Modeling with Pathways", section 2 ("Parallel
 #   Layers"): the parallel block of exercise 4.
 # * Xiong et al. (2020), "On Layer Normalization in the Transformer Architecture", ICML: gradients

@@ -175,6 +175,9 @@ def test_plot_gradient_gap_draws_both_panels():
     left, right = fig.axes[:2]
     assert "4 copied layers" in left.get_title() and len(left.get_lines()) == 2
     assert np.allclose(right.get_lines()[2].get_ydata(), ratio[4]) and right.get_yscale() == "log"
+    gaps, streams = right.get_lines()[2], right.get_lines()[3]  # depth 4: triangles, then hollow squares
+    assert (gaps.get_xdata() < 4).all() and (streams.get_xdata() > 4).all()  # side by side, not on top
+    assert streams.get_markerfacecolor() == "none"
     matplotlib.pyplot.close("all")
 
 

@@ -81,15 +81,17 @@ def plot_gradient_gap(grads, rms, ratio, layers, depth=24):
     plot_per_layer(
         per_layer, "gradient norm of the layer", f"Gradients, {depth} {layers} layers", ax=axes[0], logy=True
     )
+    shift = 0.015 * depths[-1]  # side by side at each depth, so neither marker hides the other
     for L in depths:
         first = L == depths[0]
         gap = np.asarray(ratio[L], dtype=float)
-        axes[1].plot([L] * len(gap), gap, "k^", ms=5, label="post / pre, last layer" if first else None)
+        axes[1].plot([L - shift] * len(gap), gap, "k^", ms=5, label="post / pre, last layer" if first else None)
         stream = np.asarray(rms["pre-norm", L], dtype=float)[:, -1]
         axes[1].plot(
-            [L] * len(stream),
+            [L + shift] * len(stream),
             stream,
-            ms=8,
+            ms=7,
+            mfc="none",
             label="pre-norm stream RMS" if first else None,
             **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
         )
