@@ -5,8 +5,8 @@
 # sinusoidal positional encodings, and why the Transformer scores with scaled dot products and a softmax.
 #
 # **Goals.** By the end you can
-# - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only: distance-aware,
-#   not direction-aware;
+# - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only, not on direction,
+#   and cannot always recover $|k|$;
 # - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$, a rotation;
 # - say how the dot product decays with distance, near and far;
 # - measure the near-orthogonality of random high-dimensional vectors, and why PE is added, not concatenated;
@@ -156,7 +156,8 @@ plt.show()
 # Cosine is even, so $\sum_i \cos(\omega_i k) = \sum_i \cos(-\omega_i k)$: the word $k$ places
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
 # Hong's slides derive this same sum and name two properties, *distance aware* and *direction aware*;
-# as we check, the sum has the first and not the second.
+# as we check, the sum has the first (only in part: section 3 finds far offsets it cannot tell apart) and
+# not the second.
 # Here is $f(k) = PE_t \cdot PE_{t+k}$ against $k$, measured from the table at $t = 100$ on both sides.
 
 # %%
@@ -343,6 +344,19 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
+# So $f$ is not one-to-one: a score tells short offsets apart but can confuse far ones. We search
+# $0 \le k \le 200$ for the two offsets, at least 5 apart, with the closest scores.
+
+# %%
+apart = (ks[:, None] - ks[None, :]).abs() >= 5  # (201, 201) pairs of offsets at least 5 apart
+closeness = torch.where(apart, (f[:, None] - f[None, :]).abs(), math.inf)  # (201, 201) |f(a) - f(b)|
+k_a, k_b = sorted(divmod(int(closeness.argmin()), len(ks)))
+print(f"closest pair: f({k_a}) = {f[k_a]:.4f} and f({k_b}) = {f[k_b]:.4f}, of f(0) = {f[0]:.0f}")
+far_best = torch.cat([f[j + 1 :].max()[None] for j in range(11)])  # (11,) best score beyond each k = 0 .. 10
+assert (k_a, k_b) == (121, 143) and abs(f[k_a] - f[k_b]) < 0.002 and torch.all(f[:11] > far_best)
+print(f"✓ offsets {k_a} and {k_b} score alike; each of k = 0 .. 10 scores above every farther offset up to 200")
+
+# %% [markdown]
 # How far does this go? The fastest pair repeats every $2\pi$ positions, the slowest at
 # $d_{model} = 128$ every $2\pi \cdot 10000^{126/128}$ (printed below).
 #
@@ -375,6 +389,9 @@ plt.show()
 
 # %%
 check.predict_long_range(my_guess_long_range)
+
+# %% [markdown]
+# How does that long-range peak compare with short offsets? We find the first offset that scores below it.
 
 # %%
 near = int((ratio < peak).nonzero()[0])  # the first offset that scores below the long-range peak
@@ -532,8 +549,8 @@ plt.show()
 # %% [markdown]
 # ## 5. Why dot products, and why divide by $\sqrt{d_k}$
 #
-# Four steps: additive versus dot-product scores; the variance of $q \cdot k$; what unscaled scores do to the
-# softmax; and where the independence assumption breaks, a word's score with itself.
+# Four steps: additive versus dot-product scores, the variance of $q \cdot k$, unscaled scores in the
+# softmax, and a word's score with itself.
 #
 # The paper (section 3.2.1) names the two common ways to score a query against a key. **Additive attention**
 # (Bahdanau et al., 2015) feeds both into a small feed-forward network with one hidden layer,
@@ -541,7 +558,8 @@ plt.show()
 # are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
 # space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
 # code": all scores are one product $QK^\top$. The additive score builds a hidden vector of size $d_a$ for
-# every query–key pair; we check it against a loop over pairs and count what each method builds:
+# every query–key pair; we check it against a loop over pairs and count what each method builds. Both
+# cost $O(n^2 d)$ operations; the counts below are the numbers each builds and stores, not a gap in work:
 
 
 # %%
@@ -623,15 +641,21 @@ plt.show()
 # ### What unscaled scores do to the softmax
 #
 # (The COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$.) At the paper's $d_k = 64$ and at
-# 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two largest scores, the largest weight, and the norm of the softmax's Jacobian
+# 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two
+# largest scores, the largest weight, and the norm of the softmax's Jacobian
 # $\mathrm{diag}(p) - p^\top p = \partial p / \partial\,\text{scores}$, which multiplies every gradient flowing
-# back through the softmax (near zero for one-hot $p$).
+# back through the softmax. It is largest for soft weights and near zero for one-hot ones:
 
 
 # %%
 def jacobian_norm(p):
     """Frobenius norm of the softmax Jacobian diag(p) - p^T p, one per row of p."""
     return (torch.diag_embed(p) - p[:, :, None] * p[:, None, :]).flatten(1).norm(dim=1)  # (n_q,)
+
+
+two = jacobian_norm(torch.tensor([[0.5, 0.5], [0.999, 0.001]], dtype=torch.float64))  # (2,)
+print(f"p = (0.5, 0.5): Jacobian norm {two[0]:.3f};  p = (0.999, 0.001): {two[1]:.3f}")
+assert torch.allclose(two, torch.tensor([2 * 0.5 * 0.5, 2 * 0.999 * 0.001], dtype=torch.float64))  # 2 p_1 p_2
 
 
 # %% tags=["nbval-ignore-output"]
@@ -649,39 +673,42 @@ for d_k in gaps:
             runs.setdefault((d_k, name), []).append([float(v) for v in stats])
             if name == "unscaled q.k":
                 gaps[d_k].append(gap)
-print(f"medians over {n_q} queries of {n_keys} keys each; every range is over the {len(SEEDS)} seeds")
+print(f"median over {len(SEEDS)} seeds of each seed's median query: largest weight / Jacobian norm")
+print(f"{'':10s} {'unscaled q.k':>18s} {'q.k / sqrt(d_k)':>18s}")
+for d_k in gaps:
+    cells = [spread([r[i] for r in runs[d_k, name]])[1] for name in ("unscaled q.k", "q.k / sqrt(d_k)") for i in (1, 4)]
+    print(f"d_k = {d_k:3d} {cells[0]:9.3f} / {cells[1]:.1e} {cells[2]:9.3f} / {cells[3]:.1e}")
+
+# %% tags=["hide-input", "nbval-ignore-output"]
+print(f"range over the {len(SEEDS)} seeds of each seed's median over {n_q} queries of {n_keys} keys")
+print(f"{'':27s} {'top-two gap':>14s} {'largest weight':>16s} {'over 0.99':>14s} {'Jacobian norm':>18s}")
 for (d_k, name), stats in runs.items():
     med_gap, med_top, one_hot, _, jac = (spread(column) for column in zip(*stats))
     print(
-        f"d_k = {d_k:3d}, {name:15s}: top-two gap {med_gap[0]:4.2f} .. {med_gap[2]:5.2f}; largest weight "
-        f"{med_top[0]:.4f} .. {med_top[2]:.4f}; over 0.99: {one_hot[0]:5.1%} .. {one_hot[2]:5.1%} of queries; "
-        f"Jacobian norm {jac[0]:.1e} .. {jac[2]:.1e}"
+        f"d_k = {d_k:3d}, {name:15s}: {med_gap[0]:5.2f} .. {med_gap[2]:5.2f} {med_top[0]:.4f} .. {med_top[2]:.4f} "
+        f"{one_hot[0]:5.1%} .. {one_hot[2]:5.1%} {jac[0]:.1e} .. {jac[2]:.1e}"
     )
 
 # %% tags=["hide-input"]
 measured = {key: dict(zip(["gap", "top", "one_hot", "max_top", "jac"], zip(*stats))) for key, stats in runs.items()}
 un64, sc64, un512, sc512 = (measured[d, name] for d in (64, 512) for name in ("unscaled q.k", "q.k / sqrt(d_k)"))
-assert all(2.5 < g < 4 for g in un64["gap"]) and all(8.5 < g < 10.5 for g in un512["gap"])
+assert all(2.5 < g < 4 for g in un64["gap"]) and all(8.7 < g < 10.5 for g in un512["gap"])
 assert all(0.35 < g < 0.5 for run in (sc64, sc512) for g in run["gap"])  # scaled median gap, each seed
 assert min(un512["top"]) > 0.999 and min(un512["one_hot"]) > 2 / 3 and max(un512["jac"]) < 1e-3
 assert all(0.9 < t < 0.99 for t in un64["top"]) and all(0.25 < s < 0.5 for s in un64["one_hot"])
 assert max(un64["jac"]) < min(sc64["jac"]) / 3
 assert all(max(run["top"]) < 0.4 and max(run["max_top"]) < 0.99 and min(run["jac"]) > 0.1 for run in (sc64, sc512))
-print(f"✓ in each of {len(SEEDS)} seeds the two largest of {n_keys} unscaled scores are typically about 3 units apart")
-print("  at d_k = 64 and 9 to 10 at d_k = 512; scaled by 1/sqrt(d_k), under half a unit at both")
-print(
-    "✓ unscaled at d_k = 512, in every seed most queries put over 0.99 on one key and the softmax's gradient nearly vanishes"
-)
-print("✓ unscaled at d_k = 64, in every seed the typical query gives its top key between 0.9 and 0.99, a quarter to")
-print("  a half of the queries give it over 0.99, and the gradient is under a third of the scaled one")
-print("✓ scaled, at both sizes and in every seed, no query puts over 0.99 on one key and the gradient stays alive")
+print(f"✓ in every seed the top two of {n_keys} unscaled scores are about 3 units apart at d_k = 64 and about 9 to 10")
+print("  at 512, where most queries put over 0.99 on one key and the gradient nearly vanishes")
+print("✓ at 64 the typical top weight is 0.9 to 0.99 (over 0.99 for a quarter to a half of the queries) and the")
+print("  gradient under a third of the scaled one; scaled, at both sizes the gap is under half a unit, no query puts")
+print("  over 0.99 on one key and the gradient stays alive")
 
 # %% [markdown]
-# So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by 9 to
-# 10 units and gets $e^{\text{gap}}$ times the runner-up's weight: over two thirds of the queries put over
-# 0.99 on one key, and the gradient nearly vanishes. At the paper's $d_k = 64$ the lead is about 3 units,
-# the typical top weight about 0.95 and the gradient under a third of the scaled one. Scaled, the weights
-# stay soft at both sizes. One query ($d_k = 512$, seed 0's median gap):
+# So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
+# about 9 to 10 units (8.80 to 10.35 over the seeds, printed above) and so gets $e^{\text{gap}}$ times the
+# runner-up's weight; at the paper's $d_k = 64$ the lead is about 3 units and the typical top weight about
+# 0.95. Scaled, the weights stay soft at both sizes. One query ($d_k = 512$, seed 0's median gap):
 
 # %%
 d_k = 512
@@ -845,13 +872,14 @@ plt.show()
 # ## Summary
 #
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ and even in $k$, so the dot product
-#   knows distance, not direction. $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations.
+#   depends on distance $|k|$, not direction, though far distances can score alike ($f(121) \approx f(143)$ at $d_{model} = 128$).
+#   $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations.
 # - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
 #   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$: adding
 #   PE to word embeddings loses little when $d$ is large.
-# - Dot products are "much faster and more space-efficient in practice" than additive attention (the
-#   paper), but grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, they make
+# - Dot products cost the same order of operations as additive attention but store far less, and they
+#   grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, they make
 #   softmax nearly one-hot with a vanishing gradient for large $d_k$ (512; at the paper's 64 the typical top
 #   weight is about 0.95). For $q = k = x$, $x \cdot x$ has mean $d_k$.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
@@ -861,8 +889,7 @@ plt.show()
 #
 # Three exercises use the lesson's ideas on questions it did not ask, and one builds the stable
 # softmax of section 6. Each cell below has a stub;
-# replace `raise NotImplementedError` with your code and run the cell. The checkers come from
-# `utils.course.exercises.lesson02`, imported as `check` in the first code cell. Stuck?
+# replace `raise NotImplementedError` with your code and run the cell. Stuck?
 # `check.signed_offset.hint()` prints a hint and `check.signed_offset.solution()` a solution
 # (likewise for the other exercises).
 
@@ -1103,14 +1130,12 @@ assert all(in_directions[n][0] < in_columns[n][0] for n in spans)
 assert all(in_directions[n][0] < 512 / 8 and in_directions[n][0] < (n - 1) / 3 for n in short)
 assert all(in_directions[a][0] < in_directions[b][0] for a, b in zip(spans, spans[1:]))
 assert 100 < in_directions[1000][0] and 200 < in_directions[10000][0]
-print("✓ over 50, 100 and 200 positions 95% of PE's variance lies in under an eighth of the 512 directions,")
-print("  and in under a third of the directions the positions could span")
+print("✓ over 50, 100 and 200 positions 95% of PE's variance lies in under an eighth of the 512 directions (under")
+print("  a third of those the positions could span); at every span it needs fewer directions than columns")
+print("✓ longer spans need more: over 100 directions at 1000 positions, over 200 at 10 000. In columns, 95% needs over")
 print(
-    "✓ at every span shown, 95% needs fewer principal directions than columns, and more directions the longer the span"
+    "  200 at 100 positions (though the first 256 hold over 98%) and over 400 at 10 000 (the first 256 hold under 60%)"
 )
-print("✓ over 1000 positions 95% needs over 100 directions; over 10 000 positions, over 200")
-print("✓ over 100 positions the first 256 columns hold over 98% of the variance, yet 95% needs over 200 columns")
-print("✓ over 10 000 positions the first 256 columns hold under 60%, and 95% needs over 400 of the 512")
 
 # %% [markdown]
 # So over a sentence the notes are right, once we count directions: 95% of PE's variation lies in 14, 27
@@ -1161,14 +1186,13 @@ small_T = [0.1, 0.03, 0.01]
 assert all(exact_norms[a] > exact_norms[b] > 0 for a, b in zip(small_T, small_T[1:]))  # shrinking, never 0
 assert all(0.9 < exact_norms[T_] / (math.sqrt(2) * math.exp(-gap / T_) / T_) < 1.1 for T_ in small_T)
 assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
-print("✓ autograd matches the formula for T from 1 down to 0.03")
-print("✓ as T falls from 0.1 to 0.01 the gradient shrinks like sqrt(2) e^(-gap/T) / T, yet stays above 0")
-print("✓ in float32 at T = 0.003 the gradient is exactly 0")
 assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
-print("✓ at T = 0.01, float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1)")
 x_req = x.clone().requires_grad_()  # (5,)
 assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
-print("✓ the arg-max is an integer with no gradient, while the max of the same scores has one")
+print("✓ autograd matches the formula for T from 1 down to 0.03; from 0.1 to 0.01 the gradient shrinks like")
+print("  sqrt(2) e^(-gap/T) / T yet stays above 0, and in float32 at T = 0.003 it is exactly 0")
+print("✓ at T = 0.01 float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1); the arg-max")
+print("  is an integer with no gradient, while the max of the same scores has one")
 tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
 assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
 print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
