@@ -584,16 +584,18 @@ my_guess_lost_weight = None  # your answer: "diagonal", "near", "far" or "evenly
 
 
 # %%
-def weight_moved(h):
-    """Weight on key t-2 at length 16 minus at length 48 (copy_head's "lost" is the weight off t-2 at 48)."""
-    return h["at_train_len"] - (1 - h["lost"])
+def at_48(h):
+    """The copy head's weight on key t-2 at length 48 (copy_head reports the weight off it, "lost")."""
+    return 1 - h["lost"]
 
 
-print(
-    "stored seeds, RoPE copy head: "
-    + ", ".join(f"moved {weight_moved(h):.2f} / far {h['far']:.2f}" for h in head_runs["rope"])
+print("stored seeds, RoPE copy head: weight on key t-2 at length 16 and at 48, their difference, far weight at 48")
+for h in head_runs["rope"]:
+    moved = h["at_train_len"] - at_48(h)
+    print(f"  at 16 {h['at_train_len']:.2f}, at 48 {at_48(h):.2f}: moved {moved:.2f}; far {h['far']:.2f}")
+measured = (
+    "far" if all(abs(h["at_train_len"] - at_48(h) - h["far"]) < 0.05 for h in head_every["rope"]) else "not only far"
 )
-measured = "far" if all(abs(weight_moved(h) - h["far"]) < 0.05 for h in head_every["rope"]) else "not only far"
 assert measured == check.predict_rope_lost_weight.reference
 print("✓ in every run, what RoPE's copy head loses at length 48 goes to offsets it never saw in training")
 
