@@ -6,7 +6,7 @@
 #
 # **Goals.** By the end you can
 # - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only, not on direction,
-#   and cannot always recover $|k|$;
+#   though far offsets can score almost alike;
 # - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$, a rotation;
 # - say how the dot product decays with distance, near and far;
 # - measure the near-orthogonality of random high-dimensional vectors, and why PE is added, not concatenated;
@@ -156,7 +156,7 @@ plt.show()
 # Cosine is even, so $\sum_i \cos(\omega_i k) = \sum_i \cos(-\omega_i k)$: the word $k$ places
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
 # Hong's slides derive this same sum and name two properties, *distance aware* and *direction aware*;
-# as we check, the sum has the first (only in part: section 3 finds far offsets it cannot tell apart) and
+# as we check, the sum has the first (only in part: section 3 finds far offsets that score almost alike) and
 # not the second.
 # Here is $f(k) = PE_t \cdot PE_{t+k}$ against $k$, measured from the table at $t = 100$ on both sides.
 
@@ -275,28 +275,6 @@ assert math.isclose(float(pe[t] @ Mk(k) @ pe[t]), float(torch.cos(w * k).sum()),
 print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w_i * {k})")
 
 # %% [markdown]
-# Back to section 1's blind spot. The **vectors** do know the direction ($PE_{t+k} \ne PE_{t-k}$); only
-# the plain dot product forgets it. Another bilinear form recovers it: take $J$ block-diagonal with blocks
-# $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$ (the rotation block above with
-# $b = -\pi/2$, a quarter turn). Each pair gives
-# $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
-# $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
-# $k$. Exercise 1 uses this odd form to recover the sign of $k$.
-#
-# > **Ahead:** attention's score with learned query and key projections (lesson 03) is such a bilinear form.
-
-# %%
-J = torch.block_diag(
-    *[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2)
-)  # (d_model, d_model)
-g_table = pe[t0] @ J @ pe[t0 + ks].T  # (200,) PE_{t0} J PE_{t0+k}^T, one per k
-assert torch.allclose(g_table, -torch.sin(ks[:, None].double() * w).sum(1), atol=1e-10)
-assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(float(g_table[ks == 5])) > 1
-assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
-print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f_table[ks == -5]):.4f}")
-print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
-
-# %% [markdown]
 # ## Explore: the offset explorer
 #
 # Sections 1 and 2 in one figure: $PE_t \cdot PE_{t+k}$ against $t$ (flat), against $k$, and pair $i$'s
@@ -344,7 +322,7 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# So $f$ is not one-to-one: a score tells short offsets apart but can confuse far ones. We search
+# So a score separates short offsets clearly, far ones barely. We search
 # $0 \le k \le 200$ for the two offsets, at least 5 apart, with the closest scores.
 
 # %%
@@ -352,9 +330,10 @@ apart = (ks[:, None] - ks[None, :]).abs() >= 5  # (201, 201) pairs of offsets at
 closeness = torch.where(apart, (f[:, None] - f[None, :]).abs(), math.inf)  # (201, 201) |f(a) - f(b)|
 k_a, k_b = sorted(divmod(int(closeness.argmin()), len(ks)))
 print(f"closest pair: f({k_a}) = {f[k_a]:.4f} and f({k_b}) = {f[k_b]:.4f}, of f(0) = {f[0]:.0f}")
+print(f"they differ by {abs(f[k_a] - f[k_b]) / f[0]:.3%} of f(0)")
 far_best = torch.cat([f[j + 1 :].max()[None] for j in range(11)])  # (11,) best score beyond each k = 0 .. 10
 assert (k_a, k_b) == (121, 143) and abs(f[k_a] - f[k_b]) < 0.002 and torch.all(f[:11] > far_best)
-print(f"✓ offsets {k_a} and {k_b} score alike; each of k = 0 .. 10 scores above every farther offset up to 200")
+print(f"✓ offsets {k_a} and {k_b} score almost alike; each of k = 0 .. 10 scores above every farther offset up to 200")
 
 # %% [markdown]
 # How far does this go? The fastest pair repeats every $2\pi$ positions, the slowest at
@@ -515,7 +494,7 @@ assert all(added < concat for d in [4, 8, 16, 32] for added, concat in recovery[
 assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d])
 assert all(0.2 < concat < 0.3 for _, concat in recovery[8]), "at d = 8 even the bare embeddings collide"
 print(f"✓ from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
-print("✓ at d = 64 concatenation recovers every word and adding over 99.5%, in every seed")
+print("✓ at d = 64 concatenation recovers every word and adding almost every word, in every seed")
 print(
     "✓ at d = 4, 8, 16 and 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
     "over 10 points fewer"
@@ -644,7 +623,8 @@ plt.show()
 # 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two
 # largest scores, the largest weight, and the norm of the softmax's Jacobian
 # $\mathrm{diag}(p) - p^\top p = \partial p / \partial\,\text{scores}$, which multiplies every gradient flowing
-# back through the softmax. It is largest for soft weights and near zero for one-hot ones:
+# back through the softmax. It is near zero for one-hot weights, but the softest weights do not give the largest:
+# uniform weights over $n$ keys give $\sqrt{n-1}/n$, so an even split between two keys beats uniform over 10:
 
 
 # %%
@@ -656,6 +636,21 @@ def jacobian_norm(p):
 two = jacobian_norm(torch.tensor([[0.5, 0.5], [0.999, 0.001]], dtype=torch.float64))  # (2,)
 print(f"p = (0.5, 0.5): Jacobian norm {two[0]:.3f};  p = (0.999, 0.001): {two[1]:.3f}")
 assert torch.allclose(two, torch.tensor([2 * 0.5 * 0.5, 2 * 0.999 * 0.001], dtype=torch.float64))  # 2 p_1 p_2
+split = {n: float(jacobian_norm(torch.full((1, n), 1 / n, dtype=torch.float64))) for n in (2, 3, 10)}
+print(", ".join(f"uniform over {n} keys: {v:.2f}" for n, v in split.items()))
+assert all(abs(v - math.sqrt(n - 1) / n) < 1e-12 for n, v in split.items())
+largest = []  # the largest norm over 20000 random weight vectors on 10 keys, per seed
+for seed in SEEDS:
+    g = torch.Generator().manual_seed(seed)
+    logits = (
+        torch.randn(20000, 10, generator=g, dtype=torch.float64)
+        * torch.rand(20000, 1, generator=g, dtype=torch.float64)
+        * 6
+    )
+    largest.append(float(jacobian_norm(torch.softmax(logits, dim=-1)).max()))  # soft to near one-hot
+print(f"largest over 20000 random weight vectors on 10 keys: {min(largest):.4f} .. {max(largest):.4f} (5 seeds)")
+assert max(largest) <= 0.5 + 1e-12 and min(largest) > split[10]
+print("✓ in every seed no random weight vector on 10 keys beats the even two-way split; the best found beat uniform")
 
 
 # %% tags=["nbval-ignore-output"]
@@ -673,11 +668,18 @@ for d_k in gaps:
             runs.setdefault((d_k, name), []).append([float(v) for v in stats])
             if name == "unscaled q.k":
                 gaps[d_k].append(gap)
-print(f"median over {len(SEEDS)} seeds of each seed's median query: largest weight / Jacobian norm")
-print(f"{'':10s} {'unscaled q.k':>18s} {'q.k / sqrt(d_k)':>18s}")
-for d_k in gaps:
-    cells = [spread([r[i] for r in runs[d_k, name]])[1] for name in ("unscaled q.k", "q.k / sqrt(d_k)") for i in (1, 4)]
-    print(f"d_k = {d_k:3d} {cells[0]:9.3f} / {cells[1]:.1e} {cells[2]:9.3f} / {cells[3]:.1e}")
+typical = {key: [spread([r[i] for r in stats])[1] for i in (1, 4)] for key, stats in runs.items()}  # top, jac
+print(
+    f"typical largest weight, unscaled: {typical[64, 'unscaled q.k'][0]:.2f} at d_k = 64, "
+    f"{typical[512, 'unscaled q.k'][0]:.4f} at 512"
+)
+fig, axes = plt.subplots(1, 2, figsize=(8, 2.6), layout="constrained")
+for ax, i, label in zip(axes, (0, 1), ("largest weight", "Jacobian norm")):
+    for j, name in enumerate(("unscaled q.k", "q.k / sqrt(d_k)")):
+        ax.bar([x + 0.4 * j for x in (0, 1)], [typical[d, name][i] for d in gaps], width=0.4, label=name)
+    ax.set(xticks=[0.2, 1.2], xticklabels=[f"d_k = {d}" for d in gaps], title=f"{label} (typical query)")
+axes[0].legend(loc="lower left", fontsize=8)
+plt.show()
 
 # %% tags=["hide-input", "nbval-ignore-output"]
 print(f"range over the {len(SEEDS)} seeds of each seed's median over {n_q} queries of {n_keys} keys")
@@ -698,11 +700,11 @@ assert min(un512["top"]) > 0.999 and min(un512["one_hot"]) > 2 / 3 and max(un512
 assert all(0.9 < t < 0.99 for t in un64["top"]) and all(0.25 < s < 0.5 for s in un64["one_hot"])
 assert max(un64["jac"]) < min(sc64["jac"]) / 3
 assert all(max(run["top"]) < 0.4 and max(run["max_top"]) < 0.99 and min(run["jac"]) > 0.1 for run in (sc64, sc512))
-print(f"✓ in every seed the top two of {n_keys} unscaled scores are about 3 units apart at d_k = 64 and about 9 to 10")
-print("  at 512, where most queries put over 0.99 on one key and the gradient nearly vanishes")
-print("✓ at 64 the typical top weight is 0.9 to 0.99 (over 0.99 for a quarter to a half of the queries) and the")
-print("  gradient under a third of the scaled one; scaled, at both sizes the gap is under half a unit, no query puts")
-print("  over 0.99 on one key and the gradient stays alive")
+print("✓ in every seed, unscaled, the top two scores pull apart as d_k grows: at 512 most queries put nearly all")
+print("  their weight on one key and the gradient nearly vanishes; at 64 the top weight is already high")
+print(
+    "✓ scaled, at both sizes the top two stay close, no query puts nearly all its weight on one key, the gradient lives"
+)
 
 # %% [markdown]
 # So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
@@ -723,16 +725,18 @@ fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gap
 plt.show()
 
 # %% [markdown]
-# Smaller keys are no way out: in Table 3 (rows B) "reducing the attention key size $d_k$ hurts model
-# quality", which, the paper adds (section 6.2), "suggests that determining compatibility is not easy and
-# that a more sophisticated compatibility function than dot product may be beneficial" (English-to-German
-# development set; lower PPL and higher BLEU are better):
+# Why not just use smaller keys? Table 3's rows (B) keep $h = 8$ heads and shrink $d_k$, so the total key
+# width $h\,d_k$ shrinks too: "reducing the attention key size $d_k$ hurts model quality", which, the paper
+# adds (section 6.2), "suggests that determining compatibility is not easy and that a more sophisticated
+# compatibility function than dot product may be beneficial". Row (A) with $h = 16$, $d_k = 32$ keeps
+# $h\,d_k$ and scores as the base does (English-to-German development set; lower PPL, higher BLEU are better):
 #
-# | Table 3 | $d_k$ | PPL (dev) | BLEU (dev) | params $\times 10^6$ |
-# |---|---|---|---|---|
-# | base | 64 | 4.92 | 25.8 | 65 |
-# | (B) | 16 | 5.16 | 25.1 | 58 |
-# | (B) | 32 | 5.01 | 25.4 | 60 |
+# | Table 3 | $h$ | $d_k$ | PPL (dev) | BLEU (dev) | params $\times 10^6$ |
+# |---|---|---|---|---|---|
+# | base | 8 | 64 | 4.92 | 25.8 | 65 |
+# | (A) | 16 | 32 | 4.91 | 25.8 | |
+# | (B) | 8 | 16 | 5.16 | 25.1 | 58 |
+# | (B) | 8 | 32 | 5.01 | 25.4 | 60 |
 
 # %% [markdown]
 # ### Where the independence assumption breaks: a word's score with itself
@@ -872,7 +876,7 @@ plt.show()
 # ## Summary
 #
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ and even in $k$, so the dot product
-#   depends on distance $|k|$, not direction, though far distances can score alike ($f(121) \approx f(143)$ at $d_{model} = 128$).
+#   depends on distance $|k|$, not direction, though far distances can score almost alike ($f(121) \approx f(143)$ at $d_{model} = 128$).
 #   $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations.
 # - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
 #   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
@@ -895,7 +899,8 @@ plt.show()
 
 # %% [markdown]
 # **Exercise 1 (which way, and how far?).** Section 1 showed that the dot product
-# $PE_t \cdot PE_{t+k}$ cannot tell $k$ from $-k$. The two vectors can. Write
+# $PE_t \cdot PE_{t+k}$ cannot tell $k$ from $-k$. The two vectors can (a way in: the $J$ form in
+# *Going further*). Write
 # `signed_offset(pe_t, pe_t_plus_k)`: given two rows of the table (NumPy arrays of length
 # $d_{model} \ge 8$, base 10000, $|k|$ at most 2000), return the integer $k$, positive when the second row
 # is the later position, without building the table.
@@ -955,7 +960,35 @@ check.score_scale(score_scale)
 # %% [markdown]
 # ## Going further
 #
-# Five detours, each checked like the main line.
+# Six detours, each checked like the main line.
+
+# %% [markdown]
+# ### Telling direction: the $J$ form
+#
+# *Why read it:* it is the way in to Exercise 1.
+#
+# Section 1's dot product cannot tell $k$ from $-k$, but the **vectors** differ ($PE_{t+k} \ne PE_{t-k}$),
+# and another bilinear form recovers the sign: take $J$ block-diagonal with blocks
+# $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$ (section 2's rotation block with
+# $b = -\pi/2$, a quarter turn). Each pair gives
+# $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
+# $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
+# $k$. Exercise 1 uses this odd form to recover the sign of $k$. Here at $t = 100$, $k = \pm 5$:
+#
+# > **Ahead:** attention's score with learned query and key projections (lesson 03) is such a bilinear form.
+
+# %%
+ks = torch.arange(-100, 100)  # (200,) section 1's offsets around t0 = 100
+f_table = pe[t0 + ks] @ pe[t0]  # (200,) PE_{t0+k} . PE_{t0}
+J = torch.block_diag(
+    *[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d_model // 2)
+)  # (d_model, d_model)
+g_table = pe[t0] @ J @ pe[t0 + ks].T  # (200,) PE_{t0} J PE_{t0+k}^T, one per k
+assert torch.allclose(g_table, -torch.sin(ks[:, None].double() * w).sum(1), atol=1e-10)
+assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(float(g_table[ks == 5])) > 1
+assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
+print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f_table[ks == -5]):.4f}")
+print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
 
 # %% [markdown]
 # ### Separate $W_q$, $W_k$ bring the self-score back near 0
@@ -1082,7 +1115,9 @@ print(
 print(f"at d_model = 8 the peak is at k = {other_at[8]}, about 2000 pi = {2000 * math.pi:.0f}")
 assert all(v < 0.6 for d, v in other_peaks.items() if d >= 32)
 assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
-print("✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the long-range peak stays below 0.6 f(0)")
+print(
+    "✓ from d_model = 32 up (every even width to 256, then 512 and 1024) the long-range peak never comes back near f(0)"
+)
 
 # %% [markdown]
 # ### Does PE take only a few dimensions?
@@ -1130,12 +1165,10 @@ assert all(in_directions[n][0] < in_columns[n][0] for n in spans)
 assert all(in_directions[n][0] < 512 / 8 and in_directions[n][0] < (n - 1) / 3 for n in short)
 assert all(in_directions[a][0] < in_directions[b][0] for a, b in zip(spans, spans[1:]))
 assert 100 < in_directions[1000][0] and 200 < in_directions[10000][0]
-print("✓ over 50, 100 and 200 positions 95% of PE's variance lies in under an eighth of the 512 directions (under")
-print("  a third of those the positions could span); at every span it needs fewer directions than columns")
-print("✓ longer spans need more: over 100 directions at 1000 positions, over 200 at 10 000. In columns, 95% needs over")
 print(
-    "  200 at 100 positions (though the first 256 hold over 98%) and over 400 at 10 000 (the first 256 hold under 60%)"
+    "✓ over sentence-length spans (50 to 200 positions) 95% of PE's variance lies in a small share of the 512 directions"
 )
+print("✓ longer spans need many more; at every span principal directions need fewer than columns")
 
 # %% [markdown]
 # So over a sentence the notes are right, once we count directions: 95% of PE's variation lies in 14, 27

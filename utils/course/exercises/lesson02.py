@@ -296,7 +296,7 @@ def _same_offset(a, b):
 @exercise(
     hint="""
     PE_{t+k} is PE_t rotated by the angle w_i k in every pair i. For one pair, the dot product of the two
-    (sin, cos) rows gives cos(w_i k) and the J form of section 1, sin_2 cos_1 - cos_2 sin_1, gives
+    (sin, cos) rows gives cos(w_i k) and the J form of Going further, sin_2 cos_1 - cos_2 sin_1, gives
     sin(w_i k); atan2 of the two is w_i k, within (-pi, pi]. Use a slow pair, so that w_i k does not wrap.
     """,
     reference=_signed_offset_solution,
