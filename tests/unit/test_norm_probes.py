@@ -16,6 +16,7 @@ from utils.experiments.norm_probes import (
     layer_grad_norms,
     probe_at_init,
     probe_stacks,
+    stream_mean_and_spread,
     train_copy_task,
     warmup_lr,
 )
@@ -148,6 +149,19 @@ def fake_probes(post_last, pre_last, pre_rms):
     return grads, rms
 
 
+@pytest.mark.parametrize("independent_layers", [False, True])
+def test_stream_mean_and_spread_equal_a_manual_pass_of_the_probed_pre_norm_stack(independent_layers):
+    encoder, _, x, _ = norm_probes._probe_setup(True, 3, 16, 2, 8, 10, 16, independent_layers)
+    with torch.no_grad():
+        for layer in encoder.layers:
+            x = layer(x)  # (batch, T, d_model)
+    means, spreads = stream_mean_and_spread(num_layers=3, d_model=16, seed=2, independent_layers=independent_layers)
+    assert means.shape == spreads.shape == (80,)
+    assert np.allclose(means, x.mean(-1).abs().flatten().numpy(), atol=1e-6)
+    assert np.allclose(spreads, x.std(-1, unbiased=False).flatten().numpy(), atol=1e-6)
+    assert np.allclose(means**2 + spreads**2, x.pow(2).mean(-1).flatten().numpy(), rtol=1e-4)  # RMS² = mean² + σ²
+
+
 def test_gradient_gap_divides_the_last_layers_and_gap_findings_can_fail():
     grads, rms = fake_probes(
         {2: [2.0, 3.0], 4: [8.0, 9.0]}, {2: [1.0, 1.0], 4: [2.0, 3.0]}, {2: [2.0, 2.0], 4: [4.0, 3.0]}
@@ -158,9 +172,13 @@ def test_gradient_gap_divides_the_last_layers_and_gap_findings_can_fail():
     assert gap_findings(ratio, tracks) == {
         "post-norm larger in every stack": True,
         "grows with depth": True,
-        "close to pre-norm's stream RMS": False,  # 1.5 is on the band's edge
+        "gap / pre-norm's stream RMS inside band": False,  # 1.5 is on the band's edge
     }
     assert all(gap_findings(ratio, tracks, band=(0.5, 2.0)).values())
+    inside = {2: np.array([0.68, 1.49]), 4: np.ones(2)}  # the default band is a factor 1.5 either way
+    assert gap_findings(ratio, inside)["gap / pre-norm's stream RMS inside band"] is True
+    below = {2: np.array([0.66, 1.0]), 4: np.ones(2)}
+    assert gap_findings(ratio, below)["gap / pre-norm's stream RMS inside band"] is False
     shrinking = {2: np.array([4.0, 4.0]), 4: np.array([0.5, 2.0])}
     findings = gap_findings(shrinking, {2: np.ones(2), 4: np.ones(2)})
     assert findings["post-norm larger in every stack"] is False and findings["grows with depth"] is False
@@ -219,6 +237,8 @@ def test_plot_per_layer_draws_one_styled_line_per_variant():
         (lambda: probe_at_init(True, T=2.5), TypeError, "T"),
         (lambda: probe_at_init(True, independent_layers=1), TypeError, "independent_layers"),
         (lambda: last_layer_norm_inputs("yes"), TypeError, "norm_first"),
+        (lambda: stream_mean_and_spread(num_layers=0), ValueError, "num_layers"),
+        (lambda: stream_mean_and_spread(independent_layers="no"), TypeError, "independent_layers"),
         (lambda: last_layer_norm_inputs(False, num_layers=0), ValueError, "num_layers"),
         (lambda: last_layer_norm_inputs(False, d_model=30), ValueError, "d_model"),
         (lambda: last_layer_norm_inputs(False, seed=-1), ValueError, "seed"),

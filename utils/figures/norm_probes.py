@@ -96,7 +96,7 @@ def plot_gradient_gap(grads, rms, ratio, layers, depth=24):
             **{**VARIANT_STYLE["pre-norm"], "ls": "none"},
         )
     axes[1].set(xlabel="number of layers", xticks=depths, ylabel="factor", yscale="log")
-    axes[1].set_title("Last-layer gap, post / pre, tracks pre-norm's RMS")
+    axes[1].set_title("Last-layer gap, post / pre, next to pre-norm's stream RMS")
     axes[1].legend(fontsize=8)
     return fig
 
