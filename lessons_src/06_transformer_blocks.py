@@ -10,7 +10,7 @@
 # **Goals.** You will
 # 1. build the position-wise feed-forward network, which treats every position alike;
 # 2. write layer normalisation from its formula (gain γ, bias β), check it against `torch.nn.LayerNorm`,
-#    and see why batch norm's axis does not suit sentences of different lengths;
+#    and see why batch norm's axis, whose statistics are shared across the batch, does not suit sentences;
 # 3. compare post-norm (the paper) with pre-norm (most code today) in deep stacks;
 # 4. meet the three kinds of attention and assemble encoder and decoder layers equal to PyTorch's.
 #
@@ -254,7 +254,7 @@ plot_norm_axes(batch3, batch_normed, layer_normed)
 plt.show()
 
 # %% [markdown]
-# ### Why layer norm suits sequences of different lengths
+# ### Why layer norm suits sentences: no statistics shared across the batch
 #
 # In a Transformer the "items" are tokens, in a batch `(batch, T, d_model)` whose short sentences are
 # padded to the longest. In **training mode**, batch norm takes a feature's statistics over every
@@ -495,7 +495,7 @@ plt.show()
 # %% [markdown]
 # ## 4. The three kinds of attention
 #
-# The reading notes list three uses of the same multi-head attention:
+# The reading notes list three uses of the same multi-head attention (the mask column is ours, from lesson 04):
 #
 # | where | queries from | keys and values from | mask |
 # |---|---|---|---|
