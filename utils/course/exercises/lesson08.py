@@ -239,20 +239,22 @@ _VARIANTS = {
     explain="""
     Sinusoidal+offsets. Its training sequences start at random positions, so index 5 of a sequence sits at
     a different PE every time; to find it the model would have to count from the sequence's edge, and
-    within this budget it did not: it stays near the no-PE level in every seed. RoPE did learn it inside
-    the training lengths, from the edges of the sequence.
+    within this budget (400 steps) it did not: it stays near the no-PE level in every seed. That is a
+    statement about this budget, not a proof it never could. RoPE did learn it inside the training
+    lengths, from the edges of the sequence. Without PE the encoder cannot learn it at any budget: it
+    cannot tell which token sits at index 5.
     """,
 )
-def predict_never_learns_absolute(answer):
-    """answer: the variant (besides no PE) that never learns absolute copy: 'sinusoidal', 'learned', 'rope'
-    or 'sinusoidal+offsets'."""
+def predict_not_learned_absolute(answer):
+    """answer: the variant (besides no PE) that does not learn absolute copy within the lesson's budget:
+    'sinusoidal', 'learned', 'rope' or 'sinusoidal+offsets'."""
     choice = _as_word(answer, _VARIANTS)
     if choice is None:
         return f"write 'sinusoidal', 'learned', 'rope' or 'sinusoidal+offsets', got {answer!r}"
     if choice == "rope":
         return (
             "RoPE's scores depend on offsets only, but a bidirectional encoder still sees the sequence's "
-            "edge, and every RoPE seed learned absolute copy up to length 16"
+            "edge, and every RoPE seed learned absolute copy up to length 16 within the budget"
         )
     if choice in ("sinusoidal", "learned"):
         return (
