@@ -634,12 +634,13 @@ for p, h in [(p, h) for p, h in zip(ds.test_unseen, unseen["hypotheses"]) if lis
 
 # %% tags=["hide-input"]
 assert subs["the held-out form"] == 0 and p_held.max() < 0.01
+assert not any(held & set(h) for h in unseen["hypotheses"])  # nowhere in any translation
 places = sum(subs.values())
 assert places == sum(word in held for p in ds.test_unseen for word in p.tgt)  # every place counted
 kept_half = subs["same stem with a trained ending"] + subs["another stem with the needed ending"]
 assert kept_half >= 0.8 * places
 assert min(subs["same stem with a trained ending"], subs["another stem with the needed ending"]) >= 0.1 * places
-print("✓ the model never writes a held-out form and gives it almost no probability")
+print("✓ the model writes no held-out form anywhere, and gives one almost no probability where it is needed")
 print(
     "✓ in most of those places it writes a trained adjective or verb form that keeps the stem or the needed "
     "ending, and each of the two happens often"
@@ -737,8 +738,9 @@ print(
 # So a determiner's gender is in nothing the decoder has written yet: it must come from the source, and
 # in this run a head reads the English noun. An adjective's noun is already written, so self-attention
 # could supply the gender: a cross-attention head is *unnecessary*, which does not make it absent. A
-# verb's subject is also already written, yet whether a head reads it varies between runs (other seeds,
-# another float path):
+# verb's subject is also already written, yet whether a head reads it varies between runs. This recipe
+# has been trained seven times: model seeds 0 to 4, and seed 0 again under two other CPU settings that
+# change the last bits of its float sums. Over those runs:
 
 # %%
 lowest, highest = recipe.VERB_HEAD_ON_SUBJECT_RANGE
@@ -759,10 +761,6 @@ check.predict_head_on_noun(my_guess_head_on_noun)
 # %%
 example = next(" ".join(p.src) for p, h in zip(ds.test, result["hypotheses"]) if list(p.tgt) == h)
 m = cross_attention_map(model, example, ds.src_vocab, ds.tgt_vocab)  # weights, words and gold alignment
-
-# %% tags=["hide-input"]
-assert m["gold"] is not None  # the model's translation equals the reference, so gold applies
-print("✓ the example is translated right, so its gold alignment applies")
 
 # %% tags=["nbval-ignore-output"]
 fig = plot_cross_attention(
@@ -1106,12 +1104,13 @@ print("✓ the reloaded model translates the first 50 test sentences the same")
 #
 # (a) Retrain with one change at a time and compare the in-distribution exact match and the best head's
 # alignment accuracy: the paper's `label_smoothing=0.1`; the paper's dropout rate, 0.1
-# (`dataclasses.replace(recipe.MODEL, dropout=0.1)`; ours applies it also to the attention weights and
-# inside the feed-forward layer); the Neo embedding tied to the output projection; half the steps; or
-# torch's default embedding init (`torch.nn.init.normal_(model.src_embed.weight, std=1.0)`, the same for
-# `tgt_embed`) — how much slower does it learn? (b) Make the held-out forms reachable: give the Neo side
-# sub-word tokens (a stem and an ending, e.g. `grand -o`), rebuild the vocabulary and the alignments,
-# retrain, and measure the unseen-forms test again.
+# (`dataclasses.replace(recipe.MODEL, dropout=0.1)`; ours applies it where sections 5.4 and 6.3 do, and
+# also inside the feed-forward layer, a place the paper does not name); the Neo embedding tied to the
+# output projection; half the steps; or torch's default embedding init
+# (`torch.nn.init.normal_(model.src_embed.weight, std=1.0)`, the same for `tgt_embed`) — how much slower
+# does it learn? (b) Make the held-out forms reachable: give the Neo side sub-word tokens (a stem and an
+# ending, e.g. `grand -o`), rebuild the vocabulary and the alignments, retrain, and measure the
+# unseen-forms test again.
 
 # %% [markdown]
 # ## Errata in the sources
