@@ -968,12 +968,12 @@ check.score_scale(score_scale)
 # *Why read it:* it is the way in to Exercise 1.
 #
 # Section 1's dot product cannot tell $k$ from $-k$, but the **vectors** differ ($PE_{t+k} \ne PE_{t-k}$),
-# and another bilinear form recovers the sign: take $J$ block-diagonal with blocks
+# and another bilinear form can recover the sign: take $J$ block-diagonal with blocks
 # $\left(\begin{smallmatrix}0 & 1\\-1 & 0\end{smallmatrix}\right)$ (section 2's rotation block with
 # $b = -\pi/2$, a quarter turn). Each pair gives
 # $\sin(\omega_i t)\cos(\omega_i(t+k)) - \cos(\omega_i t)\sin(\omega_i(t+k)) = -\sin(\omega_i k)$, so
 # $PE_t\, J\, PE_{t+k}^\top = -\sum_i \sin(\omega_i k)$ (rows, as the table stores them): **odd** in
-# $k$. Exercise 1 uses this odd form to recover the sign of $k$. Here at $t = 100$, $k = \pm 5$:
+# $k$. Here at $t = 100$, $k = \pm 5$:
 #
 # > **Ahead:** attention's score with learned query and key projections (lesson 03) is such a bilinear form.
 
@@ -989,6 +989,35 @@ assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(
 assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
 print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f_table[ks == -5]):.4f}")
 print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
+
+# %% [markdown]
+# Odd does not mean that the whole form's sign is minus the sign of $k$ everywhere. It is for small $|k|$,
+# but the fast pairs' terms wrap around, and over Exercise 1's range ($|k| \le 2000$) the sum can take
+# either sign: at $d_{model} = 128$, $k = +1739$ gives the sign that $k = -5$ gives. One slow pair's block,
+# with $|\omega_i k| < \pi$, does not wrap: its term $-\sin(\omega_i k)$ has the sign of $-k$ over the whole
+# range. That block is the way in to Exercise 1.
+
+# %%
+k_far = 1739
+pe_far = sinusoidal_encoding(t0 + k_far + 1, d_model, dtype=torch.float64)  # (t0 + k_far + 1, d_model)
+g_far, g_back = float(pe_far[t0] @ J @ pe_far[t0 + k_far]), float(g_table[ks == -5])  # k = +1739 and k = -5
+assert g_far > 1 and g_back > 1  # the same sign
+k_range, t_range, widths = torch.arange(-2000, 2001), (2000, 2345, 2500), (8, 16, 64, 128, 512)  # (4001,)
+moved = k_range != 0  # (4001,) the nonzero offsets
+wrong_whole, wrong_slow = [], []
+for d in widths:
+    P = sinusoidal_encoding(2500 + 2001, d, dtype=torch.float64)  # (4501, d)
+    J_d = torch.block_diag(*[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d // 2))  # (d, d)
+    for t in t_range:
+        whole = P[t] @ J_d @ P[t + k_range].T  # (4001,) the whole J form
+        slow = P[t, -2] * P[t + k_range, -1] - P[t, -1] * P[t + k_range, -2]  # (4001,) slowest pair: -sin(w k)
+        wrong_whole.append(int((torch.sign(whole[moved]) != -torch.sign(k_range[moved])).sum()))
+        wrong_slow.append(int((torch.sign(slow[moved]) != -torch.sign(k_range[moved])).sum()))
+by_width = wrong_whole[:: len(t_range)]  # the counts do not depend on t
+assert wrong_whole == [n for n in by_width for _ in t_range] and min(by_width[:4]) > 0 and sum(wrong_slow) == 0
+print(f"d_model = {d_model}: PE_t J PE_t+{k_far}^T = {g_far:+.2f} has the sign of PE_t J PE_t-5^T = {g_back:+.2f}")
+print(f"✓ the whole form's sign is not -k's for {', '.join(map(str, by_width))} of {int(moved.sum())} nonzero k")
+print(f"  (|k| <= 2000) at d_model = {', '.join(map(str, widths))}; the slowest pair's term: none (t = {t_range})")
 
 # %% [markdown]
 # ### Separate $W_q$, $W_k$ bring the self-score back near 0

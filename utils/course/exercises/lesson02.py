@@ -247,7 +247,7 @@ def _signed_offset_solution(pe_t, pe_s):
     w = 10000 ** (-2 * i / d_model)
     s_t, c_t, s_s, c_s = pe_t[2 * i], pe_t[2 * i + 1], pe_s[2 * i], pe_s[2 * i + 1]
     cos_wk = s_t * s_s + c_t * c_s  # cos(w (t + k) - w t): the pair's share of the dot product
-    sin_wk = s_s * c_t - c_s * s_t  # sin(w (t + k) - w t): the J form, odd in k
+    sin_wk = s_s * c_t - c_s * s_t  # sin(w (t + k) - w t): minus the pair's J form term, odd in k
     return round(math.atan2(sin_wk, cos_wk) / w)
 
 
@@ -264,6 +264,12 @@ def _offset_fastest_pair(pe_t, pe_s):  # the fastest pair (w = 1) wraps every 2 
 
 def _offset_sign_flipped(pe_t, pe_s):  # the angle from PE_{t+k} to PE_t: -k
     return -_signed_offset_solution(pe_t, pe_s)
+
+
+def _offset_whole_J_sign(pe_t, pe_s):  # the sign of the whole J form, -sum_i sin(w_i k), times |k|
+    d_model = len(pe_t)
+    whole = sum(pe_t[2 * i] * pe_s[2 * i + 1] - pe_t[2 * i + 1] * pe_s[2 * i] for i in range(d_model // 2))
+    return -math.copysign(1.0, whole) * _offset_from_dot_only(pe_t, pe_s) if whole != 0 else 0
 
 
 OFFSET_MISTAKES = [
@@ -285,8 +291,25 @@ OFFSET_MISTAKES = [
         says="your sign is flipped: k > 0 means PE_{t+k} is LATER than PE_t, so measure the angle from "
         "PE_t to PE_{t+k}",
     ),
+    mistake(
+        "take the sign of the whole J form",
+        _offset_whole_J_sign,
+        says="the whole J form, -sum_i sin(w_i k), is odd in k but its fast pairs wrap: for large |k| the sum "
+        "can take either sign; read the sign from one slow pair, where |w_i k| < pi",
+    ),
 ]
-OFFSET_CASES = [(10, 5, 16), (100, -5, 64), (0, 37, 128), (300, -150, 64), (3, 2000, 16), (1500, -1234, 512), (7, 0, 8)]
+OFFSET_CASES = [
+    (10, 5, 16),
+    (100, -5, 64),
+    (0, 37, 128),
+    (300, -150, 64),
+    (3, 2000, 16),
+    (1500, -1234, 512),
+    (7, 0, 8),
+    (0, 35, 16),  # from here the whole J form has the wrong sign: only a slow pair gets these right
+    (0, 1745, 16),
+    (3, 1739, 128),
+]
 
 
 def _same_offset(a, b):
@@ -296,8 +319,9 @@ def _same_offset(a, b):
 @exercise(
     hint="""
     PE_{t+k} is PE_t rotated by the angle w_i k in every pair i. For one pair, the dot product of the two
-    (sin, cos) rows gives cos(w_i k) and the J form of Going further, sin_2 cos_1 - cos_2 sin_1, gives
-    sin(w_i k); atan2 of the two is w_i k, within (-pi, pi]. Use a slow pair, so that w_i k does not wrap.
+    (sin, cos) rows gives cos(w_i k), and sin_2 cos_1 - cos_2 sin_1 (minus that pair's J form term, see
+    Going further) gives sin(w_i k); atan2 of the two is w_i k, within (-pi, pi]. Use a slow pair, so that
+    w_i k does not wrap.
     """,
     reference=_signed_offset_solution,
     kind="transfer",
