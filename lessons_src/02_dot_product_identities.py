@@ -537,8 +537,9 @@ plt.show()
 # are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
 # space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
 # code": all scores are one product $QK^\top$. The additive score builds a hidden vector of size $d_a$ for
-# every query–key pair; we check it against a loop over pairs and count what each method builds. Both
-# cost $O(n^2 d)$ operations; the counts below are the numbers each builds and stores, not a gap in work:
+# every query–key pair; we check it against a loop over pairs and count what each method builds. Apart from
+# projecting each query and key once ($O(n d\, d_a)$, as $W_q$ and $W_k$ do for dot products), both cost $O(n^2 d)$
+# operations with $d_a = d$; the counts below are the numbers each builds and stores, not a gap in work:
 
 
 # %%
@@ -1172,7 +1173,7 @@ spans, in_directions, in_columns = [50, 100, 200, 1000, 10000], {}, {}
 for n in spans:
     table = sinusoidal_encoding(n, 512, dtype=torch.float64)  # (n, 512)
     power = torch.linalg.svdvals(table - table.mean(0)) ** 2  # (min(n, 512),) variance per principal direction
-    share_dir = power.cumsum(0) / power.sum()  # (512,) cumulative share, largest direction first
+    share_dir = power.cumsum(0) / power.sum()  # (min(n, 512),) cumulative share, largest direction first
     share = pe_variance_share(n, 512)  # (512,) cumulative share, column by column
     in_directions[n] = [int((share_dir < level).sum()) + 1 for level in (0.95, 0.99)]
     in_columns[n] = [int((share < level).sum()) + 1 for level in (0.95, 0.99)]

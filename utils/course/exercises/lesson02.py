@@ -266,6 +266,13 @@ def _offset_sign_flipped(pe_t, pe_s):  # the angle from PE_{t+k} to PE_t: -k
     return -_signed_offset_solution(pe_t, pe_s)
 
 
+def _offset_second_slowest_pair(pe_t, pe_s):  # the next-to-slowest pair: at d_model = 8, w = 0.01 wraps past |k| = 314
+    d_model = len(pe_t)
+    i = d_model // 2 - 2
+    s_t, c_t, s_s, c_s = pe_t[2 * i], pe_t[2 * i + 1], pe_s[2 * i], pe_s[2 * i + 1]
+    return round(math.atan2(s_s * c_t - c_s * s_t, s_t * s_s + c_t * c_s) / 10000 ** (-2 * i / d_model))
+
+
 def _offset_whole_J_sign(pe_t, pe_s):  # the sign of the whole J form, -sum_i sin(w_i k), times |k|
     d_model = len(pe_t)
     whole = sum(pe_t[2 * i] * pe_s[2 * i + 1] - pe_t[2 * i + 1] * pe_s[2 * i] for i in range(d_model // 2))
@@ -292,6 +299,12 @@ OFFSET_MISTAKES = [
         "PE_t to PE_{t+k}",
     ),
     mistake(
+        "read a pair faster than the slowest",
+        _offset_second_slowest_pair,
+        says="a pair turns by w_i k radians and wraps once |w_i k| > pi; at d_model = 8 only the slowest pair "
+        "(w = 10000^(-6/8)) stays within pi up to |k| = 2000",
+    ),
+    mistake(
         "take the sign of the whole J form",
         _offset_whole_J_sign,
         says="the whole J form, -sum_i sin(w_i k), is odd in k but its fast pairs wrap: for large |k| the sum "
@@ -309,6 +322,8 @@ OFFSET_CASES = [
     (0, 35, 16),  # from here the whole J form has the wrong sign: only a slow pair gets these right
     (0, 1745, 16),
     (3, 1739, 128),
+    (0, 1000, 8),  # at d_model = 8 every pair but the slowest wraps by |k| = 1000: only the slowest gets these right
+    (2000, -1500, 8),
 ]
 
 
