@@ -6,11 +6,10 @@
 # "Periodic: Hope this will work in extrapolation. (No)". The paper (Vaswani et al., 2017, §3.5) gives
 # two reasons. The first: "We chose this function because we hypothesized it would allow the model to
 # easily learn to attend by relative positions, since for any fixed offset k, $PE_{pos+k}$ can be
-# represented as a linear function of $PE_{pos}$" (section 1 asks what that takes, section 4 shows the
-# heads trained models learn). The second only hopes: it kept sinusoids "because it may allow the model to
-# extrapolate to sequence lengths longer than the ones encountered during training", after learned
-# position embeddings "produced nearly identical results" (Table 3, row (E)). We train small models on
-# short sequences and test them on long ones.
+# represented as a linear function of $PE_{pos}$" (section 1 asks what that takes). The second only
+# hopes: it kept sinusoids "because it may allow the model to extrapolate to sequence lengths longer than
+# the ones encountered during training", after learned position embeddings "produced nearly identical
+# results" (Table 3, row (E)). We train small models on short sequences and test them on long ones.
 #
 # **Goals.**
 # - Give a model position four ways, among them rotary embeddings (RoPE) built from lesson 02's rotation,
@@ -482,13 +481,19 @@ def unseen(b):
     return (b["16..31"] + b["32..47"]) / 2
 
 
+CHANCE = 1 / (VOCAB - 1)  # a guess among the 15 symbols
+print(f"positions 16..47, mean [min-max] over stored seeds (chance is 1/{VOCAB - 1} = {CHANCE:.3f}):")
+for name in ("sinusoidal", "learned (clamped)", "none"):
+    print(f"{name:>18}: {'%.3f [%.3f-%.3f]' % seed_range([unseen(b) for b in pos_runs[name]])}")
 for name in ("sinusoidal", "learned (clamped)"):
     assert all(b["0..15"] > 0.85 and unseen(b) < 0.3 for b in pos_every[name]), name
-    assert all(abs(unseen(s) - unseen(n)) < 0.1 for s, n in zip(pos_every[name], pos_every["none"])), name
     assert all(unseen(s) < unseen(n) + 0.05 for s, n in zip(pos_every[name], pos_every["none"])), name
+    stored = zip(pos_runs[name], pos_runs["none"])
+    assert all(CHANCE - 0.02 < unseen(s) < unseen(n) + 0.02 for s, n in stored), name
+assert all(abs(unseen(b) - CHANCE) < 0.02 for b in pos_runs["learned (clamped)"])
 print(
     "✓ in every run, sinusoidal and clamped-learned are right at positions 0..15 and, on average over "
-    "positions 16..47, close to the no-PE level"
+    "positions 16..47, at chance or at most about the no-PE level (in the stored runs the clamped table is at chance)"
 )
 assert all(min(b.values()) > 0.7 for b in pos_every["sinusoidal+offsets"])
 assert all(b["0..15"] < 0.9 for b in pos_every["rope"])
@@ -503,8 +508,8 @@ check.predict_least_accurate_seen(my_guess_least_accurate)
 
 # %% [markdown]
 # Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15 and,
-# averaged over 16..47 *of the same sequence*, near the no-PE level in every run (a single position may
-# spike in one run; the figure above may show one). Seen in training, the same sinusoids hold. RoPE has no
+# averaged over 16..47 *of the same sequence*, at chance or at most about the no-PE level in every run
+# (a single position may spike in one run; the figure above may show one). Seen in training, the same sinusoids hold. RoPE has no
 # unseen positions, yet loses accuracy even at 0..15: its failure comes with **length**.
 
 # %% [markdown]
@@ -608,7 +613,8 @@ check.predict_rope_lost_weight(my_guess_lost_weight)
 
 # %% [markdown]
 # On delayed copy, each encoding fails on what training did not show it: absolute encodings on new
-# *positions*, RoPE on new *offsets*. ALiBi (exercise 2) and position interpolation (exercise 4) address
+# *positions*, RoPE on new *offsets*. Sinusoidal+offsets also loses a little with length (1.00 at length
+# 16, 0.92 at positions 0..15 of length 48); only encodings trained on fixed positions keep 0..15. ALiBi (exercise 2) and position interpolation (exercise 4) address
 # that.
 
 # %% [markdown]
@@ -737,7 +743,7 @@ print("✓ the same sinusoids keep most of their accuracy at length 48 once thei
 # ## Summary
 #
 # - Trained on lengths $\le 16$ (five seeds), **sinusoidal PE did not extrapolate on delayed copy**, nor did
-#   the clamped learned table: right at the positions they trained on, near the no-PE level past them.
+#   the clamped learned table: right at the positions they trained on, no better than no PE past them.
 # - The **same sinusoids trained with random start positions** kept most of their accuracy at length 48:
 #   what failed was "unseen positions", not "sinusoids". The YOUR CAT deck's hope and the COMP7607
 #   slides' "(No)" are both too simple.
