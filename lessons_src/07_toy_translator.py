@@ -738,9 +738,9 @@ print(
 # So a determiner's gender is in nothing the decoder has written yet: it must come from the source, and
 # in this run a head reads the English noun. An adjective's noun is already written, so self-attention
 # could supply the gender: a cross-attention head is *unnecessary*, which does not make it absent. A
-# verb's subject is also already written, yet whether a head reads it varies between runs. This recipe
-# has been trained seven times: model seeds 0 to 4, and seed 0 again under two other CPU settings that
-# change the last bits of its float sums. Over those runs:
+# verb's subject is also already written, yet whether a head reads it varies between runs. Over the runs
+# recorded for this recipe (model seeds 0 to 4, seed 0 under other CPU settings that change the last bits of
+# its float sums, and this notebook's run):
 
 # %%
 lowest, highest = recipe.VERB_HEAD_ON_SUBJECT_RANGE
