@@ -46,7 +46,7 @@ def _compare_cases(answer, wrong, cases, what, atol=1e-6):
     ],
     explain="""
     About a third. A length-48 sequence starts with positions 0..15, which the model trained on and copies
-    right in most places; at positions 16..47, which it never saw, it does no better than the model without PE. Those are about two thirds of the targets, so the accuracy lands near a third: below 0.5 in every run.
+    right in most places; at positions 16..47, which it never saw, it does at most about as well as the model without PE. Those are about two thirds of the targets, so the accuracy lands near a third: below 0.5 in every run.
     """,
 )
 def predict_sinusoidal_at_48(answer):
@@ -56,12 +56,12 @@ def predict_sinusoidal_at_48(answer):
     if answer >= 0.85:
         return (
             "the sinusoidal PE is defined at every position, but the model never trained on positions "
-            "16..47: there it is no better than a model without PE"
+            "16..47: there it does at most about as well as a model without PE"
         )
     if answer > 0.5:
         return (
             "positions 16..47, which the model never saw, hold about two thirds of the targets of a length-48 "
-            "sequence, and there it is no better than a model without PE"
+            "sequence, and there it does at most about as well as a model without PE"
         )
     if answer < 0.2:
         return (
