@@ -509,7 +509,7 @@ check.predict_least_accurate_seen(my_guess_least_accurate)
 # %% [markdown]
 # Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15 and,
 # averaged over 16..47 *of the same sequence*, at chance or at most about the no-PE level in every run
-# (a single position may spike in one run; the figure above may show one). Seen in training, the same sinusoids hold. RoPE has no
+# (a few positions may rise in one run; the figure above may show some). Seen in training, the same sinusoids hold. RoPE has no
 # unseen positions, yet loses accuracy even at 0..15: its failure comes with **length**.
 
 # %% [markdown]
@@ -614,7 +614,7 @@ check.predict_rope_lost_weight(my_guess_lost_weight)
 # %% [markdown]
 # On delayed copy, each encoding fails on what training did not show it: absolute encodings on new
 # *positions*, RoPE on new *offsets*. Sinusoidal+offsets also loses a little with length (1.00 at length
-# 16, 0.92 at positions 0..15 of length 48); only encodings trained on fixed positions keep 0..15. ALiBi (exercise 2) and position interpolation (exercise 4) address
+# 16, 0.92 at positions 0..15 of length 48). ALiBi (exercise 2) and position interpolation (exercise 4) address
 # that.
 
 # %% [markdown]
@@ -743,11 +743,11 @@ print("✓ the same sinusoids keep most of their accuracy at length 48 once thei
 # ## Summary
 #
 # - Trained on lengths $\le 16$ (five seeds), **sinusoidal PE did not extrapolate on delayed copy**, nor did
-#   the clamped learned table: right at the positions they trained on, at about the no-PE level past them.
+#   the clamped learned table: right at the positions they trained on, at chance or at most about the no-PE level past them.
 # - The **same sinusoids trained with random start positions** kept most of their accuracy at length 48:
 #   what failed was "unseen positions", not "sinusoids". The YOUR CAT deck's hope and the COMP7607
 #   slides' "(No)" are both too simple.
-# - **RoPE** rotates $q$ and $k$, so $q \cdot k$ depends on the offset only; it kept more than sinusoidal,
+# - **RoPE** rotates $q$ and $k$, so positions enter $q \cdot k$ only through the offset; it kept more than sinusoidal,
 #   and its copy head lost weight to offsets it never trained on.
 # - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE only up to 16, and
 #   sinusoidal+offsets did not learn it within the 400-step budget. Without PE, an encoder learns neither
