@@ -258,8 +258,13 @@ def _offset_from_dot_only(pe_t, pe_s):  # acos of the slowest pair's dot product
     return round(math.acos(max(-1.0, min(1.0, cos_wk))) / 10000 ** (-2 * i / d_model))
 
 
+def _offset_from_pair(pe_t, pe_s, i):  # the reference's reading, from pair i instead of the slowest
+    s_t, c_t, s_s, c_s = pe_t[2 * i], pe_t[2 * i + 1], pe_s[2 * i], pe_s[2 * i + 1]
+    return round(math.atan2(s_s * c_t - c_s * s_t, s_t * s_s + c_t * c_s) / 10000 ** (-2 * i / len(pe_t)))
+
+
 def _offset_fastest_pair(pe_t, pe_s):  # the fastest pair (w = 1) wraps every 2 pi positions
-    return round(math.atan2(pe_s[0] * pe_t[1] - pe_s[1] * pe_t[0], pe_t[0] * pe_s[0] + pe_t[1] * pe_s[1]))
+    return _offset_from_pair(pe_t, pe_s, 0)
 
 
 def _offset_sign_flipped(pe_t, pe_s):  # the angle from PE_{t+k} to PE_t: -k
@@ -267,10 +272,7 @@ def _offset_sign_flipped(pe_t, pe_s):  # the angle from PE_{t+k} to PE_t: -k
 
 
 def _offset_second_slowest_pair(pe_t, pe_s):  # the next-to-slowest pair: at d_model = 8, w = 0.01 wraps past |k| = 314
-    d_model = len(pe_t)
-    i = d_model // 2 - 2
-    s_t, c_t, s_s, c_s = pe_t[2 * i], pe_t[2 * i + 1], pe_s[2 * i], pe_s[2 * i + 1]
-    return round(math.atan2(s_s * c_t - c_s * s_t, s_t * s_s + c_t * c_s) / 10000 ** (-2 * i / d_model))
+    return _offset_from_pair(pe_t, pe_s, len(pe_t) // 2 - 2)
 
 
 def _offset_whole_J_sign(pe_t, pe_s):  # the sign of the whole J form, -sum_i sin(w_i k), times |k|
