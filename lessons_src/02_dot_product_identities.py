@@ -299,41 +299,40 @@ offset_explorer()
 # The reading notes say the dot product "decays symmetrically and smoothly". Symmetric: yes (section 1).
 # Smooth: yes, it is a sum of cosines. But it does not fall at every step: the fast pairs (small
 # $i$, $\omega_i$ near 1) wobble with periods from $2\pi$ up, and when enough of them swing back the sum
-# rises again. We list every $k$ where $f(k+1) > f(k)$.
+# rises again. So a score separates near offsets clearly and far ones barely. We mark every $k$ where
+# $f(k+1) > f(k)$, and search $0 \le k \le 200$ for the two offsets, at least 5 apart, with the closest scores.
 
 # %%
 ks = torch.arange(0, 201, dtype=torch.float64)  # (201,)
 f = torch.cos(ks[:, None] * w).sum(1)  # (201,) f(k) = sum_i cos(w_i k)
 rises = (f[1:] > f[:-1]).nonzero().flatten()  # k with f(k+1) > f(k)
+apart = (ks[:, None] - ks[None, :]).abs() >= 5  # (201, 201) pairs of offsets at least 5 apart
+closeness = torch.where(apart, (f[:, None] - f[None, :]).abs(), math.inf)  # (201, 201) |f(a) - f(b)|
+k_a, k_b = sorted(divmod(int(closeness.argmin()), len(ks)))  # the two offsets with the closest scores
+far_best = torch.cat([f[j + 1 :].max()[None] for j in range(11)])  # (11,) best score beyond each k = 0 .. 10
 print(f"f(0)={f[0]:.2f}, f(10)={f[10]:.2f}, f(50)={f[50]:.2f}, f(100)={f[100]:.2f}, f(200)={f[200]:.2f}")
-print(f"f rises at {len(rises)} of 200 steps; the first ones: k = {rises[:8].tolist()}")
-print(f"e.g. f(11) = {f[11]:.4f} < f(12) = {f[12]:.4f}")
+print(
+    f"f rises at {len(rises)} of 200 steps, the first at k = {int(rises[0])}: f(11) = {f[11]:.4f} < f(12) = {f[12]:.4f}"
+)
+print(
+    f"closest scores: f({k_a}) = {f[k_a]:.4f} and f({k_b}) = {f[k_b]:.4f}, {abs(f[k_a] - f[k_b]) / f[0]:.3%} of f(0) apart"
+)
 assert torch.all(f[1:12] < f[:11])  # strictly falling for the first 11 steps
 assert len(rises) > 0 and rises[0] == 11 and f[12] > f[11]  # ...then it rises
 assert f[200] < f[0] / 2  # overall it does decay
+assert (k_a, k_b) == (121, 143) and abs(f[k_a] - f[k_b]) < 0.002 and torch.all(f[:11] > far_best)
 print("✓ f falls for the first 11 steps, then rises at k = 11; f(200) is below half of f(0)")
+print(f"✓ offsets {k_a} and {k_b} score almost alike; each of k = 0 .. 10 scores above every farther offset up to 200")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
 ax.plot(ks.numpy(), f.numpy(), lw=1.2, label="sum_i cos(w_i k)")
 ax.plot(rises.numpy(), f[rises].numpy(), "o", ms=3, color="C3", label="f(k+1) > f(k)")
+ax.plot([k_a, k_b], [f[k_a], f[k_b]], "s", ms=6, mfc="none", color="k", label=f"k = {k_a} and {k_b}: almost alike")
+ax.axhline(float(f[k_a]), color="0.6", lw=0.8, ls="--")
 ax.set(xlabel="offset k", ylabel="PE_t . PE_t+k", title=f"Decay with distance is not monotone (d_model={d_model})")
 ax.legend()
 plt.show()
-
-# %% [markdown]
-# So a score separates short offsets clearly, far ones barely. We search
-# $0 \le k \le 200$ for the two offsets, at least 5 apart, with the closest scores.
-
-# %%
-apart = (ks[:, None] - ks[None, :]).abs() >= 5  # (201, 201) pairs of offsets at least 5 apart
-closeness = torch.where(apart, (f[:, None] - f[None, :]).abs(), math.inf)  # (201, 201) |f(a) - f(b)|
-k_a, k_b = sorted(divmod(int(closeness.argmin()), len(ks)))
-print(f"closest pair: f({k_a}) = {f[k_a]:.4f} and f({k_b}) = {f[k_b]:.4f}, of f(0) = {f[0]:.0f}")
-print(f"they differ by {abs(f[k_a] - f[k_b]) / f[0]:.3%} of f(0)")
-far_best = torch.cat([f[j + 1 :].max()[None] for j in range(11)])  # (11,) best score beyond each k = 0 .. 10
-assert (k_a, k_b) == (121, 143) and abs(f[k_a] - f[k_b]) < 0.002 and torch.all(f[:11] > far_best)
-print(f"✓ offsets {k_a} and {k_b} score almost alike; each of k = 0 .. 10 scores above every farther offset up to 200")
 
 # %% [markdown]
 # How far does this go? The fastest pair repeats every $2\pi$ positions, the slowest at
@@ -370,23 +369,12 @@ plt.show()
 check.predict_long_range(my_guess_long_range)
 
 # %% [markdown]
-# How does that long-range peak compare with short offsets? We find the first offset that scores below it.
-
-# %%
-near = int((ratio < peak).nonzero()[0])  # the first offset that scores below the long-range peak
-print(f"f(k) / f(0) first falls below {peak:.3f} at k = {near}; at k = 200 it is {ratio[200]:.3f}")
-assert near == 148 and torch.all(ratio[:near] > peak) and ratio[200] < peak
-print(
-    f"✓ every offset below {near} scores higher than any from 1000 to 10,000; k = 200 lower than k = {check.LONG_RANGE_AT}"
-)
-
-# %% [markdown]
 # At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying.
 # Over these 10,000 positions (far longer than any sentence) the 64 waves never line up again, though the
 # slowest has not yet made a quarter turn (its cosine stays positive, printed above).
 #
-# > **Going further:** how the first rise and the long-range peak move with $d_{model}$; narrow encodings
-# > do come back.
+# > **Going further:** how the long-range peak compares with near offsets, and how it and the first rise
+# > move with $d_{model}$; narrow encodings do come back.
 
 # %% [markdown]
 # ## 4. Random high-dimensional vectors are nearly orthogonal
@@ -436,9 +424,8 @@ print(
     f"std of cos at d = 512: 1/sqrt(512) = {std_512:.3f}; sin(5 deg) = {sin_5:.3f} = {sin_5 / std_512:.2f} std; "
     f"a normal curve holds {bell:.3f} of its mass within that"
 )
-lo, hi = check.NEAR_90_BAND
 assert abs(bell - check.predict_near_perpendicular.reference) < 0.005 and 1.9 < sin_5 / std_512 < 2.0
-assert all(lo <= s <= hi for s in near_90[5]) and abs(spread(near_90[5])[1] - bell) < 0.01
+assert all(abs(s - bell) < 0.01 for s in near_90[5])  # each seed's share within a point of the curve's
 print("✓ in every seed the measured share is close to the normal curve's")
 
 # %%
@@ -574,13 +561,15 @@ print("✓ additive scores are bounded by sum |v_j| for every size")
 # products are not, and that is the catch. The paper reports (citing earlier work) that
 # the two do about equally well for small $d_k$, but additive attention beats dot products *without scaling*
 # for larger $d_k$, and writes "We suspect that" large dot products push the softmax into regions of
-# extremely small gradients. Its footnote 4 gives the size: let $q, k \in \mathbb{R}^{d_k}$ have independent
-# entries with mean 0 and variance 1. Each product $q_j k_j$ has mean 0 and variance
-# $\mathbb{E}[q_j^2]\mathbb{E}[k_j^2] = 1$, and the $d_k$ products are independent, so
+# extremely small gradients. Its footnote 4 works out how large, for independent $q, k \in \mathbb{R}^{d_k}$
+# whose entries are independent with mean 0 and variance 1.
 #
-# $$\mathrm{Var}(q \cdot k) = \sum_{j=1}^{d_k} \mathrm{Var}(q_j k_j) = d_k, \qquad
-#   \mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1.$$
-#
+# **Predict first.** At the paper's $d_k = 64$, what is $\mathrm{Var}(q \cdot k)$?
+
+# %%
+my_guess_score_variance = None  # your answer: a number
+
+# %% [markdown]
 # We measure it from 10 000 pairs per $d_k$ and seed, five seeds.
 
 # %% tags=["nbval-ignore-output"]
@@ -595,7 +584,18 @@ for d_k in dks:
 
 # %% tags=["hide-input"]
 assert all(abs(r - 1) < 0.05 for d_k in dks for r in var_ratio[d_k])
+assert all(abs(r * 64 - check.predict_score_variance.reference) < 64 * 0.05 for r in var_ratio[64])
 print(f"✓ Var(q.k) = d_k for d_k in {dks}, in each of {len(SEEDS)} seeds (10000 pairs each)")
+
+# %%
+check.predict_score_variance(my_guess_score_variance)
+
+# %% [markdown]
+# Footnote 4's reason: each product $q_j k_j$ has mean 0 and variance $\mathbb{E}[q_j^2]\mathbb{E}[k_j^2] = 1$,
+# and the $d_k$ products are independent, so
+#
+# $$\mathrm{Var}(q \cdot k) = \sum_{j=1}^{d_k} \mathrm{Var}(q_j k_j) = d_k, \qquad
+#   \mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1.$$
 
 # %%
 fig, ax = plt.subplots(figsize=(4.5, 3.2), layout="constrained")
@@ -624,34 +624,13 @@ plt.show()
 # 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two
 # largest scores, the largest weight, and the norm of the softmax's Jacobian
 # $\mathrm{diag}(p) - p^\top p = \partial p / \partial\,\text{scores}$, which multiplies every gradient flowing
-# back through the softmax. It is near zero for one-hot weights, but the softest weights do not give the largest:
-# uniform weights over $n$ keys give $\sqrt{n-1}/n$, so an even split between two keys beats uniform over 10:
+# back through the softmax. It is near zero for one-hot weights (how large it can get: *Going further*).
 
 
 # %%
 def jacobian_norm(p):
     """Frobenius norm of the softmax Jacobian diag(p) - p^T p, one per row of p."""
     return (torch.diag_embed(p) - p[:, :, None] * p[:, None, :]).flatten(1).norm(dim=1)  # (n_q,)
-
-
-two = jacobian_norm(torch.tensor([[0.5, 0.5], [0.999, 0.001]], dtype=torch.float64))  # (2,)
-print(f"p = (0.5, 0.5): Jacobian norm {two[0]:.3f};  p = (0.999, 0.001): {two[1]:.3f}")
-assert torch.allclose(two, torch.tensor([2 * 0.5 * 0.5, 2 * 0.999 * 0.001], dtype=torch.float64))  # 2 p_1 p_2
-split = {n: float(jacobian_norm(torch.full((1, n), 1 / n, dtype=torch.float64))) for n in (2, 3, 10)}
-print(", ".join(f"uniform over {n} keys: {v:.2f}" for n, v in split.items()))
-assert all(abs(v - math.sqrt(n - 1) / n) < 1e-12 for n, v in split.items())
-largest = []  # the largest norm over 20000 random weight vectors on 10 keys, per seed
-for seed in SEEDS:
-    g = torch.Generator().manual_seed(seed)
-    logits = (
-        torch.randn(20000, 10, generator=g, dtype=torch.float64)
-        * torch.rand(20000, 1, generator=g, dtype=torch.float64)
-        * 6
-    )
-    largest.append(float(jacobian_norm(torch.softmax(logits, dim=-1)).max()))  # soft to near one-hot
-print(f"largest over 20000 random weight vectors on 10 keys: {min(largest):.4f} .. {max(largest):.4f} (5 seeds)")
-assert max(largest) <= 0.5 + 1e-12 and min(largest) > split[10]
-print("✓ in every seed no random weight vector on 10 keys beats the even two-way split; the best found beat uniform")
 
 
 # %% tags=["nbval-ignore-output"]
@@ -1106,10 +1085,22 @@ assert torch.all(omegas[:-1, 1:] > omegas[1:, 1:])  # pairs i >= 1: faster for e
 print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with i >= 1 grows as the base falls")
 
 # %% [markdown]
-# ### Other widths: the first rise and the long-range peak
+# ### The first rise and the long-range peak, more closely
 #
-# *Why read it:* section 3's first rise at $k = 11$ and its long-range peak are for $d_{model} = 128$ only.
+# *Why read it:* section 3 did not compare the long-range peak with near offsets, and looked at
+# $d_{model} = 128$ only.
 #
+# How does the long-range peak compare with near offsets? We find the first offset that scores below it.
+
+# %%
+near = int((ratio < peak).nonzero()[0])  # the first offset that scores below the long-range peak
+print(f"f(k) / f(0) first falls below {peak:.3f} at k = {near}; at k = 200 it is {ratio[200]:.3f}")
+assert near == 148 and torch.all(ratio[:near] > peak) and ratio[200] < peak
+print(
+    f"✓ every offset below {near} scores higher than any from 1000 to 10,000; k = 200 lower than k = {check.LONG_RANGE_AT}"
+)
+
+# %% [markdown]
 # The rise is not special to $d_{model} = 128$. For every width below, $f$ first rises within the
 # first 200 offsets, and later the wider the encoding; in every case $f(200)$ ends below $0.7\,f(0)$.
 # Over every even width from 2 to 1024 the first rise is never earlier for a wider encoding, but it can
@@ -1213,11 +1204,36 @@ print("✓ longer spans need many more; at every span principal directions need 
 # thousand, as the slow pairs start to turn. "Few dimensions" holds for sentence-length spans only.
 
 # %% [markdown]
-# ### How fast the soft arg-max's gradient vanishes
+# ### The softmax's gradient: how large it gets, how fast it vanishes
 #
 # *Why read it:* "softmax is the differentiable arg-max" is true, but its gradient can be too small to use.
 #
-# Take section 6's scores again. The soft arg-max is the expected index $\sum_i i\,\mathrm{softmax}(x/T)_i$; it tends to
+# First, the Jacobian norm of section 5. It is near zero for one-hot weights, but the softest weights do not
+# give the largest: uniform weights over $n$ keys give $\sqrt{n-1}/n$, so an even split between two keys
+# beats uniform over 10:
+
+# %%
+two = jacobian_norm(torch.tensor([[0.5, 0.5], [0.999, 0.001]], dtype=torch.float64))  # (2,)
+print(f"p = (0.5, 0.5): Jacobian norm {two[0]:.3f};  p = (0.999, 0.001): {two[1]:.3f}")
+assert torch.allclose(two, torch.tensor([2 * 0.5 * 0.5, 2 * 0.999 * 0.001], dtype=torch.float64))  # 2 p_1 p_2
+split = {n: float(jacobian_norm(torch.full((1, n), 1 / n, dtype=torch.float64))) for n in (2, 3, 10)}
+print(", ".join(f"uniform over {n} keys: {v:.2f}" for n, v in split.items()))
+assert all(abs(v - math.sqrt(n - 1) / n) < 1e-12 for n, v in split.items())
+largest = []  # the largest norm over 20000 random weight vectors on 10 keys, per seed
+for seed in SEEDS:
+    g = torch.Generator().manual_seed(seed)
+    logits = (
+        torch.randn(20000, 10, generator=g, dtype=torch.float64)
+        * torch.rand(20000, 1, generator=g, dtype=torch.float64)
+        * 6
+    )
+    largest.append(float(jacobian_norm(torch.softmax(logits, dim=-1)).max()))  # soft to near one-hot
+print(f"largest over 20000 random weight vectors on 10 keys: {min(largest):.4f} .. {max(largest):.4f} (5 seeds)")
+assert max(largest) <= 0.5 + 1e-12 and min(largest) > split[10]
+print("✓ in every seed no random weight vector on 10 keys beats the even two-way split; the best found beat uniform")
+
+# %% [markdown]
+# Now the soft arg-max. Take section 6's scores again. The soft arg-max is the expected index $\sum_i i\,\mathrm{softmax}(x/T)_i$; it tends to
 # $\arg\max x = 1$ as $T$ falls. It is differentiable for every $T > 0$, unlike the hard arg-max,
 # which gives no gradient at all. But how large is that gradient? Once $T$ is well below the gap
 # between the two largest scores ($3 - 2.5 = 0.5$ here), the runner-up's weight is about

@@ -1,5 +1,5 @@
 """Exercises of lesson 02 (dot-product identities): a prediction per section (the squared length of PE_t,
-the corner entry of M_5, f(k) at long range, the share of nearly perpendicular pairs, the mean
+the corner entry of M_5, f(k) at long range, the share of nearly perpendicular pairs, Var(q . k), the mean
 self-score, overflowing softmax), then recover a signed offset, choose a temperature, a stable softmax,
 the score scale for queries and keys of any spread."""
 
@@ -190,6 +190,31 @@ LONG_RANGE_MISSES = [
 def predict_long_range(answer):
     """The largest f(k) / f(0) over 1000 <= k <= 10000, d_model = 128."""
     return prediction_in_band(answer, LONG_RANGE, (0.2, 0.45), LONG_RANGE_MISSES, "the largest f(k) / f(0)")
+
+
+SCORE_VARIANCE_MISSES = [
+    ("give the standard deviation", 8, (6, 12), "8 = sqrt(64) is the standard deviation of q.k; its variance is 64"),
+    ("give the scaled score's variance", 1, (0.5, 2.5), "1 is the variance AFTER dividing by sqrt(d_k); q.k has 64"),
+    ("expect the mean, 0", 0, (-0.5, 0.5), "q.k has mean 0, but it spreads: each of the 64 products adds variance 1"),
+    ("square d_k", 64**2, (1000, 10000), "the 64 products are independent, so their variances add: 64, not 64^2"),
+]
+
+
+@exercise(
+    hint="q . k = sum_j q_j k_j. What is the variance of one product q_j k_j, and what happens to variances "
+    "when independent terms are added?",
+    reference=64,
+    kind="prediction",
+    explain="""
+    Each product q_j k_j has mean 0 and variance E[q_j^2] E[k_j^2] = 1, and the 64 products are independent, so
+    their variances add: Var(q . k) = d_k = 64, a standard deviation of 8. Dividing by sqrt(d_k) = 8 brings it
+    back to 1.
+    """,
+    wrong=band_mistakes(SCORE_VARIANCE_MISSES),
+)
+def predict_score_variance(answer):
+    """Var(q . k) for independent q, k with 64 independent entries of mean 0 and variance 1."""
+    return prediction_in_band(answer, 64, (60, 68), SCORE_VARIANCE_MISSES, "Var(q . k)")
 
 
 SELF_SCORE_MISSES = [
