@@ -6,10 +6,10 @@
 # "Periodic: Hope this will work in extrapolation. (No)". The paper (Vaswani et al., 2017, §3.5) gives
 # two reasons. The first: "We chose this function because we hypothesized it would allow the model to
 # easily learn to attend by relative positions, since for any fixed offset k, $PE_{pos+k}$ can be
-# represented as a linear function of $PE_{pos}$" (section 1 and "Going further" ask what that takes). The second only
-# hopes: it kept sinusoids "because it may allow the model to extrapolate to sequence lengths longer than
-# the ones encountered during training", after learned position embeddings "produced nearly identical
-# results" (Table 3, row (E)). We train small models on short sequences and test them on long ones.
+# represented as a linear function of $PE_{pos}$" (section 1 and "Going further" ask what that takes). The
+# second only hopes: it kept sinusoids "because it may allow the model to extrapolate to sequence lengths
+# longer than the ones encountered during training", after learned position embeddings "produced nearly
+# identical results" (Table 3, row (E)). We train small models on short sequences and test them on long ones.
 #
 # **Goals.**
 # - Give a model position four ways, among them rotary embeddings (RoPE) built from lesson 02's rotation,
@@ -544,9 +544,9 @@ check.predict_rope_lost_weight(my_guess_lost_weight)
 
 # %% [markdown]
 # On delayed copy, each encoding fails on what training did not show it: absolute encodings on new
-# *positions*, RoPE on new *offsets*. Sinusoidal+offsets also loses a little with length (1.00 at length
-# 16, 0.92 at positions 0..15 of length 48). ALiBi (exercise 2) and position interpolation (exercise 4) address
-# that.
+# *positions*, RoPE on new *offsets* (ALiBi, exercise 2, and position interpolation, exercise 4, are two
+# answers to new offsets). Sinusoidal+offsets also loses a little with length (1.00 at length 16, 0.92 at
+# positions 0..15 of length 48).
 
 # %% [markdown]
 # ## 5. A task that needs absolute position
@@ -674,13 +674,14 @@ print("✓ the same sinusoids keep most of their accuracy at length 48 once thei
 # ## Summary
 #
 # - Trained on lengths $\le 16$ (five seeds), **sinusoidal PE did not extrapolate on delayed copy**, nor did
-#   the clamped learned table: right at the positions they trained on, at chance or at most about the no-PE level past them.
+#   the clamped learned table: right at the positions they trained on and, on average past them, at chance
+#   or at most about the no-PE level.
 # - The **same sinusoids trained with random start positions** kept most of their accuracy at length 48:
 #   what failed was "unseen positions", not "sinusoids". The YOUR CAT deck's hope and the COMP7607
 #   slides' "(No)" are both too simple.
-# - **RoPE** rotates $q$ and $k$, so positions enter $q \cdot k$ only through the offset; it kept more than sinusoidal,
-#   and its copy head lost weight to offsets it never trained on.
-# - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE only up to 16, and
+# - **RoPE** rotates $q$ and $k$, so positions enter $q \cdot k$ only through the offset; it kept more than
+#   sinusoidal, and its copy head lost weight to offsets it never trained on.
+# - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE up to 16 but not at 48, and
 #   sinusoidal+offsets did not learn it within the 400-step budget. Without PE, an encoder learns neither
 #   task, at any budget: it cannot tell the positions apart.
 
