@@ -6,10 +6,10 @@
 # "Periodic: Hope this will work in extrapolation. (No)". The paper (Vaswani et al., 2017, §3.5) gives
 # two reasons. The first: "We chose this function because we hypothesized it would allow the model to
 # easily learn to attend by relative positions, since for any fixed offset k, $PE_{pos+k}$ can be
-# represented as a linear function of $PE_{pos}$" (section 1 asks what that takes). The second only
-# hopes: it kept sinusoids "because it may allow the model to extrapolate to sequence lengths longer than
-# the ones encountered during training", after learned position embeddings "produced nearly identical
-# results" (Table 3, row (E)). We train small models on short sequences and test them on long ones.
+# represented as a linear function of $PE_{pos}$" (section 1 and "Going further" ask what that takes). The
+# second only hopes: it kept sinusoids "because it may allow the model to extrapolate to sequence lengths
+# longer than the ones encountered during training", after learned position embeddings "produced nearly
+# identical results" (Table 3, row (E)). We train small models on short sequences and test them on long ones.
 #
 # **Goals.**
 # - Give a model position four ways, among them rotary embeddings (RoPE) built from lesson 02's rotation,
@@ -64,7 +64,12 @@ from utils.experiments.extrapolation import (
     task_batch,
     train,
 )
-from utils.figures.extrapolation import plot_accuracy_ranges, plot_copy_heads, plot_position_accuracy
+from utils.figures.extrapolation import (
+    plot_accuracy_ranges,
+    plot_copy_heads,
+    plot_position_accuracy,
+    plot_weight_bars,
+)
 from utils.masks import causal_mask
 from utils.multihead import MultiHeadAttention
 from utils.positional import (
@@ -112,64 +117,27 @@ except ValueError as err:
 # "these positions were never seen".
 #
 # **Rotary (RoPE)** adds nothing to the embeddings: it *turns* each query and key by an angle
-# proportional to its position, just before the dot product. Lesson 02 showed that $PE_{t+k} = PE_t M_k$
-# (rows), with $M_k$ block-diagonal, one $2 \times 2$ block per frequency:
+# proportional to its position, just before the dot product. It uses lesson 02's $M_k$, which moves a PE
+# row $k$ positions on ($PE_{t+k} = PE_t M_k$), one $2 \times 2$ rotation per frequency:
 #
 # $$M_k^{(i)} = \begin{pmatrix} \cos w_i k & -\sin w_i k \\ \sin w_i k & \cos w_i k \end{pmatrix}.$$
 #
-# Build $M_k$ block by block; check the identity and that $M_k$ is a rotation: $M_k^\top = M_{-k}$ and
-# $M_a M_b = M_{a+b}$.
-
+# The query at position $m$ becomes $q M_m$, the key at position $n$ becomes $k M_n$.
+#
+# **Predict.** Each is turned by its own absolute position. What does their dot product
+# $(q M_m) \cdot (k M_n)$ depend on: `"offset"` ($n - m$ only), `"m"`, `"n"`, or `"both"` ($m$ and $n$
+# separately)?
 
 # %%
-def rotation_matrix(k, d):
-    """Lesson 02's M_k (d, d): block i turns the pair (2i, 2i+1) by the angle w_i k."""
-    w = angular_frequencies(d)  # (d/2,)
-    M = torch.zeros(d, d, dtype=torch.float64)  # (d, d)
-    for i in range(d // 2):
-        c, s = math.cos(w[i] * k), math.sin(w[i] * k)
-        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, -s
-        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = s, c
-    return M
+my_guess_rope_score = None  # your answer: "offset", "m", "n" or "both"
 
+# %% [markdown]
+# One random $q$ and one random $k$, put at many positions $m$ with the same offset
+# (`utils.positional.apply_rotary(x, positions)` turns each row of x by $M_{\text{position}}$):
 
+# %%
 d = 16
-pe = sinusoidal_encoding(100, d, dtype=torch.float64)  # (100, d)
-assert torch.allclose(pe[30] @ rotation_matrix(7, d), pe[37], atol=1e-12)
-assert torch.allclose(pe[0] @ rotation_matrix(30, d), pe[30], atol=1e-12)
-print("✓ PE_30 M_7 = PE_37 and PE_0 M_30 = PE_30")
-ks, pairs = (1, 7, 30, 250), ((1, 2), (7, -3), (30, 250), (-40, 9))
-assert all(torch.allclose(rotation_matrix(k, d).T, rotation_matrix(-k, d), atol=1e-12) for k in ks)
-assert all(
-    torch.allclose(rotation_matrix(a, d) @ rotation_matrix(b, d), rotation_matrix(a + b, d), atol=1e-12)
-    for a, b in pairs
-)
-print(f"✓ M_k^T = M_(-k) for k in {ks}, and M_a M_b = M_(a+b) for (a, b) in {pairs}")
-
-# %% [markdown]
-# So if the query at position $m$ is turned by $M_m$ and the key at position $n$ by $M_n$, their dot
-# product is
-#
-# $$(q M_m)\cdot(k M_n) = q\, M_m M_n^\top k^\top = q\, M_{m-n}\, k^\top,$$
-#
-# which depends on the offset $m - n$ only. That is RoPE (Su et al., 2021): rotate $q$ and $k$, add
-# nothing. `utils.positional.apply_rotary(x, positions)` rotates with slices instead of a matrix:
-
-# %%
 g = torch.Generator().manual_seed(0)
-x = torch.randn(5, d, dtype=torch.float64, generator=g)  # (seq, d_k): five vectors
-positions = torch.tensor([0, 3, 17, 250, 4000])  # (seq,)
-naive = torch.stack([x[t] @ rotation_matrix(p, d) for t, p in enumerate(positions.tolist())])  # (seq, d_k)
-fast = apply_rotary(x, positions)  # (seq, d_k)
-assert torch.allclose(naive, fast, atol=1e-12)
-assert torch.allclose(fast.norm(dim=-1), x.norm(dim=-1))  # a rotation keeps lengths
-print("✓ apply_rotary equals multiplying by M_pos, and keeps every vector's length")
-
-# %% [markdown]
-# Now the property that matters: one random $q$ and one random $k$, put at many positions $m$ with the
-# same offset.
-
-# %%
 q, k = torch.randn(2, d, dtype=torch.float64, generator=g)  # (d_k,) each
 starts = torch.tensor([0, 1, 5, 16, 40, 100, 1000, 9999])  # absolute positions m
 table = {}
@@ -181,71 +149,28 @@ for offset in (-5, -1, 0, 1, 2, 8, 30):
         f"offset {offset:+3d}: q.k at m = {starts.tolist()}: "
         f"min {table[offset].min():+.4f}, max {table[offset].max():+.4f}"
     )
-assert all((v.max() - v.min()).abs() < 1e-9 for v in table.values())
-assert len({round(v[0].item(), 6) for v in table.values()}) == len(table)  # but it does depend on the offset
-print("✓ after rotation, q.k depends only on the offset n - m")
-
-# %% [markdown]
-# **Predict.** Additive PE is not rotated: the score is $(x_m + PE_m) W_q W_k^\top (x_n + PE_n)^\top$, whose
-# content-free part is $(PE_m W_q) \cdot (PE_n W_k)$. Lesson 02 proved that $PE_m \cdot PE_n$ depends on the
-# offset $n - m$ only. With random projections $W_q$, $W_k$, what does $(PE_m W_q) \cdot (PE_n W_k)$ depend
-# on: `"offset"` ($n - m$ only), `"m"`, `"n"`, or `"both"` ($m$ and $n$ separately)?
-
-# %%
-my_guess_projected = None  # your answer: "offset", "m", "n" or "both"
-
-# %% [markdown]
-# The content-free part of the score, query at $m$, key at $n$, without and with the projections. A score
-# that depends on the offset only is constant along every diagonal:
-
-# %%
-W_q, W_k = torch.randn(2, d, d, dtype=torch.float64, generator=g)  # (d_model, d_k) each
-ms = torch.arange(0, 60, 6)  # (M,) positions m
-P_plain = pe[ms] @ pe[ms].T  # (M, M): PE_m . PE_n
-S = (pe[ms] @ W_q) @ (pe[ms] @ W_k).T  # (M, M): query at position ms[r], key at position ms[c]
-fig, axes = plt.subplots(1, 2, figsize=(9, 4), layout="constrained")
-for ax, matrix, title in ((axes[0], P_plain, "PE_m . PE_n"), (axes[1], S, "(PE_m W_q) . (PE_n W_k)")):
-    heat = ax.imshow(matrix, cmap="RdBu_r")
-    ax.set(title=title, xlabel="key position n", ylabel="query position m", xticks=range(10), yticks=range(10))
-    ax.set_xticklabels(ms.tolist())
-    ax.set_yticklabels(ms.tolist())
-    fig.colorbar(heat, ax=ax, shrink=0.8)
-plt.show()
 
 # %% tags=["hide-input"]
-diagonals = [torch.diagonal(P_plain, r) for r in range(-len(ms) + 1, len(ms))]  # key n - query m = 6r
-assert all(dg.max() - dg.min() < 1e-12 for dg in diagonals)
-plain = (pe[ms] * pe[ms + 3]).sum(-1)  # (M,) PE_m . PE_{m+3}
-assert (plain.max() - plain.min()).abs() < 1e-12
-draws = [(W_q, W_k)] + [torch.randn(2, d, d, dtype=torch.float64, generator=g).unbind() for _ in range(5)]
-moves = {"offset": [], "m": [], "n": []}  # per draw: the smallest change of the score when one thing varies
-for Wq, Wk in draws:
-    S_draw = (pe[ms] @ Wq) @ (pe[ms] @ Wk).T  # (M, M)
-    along = ((pe[ms] @ Wq) * (pe[ms + 3] @ Wk)).sum(-1)  # (M,) m varies, the offset n - m = 3 is held
-    moves["offset"].append((along.max() - along.min()).item())
-    moves["m"].append((S_draw.amax(0) - S_draw.amin(0)).min().item())  # m varies, n is held (each column)
-    moves["n"].append((S_draw.amax(1) - S_draw.amin(1)).min().item())  # n varies, m is held (each row)
-answers = ["offset" if o < 1e-9 else "both" if min(a, b) > 1.0 else "m or n" for o, a, b in zip(*moves.values())]
-print(
-    f"{len(draws)} draws of W_q, W_k: along offset +3 the score moves by {min(moves['offset']):.0f} to "
-    f"{max(moves['offset']):.0f}; it moves by at least {min(moves['m']):.0f} when only m moves and by at least "
-    f"{min(moves['n']):.0f} when only n moves"
-)
-assert set(answers) == {check.predict_projected_pe.reference}
-print(
-    f"✓ PE.PE is the same along each diagonal; in all {len(draws)} draws, the projected score moves with m and with n"
-)
+same_along = all((v.max() - v.min()).abs() < 1e-9 for v in table.values())
+differ = len({round(v[0].item(), 6) for v in table.values()}) == len(table)  # but it does depend on the offset
+assert ("offset" if same_along and differ else "m or n") == check.predict_rope_score.reference
+print("✓ after rotation, q.k is the same at every m for a given offset n - m, and changes with the offset")
 
 # %%
-check.predict_projected_pe(my_guess_projected)
+check.predict_rope_score(my_guess_rope_score)
 
 # %% [markdown]
-# So lesson 02's $M_k$ does not make the score offset-only by itself; random projections lose that. The
-# paper claims less: a model can *learn* to attend by relative position, and some projections keep the
-# offset-only score (any $W_q W_k^\top$ that commutes with every $M_k$). RoPE rotates *after* the
-# projections, so its score depends on the offset only, whatever they are.
+# Because $M_k$ is a rotation ($M_n^\top = M_{-n}$ and $M_a M_b = M_{a+b}$),
 #
-# > **Going further:** which projections keep it, with a check: "Projections that keep the offset".
+# $$(q M_m)\cdot(k M_n) = q\, M_m M_n^\top k^\top = q\, M_{m-n}\, k^\top.$$
+#
+# That is RoPE (Su et al., 2021): rotate $q$ and $k$ after their projections, and add nothing. An additive
+# PE goes through the projections $W_q$, $W_k$ instead, and random projections lose lesson 02's
+# offset-only score; the paper only hypothesised that its "linear function" makes attending by offset
+# easy to *learn*.
+#
+# > **Going further:** $M_k$ built and checked, what a projected PE score depends on, and which projections
+# > keep the offset: "RoPE's rotation, and projections that keep the offset".
 
 # %% [markdown]
 # ## 2. The experiment: trained short, tested long
@@ -509,28 +434,22 @@ check.predict_least_accurate_seen(my_guess_least_accurate)
 # %% [markdown]
 # Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15 and,
 # averaged over 16..47 *of the same sequence*, at chance or at most about the no-PE level in every run
-# (a few positions may rise in one run; the figure above may show some). Seen in training, the same sinusoids hold. RoPE has no
-# unseen positions, yet loses accuracy even at 0..15: its failure comes with **length**.
+# (an average: for sinusoidal, positions 32..47 reach 0.19 in one stored seed). Seen in training, the same
+# sinusoids hold. RoPE has no unseen positions, yet loses accuracy even at 0..15: its failure comes with
+# **length**.
 
 # %% [markdown]
 # ## 4. Why: the attention maps past the training length
 #
 # Our sinusoidal, RoPE and offsets models each learn a head that puts query $t$'s weight on key $t - 2$, a
-# line two steps left of the diagonal (at length 16, 0.90 to 0.99 of the weight in every stored run,
-# printed below). `copy_head` finds each model's best such head inside the training range and measures
-# its mean attention weights over a batch:
-#
-# - **seen** / **unseen**: its weight on key $t - 2$ at positions 2..15 / 16..47 of length-48 sequences;
-# - **at length 16**: the same at positions 2..15 of sequences of the training length.
+# line two steps left of the diagonal. `copy_head` finds each model's best such head inside the training
+# range:
 
 # %% tags=["nbval-ignore-output"]
 HEAD_NAMES = ("sinusoidal", "rope", "sinusoidal+offsets")
 heads = {name: copy_head(models[name], AT_3L, TRAIN_LEN, VOCAB, SHIFT) for name in HEAD_NAMES}
 for name, h in heads.items():
-    print(
-        f"{name:>18}: layer {h['layer']}, head {h['head']}: weight on key t-2 at seen positions "
-        f"{h['seen']:.2f}, at unseen positions {h['unseen']:.2f}"
-    )
+    print(f"{name:>18}: the copy head is head {h['head']} of layer {h['layer']}")
 
 # %% [markdown]
 # The maps of those heads for one length-48 sequence (dashed: position 16):
@@ -547,18 +466,29 @@ fig = plot_copy_heads(maps, titles, TRAIN_LEN)
 plt.show()
 
 # %% [markdown]
-# The five stored seeds, checked together with the models above:
+# How much of its weight each copy head puts on key $t - 2$, averaged over a batch of sequences: at the
+# training length, then at length 48, first at the positions training covered, then at those it did not.
+# Bars: the five stored seeds (mean, min–max); hollow markers: the models trained above.
+
+# %%
+WEIGHT_BARS = {  # bar label: what copy_head measured
+    "length 16,\npositions 2..15": "at_train_len",
+    "length 48,\npositions 2..15": "seen",
+    "length 48,\npositions 16..47": "unseen",
+}
+head_runs = {name: [r["copy_head"] for r in runs["runs"]["copy"][name].values()] for name in HEAD_NAMES}
+fig = plot_weight_bars(
+    {
+        name: {bar: seed_range([h[key] for h in head_runs[name]]) for bar, key in WEIGHT_BARS.items()}
+        for name in HEAD_NAMES
+    },
+    live={name: {bar: heads[name][key] for bar, key in WEIGHT_BARS.items()} for name in HEAD_NAMES},
+    title="Copy head's weight on key t - 2: sinusoidal loses it past position 15, sinusoidal+offsets keeps most",
+    ylabel="weight on key t - 2",
+)
+plt.show()
 
 # %% tags=["hide-input"]
-head_runs = {name: [r["copy_head"] for r in runs["runs"]["copy"][name].values()] for name in HEAD_NAMES}
-for name in HEAD_NAMES:
-    print(
-        f"{name:>18}: "
-        + ", ".join(
-            f"{label} {'%.2f [%.2f-%.2f]' % seed_range([h[key] for h in head_runs[name]])}"
-            for key, label in (("seen", "seen"), ("unseen", "unseen"), ("at_train_len", "at length 16"))
-        )
-    )
 head_every = {name: head_runs[name] + [heads[name]] for name in HEAD_NAMES}
 assert all(h["seen"] > 0.8 and h["unseen"] < 0.15 for h in head_every["sinusoidal"])
 assert all(h["at_train_len"] > 0.95 for h in head_every["rope"])
@@ -568,7 +498,7 @@ at16 = [h["at_train_len"] for name in HEAD_NAMES for h in head_runs[name]]  # st
 assert all(h["at_train_len"] > 0.85 for name in HEAD_NAMES for h in head_every[name])
 print(f"✓ at length 16, every copy head puts {min(at16):.2f} to {max(at16):.2f} of its weight on key t-2 (stored runs)")
 print(
-    "✓ in every run, the sinusoidal copy head points at t-2 at seen positions and loses it at unseen ones; "
+    "✓ in every run, the sinusoidal copy head points at t-2 at positions 2..15 of length 48 and loses it at 16..47; "
     "RoPE's keeps more of it there than the sinusoidal one; sinusoidal+offsets' puts more than half its weight there"
 )
 
@@ -586,24 +516,25 @@ print(
 my_guess_lost_weight = None  # your answer: "diagonal", "near", "far" or "evenly"
 
 # %% [markdown]
-# **Far**: the head's weight at length 48 on keys at offsets $|n - m| \ge 16$, which no training
-# sequence had. **Weight moved**: its weight on key $t - 2$ at length 16 minus at length 48. Rows of
-# weights sum to 1, so if *moved* equals *far* (both averaged over the rows), the diagonal and near keys
-# together gained nothing:
-
+# Where the lost weight went: each row of weights sums to 1, and no key of a length-16 sequence is 16 or
+# more positions from its query. So if what key $t - 2$ loses equals what those **far** keys
+# ($|n - m| \ge 16$) get at length 48, the diagonal and the near keys together gained nothing:
 
 # %%
-def at_48(h):
-    """The copy head's weight on key t-2 at length 48 (copy_head reports the weight off it, "lost")."""
-    return 1 - h["lost"]
+print("RoPE's copy head in the stored seeds, averaged over the positions t of a batch:")
+for seed, r in runs["runs"]["copy"]["rope"].items():
+    h = r["copy_head"]
+    at_48 = 1 - h["lost"]  # copy_head stores the weight NOT on key t-2
+    print(
+        f"  seed {seed}: key t-2 gets {h['at_train_len']:.2f} at length 16, {at_48:.2f} at length 48 "
+        f"({h['at_train_len'] - at_48:.2f} less); keys 16 or more positions away get {h['far']:.2f}"
+    )
 
-
-print("stored seeds, RoPE copy head: weight on key t-2 at length 16 and at 48, their difference, far weight at 48")
-for h in head_runs["rope"]:
-    moved = h["at_train_len"] - at_48(h)
-    print(f"  at 16 {h['at_train_len']:.2f}, at 48 {at_48(h):.2f}: moved {moved:.2f}; far {h['far']:.2f}")
+# %% tags=["hide-input"]
 measured = (
-    "far" if all(abs(h["at_train_len"] - at_48(h) - h["far"]) < 0.05 for h in head_every["rope"]) else "not only far"
+    "far"
+    if all(abs(h["at_train_len"] - (1 - h["lost"]) - h["far"]) < 0.05 for h in head_every["rope"])
+    else "not only far"
 )
 assert measured == check.predict_rope_lost_weight.reference
 print("✓ in every run, what RoPE's copy head loses at length 48 goes to offsets it never saw in training")
@@ -613,9 +544,9 @@ check.predict_rope_lost_weight(my_guess_lost_weight)
 
 # %% [markdown]
 # On delayed copy, each encoding fails on what training did not show it: absolute encodings on new
-# *positions*, RoPE on new *offsets*. Sinusoidal+offsets also loses a little with length (1.00 at length
-# 16, 0.92 at positions 0..15 of length 48). ALiBi (exercise 2) and position interpolation (exercise 4) address
-# that.
+# *positions*, RoPE on new *offsets* (ALiBi, exercise 2, and position interpolation, exercise 4, are two
+# answers to new offsets). Sinusoidal+offsets also loses a little with length (1.00 at length 16, 0.92 at
+# positions 0..15 of length 48).
 
 # %% [markdown]
 # ## 5. A task that needs absolute position
@@ -743,13 +674,14 @@ print("✓ the same sinusoids keep most of their accuracy at length 48 once thei
 # ## Summary
 #
 # - Trained on lengths $\le 16$ (five seeds), **sinusoidal PE did not extrapolate on delayed copy**, nor did
-#   the clamped learned table: right at the positions they trained on, at chance or at most about the no-PE level past them.
+#   the clamped learned table: right at the positions they trained on and, on average past them, at chance
+#   or at most about the no-PE level.
 # - The **same sinusoids trained with random start positions** kept most of their accuracy at length 48:
 #   what failed was "unseen positions", not "sinusoids". The YOUR CAT deck's hope and the COMP7607
 #   slides' "(No)" are both too simple.
-# - **RoPE** rotates $q$ and $k$, so positions enter $q \cdot k$ only through the offset; it kept more than sinusoidal,
-#   and its copy head lost weight to offsets it never trained on.
-# - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE only up to 16, and
+# - **RoPE** rotates $q$ and $k$, so positions enter $q \cdot k$ only through the offset; it kept more than
+#   sinusoidal, and its copy head lost weight to offsets it never trained on.
+# - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE up to 16 but not at 48, and
 #   sinusoidal+offsets did not learn it within the 400-step budget. Without PE, an encoder learns neither
 #   task, at any budget: it cannot tell the positions apart.
 
@@ -835,12 +767,111 @@ check.interpolated_positions(my_interpolated_positions)
 #
 # Detours from the main question, each with its checks, an open question and a reading list.
 #
-# ### Projections that keep the offset
+# ### RoPE's rotation, and projections that keep the offset
 #
-# *Why read it:* section 1 found that random projections lose lesson 02's offset-only score; here are
-# projections that keep it.
+# *Why read it:* section 1 used lesson 02's $M_k$ without building it, and said that projections lose
+# the offset-only score of an additive PE; here are both, with checks, and the projections that keep it.
 #
-# Any $B = W_q W_k^\top$ that commutes with every $M_k$ keeps it, since then
+# Build $M_k$ block by block; check the identity and that $M_k$ is a rotation: $M_k^\top = M_{-k}$ and
+# $M_a M_b = M_{a+b}$.
+
+
+# %%
+def rotation_matrix(k, d):
+    """Lesson 02's M_k (d, d): block i turns the pair (2i, 2i+1) by the angle w_i k."""
+    w = angular_frequencies(d)  # (d/2,)
+    M = torch.zeros(d, d, dtype=torch.float64)  # (d, d)
+    for i in range(d // 2):
+        c, s = math.cos(w[i] * k), math.sin(w[i] * k)
+        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, -s
+        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = s, c
+    return M
+
+
+d = 16
+pe = sinusoidal_encoding(100, d, dtype=torch.float64)  # (100, d)
+assert torch.allclose(pe[30] @ rotation_matrix(7, d), pe[37], atol=1e-12)
+assert torch.allclose(pe[0] @ rotation_matrix(30, d), pe[30], atol=1e-12)
+print("✓ PE_30 M_7 = PE_37 and PE_0 M_30 = PE_30")
+ks, pairs = (1, 7, 30, 250), ((1, 2), (7, -3), (30, 250), (-40, 9))
+assert all(torch.allclose(rotation_matrix(k, d).T, rotation_matrix(-k, d), atol=1e-12) for k in ks)
+assert all(
+    torch.allclose(rotation_matrix(a, d) @ rotation_matrix(b, d), rotation_matrix(a + b, d), atol=1e-12)
+    for a, b in pairs
+)
+print(f"✓ M_k^T = M_(-k) for k in {ks}, and M_a M_b = M_(a+b) for (a, b) in {pairs}")
+
+# %% [markdown]
+# `utils.positional.apply_rotary(x, positions)`, which section 1 used, rotates with slices instead of a
+# matrix:
+
+# %%
+g = torch.Generator().manual_seed(0)
+x = torch.randn(5, d, dtype=torch.float64, generator=g)  # (seq, d_k): five vectors
+positions = torch.tensor([0, 3, 17, 250, 4000])  # (seq,)
+naive = torch.stack([x[t] @ rotation_matrix(p, d) for t, p in enumerate(positions.tolist())])  # (seq, d_k)
+fast = apply_rotary(x, positions)  # (seq, d_k)
+assert torch.allclose(naive, fast, atol=1e-12)
+assert torch.allclose(fast.norm(dim=-1), x.norm(dim=-1))  # a rotation keeps lengths
+print("✓ apply_rotary equals multiplying by M_pos, and keeps every vector's length")
+
+# %% [markdown]
+# **Predict.** Additive PE is not rotated: the score is $(x_m + PE_m) W_q W_k^\top (x_n + PE_n)^\top$, whose
+# content-free part is $(PE_m W_q) \cdot (PE_n W_k)$. Lesson 02 proved that $PE_m \cdot PE_n$ depends on the
+# offset $n - m$ only. With random projections $W_q$, $W_k$, what does $(PE_m W_q) \cdot (PE_n W_k)$ depend
+# on: `"offset"` ($n - m$ only), `"m"`, `"n"`, or `"both"` ($m$ and $n$ separately)?
+
+# %%
+my_guess_projected = None  # your answer: "offset", "m", "n" or "both"
+
+# %% [markdown]
+# The content-free part of the score, query at $m$, key at $n$, without and with the projections. A score
+# that depends on the offset only is constant along every diagonal:
+
+# %%
+W_q, W_k = torch.randn(2, d, d, dtype=torch.float64, generator=g)  # (d_model, d_k) each
+ms = torch.arange(0, 60, 6)  # (M,) positions m
+P_plain = pe[ms] @ pe[ms].T  # (M, M): PE_m . PE_n
+S = (pe[ms] @ W_q) @ (pe[ms] @ W_k).T  # (M, M): query at position ms[r], key at position ms[c]
+fig, axes = plt.subplots(1, 2, figsize=(9, 4), layout="constrained")
+for ax, matrix, title in ((axes[0], P_plain, "PE_m . PE_n"), (axes[1], S, "(PE_m W_q) . (PE_n W_k)")):
+    heat = ax.imshow(matrix, cmap="RdBu_r")
+    ax.set(title=title, xlabel="key position n", ylabel="query position m", xticks=range(10), yticks=range(10))
+    ax.set_xticklabels(ms.tolist())
+    ax.set_yticklabels(ms.tolist())
+    fig.colorbar(heat, ax=ax, shrink=0.8)
+plt.show()
+
+# %% tags=["hide-input"]
+diagonals = [torch.diagonal(P_plain, r) for r in range(-len(ms) + 1, len(ms))]  # key n - query m = 6r
+assert all(dg.max() - dg.min() < 1e-12 for dg in diagonals)
+plain = (pe[ms] * pe[ms + 3]).sum(-1)  # (M,) PE_m . PE_{m+3}
+assert (plain.max() - plain.min()).abs() < 1e-12
+draws = [(W_q, W_k)] + [torch.randn(2, d, d, dtype=torch.float64, generator=g).unbind() for _ in range(5)]
+moves = {"offset": [], "m": [], "n": []}  # per draw: the smallest change of the score when one thing varies
+for Wq, Wk in draws:
+    S_draw = (pe[ms] @ Wq) @ (pe[ms] @ Wk).T  # (M, M)
+    along = ((pe[ms] @ Wq) * (pe[ms + 3] @ Wk)).sum(-1)  # (M,) m varies, the offset n - m = 3 is held
+    moves["offset"].append((along.max() - along.min()).item())
+    moves["m"].append((S_draw.amax(0) - S_draw.amin(0)).min().item())  # m varies, n is held (each column)
+    moves["n"].append((S_draw.amax(1) - S_draw.amin(1)).min().item())  # n varies, m is held (each row)
+answers = ["offset" if o < 1e-9 else "both" if min(a, b) > 1.0 else "m or n" for o, a, b in zip(*moves.values())]
+print(
+    f"{len(draws)} draws of W_q, W_k: along offset +3 the score moves by {min(moves['offset']):.0f} to "
+    f"{max(moves['offset']):.0f}; it moves by at least {min(moves['m']):.0f} when only m moves and by at least "
+    f"{min(moves['n']):.0f} when only n moves"
+)
+assert set(answers) == {check.predict_projected_pe.reference}
+print(
+    f"✓ PE.PE is the same along each diagonal; in all {len(draws)} draws, the projected score moves with m and with n"
+)
+
+# %%
+check.predict_projected_pe(my_guess_projected)
+
+# %% [markdown]
+# So lesson 02's identity does not make the projected score offset-only by itself. Some projections keep
+# it: any $B = W_q W_k^\top$ that commutes with every $M_k$, since then
 #
 # $$PE_m B PE_n^\top = PE_0 M_m B M_n^\top PE_0^\top = PE_0 B M_m M_n^\top PE_0^\top = PE_0 B M_{m-n} PE_0^\top.$$
 #

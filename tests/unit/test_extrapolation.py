@@ -316,6 +316,32 @@ def test_figures_use_one_colour_per_variant():
         plot_copy_heads([np.eye(3)], ["a", "b"], 2)
 
 
+def test_weight_bars_one_bar_per_variant_and_measurement():
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import to_rgba
+
+    from utils.figures.extrapolation import COLORS, plot_weight_bars
+
+    ranges = {
+        "sinusoidal": {"a": (0.9, 0.8, 1.0), "b": (0.1, 0.0, 0.2)},
+        "rope": {"a": (0.7, 0.6, 0.8), "b": (0.5, 0.3, 0.6)},
+    }
+    fig = plot_weight_bars(ranges, live={"rope": {"a": 0.75, "b": 0.4}}, title="t")
+    ax = fig.axes[0]
+    bars = {c.get_label(): c for c in ax.containers if hasattr(c, "patches")}
+    assert set(bars) == {"sinusoidal (mean, min-max)", "rope (mean, min-max)"}
+    assert np.allclose([p.get_height() for p in bars["rope (mean, min-max)"].patches], [0.7, 0.5])
+    assert to_rgba(bars["rope (mean, min-max)"].patches[0].get_facecolor(), 1) == to_rgba(COLORS["rope"])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"] and ax.get_title() == "t"
+    hollow = [l for l in ax.lines if l.get_markerfacecolor() == "none" and len(l.get_xdata())]
+    assert len(hollow) == 1 and np.allclose(hollow[0].get_ydata(), [0.75, 0.4])
+    plt.close(fig)
+    for bad, error in (({}, ValueError), (None, TypeError)):
+        with pytest.raises(error, match="ranges must be a non-empty dict"):
+            plot_weight_bars(bad)
+
+
 def test_largest_change_compares_shared_runs_only():
     from utils.experiments.extrapolation import largest_change
 

@@ -1,5 +1,5 @@
 """Lesson 08's figures of the extrapolation experiment (utils.experiments.extrapolation): accuracy per length
-and per position, and copy heads' attention maps, one colour and marker per variant."""
+and per position, copy heads' attention maps and their weights, one colour and marker per variant."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -114,4 +114,30 @@ def plot_copy_heads(maps, titles, train_len):
         ax.axhline(train_len - 0.5, color="white", ls="--", lw=1)
         ax.set(title=title, xlabel="key position n", ylabel="query position m")
     fig.colorbar(image, ax=list(axes[0]), label="attention weight", shrink=0.85)
+    return fig
+
+
+def plot_weight_bars(ranges, live=None, title=None, ylabel="attention weight"):
+    """Grouped bars: one group per measurement, one bar per variant ({name: {measurement: (mean, lo, hi)}}).
+
+    Bars show the mean over seeds with min-max error bars; `live` ({name: {measurement: value}}) adds one
+    seed's values as hollow markers. Measurements are the keys of the first variant, in their order.
+    """
+    validation.non_empty("ranges", ranges, dict, "dict {name: {measurement: (mean, lo, hi)}}")
+    labels = list(next(iter(ranges.values())))
+    width = 0.8 / len(ranges)
+    fig, ax = plt.subplots(figsize=(10.5, 4), layout="constrained")
+    for i, (name, by_label) in enumerate(ranges.items()):
+        x = np.arange(len(labels)) + width * (i - (len(ranges) - 1) / 2)
+        mean, lo, hi = (np.array([by_label[label][j] for label in labels]) for j in range(3))
+        ax.bar(x, mean, width, color=COLORS[name], alpha=0.75, label=f"{name} (mean, min-max)")
+        ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], ls="none", color="black", capsize=3, lw=1)
+        if live and name in live:
+            values = [live[name][label] for label in labels]
+            ax.plot(x, values, ls="none", marker=MARKERS[name], ms=9, mfc="none", mec="black", mew=1)
+    if live:
+        ax.plot([], [], ls="none", marker="o", ms=9, mfc="none", mec="black", label="hollow: the model trained above")
+    ax.set_xticks(np.arange(len(labels)), labels)
+    ax.set(ylabel=ylabel, ylim=(0, 1.04), title=title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     return fig

@@ -1,4 +1,5 @@
-"""Exercises of lesson 08: five predictions (what a projected PE score depends on, sinusoidal PE at three
+"""Exercises of lesson 08: six predictions (what a rotated q.k depends on, what a projected PE score depends on,
+sinusoidal PE at three
 times the training length, which variant is least accurate at the trained positions of a long sequence, where
 RoPE's copy head loses its weight, which encoding never learns an absolute task), an ALiBi distance bias,
 sin-cos encodings for a video, RoPE by hand, and RoPE's position interpolation."""
@@ -79,6 +80,41 @@ def _as_word(answer, words):
 
 
 _DEPENDS = {"offset": "offset", "n-m": "offset", "m": "m", "n": "n", "both": "both", "mandn": "both"}
+
+
+@exercise(
+    hint="""
+    M_m and M_n are rotations: M_n^T turns by -n, and two rotations of the same pair add their angles. Write
+    (q M_m) . (k M_n) as q M_m M_n^T k^T: which single rotation sits between q and k?
+    """,
+    reference="offset",
+    kind="prediction",
+    wrong=[
+        mistake("expect each absolute angle to stay in the score", "both", says="M_(m-n)"),
+        mistake("expect only the query's position to matter", "m", says="key's position"),
+        mistake("expect only the key's position to matter", "n", says="query's position"),
+    ],
+    explain="""
+    The offset only. (q M_m) . (k M_n) = q M_m M_n^T k^T, and for rotations M_n^T = M_(-n) and
+    M_m M_(-n) = M_(m-n): the two absolute angles cancel except for their difference. The same q and k give
+    the same score at positions (0, 8) and (9999, 10007), and a different one at another offset.
+    """,
+)
+def predict_rope_score(answer):
+    """answer: 'offset', 'm', 'n' or 'both': what (q M_m) . (k M_n) depends on, q at position m, k at n."""
+    choice = _as_word(answer, _DEPENDS)
+    if choice is None:
+        return f"write 'offset', 'm', 'n' or 'both', got {answer!r}"
+    if choice == "both":
+        return (
+            "each vector is turned by its own position, but the dot product of two rotated vectors only sees "
+            "the angle between them: q M_m M_n^T k^T = q M_(m-n) k^T"
+        )
+    if choice == "m":
+        return "the key's position n turns k by M_n: move only the key and the score changes too"
+    if choice == "n":
+        return "the query's position m turns q by M_m: move only the query and the score changes too"
+    return None
 
 
 @exercise(
