@@ -317,34 +317,39 @@ check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 # %% [markdown]
 # ## 3. Residual connections, post-norm and pre-norm
 #
-# Each sublayer `f` (attention or FFN) is wrapped in a **residual connection**: the layer outputs
-# `x + f(x)`, so the input always has a direct path through, and `f` only has to learn a change.
+# Each sublayer `f` (attention or FFN) is wrapped in a **residual connection**: it adds its input
+# back, `x + f(x)`, so `f` only has to learn a change.
 # Adding needs `f(x)` of `x`'s size: "to facilitate these residual connections", every sublayer and
 # the embeddings output `d_model` = 512 numbers per position (section 3.1). The paper then
-# normalises, **post-norm**: `LayerNorm(x + f(x))`. Most code today
+# normalises the sum, **post-norm**: `LayerNorm(x + f(x))`. Most code today
 # normalises the sublayer's *input* instead, **pre-norm**: `x + f(LayerNorm(x))` — and then needs one
 # final LayerNorm after the last layer. *The Annotated Transformer* codes pre-norm while quoting the
 # paper's post-norm formula. In `utils`, as in PyTorch, `norm_first=True` selects pre-norm.
 #
-# The residual path is literally the identity: if a pre-norm layer's sublayers output zero (zero
-# output weights), the layer returns its input unchanged.
+# In pre-norm the input has a direct path through: if a layer's sublayers output zero (zero output
+# weights), it returns its input unchanged. In post-norm the sum still passes through a LayerNorm.
 
 # %%
 torch.manual_seed(3)
 layer = EncoderLayer(d_model=16, num_heads=4, d_ff=64, norm_first=True).eval()
+post_layer = EncoderLayer(d_model=16, num_heads=4, d_ff=64, norm_first=False).eval()
 with torch.no_grad():
-    for lin in (layer.self_attn.W_o, layer.ff.linear2):
+    for lin in (layer.self_attn.W_o, layer.ff.linear2, post_layer.self_attn.W_o, post_layer.ff.linear2):
         lin.weight.zero_()
         lin.bias.zero_()
-x = torch.randn(2, 5, 16)  # (batch, T, d_model)
+x = 3 * torch.randn(2, 5, 16) + 1  # (batch, T, d_model)
 assert torch.equal(layer(x), x)
-print("✓ with both sublayers silenced, a pre-norm layer is exactly the identity: x + 0")
+assert torch.allclose(post_layer(x), F.layer_norm(x, (16,)), atol=1e-4) and (post_layer(x) - x).abs().max() > 1
+print(
+    "✓ with both sublayers silenced, a pre-norm layer is exactly the identity (x + 0); "
+    "a post-norm layer returns LayerNorm(x)"
+)
 
 # %% [markdown]
-# The paper (section 5.4) also applies dropout to each sublayer's output before the addition,
-# $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$ with $P_{drop} = 0.1$; here dropout is off (`dropout=0`).
-# It matters in training: in Table 3, row (D), $P_{drop} = 0.0$ drops the base model's BLEU from 25.8 to 24.6
-# ($\varepsilon_{ls} = 0.0$: 25.3).
+# The paper (section 5.4) also applies dropout, $P_{drop} = 0.1$, to each sublayer's output before the
+# addition, $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$, and to the sums of embeddings and positional
+# encodings; here it is off (`dropout=0`). In Table 3, row (D), $P_{drop} = 0.0$ drops the base model's
+# BLEU from 25.8 to 24.6; dropping its other regulariser, label smoothing (lesson 07), gives 25.3.
 #
 # What changes between the two at initialisation? Measure two things on random encoder stacks
 # (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input, with the
@@ -354,11 +359,9 @@ print("✓ with both sublayers silenced, a pre-norm layer is exactly the identit
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
-# `probe_stacks` (in `utils.experiments.norm_probes`) measures both on stacks whose layers all start
-# as copies of one, as in `torch.nn.TransformerEncoder`.
-#
-# > **Going further:** `torch.nn.Transformer` re-draws every layer's weights; "Copied or independent
-# > layers", at the end, repeats this section with layers that start different.
+# `probe_stacks` (in `utils.experiments.norm_probes`) measures both. Its layers all start as copies of
+# one, as in `torch.nn.TransformerEncoder`; `torch.nn.Transformer` re-draws each ("Copied or
+# independent layers", at the end, repeats this section that way).
 
 
 # %%
@@ -424,35 +427,9 @@ print(
 )
 
 # %% [markdown]
-# Why: a LayerNorm divides the gradient reaching each token by that token's spread σ (its RMS once its
-# mean is removed). Feed one `x`, `7 x` and `x + 10` (the same output, up to ε) and compare the
-# gradients (5 seeds, widths 8, 32 and 128):
-
-# %%
-shrink, shifted = [], []  # |gradient at x| / |gradient at 7x|, and / |gradient at x + 10|, per seed and width
-for seed in range(5):
-    for width in (8, 32, 128):
-        torch.manual_seed(seed)
-        x_ln, read_out = torch.randn(10, width), torch.randn(10, width)  # (tokens, width) each
-        grad_norms = []
-        for x_in in (x_ln, 7 * x_ln, x_ln + 10):
-            inp = x_in.clone().requires_grad_()  # (tokens, width)
-            (read_out * F.layer_norm(inp, (width,))).sum().backward()
-            grad_norms.append(inp.grad.norm().item())
-        shrink.append(grad_norms[0] / grad_norms[1])
-        shifted.append(grad_norms[0] / grad_norms[2])
-        for x_in in (7 * x_ln, x_ln + 10):
-            assert torch.allclose(F.layer_norm(x_in, (width,)), F.layer_norm(x_ln, (width,)), atol=1e-4)
-print(f"gradient at x / gradient at 7x: {min(shrink):.2f} to {max(shrink):.2f} (15 runs)")
-print(f"gradient at x / gradient at x + 10: {min(shifted):.2f} to {max(shifted):.2f} (15 runs)")
-assert all(abs(r - 7) < 1e-3 for r in shrink) and all(abs(r - 1) < 1e-3 for r in shifted)
-print(
-    "✓ scaling a LayerNorm's input by 7 leaves its output unchanged (up to eps) and divides the gradient by 7; "
-    "adding 10 to every feature changes neither"
-)
-
-# %% [markdown]
-# So what matters is the σ of the tokens entering each LayerNorm. At 24 layers:
+# Why: a LayerNorm divides the gradient reaching each token by that token's spread σ ("A LayerNorm's
+# gradient and σ", at the end). So what matters is the σ of the tokens entering each LayerNorm. At 24
+# layers:
 
 # %% tags=["nbval-ignore-output"]
 norm_inputs = np.array([last_layer_norm_inputs(False, num_layers=24, d_model=32, seed=s) for s in seeds])  # (seeds, 2)
@@ -472,10 +449,10 @@ print(
 )
 
 # %% [markdown]
-# Post-norm: every gradient reaching the last layer has passed through only that layer's own LayerNorms,
-# whose inputs have RMS near 1, hence σ no larger. Pre-norm: it has passed through the **final** LayerNorm,
-# whose input tokens have a σ many times larger; their means are small, so the stream's RMS stands for σ.
-# The top of a pre-norm stack gets gradients that many times smaller. Your guess:
+# Post-norm's last layer gets its gradient through only its own LayerNorms, whose inputs have RMS near 1
+# (so σ no larger); pre-norm's, through the **final** LayerNorm, whose tokens have a σ many times larger
+# (their means are small, so the stream's RMS stands for σ), so it arrives that many times smaller.
+# Your guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
@@ -732,7 +709,7 @@ print("✓ in 5 of 5 seeds, an encoder layer commutes with shuffling; a decoder 
 # ## Summary
 #
 # * The FFN is one MLP applied to every position with the same weights. It, unmasked attention and an
-#   encoder layer commute with permutations; a causal mask carries position.
+#   encoder layer (its padding mask shuffled too) commute with permutations; a causal mask carries position.
 # * LayerNorm normalises each token over its features, $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
 #   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
 #   variance 1 per token, not a range of $[0, 1]$. Batch norm normalises each feature over the batch,
@@ -831,8 +808,8 @@ check.parallel_block(my_parallel_block)
 # ## Going further
 #
 # Detours from the main line, each with its own checks: LayerNorm's biased variance and ε, its ε on
-# tokens of tiny spread, what γ and β can and cannot do, batch norm in evaluation mode, stacks whose
-# layers start different, where the largest gradient sits, warm-up and post-norm, the paper's depth and
+# tokens of tiny spread, what γ and β can and cannot do, batch norm in evaluation mode, a LayerNorm's
+# gradient and σ, stacks whose layers start different, where the largest gradient sits, warm-up and post-norm, the paper's depth and
 # width table, and the fused attention path that training uses.
 
 # %% [markdown]
@@ -1111,6 +1088,38 @@ print(
 )
 
 # %% [markdown]
+# ### A LayerNorm's gradient and σ
+#
+# *Section 3's "why": a LayerNorm divides the gradient reaching each token by that token's spread σ
+# (its RMS once its mean is removed), not by its RMS.*
+#
+# Feed one `x`, `7 x` and `x + 10` (the same output, up to ε) and compare the gradients (5 seeds,
+# widths 8, 32 and 128):
+
+# %%
+shrink, shifted = [], []  # |gradient at x| / |gradient at 7x|, and / |gradient at x + 10|, per seed and width
+for seed in range(5):
+    for width in (8, 32, 128):
+        torch.manual_seed(seed)
+        x_ln, read_out = torch.randn(10, width), torch.randn(10, width)  # (tokens, width) each
+        grad_norms = []
+        for x_in in (x_ln, 7 * x_ln, x_ln + 10):
+            inp = x_in.clone().requires_grad_()  # (tokens, width)
+            (read_out * F.layer_norm(inp, (width,))).sum().backward()
+            grad_norms.append(inp.grad.norm().item())
+        shrink.append(grad_norms[0] / grad_norms[1])
+        shifted.append(grad_norms[0] / grad_norms[2])
+        for x_in in (7 * x_ln, x_ln + 10):
+            assert torch.allclose(F.layer_norm(x_in, (width,)), F.layer_norm(x_ln, (width,)), atol=1e-4)
+print(f"gradient at x / gradient at 7x: {min(shrink):.2f} to {max(shrink):.2f} (15 runs)")
+print(f"gradient at x / gradient at x + 10: {min(shifted):.2f} to {max(shifted):.2f} (15 runs)")
+assert all(abs(r - 7) < 1e-3 for r in shrink) and all(abs(r - 1) < 1e-3 for r in shifted)
+print(
+    "✓ scaling a LayerNorm's input by 7 leaves its output unchanged (up to eps) and divides the gradient by 7; "
+    "adding 10 to every feature changes neither"
+)
+
+# %% [markdown]
 # ### Copied or independent layers
 #
 # *Section 3's stacks started every layer as a copy of the first; does its gradient gap need that?*
@@ -1225,7 +1234,7 @@ print(
 # unstable". Pre-norm Transformers trained without warm-up in their experiments.
 #
 # A small experiment. Twelve-layer stacks (`d_model` = 32) learn to copy each input token (16
-# possible tokens, so a model that has learned nothing has loss $\ln 16$), with Adam at a learning
+# possible tokens: predicting each with probability 1/16 gives loss $\ln 16$), with Adam at a learning
 # rate of 0.01, either at the full rate from the first step or after a 20-step linear warm-up; 5 seeds
 # for each of the four setups, with copied layers (as `nn.TransformerEncoder`), and a fifth setup:
 # post-norm without warm-up, with independent layers. `train_copy_task` (in
@@ -1254,7 +1263,9 @@ end_loss = {key: c[:, -10:].mean(1) for key, c in curves.items()}  # (seeds,): m
 for key, losses in end_loss.items():
     print(f"{key[0]:9s} {key[1]:10s}: loss at the end, per seed:", np.round(losses, 3))
 stuck = int((end_loss["post-norm", "no warm-up"] > 2.0).sum())
-print(f"post-norm without warm-up stays stuck (loss above 2; chance ln 16 = {np.log(16):.2f}) in {stuck} of 5 runs")
+print(
+    f"post-norm without warm-up stays stuck (loss above 2; uniform prediction ln 16 = {np.log(16):.2f}) in {stuck} of 5 runs"
+)
 independent_end = independent_curves[:, -10:].mean(1)  # (seeds,)
 print("post-norm, no warm-up, independent layers: loss at the end, per seed:", np.round(independent_end, 3))
 
@@ -1382,13 +1393,16 @@ print(f"fused path faster than the weights path in {sum(r < 1 for r in ratios)} 
 # %% [markdown]
 # How much time the fused path saves depends on the hardware, the sizes and what else the computer
 # is doing: the ratios above are one measurement on one machine, so no check below rests on them.
-# With attention dropout off (as here), what the fused path never has to return, or keep for the
-# backward pass, is the $\text{batch} \times h \times T_q \times T_k$ tensor of weights of every layer.
-# It keeps a float copy of the mask instead: `(batch, 1, T_q, T_k)` for this mask, $1/h$ of the
+# With attention dropout off (as here), the fused kernel PyTorch picks here neither returns nor keeps
+# for the backward pass the $\text{batch} \times h \times T_q \times T_k$ tensor of weights of every layer
+# (its plain "math" fallback, used when no fused kernel supports the inputs or the hardware, keeps
+# them). It keeps a float copy of the mask instead: `(batch, 1, T_q, T_k)` for this mask, $1/h$ of the
 # weights' size, but as large as the weights when the mask is given per head, `(batch, h, T_q, T_k)`.
 # Look among the tensors autograd keeps, on both paths, for the weights themselves and for the mask:
 
 # %% tags=["hide-input"]
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
 empty = ~x_mask.any(-1)[:, None, :, None]  # (batch, 1, T, 1): the query that may attend to nothing
 per_head = x_mask[:, None].expand(batch, 4, T, T)  # (batch, h, T, T): the same mask, given per head
 
@@ -1435,9 +1449,12 @@ copies_no_empty = sum(
     for t in kept
 )
 assert copies_no_empty == 1 and found["one mask for all heads", True][0] == 2
+with sdpa_kernel(SDPBackend.MATH):  # the fallback, forced
+    math_copies = sum(map(holds_weights, saved_tensors(lambda t: mha(t, t, t, x_mask[:, None], need_weights=False), x)))
+assert math_copies == 1
 print(
     "✓ the weights path keeps a copy of this layer's 1,048,576 weights (4 MiB) for backward: one when no query is "
-    "fully masked, two with one; the fused path none"
+    "fully masked, two with one; the fused kernel none, the math fallback (forced) one"
 )
 print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with a mask per head")
 
@@ -1453,8 +1470,8 @@ print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with
 #   and LayerNorm around each sublayer, post-norm), 3.2.3 (the three uses of attention), 3.3 (the
 #   position-wise feed-forward network), 3.4 (one weight matrix shared by both embeddings and the
 #   pre-softmax projection), 5.1 (the shared vocabulary of about 37000 tokens), 5.3 (the warm-up
-#   schedule), 5.4 (dropout on each sublayer's output), Table 3 (the base model's sizes and parameter
-#   count).
+#   schedule), 5.4 (dropout on each sublayer's output and on the sums of embeddings and positional
+#   encodings), Table 3 (the base model's sizes and parameter count; rows (C) and (D)).
 # * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the layer-normalisation
 #   formula with $\mu$, $\sigma$, gain and bias.
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked

@@ -422,8 +422,8 @@ _VARIANTS = {
 @exercise(
     hint="""
     Look at what the RMS check showed: the stream of a pre-norm stack grows with depth, and the gradient
-    reaching its last layer passes through the final LayerNorm, which divides by that RMS. Post-norm's
-    stream stays at RMS 1.
+    reaching its last layer passes through the final LayerNorm, which divides it by each token's spread σ
+    (about that RMS, since the tokens' means are small). Post-norm's stream stays at RMS 1.
     """,
     reference="post-norm",
     kind="prediction",
@@ -434,9 +434,10 @@ _VARIANTS = {
     ],
     explain="""
     Post-norm, in every stack. The gradient reaching the top of a pre-norm stack has passed through the
-    final LayerNorm, which divides it by the RMS of the stream grown over every layer; post-norm's stream
-    stays at RMS 1. So the gap is about pre-norm's stream RMS, and grows with depth ("Going further" finds
-    the same with layers that start independently).
+    final LayerNorm, which divides it by each token's spread σ; the stream has grown over every layer, and
+    its tokens' means are small, so each token's σ is close to its RMS. Post-norm's last layer sees only its own
+    LayerNorms, whose inputs have RMS near 1. So the gap is about pre-norm's stream RMS, and grows with depth
+    ("Going further" finds the same with layers that start independently).
     """,
 )
 def predict_largest_gradient(answer):
@@ -447,12 +448,13 @@ def predict_largest_gradient(answer):
     if choice == "pre-norm":
         return (
             "pre-norm's top layer gets less: the gradient reaching it passes through the final LayerNorm, "
-            "which divides by the RMS of the grown stream"
+            "which divides it by each token's spread σ, large in the grown stream"
         )
     if choice == "same":
         return (
-            "the residual path is an identity, but the two variants do not end alike: post-norm's stream "
-            "stays at RMS 1, pre-norm's grows, and its final LayerNorm divides the gradient by that RMS"
+            "the residual path adds x back, but the two variants do not end alike: post-norm's stream "
+            "stays at RMS 1, pre-norm's grows, and its final LayerNorm divides the gradient by each token's "
+            "spread σ, which grows with it"
         )
     return None
 
