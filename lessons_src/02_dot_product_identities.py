@@ -6,12 +6,11 @@
 #
 # **Goals.** By the end you can
 # - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only, not on direction,
-#   though far offsets can score almost alike;
+#   though far offsets can score almost alike (attention's learned scores can still tell direction);
 # - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$, a rotation;
 # - say how the dot product decays with distance, near and far;
 # - measure the near-orthogonality of random high-dimensional vectors, and why PE is added, not concatenated;
-# - explain the paper's choice of dot-product over additive attention, the $1/\sqrt{d_k}$ scale, and where
-#   its argument's assumption fails;
+# - explain the paper's choice of dot-product over additive attention and the $1/\sqrt{d_k}$ scale;
 # - use softmax's shift invariance, its temperature, and its limit, the arg-max.
 #
 # Every statement about random vectors is measured over five seeds, and the spread is printed.
@@ -115,6 +114,9 @@ def is_toeplitz(G, atol=1e-9):
     return bool(torch.allclose(G[1:, 1:], G[:-1, :-1], atol=atol, rtol=0))
 
 
+print(f"PE PE^T at d_model = {d_model} over {max_len} positions is Toeplitz: {is_toeplitz(pe @ pe.T)}")
+
+# %% tags=["hide-input"]
 for d in [2, 16, 64, 512]:
     for n in [5, 50, 200]:
         P = sinusoidal_encoding(n, d, dtype=torch.float64)  # (n, d)
@@ -157,7 +159,9 @@ plt.show()
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
 # Hong's slides derive this same sum and name two properties, *distance aware* and *direction aware*;
 # as we check, the sum has the first (only in part: section 3 finds far offsets that score almost alike) and
-# not the second.
+# not the second. That holds for the raw dot product only: attention scores positions through learned projections,
+# $x_s W_q W_k^\top x_t^\top$ (lesson 03), and such a form can tell before from after (*Going further*: the
+# $J$ form, which is $W_q = I$, $W_k = J^\top$).
 # Here is $f(k) = PE_t \cdot PE_{t+k}$ against $k$, measured from the table at $t = 100$ on both sides.
 
 # %%
@@ -278,7 +282,8 @@ print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w
 # ## Explore: the offset explorer
 #
 # Sections 1 and 2 in one figure: $PE_t \cdot PE_{t+k}$ against $t$ (flat), against $k$, and pair $i$'s
-# point $(\sin \omega_i t, \cos \omega_i t)$ at $t$ and $t + k$, an angle $\omega_i k$ apart. Run the
+# point $(\sin \omega_i t, \cos \omega_i t)$ at $t$ and $t + k$, an angle $\omega_i k$ apart (the arc turns the
+# way the pair does, by what is left of $\omega_i k$ after whole turns). Run the
 # notebook to get the sliders.
 
 # %%
@@ -317,6 +322,8 @@ print(
 print(
     f"closest scores: f({k_a}) = {f[k_a]:.4f} and f({k_b}) = {f[k_b]:.4f}, {abs(f[k_a] - f[k_b]) / f[0]:.3%} of f(0) apart"
 )
+
+# %% tags=["hide-input"]
 assert torch.all(f[1:12] < f[:11])  # strictly falling for the first 11 steps
 assert len(rises) > 0 and rises[0] == 11 and f[12] > f[11]  # ...then it rises
 assert f[200] < f[0] / 2  # overall it does decay
@@ -355,15 +362,19 @@ print(
 )
 print(f"largest f(k) / f(0) for 1000 <= k <= 10000: {peak:.3f}, at k = {1000 + int(ratio[1000:].argmax())}")
 print(f"largest for 5000 <= k <= 10000: {ratio[5000:].max().item():.2f}")
-assert abs(peak - check.predict_long_range.reference) < 0.005 and slowest_cos > 0.35
-assert 1000 + int(ratio[1000:].argmax()) == check.LONG_RANGE_AT and 0.15 < ratio[5000:].max() < 0.25, (
-    "the peak is at the start; later ones fall"
-)
 fig, ax = plt.subplots(figsize=(8, 2.6), layout="constrained")
 ax.plot(far.numpy(), ratio.numpy(), lw=0.4)
 ax.axhline(1, color="0.6", lw=0.8, ls="--")
 ax.set(xlabel="offset k", ylabel="f(k) / f(0)", title=f"f(k) up to k = 10,000 (d_model={d_model}): it never returns")
 plt.show()
+
+# %% tags=["hide-input"]
+assert abs(peak - check.predict_long_range.reference) < 0.005 and slowest_cos > 0.35
+assert 1000 + int(ratio[1000:].argmax()) == check.LONG_RANGE_AT and 0.15 < ratio[5000:].max() < 0.25, (
+    "the peak is at the start; later ones fall"
+)
+print(f"✓ from k = 1000 to 10,000, f(k) / f(0) is largest at k = {check.LONG_RANGE_AT}, near the start of the range")
+print("✓ from k = 5000 on it stays below a quarter, and the slowest pair's cosine stays positive throughout")
 
 # %%
 check.predict_long_range(my_guess_long_range)
@@ -515,8 +526,8 @@ plt.show()
 # %% [markdown]
 # ## 5. Why dot products, and why divide by $\sqrt{d_k}$
 #
-# Four steps: additive versus dot-product scores, the variance of $q \cdot k$, unscaled scores in the
-# softmax, and a word's score with itself.
+# Three steps: additive versus dot-product scores, the variance of $q \cdot k$, and what unscaled scores do
+# to the softmax.
 #
 # The paper (section 3.2.1) names the two common ways to score a query against a key. **Additive attention**
 # (Bahdanau et al., 2015) feeds both into a small feed-forward network with one hidden layer,
@@ -537,21 +548,26 @@ def additive_scores(Q, K, W_1, W_2, v):
 
 
 gen = torch.Generator().manual_seed(0)
-Q, K = torch.randn(4, 8, generator=gen), torch.randn(5, 8, generator=gen)  # (T_q, d_k), (T_k, d_k)
-W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen), torch.randn(6, generator=gen)
-looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
-assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
-print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
-for n, d_k in [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]:
+additive_sizes = [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]  # (queries = keys, d_k = d_a)
+bounded = []  # per size: is every |additive score| <= sum_j |v_j|?
+for n, d_k in additive_sizes:
     Q, K = torch.randn(n, d_k, generator=gen), torch.randn(n, d_k, generator=gen)  # (n, d_k) each
     W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen) / math.sqrt(d_k)  # (d_k, d_a) each, d_a = d_k
     v = torch.randn(d_k, generator=gen)  # (d_a,)
     scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
     scores_dot = Q @ K.T  # (n, n)
-    assert scores_add.abs().max() <= v.abs().sum()  # each tanh is in (-1, 1): |score| <= sum_j |v_j|
+    bounded.append(bool(scores_add.abs().max() <= v.abs().sum()))
     print(
         f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, additive {hidden.numel():10,}"
     )
+
+# %% tags=["hide-input"]
+Q, K = torch.randn(4, 8, generator=gen), torch.randn(5, 8, generator=gen)  # (T_q, d_k), (T_k, d_k)
+W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen), torch.randn(6, generator=gen)
+looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
+assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
+print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
+assert all(bounded)  # each tanh is in (-1, 1): |score| <= sum_j |v_j|
 print("✓ additive scores are bounded by sum |v_j| for every size")
 
 # %% [markdown]
@@ -624,7 +640,7 @@ plt.show()
 # 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two
 # largest scores, the largest weight, and the norm of the softmax's Jacobian
 # $\mathrm{diag}(p) - p^\top p = \partial p / \partial\,\text{scores}$, which multiplies every gradient flowing
-# back through the softmax. It is near zero for one-hot weights (how large it can get: *Going further*).
+# back through the softmax. It is near zero for one-hot weights and at most $1/2$ (why: *Going further*).
 
 
 # %%
@@ -680,11 +696,10 @@ assert min(un512["top"]) > 0.999 and min(un512["one_hot"]) > 2 / 3 and max(un512
 assert all(0.9 < t < 0.99 for t in un64["top"]) and all(0.25 < s < 0.5 for s in un64["one_hot"])
 assert max(un64["jac"]) < min(sc64["jac"]) / 3
 assert all(max(run["top"]) < 0.4 and max(run["max_top"]) < 0.99 and min(run["jac"]) > 0.1 for run in (sc64, sc512))
-print("✓ in every seed, unscaled, the top two scores pull apart as d_k grows: at 512 most queries put nearly all")
-print("  their weight on one key and the gradient nearly vanishes; at 64 the top weight is already high")
-print(
-    "✓ scaled, at both sizes the top two stay close, no query puts nearly all its weight on one key, the gradient lives"
-)
+print("✓ unscaled, in every seed the top two scores pull apart as d_k grows from 64 to 512")
+print("✓ unscaled at d_k = 512, most queries put nearly all their weight on one key and the gradient nearly vanishes")
+print("✓ unscaled at d_k = 64, the typical top weight is already above 0.9")
+print("✓ scaled, at both sizes no query puts nearly all its weight on one key; the Jacobian norm stays above 0.1")
 
 # %% [markdown]
 # So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
@@ -722,60 +737,8 @@ plt.show()
 # | (B) | 8 | 32 | 5.01 | 25.4 | 60 |
 
 # %% [markdown]
-# ### Where the independence assumption breaks: a word's score with itself
-#
-# The variance argument needs $q$ and $k$ independent. In bare self-attention (lesson 03) they are the same vector,
-# $q = k = x$, and the score of a word with itself is $x \cdot x = |x|^2$.
-#
-# **Predict first.** For $x$ with 64 independent $N(0, 1)$ entries, what is the mean of $x \cdot x$?
-
-# %%
-my_guess_self_score = None  # your answer: a number
-
-# %% tags=["nbval-ignore-output"]
-self_mean, self_var = {d_k: [] for d_k in dks}, {d_k: [] for d_k in dks}  # per seed, divided by d_k
-for d_k in dks:
-    for seed in SEEDS:
-        x_self = random_pairs(10000, d_k, seed)[0]  # (10000, d_k) q = k = x
-        self_scores = (x_self * x_self).sum(1)  # (10000,) x . x = |x|^2
-        self_mean[d_k].append(self_scores.mean().item() / d_k)
-        self_var[d_k].append(self_scores.var().item() / d_k)
-    print(
-        f"d_k={d_k:4d}: mean(x.x) / d_k {spread(self_mean[d_k])[0]:.3f} .. {spread(self_mean[d_k])[2]:.3f}, "
-        f"Var(x.x) / d_k {spread(self_var[d_k])[0]:.2f} .. {spread(self_var[d_k])[2]:.2f}  (range over seeds)"
-    )
-uniform_var = []  # Var(x.x) / d_k for entries uniform on [-sqrt 3, sqrt 3]: mean 0, variance 1
-for d_k in dks:
-    for seed in SEEDS:
-        gen = torch.Generator().manual_seed(seed)
-        x_unif = (2 * torch.rand(10000, d_k, generator=gen, dtype=torch.float64) - 1) * math.sqrt(3)  # (10000, d_k)
-        uniform_var.append((x_unif * x_unif).sum(1).var().item() / d_k)
-fourth_unif = math.sqrt(3) ** 4 / 5  # E[x^4] = a^4 / 5 for x uniform on [-a, a]
-print(
-    f"uniform entries on [-sqrt 3, sqrt 3], E[x^4] - 1 = {fourth_unif - 1:.2f}: "
-    f"Var(x.x) / d_k {min(uniform_var):.2f} .. {max(uniform_var):.2f}  (range over d_k and seeds)"
-)
-
-# %% tags=["hide-input"]
-assert all(abs(m - 1) < 0.02 for ms in self_mean.values() for m in ms)
-assert all(abs(v - 2) < 0.15 for vs in self_var.values() for v in vs)
-assert all(abs(m * 64 - check.predict_self_score_mean.reference) < 1 for m in self_mean[64])
-print(f"✓ for q = k = x with Gaussian entries: mean(x.x) = d_k, not 0, and Var(x.x) = 2 d_k, for d_k in {dks}, 5 seeds")
-assert all(abs(v - (fourth_unif - 1)) < 0.05 for v in uniform_var)
-print(f"✓ with uniform entries of variance 1 instead, Var(x.x) = (E[x^4] - 1) d_k = 0.8 d_k, for d_k in {dks}, 5 seeds")
-
-# %%
-check.predict_self_score_mean(my_guess_self_score)
-
-# %% [markdown]
-# Each $x_j^2$ has mean 1 and variance $\mathbb{E}[x_j^4] - 1$, so the fourth moment sets
-# $\mathrm{Var}(x \cdot x)$: $2\,d_k$ for Gaussian entries, $0.8\,d_k$ for entries uniform on
-# $[-\sqrt 3, \sqrt 3]$ (printed above). Either way a self-score scaled by $\sqrt{d_k}$ is about
-# $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks almost only at the diagonal (its
-# section 5 shows what different $W_q$, $W_k$ do to it).
-#
-# > **Going further:** separate, independently drawn $W_q, W_k$ bring the self-score back near 0, though one
-# > word's $q$ and $k$ stay slightly correlated; a $W_k$ close to $W_q$ does not (measured at the end).
+# > **Going further:** the variance argument needs $q$ and $k$ independent; a word's score with itself,
+# > $q = k = x$, breaks it (its mean is $d_k$, not 0).
 
 # %% [markdown]
 # ## 6. Softmax: shift invariance, temperature, soft arg-max
@@ -860,6 +823,7 @@ plt.show()
 #
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ and even in $k$, so the dot product
 #   depends on distance $|k|$, not direction, though far distances can score almost alike ($f(121) \approx f(143)$ at $d_{model} = 128$).
+#   Attention's learned $W_q W_k^\top$ can still tell before from after (the $J$ form).
 #   $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations.
 # - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
 #   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
@@ -868,7 +832,7 @@ plt.show()
 # - Dot products cost the same order of operations as additive attention but, as usually vectorised, store far
 #   less, and they grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, they make
 #   softmax nearly one-hot with a vanishing gradient for large $d_k$ (512; at the paper's 64, with 10 keys, the
-#   typical top weight is about 0.95). For $q = k = x$, $x \cdot x$ has mean $d_k$.
+#   typical top weight is about 0.95).
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
@@ -943,12 +907,12 @@ check.score_scale(score_scale)
 # %% [markdown]
 # ## Going further
 #
-# Six detours, each checked like the main line.
+# Seven detours, each checked like the main line.
 
 # %% [markdown]
 # ### Telling direction: the $J$ form
 #
-# *Why read it:* it is the way in to Exercise 1.
+# *Why read it:* it shows how a score can tell before from after, and it is the way in to Exercise 1.
 #
 # Section 1's dot product cannot tell $k$ from $-k$, but the **vectors** differ ($PE_{t+k} \ne PE_{t-k}$),
 # and another bilinear form can recover the sign: take $J$ block-diagonal with blocks
@@ -1003,9 +967,65 @@ print(f"✓ the whole form's sign is not -k's for {', '.join(map(str, by_width))
 print(f"  (|k| <= 2000) at d_model = {', '.join(map(str, widths))}; the slowest pair's term: none (t = {t_range})")
 
 # %% [markdown]
+# ### Where the independence assumption breaks: a word's score with itself
+#
+# *Why read it:* footnote 4's $\mathrm{Var}(q \cdot k) = d_k$ assumes independent $q$ and $k$; a word's
+# score with itself breaks that.
+#
+# In bare self-attention (lesson 03) a word's query and key are the same vector, $q = k = x$, and its score
+# with itself is $x \cdot x = |x|^2$.
+#
+# **Predict first.** For $x$ with 64 independent $N(0, 1)$ entries, what is the mean of $x \cdot x$?
+
+# %%
+my_guess_self_score = None  # your answer: a number
+
+# %% tags=["nbval-ignore-output"]
+self_mean, self_var = {d_k: [] for d_k in dks}, {d_k: [] for d_k in dks}  # per seed, divided by d_k
+for d_k in dks:
+    for seed in SEEDS:
+        x_self = random_pairs(10000, d_k, seed)[0]  # (10000, d_k) q = k = x
+        self_scores = (x_self * x_self).sum(1)  # (10000,) x . x = |x|^2
+        self_mean[d_k].append(self_scores.mean().item() / d_k)
+        self_var[d_k].append(self_scores.var().item() / d_k)
+    print(
+        f"d_k={d_k:4d}: mean(x.x) / d_k {spread(self_mean[d_k])[0]:.3f} .. {spread(self_mean[d_k])[2]:.3f}, "
+        f"Var(x.x) / d_k {spread(self_var[d_k])[0]:.2f} .. {spread(self_var[d_k])[2]:.2f}  (range over seeds)"
+    )
+uniform_var = []  # Var(x.x) / d_k for entries uniform on [-sqrt 3, sqrt 3]: mean 0, variance 1
+for d_k in dks:
+    for seed in SEEDS:
+        gen = torch.Generator().manual_seed(seed)
+        x_unif = (2 * torch.rand(10000, d_k, generator=gen, dtype=torch.float64) - 1) * math.sqrt(3)  # (10000, d_k)
+        uniform_var.append((x_unif * x_unif).sum(1).var().item() / d_k)
+fourth_unif = math.sqrt(3) ** 4 / 5  # E[x^4] = a^4 / 5 for x uniform on [-a, a]
+print(
+    f"uniform entries on [-sqrt 3, sqrt 3], E[x^4] - 1 = {fourth_unif - 1:.2f}: "
+    f"Var(x.x) / d_k {min(uniform_var):.2f} .. {max(uniform_var):.2f}  (range over d_k and seeds)"
+)
+
+# %% tags=["hide-input"]
+assert all(abs(m - 1) < 0.02 for ms in self_mean.values() for m in ms)
+assert all(abs(v - 2) < 0.15 for vs in self_var.values() for v in vs)
+assert all(abs(m * 64 - check.predict_self_score_mean.reference) < 1 for m in self_mean[64])
+print(f"✓ for q = k = x with Gaussian entries: mean(x.x) = d_k, not 0, and Var(x.x) = 2 d_k, for d_k in {dks}, 5 seeds")
+assert all(abs(v - (fourth_unif - 1)) < 0.05 for v in uniform_var)
+print(f"✓ with uniform entries of variance 1 instead, Var(x.x) = (E[x^4] - 1) d_k = 0.8 d_k, for d_k in {dks}, 5 seeds")
+
+# %%
+check.predict_self_score_mean(my_guess_self_score)
+
+# %% [markdown]
+# Each $x_j^2$ has mean 1 and variance $\mathbb{E}[x_j^4] - 1$, so the fourth moment sets
+# $\mathrm{Var}(x \cdot x)$: $2\,d_k$ for Gaussian entries, $0.8\,d_k$ for entries uniform on
+# $[-\sqrt 3, \sqrt 3]$ (printed above). Either way a self-score scaled by $\sqrt{d_k}$ is about
+# $\sqrt{d_k}$, not about 0: lesson 03 meets it as a map that looks almost only at the diagonal (its
+# section 5 shows what different $W_q$, $W_k$ do to it).
+
+# %% [markdown]
 # ### Separate $W_q$, $W_k$ bring the self-score back near 0
 #
-# *Why read it:* section 5's break needs $q = k$; the real model projects twice.
+# *Why read it:* the break above needs $q = k$; the real model projects twice.
 #
 # In the real model the query and the key come from separate projections, $q = xW_q$ and $k = xW_k$. With
 # $W_q$ and $W_k$ drawn independently (entries of variance $1/d_{model}$, one common choice) the self-score
@@ -1163,45 +1183,48 @@ print(
 
 # %%
 slowest = 2 * math.pi / float(angular_frequencies(512)[-1])  # wavelength of pair i = 255
-assert math.isclose(slowest, 2 * math.pi * 10000 ** (510 / 512), rel_tol=1e-9)
 lines = [f"wavelength of the slowest pair at d_model = 512: {slowest:,.0f} positions"]
 lines.append("share of PE's variance over positions 0..n-1, d_model = 512:")
-spans, in_directions, in_columns = [50, 100, 200, 1000, 10000], {}, {}
+spans, in_directions, in_columns, cumulative = [50, 100, 200, 1000, 10000], {}, {}, {}
 for n in spans:
     table = sinusoidal_encoding(n, 512, dtype=torch.float64)  # (n, 512)
     power = torch.linalg.svdvals(table - table.mean(0)) ** 2  # (min(n, 512),) variance per principal direction
     share_dir = power.cumsum(0) / power.sum()  # (min(n, 512),) cumulative share, largest direction first
     share = pe_variance_share(n, 512)  # (512,) cumulative share, column by column
+    cumulative[n] = share_dir, share
     in_directions[n] = [int((share_dir < level).sum()) + 1 for level in (0.95, 0.99)]
     in_columns[n] = [int((share < level).sum()) + 1 for level in (0.95, 0.99)]
     lines.append(
         f"  n = {n:5d}: 95% / 99% lies in {in_directions[n][0]:3d} / {in_directions[n][1]:3d} principal directions, "
         f"in the first {in_columns[n][0]} / {in_columns[n][1]} columns; first 256 columns hold {share[255]:5.1%}"
     )
-    if n == 100:
-        assert share[255] > 0.98 and 200 < in_columns[n][0] < 256
-    if n == 1000:
-        assert 0.7 < share[255] < 0.8  # about three quarters
-    if n == 10000:
-        assert 0.5 < share[255] < 0.6 and in_columns[n][0] > 400  # barely more than half
 print("\n".join(lines))
 
 # %% tags=["hide-input"]
+assert math.isclose(slowest, 2 * math.pi * 10000 ** (510 / 512), rel_tol=1e-9)
+first_256 = {n: float(cumulative[n][1][255]) for n in spans}  # share held by the first 256 columns
+assert first_256[100] > 0.98 and 200 < in_columns[100][0] < 256
+assert 0.7 < first_256[1000] < 0.8  # about three quarters
+assert 0.5 < first_256[10000] < 0.6 and in_columns[10000][0] > 400  # barely more than half
+for share_dir, share in cumulative.values():  # guaranteed (Eckart-Young, below): checks the two computations
+    assert torch.all(share_dir >= share[: len(share_dir)] - 1e-12)
 short = [n for n in spans if n <= 200]  # sentence-length spans
-assert all(in_directions[n][0] < in_columns[n][0] for n in spans)
 assert all(in_directions[n][0] < 512 / 8 and in_directions[n][0] < (n - 1) / 3 for n in short)
 assert all(in_directions[a][0] < in_directions[b][0] for a, b in zip(spans, spans[1:]))
 assert 100 < in_directions[1000][0] and 200 < in_directions[10000][0]
 print(
     "✓ over sentence-length spans (50 to 200 positions) 95% of PE's variance lies in a small share of the 512 directions"
 )
-print("✓ longer spans need many more; at every span principal directions need fewer than columns")
+print("✓ longer spans need many more directions")
 
 # %% [markdown]
 # So over a sentence the notes are right, once we count directions: 95% of PE's variation lies in 14, 27
 # and 51 of the 512 directions over 50, 100 and 200 positions, though it is spread over 182 to 248 columns
 # (printed above). The count grows with the span: 131 directions over a thousand positions, 252 over ten
 # thousand, as the slow pairs start to turn. "Few dimensions" holds for sentence-length spans only.
+# Directions never need more than columns, by construction: the first $m$ columns span an $m$-dimensional
+# subspace, and the top $m$ principal directions hold at least as much variance as any $m$-dimensional
+# subspace (Eckart–Young).
 
 # %% [markdown]
 # ### The softmax's gradient: how large it gets, how fast it vanishes
@@ -1209,17 +1232,18 @@ print("✓ longer spans need many more; at every span principal directions need 
 # *Why read it:* "softmax is the differentiable arg-max" is true, but its gradient can be too small to use.
 #
 # First, the Jacobian norm of section 5. It is near zero for one-hot weights, but the softest weights do not
-# give the largest: uniform weights over $n$ keys give $\sqrt{n-1}/n$, so an even split between two keys
-# beats uniform over 10:
+# give the largest: uniform weights over $n$ keys give $\sqrt{n-1}/n$, so an even split between two keys ($1/2$)
+# beats uniform over 10. And $1/2$ is the most any weights can give. With $S_m = \sum_i p_i^m$, expanding gives
+# $\|\mathrm{diag}(p) - p^\top p\|_F^2 = S_2 - 2S_3 + S_2^2$; Cauchy–Schwarz gives $S_2^2 \le S_1 S_3 = S_3$,
+# so the square is at most $S_2 - S_2^2 = S_2(1 - S_2) \le 1/4$, with equality only for an even split between
+# two keys. Random weight vectors on 10 keys illustrate it:
 
 # %%
 two = jacobian_norm(torch.tensor([[0.5, 0.5], [0.999, 0.001]], dtype=torch.float64))  # (2,)
 print(f"p = (0.5, 0.5): Jacobian norm {two[0]:.3f};  p = (0.999, 0.001): {two[1]:.3f}")
-assert torch.allclose(two, torch.tensor([2 * 0.5 * 0.5, 2 * 0.999 * 0.001], dtype=torch.float64))  # 2 p_1 p_2
 split = {n: float(jacobian_norm(torch.full((1, n), 1 / n, dtype=torch.float64))) for n in (2, 3, 10)}
 print(", ".join(f"uniform over {n} keys: {v:.2f}" for n, v in split.items()))
-assert all(abs(v - math.sqrt(n - 1) / n) < 1e-12 for n, v in split.items())
-largest = []  # the largest norm over 20000 random weight vectors on 10 keys, per seed
+largest, identity_gap = [], []  # the largest norm over 20000 random weight vectors on 10 keys, per seed
 for seed in SEEDS:
     g = torch.Generator().manual_seed(seed)
     logits = (
@@ -1227,10 +1251,19 @@ for seed in SEEDS:
         * torch.rand(20000, 1, generator=g, dtype=torch.float64)
         * 6
     )
-    largest.append(float(jacobian_norm(torch.softmax(logits, dim=-1)).max()))  # soft to near one-hot
+    p = torch.softmax(logits, dim=-1)  # (20000, 10) soft to near one-hot
+    largest.append(float(jacobian_norm(p).max()))
+    S2, S3 = p.pow(2).sum(1), p.pow(3).sum(1)  # (20000,) each
+    identity_gap.append(float((jacobian_norm(p) ** 2 - (S2 - 2 * S3 + S2**2)).abs().max()))
 print(f"largest over 20000 random weight vectors on 10 keys: {min(largest):.4f} .. {max(largest):.4f} (5 seeds)")
-assert max(largest) <= 0.5 + 1e-12 and min(largest) > split[10]
-print("✓ in every seed no random weight vector on 10 keys beats the even two-way split; the best found beat uniform")
+
+# %% tags=["hide-input"]
+assert torch.allclose(two, torch.tensor([2 * 0.5 * 0.5, 2 * 0.999 * 0.001], dtype=torch.float64))  # 2 p_1 p_2
+assert all(abs(v - math.sqrt(n - 1) / n) < 1e-12 for n, v in split.items())
+print("✓ two keys give 2 p_1 p_2, and uniform weights over n keys give sqrt(n - 1) / n, for n = 2, 3 and 10")
+assert max(identity_gap) < 1e-12 and max(largest) <= 0.5 + 1e-12 and min(largest) > split[10]
+print("✓ for every random weight vector, the squared norm is S_2 - 2 S_3 + S_2^2, as expanded above")
+print("✓ in every seed the best random weight vector stays below the bound 1/2 and beats uniform over 10 keys")
 
 # %% [markdown]
 # Now the soft arg-max. Take section 6's scores again. The soft arg-max is the expected index $\sum_i i\,\mathrm{softmax}(x/T)_i$; it tends to
@@ -1274,10 +1307,11 @@ assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float3
 assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
 x_req = x.clone().requires_grad_()  # (5,)
 assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
-print("✓ autograd matches the formula for T from 1 down to 0.03; from 0.1 to 0.01 the gradient shrinks like")
-print("  sqrt(2) e^(-gap/T) / T yet stays above 0, and in float32 at T = 0.003 it is exactly 0")
-print("✓ at T = 0.01 float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1); the arg-max")
-print("  is an integer with no gradient, while the max of the same scores has one")
+print("✓ autograd matches the formula for T from 1 down to 0.03")
+print("✓ from T = 0.1 to 0.01 the gradient shrinks like sqrt(2) e^(-gap/T) / T, yet stays above 0")
+print("✓ in float32 at T = 0.003 the gradient is exactly 0")
+print("✓ at T = 0.01 float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1)")
+print("✓ the arg-max is an integer with no gradient, while the max of the same scores has one")
 tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
 assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
 print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
@@ -1296,7 +1330,7 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # ## Sources
 #
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: section 3.2.1 and footnote 4 (additive vs
-#   dot-product attention, $\mathrm{Var}(q \cdot k) = d_k$, the $1/\sqrt{d_k}$ scale), Table 3 rows B and
+#   dot-product attention, $\mathrm{Var}(q \cdot k) = d_k$, the $1/\sqrt{d_k}$ scale), Table 3 rows (A) and (B) and
 #   section 6.2 (smaller $d_k$ hurts; "determining compatibility is not easy"), section 3.4 (embeddings
 #   multiplied by $\sqrt{d_{model}}$), section 3.5 (sinusoidal encoding, "a linear function of $PE_{pos}$").
 # - Bahdanau, Cho and Bengio, "Neural Machine Translation by Jointly Learning to Align and Translate",

@@ -48,7 +48,7 @@ def test_dot_against_offset_matches_the_table_and_marks_k(d_model, base, k):
     assert mark.get_ydata()[0] == pytest.approx(y[j == k][0], abs=1e-12)
 
 
-@pytest.mark.parametrize("d_model, pair, t, k", [(64, 0, 3, 10), (64, 5, 0, 7), (16, 7, 12, -3)])
+@pytest.mark.parametrize("d_model, pair, t, k", [(64, 0, 3, 10), (64, 5, 0, 7), (16, 7, 12, -3), (64, 0, 20, -7)])
 def test_rotation_picture_shows_the_pair_at_t_and_t_plus_k(d_model, pair, t, k):
     fig = plotting.plot_offset_explorer(d_model=d_model, k=k, pair=pair, t=t)
     ax = fig.axes[2]
@@ -62,11 +62,18 @@ def test_rotation_picture_shows_the_pair_at_t_and_t_plus_k(d_model, pair, t, k):
     p1 = np.array([line(ax, f"PE_{t + k}").get_xdata()[1], line(ax, f"PE_{t + k}").get_ydata()[1]])
     w = angular_frequencies(d_model).numpy()[pair]
     assert np.dot(p0, p1) == pytest.approx(math.cos(w * k), abs=1e-12)  # the angle between them is w_i k
-    arc = line(ax, "angle w_i k")
+    arc = line(ax, "arc: w_i k less whole turns")
     start, end = (arc.get_xdata()[0], arc.get_ydata()[0]), (arc.get_xdata()[-1], arc.get_ydata()[-1])
     assert math.atan2(*start) == pytest.approx(math.remainder(w * t, 2 * math.pi), abs=1e-9)
     assert math.cos(math.atan2(*end) - math.atan2(*start)) == pytest.approx(math.cos(w * k), abs=1e-9)
-    assert f"pair {pair}" in ax.get_title()
+    # the arc turns the way the pair turns (clockwise from the cos axis for k > 0), by w_i k less whole turns
+    angles = np.unwrap(np.arctan2(arc.get_xdata(), arc.get_ydata()))  # clockwise angle of each arc point
+    assert np.all(np.sign(np.diff(angles)) == np.sign(k))
+    assert angles[-1] - angles[0] == pytest.approx(math.copysign(abs(w * k) % (2 * math.pi), k), abs=1e-9)
+    title = ax.get_title()
+    assert f"pair {pair}" in title and f"w k={w * k:.3g}" in title
+    if abs(w * k) >= 2 * math.pi:  # the title splits off the whole turns and names the rest, the arc's angle
+        assert f"2pi+{abs(w * k) % (2 * math.pi):.2f}" in title
 
 
 @pytest.mark.parametrize(

@@ -163,16 +163,20 @@ def plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3, max_offset
     ax_rot.plot([0, p0[0]], [0, p0[1]], "-o", color="C2", markevery=[1], label=f"PE_{t}")
     ax_rot.plot([0, p1[0]], [0, p1[1]], "-o", color="C3", markevery=[1], label=f"PE_{t + k}")
     a0 = wi * t  # angle of PE_t's point, clockwise from the cos axis; PE_{t+k} is w_i k further
-    arc = np.linspace(a0, a0 + math.remainder(wi * k, 2 * math.pi), 100)  # the shorter way round
-    ax_rot.plot(0.35 * np.sin(arc), 0.35 * np.cos(arc), color="black", lw=1, label="angle w_i k")
+    turns, rest = divmod(abs(wi * k), 2 * math.pi)  # whole turns, and what is left of w_i k after them
+    shown = math.copysign(rest, k)  # the arc turns the way the pair does: clockwise for k > 0
+    arc = np.linspace(a0, a0 + shown, 100)
+    ax_rot.plot(0.35 * np.sin(arc), 0.35 * np.cos(arc), color="black", lw=1, label="arc: w_i k less whole turns")
+    whole = "" if turns == 0 else ("2pi+" if turns == 1 else f"{int(turns)}x2pi+")
+    split = "" if turns == 0 else (f" = {whole}{rest:.2f}" if k > 0 else f" = -({whole}{rest:.2f})")
     ax_rot.set(
         xlim=(-1.2, 1.2),
         ylim=(-1.2, 1.2),
         aspect="equal",
         xlabel=f"sin(w_{pair} t)  (column {2 * pair})",
         ylabel=f"cos(w_{pair} t)  (column {2 * pair + 1})",
-        title=f"pair {pair}: w={wi:.3g}, w k={wi * k:.3g} rad",
     )
+    ax_rot.set_title(f"pair {pair}: w={wi:.3g}, w k={wi * k:.3g}{split} rad", fontsize=10)
     ax_rot.legend(loc="lower left", fontsize=7)
     fig.suptitle(f"PE_t . PE_t+k = sum_i cos(w_i k) = {expected:.3f}   (d_model={d_model}, base={base:g})")
     return fig
