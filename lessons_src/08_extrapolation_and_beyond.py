@@ -6,7 +6,7 @@
 # "Periodic: Hope this will work in extrapolation. (No)". The paper (Vaswani et al., 2017, §3.5) gives
 # two reasons. The first: "We chose this function because we hypothesized it would allow the model to
 # easily learn to attend by relative positions, since for any fixed offset k, $PE_{pos+k}$ can be
-# represented as a linear function of $PE_{pos}$" (section 1 and "Going further" ask what that takes). The
+# represented as a linear function of $PE_{pos}$". The
 # second only hopes: it kept sinusoids "because it may allow the model to extrapolate to sequence lengths
 # longer than the ones encountered during training", after learned position embeddings "produced nearly
 # identical results" (Table 3, row (E)). We train small models on short sequences and test them on long ones.
@@ -107,14 +107,13 @@ except ValueError as err:
 # interpolating between its rows, as ViT does for larger images (Dosovitskiy et al., 2021, §3.2).
 #
 # **None**: without PE or a causal mask, self-attention is permutation-equivariant (lesson 03), so our
-# encoders cannot learn any task where order matters. It is the control.
-#
-# > **Going further:** a *causal* mask carries position by itself, so a decoder can learn order without
-# > any PE; see "A decoder needs no PE" at the end of the lesson.
+# encoders cannot learn any task where order matters (a causal mask would change that: "Going further").
+# It is the control.
 #
 # **Sinusoidal+offsets**: the sinusoidal table, but each training sequence starts at a random position,
-# so lengths $\le 16$ still show positions up to 47: it tells "sinusoids cannot extrapolate" apart from
-# "these positions were never seen".
+# so lengths $\le 16$ still show positions up to 47. That changes two things: the model sees every position
+# it is tested on, and a position no longer marks the same place in a sequence, so only relative position
+# helps. "Going further" pulls the two apart.
 #
 # **Rotary (RoPE)** adds nothing to the embeddings: it *turns* each query and key by an angle
 # proportional to its position, just before the dot product. It uses lesson 02's $M_k$, which moves a PE
@@ -169,8 +168,7 @@ check.predict_rope_score(my_guess_rope_score)
 # offset-only score; the paper only hypothesised that its "linear function" makes attending by offset
 # easy to *learn*.
 #
-# > **Going further:** $M_k$ built and checked, what a projected PE score depends on, and which projections
-# > keep the offset: "RoPE's rotation, and projections that keep the offset".
+# > **Going further:** "RoPE's rotation, and projections that keep the offset".
 
 # %% [markdown]
 # ## 2. The experiment: trained short, tested long
@@ -235,16 +233,15 @@ print("✓ every model with a position signal learned delayed copy; the model wi
 
 # %% [markdown]
 # **Evaluation.** Token accuracy on a fixed batch of random sequences (`EVAL_BATCH`) at lengths 4, 8, …,
-# 48. The learned table cannot run past 16 (a gap); its clamped version reuses the vector of position 15.
-# From here on, "learned" past length 16 means this clamped version.
+# 48 (all of them in "Going further"). The learned table cannot run past 16 (nan); its clamped version
+# reuses the vector of position 15. From here on, "learned" past length 16 means this clamped version.
 
 # %% tags=["nbval-ignore-output"]
 TEST_LENGTHS, EVAL_BATCH = list(range(4, 3 * TRAIN_LEN + 1, 4)), 128
 accuracy = {pe_kind: evaluate(models[pe_kind], TEST_LENGTHS, VOCAB, SHIFT, EVAL_BATCH) for pe_kind in PE_KINDS}
 accuracy["learned (clamped)"] = evaluate(models["learned"], TEST_LENGTHS, VOCAB, SHIFT, EVAL_BATCH, clamp=True)
-print("length            " + "".join(f"{n:>6}" for n in TEST_LENGTHS))
 for name, acc in accuracy.items():
-    print(f"{name:<18}" + "".join("     -" if math.isnan(acc[n]) else f"{acc[n]:6.2f}" for n in TEST_LENGTHS))
+    print(f"{name:>18}: " + ", ".join(f"length {n} {acc[n]:.2f}" for n in (TRAIN_LEN, 3 * TRAIN_LEN)))
 
 # %% [markdown]
 # One seed cannot support a ranking. `benchmarks/extrapolation_seeds.py` ran seeds 0–4 of every variant
@@ -263,8 +260,7 @@ for name in NAMES:
     print(f"{name:<18}" + "".join(f"{'%.2f [%.2f-%.2f]' % copy_ranges[name][n]:>18}" for n in (16, 32, 48)))
 
 # %% [markdown]
-# > **Going further:** another computer's arithmetic nudges a training run, so the models trained above are
-# > checked against these ranges widened by a margin: *Reproducing the runs*.
+# > **Going further:** *Reproducing the runs* checks the models above against these ranges.
 
 # %% [markdown]
 # Mean over the five seeds, error bars from min to max, hollow markers for the models trained above:
@@ -282,8 +278,8 @@ plt.show()
 # %% [markdown]
 # Three claims, each checked on every stored seed *and* the models above. **Inside the grey band**
 # (training lengths), every model with a position signal copies; the model without PE does not. It stays
-# above the dotted chance line at every length, by guessing among the tokens it sees (at length 4, a
-# random pick of another token does about as well). **Right of
+# above the dotted chance line at every length, about as well as guessing the most frequent of the other
+# tokens in the sequence would do. **Right of
 # it**, sinusoidal and clamped-learned fall together. **At length 48**, every run ranks them: sinusoidal
 # and clamped-learned below half right, then RoPE, then sinusoidal+offsets.
 
@@ -318,6 +314,20 @@ print(
     f"({pick_other:.2f}); chance is {1 / (VOCAB - 1):.2f}"
 )
 assert all(min(a.values()) > 1.3 / (VOCAB - 1) for a in every["none"])
+most_frequent = {}  # accuracy of "output the most frequent of the other tokens" (ties split evenly)
+for n in TEST_LENGTHS:
+    tok, tgt = task_batch("copy", 2000, n, VOCAB, SHIFT, torch.Generator().manual_seed(1))  # (2000, n) each
+    hot = torch.nn.functional.one_hot(tok, VOCAB).double()  # (2000, n, VOCAB)
+    others = hot.sum(1, keepdim=True) - hot  # (2000, n, VOCAB): counts among the other tokens
+    top = (others == others.amax(-1, keepdim=True)).double()  # (2000, n, VOCAB): the most frequent ones
+    hit = top.gather(-1, tgt.clamp(min=0)[..., None])[..., 0] / top.sum(-1)  # (2000, n)
+    most_frequent[n] = hit[:, SHIFT:].mean().item()
+mode_gaps = [max(abs(a[n] - most_frequent[n]) for n in TEST_LENGTHS) for a in every["none"]]  # per run
+assert max(mode_gaps) < 0.05
+print(
+    "✓ without PE, every run scores about as well as guessing the most frequent of the other tokens, at every "
+    f"length (largest gap in the stored seeds: {max(mode_gaps[:-1]):.2f})"
+)
 lo48, hi48 = min(a[AT_3L] for a in stored["none"]), max(a[AT_3L] for a in stored["none"])
 print(f"✓ without PE, every run stays above chance at every length; at {AT_3L}: {lo48:.2f} to {hi48:.2f}")
 past = [n for n in TEST_LENGTHS if n > TRAIN_LEN]
@@ -348,7 +358,10 @@ print(
 print(f"sinusoidal at length {AT_3L}, stored seeds: " + ", ".join(f"{a:.2f}" for a in at["sinusoidal"][:-1]))
 assert all(0.2 < a < 0.5 for a in at["sinusoidal"])
 assert abs(np.mean(at["sinusoidal"]) - check.predict_sinusoidal_at_48.reference) < 0.1
-print(f"✓ sinusoidal at length {AT_3L} gets less than half right in all {len(at['sinusoidal'])} runs")
+print(
+    f"✓ sinusoidal at length {AT_3L} gets less than half right in the {len(at['sinusoidal']) - 1} stored seeds "
+    "and in the model trained above"
+)
 
 # %%
 check.predict_sinusoidal_at_48(my_guess_at_48)
@@ -382,23 +395,22 @@ fig = plot_position_accuracy(
 plt.show()
 
 # %% [markdown]
-# Per range of positions, this seed, then the stored seeds:
+# Per range of positions (every variant: "Going further"):
 
 # %% tags=["nbval-ignore-output"]
 BINS = {"0..15": (0, TRAIN_LEN), "16..31": (TRAIN_LEN, 2 * TRAIN_LEN), "32..47": (2 * TRAIN_LEN, AT_3L)}
 live_bins = {
     name: {b: acc[lo:hi].nanmean().item() for b, (lo, hi) in BINS.items()} for name, acc in by_position.items()
 }
-for name, b in live_bins.items():
-    print(f"{name:>18}: " + ", ".join(f"positions {k} {v:.2f}" for k, v in b.items()))
+stored_bins = [r["by_position"] for r in runs["runs"]["copy"]["sinusoidal"].values()]
+print("sinusoidal, the model above: " + ", ".join(f"positions {k} {v:.2f}" for k, v in live_bins["sinusoidal"].items()))
+late = [b["32..47"] for b in stored_bins + [live_bins["sinusoidal"]]]
+print(f"sinusoidal at positions 32..47, the stored seeds and the model above: {min(late):.2f} to {max(late):.2f}")
 
 # %% tags=["hide-input"]
 pos_runs = {
     name: [r["by_position"] for r in runs["runs"]["copy"][name.replace(" (clamped)", "")].values()] for name in NAMES
 }
-pos_ranges = {name: {b: seed_range([r[b] for r in pos_runs[name]]) for b in BINS} for name in NAMES}
-for name in NAMES:
-    print(f"{name:>18}: " + ", ".join(f"{b} {'%.2f [%.2f-%.2f]' % pos_ranges[name][b]}" for b in BINS))
 pos_every = {name: pos_runs[name] + [live_bins[name]] for name in NAMES}
 
 
@@ -434,7 +446,7 @@ check.predict_least_accurate_seen(my_guess_least_accurate)
 # %% [markdown]
 # Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15 and,
 # averaged over 16..47 *of the same sequence*, at chance or at most about the no-PE level in every run
-# (an average: for sinusoidal, positions 32..47 reach 0.19 in one stored seed). Seen in training, the same
+# (an average: positions 32..47 alone span the range printed above). With random starts, the same
 # sinusoids hold. RoPE has no unseen positions, yet loses accuracy even at 0..15: its failure comes with
 # **length**.
 
@@ -467,7 +479,8 @@ plt.show()
 
 # %% [markdown]
 # How much of its weight each copy head puts on key $t - 2$, averaged over a batch of sequences: at the
-# training length, then at length 48, first at the positions training covered, then at those it did not.
+# training length, then at length 48, first at positions 2..15, then at 16..47 (which only the offsets
+# variant saw in training).
 # Bars: the five stored seeds (mean, min–max); hollow markers: the models trained above.
 
 # %%
@@ -503,11 +516,29 @@ print(
 )
 
 # %% [markdown]
-# With sinusoidal PE the line exists only at the positions it trained on, so this head's attention does
-# not depend on the offset only: being *defined* at position 40 is not having *learned* it. The offsets
-# variant, which saw position 40, carries the line there. With RoPE it continues past position 16, more
-# strongly in some seeds than in others.
+# With sinusoidal PE the line holds at the positions it trained on and, on average, fades past them, so
+# this head's attention does not depend on the offset only: being *defined* at position 40 is not having
+# *learned* it. The offsets variant, which saw position 40, carries the line there. With RoPE it continues
+# past position 16, more strongly in some seeds than in others.
 #
+# Why "periodic" (the COMP7607 slides' word) is not enough: every sine repeats, but at $d_{model} = 64$
+# most take longer than 16 positions to repeat, so past position 15 they take new values:
+
+# %%
+table64 = sinusoidal_encoding(AT_3L, SIZE["d_model"], dtype=torch.float64)  # (48, 64): the models' PE table
+w = angular_frequencies(SIZE["d_model"])  # (32,) one per sin/cos pair
+full_turns = int((w * (TRAIN_LEN - 1) >= 2 * math.pi).sum())  # pairs that turn once within 0..15
+low, high = table64[:TRAIN_LEN].amin(0), table64[:TRAIN_LEN].amax(0)  # (64,) each: the values training showed
+new = (table64[TRAIN_LEN:] < low - 1e-9) | (table64[TRAIN_LEN:] > high + 1e-9)  # (32, 64)
+print(f"sin/cos pairs that complete a turn within positions 0..{TRAIN_LEN - 1}: {full_turns} of {len(w)}")
+print(
+    f"entries of positions {TRAIN_LEN}..{AT_3L - 1} outside the range positions 0..{TRAIN_LEN - 1} showed: "
+    f"{new.double().mean():.0%}, in {int(new.any(0).sum())} of {SIZE['d_model']} dimensions"
+)
+assert full_turns < len(w) // 4 and new.double().mean() > 0.5
+print("✓ most values of the encoding past position 15 are values training never showed")
+
+# %% [markdown]
 # **Predict.** RoPE's copy head puts less weight on key $t - 2$ at length 48 than at length 16. Where does
 # that weight go: `"diagonal"` (offset 0, the query's own token), `"near"` (offsets 1 to 15, key $t - 2$
 # aside), `"far"` (offsets $\ge 16$) or `"evenly"`?
@@ -546,7 +577,7 @@ check.predict_rope_lost_weight(my_guess_lost_weight)
 # On delayed copy, each encoding fails on what training did not show it: absolute encodings on new
 # *positions*, RoPE on new *offsets* (ALiBi, exercise 2, and position interpolation, exercise 4, are two
 # answers to new offsets). Sinusoidal+offsets also loses a little with length (1.00 at length 16, 0.92 at
-# positions 0..15 of length 48).
+# positions 0..15 of length 48: means of the stored seeds).
 
 # %% [markdown]
 # ## 5. A task that needs absolute position
@@ -668,7 +699,7 @@ print(f"  learned (clamped)  {'%.2f [%.2f-%.2f]' % learned48}  (reuses position 
 print(f"  sinusoidal+offsets {'%.2f [%.2f-%.2f]' % off48}  (positions up to 47 seen, lengths <= 16 only)")
 print(f"  rope               {'%.2f [%.2f-%.2f]' % rope48}")
 assert sin48[2] < off48[1] - 0.3 and off48[1] > 0.8  # most: every stored seed above 0.8
-print("✓ the same sinusoids keep most of their accuracy at length 48 once their positions were seen in training")
+print("✓ the same sinusoids, trained with random start positions, keep most of their accuracy at length 48")
 
 # %% [markdown]
 # ## Summary
@@ -676,9 +707,10 @@ print("✓ the same sinusoids keep most of their accuracy at length 48 once thei
 # - Trained on lengths $\le 16$ (five seeds), **sinusoidal PE did not extrapolate on delayed copy**, nor did
 #   the clamped learned table: right at the positions they trained on and, on average past them, at chance
 #   or at most about the no-PE level.
-# - The **same sinusoids trained with random start positions** kept most of their accuracy at length 48:
-#   what failed was "unseen positions", not "sinusoids". The YOUR CAT deck's hope and the COMP7607
-#   slides' "(No)" are both too simple.
+# - The **same sinusoids trained with random start positions** kept most of their accuracy at length 48.
+#   Random starts show positions 16..47 *and* stop a position from marking a place in the sequence; both
+#   help ("Going further"). Past position 15, most of the encoding's values are new to a plain model. The
+#   YOUR CAT deck's hope and the COMP7607 slides' "(No)" are both too simple.
 # - **RoPE** rotates $q$ and $k$, so positions enter $q \cdot k$ only through the offset; it kept more than
 #   sinusoidal, and its copy head lost weight to offsets it never trained on.
 # - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE up to 16 but not at 48, and
@@ -1033,8 +1065,12 @@ keep = torch.randperm(16, generator=torch.Generator().manual_seed(0))[:4].sort()
 with torch.no_grad():
     x_visible = W_embed(patches[keep])[None] + sinusoidal_encoding_2d(grid, grid, d_model)[keep]  # (1, 4, d_model)
     _, w_visible = mha(x_visible, x_visible, x_visible)  # (1, 4, 4, 4)
+    moved = keep.flip(0)  # the same 4 patches, each given another visible patch's grid cell
+    x_moved = W_embed(patches[keep])[None] + sinusoidal_encoding_2d(grid, grid, d_model)[moved]  # (1, 4, d_model)
+    _, w_moved = mha(x_moved, x_moved, x_moved)  # (1, 4, 4, 4)
 print("visible patches:", keep.tolist(), " attention:", tuple(w_visible.shape))
-assert w_visible.shape == (1, 4, 4, 4)
+assert w_visible.shape == (1, 4, 4, 4) and not torch.allclose(w_moved, w_visible, atol=1e-3)
+print("✓ the same 4 visible patches, given the PE of other grid cells, get different attention")
 
 fig, axes = plt.subplots(1, 3, figsize=(12, 4), layout="constrained")
 hidden = torch.ones(16, dtype=torch.bool)
@@ -1062,6 +1098,46 @@ axes[1].set(
 plt.show()
 
 # %% [markdown]
+# ### Random starts: seen positions, or a relative solution?
+#
+# *Why read it:* the Summary's second point rests on it.
+#
+# Random start positions show the model positions 16..47, and they also stop a position from marking the
+# same place in a sequence, so only relative position helps. To pull the two apart, train the same variant
+# with starts that keep every position below 32 (`max_position=32`): positions 32..47 are never seen.
+# Seeds 0 and 1, about half a minute each:
+
+# %% tags=["nbval-ignore-output"]
+control = {}  # seed: {range of positions: accuracy} at length 48
+for seed in (0, 1):
+    model, _ = train(
+        "sinusoidal+offsets", STEPS, TRAIN_LEN, VOCAB, SHIFT, BATCH, LR, seed=seed, max_position=2 * TRAIN_LEN, **SIZE
+    )
+    acc = accuracy_by_position(model, AT_3L, VOCAB, SHIFT)  # (48,)
+    control[seed] = {b: acc[lo:hi].nanmean().item() for b, (lo, hi) in BINS.items()}
+    print(
+        f"seed {seed}, positions below 32 in training: " + ", ".join(f"{b} {v:.2f}" for b, v in control[seed].items())
+    )
+plain = [b["32..47"] for b in pos_every["sinusoidal"]]  # the stored seeds and the model above
+full = [b["32..47"] for b in pos_runs["sinusoidal+offsets"]]  # stored seeds, positions up to 47 in training
+print(
+    f"positions 32..47: plain sinusoidal {min(plain):.2f} to {max(plain):.2f}; "
+    f"random starts up to 47 (stored seeds): {min(full):.2f} to {max(full):.2f}"
+)
+
+# %% tags=["hide-input"]
+never = [c["32..47"] for c in control.values()]
+assert min(never) > max(plain) + 0.05 and max(never) < min(full) - 0.2
+assert all(c["16..31"] > max(never) + 0.3 for c in control.values())
+print(
+    "✓ at positions 32..47, never seen in training, both seeds beat every plain sinusoidal run and fall short of "
+    "every run that saw those positions; at positions 16..31, which they saw, they stay far more accurate"
+)
+
+# %% [markdown]
+# Both help, in these two seeds: random starts alone lift positions never seen well above the plain
+# model's, and seeing them lifts them much further.
+#
 # ### Reproducing the runs
 #
 # *Why read it:* the models trained above are one run on this computer; this checks that they match the
@@ -1084,15 +1160,30 @@ assert all(in_range(rope_abs_acc[n], abs_ranges["rope"][n], TOL) for n in ABS_LE
 print("✓ every model trained above, on both tasks, lies within the stored seeds' range widened by the margin")
 
 # %% [markdown]
+# The full tables behind sections 2 and 3: the models trained above at every length and range of
+# positions, then the stored seeds per range of positions (mean [min–max]).
+
+# %% tags=["hide-input", "nbval-ignore-output"]
+print("length            " + "".join(f"{n:>6}" for n in TEST_LENGTHS))
+for name, acc in accuracy.items():
+    print(f"{name:<18}" + "".join("     -" if math.isnan(acc[n]) else f"{acc[n]:6.2f}" for n in TEST_LENGTHS))
+for name, b in live_bins.items():
+    print(f"{name:>18}: " + ", ".join(f"positions {k} {v:.2f}" for k, v in b.items()))
+
+# %% tags=["hide-input"]
+pos_ranges = {name: {b: seed_range([r[b] for r in pos_runs[name]]) for b in BINS} for name in NAMES}
+for name in NAMES:
+    print(f"{name:>18}: " + ", ".join(f"{b} {'%.2f [%.2f-%.2f]' % pos_ranges[name][b]}" for b in BINS))
+
+# %% [markdown]
 # ### An open question
 #
 # *Why read it:* it tests the lesson's answer at another training length.
 #
 # Set `TRAIN_LEN` to 24 in section 2's first code cell; rerun only it, the training
 # cell and the evaluation cell (the rest compares with seeds stored at 16). Does the sinusoidal model
-# fail at the first position it never saw, or at the same *multiple* of the training length? Train
-# "sinusoidal+offsets" with `max_position=32`: does it still work at positions 32..47? And on absolute
-# copy, give sinusoidal+offsets more steps than `STEPS`: does it learn the training lengths, and then fail
+# fail at the first position it never saw, or at the same *multiple* of the training length? With
+# `max_position=32`, how much do five seeds vary at positions 32..47? And on absolute copy, give sinusoidal+offsets more steps than `STEPS`: does it learn the training lengths, and then fail
 # past 16 like RoPE? (Not measured here.)
 
 # %% [markdown]
@@ -1127,3 +1218,8 @@ print("✓ every model trained above, on both tasks, lies within the stored seed
 # - Su et al., 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding".
 # - Press, Smith and Lewis, 2021, "Train Short, Test Long: Attention with Linear Biases Enables Input Length
 #   Extrapolation", ICLR 2022 (ALiBi, exercise 2).
+# - Chen, Wong, Chen and Tian, 2023, "Extending Context Window of Large Language Models via Positional
+#   Interpolation" (exercise 4).
+# - Kazemnejad et al., 2023, "The Impact of Positional Encoding on Length Generalization in Transformers",
+#   NeurIPS (decoder-only models without PE).
+# - Shaw, Uszkoreit and Vaswani, 2018, "Self-Attention with Relative Position Representations", NAACL.

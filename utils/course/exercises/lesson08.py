@@ -30,7 +30,7 @@ def _compare_cases(answer, wrong, cases, what, atol=1e-6):
     return None
 
 
-# --- 1. Prediction: sinusoidal PE at three times the training length ------------------------------
+# --- Predictions (sections 1-5 and Going further) ------------------------------------------------------
 
 
 @exercise(
@@ -277,7 +277,8 @@ _VARIANTS = {
     a different PE every time; to find it the model would have to count from the sequence's edge, and
     within this budget (400 steps) it did not: it stays near the no-PE level in every seed. That is a
     statement about this budget, not a proof it never could. RoPE did learn it inside the training
-    lengths, from the edges of the sequence. Without PE the encoder cannot learn it at any budget: it
+    lengths; how is not measured here (the lesson reasons that it counts keys from the sequence's left
+    edge). Without PE the encoder cannot learn it at any budget: it
     cannot tell which token sits at index 5.
     """,
 )
@@ -300,7 +301,7 @@ def predict_not_learned_absolute(answer):
     return None
 
 
-# --- 2. An ALiBi distance bias (transfer) ---------------------------------------------------------------
+# --- Exercise 2. An ALiBi distance bias (transfer) ------------------------------------------------------
 
 
 def _alibi_solution(T, num_heads):
@@ -374,7 +375,7 @@ def alibi_bias(answer):
     return _compare_cases(answer, _ALIBI_MISTAKES, cases, "bias (rows: head and query i, columns: key j)")
 
 
-# --- 3. 2-D sin-cos encodings for a patch grid (transfer) -------------------------------------------------
+# --- Exercise 3. Sin-cos encodings for a video, frame x row x column (transfer) -----------------------
 
 
 def _pe_1d(n, d):
@@ -501,7 +502,7 @@ def pe_3d(answer):
     return _compare_cases(answer, _PE_3D_MISTAKES, cases, "encoding (rows: patches, columns: features)")
 
 
-# --- 4. RoPE by hand (practice) ------------------------------------------------------------------------
+# --- Exercise 1. RoPE by hand (practice) ---------------------------------------------------------------
 
 
 def _rope_solution(x, positions):
@@ -582,7 +583,7 @@ def rope_rotate(answer):
     return _compare_cases(answer, _ROPE_MISTAKES, cases, "rotated x", atol=1e-4)
 
 
-# --- 5. Position interpolation for RoPE (transfer) ------------------------------------------------------
+# --- Exercise 4. Position interpolation for RoPE (transfer) ---------------------------------------------
 
 
 def _interpolated_solution(T, train_len):
