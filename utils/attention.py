@@ -17,7 +17,9 @@ def attend(q, k, v, mask=None, dropout_p=0.0, need_weights=True):
 
     mask: bool, True = may attend, broadcastable to the scores (..., T_q, T_k) and on q's device. A query
     row with no allowed key gets zero weights and a zero output (and no NaN in the backward pass).
-    need_weights=False runs torch's fused kernel instead and returns (output, None).
+    need_weights=False calls torch's scaled_dot_product_attention instead and returns (output, None); it picks a
+    backend: a fused kernel when one supports the inputs (no weights kept, even for backward), else a plain math
+    fallback (which keeps them for backward).
     """
     empty = None
     if mask is not None:

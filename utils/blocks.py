@@ -108,7 +108,9 @@ class EncoderLayer(nn.Module):
     def forward(self, x, mask=None, need_weights=True):
         """x (batch, T, d_model); mask broadcastable to (batch, T, T) or (batch, h, T, T).
 
-        need_weights=False runs torch's fused attention kernel (the same output up to float rounding, ~1e-6) and keeps no weights (None).
+        need_weights=False calls torch's scaled_dot_product_attention, which picks a backend: a fused kernel when
+        one supports the inputs (it keeps no weights, even for backward), else a plain math fallback (which keeps
+        them for backward). Either way: the same output up to float rounding (~1e-6), and no weights stored (None).
         """
         _check_x("x", x, self)
         x = _sublayer(
@@ -151,7 +153,9 @@ class DecoderLayer(nn.Module):
     def forward(self, x, memory, tgt_mask=None, memory_mask=None, need_weights=True):
         """x (batch, T_tgt, d_model), memory (batch, T_src, d_model); masks True = may attend.
 
-        need_weights=False runs torch's fused attention kernel (the same output up to float rounding, ~1e-6) and keeps no weights (None).
+        need_weights=False calls torch's scaled_dot_product_attention, which picks a backend: a fused kernel when
+        one supports the inputs (it keeps no weights, even for backward), else a plain math fallback (which keeps
+        them for backward). Either way: the same output up to float rounding (~1e-6), and no weights stored (None).
         """
         _check_x("x", x, self)
         _check_x("memory", memory, self)

@@ -106,7 +106,9 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query, key, value, mask=None, need_weights=True):
         """Return (output (batch, T_q, d_model), per-head weights (batch, num_heads, T_q, T_k)).
 
-        need_weights=False computes the same output with torch's fused kernel and returns (output, None).
+        need_weights=False computes the same output with torch's scaled_dot_product_attention and returns (output,
+        None); that picks a fused kernel when one supports the inputs (no weights kept, even for backward), else a
+        plain math fallback (which keeps them for backward).
         """
         self._check_inputs(query, key, value)
         validation.boolean("need_weights", need_weights)
