@@ -375,6 +375,10 @@ assert 1000 + int(ratio[1000:].argmax()) == check.LONG_RANGE_AT and 0.15 < ratio
 )
 print(f"✓ from k = 1000 to 10,000, f(k) / f(0) is largest at k = {check.LONG_RANGE_AT}, near the start of the range")
 print("✓ from k = 5000 on it stays below a quarter, and the slowest pair's cosine stays positive throughout")
+later = ratio[5000:]  # (5001,) f(k) / f(0) for k = 5000 .. 10000
+peaks = later[1:-1][(later[1:-1] > later[:-2]) & (later[1:-1] > later[2:])]  # its local maxima
+assert len(peaks) > 100 and peaks.median() < 0.1
+print("✓ from k = 5000 on, most of its peaks are below a tenth of f(0)")
 
 # %%
 check.predict_long_range(my_guess_long_range)
@@ -526,8 +530,7 @@ plt.show()
 # %% [markdown]
 # ## 5. Why dot products, and why divide by $\sqrt{d_k}$
 #
-# Three steps: additive versus dot-product scores, the variance of $q \cdot k$, and what unscaled scores do
-# to the softmax.
+# Three steps: additive versus dot-product scores, the variance of $q \cdot k$, and what it does to the softmax.
 #
 # The paper (section 3.2.1) names the two common ways to score a query against a key. **Additive attention**
 # (Bahdanau et al., 2015) feeds both into a small feed-forward network with one hidden layer,
@@ -638,9 +641,9 @@ plt.show()
 #
 # (The COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$.) At the paper's $d_k = 64$ and at
 # 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two
-# largest scores, the largest weight, and the norm of the softmax's Jacobian
-# $\mathrm{diag}(p) - p^\top p = \partial p / \partial\,\text{scores}$, which multiplies every gradient flowing
-# back through the softmax. It is near zero for one-hot weights and at most $1/2$ (why: *Going further*).
+# largest scores, the largest weight, and the norm of the softmax's Jacobian $\mathrm{diag}(p) - p^\top p$
+# with respect to its own input: $q \cdot k$ unscaled, $q \cdot k / \sqrt{d_k}$ scaled. The paper's "extremely
+# small gradients" are this softmax's. It is near zero for one-hot weights and at most $1/2$ (why: *Going further*).
 
 
 # %%
@@ -660,7 +663,8 @@ for d_k in gaps:
             gap = top2[:, 0] - top2[:, 1]  # (n_q,)
             p = torch.softmax(s, dim=-1)  # (n_q, n_keys)
             top = p.max(dim=-1).values  # (n_q,) largest weight per query
-            stats = [gap.median(), top.median(), (top > 0.99).double().mean(), top.max(), jacobian_norm(p).median()]
+            jac = jacobian_norm(p)  # (n_q,)
+            stats = [gap.median(), top.median(), (top > 0.99).double().mean(), top.max(), jac.median(), jac.min()]
             runs.setdefault((d_k, name), []).append([float(v) for v in stats])
             if name == "unscaled q.k":
                 gaps[d_k].append(gap)
@@ -670,7 +674,7 @@ print(
     f"{typical[512, 'unscaled q.k'][0]:.4f} at 512"
 )
 fig, axes = plt.subplots(1, 2, figsize=(8, 2.6), layout="constrained")
-for ax, i, label in zip(axes, (0, 1), ("largest weight", "Jacobian norm")):
+for ax, i, label in zip(axes, (0, 1), ("largest weight", "softmax Jacobian norm")):
     for j, name in enumerate(("unscaled q.k", "q.k / sqrt(d_k)")):
         ax.bar([x + 0.4 * j for x in (0, 1)], [typical[d, name][i] for d in gaps], width=0.4, label=name)
     ax.set(xticks=[0.2, 1.2], xticklabels=[f"d_k = {d}" for d in gaps], title=f"{label} (typical query)")
@@ -681,29 +685,38 @@ plt.show()
 print(f"range over the {len(SEEDS)} seeds of each seed's median over {n_q} queries of {n_keys} keys")
 print(f"{'':27s} {'top-two gap':>14s} {'largest weight':>16s} {'over 0.99':>14s} {'Jacobian norm':>18s}")
 for (d_k, name), stats in runs.items():
-    med_gap, med_top, one_hot, _, jac = (spread(column) for column in zip(*stats))
+    med_gap, med_top, one_hot, _, jac, _ = (spread(column) for column in zip(*stats))
     print(
         f"d_k = {d_k:3d}, {name:15s}: {med_gap[0]:5.2f} .. {med_gap[2]:5.2f} {med_top[0]:.4f} .. {med_top[2]:.4f} "
         f"{one_hot[0]:5.1%} .. {one_hot[2]:5.1%} {jac[0]:.1e} .. {jac[2]:.1e}"
     )
+lowest = {d_k: min(stats[5] for stats in runs[d_k, "q.k / sqrt(d_k)"]) for d_k in gaps}  # over all 5 x 1000 queries
+print("smallest Jacobian norm of any scaled query:", ", ".join(f"{v:.2f} at d_k = {d}" for d, v in lowest.items()))
 
 # %% tags=["hide-input"]
-measured = {key: dict(zip(["gap", "top", "one_hot", "max_top", "jac"], zip(*stats))) for key, stats in runs.items()}
+names = ["gap", "top", "one_hot", "max_top", "jac", "min_jac"]
+measured = {key: dict(zip(names, zip(*stats))) for key, stats in runs.items()}
 un64, sc64, un512, sc512 = (measured[d, name] for d in (64, 512) for name in ("unscaled q.k", "q.k / sqrt(d_k)"))
 assert all(2.5 < g < 4 for g in un64["gap"]) and all(8.7 < g < 10.5 for g in un512["gap"])
 assert all(0.35 < g < 0.5 for run in (sc64, sc512) for g in run["gap"])  # scaled median gap, each seed
 assert min(un512["top"]) > 0.999 and min(un512["one_hot"]) > 2 / 3 and max(un512["jac"]) < 1e-3
 assert all(0.9 < t < 0.99 for t in un64["top"]) and all(0.25 < s < 0.5 for s in un64["one_hot"])
 assert max(un64["jac"]) < min(sc64["jac"]) / 3
-assert all(max(run["top"]) < 0.4 and max(run["max_top"]) < 0.99 and min(run["jac"]) > 0.1 for run in (sc64, sc512))
+assert all(max(run["top"]) < 0.4 and max(run["max_top"]) < 0.99 for run in (sc64, sc512))
+assert all(min(run["min_jac"]) > 0.1 for run in (sc64, sc512))  # the smallest over every query of every seed
 print("✓ unscaled, in every seed the top two scores pull apart as d_k grows from 64 to 512")
-print("✓ unscaled at d_k = 512, most queries put nearly all their weight on one key and the gradient nearly vanishes")
-print("✓ unscaled at d_k = 64, the typical top weight is already above 0.9")
-print("✓ scaled, at both sizes no query puts nearly all its weight on one key; the Jacobian norm stays above 0.1")
+print(
+    "✓ unscaled at d_k = 512, most queries put nearly all their weight on one key; the softmax's Jacobian nearly vanishes"
+)
+print(
+    "✓ unscaled at d_k = 64, the typical top weight is already above 0.9, and the typical Jacobian under a third of the scaled one"
+)
+print("✓ scaled, at both sizes no query puts nearly all its weight on one key")
+print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 
 # %% [markdown]
 # So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
-# about 9 to 10 units (8.80 to 10.35 over the seeds, printed above) and so gets $e^{\text{gap}}$ times the
+# about 9 to 10 units (8.80 to 10.35 over the seeds) and so gets $e^{\text{gap}}$ times the
 # runner-up's weight; at the paper's $d_k = 64$ the lead is about 3 units and the typical top weight about
 # 0.95. Scaled, the weights stay soft at both sizes. One query ($d_k = 512$, seed 0's median gap):
 
@@ -718,6 +731,46 @@ for ax, (name, s) in zip(axes, [("unscaled q.k", one_query), ("q.k / sqrt(d_k)",
 axes[0].set_ylabel("softmax weight")
 fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gaps[d_k][0][median_q]):.1f}: the median)")
 plt.show()
+
+# %% [markdown]
+# **End to end.** The gradient that reaches the raw $q \cdot k$ (and so $q$, $k$, $W_q$, $W_k$) also passes,
+# when scaled, through the factor $1/\sqrt{d_k}$. We send a random gradient $u$ back from the attention output
+# $\sum_j p_j v_j$ (random $v_j$) and measure it.
+
+# %% tags=["nbval-ignore-output"]
+reach_dks = [16, 64, 128, 256, 512]
+reach = {}  # reach[d_k, name]: per seed, the median over queries of |dL / d(q.k)|, the gradient at the raw scores
+for d_k in reach_dks:
+    for seed in SEEDS:
+        gen = torch.Generator().manual_seed(seed)
+        q = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k), entries N(0, 1) as before
+        keys = torch.randn(n_q, n_keys, d_k, generator=gen, dtype=torch.float64)  # (n_q, n_keys, d_k)
+        values = torch.randn(n_q, n_keys, d_k, generator=gen, dtype=torch.float64)  # (n_q, n_keys, d_k)
+        u = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k) the gradient arriving at the output
+        for name, scale in [("unscaled", 1.0), ("scaled", 1 / math.sqrt(d_k))]:
+            raw = torch.einsum("nd,ntd->nt", q, keys).requires_grad_()  # (n_q, n_keys) q.k
+            out = torch.einsum("nt,ntd->nd", torch.softmax(raw * scale, dim=-1), values)  # (n_q, d_k)
+            (out * u).sum().backward()  # the loss u . out
+            reach.setdefault((d_k, name), []).append(raw.grad.norm(dim=1).median().item())
+ratios = {d_k: [a / b for a, b in zip(reach[d_k, "unscaled"], reach[d_k, "scaled"])] for d_k in reach_dks}
+print(f"|dL / d(q.k)|: range over {len(SEEDS)} seeds of each seed's median over {n_q} queries of {n_keys} keys")
+print(f"{'d_k':>5s} {'unscaled':>18s} {'scaled':>14s} {'unscaled / scaled':>20s}")
+for d_k in reach_dks:
+    columns = [reach[d_k, "unscaled"], reach[d_k, "scaled"], ratios[d_k]]  # per-seed values
+    un, sc, ratio_range = (f"{min(c):.2g} .. {max(c):.2g}" for c in columns)
+    print(f"{d_k:5d} {un:>18s} {sc:>14s} {ratio_range:>20s}")
+
+# %% tags=["hide-input"]
+assert all(r > 1.5 for r in ratios[16]) and all(0.8 < r < 1.5 for r in ratios[64])
+assert all(r < 0.8 for r in ratios[128]) and all(r < 0.2 for r in ratios[256]) and all(r < 0.02 for r in ratios[512])
+assert all(0.25 < g < 0.35 for d_k in reach_dks for g in reach[d_k, "scaled"])
+print("✓ in every seed, the gradient reaching q.k is larger unscaled at d_k = 16 and about the same at 64")
+print("✓ in every seed, it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
+print("✓ scaled, it is about the same size at every d_k")
+
+# %% [markdown]
+# So unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less from 128 on:
+# under 2% at 512. That fits the paper's report above: unscaled dot products fall behind only for larger $d_k$.
 
 # %% [markdown]
 # Why not just use smaller keys? Table 3's rows (B) keep $h = 8$ heads and shrink $d_k$, so the total key
@@ -793,6 +846,17 @@ temps = [100.0, 3.0, 1.0, 0.3, 0.05]
 weights = {T_: torch.softmax(x.double() / T_, dim=-1).float() for T_ in temps}  # each (5,), computed in float64
 for T_, p in weights.items():
     print(f"T={T_:6.2f}: {p.numpy().round(4)}")
+
+# %%
+fig, axes = plt.subplots(1, len(temps), figsize=(12, 2.4), sharey=True, layout="constrained")
+for ax, T_ in zip(axes, temps):
+    ax.bar(range(5), weights[T_].numpy(), color=["C1" if i == x.argmax() else "C0" for i in range(5)])
+    ax.set(title=f"T = {T_:g}", xticks=range(5), ylim=(0, 1.05))
+axes[0].set_ylabel("softmax(x / T)")
+fig.suptitle(f"x = {x.tolist()}: temperature from flat to one-hot")
+plt.show()
+
+# %% tags=["hide-input"]
 tops = [weights[T_].max().item() for T_ in temps]
 assert all(a < b for a, b in zip(tops, tops[1:]))  # sharper as T falls
 assert torch.allclose(weights[100.0], torch.full((5,), 0.2), atol=0.01)  # nearly uniform
@@ -803,15 +867,6 @@ for T_ in temps:
     bound = torch.exp((x.double() - x.max()) / T_)  # (5,) e^((x_j - x_max) / T)
     assert torch.all(torch.softmax(x.double() / T_, dim=-1) <= bound)
 print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)")
-
-# %%
-fig, axes = plt.subplots(1, len(temps), figsize=(12, 2.4), sharey=True, layout="constrained")
-for ax, T_ in zip(axes, temps):
-    ax.bar(range(5), weights[T_].numpy(), color=["C1" if i == x.argmax() else "C0" for i in range(5)])
-    ax.set(title=f"T = {T_:g}", xticks=range(5), ylim=(0, 1.05))
-axes[0].set_ylabel("softmax(x / T)")
-fig.suptitle(f"x = {x.tolist()}: temperature from flat to one-hot")
-plt.show()
 
 # %% [markdown]
 # > **Going further:** the soft arg-max $\sum_i i\,\mathrm{softmax}(x/T)_i$ is differentiable for every
@@ -832,7 +887,7 @@ plt.show()
 # - Dot products cost the same order of operations as additive attention but, as usually vectorised, store far
 #   less, and they grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, they make
 #   softmax nearly one-hot with a vanishing gradient for large $d_k$ (512; at the paper's 64, with 10 keys, the
-#   typical top weight is about 0.95).
+#   typical top weight is about 0.95, yet $q \cdot k$ gets about the scaled scores' gradient).
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
@@ -1302,12 +1357,14 @@ assert grad_norms[1.0] > 0.1  # at T = 1 the gradient is far from zero
 assert all(math.isclose(grad_norms[T_], exact_norms[T_], rel_tol=1e-6) for T_ in [1.0, 0.3, 0.1, 0.03])
 small_T = [0.1, 0.03, 0.01]
 assert all(exact_norms[a] > exact_norms[b] > 0 for a, b in zip(small_T, small_T[1:]))  # shrinking, never 0
+assert exact_norms[0.3] > 1.2 * exact_norms[1.0]  # T = 0.3 is not well below the gap: sharper, yet more gradient
 assert all(0.9 < exact_norms[T_] / (math.sqrt(2) * math.exp(-gap / T_) / T_) < 1.1 for T_ in small_T)
 assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
 assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
 x_req = x.clone().requires_grad_()  # (5,)
 assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
 print("✓ autograd matches the formula for T from 1 down to 0.03")
+print("✓ from T = 1 to 0.3 the softmax sharpens and the gradient grows")
 print("✓ from T = 0.1 to 0.01 the gradient shrinks like sqrt(2) e^(-gap/T) / T, yet stays above 0")
 print("✓ in float32 at T = 0.003 the gradient is exactly 0")
 print("✓ at T = 0.01 float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1)")
@@ -1321,10 +1378,11 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # $T = 0.01$ it is about $10^{-20}$, far too small to learn from, and in float32 it becomes exactly 0
 # a little further on. Already at $T = 0.01$, float64 autograd loses part of it: the soft arg-max rounds to
 # exactly 1, so the winner's term $p_1 (1 - s)/T$ comes out as 0 and autograd reports $1/\sqrt 2$ of the
-# true length (both printed above). It is the same trade-off as the unscaled scores of section 5: a sharper
-# softmax (low temperature, or large unscaled scores, which act like a temperature of $1/\sqrt{d_k}$
-# relative to the scaled ones) is closer to a hard choice and passes back less gradient. With a tie
-# for the maximum, the limit splits the weight.
+# true length (both printed above). A sharper softmax passes back less gradient only once $T$ is well below
+# the gap: from $T = 1$ to 0.3 the softmax sharpened and the gradient grew (printed above). Large unscaled
+# scores act like a temperature of $1/\sqrt{d_k}$ relative to the scaled ones, with the same two regimes:
+# in section 5's end-to-end table, about as much gradient as scaled at $d_k = 64$, almost none at 512. With a
+# tie for the maximum, the limit splits the weight.
 
 # %% [markdown]
 # ## Sources
