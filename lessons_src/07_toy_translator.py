@@ -656,16 +656,17 @@ places = sum(subs.values())
 assert places == sum(word in held for p in ds.test_unseen for word in p.tgt)  # every place counted
 kept_half = subs["same stem with a trained ending"] + subs["another stem with the needed ending"]
 assert kept_half >= 0.8 * places
-assert min(subs["same stem with a trained ending"], subs["another stem with the needed ending"]) >= 0.1 * places
+assert min(subs["same stem with a trained ending"], subs["another stem with the needed ending"]) > 0
 print("✓ the model writes no held-out form anywhere, and gives one almost no probability where it is needed")
 print(
     "✓ in most of those places it writes a trained adjective or verb form that keeps the stem or the needed "
-    "ending, and each of the two happens often"
+    "ending, and both kinds occur"
 )
 
 # %% [markdown]
 # So the model keeps half of the word: the stem with a trained ending, or the needed ending on another
-# adjective or verb (your run's first example of each is printed above). "Sentence of another length":
+# adjective or verb (your run's first example of each is printed above; how the places split between the
+# two varies from run to run and from one computer to another). "Sentence of another length":
 # the translation is longer or shorter than the reference, so its words do not line up with it.
 #
 # A limit of a **word-level vocabulary**, not of attention: the output layer has one logit per Neo word;
