@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from utils.multihead import MultiHeadAttention
 from utils.translator.decode import greedy_decode, translate
 from utils.translator.model import Seq2SeqTransformer, TranslatorConfig, eval_mode, parameter_counts
 from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours, randomize_layer_norms, with_final_norms
@@ -74,6 +75,41 @@ def test_equals_torch_transformer_with_copied_weights(shape, norm_first):
     got, expected = ours(src, tgt), ref(src, tgt)
     real = tgt != PAD  # compare real target positions
     torch.testing.assert_close(got[real], expected[real], atol=1e-5, rtol=1e-5)
+
+
+def _set_every_dropout_rate(model, p):
+    """Every dropout rate of ours or of a TorchSeq2Seq: nn.Dropout modules and the attention weights' dropout."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = p
+        elif isinstance(m, (MultiHeadAttention, torch.nn.MultiheadAttention)):
+            m.dropout = p
+    return model
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_torch_reference_has_dropout_where_ours_has_it(norm_first):
+    """The same model with dropout 0.1 too: equal logits in eval mode; in training mode the two draw different
+    masks, but with every rate 1 (all dropped, nothing random left) they agree again. Without TorchSeq2Seq's
+    dropout on the embeddings + PE this last comparison differs by more than 1."""
+    torch.manual_seed(1)
+    ref = TorchSeq2Seq(make_model(norm_first=norm_first, dropout=0.1).config)
+    randomize_layer_norms(ref, seed=2)  # every LayerNorm's beta away from 0: a dropped sum is not invisible
+    ours = copy_into_ours(ref)
+    assert ref.dropout.p == ours.dropout.p == 0.1
+    src, tgt = tokens(3, 9, 20, 3, n_pad=1), tokens(3, 6, 30, 4, n_pad=1)
+    real = tgt != PAD
+    with torch.no_grad():
+        ours.eval(), ref.eval()
+        eval_logits = ours(src, tgt)[real]
+        torch.testing.assert_close(eval_logits, ref(src, tgt)[real], atol=1e-5, rtol=1e-5)
+        ours.train(), ref.train()
+        for model in (ours, ref):
+            assert (model(src, tgt)[real] - eval_logits).abs().max() > 0.1  # dropout acts in training mode
+        _set_every_dropout_rate(ours, 1.0), _set_every_dropout_rate(ref, 1.0)
+        dropped = ours(src, tgt)[real]
+        assert (dropped - eval_logits).abs().max() > 0.1
+        torch.testing.assert_close(dropped, ref(src, tgt)[real], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -28,8 +28,8 @@ MODEL = TranslatorConfig(
 # 1300 steps: in-distribution test exact match 0.992, 0.990, 0.996, 1.000, 0.998 for model seeds 0-4, and 0.998 /
 # 0.986 for seed 0 under MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=default / MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=avx2;
 # unseen-forms test exact match 0.000 in all seven runs. The best head's arg-max on the subject noun when the
-# verb is written varied from 0.11 (the lesson's own run prints 0.112) to 1.00 across runs (determiner: >= 0.99;
-# adjective: <= 0.10).
+# verb is written varied from 0.11 to 1.00 across runs (determiner: >= 0.99; adjective: <= 0.10); lesson 07's own
+# builds have printed 0.112 and 0.930. The lesson prints this range widened to include its own run's figure.
 VERB_HEAD_ON_SUBJECT_RANGE = (0.11, 1.00)  # that verb figure, lowest and highest over the runs above and lesson 07's
 TRAIN = {
     "steps": 1300,

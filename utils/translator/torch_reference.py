@@ -1,4 +1,6 @@
-"""The same translator built on torch.nn.Transformer, to compare outputs (copied weights) and step times.
+"""The same translator built on torch.nn.Transformer, to compare outputs (copied weights) and step times: dropout
+in the same places (embeddings + PE, attention weights, feed-forward, residual), so that with copied weights the
+two give the same logits in eval mode and, with every rate 1, in training mode too.
 
 nn.Transformer ends its encoder and its decoder stack with one more LayerNorm, also in its post-norm form;
 the paper's post-norm model has none after the last sub-layer, so TorchSeq2Seq removes them
@@ -19,7 +21,8 @@ from utils.translator.model import Seq2SeqTransformer, TranslatorConfig
 
 
 class TorchSeq2Seq(nn.Module):
-    """Embeddings x sqrt(d_model) + sinusoidal PE -> torch.nn.Transformer (post-norm: no final norms) -> linear."""
+    """Embeddings x sqrt(d_model) + sinusoidal PE, dropout -> torch.nn.Transformer (post-norm: no final norms) ->
+    linear."""
 
     def __init__(self, config):
         super().__init__()
@@ -28,6 +31,7 @@ class TorchSeq2Seq(nn.Module):
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
         self.register_buffer("pe", Seq2SeqTransformer(c).pe.clone(), persistent=False)
+        self.dropout = nn.Dropout(c.dropout)  # on the sums of embeddings and PE (section 5.4), as in ours
         with warnings.catch_warnings():  # norm_first: torch warns that its nested-tensor fast path is off
             warnings.simplefilter("ignore", UserWarning)
             self.transformer = nn.Transformer(
@@ -53,8 +57,8 @@ class TorchSeq2Seq(nn.Module):
             validation.shape(name, tokens, ("batch", "seq"))
             validation.max_positions(name, tokens, c.max_len)
         validation.shape("tgt", tgt, (("batch of src", src.shape[0]), "T"))
-        x = self.src_embed(src) * math.sqrt(self.d_model) + self.pe[: src.shape[1]]  # (batch, S, d_model)
-        y = self.tgt_embed(tgt) * math.sqrt(self.d_model) + self.pe[: tgt.shape[1]]  # (batch, T, d_model)
+        x = self.dropout(self.src_embed(src) * math.sqrt(self.d_model) + self.pe[: src.shape[1]])  # (batch, S, d_model)
+        y = self.dropout(self.tgt_embed(tgt) * math.sqrt(self.d_model) + self.pe[: tgt.shape[1]])  # (batch, T, d_model)
         src_pad = src == self.pad_id  # (batch, S): True = ignore
         h = self.transformer(
             x,

@@ -1,5 +1,6 @@
 """Exercises of lesson 07 (toy translator): a prediction about unseen word forms, the paper's warm-up
-learning rate, label-smoothed cross-entropy, a length-normalised beam score, and greedy decoding."""
+learning rate, label-smoothed cross-entropy and its lowest value, a length-normalised beam score, and greedy
+decoding."""
 
 import contextlib
 import math
@@ -254,7 +255,7 @@ def _smooth_cases():
     label is not pad_id.
     """,
     reference=_smoothed_solution,
-    kind="transfer",
+    kind="practice",
     wrong=_SMOOTH_MISTAKES,
 )
 def label_smoothed_loss(answer):
@@ -265,6 +266,60 @@ def label_smoothed_loss(answer):
             torch_loss = F.cross_entropy(logits, labels, ignore_index=pad_id, label_smoothing=epsilon)
             assert torch.allclose(torch_loss, _smoothed_solution(logits, labels, epsilon, pad_id))
         return _compare_numbers(cases, answer, _smoothed_solution, _SMOOTH_MISTAKES, rel=1e-6)
+
+
+# --- 3b. The lowest label-smoothed loss (transfer) -----------------------------------------------------------
+
+
+def _floor_solution(epsilon, V):
+    right = 1 - epsilon + epsilon / V  # q on the right word: its 1 - epsilon and its share epsilon / V
+    other = epsilon / V  # q on each of the V - 1 other words
+    return -right * math.log(right) - (V - 1) * other * math.log(other)  # the entropy of q, in nats
+
+
+_FLOOR_MISTAKES = [
+    mistake(
+        "spread epsilon over the V - 1 other words (torch spreads it over all V words, the right one included)",
+        lambda epsilon, V: -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon / (V - 1)),
+        says="all V words, the right one included",
+    ),
+    mistake(
+        "give the right word 1 - epsilon, without its own share epsilon / V",
+        lambda epsilon, V: -(1 - epsilon) * math.log(1 - epsilon) - (V - 1) * epsilon / V * math.log(epsilon / V),
+        says="without its own share",
+    ),
+    mistake("answer 0, the floor of plain cross-entropy", lambda epsilon, V: 0.0, says="floor of plain"),
+    mistake(
+        "use log base 2 (bits) instead of the natural log (nats, as torch's loss)",
+        lambda epsilon, V: _floor_solution(epsilon, V) / math.log(2),
+        says="log base 2",
+    ),
+]
+
+
+@exercise(
+    hint="""
+    The best prediction is p = q, and the loss there is q's entropy, -sum_k q_k log q_k. q has two kinds of
+    entries: the right word's 1 - epsilon + epsilon / V, and epsilon / V on each of the V - 1 others. Use
+    math.log (nats).
+    """,
+    reference=_floor_solution,
+    kind="transfer",
+    wrong=_FLOOR_MISTAKES,
+    explain=f"""
+    With epsilon = 0.1 the floor is {_floor_solution(0.1, 112):.3f} nats for our 112 tokens (section 3's best
+    prediction) and {_floor_solution(0.1, 37000):.2f} for the paper's English-German vocabulary of about 37,000:
+    the V - 1 small entries contribute about epsilon * ln(V / epsilon), so the floor grows with ln V. A
+    smoothed model's training loss cannot approach 0, whatever it learns.
+    """,
+)
+def label_smoothing_floor(answer):
+    """answer(epsilon, V) -> the smallest label-smoothed cross-entropy over all predictions: q's entropy."""
+    cases = [
+        ((epsilon, V), f"epsilon={epsilon}, V={V}")
+        for epsilon, V in ((0.1, 112), (0.1, 37000), (0.2, 4), (0.5, 1000), (0.01, 50))
+    ]
+    return _compare_numbers(cases, answer, _floor_solution, _FLOOR_MISTAKES)
 
 
 # --- 4. A length-normalised beam score ------------------------------------------------------------------
@@ -591,12 +646,13 @@ _NOUN_WORDS = {
     wrong=[
         mistake("expect a head for both", "both", says="already written"),
         mistake("expect the adjective, which follows its noun, to need the source", "adjective", says="before"),
-        mistake("expect no head to specialise", "neither", says="has to come from the source"),
+        mistake("expect no head to specialise", "neither", says="has to come through cross-attention"),
     ],
     explain="""
     The determiner, in this run. It comes before its noun in Neo, so when the decoder writes it, the gender
-    is in nothing the decoder has written yet: it has to come from the source, and a head of this model
-    reads the English noun's position. An adjective follows its noun: the noun is already written, so the
+    is in nothing the decoder has written yet: it has to come through cross-attention. Reading the English
+    noun is one way (the encoder could also have copied the gender to another English word), and it is
+    what this model's heads do. An adjective follows its noun: the noun is already written, so the
     decoder's self-attention could supply the gender and no cross-attention head is needed. Needed is not
     the same as absent: a verb's subject is also already written, yet over the recipe's runs the best head
     reads the English subject anywhere from rarely to always.
@@ -620,7 +676,7 @@ def predict_head_on_noun(answer):
         )
     if choice == "neither":
         return (
-            "when the decoder writes a determiner, its noun is not written yet: the gender has to come from "
-            "the source, and in this run a head looks right at the English noun"
+            "when the decoder writes a determiner, its noun is not written yet: the gender has to come through "
+            "cross-attention, and in this run a head does it by looking right at the English noun"
         )
     return None
