@@ -61,9 +61,10 @@ def work_unit(nodeid, root=ROOT):
     """The unit of work a test belongs to under `-n 2`: units run whole, in collection order, on one worker.
 
     A notebook's nbval cells share one kernel and must run in order, so a notebook is a unit; a browser test
-    parametrized by a lesson joins that lesson's unit (after it in the same worker, a model the lesson
-    trains is loaded, not trained again: utils/translator/train_cache.py); a test file defining a module- or
-    class-scoped fixture is a unit (the fixture is built once); any other test is a unit of its own."""
+    parametrized by a lesson joins that lesson's unit (in the same worker, a model the lesson trains is
+    trained by whichever of the two runs first and loaded by the other: utils/translator/train_cache.py); a
+    test file defining a module- or class-scoped fixture is a unit (the fixture is built once); any other test
+    is a unit of its own."""
     path, _, rest = nodeid.partition("::")
     if path.endswith(".ipynb"):
         return f"notebook {Path(path).stem}"
@@ -84,17 +85,20 @@ SHARED_FIXTURE = re.compile(r"""@pytest\.fixture\(.*scope=["'](module|class|pack
 
 
 # The order units are handed out in, longest first (from a full run's per-test times: lesson 07 with its browser
-# test, which trains the translator; lesson 09 likewise; lesson 08; ...), so that no long unit starts last and keeps
-# one worker busy alone at the end. Only the order depends on it; unlisted units follow, in collection order.
+# test, which trains the translator; lesson 09 likewise; lesson 06, whose nbval alone is one of the longest; ...), so
+# that no long unit starts last and keeps one worker busy alone at the end. Lesson 02 is far down: its browser test
+# runs it only down to its widget, near the top. Only the order depends on it; unlisted units follow, in collection
+# order.
 LONGEST_FIRST = [
     "notebook 07",
     "notebook 09",
-    "notebook 08",
-    "notebook 02",
-    "notebook 04",
     "notebook 06",
+    "notebook 08",
+    "notebook 04",
     "tests/lessons/test_grade.py",
     "notebook 05",
+    "notebook 02",
+    "tests/lessons/test_grade_lessons.py::test_a_real_lessons",
     "notebook 03",
     "tests/unit/test_ipywidgets7.py",
     "notebook",

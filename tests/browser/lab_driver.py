@@ -75,6 +75,17 @@ def widget_notebooks(root=ROOT):
     return [p for p in lesson_notebooks(root) if has_widget(p)]
 
 
+def widget_cells(path):
+    """The indices (in the notebook's cell list, markdown included, as JupyterLab counts them) of the cells
+    whose committed output is a widget view: one per widget the lesson shows."""
+    nb = nbformat.read(path, as_version=4)
+    return [
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and any(WIDGET_MIME in o.get("data", {}) for o in cell.get("outputs", []))
+    ]
+
+
 # --- the server -----------------------------------------------------------------------------------
 
 
@@ -287,21 +298,61 @@ def run_all(page, lab, timeout=600):
     """Clear every output, run all cells from the Run menu, and wait until all ran and the kernel is idle.
 
     Returns the tracebacks shown (an empty list when every cell ran cleanly)."""
+    return _run(page, lab, None, timeout)
+
+
+def run_through(page, lab, last, timeout=600):
+    """Clear every output, select the cell after cell `last` (0-based, markdown cells included) and choose
+    Run > "Run All Above Selected Cell": cells 0..last run in order, as a learner would run them, and none
+    below. Wait until they all ran and the kernel is idle; return the tracebacks shown (none when clean)."""
+    return _run(page, lab, last, timeout)
+
+
+def _run(page, lab, last, timeout):
     page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
     menu(page, "Edit", "Clear Outputs of All Cells")
     page.wait_for_function(f"() => ({PROMPTS_JS})().every(p => !/\\d/.test(p))", timeout=30_000)
-    menu(page, "Run", "Run All Cells")
+    if last is None:
+        menu(page, "Run", "Run All Cells")
+        n_code = None
+    else:
+        n_code = page.evaluate(SELECT_JS, last + 1)  # code cells in 0..last
+        menu(page, "Run", "Run All Above Selected Cell")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         errors = page.evaluate(ERROR_JS)
         if errors:
             return errors
         prompts = page.evaluate(PROMPTS_JS)
-        if prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts):
+        ran = prompts[:n_code]
+        if ran and all(re.fullmatch(r"\[\d+\]:", p) for p in ran):
             wait_kernel_idle(lab, page, timeout=60)
+            ran_below = [p for p in page.evaluate(PROMPTS_JS)[len(ran) :] if re.search(r"\d", p)]
+            if ran_below:
+                raise AssertionError(f"cells below cell {last} ran too: prompts {ran_below}")
             return page.evaluate(ERROR_JS)
         page.wait_for_timeout(250)
-    raise TimeoutError(f"run-all did not finish in {timeout} s; prompts: {page.evaluate(PROMPTS_JS)}")
+    raise TimeoutError(f"the run did not finish in {timeout} s; prompts: {page.evaluate(PROMPTS_JS)}")
+
+
+def cell_source(page, i):
+    """The source of cell i (0-based, markdown included) of the open notebook, as JupyterLab holds it (with the
+    jupytext pairing, read from lessons_src/)."""
+    return page.evaluate(
+        "i => window.jupyterapp.shell.currentWidget.content.widgets[i].model.sharedModel.getSource()", i
+    )
+
+
+# Make cell i the active (selected) cell of the open notebook, in command mode; return how many code cells
+# come before it.
+SELECT_JS = """i => {
+    const nb = window.jupyterapp.shell.currentWidget.content;
+    nb.mode = 'command';
+    nb.activeCellIndex = i;
+    nb.deselectAll();
+    if (nb.activeCellIndex !== i) throw new Error(`could not select cell ${i}`);
+    return nb.widgets.slice(0, i).filter(c => c.model.type === 'code').length;
+}"""
 
 
 # --- the widgets' controls --------------------------------------------------------------------------

@@ -1,12 +1,20 @@
-"""Every lesson notebook with a widget, opened and run in real JupyterLab, with every control moved.
+"""Every lesson notebook with a widget, opened in real JupyterLab, run down to its last widget, with every
+control moved.
 
-For each notebook: no "Select Kernel" dialog, all cells run without an error, and stepping each
-slider (keyboard on its handle), dropdown, checkbox, toggle or text box changes the widget's figure.
+For each notebook: no "Select Kernel" dialog; with the cell after the last widget selected, Run > "Run All
+Above Selected Cell" runs every cell from the top through the last widget (all the cells the widgets can
+depend on) without an error, and none below; each widget the committed notebook shows appears with its
+figure; and stepping each slider (keyboard on its handle), dropdown, checkbox, toggle or text box changes the
+widget's figure. JupyterLab reads the cells through the jupytext pairing (lessons_src/), so the widget's cell
+is checked to be where the notebook has it. The cells after the last widget are run, top to bottom with all
+the others, by nbval in the same `pytest` run (and by scripts/execute_notebooks.py in CI); running them here
+again cost more than half of this test's time.
 The latencies these steps take are measured by benchmarks/widget_latency.py.
 """
 
 import hashlib
 
+import nbformat
 import pytest
 
 import lab_driver
@@ -17,22 +25,30 @@ pytestmark = pytest.mark.browser
 
 def test_some_lesson_has_a_widget():
     assert NOTEBOOKS, "no lesson notebook calls a *_explorer( widget; has_widget() finds none"
+    assert all(lab_driver.widget_cells(p) for p in NOTEBOOKS), "a widget lesson's notebook shows no widget view"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_widget_notebook_runs_and_every_control_redraws(page, lab, path):
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     rel = path.relative_to(lab_driver.ROOT).as_posix()
+    cells = lab_driver.widget_cells(path)
 
     shown = lab_driver.open_notebook(page, lab, rel)
     assert not any("Select Kernel" in d for d in shown), f"{rel}: JupyterLab asked to select a kernel"
     assert not shown, f"{rel}: unexpected dialog(s) on opening: {shown}"
 
-    errors = lab_driver.run_all(page, lab, timeout=900)
-    assert not errors, f"{rel}: error output after Run All Cells:\n" + "\n".join(errors)[:3000]
+    last = nbformat.read(path, as_version=4).cells[cells[-1]].source
+    assert lab_driver.cell_source(page, cells[-1]) == last, (
+        f"{rel}: cell {cells[-1] + 1} in JupyterLab is not the widget's"
+    )
+    errors = lab_driver.run_through(page, lab, cells[-1], timeout=900)
+    assert not errors, f"{rel}: error output running cells 1-{cells[-1] + 1}:\n" + "\n".join(errors)[:3000]
 
     roots = lab_driver.widget_roots(page)
-    assert roots, f"{rel}: no widget with controls and a figure appeared after running all cells"
+    assert len(roots) == len(cells), (
+        f"{rel}: {len(roots)} widget(s) with controls and a figure appeared; the notebook shows {len(cells)}"
+    )
 
     steps = lab_driver.exercise_widgets(page, lab)
     assert steps, f"{rel}: the widgets have no control to move"

@@ -4,12 +4,12 @@ ones FAIL with the checker's message; a notebook that errors, loops, prints mega
 is reported and the others are still graded.
 
 The learner notebooks are small, built here, and answer lesson 03's real exercises (whatever they are
-named: the first three, in the lesson's order). One test grades a real lesson end to end."""
+named: the first three, in the lesson's order). The committed lessons' exercises are graded in
+test_grade_lessons.py (a file of its own, so that under `-n 2` it runs beside this file's grading run)."""
 
 import csv
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +21,6 @@ import pytest
 
 from utils.course import grade
 from utils.course.exercises import FAIL, NOT_ATTEMPTED, PASS, Exercise, lesson01, lesson03
-from utils.course.lessons import lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL = [attr for attr, obj in vars(lesson03).items() if isinstance(obj, Exercise)]
@@ -590,56 +589,6 @@ def test_the_table_and_exit_codes():
 def test_save_paths_never_collide(tmp_path):
     paths = grade._save_paths([Path("a/03.ipynb"), Path("b/03.ipynb"), Path("04.ipynb")], tmp_path)
     assert [p.name for p in paths] == ["03.ipynb", "03-2.ipynb", "04.ipynb"]
-
-
-# ---- the committed lessons
-
-CHECK_CALL = re.compile(r"^(\w+)\.(\w+)\((\w+)\)\s*$", re.M)  # check.name(my_answer)
-LESSONS = [lesson.notebook for lesson in lessons()]
-
-
-@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
-def test_the_grader_finds_every_exercise_of_every_lesson(path):
-    plan = grade.plan(nbformat.read(path, as_version=4), path)
-    if not plan["known"]:
-        pytest.skip(f"{path.name} has no exercises")
-    assert sorted(item["name"] for item in plan["items"]) == sorted(plan["known"].values()), (
-        "an exercise whose check call the grader cannot find would always be NOT ATTEMPTED"
-    )
-
-
-def filled_in(path):
-    """A lesson where each `check.name(answer)` is preceded by `answer = <the reference>`."""
-    nb = nbformat.read(path, as_version=4)
-    aliases = grade.plan(nb)["aliases"]
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.source = CHECK_CALL.sub(
-                lambda m: (
-                    (
-                        f"from utils.course.exercises.{aliases[m[1]]} import {m[2]} as _reference_{m[2]}\n"
-                        f"{m[3]} = _reference_{m[2]}.reference\n{m[0]}"
-                    )
-                    if m[1] in aliases
-                    else m[0]
-                ),
-                cell.source,
-            )
-    return nb
-
-
-def test_a_real_lessons_reference_solutions_pass_and_its_stubs_are_not_attempted():
-    """Lesson 03's answers, recreated from its own cells by the grader's child (its kernel run is what the
-    notebook tests already do)."""
-    lesson = next(p for p in LESSONS if p.name.startswith("03_"))
-    plan = grade.plan(filled_in(lesson), lesson)
-    stubs = grade.plan(nbformat.read(lesson, as_version=4), lesson)
-    both = dict(plan, items=plan["items"] + stubs["items"])
-    verdicts, error = grade.check_answers(both, lesson.parent, timeout=120)
-    assert error is None
-    n = len(plan["items"])
-    assert n == len(plan["known"]) and all(v == (PASS, "") for v in verdicts[:n]), verdicts
-    assert all(status == NOT_ATTEMPTED for status, _ in verdicts[n:]), verdicts
 
 
 # ---- the recipes, graded in the run above
