@@ -13,7 +13,7 @@
 # - explain the paper's choice of dot-product over additive attention and the $1/\sqrt{d_k}$ scale;
 # - use softmax's shift invariance, its temperature, and its limit, the arg-max.
 #
-# Every statement about random vectors is measured over five seeds, and the spread is printed.
+# Every statement about random vectors is measured over five seeds, spread printed.
 #
 # **Prerequisites.** Lesson 01 (the sinusoidal formula and `utils.positional.sinusoidal_encoding`).
 
@@ -158,10 +158,9 @@ plt.show()
 # Cosine is even, so $\sum_i \cos(\omega_i k) = \sum_i \cos(-\omega_i k)$: the word $k$ places
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
 # Hong's slides derive this same sum and name two properties, *distance aware* and *direction aware*;
-# as we check, the sum has the first (only in part: section 3 finds far offsets that score almost alike) and
-# not the second. That holds for the raw dot product only: attention scores positions through learned projections,
-# $x_s W_q W_k^\top x_t^\top$ (lesson 03), and such a form can tell before from after (*Going further*: the
-# $J$ form, which is $W_q = I$, $W_k = J^\top$).
+# the sum has the first (in part: section 3 finds far offsets that score almost alike), not the second.
+# Only the raw dot product is blind to direction: attention's learned form $x_s W_q W_k^\top x_t^\top$
+# (lesson 03) can tell before from after (*Going further*: the $J$ form, $W_q = I$, $W_k = J^\top$).
 # Here is $f(k) = PE_t \cdot PE_{t+k}$ against $k$, measured from the table at $t = 100$ on both sides.
 
 # %%
@@ -388,8 +387,8 @@ check.predict_long_range(my_guess_long_range)
 # Over these 10,000 positions (far longer than any sentence) the 64 waves never line up again, though the
 # slowest has not yet made a quarter turn (its cosine stays positive, printed above).
 #
-# > **Going further:** how the long-range peak compares with near offsets, and how it and the first rise
-# > move with $d_{model}$; narrow encodings do come back.
+# > **Going further:** the long-range peak against near offsets, and at other widths (narrow encodings
+# > do come back).
 
 # %% [markdown]
 # ## 4. Random high-dimensional vectors are nearly orthogonal
@@ -465,9 +464,9 @@ plt.show()
 #
 # The reading notes explain that PE is "added but not concatenated" by the "Near orthogonality in
 # high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector; concatenating,
-# $[e; PE_t]$, keeps them apart for sure but doubles the width of every layer. In high dimensions the
-# random-looking word embeddings and the encodings are nearly orthogonal, so the sum still tells the
-# words apart. The experiment, `word_recovery(d, seed)`, five seeds per width:
+# $[e; PE_t]$, keeps them apart for sure but costs width (double, if PE is as wide as $e$). In high
+# dimensions the random-looking word embeddings and the encodings are nearly orthogonal, so the sum still
+# tells the words apart. The experiment, `word_recovery(d, seed)`, five seeds per width:
 # - a vocabulary of $V$ random word vectors, entries $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable
 #   to $|PE_t| = \sqrt{d/2}$;
 # - each token is $x = e_w + PE_t$ at a random position $t$ below a maximum length (sizes printed below);
@@ -488,6 +487,10 @@ for d in [8, 16, 32]:
         f"d={d:3d}: share recovered from e + PE {added[0]:6.1%} .. {added[2]:6.1%}, "
         f"from [e; PE] {concat[0]:6.1%} .. {concat[2]:6.1%}  (range over seeds)"
     )
+print("equal total width: e + PE with e as wide as the whole, against [e; PE] with e in half of it")
+for d in [8, 16, 32]:
+    added, concat = spread([a for a, _ in recovery[2 * d]]), spread([c for _, c in recovery[d]])
+    print(f"width {2 * d:3d}: e + PE {added[0]:6.1%} .. {added[2]:6.1%}, [e; PE] {concat[0]:6.1%} .. {concat[2]:6.1%}")
 
 # %% tags=["hide-input"]
 assert all(added == concat == 1.0 for d in word_dims if d >= 128 for added, concat in recovery[d])
@@ -501,6 +504,9 @@ print(
     "✓ at d = 4, 8, 16 and 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
     "over 10 points fewer"
 )
+equal_width = [(added, concat) for d in [4, 8, 16] for (added, _), (_, concat) in zip(recovery[2 * d], recovery[d])]
+assert all(added > concat + 0.05 for added, concat in equal_width)  # same seed, same total width
+print("✓ at equal total width (8, 16 and 32) adding recovers more words than concatenating, in every seed")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
@@ -520,17 +526,14 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Concatenation's low share at small $d$ is not PE's doing: it decodes exactly as the bare embeddings do,
-# and 1000 random words in 8 dimensions already collide (some other word's vector beats a word's own in
-# the dot product), so at $d = 8$ only about a quarter come back (printed above).
+# Concatenation's low share at small $d$ is not PE's doing: 1000 random words in 8 dimensions already collide (some other word's vector beats a word's own in
+# the dot product), so at $d = 8$ only about a quarter come back (printed above). At equal total width
+# adding wins: in 16 dimensions $e + PE$ recovers about half the words, $[e; PE]$ (8 + 8) about a quarter.
 #
-# > **Going further:** the reading notes' "PE only takes small number of dimensions" is checked in
-# > *Going further* at the end.
+# > **Going further:** is the reading notes' "PE only takes small number of dimensions" true?
 
 # %% [markdown]
 # ## 5. Why dot products, and why divide by $\sqrt{d_k}$
-#
-# Three steps: additive versus dot-product scores, the variance of $q \cdot k$, and what it does to the softmax.
 #
 # The paper (section 3.2.1) names the two common ways to score a query against a key. **Additive attention**
 # (Bahdanau et al., 2015) feeds both into a small feed-forward network with one hidden layer,
@@ -538,9 +541,8 @@ plt.show()
 # are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
 # space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
 # code": all scores are one product $QK^\top$. The additive score builds a hidden vector of size $d_a$ for
-# every query–key pair; we check it against a loop over pairs and count what each method builds. Apart from
-# projecting each query and key once ($O(n d\, d_a)$, as $W_q$ and $W_k$ do for dot products), both cost $O(n^2 d)$
-# operations with $d_a = d$; the counts below are the numbers each builds and stores, not a gap in work:
+# every query–key pair. Both cost $O(n^2 d)$ operations with $d_a = d$ (plus projecting each query and key once);
+# the counts below are the numbers each builds and stores, not a gap in work:
 
 
 # %%
@@ -552,16 +554,17 @@ def additive_scores(Q, K, W_1, W_2, v):
 
 gen = torch.Generator().manual_seed(0)
 additive_sizes = [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]  # (queries = keys, d_k = d_a)
-bounded = []  # per size: is every |additive score| <= sum_j |v_j|?
+additive_std = []  # per size: the standard deviation of the additive scores
 for n, d_k in additive_sizes:
     Q, K = torch.randn(n, d_k, generator=gen), torch.randn(n, d_k, generator=gen)  # (n, d_k) each
     W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen) / math.sqrt(d_k)  # (d_k, d_a) each, d_a = d_k
     v = torch.randn(d_k, generator=gen)  # (d_a,)
     scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
     scores_dot = Q @ K.T  # (n, n)
-    bounded.append(bool(scores_add.abs().max() <= v.abs().sum()))
+    additive_std.append(float(scores_add.double().std()))
     print(
-        f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, additive {hidden.numel():10,}"
+        f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, "
+        f"additive {hidden.numel():10,}; additive scores' std {additive_std[-1]:4.1f}"
     )
 
 # %% tags=["hide-input"]
@@ -570,17 +573,31 @@ W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen)
 looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
 assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
 print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
-assert all(bounded)  # each tanh is in (-1, 1): |score| <= sum_j |v_j|
-print("✓ additive scores are bounded by sum |v_j| for every size")
+assert all(0.35 < sd / math.sqrt(d_a) < 1 for sd, (_, d_a) in zip(additive_std, additive_sizes))
+print("✓ with v ~ N(0, 1) the additive scores' spread grows like sqrt(d_a)")
+top_additive = {1.0: [], 1 / math.sqrt(512): []}  # median top weight at d_a = 512 per seed, for v and v / sqrt(d_a)
+for seed in SEEDS:
+    g = torch.Generator().manual_seed(seed)
+    q, keys = torch.randn(1000, 512, generator=g), torch.randn(1000, 10, 512, generator=g)  # (1000, d), (1000, 10, d)
+    W_1, W_2 = torch.randn(2, 512, 512, generator=g) / math.sqrt(512)  # (d, d_a) each
+    v = torch.randn(512, generator=g)  # (d_a,)
+    scores_add = torch.tanh((q @ W_1)[:, None, :] + keys @ W_2) @ v  # (1000, 10): 1000 queries, 10 keys each
+    for scale, tops in top_additive.items():
+        tops.append(float(torch.softmax(scores_add * scale, -1).max(-1).values.median()))
+assert min(top_additive[1.0]) > 0.97 and max(top_additive[1 / math.sqrt(512)]) < 0.3
+print("✓ at d_a = 512 (1000 queries of 10 keys, 5 seeds) v ~ N(0, 1) makes the typical query's top weight over 0.97;")
+print("  v / sqrt(d_a) keeps it under 0.3")
 
 # %% [markdown]
 # ### How large dot products grow
 #
-# Additive scores are bounded, $|\text{score}| \le \sum_j |v_j|$, as each $\tanh$ lies in $(-1, 1)$; dot
-# products are not, and that is the catch. The paper reports (citing earlier work) that
-# the two do about equally well for small $d_k$, but additive attention beats dot products *without scaling*
-# for larger $d_k$, and writes "We suspect that" large dot products push the softmax into regions of
-# extremely small gradients. Its footnote 4 works out how large, for independent $q, k \in \mathbb{R}^{d_k}$
+# For both kinds the scale of the weights sets the size of the scores. An additive score is at most
+# $\sum_j |v_j|$ (each $\tanh$ lies in $(-1, 1)$), but with our $v \sim \mathcal N(0, 1)$ its spread grows
+# like $\sqrt{d_a}$ and at $d_a = 512$ it too makes the softmax nearly one-hot; $v / \sqrt{d_a}$ keeps it soft
+# (checked above). The paper's reason for dot products is speed and memory. It adds (citing earlier work)
+# that "for small values of $d_k$ the two mechanisms perform similarly", but "additive attention outperforms
+# dot product attention without scaling for larger values of $d_k$", and writes "We suspect that" large dot
+# products push the softmax into regions of extremely small gradients. Its footnote 4 works out how large, for independent $q, k \in \mathbb{R}^{d_k}$
 # whose entries are independent with mean 0 and variance 1.
 #
 # **Predict first.** At the paper's $d_k = 64$, what is $\mathrm{Var}(q \cdot k)$?
@@ -640,10 +657,10 @@ plt.show()
 # ### What unscaled scores do to the softmax
 #
 # (The COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$.) At the paper's $d_k = 64$ and at
-# 512 we draw 1000 queries, each against its own 10 keys, five seeds. We measure the gap between the two
-# largest scores, the largest weight, and the norm of the softmax's Jacobian $\mathrm{diag}(p) - p^\top p$
-# with respect to its own input: $q \cdot k$ unscaled, $q \cdot k / \sqrt{d_k}$ scaled. The paper's "extremely
-# small gradients" are this softmax's. It is near zero for one-hot weights and at most $1/2$ (why: *Going further*).
+# 512 we draw 1000 queries, each against its own 10 keys, five seeds, and measure, unscaled and scaled, the gap
+# between the two largest scores, the largest weight, and the norm of the softmax's Jacobian
+# $\mathrm{diag}(p) - p^\top p$: the paper's "extremely small gradients" are this Jacobian's (near zero for
+# one-hot weights, at most $1/2$: *Going further*).
 
 
 # %%
@@ -716,9 +733,10 @@ print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 
 # %% [markdown]
 # So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
-# about 9 to 10 units (8.80 to 10.35 over the seeds) and so gets $e^{\text{gap}}$ times the
-# runner-up's weight; at the paper's $d_k = 64$ the lead is about 3 units and the typical top weight about
-# 0.95. Scaled, the weights stay soft at both sizes. One query ($d_k = 512$, seed 0's median gap):
+# 8.80 to 10.35 units (over the seeds), so it gets $e^{\text{gap}}$ times the runner-up's weight; at the paper's $d_k = 64$ the lead is about 3 units and the typical top weight about
+# 0.95. Scaled, the weights stay soft at both sizes. Yet at 64 the gradient reaching unscaled $q \cdot k$ is
+# about the scaled one's, and at 512 under 2% of it (*Going further*): unscaled dot products fall behind only
+# for larger $d_k$, as the paper reports. One query ($d_k = 512$, seed 0's median gap):
 
 # %%
 d_k = 512
@@ -733,53 +751,12 @@ fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gap
 plt.show()
 
 # %% [markdown]
-# **End to end.** The gradient that reaches the raw $q \cdot k$ (and so $q$, $k$, $W_q$, $W_k$) also passes,
-# when scaled, through the factor $1/\sqrt{d_k}$. We send a random gradient $u$ back from the attention output
-# $\sum_j p_j v_j$ (random $v_j$) and measure it.
-
-# %% tags=["nbval-ignore-output"]
-reach_dks = [16, 64, 128, 256, 512]
-reach = {}  # reach[d_k, name]: per seed, the median over queries of |dL / d(q.k)|, the gradient at the raw scores
-for d_k in reach_dks:
-    for seed in SEEDS:
-        gen = torch.Generator().manual_seed(seed)
-        q = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k), entries N(0, 1) as before
-        keys = torch.randn(n_q, n_keys, d_k, generator=gen, dtype=torch.float64)  # (n_q, n_keys, d_k)
-        values = torch.randn(n_q, n_keys, d_k, generator=gen, dtype=torch.float64)  # (n_q, n_keys, d_k)
-        u = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k) the gradient arriving at the output
-        for name, scale in [("unscaled", 1.0), ("scaled", 1 / math.sqrt(d_k))]:
-            raw = torch.einsum("nd,ntd->nt", q, keys).requires_grad_()  # (n_q, n_keys) q.k
-            out = torch.einsum("nt,ntd->nd", torch.softmax(raw * scale, dim=-1), values)  # (n_q, d_k)
-            (out * u).sum().backward()  # the loss u . out
-            reach.setdefault((d_k, name), []).append(raw.grad.norm(dim=1).median().item())
-ratios = {d_k: [a / b for a, b in zip(reach[d_k, "unscaled"], reach[d_k, "scaled"])] for d_k in reach_dks}
-print(f"|dL / d(q.k)|: range over {len(SEEDS)} seeds of each seed's median over {n_q} queries of {n_keys} keys")
-print(f"{'d_k':>5s} {'unscaled':>18s} {'scaled':>14s} {'unscaled / scaled':>20s}")
-for d_k in reach_dks:
-    columns = [reach[d_k, "unscaled"], reach[d_k, "scaled"], ratios[d_k]]  # per-seed values
-    un, sc, ratio_range = (f"{min(c):.2g} .. {max(c):.2g}" for c in columns)
-    print(f"{d_k:5d} {un:>18s} {sc:>14s} {ratio_range:>20s}")
-
-# %% tags=["hide-input"]
-assert all(r > 1.5 for r in ratios[16]) and all(0.8 < r < 1.5 for r in ratios[64])
-assert all(r < 0.8 for r in ratios[128]) and all(r < 0.2 for r in ratios[256]) and all(r < 0.02 for r in ratios[512])
-assert all(0.25 < g < 0.35 for d_k in reach_dks for g in reach[d_k, "scaled"])
-print("✓ in every seed, the gradient reaching q.k is larger unscaled at d_k = 16 and about the same at 64")
-print("✓ in every seed, it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
-print("✓ scaled, it is about the same size at every d_k")
-
-# %% [markdown]
-# So unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less from 128 on:
-# under 2% at 512. That fits the paper's report above: unscaled dot products fall behind only for larger $d_k$.
-
-# %% [markdown]
 # Why not just use smaller keys? Table 3's rows (B) keep $h = 8$ heads and shrink $d_k$, so the total key
 # width $h\,d_k$ shrinks too: "reducing the attention key size $d_k$ hurts model quality", which, the paper
 # adds (section 6.2), "suggests that determining compatibility is not easy and that a more sophisticated
-# compatibility function than dot product may be beneficial". Rows (A) keep
-# $h\,d_k$: with $h = 16$, $d_k = 32$ they score as the base does, but with $h = 32$, $d_k = 16$ as (B) with
-# $d_k = 32$, so the width of each head matters too (lesson 05 reads that row). English-to-German development set;
-# lower PPL, higher BLEU are better:
+# compatibility function than dot product may be beneficial". Rows (A) keep $h\,d_k$: $d_k = 32$ still
+# scores as the base, $d_k = 16$ as (B)'s $d_k = 32$, so each head's width matters too (lesson 05).
+# English-to-German development set; lower PPL, higher BLEU are better:
 #
 # | Table 3 | $h$ | $d_k$ | PPL (dev) | BLEU (dev) | params $\times 10^6$ |
 # |---|---|---|---|---|---|
@@ -870,8 +847,7 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 
 # %% [markdown]
 # > **Going further:** the soft arg-max $\sum_i i\,\mathrm{softmax}(x/T)_i$ is differentiable for every
-# > $T > 0$, but its gradient vanishes as $T \to 0$, like the unscaled scores' of section 5; measured in
-# > *Going further* at the end.
+# > $T > 0$, but its gradient vanishes as $T \to 0$, like the unscaled scores' of section 5.
 
 # %% [markdown]
 # ## Summary
@@ -883,19 +859,18 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 # - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
 #   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$: adding
-#   PE to word embeddings loses little when $d$ is large.
-# - Dot products cost the same order of operations as additive attention but, as usually vectorised, store far
-#   less, and they grow with $d_k$: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, they make
-#   softmax nearly one-hot with a vanishing gradient for large $d_k$ (512; at the paper's 64, with 10 keys, the
-#   typical top weight is about 0.95, yet $q \cdot k$ gets about the scaled scores' gradient).
+#   PE to word embeddings loses little when $d$ is large, and at equal width beats concatenating.
+# - Dot products cost the same order of operations as additive attention but store far less. Both scores grow
+#   with the scale of their weights: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at
+#   $d_k = 512$ they make softmax nearly one-hot with a vanishing gradient; at the paper's 64 (10 keys) the
+#   typical top weight is about 0.95, yet $q \cdot k$ gets about the scaled scores' gradient.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
 # ## Exercises
 #
 # Three exercises use the lesson's ideas on questions it did not ask, and one builds the stable
-# softmax of section 6. Each cell below has a stub;
-# replace `raise NotImplementedError` with your code and run the cell. Stuck?
+# softmax of section 6. In each stub, replace `raise NotImplementedError` with your code and run the cell. Stuck?
 # `check.signed_offset.hint()` prints a hint and `check.signed_offset.solution()` a solution
 # (likewise for the other exercises).
 
@@ -962,7 +937,7 @@ check.score_scale(score_scale)
 # %% [markdown]
 # ## Going further
 #
-# Seven detours, each checked like the main line.
+# Eight detours, each checked like the main line.
 
 # %% [markdown]
 # ### Telling direction: the $J$ form
@@ -999,7 +974,7 @@ print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {floa
 # with $|\omega_i k| < \pi$, does not wrap: its term $-\sin(\omega_i k)$ has the sign of $-k$ over the whole
 # range. That block is the way in to Exercise 1.
 
-# %%
+# %% tags=["hide-input"]
 k_far = 1739
 pe_far = sinusoidal_encoding(t0 + k_far + 1, d_model, dtype=torch.float64)  # (t0 + k_far + 1, d_model)
 g_far, g_back = float(pe_far[t0] @ J @ pe_far[t0 + k_far]), float(g_table[ks == -5])  # k = +1739 and k = -5
@@ -1018,8 +993,11 @@ for d in widths:
 by_width = wrong_whole[:: len(t_range)]  # the counts do not depend on t
 assert wrong_whole == [n for n in by_width for _ in t_range] and min(by_width[:4]) > 0 and sum(wrong_slow) == 0
 print(f"d_model = {d_model}: PE_t J PE_t+{k_far}^T = {g_far:+.2f} has the sign of PE_t J PE_t-5^T = {g_back:+.2f}")
-print(f"✓ the whole form's sign is not -k's for {', '.join(map(str, by_width))} of {int(moved.sum())} nonzero k")
-print(f"  (|k| <= 2000) at d_model = {', '.join(map(str, widths))}; the slowest pair's term: none (t = {t_range})")
+print(
+    "✓ for |k| <= 2000 the slowest pair's term always has the sign of -k; the whole form's does not at d_model = 8, 16, 64, 128"
+)
+print(f"  offsets k (of {int(moved.sum())}) where the whole form's sign is not -k's, at t = {t_range}:")
+print("  " + ", ".join(f"{n} at d_model = {d}" for d, n in zip(widths, by_width)))
 
 # %% [markdown]
 # ### Where the independence assumption breaks: a word's score with itself
@@ -1167,7 +1145,7 @@ print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with
 #
 # How does the long-range peak compare with near offsets? We find the first offset that scores below it.
 
-# %%
+# %% tags=["hide-input"]
 near = int((ratio < peak).nonzero()[0])  # the first offset that scores below the long-range peak
 print(f"f(k) / f(0) first falls below {peak:.3f} at k = {near}; at k = 200 it is {ratio[200]:.3f}")
 assert near == 148 and torch.all(ratio[:near] > peak) and ratio[200] < peak
@@ -1181,7 +1159,7 @@ print(
 # Over every even width from 2 to 1024 the first rise is never earlier for a wider encoding, but it can
 # be at the same offset: $d_{model} = 256$ and $384$ both first rise at $k = 24$.
 
-# %%
+# %% tags=["hide-input"]
 ks = torch.arange(0, 201, dtype=torch.float64)  # (201,) offsets 0 .. 200
 first_rise = {}
 for d in [16, 32, 64, 128, 256, 512, 1024]:
@@ -1282,6 +1260,50 @@ print("✓ longer spans need many more directions")
 # subspace (Eckart–Young).
 
 # %% [markdown]
+# ### End to end: the gradient that reaches $q \cdot k$
+#
+# *Why read it:* section 5's softmax Jacobian is one factor; this follows the gradient from the output.
+#
+# The gradient that reaches the raw $q \cdot k$ (and so $q$, $k$, $W_q$, $W_k$) also passes,
+# when scaled, through the factor $1/\sqrt{d_k}$. We send a random gradient $u$ back from the attention output
+# $\sum_j p_j v_j$ (random $v_j$) and measure it.
+
+# %% tags=["nbval-ignore-output"]
+reach_dks = [16, 64, 128, 256, 512]
+reach = {}  # reach[d_k, name]: per seed, the median over queries of |dL / d(q.k)|, the gradient at the raw scores
+for d_k in reach_dks:
+    for seed in SEEDS:
+        gen = torch.Generator().manual_seed(seed)
+        q = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k), entries N(0, 1) as before
+        keys = torch.randn(n_q, n_keys, d_k, generator=gen, dtype=torch.float64)  # (n_q, n_keys, d_k)
+        values = torch.randn(n_q, n_keys, d_k, generator=gen, dtype=torch.float64)  # (n_q, n_keys, d_k)
+        u = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k) the gradient arriving at the output
+        for name, scale in [("unscaled", 1.0), ("scaled", 1 / math.sqrt(d_k))]:
+            raw = torch.einsum("nd,ntd->nt", q, keys).requires_grad_()  # (n_q, n_keys) q.k
+            out = torch.einsum("nt,ntd->nd", torch.softmax(raw * scale, dim=-1), values)  # (n_q, d_k)
+            (out * u).sum().backward()  # the loss u . out
+            reach.setdefault((d_k, name), []).append(raw.grad.norm(dim=1).median().item())
+ratios = {d_k: [a / b for a, b in zip(reach[d_k, "unscaled"], reach[d_k, "scaled"])] for d_k in reach_dks}
+print(f"|dL / d(q.k)|: range over {len(SEEDS)} seeds of each seed's median over {n_q} queries of {n_keys} keys")
+print(f"{'d_k':>5s} {'unscaled':>18s} {'scaled':>14s} {'unscaled / scaled':>20s}")
+for d_k in reach_dks:
+    columns = [reach[d_k, "unscaled"], reach[d_k, "scaled"], ratios[d_k]]  # per-seed values
+    un, sc, ratio_range = (f"{min(c):.2g} .. {max(c):.2g}" for c in columns)
+    print(f"{d_k:5d} {un:>18s} {sc:>14s} {ratio_range:>20s}")
+
+# %% tags=["hide-input"]
+assert all(r > 1.5 for r in ratios[16]) and all(0.8 < r < 1.5 for r in ratios[64])
+assert all(r < 0.8 for r in ratios[128]) and all(r < 0.2 for r in ratios[256]) and all(r < 0.02 for r in ratios[512])
+assert all(0.25 < g < 0.35 for d_k in reach_dks for g in reach[d_k, "scaled"])
+print("✓ in every seed, the gradient reaching q.k is larger unscaled at d_k = 16 and about the same at 64")
+print("✓ in every seed, it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
+print("✓ scaled, it is about the same size at every d_k")
+
+# %% [markdown]
+# So unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less from 128 on:
+# under 2% at 512. That fits the paper's report (section 5): unscaled dot products fall behind only for larger $d_k$.
+
+# %% [markdown]
 # ### The softmax's gradient: how large it gets, how fast it vanishes
 #
 # *Why read it:* "softmax is the differentiable arg-max" is true, but its gradient can be too small to use.
@@ -1350,6 +1372,14 @@ for T_ in [1.0, 0.3, 0.1, 0.03, 0.01]:
     )
 float32_norm = soft_argmax_gradient(x, 0.003).norm().item()
 print(f"T= 0.003 in float32: autograd gradient length {float32_norm}")
+T_grid = torch.logspace(-2, 1, 3001, dtype=torch.float64)  # (3001,) temperatures from 0.01 to 10
+p_grid = torch.softmax(x64 / T_grid[:, None], -1)  # (3001, 5)
+grid_norms = (p_grid * (p_grid @ (index[:, None] - index[None, :]).T) / T_grid[:, None]).norm(dim=1)  # (3001,)
+T_peak = float(T_grid[grid_norms.argmax()])
+print(
+    f"the gradient is longest at T = {T_peak:.2f} ({T_peak / gap:.1f} x the gap): {grid_norms.max():.3f}, "
+    f"against {exact_norms[0.3]:.3f} at T = 0.3 and {exact_norms[1.0]:.3f} at T = 1"
+)
 
 # %% tags=["hide-input"]
 assert abs(soft_index - 1.0) < 1e-6  # at T = 0.01 the soft arg-max is the arg-max
@@ -1357,14 +1387,15 @@ assert grad_norms[1.0] > 0.1  # at T = 1 the gradient is far from zero
 assert all(math.isclose(grad_norms[T_], exact_norms[T_], rel_tol=1e-6) for T_ in [1.0, 0.3, 0.1, 0.03])
 small_T = [0.1, 0.03, 0.01]
 assert all(exact_norms[a] > exact_norms[b] > 0 for a, b in zip(small_T, small_T[1:]))  # shrinking, never 0
-assert exact_norms[0.3] > 1.2 * exact_norms[1.0]  # T = 0.3 is not well below the gap: sharper, yet more gradient
+assert exact_norms[0.3] > 1.2 * exact_norms[1.0]  # sharper, yet more gradient
+assert 0.7 < T_peak / gap < 0.9 and exact_norms[0.3] < 0.97 * float(grid_norms.max())  # a peak between 0.3 and 1
 assert all(0.9 < exact_norms[T_] / (math.sqrt(2) * math.exp(-gap / T_) / T_) < 1.1 for T_ in small_T)
 assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float32 it underflows to exactly 0
 assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
 x_req = x.clone().requires_grad_()  # (5,)
 assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
 print("✓ autograd matches the formula for T from 1 down to 0.03")
-print("✓ from T = 1 to 0.3 the softmax sharpens and the gradient grows")
+print("✓ from T = 1 to 0.3 the softmax sharpens and the gradient grows, but it peaks between them, near 0.8 x the gap")
 print("✓ from T = 0.1 to 0.01 the gradient shrinks like sqrt(2) e^(-gap/T) / T, yet stays above 0")
 print("✓ in float32 at T = 0.003 the gradient is exactly 0")
 print("✓ at T = 0.01 float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1)")
@@ -1378,10 +1409,10 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # $T = 0.01$ it is about $10^{-20}$, far too small to learn from, and in float32 it becomes exactly 0
 # a little further on. Already at $T = 0.01$, float64 autograd loses part of it: the soft arg-max rounds to
 # exactly 1, so the winner's term $p_1 (1 - s)/T$ comes out as 0 and autograd reports $1/\sqrt 2$ of the
-# true length (both printed above). A sharper softmax passes back less gradient only once $T$ is well below
-# the gap: from $T = 1$ to 0.3 the softmax sharpened and the gradient grew (printed above). Large unscaled
+# true length (both printed above). A sharper softmax does not always pass back less: the gradient is longest
+# near $T = 0.4$, 0.8 times the gap, and already shorter at 0.3, though still longer than at $T = 1$ (printed above). Large unscaled
 # scores act like a temperature of $1/\sqrt{d_k}$ relative to the scaled ones, with the same two regimes:
-# in section 5's end-to-end table, about as much gradient as scaled at $d_k = 64$, almost none at 512. With a
+# in the end-to-end table above, about as much gradient as scaled at $d_k = 64$, almost none at 512. With a
 # tie for the maximum, the limit splits the weight.
 
 # %% [markdown]
