@@ -179,8 +179,8 @@ _SEEN_VARIANTS = {
     ],
     explain="""
     RoPE. The sinusoidal and learned models see at positions 0..15 exactly the vectors they trained on, and
-    are right there; sinusoidal+offsets saw every position up to 47 and holds in every range. RoPE has no
-    unseen positions, but a query at position 10 of a length-48 sequence now has keys at offsets up to 37,
+    are right there; sinusoidal+offsets saw every position up to 47 and holds in every range. RoPE encodes
+    offsets, not positions, and a query at position 10 of a length-48 sequence now has keys at offsets up to 37,
     which training never showed, and it loses accuracy even there: its failure comes with length.
     """,
 )
