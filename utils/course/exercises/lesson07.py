@@ -1,6 +1,6 @@
 """Exercises of lesson 07 (toy translator): a prediction about unseen word forms, the paper's warm-up
-learning rate, label-smoothed cross-entropy and its lowest value, a length-normalised beam score, and greedy
-decoding."""
+learning rate, label-smoothed cross-entropy and its lowest value, the length penalty's break-even alpha, and
+greedy decoding."""
 
 import contextlib
 import math
@@ -322,49 +322,57 @@ def label_smoothing_floor(answer):
     return _compare_numbers(cases, answer, _floor_solution, _FLOOR_MISTAKES)
 
 
-# --- 4. A length-normalised beam score ------------------------------------------------------------------
+# --- 4. How strong a length penalty? (transfer) -----------------------------------------------------------------
 
 
-def _beam_score_solution(token_log_probs, alpha):
-    length_penalty = ((5 + len(token_log_probs)) / 6) ** alpha  # Wu et al. (2016)
-    return sum(token_log_probs) / length_penalty
+def _break_even_alpha_solution(short_sum, short_len, long_sum, long_len):
+    # long_sum / lp(long) = short_sum / lp(short), lp(Y) = ((5 + |Y|) / 6) ** alpha: the 6 cancels
+    return math.log(long_sum / short_sum) / math.log((5 + long_len) / (5 + short_len))
 
 
-_BEAM_MISTAKES = [
+_ALPHA_MISTAKES = [
     mistake(
-        "keep the plain sum of log-probabilities (no length penalty)",
-        lambda lp, alpha: sum(lp),
-        says="no length penalty",
+        "compare |Y| instead of Wu et al.'s 5 + |Y|",
+        lambda ss, sl, ls, ll: math.log(ls / ss) / math.log(ll / sl),
+        says="5 + |Y|",
     ),
     mistake(
-        "divide by |Y|^alpha, without Wu et al.'s (5 + |Y|) / 6",
-        lambda lp, alpha: sum(lp) / len(lp) ** alpha,
-        says="(5 + |Y|) / 6",
+        "turn one ratio upside down (or multiply by the length penalty instead of dividing): a negative alpha",
+        lambda ss, sl, ls, ll: math.log(ss / ls) / math.log((5 + ll) / (5 + sl)),
+        says="negative alpha",
     ),
     mistake(
-        "multiply by the length penalty instead of dividing by it",
-        lambda lp, alpha: sum(lp) * ((5 + len(lp)) / 6) ** alpha,
-        says="instead of dividing",
+        "divide only the long hypothesis's sum by its length penalty (both hypotheses get one)",
+        lambda ss, sl, ls, ll: math.log(ls / ss) / math.log((5 + ll) / 6),
+        says="both hypotheses",
     ),
 ]
 
 
 @exercise(
     hint="""
-    |Y| = len(token_log_probs) (the tokens of the hypothesis, its <eos> included). The length penalty is
-    lp = ((5 + |Y|) / 6) ** alpha, and the score is sum(token_log_probs) / lp.
+    Write both scores, sum / ((5 + |Y|) / 6) ** alpha, and set them equal. The 6 cancels; move the sums to
+    one side and the length penalties to the other, then take logarithms. Both sums are negative, so their
+    ratio is positive.
     """,
-    reference=_beam_score_solution,
+    reference=_break_even_alpha_solution,
     kind="transfer",
-    wrong=_BEAM_MISTAKES,
+    wrong=_ALPHA_MISTAKES,
+    explain=f"""
+    long_sum / short_sum = ((5 + long_len) / (5 + short_len)) ** alpha, so alpha = ln(long_sum / short_sum) /
+    ln((5 + long_len) / (5 + short_len)). With alpha = 0 (plain sums, our beam search) the short one always
+    wins. A hypothesis 2 tokens longer than a 5-token one, with a sum 1.25 times as negative, needs alpha above
+    {_break_even_alpha_solution(-1.2, 5, -1.5, 7):.2f}: the paper's 0.6 still ranks the short one first. The
+    penalty grows only slowly with length, so it tips close calls, not large gaps in probability.
+    """,
 )
-def beam_score(answer):
-    """answer(token_log_probs (list of floats <= 0), alpha) -> sum / ((5 + |Y|) / 6) ** alpha."""
-    hypotheses = ([-0.1, -0.3, -0.05], [-0.2, -0.1, -0.4, -0.3, -0.2, -0.05], [-1.5], [-0.01] * 12)
+def length_penalty_alpha(answer):
+    """answer(short_sum, short_len, long_sum, long_len) -> the alpha at which both hypotheses score the same."""
     cases = [
-        ((list(h), alpha), f"log-probabilities {h} with alpha={alpha}") for alpha in (0.6, 1.0) for h in hypotheses
+        ((ss, sl, ls, ll), f"short_sum={ss}, short_len={sl}, long_sum={ls}, long_len={ll}")
+        for ss, sl, ls, ll in ((-1.2, 5, -1.5, 7), (-0.5, 3, -2.0, 12), (-3.0, 10, -3.3, 11), (-0.1, 1, -0.4, 20))
     ]
-    return _compare_numbers(cases, answer, _beam_score_solution, _BEAM_MISTAKES)
+    return _compare_numbers(cases, answer, _break_even_alpha_solution, _ALPHA_MISTAKES)
 
 
 # --- 5. Greedy decoding (practice) ---------------------------------------------------------------------
