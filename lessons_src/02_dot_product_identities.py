@@ -470,7 +470,8 @@ plt.show()
 # - a vocabulary of $V$ random word vectors, entries $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable
 #   to $|PE_t| = \sqrt{d/2}$;
 # - each token is $x = e_w + PE_t$ at a random position $t$ below a maximum length (sizes printed below);
-# - we decode the word as $\arg\max_v x \cdot e_v$. Concatenation decodes exactly as well as the bare
+# - we decode the word as $\arg\max_v x \cdot e_v$, the word with the largest dot product: an output layer
+#   that shares the embedding weights (section 3.4) scores words this way. Concatenation decodes exactly as well as the bare
 #   embeddings (the PE block is orthogonal to $[e_v; 0]$): it is the baseline.
 #
 # (The paper's embeddings are learned, and "In the embedding layers, we multiply those weights by
@@ -497,7 +498,9 @@ assert all(added == concat == 1.0 for d in word_dims if d >= 128 for added, conc
 assert all(added > 0.995 and concat == 1.0 for added, concat in recovery[64])  # within half a point of 100%
 assert all(added < concat for d in [4, 8, 16, 32] for added, concat in recovery[d])
 assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d])
-assert all(0.2 < concat < 0.3 for _, concat in recovery[8]), "at d = 8 even the bare embeddings collide"
+assert all(0.2 < concat < 0.3 for _, concat in recovery[8]), (
+    "at d = 8 even the bare embeddings lose most dot-product votes"
+)
 print(f"✓ from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
 print("✓ at d = 64 concatenation recovers every word and adding almost every word, in every seed")
 print(
@@ -506,7 +509,9 @@ print(
 )
 equal_width = [(added, concat) for d in [4, 8, 16] for (added, _), (_, concat) in zip(recovery[2 * d], recovery[d])]
 assert all(added > concat + 0.05 for added, concat in equal_width)  # same seed, same total width
-print("✓ at equal total width (8, 16 and 32) adding recovers more words than concatenating, in every seed")
+print(
+    "✓ decoded by dot product, at equal total width (8, 16 and 32) adding recovers more words than concatenating, in every seed"
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
@@ -526,9 +531,10 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Concatenation's low share at small $d$ is not PE's doing: 1000 random words in 8 dimensions already collide (some other word's vector beats a word's own in
-# the dot product), so at $d = 8$ only about a quarter come back (printed above). At equal total width
-# adding wins: in 16 dimensions $e + PE$ recovers about half the words, $[e; PE]$ (8 + 8) about a quarter.
+# Concatenation's low share at small $d$ is not PE's doing: among 1000 random words in 8 dimensions, a word's
+# own vector often loses the dot product to a longer one, so at $d = 8$ only about a quarter come back (printed
+# above). Decoded this way, adding wins at equal total width: in 16 dimensions $e + PE$ recovers about half
+# the words, $[e; PE]$ (8 + 8) about a quarter.
 #
 # > **Going further:** is the reading notes' "PE only takes small number of dimensions" true?
 
@@ -552,29 +558,39 @@ def additive_scores(Q, K, W_1, W_2, v):
     return hidden @ v, hidden  # (T_q, T_k), (T_q, T_k, d_a)
 
 
-gen = torch.Generator().manual_seed(0)
 additive_sizes = [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]  # (queries = keys, d_k = d_a)
-additive_std = []  # per size: the standard deviation of the additive scores
+additive_std = {size: [] for size in additive_sizes}  # per size: the additive scores' standard deviation, per seed
+built = {}  # per size: how many numbers the dot product and the additive score build
+for seed in SEEDS:
+    gen = torch.Generator().manual_seed(seed)
+    for n, d_k in additive_sizes:
+        Q, K = torch.randn(2, n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k) each
+        W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen, dtype=torch.float64) / math.sqrt(d_k)  # (d_k, d_a) each
+        v = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_a,), d_a = d_k
+        scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
+        scores_dot = Q @ K.T  # (n, n)
+        additive_std[n, d_k].append(float(scores_add.std()))
+        built[n, d_k] = scores_dot.numel(), hidden.numel()
 for n, d_k in additive_sizes:
-    Q, K = torch.randn(n, d_k, generator=gen), torch.randn(n, d_k, generator=gen)  # (n, d_k) each
-    W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen) / math.sqrt(d_k)  # (d_k, d_a) each, d_a = d_k
-    v = torch.randn(d_k, generator=gen)  # (d_a,)
-    scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
-    scores_dot = Q @ K.T  # (n, n)
-    additive_std.append(float(scores_add.double().std()))
+    lo, _, hi = spread([sd / math.sqrt(d_k) for sd in additive_std[n, d_k]])
     print(
-        f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {scores_dot.numel():6,} numbers, "
-        f"additive {hidden.numel():10,}; additive scores' std {additive_std[-1]:4.1f}"
+        f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {built[n, d_k][0]:6,} numbers, "
+        f"additive {built[n, d_k][1]:10,}; additive scores' std / sqrt(d_a) {lo:.2f} .. {hi:.2f} ({len(SEEDS)} seeds)"
     )
+growth = [b / a for a, b in zip(additive_std[10, 16], additive_std[200, 256])]  # per seed, d_a from 16 to 256
+print(
+    f"the additive scores' std grows {min(growth):.1f} .. {max(growth):.1f} times from d_a = 16 to 256 (sqrt(16) = 4)"
+)
 
 # %% tags=["hide-input"]
+gen = torch.Generator().manual_seed(0)
 Q, K = torch.randn(4, 8, generator=gen), torch.randn(5, 8, generator=gen)  # (T_q, d_k), (T_k, d_k)
 W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen), torch.randn(6, generator=gen)
 looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
 assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
 print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
-assert all(0.35 < sd / math.sqrt(d_a) < 1 for sd, (_, d_a) in zip(additive_std, additive_sizes))
-print("✓ with v ~ N(0, 1) the additive scores' spread grows like sqrt(d_a)")
+assert all(2 < g < 8 for g in growth)  # sqrt growth gives 4; a constant spread 1, a linear one 16
+print(f"✓ with v ~ N(0, 1), in each of {len(SEEDS)} seeds the additive scores' spread grows like sqrt(d_a)")
 top_additive = {1.0: [], 1 / math.sqrt(512): []}  # median top weight at d_a = 512 per seed, for v and v / sqrt(d_a)
 for seed in SEEDS:
     g = torch.Generator().manual_seed(seed)
@@ -734,9 +750,9 @@ print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 # %% [markdown]
 # So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
 # 8.80 to 10.35 units (over the seeds), so it gets $e^{\text{gap}}$ times the runner-up's weight; at the paper's $d_k = 64$ the lead is about 3 units and the typical top weight about
-# 0.95. Scaled, the weights stay soft at both sizes. Yet at 64 the gradient reaching unscaled $q \cdot k$ is
-# about the scaled one's, and at 512 under 2% of it (*Going further*): unscaled dot products fall behind only
-# for larger $d_k$, as the paper reports. One query ($d_k = 512$, seed 0's median gap):
+# 0.95. Scaled, the weights stay soft at both sizes. Yet with these 10 keys, at 64 the gradient reaching unscaled
+# $q \cdot k$ is about the scaled one's, and at 512 under 2% of it (*Going further*, which also tries 50 keys):
+# unscaled dot products fall behind for larger $d_k$, as the paper reports. One query ($d_k = 512$, seed 0's median gap):
 
 # %%
 d_k = 512
@@ -859,10 +875,11 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 # - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
 #   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$: adding
-#   PE to word embeddings loses little when $d$ is large, and at equal width beats concatenating.
+#   PE to word embeddings loses little when $d$ is large, and, decoded by dot product, at equal width beats
+#   concatenating.
 # - Dot products cost the same order of operations as additive attention but store far less. Both scores grow
 #   with the scale of their weights: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at
-#   $d_k = 512$ they make softmax nearly one-hot with a vanishing gradient; at the paper's 64 (10 keys) the
+#   $d_k = 512$ they make softmax nearly one-hot with a vanishing gradient; at the paper's 64, with 10 keys, the
 #   typical top weight is about 0.95, yet $q \cdot k$ gets about the scaled scores' gradient.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
@@ -1266,42 +1283,54 @@ print("✓ longer spans need many more directions")
 #
 # The gradient that reaches the raw $q \cdot k$ (and so $q$, $k$, $W_q$, $W_k$) also passes,
 # when scaled, through the factor $1/\sqrt{d_k}$. We send a random gradient $u$ back from the attention output
-# $\sum_j p_j v_j$ (random $v_j$) and measure it.
+# $\sum_j p_j v_j$ (random $v_j$) and measure it, with section 5's 10 keys per query and then with 50.
 
 # %% tags=["nbval-ignore-output"]
-reach_dks = [16, 64, 128, 256, 512]
-reach = {}  # reach[d_k, name]: per seed, the median over queries of |dL / d(q.k)|, the gradient at the raw scores
-for d_k in reach_dks:
-    for seed in SEEDS:
-        gen = torch.Generator().manual_seed(seed)
-        q = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k), entries N(0, 1) as before
-        keys = torch.randn(n_q, n_keys, d_k, generator=gen, dtype=torch.float64)  # (n_q, n_keys, d_k)
-        values = torch.randn(n_q, n_keys, d_k, generator=gen, dtype=torch.float64)  # (n_q, n_keys, d_k)
-        u = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k) the gradient arriving at the output
-        for name, scale in [("unscaled", 1.0), ("scaled", 1 / math.sqrt(d_k))]:
-            raw = torch.einsum("nd,ntd->nt", q, keys).requires_grad_()  # (n_q, n_keys) q.k
-            out = torch.einsum("nt,ntd->nd", torch.softmax(raw * scale, dim=-1), values)  # (n_q, d_k)
-            (out * u).sum().backward()  # the loss u . out
-            reach.setdefault((d_k, name), []).append(raw.grad.norm(dim=1).median().item())
-ratios = {d_k: [a / b for a, b in zip(reach[d_k, "unscaled"], reach[d_k, "scaled"])] for d_k in reach_dks}
-print(f"|dL / d(q.k)|: range over {len(SEEDS)} seeds of each seed's median over {n_q} queries of {n_keys} keys")
-print(f"{'d_k':>5s} {'unscaled':>18s} {'scaled':>14s} {'unscaled / scaled':>20s}")
-for d_k in reach_dks:
-    columns = [reach[d_k, "unscaled"], reach[d_k, "scaled"], ratios[d_k]]  # per-seed values
-    un, sc, ratio_range = (f"{min(c):.2g} .. {max(c):.2g}" for c in columns)
-    print(f"{d_k:5d} {un:>18s} {sc:>14s} {ratio_range:>20s}")
+reach_dks = {10: [16, 64, 128, 256, 512], 50: [64, 128, 512]}  # the d_k measured for each number of keys
+reach = {}  # reach[keys, d_k, name]: per seed, the median over queries of |dL / d(q.k)|, the gradient at q.k
+for key_count, dk_list in reach_dks.items():
+    for d_k in dk_list:
+        for seed in SEEDS:
+            gen = torch.Generator().manual_seed(seed)
+            q = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k), entries N(0, 1) as before
+            keys = torch.randn(n_q, key_count, d_k, generator=gen, dtype=torch.float64)  # (n_q, key_count, d_k)
+            values = torch.randn(n_q, key_count, d_k, generator=gen, dtype=torch.float64)  # (n_q, key_count, d_k)
+            u = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k) the gradient at the output
+            for name, scale in [("unscaled", 1.0), ("scaled", 1 / math.sqrt(d_k))]:
+                raw = torch.einsum("nd,ntd->nt", q, keys).requires_grad_()  # (n_q, key_count) q.k
+                out = torch.einsum("nt,ntd->nd", torch.softmax(raw * scale, dim=-1), values)  # (n_q, d_k)
+                (out * u).sum().backward()  # the loss u . out
+                reach.setdefault((key_count, d_k, name), []).append(raw.grad.norm(dim=1).median().item())
+ratios = {
+    (c, d_k): [a / b for a, b in zip(reach[c, d_k, "unscaled"], reach[c, d_k, "scaled"])]
+    for c, dk_list in reach_dks.items()
+    for d_k in dk_list
+}
+print(f"|dL / d(q.k)|: range over {len(SEEDS)} seeds of each seed's median over {n_q} queries")
+print(f"{'keys':>4s} {'d_k':>5s} {'unscaled':>18s} {'scaled':>14s} {'unscaled / scaled':>20s}")
+for c, d_k in ratios:
+    columns = [reach[c, d_k, "unscaled"], reach[c, d_k, "scaled"], ratios[c, d_k]]  # per-seed values
+    un, sc, ratio_range = (f"{min(col):.2g} .. {max(col):.2g}" for col in columns)
+    print(f"{c:4d} {d_k:5d} {un:>18s} {sc:>14s} {ratio_range:>20s}")
 
 # %% tags=["hide-input"]
-assert all(r > 1.5 for r in ratios[16]) and all(0.8 < r < 1.5 for r in ratios[64])
-assert all(r < 0.8 for r in ratios[128]) and all(r < 0.2 for r in ratios[256]) and all(r < 0.02 for r in ratios[512])
-assert all(0.25 < g < 0.35 for d_k in reach_dks for g in reach[d_k, "scaled"])
-print("✓ in every seed, the gradient reaching q.k is larger unscaled at d_k = 16 and about the same at 64")
-print("✓ in every seed, it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
-print("✓ scaled, it is about the same size at every d_k")
+assert all(r > 1.5 for r in ratios[10, 16]) and all(0.8 < r < 1.5 for r in ratios[10, 64])
+assert all(r < 0.8 for r in ratios[10, 128]) and all(r < 0.2 for r in ratios[10, 256])
+assert all(r < 0.02 for r in ratios[10, 512])
+assert all(0.25 < g < 0.35 for d_k in reach_dks[10] for g in reach[10, d_k, "scaled"])
+print("✓ with 10 keys, in every seed the gradient reaching q.k is larger unscaled at d_k = 16 and about the same at 64")
+print("✓ with 10 keys, in every seed it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
+print("✓ with 10 keys, scaled, it is about the same size at every d_k")
+assert all(r > 1.5 for d_k in (64, 128) for r in ratios[50, d_k]) and all(0.05 < r < 0.5 for r in ratios[50, 512])
+print(
+    "✓ with 50 keys, in every seed it is larger unscaled at d_k = 64 and 128, and at 512 still over 5% of the scaled one"
+)
 
 # %% [markdown]
-# So unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less from 128 on:
-# under 2% at 512. That fits the paper's report (section 5): unscaled dot products fall behind only for larger $d_k$.
+# So, with 10 keys, unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less
+# from 128 on: under 2% at 512. That fits the paper's report (section 3.2.1) that unscaled dot products fall
+# behind for larger $d_k$. Where the crossover lies depends on the number of keys: with 50, unscaled scores
+# still pass back more at 128.
 
 # %% [markdown]
 # ### The softmax's gradient: how large it gets, how fast it vanishes
