@@ -51,6 +51,9 @@ def cases(tmp):
     bpe = subwords.train([" ".join(grammar.target_words())], 20)
     sub_v = vocab.SubwordVocab(bpe)
     tiny_ds = data.make_dataset(seed=0, n_train=5, n_val=1, n_test=1, n_test_unseen=1)
+    sub_tiny = data.with_subword_targets(tiny_ds, 5)
+    drop_tiny = data.DropoutTargets(tiny_ds.train, sub_tiny.tgt_vocab, 0.1)
+    gen = torch.Generator().manual_seed(0)
     cfg = config.TranslatorConfig(len(src_v), len(tgt_v), d_model=8, num_heads=2, d_ff=16, num_layers=1, max_len=16)
     tm = model.Seq2SeqTransformer(cfg).eval()
     src = torch.tensor([src_v.encode("the dog sees a cat".split(), eos=True)])  # (1, S)
@@ -404,6 +407,17 @@ def cases(tmp):
         ("subwords.encode", "bpe a list", lambda: subwords.encode([], "lo"), ["bpe"]),
         ("subwords.encode", "text a list", lambda: subwords.encode(bpe, ["lo"]), ["text"]),
         ("subwords.encode", "a symbol never seen", lambda: subwords.encode(bpe, "lo kanoz"), ["text"]),
+        ("subwords.encode", "dropout=1.5", lambda: subwords.encode(bpe, "lo", 1.5, gen), ["dropout"]),
+        ("subwords.encode", "dropout='0.1'", lambda: subwords.encode(bpe, "lo", "0.1", gen), ["dropout"]),
+        ("subwords.encode", "dropout without a generator", lambda: subwords.encode(bpe, "lo", 0.1), ["generator"]),
+        ("subwords.encode", "generator=0", lambda: subwords.encode(bpe, "lo", 0.1, 0), ["generator"]),
+        ("subwords.encode_word", "dropout=nan", lambda: subwords.encode_word(bpe, "lo", "w", nan, gen), ["dropout"]),
+        (
+            "subwords.encode_word",
+            "dropout, no generator",
+            lambda: subwords.encode_word(bpe, "lo", "w", 0.5),
+            ["generator"],
+        ),
         ("subwords.decode", "tokens a str", lambda: subwords.decode("lo</w>"), ["tokens"]),
         ("subwords.decode", "a token with a space", lambda: subwords.decode(["l o</w>"]), ["tokens"]),
         ("subwords.word_counts", "corpus=None", lambda: subwords.word_counts(None), ["corpus"]),
@@ -427,7 +441,25 @@ def cases(tmp):
         ("SubwordVocab.encode", "a str", lambda: sub_v.encode("lo kano"), ["words"]),
         ("SubwordVocab.encode", "two words in one", lambda: sub_v.encode(["lo kano"]), ["words"]),
         ("SubwordVocab.encode", "a symbol never seen", lambda: sub_v.encode(["loz"]), ["words"]),
+        ("SubwordVocab.encode", "dropout=-0.1", lambda: sub_v.encode(["lo"], dropout=-0.1, generator=gen), ["dropout"]),
+        ("SubwordVocab.encode", "dropout, no generator", lambda: sub_v.encode(["lo"], dropout=0.1), ["generator"]),
         ("SubwordVocab.decode", "id 999", lambda: sub_v.decode([999]), ["ids"]),
+        ("DropoutTargets", "pairs empty", lambda: data.DropoutTargets([], sub_tiny.tgt_vocab, 0.1), ["pairs"]),
+        ("DropoutTargets", "a word-level vocab", lambda: data.DropoutTargets(tiny_ds.train, tgt_v, 0.1), ["tgt_vocab"]),
+        ("DropoutTargets", "dropout=2", lambda: data.DropoutTargets(tiny_ds.train, sub_tiny.tgt_vocab, 2), ["dropout"]),
+        (
+            "DropoutTargets",
+            "seed=-1",
+            lambda: data.DropoutTargets(tiny_ds.train, sub_tiny.tgt_vocab, 0.1, -1),
+            ["seed"],
+        ),
+        (
+            "batches",
+            "DropoutTargets of another length",
+            lambda: next(data.batches(torch.ones(3, 2, dtype=torch.long), drop_tiny, 1, 0)),
+            ["tgt"],
+        ),
+        ("batches", "tgt a list", lambda: next(data.batches(torch.ones(3, 2, dtype=torch.long), [[1]], 1, 0)), ["tgt"]),
         ("with_subword_targets", "ds a list", lambda: data.with_subword_targets([], 3), ["ds"]),
         ("with_subword_targets", "num_merges=-1", lambda: data.with_subword_targets(tiny_ds, -1), ["num_merges"]),
         ("make_pair", "not a sentence", lambda: data.make_pair(["cat", "the"]), ["word"]),

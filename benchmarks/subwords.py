@@ -11,7 +11,8 @@ training translations only.
 in_distribution_exact_match: the test split (sentences drawn like the training ones); unseen_form_exact_match: the
 test_unseen split (each sentence needs a Neo form that no training sentence has); token_accuracy: the test split.
 All three compare decoded words, so both models are measured alike. heldout_forms_written: how many of the places
-that need a held-out form got it (and _by_form, for each form); heldout_form_tokens: how each form is cut.
+that need a held-out form got it (and _by_form, for each form; heldout_form_counts: what was written there, by
+kind); heldout_form_tokens: how each form is cut.
 mean_target_length: target tokens per training sentence (no <bos> / <eos>).
 
 Usage: python benchmarks/subwords.py [--merges N] [--steps N] [--seeds 0 1 2] [--quick]
@@ -26,9 +27,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP
 
 import torch  # noqa: E402
 
+from utils.experiments import subwords as experiment  # noqa: E402
 from utils.translator import recipe  # noqa: E402
 from utils.translator.data import make_dataset, to_tensors, with_subword_targets
-from utils.translator.evaluate import exact_match, heldout_substitutions, token_accuracy, translate_pairs
 from utils.translator.model import Seq2SeqTransformer
 from utils.translator.train import train
 
@@ -43,32 +44,18 @@ QUICK = {
 
 def fit_config(config, ds):
     """`config` resized to the data set's vocabularies, its position table long enough for the longest target."""
-    _, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)  # (N, T)
-    return dataclasses.replace(
-        config,
-        src_vocab_size=len(ds.src_vocab),
-        tgt_vocab_size=len(ds.tgt_vocab),
-        max_len=max(config.max_len, tgt.shape[1]),
-    )
+    return experiment.fit_config(config, ds)
 
 
 def run(ds, config, train_config, seed):
-    """Train one model (initial weights from `seed`) on ds.train; its measures on the two test splits."""
+    """Train one model (initial weights from `seed`) on ds.train; its measures on the two test splits
+    (utils.experiments.subwords.measure), its training time and final loss."""
     src, tgt = to_tensors(ds.train, ds.src_vocab, ds.tgt_vocab)  # (N, S), (N, T)
     torch.manual_seed(seed)
     model = Seq2SeqTransformer(config)
     history = train(model, src, tgt, progress=False, **train_config)
-    refs = [list(p.tgt) for p in ds.test]
-    hyps = translate_pairs(model, ds.test, ds.src_vocab, ds.tgt_vocab)
-    unseen = translate_pairs(model, ds.test_unseen, ds.src_vocab, ds.tgt_vocab)
-    written = heldout_substitutions(unseen, ds.test_unseen, ds.heldout_forms)
-    by_form = {f.neo: heldout_substitutions(unseen, ds.test_unseen, [f]) for f in ds.heldout_forms}
     return {
-        "in_distribution_exact_match": round(exact_match(hyps, refs), 4),
-        "unseen_form_exact_match": round(exact_match(unseen, [list(p.tgt) for p in ds.test_unseen]), 4),
-        "token_accuracy": round(token_accuracy(hyps, refs), 4),
-        "heldout_forms_written": f"{written['the held-out form']}/{sum(written.values())}",
-        "heldout_forms_written_by_form": {w: f"{c['the held-out form']}/{sum(c.values())}" for w, c in by_form.items()},
+        **experiment.measure(model, ds),
         "train_seconds": round(history["seconds"], 2),
         "final_loss": round(sum(history["loss"][-50:]) / len(history["loss"][-50:]), 4),
     }

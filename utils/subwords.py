@@ -18,11 +18,21 @@ the same merges in the same order and cut held-out sentences the same way):
   (its trainer's Merge ordering, models/bpe/trainer.rs), whose order is this one when the end-of-word characters
   are given, sorted, as its special tokens (otherwise their ids follow a hash map's order and change between runs).
 - Encoding: each word starts as characters again and the learned merges apply in the order learned.
+- BPE-dropout (Provilkov et al. 2020): with dropout p > 0, each application of a merge (each place a learned pair
+  would be joined) is skipped with probability p, so one word comes out cut in several ways: p = 0 is the plain
+  encoding, p = 1 leaves characters. A skipped merge is not tried again later (Hugging Face `tokenizers` retries
+  it after the next merge that applies, so its cuts under dropout differ from these; at p = 0 they agree). The
+  draws come from the torch.Generator `generator`: one seed per word, then Python's `random` for the draws inside
+  the word, so the same generator state gives the same cuts. Every piece a dropout cut makes is in the vocabulary
+  (each is a character or the result of a learned merge).
 - Unknown symbols: a character (or a character ending a word) that training never saw raises a ValueError naming
   it; there is no <unk> token.
 """
 
 import dataclasses
+import random
+
+import torch
 
 from utils import validation
 
@@ -111,9 +121,34 @@ def train(corpus, num_merges):
     return BPE(tuple(alphabet), tuple(merges), tuple(merged_counts))
 
 
-def encode_word(bpe, word, name="word"):
+def merge_pair_dropout(symbols, pair, dropout, rng):
+    """merge_pair, each join skipped with probability `dropout` (one rng.random() draw per place it would apply)."""
+    out, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair and rng.random() >= dropout:
+            out.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
+def check_dropout(dropout, generator):
+    """`dropout` as a float in [0, 1] (TypeError if it is not a number), and `generator`, a torch.Generator,
+    required when dropout > 0."""
+    dropout = validation.fraction("dropout", dropout, "a merge's chance to be skipped")
+    if generator is not None or dropout > 0:
+        what = f"torch.Generator (dropout={dropout!r} > 0 draws from it)" if dropout > 0 else "torch.Generator or None"
+        validation.instance("generator", generator, torch.Generator, what)
+    return dropout
+
+
+def encode_word(bpe, word, name="word", dropout=0.0, generator=None):
     """The sub-words of one word: its starting symbols, then every merge in the order learned (`name` names the
-    argument the word came from in an error)."""
+    argument the word came from in an error); with `dropout` > 0 each join is skipped with that probability,
+    drawn from the torch.Generator `generator` (BPE-dropout, see the module docstring)."""
+    dropout = check_dropout(dropout, generator)
     symbols = split_word(word)
     unknown = [s for s in symbols if s not in bpe.alphabet]
     if unknown:
@@ -121,6 +156,14 @@ def encode_word(bpe, word, name="word"):
             f"{name} has the word {word!r}, whose symbol {unknown[0]!r} the training corpus never had (an "
             f"end-of-word symbol ends with {END_OF_WORD!r}); known symbols: {' '.join(bpe.alphabet)}"
         )
+    if dropout > 0:
+        rng = random.Random(int(torch.randint(2**62, (1,), generator=generator)))  # one seed per word
+        for pair in bpe.merges:
+            if len(symbols) == 1:
+                break
+            if pair[0] in symbols:
+                symbols = merge_pair_dropout(symbols, pair, dropout, rng)
+        return symbols
     for pair in bpe.merges:
         if len(symbols) == 1:
             break
@@ -129,10 +172,12 @@ def encode_word(bpe, word, name="word"):
     return symbols
 
 
-def encode(bpe, text):
-    """The sub-words of `text` (a str), word after word; the last sub-word of each word ends with END_OF_WORD."""
+def encode(bpe, text, dropout=0.0, generator=None):
+    """The sub-words of `text` (a str), word after word; the last sub-word of each word ends with END_OF_WORD.
+    With `dropout` > 0, BPE-dropout: each join is skipped with that probability, drawn from `generator`."""
     validation.instance("bpe", bpe, BPE)
-    return [s for word in _text("text", text).split() for s in encode_word(bpe, word, "text")]
+    dropout = check_dropout(dropout, generator)
+    return [s for word in _text("text", text).split() for s in encode_word(bpe, word, "text", dropout, generator)]
 
 
 def decode(tokens):

@@ -284,6 +284,15 @@ def probability(name, value):
     return float(value)
 
 
+def fraction(name, value, why=None):
+    """Return `value` as a float if it is a number in [0, 1] (both ends allowed), e.g. a chance that may be 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float in [0, 1]{f' ({why})' if why else ''}, got {_kind(value)}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a float in [0, 1]{f' ({why})' if why else ''}, got {value!r}")
+    return float(value)
+
+
 def choice(name, value, options):
     """Return `value` if it is one of `options` (a wrong type when every option is a str and `value` is not)."""
     options = tuple(options)

@@ -6,6 +6,7 @@ import json
 import random
 
 import pytest
+import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from utils import subwords
@@ -198,6 +199,15 @@ def test_vocabulary_orders_end_of_word_characters_then_characters_then_merges():
         (lambda: encode(["lo"], "lo"), TypeError, "bpe must be a BPE, got list"),
         (lambda: encode(train(["lo"], 1), ["lo"]), TypeError, "text must be a str, got list"),
         (lambda: encode(train(["lo"], 1), "lo</w>"), ValueError, "text must not contain the end-of-word marker"),
+        (lambda: encode(train(["lo"], 1), "lo", 1.5, gen()), ValueError, r"dropout must be a float in \[0, 1\]"),
+        (lambda: encode(train(["lo"], 1), "lo", -0.1, gen()), ValueError, r"dropout must be a float in \[0, 1\].*-0.1"),
+        (lambda: encode(train(["lo"], 1), "lo", "0.1", gen()), TypeError, r"dropout must be a float .*got str '0.1'"),
+        (lambda: encode(train(["lo"], 1), "lo", True, gen()), TypeError, r"dropout must be a float .*got bool"),
+        (lambda: encode(train(["lo"], 1), "lo", 0.1), TypeError, r"generator must be a torch.Generator \(dropout=0.1"),
+        (lambda: encode(train(["lo"], 1), "lo", 0.1, 0), TypeError, r"generator must be a torch.Generator.*got int"),
+        (lambda: encode(train(["lo"], 1), "lo", 0.0, 3), TypeError, r"generator must be a torch.Generator or None"),
+        (lambda: subwords.encode_word(train(["lo"], 1), "lo", "w", 2, gen()), ValueError, r"dropout must be a float"),
+        (lambda: subwords.encode_word(train(["lo"], 1), "lo", "w", 0.5), TypeError, r"generator must be a torch"),
         (lambda: decode("lo</w>"), TypeError, r"tokens must be a list of sub-words \(str\), got the str"),
         (lambda: decode(["lo</w>", 3]), TypeError, r"tokens\[1\] must be a str, got int"),
         (lambda: decode(["l o</w>"]), ValueError, r"tokens\[0\] must be a sub-word: characters without spaces"),
@@ -214,3 +224,65 @@ def test_bad_input_is_named(call, error, match):
 def test_an_unfinished_last_word_decodes_as_it_is():
     assert decode(["gran", "do</w>", "gran"]) == "grando gran"
     assert decode([]) == ""
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def test_dropout_zero_is_the_plain_cut_bit_for_bit(neo):
+    _, s = neo
+    bpe = train(s["train"], 60)
+    g = gen()
+    state = g.get_state()
+    for sentence in s["train"][:300] + s["test_unseen"]:
+        plain = encode(bpe, sentence)
+        assert encode(bpe, sentence, 0.0) == encode(bpe, sentence, 0, g) == plain
+        assert encode(bpe, sentence, dropout=0.0, generator=None) == plain
+    assert torch.equal(g.get_state(), state), "p = 0 drew random numbers"
+
+
+def test_dropout_one_leaves_characters(neo):
+    _, s = neo
+    bpe = train(s["train"], 150)
+    for sentence in s["train"][:100]:
+        assert encode(bpe, sentence, 1.0, gen()) == [t for w in sentence.split() for t in subwords.split_word(w)]
+
+
+def test_dropout_cuts_vary_decode_back_and_use_only_vocabulary_pieces(neo):
+    _, s = neo
+    bpe = train(s["train"], 100)
+    vocabulary = set(bpe.vocabulary())
+    g = gen(1)
+    for sentence in s["train"][:200] + s["test_unseen"][:100]:
+        for p in (0.1, 0.5, 0.9):
+            tokens = encode(bpe, sentence, p, g)
+            assert decode(tokens) == sentence and set(tokens) <= vocabulary
+            # a dropout cut is never coarser than the plain one: at most as many merges happen
+            assert len(tokens) >= len(encode(bpe, sentence))
+    cuts = {tuple(encode(bpe, "grandi", 0.1, g)) for _ in range(200)}
+    assert tuple(encode(bpe, "grandi")) in cuts and len(cuts) >= 3, cuts
+
+
+def test_dropout_rate_is_the_chance_a_merge_is_skipped():
+    # one merge, applicable once: it is skipped in a fraction p of 4000 cuts (binomial sd <= 0.008)
+    bpe = train(["ab"], 1)
+    g = gen(2)
+    for p in (0.1, 0.5):
+        skipped = sum(encode(bpe, "ab", p, g) == ["a", "b</w>"] for _ in range(4000)) / 4000
+        assert abs(skipped - p) < 0.03, (p, skipped)
+
+
+def test_the_same_generator_seed_gives_the_same_cuts(neo):
+    _, s = neo
+    bpe = train(s["train"], 100)
+    a, b, c = gen(7), gen(7), gen(8)
+    cuts_a = [encode(bpe, x, 0.3, a) for x in s["train"][:200]]
+    cuts_b = [encode(bpe, x, 0.3, b) for x in s["train"][:200]]
+    cuts_c = [encode(bpe, x, 0.3, c) for x in s["train"][:200]]
+    assert cuts_a == cuts_b and cuts_a != cuts_c
+    # word by word equals sentence by sentence: one draw sequence per word, in order
+    d = gen(7)
+    assert [
+        [t for w in x.split() for t in subwords.encode_word(bpe, w, "w", 0.3, d)] for x in s["train"][:200]
+    ] == cuts_a

@@ -48,6 +48,17 @@ def test_real():
         validation.real("t", -0.5, minimum=0)
 
 
+def test_fraction_takes_both_ends():
+    assert validation.fraction("p", 0) == 0.0 and validation.fraction("p", 1) == 1.0
+    assert isinstance(validation.fraction("p", 1), float)
+    for bad in (-0.01, 1.01, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"p must be a float in \[0, 1\] \(a chance\), got"):
+            validation.fraction("p", bad, "a chance")
+    for bad in (None, "0.5", True):
+        with pytest.raises(TypeError, match=r"p must be a float in \[0, 1\], got"):
+            validation.fraction("p", bad)
+
+
 def test_probability():
     assert validation.probability("dropout", 0) == 0.0 and validation.probability("dropout", 0.999) == 0.999
     for bad in (-0.1, 1.0, 1.5, math.nan):

@@ -3,10 +3,12 @@
 Two test splits: `test` holds new sentences drawn like the training ones; `test_unseen` holds sentences
 whose translation needs a Neo word form (an adjective or a verb for one gender and number) that no
 training or validation sentence contains, so it measures generalisation to new combinations.
-with_subword_targets gives the same splits with a sub-word (byte-pair encoded) target vocabulary.
+with_subword_targets gives the same splits with a sub-word (byte-pair encoded) target vocabulary, and
+DropoutTargets training targets that are cut afresh with BPE-dropout each time a sentence is drawn.
 """
 
 import dataclasses
+import hashlib
 
 import numpy as np
 import torch
@@ -155,19 +157,81 @@ def to_tensors(pairs, src_vocab, tgt_vocab):
     return src, tgt
 
 
+class DropoutTargets:
+    """Training targets cut afresh each time a sentence is drawn: BPE-dropout (Provilkov et al. 2020), each merge
+    application skipped with probability `dropout`. Give it to `batches` (or translator.train) in place of the
+    tgt tensor: each batch's targets are then <bos> + the Neo sub-word ids of a new cut + <eos>, padded.
+
+    The cuts come from a torch.Generator seeded with `seed` when the batches start, so one training run is
+    repeatable; the object itself holds no random state (its repr, a digest of what it holds, is a cache key)."""
+
+    def __init__(self, pairs, tgt_vocab, dropout, seed=0):
+        validation.non_empty("pairs", pairs, (list, tuple), "list of Pairs")
+        for i, p in enumerate(pairs):
+            validation.instance(f"pairs[{i}]", p, Pair)
+        self.tgt_vocab = validation.instance("tgt_vocab", tgt_vocab, SubwordVocab)
+        self.dropout = validation.fraction("dropout", dropout, "a merge's chance to be skipped")
+        self.seed = validation.seed("seed", seed)
+        self.sentences = tuple(p.tgt for p in pairs)
+        for i, words in enumerate(self.sentences):  # every symbol known to the vocabulary
+            try:
+                tgt_vocab.encode(list(words))
+            except ValueError as error:
+                raise ValueError(f"pairs[{i}].tgt does not fit tgt_vocab: {error}") from None
+        longest = max(sum(len(w) for w in words) for words in self.sentences)  # a cut has at most one per letter
+        self.shape = (len(self.sentences), longest + 2)  # (N, the longest a target can be with <bos> and <eos>)
+        h = hashlib.sha256(repr((self.sentences, tgt_vocab.bpe.merges, self.dropout, self.seed)).encode())
+        self._digest = h.hexdigest()[:16]
+
+    def __len__(self):
+        return len(self.sentences)
+
+    def __repr__(self):
+        return (
+            f"DropoutTargets({len(self)} sentences, {len(self.tgt_vocab.bpe.merges)} merges, "
+            f"dropout={self.dropout}, seed={self.seed}, sha256 {self._digest})"
+        )
+
+    def generator(self):
+        """A torch.Generator in the state a training run starts from."""
+        return torch.Generator().manual_seed(self.seed)
+
+    def cut(self, idx, generator):
+        """(B, T) long tensor: sentences `idx` (a 1-D tensor or list of indices) cut with dropout, padded to the
+        longest."""
+        v = self.tgt_vocab
+        seqs = [v.encode(self.sentences[int(i)], True, True, self.dropout, generator) for i in idx]
+        return pad_sequences(seqs, v.pad_id)
+
+
 def batches(src, tgt, batch_size, seed, pad_id=0):
-    """Endless shuffled batches (src (B, S), tgt (B, T)), trimmed to their longest sentence; seeded."""
+    """Endless shuffled batches (src (B, S), tgt (B, T)), trimmed to their longest sentence; seeded.
+
+    tgt is a (N, T) tensor, or a DropoutTargets whose sentences are cut afresh in every batch (its own generator
+    draws the cuts; the order of sentences comes from `seed`, the same as with a tensor)."""
     batch_size = validation.positive_int("batch_size", batch_size)
     validation.token_ids("src", src, min_dim=2)
-    validation.token_ids("tgt", tgt, min_dim=2)
-    validation.shape("tgt", tgt, (("number of src sentences", src.shape[0]), "T"))
-    validation.token_id("pad_id", pad_id)
+    resampled = isinstance(tgt, DropoutTargets)
+    if resampled:
+        if len(tgt) != src.shape[0]:
+            raise ValueError(f"tgt must hold one sentence per src sentence ({src.shape[0]}), got {len(tgt)}")
+        validation.token_id("pad_id", pad_id)
+        if pad_id != tgt.tgt_vocab.pad_id:
+            raise ValueError(f"pad_id must be the targets' vocabulary's pad id {tgt.tgt_vocab.pad_id}, got {pad_id!r}")
+        cuts = tgt.generator()
+    else:
+        if not isinstance(tgt, torch.Tensor):
+            raise TypeError(f"tgt must be a torch.Tensor of token ids or a DropoutTargets, got {type(tgt).__name__}")
+        validation.token_ids("tgt", tgt, min_dim=2)
+        validation.shape("tgt", tgt, (("number of src sentences", src.shape[0]), "T"))
+        validation.token_id("pad_id", pad_id)
     gen = torch.Generator().manual_seed(validation.seed("seed", seed))
     while True:
         order = torch.randperm(src.shape[0], generator=gen)
         for start in range(0, len(order) - batch_size + 1, batch_size):
             idx = order[start : start + batch_size]
-            s, t = src[idx], tgt[idx]  # (B, S), (B, T)
+            s = src[idx]  # (B, S)
+            t = tgt.cut(idx, cuts) if resampled else tgt[idx]  # (B, T)
             s = s[:, : int((s != pad_id).sum(1).max())]  # drop all-padding columns
             t = t[:, : int((t != pad_id).sum(1).max())]
             yield s, t

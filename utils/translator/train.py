@@ -108,6 +108,7 @@ def train(
     progress=True,
 ):
     """Train `model` in place for `steps` steps on padded tensors src (N, S), tgt (N, T); return the history.
+    tgt may instead be a data.DropoutTargets: each batch's targets are then cut afresh (BPE-dropout).
 
     The history holds per-step "loss", "lr" and "tokens" (target positions trained on), and "seconds".
     With `progress` (True: a ProgressLine; or a ProgressLine subclass), a progress bar ends as the finished bar

@@ -98,12 +98,20 @@ class SubwordVocab(Vocab):
             self._ids[word] = [self.stoi[s] for s in subwords.encode_word(self.bpe, word, name)]
         return self._ids[word]
 
-    def encode(self, words, bos=False, eos=False):
-        """List of ids of the words' sub-words, optionally framed by <bos> / <eos>."""
+    def encode(self, words, bos=False, eos=False, dropout=0.0, generator=None):
+        """List of ids of the words' sub-words, optionally framed by <bos> / <eos>. With `dropout` > 0 each word is
+        cut afresh with BPE-dropout (utils.subwords.encode_word), drawing from the torch.Generator `generator`."""
         words = validation.items("words", words, "a list of words")
         validation.boolean("bos", bos)
         validation.boolean("eos", eos)
-        ids = [i for j, w in enumerate(words) for i in self.word_ids(w, f"words[{j}]")]
+        dropout = subwords.check_dropout(dropout, generator)
+        if dropout == 0:
+            ids = [i for j, w in enumerate(words) for i in self.word_ids(w, f"words[{j}]")]
+        else:
+            ids = []
+            for j, w in enumerate(words):
+                self.word_ids(w, f"words[{j}]")  # checks the word (and caches its plain cut)
+                ids += [self.stoi[s] for s in subwords.encode_word(self.bpe, w, f"words[{j}]", dropout, generator)]
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def decode(self, ids):

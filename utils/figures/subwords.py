@@ -1,0 +1,225 @@
+"""Lesson 10's figures: vocabulary size and sequence length against the number of byte-pair merges, and the merges
+explorer (a sentence cut with the first n merges, and the tokens those merges made), as a pure render function and
+a thin ipywidgets wrapper (API common to ipywidgets 7.7 and 8)."""
+
+import io
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import Image, display
+
+from utils import subwords, validation
+
+WORD_COLORS = ("#dbe6f4", "#f6e0cc", "#dcefd9", "#f3d9e6", "#e8e1f3", "#f6f0c8")  # one per word, in turn
+NEWEST = "#dd8452"  # the token the last merge made
+
+
+def first_merges(bpe, num_merges):
+    """The encoding after its first `num_merges` merges: what training with `num_merges` merges learns, since each
+    merge depends only on the ones before it."""
+    validation.instance("bpe", bpe, subwords.BPE)
+    n = validation.integer("num_merges", num_merges, minimum=0)
+    if n > len(bpe.merges):
+        raise ValueError(f"num_merges must be at most the {len(bpe.merges)} merges of bpe, got {n}")
+    return subwords.BPE(bpe.alphabet, bpe.merges[:n], bpe.counts[:n])
+
+
+def merge_curve(bpe, corpus):
+    """For n = 0 .. len(bpe.merges): (merges n, vocabulary size, mean tokens per sentence of `corpus`) as arrays."""
+    validation.instance("bpe", bpe, subwords.BPE)
+    counts = subwords.word_counts(corpus)
+    n_sentences = len(corpus)
+    sizes, lengths = [], []
+    for n in range(len(bpe.merges) + 1):
+        b = first_merges(bpe, n)
+        sizes.append(len(b.vocabulary()))
+        lengths.append(sum(len(subwords.encode_word(b, w)) * c for w, c in counts.items()) / n_sentences)
+    return np.arange(len(bpe.merges) + 1), np.array(sizes), np.array(lengths)
+
+
+def plot_merge_curve(merges, sizes, lengths, word_vocabulary=None, word_length=None, marks=()):
+    """Vocabulary size (left) and mean tokens per sentence (right) against the number of merges; dashed lines at
+    the word-level values if given; dotted verticals at `marks`."""
+    merges, sizes, lengths = (np.asarray(a, dtype=float) for a in (merges, sizes, lengths))
+    if not (merges.ndim == sizes.ndim == lengths.ndim == 1 and len(merges) == len(sizes) == len(lengths) > 0):
+        raise ValueError(
+            f"merges, sizes and lengths must be 1-D and of one length, got shapes {merges.shape}, {sizes.shape}, "
+            f"{lengths.shape}"
+        )
+    fig, (ax_v, ax_l) = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
+    for ax, y, word, what in (
+        (ax_v, sizes, word_vocabulary, "target vocabulary (tokens)"),
+        (ax_l, lengths, word_length, "mean tokens per Neo sentence"),
+    ):
+        ax.plot(merges, y, color="#4c72b0", label="sub-words")
+        if word is not None:
+            ax.axhline(word, color="#55a868", ls="--", label="words")
+        for m in marks:
+            ax.axvline(m, color="0.6", ls=":", lw=1)
+        ax.set_xlabel("merges")
+        ax.set_ylabel(what)
+        ax.legend(fontsize=8)
+    ax_v.set_title("Each merge adds one token", fontsize=10)
+    ax_l.set_title("and shortens the sentences, fast at first", fontsize=10)
+    return fig
+
+
+def _cut(bpe, sentence):
+    """(words, each word's sub-words) of `sentence`; a bad sentence raises an error that names it."""
+    validation.instance("sentence", sentence, str)
+    if subwords.END_OF_WORD in sentence:
+        raise ValueError(f"sentence must not contain the end-of-word marker {subwords.END_OF_WORD!r}, got {sentence!r}")
+    words = sentence.split()
+    if not words:
+        raise ValueError(f"sentence must hold at least one word, got {sentence!r}")
+    return words, [subwords.encode_word(bpe, w, "sentence") for w in words]
+
+
+def plot_tokenisation(bpe, sentence, num_merges, columns=8):
+    """Top: `sentence` cut with the first `num_merges` merges of `bpe`, one box per token, one colour per word.
+    Bottom: the tokens those merges made, in the order made, the newest one highlighted."""
+    b = first_merges(bpe, num_merges)
+    words, cuts = _cut(b, sentence)
+    tokens = [t for cut in cuts for t in cut]
+    made = [x + y for x, y in b.merges]
+    rows = max(1, -(-len(made) // columns))
+    shown_rows = min(rows, 24)
+    fig, (ax_s, ax_v) = plt.subplots(
+        2, 1, figsize=(10, 1.6 + 0.22 * shown_rows), gridspec_kw={"height_ratios": [1.0, 0.25 + 0.22 * shown_rows]}
+    )
+    # the sentence: boxes laid left to right, a box as wide as its text
+    x = 0.0
+    for i, cut in enumerate(cuts):
+        for t in cut:
+            width = 0.35 + 0.12 * len(t)
+            ax_s.add_patch(plt.Rectangle((x, 0), width, 1, facecolor=WORD_COLORS[i % len(WORD_COLORS)], ec="0.3"))
+            ax_s.text(x + width / 2, 0.5, t, ha="center", va="center", fontsize=9, family="monospace")
+            x += width + 0.05
+        x += 0.3
+    ax_s.set_xlim(-0.1, max(x, 1.0))
+    ax_s.set_ylim(-0.1, 1.1)
+    ax_s.axis("off")
+    ax_s.set_title(
+        f"{num_merges} merges: {len(words)} words -> {len(tokens)} tokens; vocabulary {len(b.vocabulary())} tokens",
+        fontsize=10,
+    )
+    # the tokens the merges made, column by column in the order made
+    ax_v.axis("off")
+    ax_v.set_xlim(0, columns)
+    ax_v.set_ylim(shown_rows, -0.5)
+    for k, t in enumerate(made[: columns * shown_rows]):
+        r, c = divmod(k, columns)
+        newest = k == len(made) - 1
+        ax_v.text(
+            c + 0.05,
+            r,
+            f"{k + 1}. {t}",
+            fontsize=8,
+            family="monospace",
+            va="center",
+            color=NEWEST if newest else "0.15",
+            weight="bold" if newest else "normal",
+        )
+    hidden = len(made) - columns * shown_rows
+    ax_v.set_title(
+        "tokens made by the merges (newest in orange)" + (f"; {hidden} more not shown" if hidden > 0 else "")
+        if made
+        else "no merge yet: the tokens are the characters (an ending one marked </w>)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def merges_explorer(bpe, sentence, num_merges=30):
+    """A merges slider and a sentence box over plot_tokenisation: watch the sentence's cut and the vocabulary grow."""
+    validation.instance("bpe", bpe, subwords.BPE)
+    _cut(first_merges(bpe, num_merges), sentence)  # bad arguments raise here, by name
+    style = {"description_width": "initial"}
+    controls = {
+        "num_merges": widgets.IntSlider(num_merges, 0, len(bpe.merges), 1, description="merges", style=style),
+        "sentence": widgets.Text(
+            sentence, description="Neo sentence", continuous_update=False, layout={"width": "32em"}, style=style
+        ),
+    }
+
+    def show(num_merges, sentence):
+        try:
+            fig = plot_tokenisation(bpe, sentence, num_merges)
+        except ValueError as err:  # a word with a letter Neo never uses: say so instead of drawing
+            print(f"ValueError: {err}")
+            return
+        png = io.BytesIO()
+        fig.savefig(png, format="png")
+        plt.close(fig)  # do not pile up one open figure per slider step
+        display(Image(png.getvalue()))
+
+    out = widgets.interactive_output(show, controls)
+    return widgets.VBox([widgets.HBox(list(controls.values())), out])
+
+
+def plot_merge_sweep(merges, unseen, in_distribution, lengths, word=None):
+    """Left: exact match on the unseen-forms test (one dot per seed, a line through the means) and on the
+    in-distribution test, against the number of merges; right: mean target tokens per sentence. unseen and
+    in_distribution: (points, seeds) arrays; word: optional (unseen, in-distribution, length) of word level,
+    drawn dashed."""
+    merges = np.asarray(merges, dtype=float)
+    unseen, in_distribution = np.asarray(unseen, dtype=float), np.asarray(in_distribution, dtype=float)
+    lengths = np.asarray(lengths, dtype=float)
+    if unseen.shape != in_distribution.shape or unseen.ndim != 2 or unseen.shape[0] != len(merges) != 0:
+        raise ValueError(
+            f"unseen and in_distribution must be (points, seeds) with one row per merges value ({len(merges)}), "
+            f"got {unseen.shape} and {in_distribution.shape}"
+        )
+    if lengths.shape != merges.shape:
+        raise ValueError(f"lengths must have one value per merges value ({len(merges)}), got shape {lengths.shape}")
+    fig, (ax, ax_len) = plt.subplots(1, 2, figsize=(9.5, 3.3), layout="constrained")
+    for values, color, label in ((in_distribution, "#4c72b0", "in-distribution"), (unseen, "#dd8452", "unseen forms")):
+        for k in range(values.shape[1]):
+            ax.scatter(merges, values[:, k], color=color, s=14, alpha=0.7)
+        ax.plot(merges, values.mean(1), color=color, label=f"{label} (mean; dots: seeds)")
+    ax_len.plot(merges, lengths, "o-", color="#4c72b0", label="sub-words")
+    if word is not None:
+        ax.axhline(word[0], color="#dd8452", ls="--", lw=1, label="unseen forms, word level")
+        ax.axhline(word[1], color="#4c72b0", ls="--", lw=1, label="in-distribution, word level")
+        ax_len.axhline(word[2], color="#55a868", ls="--", label="words")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("merges")
+    ax.set_ylabel("exact match")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title("Exact match against merges", fontsize=10)
+    ax_len.set_xlabel("merges")
+    ax_len.set_ylabel("mean target tokens per sentence")
+    ax_len.legend(fontsize=8)
+    ax_len.set_title("The price: longer target sequences", fontsize=10)
+    return fig
+
+
+def plot_length_tradeoff(names, lengths, unseen, in_distribution):
+    """Exact match (one dot per seed, a cross at the mean) against mean target tokens per sentence, one setting per
+    name: what each cut costs in length and what it buys. unseen and in_distribution: one list of per-seed values
+    per name."""
+    names = list(names)
+    lengths = np.asarray(lengths, dtype=float)
+    if not (len(names) == len(lengths) == len(unseen) == len(in_distribution) > 0):
+        raise ValueError(
+            f"names, lengths, unseen and in_distribution must have one entry per setting, got {len(names)}, "
+            f"{len(lengths)}, {len(unseen)}, {len(in_distribution)}"
+        )
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    for values, color, label in ((in_distribution, "#4c72b0", "in-distribution"), (unseen, "#dd8452", "unseen forms")):
+        for k, (x, v) in enumerate(zip(lengths, values)):
+            v = np.asarray(v, dtype=float)
+            ax.scatter(
+                np.full(len(v), x), v, color=color, s=16, alpha=0.6, label=f"{label}, per seed" if k == 0 else None
+            )
+            ax.scatter([x], [v.mean()], color=color, marker="x", s=60, label=f"{label}, mean" if k == 0 else None)
+    for x, name in zip(lengths, names):
+        ax.annotate(name, (x, 1.02), ha="center", fontsize=8, rotation=30)
+    ax.set_ylim(-0.03, 1.12)
+    ax.set_xlabel("mean target tokens per training sentence (plain cut)")
+    ax.set_ylabel("exact match")
+    ax.legend(fontsize=7, loc="center right")
+    ax.set_title("What each cut buys, against the length it costs", fontsize=10)
+    return fig
