@@ -13,7 +13,7 @@
 # - explain the paper's choice of dot-product over additive attention and the $1/\sqrt{d_k}$ scale;
 # - use softmax's shift invariance, its temperature, and its limit, the arg-max.
 #
-# Every statement about random vectors is measured over five seeds, spread printed.
+# Statements about random vectors are measured over five seeds (most print their spread; some only check every seed).
 #
 # **Prerequisites.** Lesson 01 (the sinusoidal formula and `utils.positional.sinusoidal_encoding`).
 
@@ -462,8 +462,9 @@ plt.show()
 # %% [markdown]
 # ### Why PE is added, not concatenated
 #
-# The reading notes explain that PE is "added but not concatenated" by the "Near orthogonality in
-# high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector; concatenating,
+# The paper gives the encodings "the same dimension $d_{model}$ as the embeddings, so that the two can be
+# summed" (section 3.5); the reading notes explain that PE is "added but not concatenated" by the "Near
+# orthogonality in high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector; concatenating,
 # $[e; PE_t]$, keeps them apart for sure but costs width (double, if PE is as wide as $e$). In high
 # dimensions the random-looking word embeddings and the encodings are nearly orthogonal, so the sum still
 # tells the words apart. The experiment, `word_recovery(d, seed)`, five seeds per width:
@@ -875,11 +876,11 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 # - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
 #   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$: adding
-#   PE to word embeddings loses little when $d$ is large, and, decoded by dot product, at equal width beats
-#   concatenating.
+#   PE to word embeddings loses little when $d$ is large and, with the dot-product decoding measured here
+#   (not with every decoder), at equal width beats concatenating.
 # - Dot products cost the same order of operations as additive attention but store far less. Both scores grow
 #   with the scale of their weights: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at
-#   $d_k = 512$ they make softmax nearly one-hot with a vanishing gradient; at the paper's 64, with 10 keys, the
+#   $d_k = 512$ they make softmax nearly one-hot, and with 10 keys almost no gradient reaches $q\cdot k$; at the paper's 64, with 10 keys, the
 #   typical top weight is about 0.95, yet $q \cdot k$ gets about the scaled scores' gradient.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
