@@ -87,11 +87,12 @@ def pair_counts(words, counts):
     return pairs
 
 
-def merge_pair(symbols, pair):
-    """`symbols` with every occurrence of `pair` joined into one symbol, left to right without overlap."""
+def merge_pair(symbols, pair, join=None):
+    """`symbols` with every occurrence of `pair` joined into one symbol, left to right without overlap; if given,
+    `join()` is called at each occurrence and the join is skipped where it returns False (BPE-dropout)."""
     out, i = [], 0
     while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair and (join is None or join()):
             out.append(symbols[i] + symbols[i + 1])
             i += 2
         else:
@@ -123,15 +124,7 @@ def train(corpus, num_merges):
 
 def merge_pair_dropout(symbols, pair, dropout, rng):
     """merge_pair, each join skipped with probability `dropout` (one rng.random() draw per place it would apply)."""
-    out, i = [], 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair and rng.random() >= dropout:
-            out.append(symbols[i] + symbols[i + 1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return out
+    return merge_pair(symbols, pair, join=lambda: rng.random() >= dropout)
 
 
 def check_dropout(dropout, generator):
