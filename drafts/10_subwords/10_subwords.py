@@ -1,0 +1,762 @@
+# %% [markdown]
+# # 10 · Sub-words: spelling a word form never seen
+#
+# Lesson 07's translator wrote new sentences almost perfectly, yet not one sentence that needed a *held-out*
+# Neo form, such as `june` ("young", feminine plural) while `juna`, `juni`, `juno` and every ending were seen.
+# Its output layer has one logit per Neo word, and a form that was never a training label was never written.
+# Sennrich, Haddow and Birch (2016) cut words into **sub-words** learned by *byte-pair encoding* (BPE), so
+# that a word can be spelled from known pieces. The paper uses it too (Vaswani et al., 2017, §5.1:
+# "byte-pair encoding, which has a shared source-target vocabulary of about 37000 tokens" for English–German;
+# for English–French it splits tokens into "a 32000 word-piece vocabulary").
+#
+# **Goals.**
+# - Learn BPE merges by hand and check them against `utils.subwords` and Hugging Face `tokenizers`.
+# - See what the merges learn on Neo: which pieces become tokens, and how vocabulary and lengths change.
+# - Retrain lesson 07's translator with sub-word targets and measure the held-out forms over several seeds.
+# - Ask which source word an ending token attends to, against a control; and pay the price: longer sequences.
+#
+# **Prerequisites.** Lesson 07 (the translator, its data and its held-out forms); lessons 03–05 for
+# attention maps.
+
+# %% tags=["colab-setup"]
+# On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    requirement = "attention-by-hand[colab] @ git+https://github.com/attention-by-hand/attention-by-hand@v0.2.0"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
+    if pip.returncode != 0:
+        reason = (pip.stderr.strip().splitlines() or ["pip gave no message"])[-1]
+        raise SystemExit(
+            f"Setup failed: pip could not install {requirement} ({reason}). "
+            "Check that this runtime is online, then run this cell again."
+        )
+
+# %% [markdown]
+# Everything random is seeded; torch trains on one thread, as the stored runs did.
+
+# %%
+import json
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # an idle thread sleeps instead of spinning
+
+from collections import Counter
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from utils import subwords
+from utils.course.exercises import lesson10 as check
+from utils.experiments.subword_attention import TARGETS, ending_attention, ending_tokens, token_attention_map
+from utils.experiments.subwords import SETTINGS, dataset, load_seed_runs, measure, siblings, train_setting
+from utils.figures.plotting import plot_cross_attention
+from utils.figures.progress import NotebookProgressLine
+from utils.figures.subwords import (
+    first_merges,
+    merge_curve,
+    merges_explorer,
+    plot_length_tradeoff,
+    plot_merge_curve,
+    plot_tokenisation,
+)
+from utils.figures.translator import plot_head_scores
+from utils.translator import recipe
+from utils.translator.data import make_dataset
+from utils.translator.evaluate import translate_pairs
+
+torch.set_num_threads(recipe.TRAIN["num_threads"])
+LIVE_SETTING, LIVE_STEPS = "dropout30", 500  # the run trained in section 3
+ds = make_dataset(**recipe.DATA)  # lesson 07's data
+held = {f.neo: f for f in ds.heldout_forms}
+train_words = Counter(w for p in ds.train for w in p.tgt)
+print(f"{len(ds.train)} training pairs; {len(train_words)} different Neo words in their translations")
+print("held-out forms:", ", ".join(held))
+assert not set(held) & set(train_words)
+print("✓ no held-out form occurs in a training translation")
+
+# %% [markdown]
+# ## 1. Byte-pair encoding by hand
+#
+# BPE (Sennrich et al., 2016, §3.2) starts with every word spelled in characters and repeats one step: count
+# every pair of adjacent symbols in the corpus, each word as often as it occurs, and merge the most frequent
+# pair into one new symbol. The number of merges is its only setting; each adds (at most) one token to the
+# vocabulary. Pairs never cross a word boundary.
+#
+# **The end of a word.** The last character carries a marker, `kano` → `k a n o</w>`, so an ending `o</w>` is
+# another symbol than an `o` inside a word, and decoding knows where each word stops. The paper's
+# Algorithm 1 writes `</w>` as a symbol of its own (`l o w </w>`); the authors' later code (subword-nmt,
+# from its version 0.2) and Hugging Face `tokenizers` with `end_of_word_suffix="</w>"` attach it to the last
+# character, as we do. Ties between equally frequent pairs go to the pair whose left symbol came first
+# (then the right one): end-of-word characters, then characters, then merged symbols as they were made.
+
+
+# %%
+def count_pairs(words, freq):
+    """{(left, right): how often the two symbols stand side by side}; words: {word: its symbols}."""
+    pairs = Counter()
+    for word, symbols in words.items():
+        for pair in zip(symbols, symbols[1:]):
+            pairs[pair] += freq[word]
+    return pairs
+
+
+def merge(symbols, pair):
+    """`symbols` with every occurrence of `pair` joined, left to right."""
+    out, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            out.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
+def spell(word):
+    return list(word[:-1]) + [word[-1] + "</w>"]  # kano -> k a n o</w>
+
+
+def learn_merges(corpus, num_merges):
+    """The merges BPE learns from a list of sentences, in order, with the count of each when merged."""
+    freq = Counter(w for sentence in corpus for w in sentence.split())
+    words = {w: spell(w) for w in freq}
+    alphabet = sorted({s[-1] for s in words.values()}) + sorted({c for w in freq for c in w})
+    order = {s: i for i, s in enumerate(alphabet)}  # the tie-break order
+    merges = []
+    for _ in range(num_merges):
+        pairs = count_pairs(words, freq)
+        if not pairs:  # every word is one symbol
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], order[p[0]], order[p[1]]))
+        merges.append((best, pairs[best]))
+        order.setdefault(best[0] + best[1], len(order))
+        words = {w: merge(symbols, best) for w, symbols in words.items()}
+    return merges
+
+
+def cut(word, merges):
+    """A word's sub-words: its characters, then every learned merge in the order learned."""
+    symbols = spell(word)
+    for pair, _ in merges:
+        symbols = merge(symbols, pair)
+    return symbols
+
+
+def join(tokens):
+    return "".join(tokens).replace("</w>", " ").strip()  # each marker is the space after a word
+
+
+# %% [markdown]
+# The paper's own example corpus: `low` 5 times, `lower` 2, `newest` 6, `widest` 3.
+
+# %%
+toy = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
+for (left, right), n in learn_merges(toy, 4):
+    print(f"merge {left!r} + {right!r} (seen {n} times)")
+print("'lowest' is cut:", cut("lowest", learn_merges(toy, 4)))
+
+# %% [markdown]
+# `lowest` occurs nowhere in that corpus, yet it is cut into pieces the merges made from other words (`lo`
+# from `low`, `est</w>` from `newest` and `widest`). In Neo, each of the 20,000
+# training translations counts.
+#
+# **Predict, then check.** Which pair of symbols does BPE merge *first* on Neo's training translations? Write it
+# as a string of the two symbols, e.g. `"k a"` or `"o s</w>"`.
+
+# %%
+my_guess_first_merge = None  # your answer: two symbols, e.g. "k a"
+
+# %%
+corpus = [" ".join(p.tgt) for p in ds.train]
+ours = learn_merges(corpus, 100)
+for k, ((left, right), n) in enumerate(ours[:8], 1):
+    print(f"merge {k}: {left!r} + {right!r} (seen {n} times)")
+
+# %% [markdown]
+# The same merges from `utils.subwords` and from Hugging Face `tokenizers`, configured with our conventions (the
+# end-of-word characters listed first, as special tokens, fix its tie-break order):
+
+# %%
+bpe = subwords.train(corpus, 100)
+specials = sorted({w[-1] + "</w>" for w in train_words})
+hf = Tokenizer(models.BPE(end_of_word_suffix="</w>"))
+hf.pre_tokenizer, hf.decoder = pre_tokenizers.WhitespaceSplit(), decoders.BPEDecoder(suffix="</w>")
+letters = {c for w in train_words for c in w}
+hf.train_from_iterator(
+    corpus,
+    trainers.BpeTrainer(
+        vocab_size=len(specials) + len(letters) + 100,  # one token per merge
+        min_frequency=0,
+        special_tokens=specials,
+        end_of_word_suffix="</w>",
+        show_progress=False,
+    ),
+)
+unseen_text = [" ".join(p.tgt) for p in ds.test_unseen]
+hf_merges = [tuple(m) for m in json.loads(hf.to_str())["model"]["merges"]]  # the merges tokenizers learned
+assert [pair for pair, _ in ours] == list(bpe.merges) == hf_merges and [n for _, n in ours] == list(bpe.counts)
+assert all(cut(w, ours) == subwords.encode_word(bpe, w) for w in train_words)
+assert all(subwords.encode(bpe, s) == hf.encode(s).tokens for s in unseen_text)
+assert all(
+    join(subwords.encode(bpe, s)) == hf.decode(hf.encode(s).ids, skip_special_tokens=False) == s for s in unseen_text
+)
+print(
+    f"✓ the 100 merges by hand are utils.subwords' and tokenizers' (same order); on all {len(unseen_text)} "
+    "unseen-forms test sentences, utils.subwords cuts as tokenizers does, and joining the tokens gives the sentence back"
+)
+
+# %%
+held_tokens = {w: subwords.encode_word(bpe, w) for w in held}  # raises if a form needs an unknown symbol
+assert all(subwords.decode(t) == w for w, t in held_tokens.items())
+print(f"✓ each of the {len(held)} held-out forms is spelled from symbols of the training translations")
+first = ours[0]
+ending_ke = {w: n for w, n in train_words.items() if w.endswith("ke")}  # every word whose cut ends k e</w>
+assert first[0] == tuple(check.predict_first_merge.reference.split()) and first[1] == sum(ending_ke.values())
+assert ending_ke["ke"] == len(ds.train) and set(ending_ke) == {"ke", "pike"}
+print(
+    f"✓ the first merge joins k and e</w>, seen {first[1]} times: {ending_ke['ke']} in the object marker ke, once "
+    f"per training sentence, and {ending_ke['pike']} in pike, the only other training word ending in ke"
+)
+
+# %% [markdown]
+# Your guess:
+
+# %%
+check.predict_first_merge(my_guess_first_merge)
+
+# %% [markdown]
+# ## 2. What the merges learn
+#
+# Run BPE until every training word is one token, then look at the first $n$ merges for each $n$ (merges never
+# depend on later ones, so these are what training with $n$ merges learns, checked below). On Neo, each merge
+# adds one token to the vocabulary and saves as many tokens as its pair was seen (a pair that overlaps itself,
+# as in `a a a`, would save fewer).
+
+# %%
+full = subwords.train(corpus, 10_000)  # stops when every word is one symbol
+merges_axis, sizes, lengths = merge_curve(full, corpus)
+word_length = np.mean([len(p.tgt) for p in ds.train])
+for n in (0, 30, 100, len(full.merges)):
+    print(f"{n:3d} merges: vocabulary {sizes[n]:3d} tokens, {lengths[n]:5.2f} tokens per sentence")
+print(f"word level: {len(train_words)} words in the training translations, {word_length:.2f} per sentence")
+fig = plot_merge_curve(merges_axis, sizes, lengths, len(train_words), word_length, marks=(30, 100))
+
+# %% tags=["hide-input"]
+assert all(first_merges(full, n) == subwords.train(corpus, n) for n in (0, 30, 100))
+assert list(sizes) == [len(full.alphabet) + n for n in merges_axis]
+saved = -np.diff(lengths) * len(corpus)  # tokens saved by each merge
+assert np.allclose(saved, full.counts) and list(full.counts) == sorted(full.counts, reverse=True)
+assert np.isclose(lengths[-1], word_length) and all(len(subwords.encode_word(full, w)) == 1 for w in train_words)
+print(
+    f"✓ the first n merges of the full run are what training with n merges learns (n = 0, 30, 100); each of the "
+    f"{len(full.merges)} merges adds one token and saves as many tokens as its pair was seen, never more than the "
+    "merge before; after the last, every training word is one token"
+)
+
+# %% [markdown]
+# Which pieces become tokens? The adjective endings `o a i e` are end-of-word characters, tokens from the start.
+# The verb endings need merges:
+
+# %%
+made = [a + b for a, b in full.merges]
+for ending in ("os", "as", "ont", "ant"):
+    print(f"-{ending}: the token {ending}</w> is made by merge {made.index(ending + '</w>') + 1}")
+
+# %% [markdown]
+# Frequency, not grammar, decides what gets merged. **Predict, then check.** With 100 merges, `juna` is cut
+# `jun a</w>` and `juno` `jun o</w>`. How is the held-out `june` cut: `"jun e</w>"`, `"j une</w>"`,
+# `"june</w>"` or `"j u n e</w>"`?
+
+# %%
+my_guess_june = None  # your answer: one of the four cuts, as a string
+
+# %%
+for w, f in held.items():
+    others = "  ".join(" ".join(subwords.encode_word(bpe, s)) for s in siblings(f))
+    print(f"{' '.join(held_tokens[w]):>14}   (seen: {others})")
+
+# %% tags=["hide-input"]
+assert " ".join(held_tokens["june"]) == check.predict_june_cut.reference
+assert subwords.encode_word(bpe, "juni") == ["j", "uni</w>"] and "une" in train_words and "uni" in train_words
+print("✓ june is cut j une</w>, and its sibling juni j uni</w>: the determiners une and uni are frequent tokens")
+
+# %% [markdown]
+# So a held-out form may be cut unlike its siblings, and its ending may be glued to a letter of the stem
+# (`fe lo</w>`: `lo` is a determiner). Your guess:
+
+# %%
+check.predict_june_cut(my_guess_june)
+
+# %% [markdown]
+# **Merges explorer.** Drag the slider from characters (0 merges) to whole words, type a Neo sentence of your
+# own; the orange token is the newest.
+
+# %% tags=["nbval-ignore-output"]
+merges_explorer(full, "le vulpe june lo kano ke sekvant", num_merges=30)
+
+# %% [markdown]
+# The static figure of the explorer's first state:
+
+# %%
+fig = plot_tokenisation(full, "le vulpe june lo kano ke sekvant", 30)
+
+# %% [markdown]
+# ## 3. The experiment: word-level and sub-word targets
+#
+# Lesson 07's recipe, unchanged (data, model sizes, Adam and its schedule, steps, batch size), with the Neo side
+# cut into sub-words and the model's Neo vocabulary resized to match. The English side stays word level: the failure is in writing Neo, every English word of a
+# test sentence occurs in training, and word-level English keeps the gold alignments. The merges are learned on
+# the training translations only; the model writes tokens until `<eos>`, and the tokens are joined into words.
+#
+# Besides plain BPE we train with **BPE-dropout** (Provilkov et al., 2020). Our variant: each time training
+# draws a sentence, its target is cut afresh, each application of a merge skipped with probability $p$, so a
+# word is seen cut in several ways; testing uses the plain cut. The settings, and one sentence cut five times:
+
+# %%
+train_english = {w for p in ds.train for w in p.src}
+assert all(set(p.src) <= train_english for p in ds.test + ds.test_unseen)  # every English test word was trained on
+cfg = recipe.TRAIN
+draws = cfg["steps"] * cfg["batch_size"] / len(ds.train)
+print(f"{cfg['steps']} steps of {cfg['batch_size']} sentences: each training sentence is drawn {draws:.1f} times")
+for name, setting in SETTINGS.items():
+    cut_by = "words" if setting["merges"] is None else f"{setting['merges']} merges"
+    print(f"{name:>11}: {cut_by}, dropout p = {setting['dropout']}")
+g = torch.Generator().manual_seed(0)
+p_drop = SETTINGS["dropout30"]["dropout"]
+print("plain cut:          ", " ".join(subwords.encode(bpe, "la arbora ruba ke vidas")))
+for _ in range(4):
+    print(
+        f"dropout p = {p_drop}:    ",
+        " ".join(subwords.encode(bpe, "la arbora ruba ke vidas", dropout=p_drop, generator=g)),
+    )
+
+# %% [markdown]
+# Train one model yourself, in the setting `dropout30` (section 5 sets every stored setting side by side), for
+# fewer steps than the recipe's, so that it fits in the lesson's time; its numbers hold for this shorter run.
+
+# %% tags=["nbval-ignore-output"]
+live_model, live_data, live_history = train_setting(
+    LIVE_SETTING, seed=0, steps=LIVE_STEPS, progress=NotebookProgressLine
+)
+live = measure(live_model, live_data)
+print(f"{LIVE_SETTING}, {LIVE_STEPS} steps: trained in {live_history['seconds']:.0f} s")
+for key in ("in_distribution_exact_match", "unseen_form_exact_match", "token_accuracy"):
+    print(f"{key.replace('_', ' ')}: {live[key]:.3f}")
+print("held-out forms written where needed:", live["heldout_forms_written"])
+
+# %% [markdown]
+# The same setting and steps, stored for three model seeds:
+
+# %%
+stored = load_seed_runs()
+runs = stored["runs"]
+live_key = f"{LIVE_SETTING}@{LIVE_STEPS}steps"
+for s in sorted(runs[live_key], key=int):
+    r = runs[live_key][s]
+    print(
+        f"seed {s}: in-distribution EM {r['in_distribution_exact_match']:.3f}, "
+        f"unseen-forms EM {r['unseen_form_exact_match']:.3f}, token accuracy {r['token_accuracy']:.3f}"
+    )
+
+# %% tags=["hide-input"]
+assert len(runs[live_key]) >= 3
+assert live["in_distribution_exact_match"] >= 0.85 and live["unseen_form_exact_match"] >= 0.4
+print("✓ this run writes most in-distribution sentences, and many unseen-forms sentences, exactly right")
+
+# %% [markdown]
+# The stored runs use the recipe's steps and three model seeds per setting. **Predict, then check.** With plain BPE and 100
+# merges, what fraction of the unseen-forms test sentences will be exactly right, on average over the seeds?
+
+# %%
+my_guess_unseen_bpe = None  # your answer: a fraction between 0 and 1
+
+# %%
+MAIN = ("word", "bpe100", "dropout30")
+
+
+def per_seed(key, measure_name):
+    """The stored values of one measure for one setting, seed by seed."""
+    return np.array([runs[key][s][measure_name] for s in sorted(runs[key], key=int)])
+
+
+for key in MAIN:
+    cells = []
+    for name in ("in_distribution_exact_match", "unseen_form_exact_match", "token_accuracy"):
+        v = per_seed(key, name)
+        cells.append(f"{', '.join(f'{x:.3f}' for x in v)} (spread {v.max() - v.min():.3f})")
+    print(f"{key:>10} (seeds {', '.join(sorted(runs[key], key=int))})")
+    for label, c in zip(("in-distribution EM", "unseen-forms EM", "token accuracy"), cells):
+        print(f"{label:>22}: {c}")
+
+# %% tags=["hide-input"]
+word_unseen = per_seed("word", "unseen_form_exact_match")
+assert (word_unseen == 0).all() and all(len(runs[k]) >= 3 for k in MAIN)
+bpe_unseen = per_seed("bpe100", "unseen_form_exact_match")
+drop_unseen = per_seed("dropout30", "unseen_form_exact_match")
+assert (bpe_unseen > 0.3).all() and (drop_unseen > bpe_unseen).all()
+assert abs(bpe_unseen.mean() - check.predict_unseen_bpe.reference) < 0.01
+print(
+    "✓ word level: no unseen-forms sentence right in any seed; plain BPE: some in every seed; BPE-dropout with 30 "
+    "merges: more than plain BPE in every seed"
+)
+
+# %% [markdown]
+# Word level writes none of these sentences in any seed, as in lesson 07. Sub-words write many, and plain BPE's
+# seeds differ widely. BPE-dropout with 30 merges writes more than plain BPE with 100 merges in every seed; two things
+# changed there, the merges and the dropout (section 5 sets the stored settings side by side). Your guess:
+
+# %%
+check.predict_unseen_bpe(my_guess_unseen_bpe)
+
+# %% [markdown]
+# ### Which held-out forms get written?
+#
+# For each held-out form: how often the model wrote it where a sentence needed it (over the three seeds, then
+# seed by seed), its cut, and how many of its three seen siblings end in their ending as a token of its own
+# (`alb o</w>` does; `fe la</w>` does not).
+
+# %%
+for key in ("bpe100", "dropout30"):
+    forms = stored["diagnosis"][key]["forms"]
+    print(key)
+    for form, d in forms.items():
+        seeds = ", ".join("-" if r is None else f"{r:.2f}" for r in d["per_seed"])
+        print(
+            f"  {form:>8} {d['tokens']:>14}: written {d['written']:3d}/{d['needed']:3d} = {d['rate']:.2f} "
+            f"(seeds {seeds}); siblings with the ending as a token: {d['siblings_carry_ending']}/3"
+        )
+    for group, label in (("all siblings carry their ending", "3/3"), ("not all siblings carry their ending", "less")):
+        d = stored["diagnosis"][key]["groups"][group]
+        print(f"  forms whose siblings carry their ending {label}: written {d['written']}/{d['needed']}")
+
+# %% tags=["hide-input"]
+forms = stored["diagnosis"]["bpe100"]["forms"]
+carry = {f: d for f, d in forms.items() if d["siblings_carry_ending"] == 3}
+rest = {f: d for f, d in forms.items() if d["siblings_carry_ending"] < 3}
+assert carry and rest and min(d["rate"] for d in carry.values()) > max(d["rate"] for d in rest.values())
+print(
+    "✓ plain BPE, over the three seeds: each form whose three siblings end in their ending as a token of its own "
+    "is written more often than each form whose siblings do not"
+)
+flips = [
+    (k, f, g)
+    for k in range(len(next(iter(forms.values()))["per_seed"]))
+    for f in rest
+    for g in carry
+    if rest[f]["per_seed"][k] > carry[g]["per_seed"][k]
+]
+assert flips
+k, f, g = flips[0]
+print(
+    f"seed by seed it is mixed: e.g. in seed {sorted(runs['bpe100'], key=int)[k]}, {f} ({rest[f]['per_seed'][k]:.2f}) beats {g} ({carry[g]['per_seed'][k]:.2f})"
+)
+
+# %% tags=["hide-input"]
+plain, dropped = stored["diagnosis"]["bpe100"]["forms"], stored["diagnosis"]["dropout30"]["forms"]
+worse = [f for f in plain if dropped[f]["rate"] <= plain[f]["rate"]]
+assert len(worse) == 1 and min(dropped[worse[0]]["per_seed"]) < 0.2 < 0.8 < max(dropped[worse[0]]["per_seed"])
+print(
+    f"✓ over the seeds, BPE-dropout with 30 merges writes {len(plain) - 1} of the {len(plain)} held-out forms more "
+    f"often than plain BPE with 100; the exception, {worse[0]}, it writes in one seed and rarely in another"
+)
+
+# %% [markdown]
+# One reading: a sibling cut `alb o</w>` shows the model the stem followed by an ending token, the pattern a
+# held-out form needs; a sibling cut `fe la</w>` shows a token `la</w>` that is also a determiner. BPE-dropout
+# shows each word cut in several ways; how often do `fela`, `feli`, `fele` end in their ending alone?
+
+# %%
+bpe30 = first_merges(full, SETTINGS["dropout30"]["merges"])
+g = torch.Generator().manual_seed(0)
+for w in ("fela", "feli", "fele"):
+    cuts = [subwords.encode_word(bpe30, w, dropout=SETTINGS["dropout30"]["dropout"], generator=g) for _ in range(1000)]
+    alone = sum(c[-1] == w[-1] + "</w>" for c in cuts) / len(cuts)
+    print(
+        f"{w}: plain cut {' '.join(subwords.encode_word(bpe30, w))}; ending alone in {alone:.2f} of 1000 dropout cuts"
+    )
+
+# %% [markdown]
+# ## 4. Which source word does an ending look at?
+#
+# An adjective's ending carries its noun's gender and number, and English marks neither on the adjective: the
+# decoder must find them in the noun. Lesson 07's word-level run found no head that looked at an adjective's
+# noun often. Here the ending is a token of its own (`a</w>` in `rub a</w>`). While the decoder writes it, at
+# which source word is each cross-attention head's arg-max: the **agreeing noun**, the **word translated**
+# (the English adjective), or one of that word's neighbours, the **previous** or **next word**?
+#
+# The neighbours are the control. An English adjective stands right before its noun unless a second adjective
+# stands between, so a head that just looks one word ahead would "find the noun" too. Only the first of two
+# adjectives, whose noun is two words on, tells them apart. (A verb always comes right after its subject noun,
+# so for verbs the noun and the previous word are one word: no test can tell them apart here.)
+#
+# We pick the head that looks at the noun most on the in-distribution test (all adjectives), then measure it on
+# the unseen-forms test, first adjectives of two only. **Predict, then check.** There, is that head's arg-max
+# most often on `"noun"`, `"word translated"`, `"previous word"` or `"next word"`?
+
+# %%
+my_guess_ending_looks_at = None  # your answer: "noun", "word translated", "previous word" or "next word"
+
+# %% tags=["nbval-ignore-output"]
+V = (live_data.src_vocab, live_data.tgt_vocab)
+chosen = ending_attention(live_model, live_data.test, *V, roles=("adj",))
+layer, head = divmod(int(chosen["rates"]["agreeing noun"].argmax()), live_model.config.num_heads)
+apart = ending_attention(live_model, live_data.test_unseen, *V, roles=("adj",), apart=True)
+verbs = ending_attention(live_model, live_data.test_unseen, *V, roles=("verb",))
+print(f"the head chosen: layer {layer}, head {head}")
+print(f"unseen-forms test, {apart['count']} endings of first adjectives (noun two words on), its arg-max on:")
+for target in TARGETS:
+    print(f"  {target:>16}: {apart['rates'][target][layer, head]:.3f}")
+fig = plot_head_scores(
+    {t: apart["rates"][t] for t in TARGETS},
+    "Endings of first adjectives, unseen-forms test: how often each head's arg-max is on each word",
+)
+
+# %% tags=["nbval-ignore-output"]
+print(
+    f"verbs, {verbs['count']} endings: the best head is on the subject noun "
+    f"{verbs['rates']['agreeing noun'].max():.3f} of the time, on the previous word "
+    f"{verbs['rates']['previous word'].max():.3f}"
+)
+
+# %% tags=["hide-input"]
+rates = {t: apart["rates"][t][layer, head].item() for t in TARGETS}
+assert rates["agreeing noun"] >= 0.5 and rates["agreeing noun"] >= 3 * max(rates["previous word"], rates["next word"])
+assert max(rates, key=rates.get) == {"noun": "agreeing noun"}.get(check.predict_ending_looks_at.reference)
+verb_tokens = [e for p in live_data.test_unseen for e in ending_tokens(p, live_data.tgt_vocab, roles=("verb",))]
+assert len(verb_tokens) == verbs["count"] and all(n == a - 1 for _, _, a, n in verb_tokens)
+print(
+    "✓ the chosen head looks at the agreeing noun, two words on, far more often than at the word before or after "
+    "the adjective; for verbs, the subject noun and the previous word are always the same word"
+)
+
+# %%
+check.predict_ending_looks_at(my_guess_ending_looks_at)
+
+# %% [markdown]
+# One unseen-forms sentence that the model translates right, with a held-out form and a first adjective of two,
+# through the chosen head; circles mark each ending token's agreeing noun:
+
+# %%
+example = next(
+    p
+    for p in live_data.test_unseen
+    if set(p.tgt) & set(held)
+    and any(abs(n - a) >= 2 for _, role, a, n in ending_tokens(p, live_data.tgt_vocab) if role == "adj")
+    and translate_pairs(live_model, [p], *V)[0] == list(p.tgt)
+)
+m = token_attention_map(live_model, example, *V)
+noun_of = {t: n for t, _, _, n in m["endings"]}
+
+# %% tags=["nbval-ignore-output"]
+print(" ".join(example.src), "->", " ".join(example.tgt))
+fig = plot_cross_attention(
+    m["weights"][layer][head],
+    m["src"],
+    m["tgt"],
+    gold=[noun_of.get(t) for t in range(len(m["tgt"]))],
+    title=f"Layer {layer}, head {head}: which English word each Neo token looks at",
+    labels=("English word (key)", "Neo token (query)", "weight"),
+)
+fig.legends[0].texts[0].set_text("the agreeing noun of an ending token")
+
+# %% [markdown]
+# ## 5. The price: longer sequences
+#
+# Fewer merges, longer targets. The decoder's self-attention computes $T \times T$ scores per head and layer
+# for a target of $T$ tokens, its cross-attention $T \times S$ for $S$ source tokens: self-attention costs
+# $O(n^2 \cdot d)$ per layer (Vaswani et al., 2017, §4 and Table 1). The decoder reads `<bos>` and the
+# tokens, so $T$ = tokens + 1.
+#
+# **Predict, then check.** Per training sentence, how many times as many decoder self-attention scores does
+# a character-level target (0 merges) need as a word-level one?
+
+# %%
+my_guess_character_cost = None  # your answer: a ratio, e.g. 2.0
+
+# %%
+cost = {}
+for key in SETTINGS:
+    vocab = dataset(key).tgt_vocab
+    T = np.array([len(vocab.encode(list(p.tgt))) + 1 for p in ds.train])  # decoder positions per sentence
+    cost[key] = {"merges": SETTINGS[key]["merges"], "T": T.mean(), "T2": (T.astype(float) ** 2).mean()}
+for key, c in cost.items():
+    print(
+        f"{key:>11} ({'words' if c['merges'] is None else str(c['merges']) + ' merges'}): mean T {c['T']:5.2f}, "
+        f"mean T^2 {c['T2']:7.1f} = {c['T2'] / cost['word']['T2']:5.2f} x word level"
+    )
+
+# %% tags=["hide-input"]
+ratio = cost["characters"]["T2"] / cost["word"]["T2"]
+assert abs(ratio - check.predict_character_cost.reference) < 0.01
+assert ratio > (cost["characters"]["T"] / cost["word"]["T"]) ** 2  # the mean of T^2 exceeds the square of the mean
+by_merges = sorted((s["merges"], cost[k]["T"]) for k, s in SETTINGS.items() if s["merges"] is not None)
+assert [t for _, t in by_merges] == sorted((t for _, t in by_merges), reverse=True)
+print(
+    "✓ characters need about that many times the word-level self-attention scores, more than the squared ratio "
+    "of their mean lengths; more merges, shorter targets"
+)
+
+# %%
+check.predict_character_cost(my_guess_character_cost)
+
+# %% [markdown]
+# What does each cut buy for its length? Every stored setting with three seeds, against its plain-cut target
+# length (BPE-dropout makes the training targets a little longer still):
+
+# %%
+order = sorted(
+    (k for k in SETTINGS if len(runs.get(k, {})) >= 3),
+    key=lambda k: -1 if SETTINGS[k]["merges"] is None else SETTINGS[k]["merges"],
+)
+for k in order:
+    u, d = per_seed(k, "unseen_form_exact_match"), per_seed(k, "in_distribution_exact_match")
+    print(
+        f"{k:>11}: {cost[k]['T'] - 1:5.2f} target tokens; unseen-forms EM {', '.join(f'{x:.3f}' for x in u)}; "
+        f"in-distribution EM {', '.join(f'{x:.3f}' for x in d)}"
+    )
+fig = plot_length_tradeoff(
+    order,
+    [cost[k]["T"] - 1 for k in order],
+    [per_seed(k, "unseen_form_exact_match") for k in order],
+    [per_seed(k, "in_distribution_exact_match") for k in order],
+)
+
+# %% tags=["hide-input"]
+sub = [k for k in order if SETTINGS[k]["merges"] is not None]
+assert order[0] == "word" and sub
+assert all((per_seed(k, "unseen_form_exact_match") > 0).all() and cost[k]["T"] > cost["word"]["T"] for k in sub)
+print(
+    f"✓ word level has the shortest targets and writes no unseen-forms sentence right; each of the {len(sub)} "
+    "sub-word settings stored writes some in every seed, with longer targets"
+)
+chars, d30 = (
+    {m: per_seed(k, m) for m in ("unseen_form_exact_match", "in_distribution_exact_match")}
+    for k in ("characters", "dropout30")
+)
+assert abs(chars["unseen_form_exact_match"].mean() - d30["unseen_form_exact_match"].mean()) < 0.02
+assert chars["in_distribution_exact_match"].max() < d30["in_distribution_exact_match"].min()
+assert chars["unseen_form_exact_match"].min() > bpe_unseen.max()
+assert (per_seed("dropout100", "unseen_form_exact_match") > bpe_unseen).all()  # seed by seed, same 100 merges
+print(
+    "✓ characters, the longest targets, write the unseen forms about as well as BPE-dropout with 30 merges (their "
+    "means are close) and better than plain BPE in every seed, but get fewer in-distribution sentences right: "
+    "every character seed below every dropout30 seed"
+)
+print("✓ at the same 100 merges, BPE-dropout writes more unseen-forms sentences right than plain BPE in every seed")
+
+# %% [markdown]
+# At the same 100 merges, BPE-dropout writes more unseen-forms sentences right than plain BPE in every seed: the
+# dropout, not only the merge count, made section 3's difference. Characters write the held-out forms about as
+# well as BPE-dropout with 30 merges, and better than plain BPE with 100, but with the longest targets, and they
+# get fewer in-distribution sentences right than BPE-dropout with 30 merges.
+#
+# ## Summary
+#
+# - BPE merges the most frequent adjacent pair, again and again; by hand it learns the merges of `utils.subwords`
+#   and of `tokenizers`. On Neo the first merge joins `k e</w>`, the object marker; merges follow frequency, not
+#   grammar, so a held-out form can be cut unlike its siblings (`j une</w>`).
+# - With sub-word targets, lesson 07's translator writes held-out forms that its word-level model never wrote,
+#   in every stored seed, but not all of them, and plain BPE's seeds differ widely; BPE-dropout with 30 merges did
+#   better than plain BPE with 100 in every seed, and wrote all held-out forms but one more often; at the same 100
+#   merges, dropout did better than plain BPE in every seed.
+# - Plain BPE wrote a held-out form more often when its seen siblings end in their ending as a token of their
+#   own (over the seeds; seed by seed it is mixed).
+# - In the run trained here, one cross-attention head looks at an adjective's noun while writing its ending,
+#   also when the noun is two words on, where a head that only looked one word ahead would miss it. For verbs
+#   the subject noun is always the previous word, so this test cannot tell the two apart.
+# - The price: fewer merges, longer targets, and decoder self-attention scores grow with the square of the length.
+
+# %% [markdown]
+# ## Exercises
+#
+# Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? `check.name.hint()`; the answer:
+# `check.name.solution()`. Each cell stands on its own: use only its arguments and Python.
+
+# %% [markdown]
+# **1. BPE merges.** Write `my_bpe_merges(corpus, num_merges)`: the list of merged pairs `(left, right)` in
+# the order learned, with section 1's conventions (end-of-word marker on the last letter, a word counted as
+# often as it occurs, ties to the left symbol first in the order end-of-word characters, characters, merged
+# symbols).
+
+
+# %%
+def my_bpe_merges(corpus, num_merges):
+    raise NotImplementedError
+
+
+check.bpe_merges(my_bpe_merges)
+
+# %% [markdown]
+# **2. Greedy longest match (transfer).** WordPiece (used by BERT) keeps a vocabulary but cuts a word
+# differently: from the left, it takes the *longest* vocabulary piece that starts at the first free letter.
+# Write `my_longest_match(word, vocab)` for a set of tokens in our notation (the last piece of a word ends with
+# `</w>`); return `None` when some position has no piece. With the vocabulary of the checker, `june` comes out
+# `jun e</w>`, not BPE's `j une</w>`.
+
+
+# %%
+def my_longest_match(word, vocab):
+    raise NotImplementedError
+
+
+check.longest_match(my_longest_match)
+
+# %% [markdown]
+# **3. The attention cost of a padded batch (transfer).** A batch pads every sequence to its longest. Write
+# `my_padded_cost(lengths)`: how many attention scores one head of one self-attention layer computes for a
+# batch whose sequences have these lengths.
+
+
+# %%
+def my_padded_cost(lengths):
+    raise NotImplementedError
+
+
+check.padded_attention_cost(my_padded_cost)
+
+# %% [markdown]
+# **4. No unknown symbol (transfer).** Our BPE refuses a letter training never saw. Byte-level BPE (GPT-2)
+# starts from the 256 possible bytes instead, so any text can be spelled. Write `my_byte_symbols(text)`: the
+# starting symbols of `text`, its UTF-8 bytes as ints.
+
+
+# %%
+def my_byte_symbols(text):
+    raise NotImplementedError
+
+
+check.byte_symbols(my_byte_symbols)
+
+# %% [markdown]
+# ## Going further
+#
+# ### Open questions
+#
+# (a) Cut the English side into sub-words too, with one vocabulary shared by both sides as the paper does for
+# English–German (§5.1): what do English and Neo share? (b) Retrain with other dropout rates, or with label
+# smoothing (lesson 07): which held-out forms move? (c) Cut the targets with exercise 2's greedy longest match
+# over the same vocabulary instead of BPE's merges: are the held-out forms then cut like their siblings, and
+# written more often?
+
+# %% [markdown]
+# ## Sources
+#
+# - Sennrich, Haddow and Birch, "Neural Machine Translation of Rare Words with Subword Units", ACL 2016:
+#   byte-pair encoding for translation (§3.2 and its Algorithm 1, with `</w>` as a symbol of its own), the
+#   example corpus of section 1.
+# - Provilkov, Emelianenko and Voita, "BPE-Dropout: Simple and Effective Subword Regularization", ACL 2020:
+#   merges dropped at random while cutting training text.
+# - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: byte-pair encoding with a shared vocabulary of
+#   about 37000 tokens for English–German and a 32000 word-piece vocabulary for English–French (§5.1); the
+#   $O(n^2 \cdot d)$ cost of self-attention per layer (§4, Table 1).
+# - Hugging Face `tokenizers` documentation: `models.BPE`, `trainers.BpeTrainer` and their `end_of_word_suffix`;
+#   the authors' subword-nmt code (its version 0.2 attaches `</w>` to the last character).
+# - Wu et al., "Google's Neural Machine Translation System", arXiv:1609.08144, 2016: word-pieces (the paper's
+#   reference for English–French); Devlin et al., "BERT", NAACL 2019: a WordPiece vocabulary, cut by greedy
+#   longest match in its released code (exercise 2).
+# - Radford et al., "Language Models are Unsupervised Multitask Learners", 2019 (GPT-2): byte-level BPE
+#   (exercise 4).
