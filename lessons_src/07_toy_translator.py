@@ -244,6 +244,8 @@ print(
     f"d_model = {model.d_model}; vocabularies: English {len(ds.src_vocab)}, Neo {len(ds.tgt_vocab)} tokens "
     f"({len(grammar.target_words())} Neo words + <pad> <bos> <eos> <unk>); {sum(counts.values()):,d} parameters"
 )
+
+# %% tags=["hide-input"]
 assert len(ds.tgt_vocab) == len(grammar.target_words()) + 4
 assert sum(counts.values()) == sum(p.numel() for p in model.parameters())
 shared = {model.src_embed.weight.data_ptr(), model.tgt_embed.weight.data_ptr(), model.generator.weight.data_ptr()}
@@ -352,7 +354,7 @@ print(
 
 # %% [markdown]
 # **All positions in one pass.** So one call gives the logits at every target position; a recurrent
-# decoder must compute them one position after another, one call per position:
+# decoder steps through them in turn (state t needs state t−1). Here, one call per position:
 
 # %%
 with torch.no_grad():
@@ -402,6 +404,8 @@ print(
 )
 print(f"the paper's base model (d_model 512, warmup 4000): peak {paper_peak:.5f} at step 4000 of its 100,000")
 print(f"our peak is {max(lr) / paper_peak:.1f} times the paper's")
+
+# %% tags=["hide-input"]
 assert peak == cfg["warmup"] < cfg["steps"] < 4000 and cfg["factor"] == 0.5
 print(f"✓ our warm-up ends at step {peak}; all {cfg['steps']} steps would fit inside the paper's warm-up")
 adam = make_optimizer(model)[0].defaults  # the optimizer train builds
@@ -460,6 +464,8 @@ print("✓ the first losses are about ln(vocabulary size); the last 50 steps ave
 # %%
 rates = {"dropout": model.config.dropout, "label smoothing": cfg["label_smoothing"]}
 print("ours:", rates, "| the paper's base model: residual and embedding-sum dropout 0.1, label smoothing 0.1")
+
+# %% tags=["hide-input"]
 dropout_rates = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
 dropout_rates += [m.dropout for m in model.modules() if isinstance(m, MultiHeadAttention)]  # on the weights
 L = model.config.num_layers  # 1 on the embeddings; per encoder layer 3, per decoder layer 4 (one more attention)
@@ -473,7 +479,8 @@ print(
 #
 # **Label smoothing's target.** Plain cross-entropy pushes the right word's probability towards 1.
 # With label smoothing the target $q$ keeps $1 - \varepsilon$ for the right word and spreads
-# $\varepsilon$ evenly over the *whole* vocabulary of $V$ words; the loss is $-\sum_k q_k \log p_k$.
+# $\varepsilon$ evenly over the *whole* vocabulary of $V$ words (torch's form; the paper gives only
+# $\varepsilon_{ls} = 0.1$); the loss is $-\sum_k q_k \log p_k$.
 #
 # **Predict, then check.** With $\varepsilon = 0.1$ and our $V$ = 112 Neo tokens (108 words and 4
 # special tokens), what probability does the smoothed target give the right word?
@@ -803,13 +810,13 @@ cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, sentence=example, la
 # ## Summary
 #
 # - One parallel pass gives the loss at every target position (causal mask).
-# - Unlike the paper, our model shares no weight matrix; × √d_model brings embeddings drawn at std
-#   $d_{\text{model}}^{-1/2}$ (as in the paper's code) to std 1, the PE's order.
-# - Our recipe sets the paper's dropout and label smoothing (0.1 each) to 0; a smoothed target keeps
-#   $1 - \varepsilon + \varepsilon/V$ on the right word: the model is taught to stay unsure.
+# - Unlike the paper, our model shares no weight matrix; × √d_model brings embeddings (std
+#   $d_{\text{model}}^{-1/2}$) to std 1, the PE's order.
+# - Our recipe sets the paper's dropout and label smoothing (0.1 each) to 0; torch's smoothed target
+#   keeps $1 - \varepsilon + \varepsilon/V$ on the right word: the model learns to stay unsure.
 # - The model translates new sentences almost perfectly, but does not write a word form it was never
 #   trained to output: a limit of the word-level vocabulary.
-# - In this run, some cross-attention heads learnt, unasked, to look at the word translated or at a
+# - In this run, some cross-attention heads learnt, unasked, to look at the word translated or a
 #   determiner's noun.
 #
 # ## Exercises
@@ -850,8 +857,8 @@ check.label_smoothed_loss(my_smoothed_loss)
 
 # %% [markdown]
 # **3. How strong a length penalty? (transfer).** Ranked by their sum of log-probabilities (each ≤ 0),
-# short translations are favoured. The paper (section 6.1) divides the sum by Wu et al.'s (2016)
-# *length penalty* $\mathrm{lp}(Y) = \big((5 + |Y|)/6\big)^{\alpha}$ ($|Y|$ tokens), with $\alpha = 0.6$. A short hypothesis
+# short translations are favoured. The paper (section 6.1) uses Wu et al.'s (2016) *length penalty*
+# with $\alpha = 0.6$, which divides the sum by $\mathrm{lp}(Y) = \big((5 + |Y|)/6\big)^{\alpha}$ ($|Y|$ tokens). A short hypothesis
 # has `short_len` tokens and a sum `short_sum`; a longer one, `long_len` and a lower sum `long_sum`. Write
 # `my_break_even_alpha(short_sum, short_len, long_sum, long_len)`: the $\alpha$ at which both score the same
 # (a larger one ranks the long hypothesis first).
@@ -1102,7 +1109,7 @@ print(
 #
 # *The gradient behind section 4's word-level limit.* The gradient of the cross-entropy with respect to the
 # logit of a word that is not the label is its probability, $\partial L/\partial z_k = p_k > 0$: with our
-# plain cross-entropy every training position pushes a held-out form's logit down. With label smoothing
+# plain cross-entropy every training position pushes a held-out form's logit down. With torch's label smoothing
 # $\varepsilon$ it is $p_k - \varepsilon/V$, which pushes *up* the logit of a word whose probability is below
 # $\varepsilon/V$ (our unsmoothed model gives each held-out form less than that where section 4 needed it;
 # a model trained with smoothing we have not measured). Smoothing does not remove the cause, though: a
@@ -1168,8 +1175,9 @@ print(
 # ### Does beam search repair the errors?
 #
 # *Greedy decoding's alternative.* The in-distribution sentences the model gets wrong, if any, next to the
-# reference. Beam search keeps the `beam_size` most probable partial translations at each step instead of
-# one (scored by the sum of log-probabilities); `beam_size=1` is greedy decoding.
+# reference. Beam search keeps the `beam_size` most probable extensions at each step instead of one
+# (scored by the sum of log-probabilities); those ending in `<eos>` leave the beam as finished
+# translations, so fewer may be extended next step. `beam_size=1` is greedy decoding.
 
 # %% tags=["hide-input"]
 pairs_checked = ds.test[:30] + ds.test_unseen[:30]

@@ -74,8 +74,9 @@ def translate(model, sentence, src_vocab, tgt_vocab, max_len=None):
 
 @torch.no_grad()
 def beam_search(model, src, bos_id, eos_id, beam_size=4, max_len=None):
-    """Ids of the most probable translation of one sentence src (1, S) among `beam_size` partial ones kept
-    at each step (sum of log-probabilities); beam_size=1 is greedy decoding."""
+    """Ids of the most probable translation of one sentence src (1, S), keeping the `beam_size` most probable
+    extensions at each step (sum of log-probabilities); those ending in eos_id leave the beam as finished
+    translations, so fewer than `beam_size` may be extended at the next step. beam_size=1 is greedy decoding."""
     beam_size = validation.positive_int("beam_size", beam_size)
     validation.tensor("src", src)
     validation.shape("src", src, (1, "S"))  # one sentence
