@@ -159,8 +159,8 @@ plt.show()
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
 # Hong's slides derive this same sum and name two properties, *distance aware* and *direction aware*;
 # the sum has the first (in part: section 3 finds far offsets that score almost alike), not the second.
-# Only the raw dot product is blind to direction: attention's learned form $x_s W_q W_k^\top x_t^\top$
-# (lesson 03) can tell before from after (*Going further*: the $J$ form, $W_q = I$, $W_k = J^\top$).
+# Attention's learned form $x_s W_q W_k^\top x_t^\top$ (lesson 03) is blind too if it only reweights pairs;
+# a part that turns them tells before from after (*Going further*: the $J$ form, $W_q = I$, $W_k = J^\top$).
 # Here is $f(k) = PE_t \cdot PE_{t+k}$ against $k$, measured from the table at $t = 100$ on both sides.
 
 # %%
@@ -750,10 +750,10 @@ print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 
 # %% [markdown]
 # So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
-# 8.80 to 10.35 units (over the seeds), so it gets $e^{\text{gap}}$ times the runner-up's weight; at the paper's $d_k = 64$ the lead is about 3 units and the typical top weight about
+# 8.80 to 10.35 units, so it gets $e^{\text{gap}}$ times the runner-up's weight; at the paper's $d_k = 64$ the lead is about 3 units and the typical top weight about
 # 0.95. Scaled, the weights stay soft at both sizes. Yet with these 10 keys, at 64 the gradient reaching unscaled
-# $q \cdot k$ is about the scaled one's, and at 512 under 2% of it (*Going further*, which also tries 50 keys):
-# unscaled dot products fall behind for larger $d_k$, as the paper reports. One query ($d_k = 512$, seed 0's median gap):
+# $q \cdot k$ is about the scaled one's, and at 512 under 2% of it (*Going further*; with 50 keys it is more at
+# 64). The paper blames such gradients for unscaled scores losing to additive ones at large $d_k$. One query ($d_k = 512$, seed 0's median gap):
 
 # %%
 d_k = 512
@@ -876,12 +876,13 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 # - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
 #   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$: adding
-#   PE to word embeddings loses little when $d$ is large and, with the dot-product decoding measured here
-#   (not with every decoder), at equal width beats concatenating.
+#   PE to word embeddings loses little when $d$ is large and, decoded by dot product, at equal widths 8 to 32
+#   beats concatenating.
 # - Dot products cost the same order of operations as additive attention but store far less. Both scores grow
 #   with the scale of their weights: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at
-#   $d_k = 512$ they make softmax nearly one-hot, and with 10 keys almost no gradient reaches $q\cdot k$; at the paper's 64, with 10 keys, the
-#   typical top weight is about 0.95, yet $q \cdot k$ gets about the scaled scores' gradient.
+#   $d_k = 512$ they make softmax nearly one-hot and, with 10 keys, almost no gradient reaches $q\cdot k$; at the
+#   paper's 64 the typical top weight is about 0.95, yet $q \cdot k$ gets about the scaled gradient with 10 keys,
+#   more with 50.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
@@ -1329,8 +1330,8 @@ print(
 
 # %% [markdown]
 # So, with 10 keys, unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less
-# from 128 on: under 2% at 512. That fits the paper's report (section 3.2.1) that unscaled dot products fall
-# behind for larger $d_k$. Where the crossover lies depends on the number of keys: with 50, unscaled scores
+# from 128 on: under 2% at 512. That fits the paper's suspicion (section 3.2.1) that small gradients are why
+# unscaled dot products fall behind additive attention for larger $d_k$. Where the crossover lies depends on the number of keys: with 50, unscaled scores
 # still pass back more at 128.
 
 # %% [markdown]
