@@ -130,7 +130,7 @@ def merge_pair_dropout(symbols, pair, dropout, rng):
 def check_dropout(dropout, generator):
     """`dropout` as a float in [0, 1] (TypeError if it is not a number), and `generator`, a torch.Generator,
     required when dropout > 0."""
-    dropout = validation.fraction("dropout", dropout, "a merge's chance to be skipped")
+    dropout = validation.probability("dropout", dropout, True, "a merge's chance to be skipped")
     if generator is not None or dropout > 0:
         what = f"torch.Generator (dropout={dropout!r} > 0 draws from it)" if dropout > 0 else "torch.Generator or None"
         validation.instance("generator", generator, torch.Generator, what)

@@ -275,21 +275,15 @@ def real(name, value, minimum=None):
     return float(value)
 
 
-def probability(name, value):
-    """Return `value` as a float if it is a number in [0, 1), such as a dropout rate."""
+def probability(name, value, allow_one=False, why=None):
+    """Return `value` as a float if it is a number in [0, 1) (a dropout rate), or in [0, 1] with `allow_one` (a
+    chance that may be 1, such as a merge's chance to be skipped in BPE-dropout)."""
+    interval = "[0, 1]" if allow_one else "[0, 1)"
+    what = f"a probability in {interval}" + (f" ({why})" if why else "")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a probability in [0, 1), got {_kind(value)}")
-    if not 0 <= value < 1:
-        raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}")
-    return float(value)
-
-
-def fraction(name, value, why=None):
-    """Return `value` as a float if it is a number in [0, 1] (both ends allowed), e.g. a chance that may be 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a float in [0, 1]{f' ({why})' if why else ''}, got {_kind(value)}")
-    if not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a float in [0, 1]{f' ({why})' if why else ''}, got {value!r}")
+        raise TypeError(f"{name} must be {what}, got {_kind(value)}")
+    if not (0 <= value <= 1 if allow_one else 0 <= value < 1):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
     return float(value)
 
 

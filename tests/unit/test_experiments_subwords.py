@@ -35,7 +35,7 @@ def test_settings_cover_word_plain_dropout_and_a_sweep_of_at_least_four_merge_co
         ([1], TypeError, "name_or_settings must be a name in"),
         ({"merges": 5}, ValueError, "name_or_settings must have the keys merges and dropout"),
         ({"merges": -1, "dropout": 0.0}, ValueError, r"name_or_settings\['merges'\] must be an int >= 0"),
-        ({"merges": 5, "dropout": 1.5}, ValueError, r"name_or_settings\['dropout'\] must be a float in \[0, 1\]"),
+        ({"merges": 5, "dropout": 1.5}, ValueError, r"name_or_settings\['dropout'\] must be a probability in \[0, 1\]"),
         ({"merges": None, "dropout": 0.1}, ValueError, "dropout needs sub-words"),
     ],
 )

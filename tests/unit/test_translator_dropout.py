@@ -44,8 +44,8 @@ def test_vocab_encode_with_dropout_decodes_back_and_repeats_with_the_seed(sw):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"dropout": 1.5, "generator": gen()}, ValueError, r"dropout must be a float in \[0, 1\]"),
-        ({"dropout": "0.1", "generator": gen()}, TypeError, r"dropout must be a float in \[0, 1\].*got str"),
+        ({"dropout": 1.5, "generator": gen()}, ValueError, r"dropout must be a probability in \[0, 1\]"),
+        ({"dropout": "0.1", "generator": gen()}, TypeError, r"dropout must be a probability in \[0, 1\].*got str"),
         ({"dropout": 0.1}, TypeError, r"generator must be a torch.Generator \(dropout=0.1 > 0 draws from it\)"),
         ({"dropout": 0.1, "generator": 7}, TypeError, r"generator must be a torch.Generator.*got int"),
     ],
@@ -109,8 +109,8 @@ def test_dropout_targets_bad_input(sw):
     cases = [
         (lambda: DropoutTargets([], sw.tgt_vocab, 0.1), ValueError, "pairs must be a non-empty list of Pairs"),
         (lambda: DropoutTargets(sw.train, sw.src_vocab, 0.1), TypeError, "tgt_vocab must be a SubwordVocab, got Vocab"),
-        (lambda: DropoutTargets(sw.train, sw.tgt_vocab, 2), ValueError, r"dropout must be a float in \[0, 1\]"),
-        (lambda: DropoutTargets(sw.train, sw.tgt_vocab, None), TypeError, r"dropout must be a float"),
+        (lambda: DropoutTargets(sw.train, sw.tgt_vocab, 2), ValueError, r"dropout must be a probability in \[0, 1\]"),
+        (lambda: DropoutTargets(sw.train, sw.tgt_vocab, None), TypeError, r"dropout must be a probability"),
         (lambda: DropoutTargets(sw.train, sw.tgt_vocab, 0.1, -1), ValueError, r"seed must be an int in \[0, 2\*\*63\)"),
         (
             lambda: next(batches(src[:5], DropoutTargets(sw.train, sw.tgt_vocab, 0.1), 2, 0)),

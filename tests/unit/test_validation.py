@@ -48,15 +48,15 @@ def test_real():
         validation.real("t", -0.5, minimum=0)
 
 
-def test_fraction_takes_both_ends():
-    assert validation.fraction("p", 0) == 0.0 and validation.fraction("p", 1) == 1.0
-    assert isinstance(validation.fraction("p", 1), float)
+def test_probability_allow_one_takes_both_ends():
+    assert validation.probability("p", 0, True) == 0.0 and validation.probability("p", 1, True) == 1.0
+    assert isinstance(validation.probability("p", 1, True), float)
     for bad in (-0.01, 1.01, float("nan"), float("inf")):
-        with pytest.raises(ValueError, match=r"p must be a float in \[0, 1\] \(a chance\), got"):
-            validation.fraction("p", bad, "a chance")
+        with pytest.raises(ValueError, match=r"p must be a probability in \[0, 1\] \(a chance\), got"):
+            validation.probability("p", bad, True, "a chance")
     for bad in (None, "0.5", True):
-        with pytest.raises(TypeError, match=r"p must be a float in \[0, 1\], got"):
-            validation.fraction("p", bad)
+        with pytest.raises(TypeError, match=r"p must be a probability in \[0, 1\], got"):
+            validation.probability("p", bad, allow_one=True)
 
 
 def test_probability():

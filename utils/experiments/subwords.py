@@ -50,7 +50,7 @@ def setting(name_or_settings):
     merges = name_or_settings["merges"]
     if merges is not None:
         merges = validation.integer("name_or_settings['merges']", merges, minimum=0)
-    dropout = validation.fraction("name_or_settings['dropout']", name_or_settings["dropout"])
+    dropout = validation.probability("name_or_settings['dropout']", name_or_settings["dropout"], True)
     if merges is None and dropout > 0:
         raise ValueError(f"name_or_settings: dropout needs sub-words (merges an int), got merges=None, {dropout=}")
     return {"merges": merges, "dropout": dropout}

@@ -170,7 +170,7 @@ class DropoutTargets:
         for i, p in enumerate(pairs):
             validation.instance(f"pairs[{i}]", p, Pair)
         self.tgt_vocab = validation.instance("tgt_vocab", tgt_vocab, SubwordVocab)
-        self.dropout = validation.fraction("dropout", dropout, "a merge's chance to be skipped")
+        self.dropout = validation.probability("dropout", dropout, True, "a merge's chance to be skipped")
         self.seed = validation.seed("seed", seed)
         self.sentences = tuple(p.tgt for p in pairs)
         for i, words in enumerate(self.sentences):  # every symbol known to the vocabulary
