@@ -457,7 +457,8 @@ print("✓ the first losses are about ln(vocabulary size); the last 50 steps ave
 # the sums of the embeddings and the positional encodings in both the encoder and decoder stacks", with
 # $P_{drop} = 0.1$ for the base model. *Label smoothing* $\varepsilon_{ls} = 0.1$, which "hurts perplexity, as
 # the model learns to be more unsure, but improves accuracy and BLEU score". Our model can also drop
-# attention weights and inside the feed-forward layer: our additions (the paper gives no rate for either).
+# attention weights (section 6.3 tunes "both attention and residual" dropout, rate not given) and inside
+# the feed-forward layer (ours).
 # Our recipe sets every rate, and label smoothing, to 0: our choice, untested against the paper's (open
 # question (a)).
 
@@ -480,7 +481,7 @@ print(
 # **Label smoothing's target.** Plain cross-entropy pushes the right word's probability towards 1.
 # With label smoothing the target $q$ keeps $1 - \varepsilon$ for the right word and spreads
 # $\varepsilon$ evenly over the *whole* vocabulary of $V$ words (torch's form; the paper gives only
-# $\varepsilon_{ls} = 0.1$); the loss is $-\sum_k q_k \log p_k$.
+# $\varepsilon_{ls} = 0.1$; its code spreads it over the $V - 1$ others); the loss is $-\sum_k q_k \log p_k$.
 #
 # **Predict, then check.** With $\varepsilon = 0.1$ and our $V$ = 112 Neo tokens (108 words and 4
 # special tokens), what probability does the smoothed target give the right word?
@@ -812,11 +813,11 @@ cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, sentence=example, la
 # - One parallel pass gives the loss at every target position (causal mask).
 # - Unlike the paper, our model shares no weight matrix; × √d_model brings embeddings (std
 #   $d_{\text{model}}^{-1/2}$) to std 1, the PE's order.
-# - Our recipe sets the paper's dropout and label smoothing (0.1 each) to 0; torch's smoothed target
-#   keeps $1 - \varepsilon + \varepsilon/V$ on the right word: the model learns to stay unsure.
-# - The model translates new sentences almost perfectly, but does not write a word form it was never
-#   trained to output: a limit of the word-level vocabulary.
-# - In this run, some cross-attention heads learnt, unasked, to look at the word translated or a
+# - Our recipe sets the paper's dropout and label smoothing (0.1 each) to 0; smoothing makes the model
+#   less sure.
+# - The model translates new sentences almost perfectly but never writes a word form it was not trained
+#   to output (a word-level vocabulary's limit).
+# - In this run some cross-attention heads learnt, unasked, to look at the translated word or a
 #   determiner's noun.
 #
 # ## Exercises
@@ -998,7 +999,7 @@ print(
 # %% [markdown]
 # ### Where dropout acts
 #
-# *Section 5.4's two places, and our two additions, made visible.* On a freshly initialised copy with
+# *Section 5.4's two places, and two more, made visible.* On a freshly initialised copy with
 # every rate set to 1 (everything dropped) in training mode, an encoder layer returns $\text{LN}(\text{LN}(x))$ and a decoder
 # layer $\text{LN}(\text{LN}(\text{LN}(x)))$, its sub-layers' outputs dropped before each add and norm. The
 # sums of embeddings and PE are dropped too, on both sides, so every LayerNorm sees zeros and returns its
@@ -1040,7 +1041,7 @@ print(
 )
 
 # %% [markdown]
-# Those asserts would pass without dropout on the attention weights (our addition):
+# Those asserts would pass without dropout on the attention weights:
 # the sub-layer outputs are dropped anyway. So, separately, with every other rate set back to 0 and
 # attention dropout 1: every weight is dropped, the heads output zeros, and each attention sub-layer
 # returns only $W^O$'s bias.
