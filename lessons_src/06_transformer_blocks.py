@@ -216,7 +216,7 @@ print(
 )
 
 # %% [markdown]
-# In every run more than half the values fall outside $[0, 1]$, and no token stays inside it.
+# In every run (with these random tokens) more than half the values fall outside $[0, 1]$, and no token stays inside it.
 
 # %% tags=["hide-input"]
 assert means.max() < 1e-5 and variances.max() < 1e-4  # mean 0, variance sigma^2 / (sigma^2 + eps) per token
@@ -372,7 +372,7 @@ rms, final_rms, grads = probe_stacks(depths, seeds)  # (variant, L) -> (seeds, L
 # %% [markdown]
 # The activations first. Post-norm ends every layer with a LayerNorm, so the stream is pinned at
 # RMS 1 (γ = 1, β = 0 at initialisation). Pre-norm never normalises the stream itself: every layer
-# *adds* its output to it, so its scale grows with depth — which is why a pre-norm stack needs the
+# *adds* its output to it, so its scale is not held (here it ends larger after the stack) — which is why a pre-norm stack needs the
 # final LayerNorm (`Encoder.norm`, restoring RMS 1).
 
 # %% tags=["nbval-ignore-output"]
@@ -428,8 +428,8 @@ print(
 )
 
 # %% [markdown]
-# Why: a LayerNorm divides the gradient reaching each token by that token's spread σ ("A LayerNorm's
-# gradient and σ", at the end). So what matters is the σ of the tokens entering each LayerNorm. At 24
+# Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread ("A LayerNorm's
+# gradient and σ", at the end; it also removes two directions first). So what matters is the σ of the tokens entering each LayerNorm. At 24
 # layers:
 
 # %% tags=["nbval-ignore-output"]
