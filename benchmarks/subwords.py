@@ -42,11 +42,6 @@ QUICK = {
 }
 
 
-def fit_config(config, ds):
-    """`config` resized to the data set's vocabularies, its position table long enough for the longest target."""
-    return experiment.fit_config(config, ds)
-
-
 def run(ds, config, train_config, seed):
     """Train one model (initial weights from `seed`) on ds.train; its measures on the two test splits
     (utils.experiments.subwords.measure), its training time and final loss."""
@@ -66,11 +61,10 @@ def compare(ds, merges, config, train_config, seeds):
     the position table used, mean_target_length and the tokens of each held-out form."""
     out = {}
     for name, data in (("word", ds), ("subword", with_subword_targets(ds, merges))):
-        cfg = fit_config(config, data)
+        cfg = experiment.fit_config(config, data)
         runs = [run(data, cfg, train_config, seed) for seed in seeds]
-        _, tgt = to_tensors(data.train, data.src_vocab, data.tgt_vocab)  # (N, T)
         out[name] = {key: [r[key] for r in runs] for key in runs[0]}
-        out[name]["mean_target_length"] = round(float((tgt > data.tgt_vocab.eos_id).sum(1).float().mean()), 3)
+        out[name]["mean_target_length"] = round(experiment.mean_target_length(data), 3)
         out[name]["tgt_vocab_size"] = cfg.tgt_vocab_size
         out[name]["max_len"] = cfg.max_len
         out[name]["heldout_form_tokens"] = {
@@ -106,7 +100,7 @@ def main(argv=None):
     ds = make_dataset(**data)
     result = compare(ds, merges, config, train_config, args.seeds)
     if not args.quick:  # the word-level run is lesson 07's model exactly
-        assert fit_config(config, ds) == recipe.MODEL
+        assert experiment.fit_config(config, ds) == recipe.MODEL
     report = {
         "quick": args.quick,
         "seeds": args.seeds,

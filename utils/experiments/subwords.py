@@ -189,20 +189,20 @@ def form_cuts(data, dropout=0.0):
         if not isinstance(data.tgt_vocab, SubwordVocab):
             out[f.neo] = {"tokens": f.neo, "siblings": dict.fromkeys(siblings(f)), "siblings_carry_ending": None}
             continue
-        v = data.tgt_vocab
+        v, family = data.tgt_vocab, siblings(f)
         toks = [v.itos[i] for i in v.encode([f.neo])]
-        sib = {w: [v.itos[i] for i in v.encode([w])] for w in siblings(f)}
+        sib = {w: [v.itos[i] for i in v.encode([w])] for w in family}
         out[f.neo] = {
             "tokens": " ".join(toks),
             "siblings": {w: " ".join(t) for w, t in sib.items()},
-            "siblings_carry_ending": sum(carries_ending(v, w, e) for w, e in siblings(f).items()),
+            "siblings_carry_ending": sum(carries_ending(v, w, e) for w, e in family.items()),
             "siblings_split_at_stem": sum(splits_at(t, len(stem)) for t in sib.values()),
             "carries_ending": carries_ending(v, f.neo, ending),
             "split_at_stem": splits_at(toks, len(stem)),
             "prefix_cut_differs": all(toks[:-1] != t[:-1] for t in sib.values()),
         }
         if dropout > 0:
-            out[f.neo]["siblings_ending_token_rate"] = round(ending_token_rate(v, siblings(f), dropout), 4)
+            out[f.neo]["siblings_ending_token_rate"] = round(ending_token_rate(v, family, dropout), 4)
     return out
 
 
