@@ -84,7 +84,9 @@ def test_the_explorer_redraws_when_the_slider_or_the_sentence_changes(bpe, monke
     import numpy as np
 
     frames = []
-    monkeypatch.setattr(fig_subwords, "display", lambda image: frames.append(plt.imread(io.BytesIO(image.data))))
+    import utils.figures.widgets as fig_widgets  # merges_explorer draws through its _explorer
+
+    monkeypatch.setattr(fig_widgets, "display", lambda image: frames.append(plt.imread(io.BytesIO(image.data))))
     w = fig_subwords.merges_explorer(bpe, "lo kano ke vidos", num_merges=3)
     slider, text = w.children[0].children
     assert isinstance(slider, ipywidgets.IntSlider) and isinstance(text, ipywidgets.Text)

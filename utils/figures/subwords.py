@@ -2,14 +2,12 @@
 explorer (a sentence cut with the first n merges, and the tokens those merges made), as a pure render function and
 a thin ipywidgets wrapper (API common to ipywidgets 7.7 and 8)."""
 
-import io
-
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Image, display
 
 from utils import subwords, validation
+from utils.figures.widgets import _explorer
 
 WORD_COLORS = ("#dbe6f4", "#f6e0cc", "#dcefd9", "#f3d9e6", "#e8e1f3", "#f6f0c8")  # one per word, in turn
 NEWEST = "#dd8452"  # the token the last merge made
@@ -144,19 +142,14 @@ def merges_explorer(bpe, sentence, num_merges=30):
         ),
     }
 
-    def show(num_merges, sentence):
+    def render(num_merges, sentence):
         try:
-            fig = plot_tokenisation(bpe, sentence, num_merges)
+            return plot_tokenisation(bpe, sentence, num_merges)
         except ValueError as err:  # a word with a letter Neo never uses: say so instead of drawing
             print(f"ValueError: {err}")
-            return
-        png = io.BytesIO()
-        fig.savefig(png, format="png")
-        plt.close(fig)  # do not pile up one open figure per slider step
-        display(Image(png.getvalue()))
+            return None
 
-    out = widgets.interactive_output(show, controls)
-    return widgets.VBox([widgets.HBox(list(controls.values())), out])
+    return _explorer(render, controls)
 
 
 def plot_merge_sweep(merges, unseen, in_distribution, lengths, word=None):

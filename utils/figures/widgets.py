@@ -13,10 +13,13 @@ from utils.figures import plotting
 
 
 def _explorer(render, controls, layout=None):
-    """Lay out `controls` above an output area that `render(**values)` redraws on every change."""
+    """Lay out `controls` above an output area that `render(**values)` redraws on every change (a render that
+    returns None has printed why there is nothing to draw)."""
 
     def show(**values):
         fig = render(**values)
+        if fig is None:
+            return
         png = io.BytesIO()
         # Saved here rather than by plt.show(): the inline backend's tight bounding box doubles the
         # time from a slider step to the new image (the target is under 300 ms).
