@@ -393,7 +393,7 @@ check.predict_long_range(my_guess_long_range)
 # %% [markdown]
 # ## 4. Random high-dimensional vectors are nearly orthogonal
 #
-# A token is a word vector plus its position's. What does a dot product see of each? That rests on how
+# A token is a word vector plus its position's encoding. What does a dot product see of each? That rests on how
 # random directions meet. For two independent random directions $a, b$ in $\mathbb{R}^d$ (say Gaussian entries), the cosine
 # similarity $\cos\theta = a\cdot b / (|a||b|)$ has mean 0 and $\mathbb{E}[\cos^2\theta] = 1/d$ (by
 # symmetry, each of the $d$ coordinates of a unit vector contributes $1/d$ to its squared length).
