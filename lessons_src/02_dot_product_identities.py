@@ -1,19 +1,19 @@
 # %% [markdown]
 # # 02 · Dot-product identities
 #
-# Attention compares vectors with dot products. This lesson derives what a dot product "sees" in
-# sinusoidal positional encodings, and why the Transformer scores with scaled dot products and a softmax.
+# Attention compares vectors with dot products. One question runs through this lesson: what does a dot
+# product see? Of two positions (sections 1 to 3), of a word plus its position (4), of a query and a key and
+# their size (5), and what the softmax then makes of the scores (6).
 #
 # **Goals.** By the end you can
-# - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only, not on direction,
-#   though far offsets can score almost alike (attention's learned scores can still tell direction);
+# - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only, not on direction;
 # - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$, a rotation;
 # - say how the dot product decays with distance, near and far;
 # - measure the near-orthogonality of random high-dimensional vectors, and why PE is added, not concatenated;
 # - explain the paper's choice of dot-product over additive attention and the $1/\sqrt{d_k}$ scale;
 # - use softmax's shift invariance, its temperature, and its limit, the arg-max.
 #
-# Statements about random vectors are measured over five seeds (most print their spread; some only check every seed).
+# Statements about random vectors are checked over five seeds.
 #
 # **Prerequisites.** Lesson 01 (the sinusoidal formula and `utils.positional.sinusoidal_encoding`).
 
@@ -161,7 +161,7 @@ plt.show()
 # the sum has the first (in part: section 3 finds far offsets that score almost alike), not the second.
 # Attention's learned form $x_s W_q W_k^\top x_t^\top$ (lesson 03) is blind too if it only reweights pairs;
 # a part that turns them tells before from after (*Going further*: the $J$ form, $W_q = I$, $W_k = J^\top$).
-# Here is $f(k) = PE_t \cdot PE_{t+k}$ against $k$, measured from the table at $t = 100$ on both sides.
+# The plot: $f(k) = PE_t \cdot PE_{t+k}$ from the table, at $t = 100$, on both sides.
 
 # %%
 t0 = 100
@@ -300,8 +300,8 @@ offset_explorer()
 # %% [markdown]
 # ## 3. The dot product decays with distance — but not monotonically
 #
-# The reading notes say the dot product "decays symmetrically and smoothly". Symmetric: yes (section 1).
-# Smooth: yes, it is a sum of cosines. But it does not fall at every step: the fast pairs (small
+# The reading notes say the dot product "decays symmetrically and smoothly". Symmetric and smooth, yes
+# (section 1; a sum of cosines). But it does not fall at every step: the fast pairs (small
 # $i$, $\omega_i$ near 1) wobble with periods from $2\pi$ up, and when enough of them swing back the sum
 # rises again. So a score separates near offsets clearly and far ones barely. We mark every $k$ where
 # $f(k+1) > f(k)$, and search $0 \le k \le 200$ for the two offsets, at least 5 apart, with the closest scores.
@@ -385,7 +385,7 @@ check.predict_long_range(my_guess_long_range)
 # %% [markdown]
 # At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying.
 # Over these 10,000 positions (far longer than any sentence) the 64 waves never line up again, though the
-# slowest has not yet made a quarter turn (its cosine stays positive, printed above).
+# slowest has not yet made a quarter turn (printed above).
 #
 # > **Going further:** the long-range peak against near offsets, and at other widths (narrow encodings
 # > do come back).
@@ -393,7 +393,8 @@ check.predict_long_range(my_guess_long_range)
 # %% [markdown]
 # ## 4. Random high-dimensional vectors are nearly orthogonal
 #
-# For two independent random directions $a, b$ in $\mathbb{R}^d$ (say Gaussian entries), the cosine
+# A token is a word vector plus its position's encoding. What does a dot product see of each? That rests on how
+# random directions meet. For two independent random directions $a, b$ in $\mathbb{R}^d$ (say Gaussian entries), the cosine
 # similarity $\cos\theta = a\cdot b / (|a||b|)$ has mean 0 and $\mathbb{E}[\cos^2\theta] = 1/d$ (by
 # symmetry, each of the $d$ coordinates of a unit vector contributes $1/d$ to its squared length).
 # So its standard deviation is exactly $1/\sqrt d$. We measure $\mathrm{std}(\cos\theta)\cdot\sqrt d$
@@ -464,19 +465,15 @@ plt.show()
 #
 # The paper gives the encodings "the same dimension $d_{model}$ as the embeddings, so that the two can be
 # summed" (section 3.5); the reading notes explain that PE is "added but not concatenated" by the "Near
-# orthogonality in high dim space" property. Adding $PE_t$ to a word embedding $e$ mixes them in one vector; concatenating,
-# $[e; PE_t]$, keeps them apart for sure but costs width (double, if PE is as wide as $e$). In high
-# dimensions the random-looking word embeddings and the encodings are nearly orthogonal, so the sum still
-# tells the words apart. The experiment, `word_recovery(d, seed)`, five seeds per width:
-# - a vocabulary of $V$ random word vectors, entries $\mathcal N(0,1)$, so $|e| \approx \sqrt d$, comparable
-#   to $|PE_t| = \sqrt{d/2}$;
-# - each token is $x = e_w + PE_t$ at a random position $t$ below a maximum length (sizes printed below);
-# - we decode the word as $\arg\max_v x \cdot e_v$, the word with the largest dot product: an output layer
-#   that shares the embedding weights (section 3.4) scores words this way. Concatenation decodes exactly as well as the bare
-#   embeddings (the PE block is orthogonal to $[e_v; 0]$): it is the baseline.
-#
-# (The paper's embeddings are learned, and "In the embedding layers, we multiply those weights by
-# $\sqrt{d_{model}}$" (section 3.4); ours are random and used as drawn.)
+# orthogonality in high dim space" property. Concatenating, $[e; PE_t]$, keeps word and position apart
+# for sure but costs width; adding mixes them in one vector, and in high dimensions the random-looking word
+# embeddings and the encodings are nearly orthogonal, so the sum still tells the words apart. The experiment,
+# `word_recovery(d, seed)`, five seeds per width: $V$ random word vectors with $\mathcal N(0,1)$ entries
+# ($|e| \approx \sqrt d$, comparable to $|PE_t| = \sqrt{d/2}$); each token is $x = e_w + PE_t$ at a random
+# position; we decode the word as $\arg\max_v x \cdot e_v$, as an output layer that shares the embedding
+# weights does (section 3.4). Concatenation decodes exactly as well as the bare embeddings (the PE block is
+# orthogonal to $[e_v; 0]$): it is the baseline. (The paper's embeddings are learned and multiplied by
+# $\sqrt{d_{model}}$; ours are random and used as drawn.)
 
 # %% tags=["nbval-ignore-output"]
 word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
@@ -533,23 +530,25 @@ plt.show()
 
 # %% [markdown]
 # Concatenation's low share at small $d$ is not PE's doing: among 1000 random words in 8 dimensions, a word's
-# own vector often loses the dot product to a longer one, so at $d = 8$ only about a quarter come back (printed
-# above). Decoded this way, adding wins at equal total width: in 16 dimensions $e + PE$ recovers about half
-# the words, $[e; PE]$ (8 + 8) about a quarter.
+# own vector often loses the dot product to a longer one. Decoded this way, adding wins at equal total widths
+# up to 32: in 16 dimensions $e + PE$ recovers about half the words, $[e; PE]$ (8 + 8) about a quarter; at
+# width 64 both recover nearly every word. So the dot product sees the word through the added position once
+# $d$ is large.
 #
 # > **Going further:** is the reading notes' "PE only takes small number of dimensions" true?
 
 # %% [markdown]
 # ## 5. Why dot products, and why divide by $\sqrt{d_k}$
 #
-# The paper (section 3.2.1) names the two common ways to score a query against a key. **Additive attention**
+# Attention's score is itself a dot product, of a query with a key: why, and how large does it get?
+# The paper (section 3.2.1) names two common scores. **Additive attention**
 # (Bahdanau et al., 2015) feeds both into a small feed-forward network with one hidden layer,
 # $\text{score}(q, k) = v^\top \tanh(W_1 q + W_2 k)$; **dot-product attention** takes $q \cdot k$. The two
 # are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
 # space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
 # code": all scores are one product $QK^\top$. The additive score builds a hidden vector of size $d_a$ for
 # every query–key pair. Both cost $O(n^2 d)$ operations with $d_a = d$ (plus projecting each query and key once);
-# the counts below are the numbers each builds and stores, not a gap in work:
+# the count below is of the numbers each builds and stores, not a gap in work:
 
 
 # %%
@@ -560,27 +559,18 @@ def additive_scores(Q, K, W_1, W_2, v):
 
 
 additive_sizes = [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]  # (queries = keys, d_k = d_a)
-additive_std = {size: [] for size in additive_sizes}  # per size: the additive scores' standard deviation, per seed
 built = {}  # per size: how many numbers the dot product and the additive score build
-for seed in SEEDS:
-    gen = torch.Generator().manual_seed(seed)
-    for n, d_k in additive_sizes:
-        Q, K = torch.randn(2, n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k) each
-        W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen, dtype=torch.float64) / math.sqrt(d_k)  # (d_k, d_a) each
-        v = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_a,), d_a = d_k
-        scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
-        scores_dot = Q @ K.T  # (n, n)
-        additive_std[n, d_k].append(float(scores_add.std()))
-        built[n, d_k] = scores_dot.numel(), hidden.numel()
+gen = torch.Generator().manual_seed(0)
 for n, d_k in additive_sizes:
-    lo, _, hi = spread([sd / math.sqrt(d_k) for sd in additive_std[n, d_k]])
-    print(
-        f"{n:3d} queries and keys, d_k = d_a = {d_k:3d}: dot product builds {built[n, d_k][0]:6,} numbers, "
-        f"additive {built[n, d_k][1]:10,}; additive scores' std / sqrt(d_a) {lo:.2f} .. {hi:.2f} ({len(SEEDS)} seeds)"
-    )
-growth = [b / a for a, b in zip(additive_std[10, 16], additive_std[200, 256])]  # per seed, d_a from 16 to 256
+    Q, K = torch.randn(2, n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k) each
+    W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen, dtype=torch.float64) / math.sqrt(d_k)  # (d_k, d_a) each
+    v = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_a,), d_a = d_k
+    scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
+    built[n, d_k] = (Q @ K.T).numel(), hidden.numel()
+n, d_k = additive_sizes[-1]
 print(
-    f"the additive scores' std grows {min(growth):.1f} .. {max(growth):.1f} times from d_a = 16 to 256 (sqrt(16) = 4)"
+    f"{n} queries and {n} keys, d_k = d_a = {d_k}: the dot product builds {built[n, d_k][0]:,} numbers "
+    f"(one per pair), the additive score {built[n, d_k][1]:,} ({d_k} per pair)"
 )
 
 # %% tags=["hide-input"]
@@ -590,32 +580,18 @@ W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen)
 looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
 assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
 print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
-assert all(2 < g < 8 for g in growth)  # sqrt growth gives 4; a constant spread 1, a linear one 16
-print(f"✓ with v ~ N(0, 1), in each of {len(SEEDS)} seeds the additive scores' spread grows like sqrt(d_a)")
-top_additive = {1.0: [], 1 / math.sqrt(512): []}  # median top weight at d_a = 512 per seed, for v and v / sqrt(d_a)
-for seed in SEEDS:
-    g = torch.Generator().manual_seed(seed)
-    q, keys = torch.randn(1000, 512, generator=g), torch.randn(1000, 10, 512, generator=g)  # (1000, d), (1000, 10, d)
-    W_1, W_2 = torch.randn(2, 512, 512, generator=g) / math.sqrt(512)  # (d, d_a) each
-    v = torch.randn(512, generator=g)  # (d_a,)
-    scores_add = torch.tanh((q @ W_1)[:, None, :] + keys @ W_2) @ v  # (1000, 10): 1000 queries, 10 keys each
-    for scale, tops in top_additive.items():
-        tops.append(float(torch.softmax(scores_add * scale, -1).max(-1).values.median()))
-assert min(top_additive[1.0]) > 0.97 and max(top_additive[1 / math.sqrt(512)]) < 0.3
-print("✓ at d_a = 512 (1000 queries of 10 keys, 5 seeds) v ~ N(0, 1) makes the typical query's top weight over 0.97;")
-print("  v / sqrt(d_a) keeps it under 0.3")
+assert all(built[n, d] == (n * n, n * n * d) for n, d in additive_sizes)
+print(f"✓ for every size in {additive_sizes}, the additive score builds d_a numbers per pair, the dot product one")
 
 # %% [markdown]
 # ### How large dot products grow
 #
-# For both kinds the scale of the weights sets the size of the scores. An additive score is at most
-# $\sum_j |v_j|$ (each $\tanh$ lies in $(-1, 1)$), but with our $v \sim \mathcal N(0, 1)$ its spread grows
-# like $\sqrt{d_a}$ and at $d_a = 512$ it too makes the softmax nearly one-hot; $v / \sqrt{d_a}$ keeps it soft
-# (checked above). The paper's reason for dot products is speed and memory. It adds (citing earlier work)
+# The paper's reason for dot products is speed and memory. It adds (citing earlier work)
 # that "for small values of $d_k$ the two mechanisms perform similarly", but "additive attention outperforms
 # dot product attention without scaling for larger values of $d_k$", and writes "We suspect that" large dot
 # products push the softmax into regions of extremely small gradients. Its footnote 4 works out how large, for independent $q, k \in \mathbb{R}^{d_k}$
-# whose entries are independent with mean 0 and variance 1.
+# whose entries are independent with mean 0 and variance 1. (Additive scores grow with their weights too:
+# *Going further*.)
 #
 # **Predict first.** At the paper's $d_k = 64$, what is $\mathrm{Var}(q \cdot k)$?
 
@@ -716,16 +692,29 @@ axes[0].legend(loc="lower left", fontsize=8)
 plt.show()
 
 # %% tags=["hide-input", "nbval-ignore-output"]
-print(f"range over the {len(SEEDS)} seeds of each seed's median over {n_q} queries of {n_keys} keys")
-print(f"{'':27s} {'top-two gap':>14s} {'largest weight':>16s} {'over 0.99':>14s} {'Jacobian norm':>18s}")
-for (d_k, name), stats in runs.items():
-    med_gap, med_top, one_hot, _, jac, _ = (spread(column) for column in zip(*stats))
-    print(
-        f"d_k = {d_k:3d}, {name:15s}: {med_gap[0]:5.2f} .. {med_gap[2]:5.2f} {med_top[0]:.4f} .. {med_top[2]:.4f} "
-        f"{one_hot[0]:5.1%} .. {one_hot[2]:5.1%} {jac[0]:.1e} .. {jac[2]:.1e}"
-    )
-lowest = {d_k: min(stats[5] for stats in runs[d_k, "q.k / sqrt(d_k)"]) for d_k in gaps}  # over all 5 x 1000 queries
-print("smallest Jacobian norm of any scaled query:", ", ".join(f"{v:.2f} at d_k = {d}" for d, v in lowest.items()))
+un, sc = "unscaled q.k", "q.k / sqrt(d_k)"
+
+
+def seed_range(d_k, name, i, fmt):
+    """The range over the seeds of statistic i (0 gap, 2 share over 0.99, 4 Jacobian norm), as 'lo .. hi'."""
+    column = [stats[i] for stats in runs[d_k, name]]  # one value per seed
+    return f"{min(column):{fmt}} .. {max(column):{fmt}}"
+
+
+lowest = min(min(stats[5] for stats in runs[d_k, sc]) for d_k in gaps)  # over all 5 x 1000 queries, both sizes
+print(f"each seed's median over {n_q} queries of {n_keys} keys, range over {len(SEEDS)} seeds:")
+print(
+    f"  the top key leads by {seed_range(64, un, 0, '.2f')} at d_k = 64 and {seed_range(512, un, 0, '.2f')} at 512 "
+    f"unscaled; by {seed_range(64, sc, 0, '.2f')} and {seed_range(512, sc, 0, '.2f')} scaled"
+)
+print(
+    f"  unscaled, one key gets over 0.99 of the weight in {seed_range(64, un, 2, '.0%')} of queries at d_k = 64 "
+    f"and {seed_range(512, un, 2, '.0%')} at 512; scaled, in none"
+)
+print(
+    f"  Jacobian norm, unscaled: {seed_range(64, un, 4, '.2g')} at d_k = 64, {seed_range(512, un, 4, '.1g')} at 512; "
+    f"scaled: {seed_range(64, sc, 4, '.2f')} and {seed_range(512, sc, 4, '.2f')}, no query below {lowest:.2f}"
+)
 
 # %% tags=["hide-input"]
 names = ["gap", "top", "one_hot", "max_top", "jac", "min_jac"]
@@ -750,10 +739,12 @@ print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 
 # %% [markdown]
 # So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
-# 8.80 to 10.35 units, so it gets $e^{\text{gap}}$ times the runner-up's weight; at the paper's $d_k = 64$ the lead is about 3 units and the typical top weight about
-# 0.95. Scaled, the weights stay soft at both sizes. Yet with these 10 keys, at 64 the gradient reaching unscaled
-# $q \cdot k$ is about the scaled one's, and at 512 under 2% of it (*Going further*; with 50 keys it is more at
-# 64). The paper blames such gradients for unscaled scores losing to additive ones at large $d_k$. One query ($d_k = 512$, seed 0's median gap):
+# 8.80 to 10.35 units, so it gets $e^{\text{gap}}$ times the runner-up's weight; at the paper's 64 the lead is
+# about 3 units, the typical top weight about 0.95 and the typical Jacobian norm under a third of the scaled
+# one's. Scaled, the weights stay soft. But unscaled scores skip the factor $1/\sqrt{d_k}$, so the gradient
+# reaching $q \cdot k$ is another matter: with these 10 keys it is about the scaled one's at 64 and under 2%
+# of it at 512; with 50 keys, over three times *more* at 64 (*Going further*). At the paper's own $d_k$, then,
+# these random scores show a sharp softmax, not starved gradients. One query ($d_k = 512$, seed 0's median gap):
 
 # %%
 d_k = 512
@@ -789,6 +780,8 @@ plt.show()
 
 # %% [markdown]
 # ## 6. Softmax: shift invariance, temperature, soft arg-max
+#
+# Section 5 showed that the scores' size sets how sharp the softmax's weights are. Three properties:
 #
 # **Shift invariance.** For any constant $c$,
 # $\mathrm{softmax}(x + c)_i = e^{x_i + c} / \sum_j e^{x_j + c} = e^c e^{x_i} / (e^c \sum_j e^{x_j})
@@ -869,27 +862,27 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 # %% [markdown]
 # ## Summary
 #
-# - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ and even in $k$, so the dot product
-#   depends on distance $|k|$, not direction, though far distances can score almost alike ($f(121) \approx f(143)$ at $d_{model} = 128$).
-#   Attention's learned $W_q W_k^\top$ can still tell before from after (the $J$ form).
+# - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ and even in $k$, so it sees distance,
+#   not direction, and far distances can score almost alike ($f(121) \approx f(143)$ at $d_{model} = 128$).
+#   A learned form with a part that turns pairs (the $J$ form) can tell direction.
 #   $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations.
-# - The dot product decays with $|k|$, not monotonically, and at $d_{model} = 128$ it never comes back
-#   above a third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
-# - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$: adding
-#   PE to word embeddings loses little when $d$ is large and, decoded by dot product, at equal widths 8 to 32
-#   beats concatenating.
-# - Dot products cost the same order of operations as additive attention but store far less. Both scores grow
-#   with the scale of their weights: $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at
-#   $d_k = 512$ they make softmax nearly one-hot and, with 10 keys, almost no gradient reaches $q\cdot k$; at the
-#   paper's 64 the typical top weight is about 0.95, yet $q \cdot k$ gets about the scaled gradient with 10 keys,
-#   more with 50.
+# - The dot product decays with $|k|$, not monotonically; at $d_{model} = 128$ it never comes back above a
+#   third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
+# - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$, so adding
+#   PE to word embeddings loses little when $d$ is large; decoded by dot product, it beats concatenating at
+#   equal widths 8 to 32.
+# - Dot products cost the same order of operations as additive attention but store far less.
+#   $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at $d_k = 512$ the softmax is nearly
+#   one-hot and almost no gradient reaches $q\cdot k$ (10 keys). At the paper's 64 the typical top weight is
+#   already about 0.95, but $q \cdot k$ gets about the scaled gradient (10 keys) or more (50): here the
+#   vanishing gradient the paper suspects appears only at larger $d_k$.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
 # ## Exercises
 #
-# Three exercises use the lesson's ideas on questions it did not ask, and one builds the stable
-# softmax of section 6. In each stub, replace `raise NotImplementedError` with your code and run the cell. Stuck?
+# Three exercises ask questions the lesson did not; one builds section 6's stable softmax. In each stub,
+# replace `raise NotImplementedError` with your code and run the cell. Stuck?
 # `check.signed_offset.hint()` prints a hint and `check.signed_offset.solution()` a solution
 # (likewise for the other exercises).
 
@@ -911,10 +904,10 @@ def signed_offset(pe_t, pe_t_plus_k):
 check.signed_offset(signed_offset)
 
 # %% [markdown]
-# **Exercise 2 (choose the temperature).** Section 6 turned the temperature and watched the weights
-# change. Now go the other way: write `temperature_for_weight(x, target)` returning the temperature
-# $T > 0$ at which $\mathrm{softmax}(x / T)$ gives the largest score of `x` (a 1-D tensor with one
-# largest entry) the weight `target` (between $1/n$ and 1), to within $10^{-4}$.
+# **Exercise 2 (choose the temperature).** Section 6 went from temperature to weights; go the other way.
+# Write `temperature_for_weight(x, target)` returning the temperature $T > 0$ at which
+# $\mathrm{softmax}(x / T)$ gives the largest score of `x` (a 1-D tensor with one largest entry) the weight
+# `target` (between $1/n$ and 1), to within $10^{-4}$.
 
 
 # %%
@@ -940,9 +933,9 @@ check.stable_softmax(stable_softmax)
 
 # %% [markdown]
 # **Exercise 4 (queries and keys of another size).** Footnote 4 assumed entries of variance 1. Suppose
-# instead that $q$ has independent entries with mean 0 and standard deviation `std_q`, and $k$ independent
-# entries with mean 0 and standard deviation `std_k`, with $q$ and $k$ independent of each other. Write `score_scale(d_k, std_q, std_k)`: the number
-# to divide $q \cdot k$ by so that the scores again have variance 1.
+# instead that all entries of $q$ and $k$ are independent with mean 0, $q$'s with standard deviation `std_q`
+# and $k$'s with `std_k`. Write `score_scale(d_k, std_q, std_k)`: the number to divide $q \cdot k$ by so that
+# the scores again have variance 1.
 
 
 # %%
@@ -956,7 +949,7 @@ check.score_scale(score_scale)
 # %% [markdown]
 # ## Going further
 #
-# Eight detours, each checked like the main line.
+# Nine detours, each checked like the main line.
 
 # %% [markdown]
 # ### Telling direction: the $J$ form
@@ -1279,6 +1272,50 @@ print("✓ longer spans need many more directions")
 # subspace (Eckart–Young).
 
 # %% [markdown]
+# ### Additive scores grow with their weights too
+#
+# *Why read it:* section 5 measured how large dot products grow; the additive score is not immune.
+#
+# An additive score is at most $\sum_j |v_j|$ (each $\tanh$ lies in $(-1, 1)$), but with $v \sim \mathcal N(0, 1)$
+# its spread grows like $\sqrt{d_a}$, and at $d_a = 512$ it too makes the softmax nearly one-hot;
+# $v / \sqrt{d_a}$ keeps it soft. Section 5's sizes, five seeds:
+
+# %% tags=["nbval-ignore-output"]
+additive_std = {size: [] for size in additive_sizes}  # per size: the additive scores' standard deviation, per seed
+for seed in SEEDS:
+    gen = torch.Generator().manual_seed(seed)
+    for n, d_k in additive_sizes:
+        Q, K = torch.randn(2, n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k) each
+        W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen, dtype=torch.float64) / math.sqrt(d_k)  # (d_k, d_a) each
+        v = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_a,), d_a = d_k
+        additive_std[n, d_k].append(float(additive_scores(Q, K, W_1, W_2, v)[0].std()))
+for n, d_k in additive_sizes:
+    lo, _, hi = spread([sd / math.sqrt(d_k) for sd in additive_std[n, d_k]])
+    print(
+        f"{n:3d} queries and keys, d_a = {d_k:3d}: additive scores' std / sqrt(d_a) {lo:.2f} .. {hi:.2f} ({len(SEEDS)} seeds)"
+    )
+growth = [b / a for a, b in zip(additive_std[10, 16], additive_std[200, 256])]  # per seed, d_a from 16 to 256
+print(
+    f"the additive scores' std grows {min(growth):.1f} .. {max(growth):.1f} times from d_a = 16 to 256 (sqrt(16) = 4)"
+)
+
+# %% tags=["hide-input"]
+assert all(2 < g < 8 for g in growth)  # sqrt growth gives 4; a constant spread 1, a linear one 16
+print(f"✓ with v ~ N(0, 1), in each of {len(SEEDS)} seeds the additive scores' spread grows like sqrt(d_a)")
+top_additive = {1.0: [], 1 / math.sqrt(512): []}  # median top weight at d_a = 512 per seed, for v and v / sqrt(d_a)
+for seed in SEEDS:
+    g = torch.Generator().manual_seed(seed)
+    q, keys = torch.randn(1000, 512, generator=g), torch.randn(1000, 10, 512, generator=g)  # (1000, d), (1000, 10, d)
+    W_1, W_2 = torch.randn(2, 512, 512, generator=g) / math.sqrt(512)  # (d, d_a) each
+    v = torch.randn(512, generator=g)  # (d_a,)
+    scores_add = torch.tanh((q @ W_1)[:, None, :] + keys @ W_2) @ v  # (1000, 10): 1000 queries, 10 keys each
+    for scale, tops in top_additive.items():
+        tops.append(float(torch.softmax(scores_add * scale, -1).max(-1).values.median()))
+assert min(top_additive[1.0]) > 0.97 and max(top_additive[1 / math.sqrt(512)]) < 0.3
+print("✓ at d_a = 512 (1000 queries of 10 keys, 5 seeds) v ~ N(0, 1) makes the typical query's top weight over 0.97;")
+print("  v / sqrt(d_a) keeps it under 0.3")
+
+# %% [markdown]
 # ### End to end: the gradient that reaches $q \cdot k$
 #
 # *Why read it:* section 5's softmax Jacobian is one factor; this follows the gradient from the output.
@@ -1323,9 +1360,11 @@ assert all(0.25 < g < 0.35 for d_k in reach_dks[10] for g in reach[10, d_k, "sca
 print("✓ with 10 keys, in every seed the gradient reaching q.k is larger unscaled at d_k = 16 and about the same at 64")
 print("✓ with 10 keys, in every seed it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
 print("✓ with 10 keys, scaled, it is about the same size at every d_k")
-assert all(r > 1.5 for d_k in (64, 128) for r in ratios[50, d_k]) and all(0.05 < r < 0.5 for r in ratios[50, 512])
+assert all(r > 3 for r in ratios[50, 64]) and all(r > 1.5 for r in ratios[50, 128])
+assert all(0.05 < r < 0.5 for r in ratios[50, 512])
 print(
-    "✓ with 50 keys, in every seed it is larger unscaled at d_k = 64 and 128, and at 512 still over 5% of the scaled one"
+    "✓ with 50 keys, in every seed it is over 3 times larger unscaled at d_k = 64, larger at 128, "
+    "and at 512 still over 5% of the scaled one"
 )
 
 # %% [markdown]
@@ -1443,7 +1482,7 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # true length (both printed above). A sharper softmax does not always pass back less: the gradient is longest
 # near $T = 0.4$, 0.8 times the gap, and already shorter at 0.3, though still longer than at $T = 1$ (printed above). Large unscaled
 # scores act like a temperature of $1/\sqrt{d_k}$ relative to the scaled ones, with the same two regimes:
-# in the end-to-end table above, about as much gradient as scaled at $d_k = 64$, almost none at 512. With a
+# in the end-to-end table above (10 keys), about as much gradient as scaled at $d_k = 64$, almost none at 512. With a
 # tie for the maximum, the limit splits the weight.
 
 # %% [markdown]
