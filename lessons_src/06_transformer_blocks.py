@@ -65,8 +65,9 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # $$\mathrm{FFN}(x) = \max(0,\; x W_1 + b_1)\, W_2 + b_2,$$
 #
 # a two-layer MLP (`d_model → d_ff → d_model`; the paper uses 512 → 2048 → 512) applied to every
-# position **separately, with the same weights**. Attention mixes positions; the FFN never does. The
-# paper (section 3.3) also calls it "two convolutions with kernel size 1".
+# position **separately, with the same weights**, though "they use different parameters from layer to
+# layer" (section 3.3). Attention mixes positions; the FFN never does. The paper also calls it "two
+# convolutions with kernel size 1".
 
 # %%
 torch.manual_seed(0)
@@ -172,12 +173,12 @@ print("✓ the formula gives what torch.nn.LayerNorm gives")
 # ### What the normalised values look like — not "between 0 and 1"
 #
 # The YOUR CAT slide deck says γ and β "introduce some fluctuations in the data, because maybe having
-# all values between 0 and 1 may be too restrictive". Both halves are off: γ and β are fixed learned
-# numbers, not fluctuations ("What γ and β can and cannot do", in Going further), and $N(\mathbf x)$
-# has **mean 0 and variance 1 over each token's features** — so every token that is not constant has
-# negative values and (without ε) at least one value with $|v| \ge 1$, up to $\sqrt{H-1}$ when one
-# feature sticks out. (With ε the variance is $\sigma^2/(\sigma^2+\varepsilon)$ for a token of spread
-# σ: slightly under 1, printed below.) Check it on random tokens of several widths H, scales and offsets, 5 seeds each:
+# all values between 0 and 1 may be too restrictive". "Fluctuations" is loose wording for a learned
+# scale and shift per feature ("What γ and β can and cannot do", in Going further); "between 0 and 1"
+# is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features** (with ε, slightly
+# under 1) — so every token that is not constant has negative values and (without ε) at least one
+# value with $|v| \ge 1$, up to $\sqrt{H-1}$ when one feature sticks out. Check it on random tokens of
+# several widths H, scales and offsets, 5 seeds each:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -311,8 +312,8 @@ print(
 check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 
 # %% [markdown]
-# > **Going further:** in evaluation mode batch norm uses running statistics instead, and its trouble
-# > moves elsewhere ("Batch norm in evaluation mode", at the end).
+# > **Going further:** in evaluation mode batch norm uses running statistics, and its trouble moves
+# > elsewhere (at the end).
 
 # %% [markdown]
 # ## 3. Residual connections, post-norm and pre-norm
@@ -326,8 +327,8 @@ check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 # final LayerNorm after the last layer. *The Annotated Transformer* codes pre-norm while quoting the
 # paper's post-norm formula. In `utils`, as in PyTorch, `norm_first=True` selects pre-norm.
 #
-# In pre-norm the input has a direct path through: if a layer's sublayers output zero (zero output
-# weights), it returns its input unchanged. In post-norm the sum still passes through a LayerNorm.
+# In pre-norm the input has a direct path through: with its sublayers silenced (zero output weights),
+# a layer returns its input unchanged; in post-norm the sum still passes through a LayerNorm.
 
 # %%
 torch.manual_seed(3)
@@ -349,8 +350,7 @@ print(
 # The paper's section 5.4 announces "three types of regularization" and describes dropout, $P_{drop} = 0.1$,
 # on each sublayer's output before the addition, $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$, dropout on the
 # sums of embeddings and positional encodings, and label smoothing (lesson 07). Here dropout is off
-# (`dropout=0`). In Table 3, row (D), $P_{drop} = 0.0$ drops the base model's BLEU from 25.8 to 24.6;
-# no label smoothing gives 25.3.
+# (`dropout=0`).
 #
 # What changes between the two at initialisation? Measure two things on random encoder stacks
 # (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input, with the
@@ -360,9 +360,10 @@ print(
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
-# `probe_stacks` (in `utils.experiments.norm_probes`) measures both. Its layers all start as copies of
-# one, as in `torch.nn.TransformerEncoder`; `torch.nn.Transformer` re-draws each ("Copied or
-# independent layers", at the end, repeats this section that way).
+# `probe_stacks` (in `utils.experiments.norm_probes`) measures both. Its layers all *start* as copies
+# of one, as in `torch.nn.TransformerEncoder` (equal starting values, not shared weights). That start
+# makes the numbers below larger: with independent layers ("Copied or independent layers", at the end)
+# the stream grows less and the gradient gap is smaller, though both still grow with depth.
 
 
 # %%
@@ -372,8 +373,8 @@ rms, final_rms, grads = probe_stacks(depths, seeds)  # (variant, L) -> (seeds, L
 # %% [markdown]
 # The activations first. Post-norm ends every layer with a LayerNorm, so the stream is pinned at
 # RMS 1 (γ = 1, β = 0 at initialisation). Pre-norm never normalises the stream itself: every layer
-# *adds* its output to it, so its scale is not held (here it ends larger after the stack) — which is why a pre-norm stack needs the
-# final LayerNorm (`Encoder.norm`, restoring RMS 1).
+# *adds* its output to it, so its scale is not held (here it ends larger) — hence the final LayerNorm
+# (`Encoder.norm`, restoring RMS 1).
 
 # %% tags=["nbval-ignore-output"]
 for L in depths:
@@ -428,9 +429,9 @@ print(
 )
 
 # %% [markdown]
-# Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread ("A LayerNorm's
-# gradient and σ", at the end; it also removes two directions first). So what matters is the σ of the tokens entering each LayerNorm. At 24
-# layers:
+# Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread, after removing
+# two directions ("A LayerNorm's gradient and σ", at the end). So what matters is the σ entering each
+# LayerNorm. At 24 layers:
 
 # %% tags=["nbval-ignore-output"]
 norm_inputs = np.array([last_layer_norm_inputs(False, num_layers=24, d_model=32, seed=s) for s in seeds])  # (seeds, 2)
@@ -450,9 +451,9 @@ print(
 )
 
 # %% [markdown]
-# Post-norm's last layer gets its gradient through only its own LayerNorms, whose inputs have RMS near 1
-# (so σ no larger); pre-norm's, through the **final** LayerNorm, whose tokens have a σ many times larger
-# (their means are small, so the stream's RMS stands for σ), so it arrives that many times smaller.
+# Post-norm's last layer gets its gradient through its own LayerNorms only, whose inputs have RMS near
+# 1 (so σ no larger); pre-norm's through the **final** LayerNorm, whose tokens have a σ many times
+# larger (their means are small, so the stream's RMS stands for σ): it arrives that many times smaller.
 # Your guess:
 
 # %%
@@ -467,8 +468,12 @@ plot_gradient_gap(grads, rms, ratio, "copied")
 plt.show()
 
 # %% [markdown]
-# > **Going further:** Xiong et al. (2020) argue that post-norm's larger gradients near the output
-# > are why it needs the paper's learning-rate warm-up; a small experiment at the end tests it.
+# **Why it matters.** Xiong et al. (2020) bound these gradients at initialisation: post-norm's
+# last-layer bound does not shrink with depth, pre-norm's shrinks like $1/\sqrt L$. They argue this is
+# why post-norm needs the paper's learning-rate warm-up (section 5.3): "using a large learning rate on
+# those gradients makes the training unstable"; their pre-norm Transformers trained without it. A small
+# copy task at the end ("Warm-up and post-norm") gets post-norm stuck without warm-up in some runs
+# with copied layers, in none with independent ones, so it cannot tell the gap from the copied start.
 
 # %% [markdown]
 # ## 4. The three kinds of attention
@@ -530,8 +535,8 @@ assert cross_w.shape == (num_heads, 4, 6)
 print("✓ padding columns are 0, the decoder's self-attention is lower-triangular, cross-attention is (T_tgt, T_src)")
 
 # %% [markdown]
-# Two behavioural checks. The causal mask means a decoder position cannot see the future: changing
-# target token j, for every j, leaves the outputs at positions before j unchanged and changes the rest.
+# Two behavioural checks. The causal mask: changing target token j, for every j, leaves the outputs
+# before j unchanged and changes the rest.
 #
 # **Predict, then check.** Now change the memory (the encoder's output) at source position 1, a real
 # word, and run the decoder layer again. Of the 4 target positions, how many get a different output?
@@ -568,8 +573,8 @@ print(
 print(f"✓ with cross-attention cut to source position 0, changing source position 1 changes {cut_reached} of 4 outputs")
 
 # %% [markdown]
-# Every one: the causal mask limits which *target* positions a query sees, not which source positions —
-# cross-attention lets each target position attend to the whole (unpadded) source. Your guess:
+# Every one: the causal mask limits which *target* positions a query sees; cross-attention lets each
+# target position attend to the whole (unpadded) source. Your guess:
 
 # %%
 check.predict_positions_reading_source(my_guess_positions_reading_source)
@@ -667,7 +672,7 @@ for norm_first, torch_enc in torch_encoders.items():
 check.predict_tokens_right_with_our_mask(my_guess_tokens_right_with_our_mask)
 
 # %% [markdown]
-# Stacks work the same way: `utils.blocks.Encoder` / `Decoder` are `num_layers` copies of a layer,
+# Stacks work the same way: `utils.blocks.Encoder` / `Decoder` are `num_layers` deep copies of a layer,
 # plus the final LayerNorm in the pre-norm case; `from_torch` copies a
 # `torch.nn.TransformerEncoder` / `TransformerDecoder` layer by layer.
 
@@ -721,8 +726,9 @@ print("✓ in 5 of 5 seeds, an encoder layer commutes with shuffling; a decoder 
 #   variance 1 per token, not a range of $[0, 1]$. Batch norm normalises each feature over the batch,
 #   so in training mode a sentence's output depends on its batch-mates.
 # * Post-norm (the paper, `LN(x + f(x))`) keeps the stream at unit scale at initialisation; pre-norm
-#   (`x + f(LN(x))`, most code today) lets it grow with depth and needs a final LayerNorm; dividing by
-#   the grown stream's spread σ makes its top layers' gradients smaller than post-norm's, more so when deeper.
+#   (`x + f(LN(x))`, most code today) lets it grow, more in deeper stacks, and needs a final LayerNorm,
+#   whose 1/σ makes its top layers' gradients smaller than post-norm's. Xiong et al. link post-norm's
+#   larger ones to its need for warm-up.
 # * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention with
 #   queries from the decoder and keys/values from the encoder.
 # * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's with
@@ -815,8 +821,8 @@ check.parallel_block(my_parallel_block)
 #
 # Detours from the main line, each with its own checks: LayerNorm's biased variance and ε, its ε on
 # tokens of tiny spread, what γ and β can and cannot do, batch norm in evaluation mode, a LayerNorm's
-# gradient and σ, stacks whose layers start different, where the largest gradient sits, warm-up and post-norm, the paper's depth and
-# width table, and the fused attention path that training uses.
+# gradient and σ, stacks whose layers start different, where the largest gradient sits, warm-up and
+# post-norm, the paper's Table 3 (depth, width, dropout), and the fused attention path that training uses.
 
 # %% [markdown]
 # ### Biased variance and ε
@@ -1026,7 +1032,9 @@ fig, (ax_n, ax_h) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
 n = normalised(torch.randn(200, 64, generator=torch.Generator().manual_seed(0))).flatten()  # (200 * 64,)
 ax_n.axvspan(0, 1, color="gold", alpha=0.3, label="[0, 1]: where the slides put them")
 ax_n.hist(n, bins=60, color="gray")
-ax_n.set(title="N(x): mean 0, variance 1, most values outside [0, 1]", xlabel="normalised value", ylabel="count")
+ax_n.set(
+    title="N(x) of random tokens: mean 0, variance 1, most outside [0, 1]", xlabel="normalised value", ylabel="count"
+)
 ax_n.legend(fontsize=8)
 for j, (color, hatch) in enumerate([("tab:purple", "//"), ("tab:green", ""), ("tab:orange", "..")]):
     ax_h.hist(
@@ -1096,8 +1104,11 @@ print(
 # %% [markdown]
 # ### A LayerNorm's gradient and σ
 #
-# *Section 3's "why": a LayerNorm divides the gradient reaching each token by that token's spread σ
-# (its RMS once its mean is removed), not by its RMS.*
+# *Section 3's "why": a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread
+# (its RMS once its mean is removed), not by 1/RMS.*
+#
+# It first removes from the gradient the two directions along which its output does not move (up to
+# ε): adding the same number to every feature, and scaling the token.
 #
 # Feed one `x`, `7 x` and `x + 10` (the same output, up to ε) and compare the gradients (5 seeds,
 # widths 8, 32 and 128):
@@ -1184,6 +1195,7 @@ assert np.hypot(1, ind_mean / ind_sigma).max() < 1.3  # 24 layers: each token's 
 assert all(rms_ind["pre-norm", L][:, -1].max() < rms["pre-norm", L][:, -1].min() for L in depths)
 assert not all((np.diff(rms_ind["pre-norm", L], axis=1) > 0).all() for L in depths)
 assert all(gap_findings(ratio_ind, tracks_ind).values()), gap_findings(ratio_ind, tracks_ind)
+assert all(ratio_ind[L].max() < ratio[L].min() for L in depths)  # every depth: a smaller gap than copied stacks
 print(
     "✓ with independent layers too, post-norm keeps RMS 1 and pre-norm's stream ends larger, more so in deeper "
     "stacks, though less than with copied layers and not after every layer"
@@ -1192,6 +1204,7 @@ print(
     "✓ with independent default-init layers too, post-norm's last layer gets the larger gradient in every stack, "
     "by a factor that grows with depth, within a factor 1.5 of pre-norm's stream RMS"
 )
+print("✓ at every depth, every independent stack has a smaller gradient gap than every copied one")
 print("✓ at 24 layers, no token of that stream has an RMS as large as 1.3 times its σ")
 
 # %% [markdown]
@@ -1230,16 +1243,9 @@ print(
 # %% [markdown]
 # ### Warm-up and post-norm
 #
-# *Does section 3's gradient gap matter in training? Xiong et al.'s argument, and a small test.*
+# *Does section 3's gradient gap matter in training? A small test of Xiong et al.'s argument.*
 #
-# **Why this matters for training.** Xiong et al. (2020) analyse post-norm and pre-norm at
-# initialisation in theory: their bound on the gradient of post-norm's last layer does not shrink with
-# depth, their bound for pre-norm shrinks like $1/\sqrt{L}$ — the same direction as section 3's
-# growing gap, in both kinds of stack. They argue that this is why post-norm Transformers need a
-# learning-rate **warm-up** (the paper's schedule, section 5.3, raises the rate linearly over its first
-# 4000 steps): in their words, "using a large learning rate on those gradients makes the training
-# unstable". Pre-norm Transformers trained without warm-up in their experiments.
-#
+# The paper's **warm-up** (section 5.3) raises the learning rate linearly over its first 4000 steps.
 # A small experiment. Twelve-layer stacks (`d_model` = 32) learn to copy each input token (16
 # possible tokens: predicting each with probability 1/16 gives loss $\ln 16$), with Adam at a learning
 # rate of 0.01, either at the full rate from the first step or after a 20-step linear warm-up; 5 seeds
@@ -1327,9 +1333,9 @@ print("✓ at 12 layers, every copied stack of section 3 has a larger gradient g
 # (2020) make the comparison on full-size translation and language models.
 
 # %% [markdown]
-# ### How many layers, how wide?
+# ### How many layers, how wide, how much dropout?
 #
-# *What the paper's Table 3 says about depth and width; exercise 3 counts its parameters.*
+# *What the paper's Table 3 says about depth, width and regularisation; exercise 3 counts its parameters.*
 #
 # The paper's Table 3 varies the base model's sizes (N = 6 layers, $d_{ff}$ = 2048: BLEU 25.8 on
 # the development set, 65 million parameters). A subset of its rows (C), leaving out the two that
@@ -1341,7 +1347,8 @@ print("✓ at 12 layers, every copied stack of section 3 has a larger gradient g
 # | parameters (millions) | 36 | 50 | 80 | 53 | 90 |
 #
 # Fewer or narrower layers cost BLEU; 8 layers instead of 6 do not raise it (though their perplexity,
-# 4.88 against 4.92, is slightly better), a wider FFN does.
+# 4.88 against 4.92, is slightly better), a wider FFN does. Row (D): without dropout ($P_{drop} = 0.0$)
+# the base model's BLEU drops from 25.8 to 24.6; without label smoothing it is 25.3.
 
 # %% [markdown]
 # ### The same attention without its weights
