@@ -350,3 +350,18 @@ def test_largest_change_compares_shared_runs_only():
     assert largest_change(runs, rerun) == 0.125  # seed 7 is not in runs: skipped
     with pytest.raises(ValueError, match="share no"):
         largest_change(runs, {"runs": {"copy": {"rope": {"7": {"accuracy": {"4": 0.0}}}}}})
+
+
+def test_largest_change_compares_position_ranges_and_copy_head_weights_not_labels():
+    from utils.experiments.extrapolation import largest_change
+
+    head = {"layer": 0, "head": 1, "seen": 0.9, "far": 0.2}
+    runs = {"runs": {"copy": {"rope": {"0": {"by_position": {"0..15": 0.8}, "copy_head": head}}}}}
+    moved = {"layer": 1, "head": 3, "seen": 0.85, "far": 0.2}  # another head picked: a label, not a change
+    rerun = {"runs": {"copy": {"rope": {"0": {"by_position": {"0..15": 0.7}, "copy_head": moved}}}}}
+    assert largest_change(runs, rerun, "by_position") == pytest.approx(0.1)
+    assert largest_change(runs, rerun, "copy_head") == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="share no"):
+        largest_change(runs, rerun, "accuracy")  # neither run stored accuracy
+    with pytest.raises(ValueError, match="field"):
+        largest_change(runs, rerun, "loss")

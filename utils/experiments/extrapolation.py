@@ -294,18 +294,24 @@ def accuracy_ranges(runs, task, names):
     return out
 
 
-def largest_change(runs, rerun):
-    """Largest |accuracy difference| between two stored experiments, over the seeds, tasks, variants, lengths both hold."""
+def largest_change(runs, rerun, field="accuracy"):
+    """Largest |difference| of one summary between two stored experiments, over the runs both hold.
+
+    field: "accuracy" (per test length), "by_position" (per range of positions) or "copy_head" (its weights;
+    which head and layer it picked are labels, not compared).
+    """
+    validation.choice("field", field, ("accuracy", "by_position", "copy_head"))
     diffs = [
-        abs(a - runs["runs"][task][pe_kind][seed]["accuracy"][n])
+        abs(a - runs["runs"][task][pe_kind][seed][field][key])
         for task, by_pe in rerun["runs"].items()
         for pe_kind, by_seed in by_pe.items()
         for seed, r in by_seed.items()
-        if seed in runs["runs"][task][pe_kind]
-        for n, a in r["accuracy"].items()
+        if seed in runs["runs"][task][pe_kind] and field in r
+        for key, a in r[field].items()
+        if key not in ("head", "layer")
     ]
     if not diffs:
-        raise ValueError("runs and rerun share no (task, variant, seed): nothing to compare")
+        raise ValueError(f"runs and rerun share no (task, variant, seed) with {field!r}: nothing to compare")
     return max(diffs)
 
 
