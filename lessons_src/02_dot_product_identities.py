@@ -157,11 +157,12 @@ plt.show()
 #
 # Cosine is even, so $\sum_i \cos(\omega_i k) = \sum_i \cos(-\omega_i k)$: the word $k$ places
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
-# Hong's slides derive this same sum and name two properties, *distance aware* and *direction aware*;
-# the sum has the first (in part: section 3 finds far offsets that score almost alike), not the second.
-# Attention's learned form $x_s W_q W_k^\top x_t^\top$ (lesson 03) is blind too if it only reweights pairs;
-# a part that turns them tells before from after (*Going further*: the $J$ form, $W_q = I$, $W_k = J^\top$).
-# The plot: $f(k) = PE_t \cdot PE_{t+k}$ from the table, at $t = 100$, on both sides.
+# Hong's slides derive this sum and name two properties, *distance aware* and *direction aware*; the sum
+# has the first (in part: section 3 finds far offsets that score almost alike), not the second. Attention's
+# learned form $x_s W_q W_k^\top x_t^\top$ (lesson 03) is blind too if it weights a pair's two columns alike.
+# Weighting them differently breaks the tie by an amount and sign that change with $t$; a part that turns pairs
+# tells before from after the same way at every $t$ (*Going further*: the $J$ form, $W_q = I$, $W_k = J^\top$).
+# The plot: $f(k) = PE_t \cdot PE_{t+k}$ at $t = 100$, on both sides.
 
 # %%
 t0 = 100
@@ -281,9 +282,8 @@ print(f"PE_{t} M_{k} PE_{t}^T = {float(pe[t] @ Mk(k) @ pe[t]):.6f} = sum_i cos(w
 # ## Explore: the offset explorer
 #
 # Sections 1 and 2 in one figure: $PE_t \cdot PE_{t+k}$ against $t$ (flat), against $k$, and pair $i$'s
-# point $(\sin \omega_i t, \cos \omega_i t)$ at $t$ and $t + k$, an angle $\omega_i k$ apart (the arc turns the
-# way the pair does, by what is left of $\omega_i k$ after whole turns). Run the
-# notebook to get the sliders.
+# point $(\sin \omega_i t, \cos \omega_i t)$ at $t$ and $t + k$, an angle $\omega_i k$ apart (the arc shows what
+# is left of $\omega_i k$ after whole turns). Run the notebook to get the sliders.
 
 # %%
 fig = plot_offset_explorer(d_model=64, base=10000.0, k=10, pair=0, t=3)
@@ -303,8 +303,8 @@ offset_explorer()
 # The reading notes say the dot product "decays symmetrically and smoothly". Symmetric and smooth, yes
 # (section 1; a sum of cosines). But it does not fall at every step: the fast pairs (small
 # $i$, $\omega_i$ near 1) wobble with periods from $2\pi$ up, and when enough of them swing back the sum
-# rises again. So a score separates near offsets clearly and far ones barely. We mark every $k$ where
-# $f(k+1) > f(k)$, and search $0 \le k \le 200$ for the two offsets, at least 5 apart, with the closest scores.
+# rises again. So a score separates near offsets clearly and far ones barely. We mark every $k$ with
+# $f(k+1) > f(k)$, and find the two offsets in $0 \dots 200$, at least 5 apart, with the closest scores.
 
 # %%
 ks = torch.arange(0, 201, dtype=torch.float64)  # (201,)
@@ -384,11 +384,11 @@ check.predict_long_range(my_guess_long_range)
 
 # %% [markdown]
 # At $d_{model} = 128$ the largest value sits at the start of the range, where $f$ is still decaying.
-# Over these 10,000 positions (far longer than any sentence) the 64 waves never line up again, though the
+# Over these 10,000 positions the 64 waves never line up again, though the
 # slowest has not yet made a quarter turn (printed above).
 #
 # > **Going further:** the long-range peak against near offsets, and at other widths (narrow encodings
-# > do come back).
+# > come back).
 
 # %% [markdown]
 # ## 4. Random high-dimensional vectors are nearly orthogonal
@@ -464,16 +464,14 @@ plt.show()
 # ### Why PE is added, not concatenated
 #
 # The paper gives the encodings "the same dimension $d_{model}$ as the embeddings, so that the two can be
-# summed" (section 3.5); the reading notes explain that PE is "added but not concatenated" by the "Near
-# orthogonality in high dim space" property. Concatenating, $[e; PE_t]$, keeps word and position apart
-# for sure but costs width; adding mixes them in one vector, and in high dimensions the random-looking word
-# embeddings and the encodings are nearly orthogonal, so the sum still tells the words apart. The experiment,
-# `word_recovery(d, seed)`, five seeds per width: $V$ random word vectors with $\mathcal N(0,1)$ entries
-# ($|e| \approx \sqrt d$, comparable to $|PE_t| = \sqrt{d/2}$); each token is $x = e_w + PE_t$ at a random
-# position; we decode the word as $\arg\max_v x \cdot e_v$, as an output layer that shares the embedding
-# weights does (section 3.4). Concatenation decodes exactly as well as the bare embeddings (the PE block is
-# orthogonal to $[e_v; 0]$): it is the baseline. (The paper's embeddings are learned and multiplied by
-# $\sqrt{d_{model}}$; ours are random and used as drawn.)
+# summed" (section 3.5); the reading notes explain "added but not concatenated" by "Near orthogonality in high
+# dim space". Concatenating, $[e; PE_t]$, keeps word and position apart but costs width; adding mixes them, and
+# nearly orthogonal vectors should stay apart in the sum. The experiment, `word_recovery(d, seed)`, five seeds
+# per width: $V$ random word vectors with $\mathcal N(0,1)$ entries ($|e| \approx \sqrt d$, comparable to
+# $|PE_t| = \sqrt{d/2}$); each token is $x = e_w + PE_t$ at a random position; we decode the word as
+# $\arg\max_v x \cdot e_v$, as an output layer sharing the embedding weights does (section 3.4). Concatenation
+# decodes exactly as well as the bare embeddings (its PE block is orthogonal to $[e_v; 0]$). (The paper's
+# embeddings are learned and scaled by $\sqrt{d_{model}}$; ours are random, used as drawn.)
 
 # %% tags=["nbval-ignore-output"]
 word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
@@ -530,10 +528,47 @@ plt.show()
 
 # %% [markdown]
 # Concatenation's low share at small $d$ is not PE's doing: among 1000 random words in 8 dimensions, a word's
-# own vector often loses the dot product to a longer one. Decoded this way, adding wins at equal total widths
-# up to 32: in 16 dimensions $e + PE$ recovers about half the words, $[e; PE]$ (8 + 8) about a quarter; at
-# width 64 both recover nearly every word. So the dot product sees the word through the added position once
-# $d$ is large.
+# own vector often loses the dot product to a longer one. At equal total width adding wins up to 32 (in 16
+# dimensions about half the words against a quarter); at width 64 both recover nearly every word. So the dot
+# product sees the word through the added position once $d$ is large. And the position through the word? We
+# read it back by the same rule, $\arg\max_s x \cdot PE_s$, from the same tokens ($[e; PE_t]$ gives $t$ exactly):
+
+# %% tags=["nbval-ignore-output"]
+position_exact, position_near = {d: [] for d in word_dims}, {d: [] for d in word_dims}  # per seed
+for d in word_dims:
+    table = sinusoidal_encoding(sizes["max_len"], d, dtype=torch.float64)  # (max_len, d)
+    for seed in SEEDS:
+        gen = torch.Generator().manual_seed(seed)  # the same words and positions as word_recovery(d, seed)
+        emb = torch.randn(sizes["vocab_size"], d, generator=gen, dtype=torch.float64)  # (V, d)
+        words = torch.randint(0, sizes["vocab_size"], (sizes["n_tokens"],), generator=gen)  # (n_tokens,)
+        pos = torch.randint(0, sizes["max_len"], (sizes["n_tokens"],), generator=gen)  # (n_tokens,)
+        miss = (((emb[words] + table[pos]) @ table.T).argmax(1) - pos).abs()  # (n_tokens,) |read s - true t|
+        position_exact[d].append((miss == 0).double().mean().item())
+        position_near[d].append((miss <= 2).double().mean().item())
+for d in [16, 64, 128, 512]:
+    exact_range, near_range = spread(position_exact[d]), spread(position_near[d])
+    print(
+        f"d={d:3d}: position read back from e + PE exactly {exact_range[0]:6.1%} .. {exact_range[2]:6.1%}, "
+        f"within 2 positions {near_range[0]:6.1%} .. {near_range[2]:6.1%}  (range over seeds)"
+    )
+
+# %% tags=["hide-input"]
+for d in word_dims:  # [e_w; PE_t] . [0; PE_s] = PE_t . PE_s, largest at s = t
+    table = sinusoidal_encoding(sizes["max_len"], d, dtype=torch.float64)  # (max_len, d)
+    assert torch.equal((table @ table.T).argmax(1), torch.arange(sizes["max_len"]))
+assert all(0.4 < e < 0.6 for e in position_exact[64]) and all(0.9 < e < 0.97 for e in position_exact[512])
+assert all(n > 0.9 for d in word_dims if d >= 64 for n in position_near[d])
+assert all(e < 1 for d in word_dims for e in position_exact[d])
+print("✓ concatenated, every position is read back exactly (no other row of the table scores as high)")
+print(
+    "✓ added, the exact position is lost for about half the tokens at d = 64, and still for some at 512, in every seed"
+)
+print("✓ added, from d = 64 on, over 90% of tokens read back within 2 positions, in every seed")
+
+# %% [markdown]
+# The position pays more: neighbouring encodings score almost alike (section 3), so the word's push often moves
+# the best match a step or two. It comes back exactly for about half the tokens at $d = 64$ and 93 to 95% at 512,
+# within two positions for over 90% from $d = 64$ on.
 #
 # > **Going further:** is the reading notes' "PE only takes small number of dimensions" true?
 
@@ -543,55 +578,21 @@ plt.show()
 # Attention's score is itself a dot product, of a query with a key: why, and how large does it get?
 # The paper (section 3.2.1) names two common scores. **Additive attention**
 # (Bahdanau et al., 2015) feeds both into a small feed-forward network with one hidden layer,
-# $\text{score}(q, k) = v^\top \tanh(W_1 q + W_2 k)$; **dot-product attention** takes $q \cdot k$. The two
-# are similar in theoretical complexity, the paper says, but the dot product "is much faster and more
-# space-efficient in practice, since it can be implemented using highly optimized matrix multiplication
-# code": all scores are one product $QK^\top$. The additive score builds a hidden vector of size $d_a$ for
-# every query–key pair. Both cost $O(n^2 d)$ operations with $d_a = d$ (plus projecting each query and key once);
-# the count below is of the numbers each builds and stores, not a gap in work:
+# $v^\top \tanh(W_1 q + W_2 k)$. **Dot-product attention** takes $q \cdot k$ and "is identical to our
+# algorithm, except for the scaling factor of $\frac{1}{\sqrt{d_k}}$". The two are similar in theoretical
+# complexity, the paper says, but the dot product "is much faster and more space-efficient in practice, since it
+# can be implemented using highly optimized matrix multiplication code": all scores are one product $QK^\top$
+# (what the additive score stores: *Going further*).
 
-
-# %%
-def additive_scores(Q, K, W_1, W_2, v):
-    """Bahdanau's v . tanh(q W_1 + k W_2) for every query-key pair, and the hidden tensor it builds."""
-    hidden = torch.tanh((Q @ W_1)[:, None, :] + (K @ W_2)[None, :, :])  # (T_q, T_k, d_a)
-    return hidden @ v, hidden  # (T_q, T_k), (T_q, T_k, d_a)
-
-
-additive_sizes = [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]  # (queries = keys, d_k = d_a)
-built = {}  # per size: how many numbers the dot product and the additive score build
-gen = torch.Generator().manual_seed(0)
-for n, d_k in additive_sizes:
-    Q, K = torch.randn(2, n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k) each
-    W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen, dtype=torch.float64) / math.sqrt(d_k)  # (d_k, d_a) each
-    v = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_a,), d_a = d_k
-    scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
-    built[n, d_k] = (Q @ K.T).numel(), hidden.numel()
-n, d_k = additive_sizes[-1]
-print(
-    f"{n} queries and {n} keys, d_k = d_a = {d_k}: the dot product builds {built[n, d_k][0]:,} numbers "
-    f"(one per pair), the additive score {built[n, d_k][1]:,} ({d_k} per pair)"
-)
-
-# %% tags=["hide-input"]
-gen = torch.Generator().manual_seed(0)
-Q, K = torch.randn(4, 8, generator=gen), torch.randn(5, 8, generator=gen)  # (T_q, d_k), (T_k, d_k)
-W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen), torch.randn(6, generator=gen)
-looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
-assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
-print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
-assert all(built[n, d] == (n * n, n * n * d) for n, d in additive_sizes)
-print(f"✓ for every size in {additive_sizes}, the additive score builds d_a numbers per pair, the dot product one")
 
 # %% [markdown]
 # ### How large dot products grow
 #
-# The paper's reason for dot products is speed and memory. It adds (citing earlier work)
-# that "for small values of $d_k$ the two mechanisms perform similarly", but "additive attention outperforms
-# dot product attention without scaling for larger values of $d_k$", and writes "We suspect that" large dot
-# products push the softmax into regions of extremely small gradients. Its footnote 4 works out how large, for independent $q, k \in \mathbb{R}^{d_k}$
-# whose entries are independent with mean 0 and variance 1. (Additive scores grow with their weights too:
-# *Going further*.)
+# The paper adds (citing earlier work) that "for small values of $d_k$ the two mechanisms perform similarly",
+# but "additive attention outperforms dot product attention without scaling for larger values of $d_k$", and
+# writes "We suspect that" large dot products push the softmax into regions of extremely small gradients. Its
+# footnote 4 works out how large, for independent $q, k \in \mathbb{R}^{d_k}$ with independent entries of mean 0
+# and variance 1. (Additive scores grow with their weights too: *Going further*.)
 #
 # **Predict first.** At the paper's $d_k = 64$, what is $\mathrm{Var}(q \cdot k)$?
 
@@ -652,8 +653,8 @@ plt.show()
 # (The COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$.) At the paper's $d_k = 64$ and at
 # 512 we draw 1000 queries, each against its own 10 keys, five seeds, and measure, unscaled and scaled, the gap
 # between the two largest scores, the largest weight, and the norm of the softmax's Jacobian
-# $\mathrm{diag}(p) - p^\top p$: the paper's "extremely small gradients" are this Jacobian's (near zero for
-# one-hot weights, at most $1/2$: *Going further*).
+# $\mathrm{diag}(p) - p^\top p$: the paper's "extremely small gradients" are this Jacobian's (at most $1/2$:
+# *Going further*).
 
 
 # %%
@@ -738,13 +739,14 @@ print("✓ scaled, at both sizes no query puts nearly all its weight on one key"
 print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 
 # %% [markdown]
-# So unscaled scores sharpen the softmax as $d_k$ grows. At $d_k = 512$ the top key typically leads by
-# 8.80 to 10.35 units, so it gets $e^{\text{gap}}$ times the runner-up's weight; at the paper's 64 the lead is
-# about 3 units, the typical top weight about 0.95 and the typical Jacobian norm under a third of the scaled
-# one's. Scaled, the weights stay soft. But unscaled scores skip the factor $1/\sqrt{d_k}$, so the gradient
-# reaching $q \cdot k$ is another matter: with these 10 keys it is about the scaled one's at 64 and under 2%
-# of it at 512; with 50 keys, over three times *more* at 64 (*Going further*). At the paper's own $d_k$, then,
-# these random scores show a sharp softmax, not starved gradients. One query ($d_k = 512$, seed 0's median gap):
+# So unscaled scores sharpen the softmax as $d_k$ grows: at 512 the top key typically leads by 8.80 to 10.35
+# units (its weight is $e^{\text{gap}}$ times the runner-up's); at the paper's 64 the lead is about 3 units, the
+# typical top weight about 0.95, the typical Jacobian norm under a third of the scaled one's. Scaled, the weights
+# stay soft. But unscaled scores also skip the factor $1/\sqrt{d_k}$, so the gradient reaching $q \cdot k$ depends
+# on the number of keys: at $d_k = 64$, 2 to 4% of the scaled one's with 2 keys, about as much with 10, over three
+# times more with 50 (*Going further*). At the paper's $d_k$, then, unscaled random scores starve the gradient
+# only where a query has very few keys, as in a causal mask's first rows (lesson 04). One query ($d_k = 512$,
+# seed 0's median gap):
 
 # %%
 d_k = 512
@@ -759,20 +761,21 @@ fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gap
 plt.show()
 
 # %% [markdown]
-# Why not just use smaller keys? Table 3's rows (B) keep $h = 8$ heads and shrink $d_k$, so the total key
-# width $h\,d_k$ shrinks too: "reducing the attention key size $d_k$ hurts model quality", which, the paper
-# adds (section 6.2), "suggests that determining compatibility is not easy and that a more sophisticated
-# compatibility function than dot product may be beneficial". Rows (A) keep $h\,d_k$: $d_k = 32$ still
-# scores as the base, $d_k = 16$ as (B)'s $d_k = 32$, so each head's width matters too (lesson 05).
-# English-to-German development set; lower PPL, higher BLEU are better:
+# Why not just use smaller keys? Table 3's rows (B) shrink $d_k$ alone: "reducing the attention key size $d_k$
+# hurts model quality", which suggests "that determining compatibility is not easy" (section 6.2). Rows (A) keep
+# $h\,d_k$, shrinking $d_v$ with $d_k$: "single-head attention is 0.9 BLEU worse than the best setting", and
+# "quality also drops off with too many heads" (lesson 05). English-to-German development set; lower PPL, higher
+# BLEU are better:
 #
-# | Table 3 | $h$ | $d_k$ | PPL (dev) | BLEU (dev) | params $\times 10^6$ |
-# |---|---|---|---|---|---|
-# | base | 8 | 64 | 4.92 | 25.8 | 65 |
-# | (A) | 16 | 32 | 4.91 | 25.8 | |
-# | (A) | 32 | 16 | 5.01 | 25.4 | |
-# | (B) | 8 | 16 | 5.16 | 25.1 | 58 |
-# | (B) | 8 | 32 | 5.01 | 25.4 | 60 |
+# | Table 3 | $h$ | $d_k$ | $d_v$ | PPL (dev) | BLEU (dev) | params $\times 10^6$ |
+# |---|---|---|---|---|---|---|
+# | base | 8 | 64 | 64 | 4.92 | 25.8 | 65 |
+# | (A) | 1 | 512 | 512 | 5.29 | 24.9 | |
+# | (A) | 4 | 128 | 128 | 5.00 | 25.5 | |
+# | (A) | 16 | 32 | 32 | 4.91 | 25.8 | |
+# | (A) | 32 | 16 | 16 | 5.01 | 25.4 | |
+# | (B) | 8 | 16 | 64 | 5.16 | 25.1 | 58 |
+# | (B) | 8 | 32 | 64 | 5.01 | 25.4 | 60 |
 
 # %% [markdown]
 # > **Going further:** the variance argument needs $q$ and $k$ independent; a word's score with itself,
@@ -823,9 +826,8 @@ check.predict_overflow_nans(my_guess_nans)
 #
 # **Soft arg-max.** The reading notes call softmax a "softened" version of the arg-max. As
 # $T \to 0$, $\mathrm{softmax}(x/T) \to$ the one-hot vector of $\arg\max x$ (when the maximum is
-# unique): every other weight is at most $e^{(x_j - x_{max})/T}$, which tends to 0. Arg-max itself jumps
-# and has zero gradient almost everywhere; softmax is the smooth, differentiable version, so attention
-# can be trained by gradient descent.
+# unique): every other weight is at most $e^{(x_j - x_{max})/T}$, which tends to 0. Arg-max has zero gradient
+# almost everywhere; softmax is differentiable, so attention can be trained by gradient descent.
 
 # %%
 x = torch.tensor([1.0, 3.0, 2.5, 0.0, 2.0])  # (5,)
@@ -864,25 +866,23 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 #
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ and even in $k$, so it sees distance,
 #   not direction, and far distances can score almost alike ($f(121) \approx f(143)$ at $d_{model} = 128$).
-#   A learned form with a part that turns pairs (the $J$ form) can tell direction.
-#   $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations.
+#   $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations; a learned form with a part that
+#   turns pairs (the $J$ form) tells direction the same way at every $t$.
 # - The dot product decays with $|k|$, not monotonically; at $d_{model} = 128$ it never comes back above a
 #   third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
-# - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$, so adding
-#   PE to word embeddings loses little when $d$ is large; decoded by dot product, it beats concatenating at
-#   equal widths 8 to 32.
-# - Dot products cost the same order of operations as additive attention but store far less.
-#   $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at $d_k = 512$ the softmax is nearly
-#   one-hot and almost no gradient reaches $q\cdot k$ (10 keys). At the paper's 64 the typical top weight is
-#   already about 0.95, but $q \cdot k$ gets about the scaled gradient (10 keys) or more (50): here the
-#   vanishing gradient the paper suspects appears only at larger $d_k$.
+# - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$. Adding PE
+#   loses little of the word when $d$ is large (and beats concatenating at equal widths 8 to 32), but blurs
+#   the position by a step or two.
+# - $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at $d_k = 512$ the softmax is nearly
+#   one-hot and almost no gradient reaches $q\cdot k$ (10 keys); at 64 the typical top weight is already about
+#   0.95, and $q \cdot k$ gets 2 to 4% of the scaled gradient with 2 keys, about as much with 10, more with 50.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
 # ## Exercises
 #
-# Three exercises ask questions the lesson did not; one builds section 6's stable softmax. In each stub,
-# replace `raise NotImplementedError` with your code and run the cell. Stuck?
+# Three exercises ask questions the lesson did not; one builds section 6's stable softmax. Replace each stub's
+# `raise NotImplementedError` with your code. Stuck?
 # `check.signed_offset.hint()` prints a hint and `check.signed_offset.solution()` a solution
 # (likewise for the other exercises).
 
@@ -949,7 +949,7 @@ check.score_scale(score_scale)
 # %% [markdown]
 # ## Going further
 #
-# Nine detours, each checked like the main line.
+# Ten detours, each checked like the main line.
 
 # %% [markdown]
 # ### Telling direction: the $J$ form
@@ -1010,6 +1010,25 @@ print(
 )
 print(f"  offsets k (of {int(moved.sum())}) where the whole form's sign is not -k's, at t = {t_range}:")
 print("  " + ", ".join(f"{n} at d_model = {d}" for d, n in zip(widths, by_width)))
+
+# %% [markdown]
+# A form that only weights a pair's sin and cos columns differently, by $a$ and $b$, also tells $k$ from $-k$,
+# but per pair by $(a - b)\sin(2\omega_i t)\sin(\omega_i k)$: an amount and a sign that change with $t$ (and
+# nothing at $t = 0$). The $J$ form's difference is the same at every $t$. Here $a = 2$, $b = 1$, $k = \pm 1$:
+
+# %% tags=["hide-input"]
+A_w = torch.diag(torch.tensor([2.0, 1.0] * (d_model // 2), dtype=torch.float64))  # (d_model, d_model) sin x 2
+inner = range(1, max_len - 1)  # positions t with both t - 1 and t + 1 in the table
+tilt = torch.stack([pe[t] @ A_w @ (pe[t + 1] - pe[t - 1]) for t in inner])  # (198,) score(k = +1) - score(k = -1)
+turn = torch.stack([pe[t] @ J @ (pe[t + 1] - pe[t - 1]) for t in inner])  # (198,) the same for the J form
+print(
+    f"sin columns x 2: score(k = +1) - score(k = -1) runs from {tilt.min():+.2f} to {tilt.max():+.2f} over t = 1 .. 198"
+)
+print(f"J form: score(k = +1) - score(k = -1) = {turn[0]:+.2f} at every t")
+assert tilt.min() < -1 and tilt.max() > 1 and abs(turn[0]) > 1 and torch.allclose(turn, turn[:1].expand(len(turn)))
+print(
+    "✓ weighting within a pair separates k = +1 from -1 with a sign that changes with t; the J form, the same at every t"
+)
 
 # %% [markdown]
 # ### Where the independence assumption breaks: a word's score with itself
@@ -1272,13 +1291,56 @@ print("✓ longer spans need many more directions")
 # subspace (Eckart–Young).
 
 # %% [markdown]
+# ### What the additive score builds
+#
+# *Why read it:* section 5 quotes the paper's "more space-efficient in practice"; this counts what that means.
+#
+# Computed for all pairs at once, as one tensor expression, the additive score builds a hidden vector of size
+# $d_a$ for every query–key pair; the dot product builds one number per pair. Both cost $O(n^2 d)$ operations
+# with $d_a = d$ (plus projecting each query and key once), so this is a count of what each stores, not a gap
+# in work; a loop over queries would need only $T_k\,d_a$ numbers at a time.
+
+
+# %%
+def additive_scores(Q, K, W_1, W_2, v):
+    """Bahdanau's v . tanh(q W_1 + k W_2) for every query-key pair, and the hidden tensor it builds."""
+    hidden = torch.tanh((Q @ W_1)[:, None, :] + (K @ W_2)[None, :, :])  # (T_q, T_k, d_a)
+    return hidden @ v, hidden  # (T_q, T_k), (T_q, T_k, d_a)
+
+
+additive_sizes = [(10, 16), (50, 64), (100, 64), (100, 128), (200, 256)]  # (queries = keys, d_k = d_a)
+built = {}  # per size: how many numbers the dot product and the additive score build
+gen = torch.Generator().manual_seed(0)
+for n, d_k in additive_sizes:
+    Q, K = torch.randn(2, n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k) each
+    W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen, dtype=torch.float64) / math.sqrt(d_k)  # (d_k, d_a) each
+    v = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_a,), d_a = d_k
+    scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
+    built[n, d_k] = (Q @ K.T).numel(), hidden.numel()
+n, d_k = additive_sizes[-1]
+print(
+    f"{n} queries and {n} keys, d_k = d_a = {d_k}: the dot product builds {built[n, d_k][0]:,} numbers "
+    f"(one per pair), the additive score {built[n, d_k][1]:,} ({d_k} per pair)"
+)
+
+# %% tags=["hide-input"]
+gen = torch.Generator().manual_seed(0)
+Q, K = torch.randn(4, 8, generator=gen), torch.randn(5, 8, generator=gen)  # (T_q, d_k), (T_k, d_k)
+W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen), torch.randn(6, generator=gen)
+looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
+assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
+print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
+assert all(built[n, d] == (n * n, n * n * d) for n, d in additive_sizes)
+print(f"at every size in {additive_sizes}: one number per pair for the dot product, d_a for the additive score")
+
+# %% [markdown]
 # ### Additive scores grow with their weights too
 #
 # *Why read it:* section 5 measured how large dot products grow; the additive score is not immune.
 #
 # An additive score is at most $\sum_j |v_j|$ (each $\tanh$ lies in $(-1, 1)$), but with $v \sim \mathcal N(0, 1)$
 # its spread grows like $\sqrt{d_a}$, and at $d_a = 512$ it too makes the softmax nearly one-hot;
-# $v / \sqrt{d_a}$ keeps it soft. Section 5's sizes, five seeds:
+# $v / \sqrt{d_a}$ keeps it soft. The sizes above, five seeds:
 
 # %% tags=["nbval-ignore-output"]
 additive_std = {size: [] for size in additive_sizes}  # per size: the additive scores' standard deviation, per seed
@@ -1300,8 +1362,11 @@ print(
 )
 
 # %% tags=["hide-input"]
+ratio_sqrt = [sd / math.sqrt(d_a) for (_, d_a), sds in additive_std.items() for sd in sds]  # every size and seed
+assert all(0.45 < r < 0.9 for r in ratio_sqrt)  # a constant spread would shrink it 4 times from 16 to 256
 assert all(2 < g < 8 for g in growth)  # sqrt growth gives 4; a constant spread 1, a linear one 16
-print(f"✓ with v ~ N(0, 1), in each of {len(SEEDS)} seeds the additive scores' spread grows like sqrt(d_a)")
+print(f"✓ with v ~ N(0, 1), at every size and in each of {len(SEEDS)} seeds, the additive scores' std / sqrt(d_a)")
+print("  stays in one narrow band: the spread grows like sqrt(d_a), not like a constant or like d_a")
 top_additive = {1.0: [], 1 / math.sqrt(512): []}  # median top weight at d_a = 512 per seed, for v and v / sqrt(d_a)
 for seed in SEEDS:
     g = torch.Generator().manual_seed(seed)
@@ -1322,13 +1387,13 @@ print("  v / sqrt(d_a) keeps it under 0.3")
 #
 # The gradient that reaches the raw $q \cdot k$ (and so $q$, $k$, $W_q$, $W_k$) also passes,
 # when scaled, through the factor $1/\sqrt{d_k}$. We send a random gradient $u$ back from the attention output
-# $\sum_j p_j v_j$ (random $v_j$) and measure it, with section 5's 10 keys per query and then with 50.
+# $\sum_j p_j v_j$ (random $v_j$) and measure it, with section 5's 10 keys per query, then with 2, 5 and 50.
 
 # %% tags=["nbval-ignore-output"]
-reach_dks = {10: [16, 64, 128, 256, 512], 50: [64, 128, 512]}  # the d_k measured for each number of keys
+reach_dks, key_counts = [16, 64, 128, 256, 512], [2, 5, 10, 50]  # the d_k and the keys per query measured
 reach = {}  # reach[keys, d_k, name]: per seed, the median over queries of |dL / d(q.k)|, the gradient at q.k
-for key_count, dk_list in reach_dks.items():
-    for d_k in dk_list:
+for key_count in key_counts:
+    for d_k in reach_dks:
         for seed in SEEDS:
             gen = torch.Generator().manual_seed(seed)
             q = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k), entries N(0, 1) as before
@@ -1342,21 +1407,23 @@ for key_count, dk_list in reach_dks.items():
                 reach.setdefault((key_count, d_k, name), []).append(raw.grad.norm(dim=1).median().item())
 ratios = {
     (c, d_k): [a / b for a, b in zip(reach[c, d_k, "unscaled"], reach[c, d_k, "scaled"])]
-    for c, dk_list in reach_dks.items()
-    for d_k in dk_list
+    for c in key_counts
+    for d_k in reach_dks
 }
-print(f"|dL / d(q.k)|: range over {len(SEEDS)} seeds of each seed's median over {n_q} queries")
-print(f"{'keys':>4s} {'d_k':>5s} {'unscaled':>18s} {'scaled':>14s} {'unscaled / scaled':>20s}")
-for c, d_k in ratios:
-    columns = [reach[c, d_k, "unscaled"], reach[c, d_k, "scaled"], ratios[c, d_k]]  # per-seed values
-    un, sc, ratio_range = (f"{min(col):.2g} .. {max(col):.2g}" for col in columns)
-    print(f"{c:4d} {d_k:5d} {un:>18s} {sc:>14s} {ratio_range:>20s}")
+print(f"|dL / d(q.k)| unscaled / scaled: range over {len(SEEDS)} seeds of each seed's median over {n_q} queries")
+print(f"{'d_k':>5s}" + "".join(f"{f'{c} keys':>20s}" for c in key_counts))
+for d_k in reach_dks:
+    row = "".join(f"{f'{min(ratios[c, d_k]):.2g} .. {max(ratios[c, d_k]):.2g}':>20s}" for c in key_counts)
+    print(f"{d_k:5d}{row}")
+scaled = {c: [g for d_k in reach_dks for g in reach[c, d_k, "scaled"]] for c in key_counts}  # every d_k and seed
+scaled_ranges = ", ".join(f"{c} keys {min(v):.2g} .. {max(v):.2g}" for c, v in scaled.items())
+print(f"the scaled gradient itself, over every d_k: {scaled_ranges}")
 
 # %% tags=["hide-input"]
 assert all(r > 1.5 for r in ratios[10, 16]) and all(0.8 < r < 1.5 for r in ratios[10, 64])
 assert all(r < 0.8 for r in ratios[10, 128]) and all(r < 0.2 for r in ratios[10, 256])
 assert all(r < 0.02 for r in ratios[10, 512])
-assert all(0.25 < g < 0.35 for d_k in reach_dks[10] for g in reach[10, d_k, "scaled"])
+assert all(0.25 < g < 0.35 for d_k in reach_dks for g in reach[10, d_k, "scaled"])
 print("✓ with 10 keys, in every seed the gradient reaching q.k is larger unscaled at d_k = 16 and about the same at 64")
 print("✓ with 10 keys, in every seed it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
 print("✓ with 10 keys, scaled, it is about the same size at every d_k")
@@ -1366,12 +1433,21 @@ print(
     "✓ with 50 keys, in every seed it is over 3 times larger unscaled at d_k = 64, larger at 128, "
     "and at 512 still over 5% of the scaled one"
 )
+assert all(r < 0.05 for r in ratios[2, 64]) and all(r < 1 for r in ratios[2, 16])
+assert all(0.3 < r < 0.55 for r in ratios[5, 64]) and all(r > 1 for r in ratios[5, 16])
+few_to_many = zip(*(ratios[c, 64] for c in key_counts))  # per seed: the ratio at d_k = 64 for 2, 5, 10, 50 keys
+assert all(a < b < c < d for a, b, c, d in few_to_many)
+print("✓ with 2 keys, in every seed it is under 5% of the scaled one at d_k = 64, and already smaller at 16")
+print("✓ with 5 keys, about a third to a half at d_k = 64, though larger at 16")
+print("✓ at d_k = 64, in every seed, the more keys, the more gradient unscaled scores pass back relative to scaled")
 
 # %% [markdown]
 # So, with 10 keys, unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less
 # from 128 on: under 2% at 512. That fits the paper's suspicion (section 3.2.1) that small gradients are why
-# unscaled dot products fall behind additive attention for larger $d_k$. Where the crossover lies depends on the number of keys: with 50, unscaled scores
-# still pass back more at 128.
+# unscaled dot products fall behind additive attention for larger $d_k$. The crossover moves with the number of
+# keys, both ways: with 50 keys unscaled scores still pass back more at 128; with 5, about a third to a half
+# as much at 64; with 2, under 5% at 64 and already less at 16. Few keys is no corner case: under a causal
+# mask (lesson 04) the $i$-th query sees $i$ keys.
 
 # %% [markdown]
 # ### The softmax's gradient: how large it gets, how fast it vanishes
