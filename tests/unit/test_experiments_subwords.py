@@ -189,3 +189,5 @@ def test_stored_runs_have_three_seeds_per_setting_and_the_diagnosis():
 def test_missing_stored_runs_say_how_to_make_them(tmp_path):
     with pytest.raises(FileNotFoundError, match="python benchmarks/subwords_seeds.py"):
         E.load_seed_runs(tmp_path / "none.json")
+    with pytest.raises(FileNotFoundError, match="python benchmarks/subword_attention_seeds.py"):
+        E.load_seed_runs(tmp_path / E.ATTENTION_SEED_RUNS.name)
