@@ -501,6 +501,18 @@ def cases(tmp):
         ),
         ("argmax_hits", "field='x'", lambda: evaluate.argmax_hits(tm, ds_pairs, src_v, tgt_v, field="x"), ["field"]),
         (
+            "reference_cross_attention",
+            "model a str",
+            lambda: evaluate.reference_cross_attention("model", ds_pairs, src_v, tgt_v),
+            ["model"],
+        ),
+        (
+            "reference_cross_attention",
+            "no pairs",
+            lambda: evaluate.reference_cross_attention(tm, [], src_v, tgt_v),
+            ["pairs"],
+        ),
+        (
             "heldout_substitutions",
             "lengths differ",
             lambda: evaluate.heldout_substitutions([["a"]], [], []),

@@ -9,7 +9,7 @@
 #   python scripts/build_notebooks.py NN ...   (printed below), then run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(utils lessons_src drafts scripts benchmarks tests conftest.py)
+targets=(utils lessons_src scripts benchmarks tests conftest.py)
 if [ "${1:-}" = "--check" ]; then
   ruff format --check "${targets[@]}" && ruff check "${targets[@]}"
   exit

@@ -61,3 +61,8 @@ def test_widget_notebook_runs_and_every_control_redraws(page, lab, path):
 def test_lesson_09_tile_explorer_is_covered():
     """Lesson 09's tile explorer (utils.figures.tile_widget) is found like the others and driven by the test above."""
     assert any(p.stem == "09_fast_attention" for p in NOTEBOOKS), "lesson 09 is not among the widget notebooks"
+
+
+def test_lesson_10_merges_explorer_is_covered():
+    """Lesson 10's merges explorer (utils.figures.subwords) is found like the others and driven by the test above."""
+    assert any(p.stem == "10_subwords" for p in NOTEBOOKS), "lesson 10 is not among the widget notebooks"

@@ -184,7 +184,7 @@ def test_everything_a_lesson_imports_is_on_colab_after_the_setup_cell():
 def test_the_repository_url_is_written_in_one_place():
     """Only utils/course/links.py spells the URL; the generated setup cells, README and site derive from it.
     CITATION.cff, which GitHub reads as data, spells it too and is checked equal below."""
-    generated = {"lessons_src", "notebooks", "drafts"}  # drafts/: a lesson source kept aside, setup cell included
+    generated = {"lessons_src", "notebooks"}
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     needle = links.REPOSITORY.removeprefix("https://")
     spelled = [

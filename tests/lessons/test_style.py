@@ -9,7 +9,7 @@ import pytest
 from utils.course.lessons import checkout
 
 ROOT = checkout(__file__)
-FOLDERS = ["utils", "lessons_src", "drafts", "scripts", "benchmarks", "tests", "conftest.py"]
+FOLDERS = ["utils", "lessons_src", "scripts", "benchmarks", "tests", "conftest.py"]
 FIX = "run scripts/format_tree.sh (then rebuild the lessons whose source it reformatted)"
 
 

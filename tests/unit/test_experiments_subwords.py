@@ -157,15 +157,10 @@ def test_written_rates_pool_the_seeds_and_the_diagnosis_groups_forms():
     assert d["groups"]["not all siblings split at the stem"]["forms"] == ["vidant"]
 
 
-# Stored with three seeds each so far (benchmarks/subwords_seeds.py extends the file with the rest of the sweep):
-# the recipe's 1300 steps in five settings, and the shorter live candidates at 30 merges with dropout
+# Stored with three seeds each: the recipe's 1300 steps in every setting, and the shorter live candidates at
+# 30 merges with dropout
 COMPLETE = (
-    "word",
-    "dropout30",
-    "bpe100",
-    "characters",
-    "dropout150",
-    "dropout100",
+    *E.SETTINGS,
     "dropout30@500steps",
     "dropout30@650steps",
 )
@@ -189,3 +184,5 @@ def test_stored_runs_have_three_seeds_per_setting_and_the_diagnosis():
 def test_missing_stored_runs_say_how_to_make_them(tmp_path):
     with pytest.raises(FileNotFoundError, match="python benchmarks/subwords_seeds.py"):
         E.load_seed_runs(tmp_path / "none.json")
+    with pytest.raises(FileNotFoundError, match="python benchmarks/subword_attention_seeds.py"):
+        E.load_seed_runs(tmp_path / E.ATTENTION_SEED_RUNS.name)

@@ -3,6 +3,7 @@ hit rates count each head's arg-max on the noun, the word translated and its two
 whose weights are set by hand); apart=True keeps only tokens whose noun is not a neighbour."""
 
 import dataclasses
+import types
 
 import pytest
 import torch
@@ -86,8 +87,32 @@ def test_token_map_labels_one_row_per_target_token(data):
     assert m["endings"] == sa.ending_tokens(p, data.tgt_vocab)
 
 
+@pytest.mark.parametrize("word_level", [False, True])
+def test_noun_head_picks_the_head_on_the_noun_and_measures_it_where_the_noun_is_two_words_on(data, word_level):
+    ds = make_dataset(seed=0, n_train=300, n_val=20, n_test=40, n_test_unseen=40) if word_level else data
+    torch.manual_seed(0)
+    config = dataclasses.replace(
+        recipe.MODEL, tgt_vocab_size=len(ds.tgt_vocab), num_layers=1, d_model=16, d_ff=32, max_len=64
+    )
+    model = Seq2SeqTransformer(config)
+    pairs = ds.test[:30]
+    hand_set_heads(model, ds).pairs = pairs
+    split = types.SimpleNamespace(src_vocab=ds.src_vocab, tgt_vocab=ds.tgt_vocab, test=pairs, test_unseen=pairs)
+    out = sa.noun_head(model, split, maps=True)
+    assert (out["layer"], out["head"], out["chosen_rate"]) == (0, 1, 1.0)
+    assert out["rates"] == {"agreeing noun": 1.0, "word translated": 0.0, "previous word": 0.0, "next word": 0.0}
+    assert out["count"] == sum(
+        abs(n - a) >= 2 for p in pairs for _, _, a, n in sa.ending_tokens(p, ds.tgt_vocab, roles=("adj",))
+    )
+    assert out["maps"]["next word"][0].tolist() == [0, 0, 0, 1]
+
+
 def test_bad_input_is_named(data):
     with pytest.raises(ValueError, match="pairs"):
         sa.ending_attention(Seq2SeqTransformer(recipe.MODEL), [], data.src_vocab, data.tgt_vocab)
     with pytest.raises(TypeError, match="pair"):
         sa.ending_tokens("lo kano", data.tgt_vocab)
+    with pytest.raises(TypeError, match="model"):
+        sa.noun_head("a model", data)
+    with pytest.raises(TypeError, match="maps"):
+        sa.noun_head(Seq2SeqTransformer(recipe.MODEL), data, maps="yes")

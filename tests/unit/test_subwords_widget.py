@@ -124,3 +124,29 @@ def test_the_tradeoff_plot_draws_every_seed_at_its_setting_length():
     plt.close(fig)
     with pytest.raises(ValueError, match="one entry per setting"):
         fig_subwords.plot_length_tradeoff(["word"], [8.9, 12.8], unseen, in_dist)
+
+
+def test_the_form_plot_draws_a_bar_per_setting_and_form_and_every_seed():
+    import numpy as np
+
+    diag = {
+        "bpe100": {
+            "june": {"rate": 0.66, "per_seed": [0.6, 0.8], "tokens": "j une</w>"},
+            "albi": {"rate": 0.9, "per_seed": [0.9, None], "tokens": "alb i</w>"},
+        },
+        "dropout30": {
+            "june": {"rate": 0.93, "per_seed": [0.9, 0.96], "tokens": "j une</w>"},
+            "albi": {"rate": 0.98, "per_seed": [0.97, 0.99], "tokens": "a l b i</w>"},
+        },
+    }
+    fig = fig_subwords.plot_form_rates(diag)
+    ax = fig.axes[0]
+    assert sorted(round(b.get_height(), 2) for b in ax.patches) == [0.66, 0.9, 0.93, 0.98]
+    dots = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections if len(c.get_offsets())])
+    assert sorted(np.round(dots, 2)) == [0.6, 0.8, 0.9, 0.9, 0.96, 0.97, 0.99]  # None (no sentence) is not drawn
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["june\nj une</w>", "albi\nalb i</w>"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="same non-empty list of forms"):
+        fig_subwords.plot_form_rates({"a": {"june": diag["bpe100"]["june"]}, "b": {}})
+    with pytest.raises(TypeError, match="diagnoses"):
+        fig_subwords.plot_form_rates([1])

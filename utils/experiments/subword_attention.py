@@ -11,9 +11,9 @@ translated (`apart=True`) can tell the noun from a neighbour.
 import torch
 
 from utils import validation
-from utils.translator.data import Pair, to_tensors
-from utils.translator.model import Seq2SeqTransformer, eval_mode
-from utils.translator.train import shift_targets
+from utils.translator.data import Pair
+from utils.translator.evaluate import reference_cross_attention
+from utils.translator.model import Seq2SeqTransformer
 from utils.translator.vocab import Vocab
 
 TARGETS = ("agreeing noun", "word translated", "previous word", "next word")
@@ -54,11 +54,7 @@ def ending_attention(model, pairs, src_vocab, tgt_vocab, roles=("adj", "verb"), 
     count = 0
     for start in range(0, len(pairs), batch_size):
         chunk = list(pairs[start : start + batch_size])
-        src, tgt = to_tensors(chunk, src_vocab, tgt_vocab)  # (B, S), (B, T)
-        decoder_input, _ = shift_targets(tgt)  # (B, T-1): query t predicts target token t
-        with eval_mode(model):
-            model(src, decoder_input)
-        weights = model.cross_attention()  # per layer (B, h, T-1, S)
+        _, weights = reference_cross_attention(model, chunk, src_vocab, tgt_vocab)  # per layer (B, h, T-1, S)
         for i, p in enumerate(chunk):
             for t, _, a, n in ending_tokens(p, tgt_vocab, roles):
                 if apart and abs(n - a) < 2:
@@ -80,13 +76,31 @@ def token_attention_map(model, pair, src_vocab, tgt_vocab):
     T_tgt, T_src) numpy array, "endings": ending_tokens(pair, tgt_vocab)}."""
     validation.instance("model", model, Seq2SeqTransformer)
     validation.instance("pair", pair, Pair)
-    src, tgt = to_tensors([pair], src_vocab, tgt_vocab)  # (1, S), (1, T)
-    decoder_input, labels = shift_targets(tgt)  # (1, T-1) each
-    with eval_mode(model):
-        model(src, decoder_input)
+    labels, weights = reference_cross_attention(model, [pair], src_vocab, tgt_vocab)  # (1, T-1), per layer
     return {
         "src": list(pair.src) + ["<eos>"],
         "tgt": [tgt_vocab.itos[i] for i in labels[0].tolist()],
-        "weights": [w[0].numpy() for w in model.cross_attention()],
+        "weights": [w[0].numpy() for w in weights],
         "endings": ending_tokens(pair, tgt_vocab),
     }
+
+
+def noun_head(model, data, maps=False):
+    """The head whose arg-max is most often on an adjective's noun while the adjective's last token is written
+    (in-distribution test), and where it looks at the unseen-forms test's adjectives whose noun is two or more
+    words on: {"layer", "head", "chosen_rate", "count", "rates": {target: rate}} (and "maps": every head's rates,
+    with maps=True). `data`: a data set of utils.experiments.subwords.dataset."""
+    validation.instance("model", model, Seq2SeqTransformer)
+    validation.boolean("maps", maps)
+    vocabs = (data.src_vocab, data.tgt_vocab)
+    chosen = ending_attention(model, data.test, *vocabs, roles=("adj",))["rates"]["agreeing noun"]  # (L, h)
+    layer, head = divmod(int(chosen.argmax()), model.config.num_heads)
+    apart = ending_attention(model, data.test_unseen, *vocabs, roles=("adj",), apart=True)
+    out = {
+        "layer": layer,
+        "head": head,
+        "chosen_rate": round(float(chosen[layer, head]), 4),
+        "count": apart["count"],
+        "rates": {t: round(float(apart["rates"][t][layer, head]), 4) for t in TARGETS},
+    }
+    return dict(out, maps=apart["rates"]) if maps else out

@@ -37,6 +37,11 @@ SETTINGS = {
 }
 SWEEP = ("characters", "dropout30", "dropout60", "dropout100", "dropout150")  # merges 0, 30, 60, 100, 150
 SEED_RUNS = Path(__file__).resolve().parent / "data" / "subwords_seeds.json"  # package data: on Colab too
+ATTENTION_SEED_RUNS = SEED_RUNS.with_name("subword_attention_seeds.json")
+_MADE_BY = {
+    SEED_RUNS.name: "benchmarks/subwords_seeds.py",
+    ATTENTION_SEED_RUNS.name: "benchmarks/subword_attention_seeds.py",
+}
 
 
 def setting(name_or_settings):
@@ -125,10 +130,11 @@ def measure(model, data):
 
 
 def load_seed_runs(path=SEED_RUNS):
-    """The stored runs of benchmarks/subwords_seeds.py (a dict; see that script)."""
+    """The stored runs of benchmarks/subwords_seeds.py, or of the script named in _MADE_BY (a dict; see the script)."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; make it with: python benchmarks/subwords_seeds.py")
+        script = _MADE_BY.get(path.name, "benchmarks/subwords_seeds.py")
+        raise FileNotFoundError(f"{path} is missing; make it with: python {script}")
     return json.loads(path.read_text())
 
 

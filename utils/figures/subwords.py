@@ -216,3 +216,33 @@ def plot_length_tradeoff(names, lengths, unseen, in_distribution):
     ax.legend(fontsize=7, loc="center right")
     ax.set_title("What each cut buys, against the length it costs", fontsize=10)
     return fig
+
+
+def plot_form_rates(diagnoses):
+    """How often each held-out form was written where a sentence needed it: one bar per setting (the rate over the
+    seeds) with a dot per seed. diagnoses: {setting name: {form: {"rate", "per_seed", "tokens"}}} (the stored
+    diagnosis' "forms"); each form is labelled with its cut in the first setting."""
+    validation.instance("diagnoses", diagnoses, dict, "{setting: {form: measures}}")
+    names = list(diagnoses)
+    forms = list(diagnoses[names[0]]) if names else []
+    if not forms or any(list(diagnoses[n]) != forms for n in names):
+        raise ValueError(f"diagnoses must give the same non-empty list of forms for every setting, got {names}")
+    fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
+    width = 0.8 / len(names)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, name in enumerate(names):
+        x = np.arange(len(forms)) + (k - (len(names) - 1) / 2) * width
+        rates = [diagnoses[name][f]["rate"] for f in forms]
+        ax.bar(x, rates, width, color=colors[k % len(colors)], alpha=0.75, label=f"{name}, over the seeds")
+        for xi, f in zip(x, forms):
+            seeds = [r for r in diagnoses[name][f]["per_seed"] if r is not None]
+            ax.scatter(np.full(len(seeds), xi), seeds, color="black", s=9, zorder=3)
+    ax.scatter([], [], color="black", s=9, label="one seed")
+    ax.set_xticks(np.arange(len(forms)), [f"{f}\n{diagnoses[names[0]][f]['tokens']}" for f in forms], fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("written where needed")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title(
+        "Each held-out form: how often it was written (labels: its cut with the first setting's merges)", fontsize=9
+    )
+    return fig

@@ -7,7 +7,7 @@ from utils import validation
 from utils.translator import grammar
 from utils.translator.data import Pair, to_tensors
 from utils.translator.decode import greedy_decode
-from utils.translator.model import eval_mode
+from utils.translator.model import Seq2SeqTransformer, eval_mode
 from utils.translator.train import shift_targets
 
 
@@ -78,6 +78,19 @@ def _gold(pairs, field, shape, tgt_vocab):
 
 
 @torch.no_grad()
+@torch.no_grad()
+def reference_cross_attention(model, pairs, src_vocab, tgt_vocab):
+    """Teacher forcing on the references of `pairs`: (labels, weights), labels (B, T-1) the target token each
+    decoder query predicts, weights per layer (B, h, T-1, S) the cross-attention of that pass."""
+    validation.instance("model", model, Seq2SeqTransformer)
+    validation.non_empty("pairs", pairs, (list, tuple), "list of Pairs")
+    src, tgt = to_tensors(pairs, src_vocab, tgt_vocab)  # (B, S), (B, T)
+    decoder_input, labels = shift_targets(tgt)  # (B, T-1) each: query t predicts target token t
+    with eval_mode(model):
+        model(src, decoder_input)
+    return labels, model.cross_attention()
+
+
 def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=None, batch_size=250):
     """(num_layers, num_heads) tensor: how often a head's cross-attention arg-max is the source word that
     `field` names ("alignment": the word translated; "agrees_with": the noun whose gender is taken).
@@ -92,11 +105,8 @@ def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=Non
     total = 0
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start : start + batch_size]
-        src, tgt = to_tensors(chunk, src_vocab, tgt_vocab)  # (B, S), (B, T)
-        decoder_input, _ = shift_targets(tgt)  # (B, T-1)
-        with eval_mode(model):
-            model(src, decoder_input)
-        gold = _gold(chunk, field, decoder_input.shape, tgt_vocab)  # (B, T-1); -1 where nothing to find
+        labels, weights = reference_cross_attention(model, chunk, src_vocab, tgt_vocab)  # (B, T-1), per layer
+        gold = _gold(chunk, field, labels.shape, tgt_vocab)  # (B, T-1); -1 where nothing to find
         has_gold = gold >= 0  # (B, T-1)
         if roles is not None:
             wanted = torch.zeros_like(has_gold)
@@ -105,7 +115,7 @@ def argmax_hits(model, pairs, src_vocab, tgt_vocab, field="alignment", roles=Non
                 wanted[i, : len(role)] = torch.tensor([r in roles for r in role])
             has_gold &= wanted
         total += int(has_gold.sum())
-        for layer, w in enumerate(model.cross_attention()):  # w (B, h, T-1, S)
+        for layer, w in enumerate(weights):  # w (B, h, T-1, S)
             hits = (w.argmax(-1) == gold[:, None]) & has_gold[:, None]  # (B, h, T-1)
             right[layer] += hits.sum(dim=(0, 2)).float()
     if total == 0:

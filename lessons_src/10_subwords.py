@@ -50,14 +50,23 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from utils import subwords
 from utils.course.exercises import lesson10 as check
-from utils.experiments.subword_attention import TARGETS, ending_attention, ending_tokens, token_attention_map
-from utils.experiments.subwords import SETTINGS, dataset, load_seed_runs, measure, siblings, train_setting
+from utils.experiments.subword_attention import TARGETS, ending_attention, ending_tokens, noun_head, token_attention_map
+from utils.experiments.subwords import (
+    ATTENTION_SEED_RUNS,
+    SETTINGS,
+    dataset,
+    load_seed_runs,
+    measure,
+    siblings,
+    train_setting,
+)
 from utils.figures.plotting import plot_cross_attention
 from utils.figures.progress import NotebookProgressLine
 from utils.figures.subwords import (
     first_merges,
     merge_curve,
     merges_explorer,
+    plot_form_rates,
     plot_length_tradeoff,
     plot_merge_curve,
     plot_tokenisation,
@@ -281,8 +290,14 @@ for w, f in held.items():
 
 # %% tags=["hide-input"]
 assert " ".join(held_tokens["june"]) == check.predict_june_cut.reference
-assert subwords.encode_word(bpe, "juni") == ["j", "uni</w>"] and "une" in train_words and "uni" in train_words
-print("✓ june is cut j une</w>, and its sibling juni j uni</w>: the determiners une and uni are frequent tokens")
+assert subwords.encode_word(bpe, "juni") == ["j", "uni</w>"]
+step = {w: [a + b for a, b in bpe.merges].index(w + "</w>") + 1 for w in ("une", "uni")}  # the merge that makes it
+assert all(train_words[w] > train_words["juna"] for w in step)
+print(
+    f"✓ june is cut j une</w> and its sibling juni j uni</w>: the determiners une and uni, {train_words['une']} and "
+    f"{train_words['uni']} times in the training translations, became tokens at merges {step['une']} and "
+    f"{step['uni']}, while juna occurs {train_words['juna']} times"
+)
 
 # %% [markdown]
 # So a held-out form may be cut unlike its siblings, and its ending may be glued to a letter of the stem
@@ -349,7 +364,9 @@ for key in ("in_distribution_exact_match", "unseen_form_exact_match", "token_acc
 print("held-out forms written where needed:", live["heldout_forms_written"])
 
 # %% [markdown]
-# The same setting and steps, stored for three model seeds:
+# The same setting and steps, stored for three model seeds. A seeded run repeats bit for bit only on the same kind
+# of processor and library build; elsewhere the last bits of its floats differ and training turns them into other
+# numbers, so the run above need not match the stored seed 0:
 
 # %%
 stored = load_seed_runs()
@@ -364,7 +381,7 @@ for s in sorted(runs[live_key], key=int):
 
 # %% tags=["hide-input"]
 assert len(runs[live_key]) >= 3
-assert live["in_distribution_exact_match"] >= 0.85 and live["unseen_form_exact_match"] >= 0.4
+assert live["in_distribution_exact_match"] >= 0.8 and live["unseen_form_exact_match"] >= 0.4
 print("✓ this run writes most in-distribution sentences, and many unseen-forms sentences, exactly right")
 
 # %% [markdown]
@@ -405,8 +422,7 @@ print(
 )
 
 # %% [markdown]
-# Word level writes none of these sentences in any seed, as in lesson 07. Sub-words write many, and plain BPE's
-# seeds differ widely. BPE-dropout with 30 merges writes more than plain BPE with 100 merges in every seed; two things
+# Word level writes none of these sentences in any seed, as in lesson 07. Sub-words write many. BPE-dropout with 30 merges writes more than plain BPE with 100 merges in every seed; two things
 # changed there, the merges and the dropout (section 5 sets the stored settings side by side). Your guess:
 
 # %%
@@ -415,23 +431,42 @@ check.predict_unseen_bpe(my_guess_unseen_bpe)
 # %% [markdown]
 # ### Which held-out forms get written?
 #
-# For each held-out form: how often the model wrote it where a sentence needed it (over the three seeds, then
-# seed by seed), its cut, and how many of its three seen siblings end in their ending as a token of its own
-# (`alb o</w>` does; `fe la</w>` does not).
+# For each held-out form: how often the model wrote it where a sentence needed it, over the three seeds (bars)
+# and seed by seed (dots), under its cut with 100 merges:
 
 # %%
+fig = plot_form_rates({key: stored["diagnosis"][key]["forms"] for key in ("bpe100", "dropout30")})
+
+# %% tags=["hide-input"]
 for key in ("bpe100", "dropout30"):
-    forms = stored["diagnosis"][key]["forms"]
     print(key)
-    for form, d in forms.items():
+    for form, d in stored["diagnosis"][key]["forms"].items():
         seeds = ", ".join("-" if r is None else f"{r:.2f}" for r in d["per_seed"])
         print(
             f"  {form:>8} {d['tokens']:>14}: written {d['written']:3d}/{d['needed']:3d} = {d['rate']:.2f} "
             f"(seeds {seeds}); siblings with the ending as a token: {d['siblings_carry_ending']}/3"
         )
-    for group, label in (("all siblings carry their ending", "3/3"), ("not all siblings carry their ending", "less")):
-        d = stored["diagnosis"][key]["groups"][group]
-        print(f"  forms whose siblings carry their ending {label}: written {d['written']}/{d['needed']}")
+
+# %% tags=["hide-input"]
+plain, dropped = stored["diagnosis"]["bpe100"]["forms"], stored["diagnosis"]["dropout30"]["forms"]
+worse = [f for f in plain if dropped[f]["rate"] <= plain[f]["rate"]]
+assert len(worse) == 1 and min(dropped[worse[0]]["per_seed"]) < 0.2 < 0.8 < max(dropped[worse[0]]["per_seed"])
+print(
+    f"✓ over the seeds, BPE-dropout with 30 merges writes {len(plain) - 1} of the {len(plain)} held-out forms more "
+    f"often than plain BPE with 100; the exception, {worse[0]}, is written "
+    f"{', '.join(f'{r:.2f}' for r in dropped[worse[0]]['per_seed'])} of the time, seed by seed"
+)
+
+# %% [markdown]
+# Why are some forms written less often? A held-out form has three seen siblings (`rubo`, `rubi`, `rube` for
+# `ruba`). With plain BPE, count how many of them end in their ending as a token of its own (`rub o</w>` does;
+# `fe la</w>` does not):
+
+# %%
+groups = stored["diagnosis"]["bpe100"]["groups"]
+for group in ("all siblings carry their ending", "not all siblings carry their ending"):
+    d = groups[group]
+    print(f"plain BPE, {group}: {', '.join(d['forms'])}: written {d['written']}/{d['needed']} = {d['rate']:.2f}")
 
 # %% tags=["hide-input"]
 forms = stored["diagnosis"]["bpe100"]["forms"]
@@ -451,41 +486,59 @@ flips = [
 ]
 assert flips
 k, f, g = flips[0]
+seed = sorted(runs["bpe100"], key=int)[k]
 print(
-    f"seed by seed it is mixed: e.g. in seed {sorted(runs['bpe100'], key=int)[k]}, {f} ({rest[f]['per_seed'][k]:.2f}) beats {g} ({carry[g]['per_seed'][k]:.2f})"
+    f"seed by seed it is mixed: in seed {seed}, {f} ({rest[f]['per_seed'][k]:.2f}) beats {g} ({carry[g]['per_seed'][k]:.2f})"
 )
-
-# %% tags=["hide-input"]
-plain, dropped = stored["diagnosis"]["bpe100"]["forms"], stored["diagnosis"]["dropout30"]["forms"]
-worse = [f for f in plain if dropped[f]["rate"] <= plain[f]["rate"]]
-assert len(worse) == 1 and min(dropped[worse[0]]["per_seed"]) < 0.2 < 0.8 < max(dropped[worse[0]]["per_seed"])
+assert groups["all siblings split at the stem"]["forms"] == groups["all siblings carry their ending"]["forms"]
+assert sorted(forms, key=lambda f: -forms[f]["rate"]).index("veke") < 3 and forms["veke"]["tokens"] == "v e ke</w>"
+print("✓ on these forms, the siblings that end in their ending as a token are exactly those cut right after the stem")
+d100 = stored["diagnosis"]["dropout100"]["forms"]
+f, g = max(((f, g) for f in rest for g in carry), key=lambda fg: d100[fg[0]]["rate"] - d100[fg[1]]["rate"])
+assert d100[f]["rate"] > d100[g]["rate"]
 print(
-    f"✓ over the seeds, BPE-dropout with 30 merges writes {len(plain) - 1} of the {len(plain)} held-out forms more "
-    f"often than plain BPE with 100; the exception, {worse[0]}, it writes in one seed and rarely in another"
+    f"✓ with BPE-dropout at the same 100 merges (the same plain cuts) the order breaks: {f} ({d100[f]['rate']:.2f}) "
+    f"is written more often than {g} ({d100[g]['rate']:.2f})"
 )
 
 # %% [markdown]
-# One reading: a sibling cut `alb o</w>` shows the model the stem followed by an ending token, the pattern a
-# held-out form needs; a sibling cut `fe la</w>` shows a token `la</w>` that is also a determiner. BPE-dropout
-# shows each word cut in several ways; how often do `fela`, `feli`, `fele` end in their ending alone?
+# So with plain BPE, a form was written more often when its siblings end in their ending as a token. That is a
+# pattern over three seeds, not a cause: on these forms "the siblings carry their ending" and "the siblings are
+# cut right after their stem" pick the same forms, so either could be what helps; and with BPE-dropout at the
+# same merges the pattern breaks. A form's own cut is not the whole story either: `veke`, cut `v e ke</w>` with
+# the object marker `ke` as its last token, is among the forms written most often. BPE-dropout shows each word
+# cut in several ways; how often do `fela`, `feli`, `fele` end in their ending alone?
 
 # %%
 bpe30 = first_merges(full, SETTINGS["dropout30"]["merges"])
 g = torch.Generator().manual_seed(0)
+alone_rates = {}
 for w in ("fela", "feli", "fele"):
     cuts = [subwords.encode_word(bpe30, w, dropout=SETTINGS["dropout30"]["dropout"], generator=g) for _ in range(1000)]
     alone = sum(c[-1] == w[-1] + "</w>" for c in cuts) / len(cuts)
     print(
         f"{w}: plain cut {' '.join(subwords.encode_word(bpe30, w))}; ending alone in {alone:.2f} of 1000 dropout cuts"
     )
+    alone_rates[w] = alone
+
+# %% tags=["hide-input"]
+assert all(0.05 < a < 0.2 for a in alone_rates.values())
+assert dropped["felo"]["rate"] > plain["felo"]["rate"] + 0.3
+print(
+    "✓ with dropout, each sibling of felo ends in its ending alone in about one cut in ten; felo is written far more often"
+)
+
+# %% [markdown]
+# With dropout, `felo`'s siblings show their ending alone in about one cut in ten, and `felo` is written far more
+# often than with plain BPE (the figure above): consistent with the siblings reading, but no proof of it.
 
 # %% [markdown]
 # ## 4. Which source word does an ending look at?
 #
 # An adjective's ending carries its noun's gender and number, and English marks neither on the adjective: the
-# decoder must find them in the noun. Lesson 07's word-level run found no head that looked at an adjective's
-# noun often. Here the ending is a token of its own (`a</w>` in `rub a</w>`). While the decoder writes it, at
-# which source word is each cross-attention head's arg-max: the **agreeing noun**, the **word translated**
+# decoder must find them in the noun. Lesson 07's word-level model writes an adjective as one token, and while
+# it wrote one, no head looked at the noun often. Here the ending is a token of its own (`a</w>` in
+# `rub a</w>`). While the decoder writes it, at which source word is each cross-attention head's arg-max: the **agreeing noun**, the **word translated**
 # (the English adjective), or one of that word's neighbours, the **previous** or **next word**?
 #
 # The neighbours are the control. An English adjective stands right before its noun unless a second adjective
@@ -502,17 +555,15 @@ my_guess_ending_looks_at = None  # your answer: "noun", "word translated", "prev
 
 # %% tags=["nbval-ignore-output"]
 V = (live_data.src_vocab, live_data.tgt_vocab)
-chosen = ending_attention(live_model, live_data.test, *V, roles=("adj",))
-layer, head = divmod(int(chosen["rates"]["agreeing noun"].argmax()), live_model.config.num_heads)
-apart = ending_attention(live_model, live_data.test_unseen, *V, roles=("adj",), apart=True)
+chosen = noun_head(live_model, live_data, maps=True)  # picked on the in-distribution test, measured on the other
+layer, head, rates = chosen["layer"], chosen["head"], chosen["rates"]
 verbs = ending_attention(live_model, live_data.test_unseen, *V, roles=("verb",))
 print(f"the head chosen: layer {layer}, head {head}")
-print(f"unseen-forms test, {apart['count']} endings of first adjectives (noun two words on), its arg-max on:")
+print(f"unseen-forms test, {chosen['count']} endings of first adjectives (noun two words on), its arg-max on:")
 for target in TARGETS:
-    print(f"  {target:>16}: {apart['rates'][target][layer, head]:.3f}")
+    print(f"  {target:>16}: {rates[target]:.3f}")
 fig = plot_head_scores(
-    {t: apart["rates"][t] for t in TARGETS},
-    "Endings of first adjectives, unseen-forms test: how often each head's arg-max is on each word",
+    chosen["maps"], "Endings of first adjectives, unseen-forms test: how often each head's arg-max is on each word"
 )
 
 # %% tags=["nbval-ignore-output"]
@@ -523,7 +574,6 @@ print(
 )
 
 # %% tags=["hide-input"]
-rates = {t: apart["rates"][t][layer, head].item() for t in TARGETS}
 assert rates["agreeing noun"] >= 0.5 and rates["agreeing noun"] >= 3 * max(rates["previous word"], rates["next word"])
 assert max(rates, key=rates.get) == {"noun": "agreeing noun"}.get(check.predict_ending_looks_at.reference)
 verb_tokens = [e for p in live_data.test_unseen for e in ending_tokens(p, live_data.tgt_vocab, roles=("verb",))]
@@ -535,6 +585,37 @@ print(
 
 # %%
 check.predict_ending_looks_at(my_guess_ending_looks_at)
+
+# %% [markdown]
+# Is that the sub-words, or this one run? The same measure (the head picked the same way, then measured on the
+# same adjectives), stored for three model seeds of this setting and of word-level targets (the recipe's 1300
+# steps), where the token written is the whole adjective:
+
+# %%
+control = load_seed_runs(ATTENTION_SEED_RUNS)["runs"]
+for key in ("word", live_key):
+    for s, r in sorted(control[key].items()):
+        print(
+            f"{key:>18}, seed {s}: layer {r['layer']} head {r['head']} on the noun {r['rates']['agreeing noun']:.2f}, "
+            f"previous word {r['rates']['previous word']:.2f}, next word {r['rates']['next word']:.2f}"
+        )
+
+# %% tags=["hide-input"]
+sub_noun = [r["rates"] for r in control[live_key].values()]
+word_noun = [r["rates"] for r in control["word"].values()]
+assert len(sub_noun) == len(word_noun) >= 3
+assert all(
+    r["agreeing noun"] >= 0.5 and r["agreeing noun"] >= 3 * max(r["previous word"], r["next word"]) for r in sub_noun
+)
+assert all(r["agreeing noun"] < 0.2 for r in word_noun)
+print(
+    "✓ in every stored seed of this setting, the chosen head looks at the noun two words on far more often than at "
+    "either neighbour; in every word-level seed, the head picked the same way seldom does"
+)
+
+# %% [markdown]
+# So the noun head came with the sub-word targets in every seed, not with one lucky run. Which part of the change
+# brings it (the ending as a token of its own, the dropout, the shorter training) these runs do not separate.
 
 # %% [markdown]
 # One unseen-forms sentence that the model translates right, with a held-out form and a first adjective of two,
@@ -629,9 +710,10 @@ fig = plot_length_tradeoff(
 sub = [k for k in order if SETTINGS[k]["merges"] is not None]
 assert order[0] == "word" and sub
 assert all((per_seed(k, "unseen_form_exact_match") > 0).all() and cost[k]["T"] > cost["word"]["T"] for k in sub)
+assert all((per_seed(k, "unseen_form_exact_match") < 1).all() for k in sub)
 print(
     f"✓ word level has the shortest targets and writes no unseen-forms sentence right; each of the {len(sub)} "
-    "sub-word settings stored writes some in every seed, with longer targets"
+    "sub-word settings stored writes some in every seed, none all, with longer targets"
 )
 chars, d30 = (
     {m: per_seed(k, m) for m in ("unseen_form_exact_match", "in_distribution_exact_match")}
@@ -660,13 +742,15 @@ print("✓ at the same 100 merges, BPE-dropout writes more unseen-forms sentence
 #   and of `tokenizers`. On Neo the first merge joins `k e</w>`, the object marker; merges follow frequency, not
 #   grammar, so a held-out form can be cut unlike its siblings (`j une</w>`).
 # - With sub-word targets, lesson 07's translator writes held-out forms that its word-level model never wrote,
-#   in every stored seed, but not all of them, and plain BPE's seeds differ widely; BPE-dropout with 30 merges did
-#   better than plain BPE with 100 in every seed, and wrote all held-out forms but one more often; at the same 100
+#   in every stored seed, though no run gets every such sentence right. BPE-dropout with 30 merges did better
+#   than plain BPE with 100 in every seed, and wrote all held-out forms but one more often; at the same 100
 #   merges, dropout did better than plain BPE in every seed.
-# - Plain BPE wrote a held-out form more often when its seen siblings end in their ending as a token of their
-#   own (over the seeds; seed by seed it is mixed).
-# - In the run trained here, one cross-attention head looks at an adjective's noun while writing its ending,
-#   also when the noun is two words on, where a head that only looked one word ahead would miss it. For verbs
+# - With plain BPE, a held-out form was written more often when its seen siblings end in their ending as a token
+#   of their own, over the three seeds. It is a pattern, not a cause: seed by seed it is mixed, with BPE-dropout
+#   at the same merges it breaks, and here it picks the same forms as "siblings cut right after the stem".
+# - In the run trained here and in three stored seeds of its setting, one cross-attention head looks at an
+#   adjective's noun while writing its ending, also when the noun is two words on, where a head that only looked
+#   one word ahead would miss it; in three word-level seeds, the head picked the same way seldom does. For verbs
 #   the subject noun is always the previous word, so this test cannot tell the two apart.
 # - The price: fewer merges, longer targets, and decoder self-attention scores grow with the square of the length.
 
