@@ -205,10 +205,10 @@ check.predict_cold_lookup(my_guess_cold)
 #
 # In **self**-attention the queries, keys and values are all the same sentence X. The paper (section 2):
 # "Self-attention, sometimes called intra-attention is an attention mechanism relating different positions
-# of a single sequence in order to compute a representation of the sequence." Of the Transformer's three uses
-# of attention (section 3.2.3), two are self-attention (the encoder's, and the decoder's, masked); the third
-# is "encoder-decoder attention", where "the queries come from the previous decoder layer, and the memory
-# keys and values come from the output of the encoder": the slide's memory, built in lesson 07.
+# of a single sequence in order to compute a representation of the sequence." The Transformer's only other
+# use of attention (section 3.2.3) is "encoder-decoder attention", where "the queries come from the previous
+# decoder layer, and the memory keys and values come from the output of the encoder": the slide's memory,
+# built in lesson 07.
 #
 # The reading notes on the paper give the simplest self-attention in three lines of PyTorch, for a batch
 # x of shape (b, t, k):
@@ -338,8 +338,8 @@ fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: t
 # %% [markdown]
 # No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
 # row the scores in columns 1 and 5 are equal. So it holds for any attention without position information,
-# projections included ($x_1 W_q = x_5 W_q$, section 5). (Throughout, this lesson uses no attention
-# dropout, which in training zeroes weights at random and would break such equalities.) Over the 20 tables:
+# projections included ($x_1 W_q = x_5 W_q$, section 5). (No attention dropout anywhere in this
+# lesson: its random zeros would break such equalities.) Over the 20 tables:
 
 # %% tags=["hide-input"]
 for s in range(20):
@@ -476,7 +476,7 @@ print("✓ with PE, each CAT attends more to itself than to the other CAT, in al
 # PE, a position bias, or a mask that depends on position, such as a causal mask or a local window (Going
 # further).
 #
-# > **Going further:** the layer's parameter count, the paper's and `nn.Linear`'s, at the end.
+# > **Going further:** the layer's parameter count, the paper's and `nn.Linear`'s.
 
 
 # %%
@@ -630,8 +630,10 @@ print("✓ IS, never trained, puts over 0.8 of its weight on the CATs in at leas
 # %% [markdown]
 # This is what the projections are for: trained, $W_q$ and $W_k$ make the nouns' keys match the adjectives'
 # queries. Nothing in the task stops other queries from matching them too: in several seeds IS, never
-# trained, also puts most of its weight on the CATs (checked above). Lessons 05–07 build on this,
-# with several heads and with PE.
+# trained, also puts most of its weight on the CATs (checked above). The paper (section 4) reports roles
+# like this in its trained translator: "Not only do individual attention heads clearly learn to perform
+# different tasks, many appear to exhibit behavior related to the syntactic and semantic structure of the
+# sentences." Lessons 05–07 build on this, with several heads and with PE.
 
 # %% [markdown]
 # ## Explore: the attention-map explorer
@@ -648,8 +650,7 @@ print("✓ IS, never trained, puts over 0.8 of its weight on the CATs in at leas
 fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 
 # %% [markdown]
-# The first three of those effects, checked at the explorer's seed and, where they hold in general, for
-# five embedding seeds:
+# The first three effects, checked at the explorer's seed and, where they hold in general, for five seeds:
 
 # %% tags=["hide-input"]
 explorer_words = "YOUR CAT IS A LOVELY CAT".split()
@@ -676,9 +677,9 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # %% [markdown]
 # ## Summary
 #
-# - Attention scores every key against the query, softmaxes the scaled scores and mixes the values:
-#   $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. It is a soft dictionary look-up; temperature $\to 0$
-#   makes it a hard one when one key matches best.
+# - Attention mixes the values, weighted by the softmax of the query's scaled scores with the keys:
+#   $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$, a soft dictionary look-up that temperature $\to 0$
+#   makes hard when one key matches best.
 # - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters. With random
 #   512-dimensional embeddings a word that occurs once looks (almost) only at itself; without position
 #   information identical words get identical rows and columns.
