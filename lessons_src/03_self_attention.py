@@ -1199,7 +1199,8 @@ print("✓ counterexample: LOVELY reaches past YOUR, and YOUR's largest weight i
 # - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 2 (self-attention, "intra-attention"),
 #   section 3.2 (the definition of attention), section 3.2.1 and equation 1 (scaled dot-product attention),
 #   section 3.2.2 (the projections $W^Q_i, W^K_i, W^V_i, W^O$ and $d_k = d_{model}/h = 64$), section 3.2.3 (the
-#   uses of attention), section 3.5 (why positional encoding), section 4 and Table 1 (restricted self-attention).
+#   uses of attention), section 3.5 (why positional encoding), section 4 (restricted self-attention, with
+#   Table 1; what trained heads learn).
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the query over a memory of
 #   key–value pairs with weights 0.6, 0.1, 0.2, 0.1.
 # - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, its
