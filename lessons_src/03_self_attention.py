@@ -659,6 +659,8 @@ assert all(A_unscaled[i].max() > 0.98 for i in (0, 2, 3, 4))
 assert all(abs(A_unscaled[i, j] - 0.5) < 0.01 for i in (1, 5) for j in (1, 5))
 for s in range(5):
     A_default = attention_map(explorer_words, seed=s)[0]  # (seq, seq)
+    A_cold = attention_map(explorer_words, scale=False, seed=s)[0]  # (seq, seq) unscaled
+    assert all(abs(A_cold[i, 1] - A_cold[i, 5]) < 1e-9 for i in (1, 5)), "the CATs are one key"
     A_hot = attention_map(explorer_words, temperature=10.0, seed=s)[0]  # (seq, seq)
     assert (A_hot.max(dim=-1).values < A_default.max(dim=-1).values).all()
     A_pos = attention_map(explorer_words, positional=True, seed=s)[0]  # (seq, seq)
