@@ -59,18 +59,22 @@ np.set_printoptions(precision=4, suppress=True)
 # %% [markdown]
 # ## 1. One query over a memory of key–value pairs
 #
-# The COMP7607 lecture slides ("Transformers", lecture 4) draw attention as a **query** $q$ looking at a
-# **memory** of key–value pairs $(k_1, v_1) \dots (k_4, v_4)$. Each key gets a score (the slide's is
-# $q \cdot k_i$; we divide it by $\sqrt{d_k}$, as the paper's equation 1 does, lesson 02), the scores go
+# The paper (section 3.2) defines attention in two sentences: "An attention function can be described as
+# mapping a query and a set of key-value pairs to an output, where the query, keys, values, and output are
+# all vectors. The output is computed as a weighted sum of the values, where the weight assigned to each
+# value is computed by a compatibility function of the query with the corresponding key."
+#
+# The COMP7607 lecture slides ("Transformers", lecture 4) draw it as a **query** $q$ looking at a
+# **memory** of key–value pairs $(k_1, v_1) \dots (k_4, v_4)$. Each key gets a score (the slide's compatibility
+# function is $q \cdot k_i$; we divide it by $\sqrt{d_k}$, as the paper's equation 1 does, lesson 02), the scores go
 # through a softmax, and the weights (0.6, 0.1, 0.2, 0.1 in the slide) mix the values into one
 # **context vector** $c$:
 #
 # $$\text{score}_i = \frac{q \cdot k_i}{\sqrt{d_k}}, \qquad
 #   \alpha = \operatorname{softmax}(\text{score}), \qquad c = \sum_i \alpha_i v_i .$$
 #
-# We build a memory whose weights are exactly the slide's: softmax only sees differences between scores
-# (lesson 02), so the collapsed cell below moves each random key along $q$ until its score is $\log \alpha_i + 1$.
-# That is staging; the attention itself starts in the cell after it.
+# The collapsed cell below stages a memory with exactly the slide's weights: it moves each random key along
+# $q$ until its score is $\log \alpha_i + 1$ (softmax only sees score differences, lesson 02).
 
 # %% tags=["hide-input"]
 gen = torch.Generator().manual_seed(1)
@@ -199,8 +203,15 @@ check.predict_cold_lookup(my_guess_cold)
 # %% [markdown]
 # ## 3. Self-attention with no parameters
 #
-# In **self**-attention the queries, keys and values are all the same sentence X. The reading notes
-# on the paper give the simplest version in three lines of PyTorch, for a batch x of shape (b, t, k):
+# In **self**-attention the queries, keys and values are all the same sentence X. The paper (section 2):
+# "Self-attention, sometimes called intra-attention is an attention mechanism relating different positions
+# of a single sequence in order to compute a representation of the sequence." The Transformer's only other
+# use of attention (section 3.2.3) is "encoder-decoder attention", where "the queries come from the previous
+# decoder layer, and the memory keys and values come from the output of the encoder": the slide's memory,
+# built in lesson 07.
+#
+# The reading notes on the paper give the simplest self-attention in three lines of PyTorch, for a batch
+# x of shape (b, t, k):
 #
 # ```python
 # raw_weights = torch.bmm(x, x.transpose(1, 2))  # (b, t, t)
@@ -327,8 +338,8 @@ fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: t
 # %% [markdown]
 # No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
 # row the scores in columns 1 and 5 are equal. So it holds for any attention without position information,
-# projections included ($x_1 W_q = x_5 W_q$, section 5), as long as no attention dropout zeroes weights at
-# random (the main line uses none). Over the 20 tables:
+# projections included ($x_1 W_q = x_5 W_q$, section 5). (No attention dropout anywhere in this
+# lesson: its random zeros would break such equalities.) Over the 20 tables:
 
 # %% tags=["hide-input"]
 for s in range(20):
@@ -337,9 +348,8 @@ for s in range(20):
 print("✓ identical CATs: identical rows and identical columns in all 20 embedding tables")
 
 # %% [markdown]
-# > **Errata:** the YOUR CAT deck's "random" attention matrix, and its expectation that the diagonal is the
-# > largest, are checked in *Errata in the sources* at the end. A causal mask (lesson 04) also
-# > tells the CATs apart: *Going further* at the end.
+# > **Going further:** the deck's "random" matrix and its largest diagonal, checked (*Errata in the
+# > sources*); a causal mask also tells the CATs apart.
 
 # %% [markdown]
 # ## 4. Permutation equivariance (not invariance)
@@ -458,14 +468,15 @@ print("✓ with PE, each CAT attends more to itself than to the other CAT, in al
 # %% [markdown]
 # ### Learned projections keep equivariance
 #
-# "Self-Attention requires no parameters" (the YOUR CAT slide deck) is true of this bare form only. The
-# Transformer's attention projects the input first and the output last: $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$.
-# Ours uses four `torch.nn.Linear` layers ($d_{model} \times d_{model}$, with biases). They act on each position
-# separately, $(PX)W + b = P(XW + b)$, so the derivation above goes through: the layer is still equivariant. Without attention dropout (which zeroes random weights in training; the
-# main line uses none), the symmetry breaks only when something tells the positions apart: PE, a position bias,
-# or a mask that depends on position, such as a causal mask or a local window (Going further).
+# The YOUR CAT slide deck says "Self-Attention requires no parameters", and adds "This will change later".
+# Here is the change: the Transformer's attention projects the input first and the output last,
+# $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$. Ours uses four `torch.nn.Linear` layers ($d_{model} \times d_{model}$,
+# with biases). They act on each position separately, $(PX)W + b = P(XW + b)$, so the derivation above goes
+# through: the layer is still equivariant. The symmetry breaks only when something tells the positions apart:
+# PE, a position bias, or a mask that depends on position, such as a causal mask or a local window (Going
+# further).
 #
-# > **Going further:** the layer's parameter count, the paper's and `nn.Linear`'s, at the end.
+# > **Going further:** the layer's parameter count, the paper's and `nn.Linear`'s.
 
 
 # %%
@@ -556,8 +567,7 @@ check.predict_random_diagonal(my_guess_diagonal)
 # cross-entropy over the six nouns. Only $W_q$ and $W_k$ are trained, from the random matrices above: 50 Adam
 # steps of 32 sentences (`train_adjective_noun`), 8 seeds.
 #
-# > **Going further:** why the first loss is already far below $\ln 6$ (a blind guess among six nouns) is
-# > measured in *Going further* at the end.
+# > **Going further:** why the first loss is already below $\ln 6$, a blind guess among six nouns.
 
 # %% tags=["nbval-ignore-output"]
 trained = {
@@ -575,8 +585,10 @@ print(f"LOVELY's weight on the CATs after training: at least {min(lovely_trained
 # %% tags=["hide-input", "nbval-ignore-output"]
 for s, (_, _, losses) in trained.items():
     before = weight_on(sentence_map(sentence, *random_projections(d_model, d_k, seed=s)), sentence, "LOVELY", "CAT")
+    is_after = weight_on(sentence_map(sentence, *trained[s][:2]), sentence, "IS", "CAT")[0]
     print(
-        f"seed {s}: loss {losses[0]:.3f} -> {losses[-1]:.4f}; LOVELY on the CATs {before[0]:.2f} -> {lovely_trained[s]:.4f}"
+        f"seed {s}: loss {losses[0]:.3f} -> {losses[-1]:.4f}; LOVELY on the CATs {before[0]:.2f} -> "
+        f"{lovely_trained[s]:.4f}; IS on the CATs after training {is_after:.2f}"
     )
 
 # %% [markdown]
@@ -607,19 +619,28 @@ for W_q_s, W_k_s, _ in trained.values():
     for row in targets:
         targets[row].add(sentence[int(A_s[row].argmax())])  # the word this row looks at most
 assert all(len(words) >= 2 for words in targets.values()), "these rows were never trained: they differ by seed"
+is_on_cat = [
+    weight_on(sentence_map(sentence, W_q_s, W_k_s), sentence, "IS", "CAT")[0] for W_q_s, W_k_s, _ in trained.values()
+]
+assert sum(w > 0.8 for w in is_on_cat) >= 3 and sum(w < 0.5 for w in is_on_cat) >= 2
 print("✓ after training, in all 8 seeds: identical CAT rows and columns, LOVELY splits evenly")
 print("✓ the words YOUR, IS and A each look at most are not the same in all 8 seeds")
+print("✓ IS, never trained, puts over 0.8 of its weight on the CATs in at least 3 of the 8 seeds, under half in others")
 
 # %% [markdown]
-# This is what the projections are for: trained, $W_q$ turns "I am an adjective" into a question and $W_k$
-# turns "I am a noun" into a matching answer. Lessons 05–07 build on this, with several heads and with PE.
+# This is what the projections are for: trained, $W_q$ and $W_k$ make the nouns' keys match the adjectives'
+# queries. Nothing in the task stops other queries from matching them too: in several seeds IS, never
+# trained, also puts most of its weight on the CATs (checked above). The paper (section 4) reports roles
+# like this in its trained translator: "Not only do individual attention heads clearly learn to perform
+# different tasks, many appear to exhibit behavior related to the syntactic and semantic structure of the
+# sentences." Lessons 05–07 build on this, with several heads and with PE.
 
 # %% [markdown]
 # ## Explore: the attention-map explorer
 #
 # The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
 # that the weights are not all 0 or 1) and one query's row. Try: turn the $1/\sqrt{d_k}$ scaling off (at the
-# explorer's seed, almost one-hot rows, except the CATs', which put at most half on each CAT), raise the
+# explorer's seed, almost one-hot rows, except the CATs', which split evenly between the two CATs), raise the
 # temperature (flatter), add positional encoding (the two CATs part ways), and pick a mask (lesson 04).
 
 # %% [markdown]
@@ -629,23 +650,25 @@ print("✓ the words YOUR, IS and A each look at most are not the same in all 8 
 fig = plot_attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 
 # %% [markdown]
-# The first three of those effects, checked at the explorer's seed and, where they hold in general, for
-# five embedding seeds:
+# The first three effects, checked at the explorer's seed and, where they hold in general, for five seeds:
 
 # %% tags=["hide-input"]
 explorer_words = "YOUR CAT IS A LOVELY CAT".split()
-assert all(attention_map(explorer_words, scale=False, seed=0)[0][i].max() > 0.98 for i in (0, 2, 3, 4))
+A_unscaled = attention_map(explorer_words, scale=False, seed=0)[0]  # (seq, seq) at the explorer's seed
+assert all(A_unscaled[i].max() > 0.98 for i in (0, 2, 3, 4))
+assert all(abs(A_unscaled[i, j] - 0.5) < 0.01 for i in (1, 5) for j in (1, 5))
 for s in range(5):
     A_default = attention_map(explorer_words, seed=s)[0]  # (seq, seq)
-    A_unscaled = attention_map(explorer_words, scale=False, seed=s)[0]  # (seq, seq)
-    assert all(abs(A_unscaled[i, 1] - A_unscaled[i, 5]) < 1e-9 and A_unscaled[i, 1] <= 0.5 + 1e-9 for i in (1, 5))
+    A_cold = attention_map(explorer_words, scale=False, seed=s)[0]  # (seq, seq) unscaled
+    assert all(abs(A_cold[i, 1] - A_cold[i, 5]) < 1e-9 for i in (1, 5)), "the CATs are one key"
     A_hot = attention_map(explorer_words, temperature=10.0, seed=s)[0]  # (seq, seq)
     assert (A_hot.max(dim=-1).values < A_default.max(dim=-1).values).all()
     A_pos = attention_map(explorer_words, positional=True, seed=s)[0]  # (seq, seq)
     assert (A_pos[1] - A_pos[5]).abs().max() > 0.01
-print("✓ unscaled, at the explorer's seed: every row but the CATs' puts nearly all its weight on one word")
-print("✓ in all 5 embedding seeds: unscaled, the CATs' rows put at most half on each CAT;")
-print("  temperature 10 makes every row flatter than temperature 1; with PE the two CATs' rows differ")
+print("✓ unscaled, at the explorer's seed: every row but the CATs' puts nearly all its weight on one word;")
+print("  the CATs' rows put nearly half on each CAT")
+print("✓ in all 5 embedding seeds: temperature 10 makes every row flatter than temperature 1;")
+print("  with PE the two CATs' rows differ")
 
 # %% [markdown]
 # And live (in Jupyter, Binder or Colab; on GitHub the widget does not run):
@@ -656,9 +679,9 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 # %% [markdown]
 # ## Summary
 #
-# - Attention scores every key against the query, softmaxes the scaled scores and mixes the values:
-#   $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$. It is a soft dictionary look-up; temperature $\to 0$
-#   makes it a hard one when one key matches best.
+# - Attention mixes the values, weighted by the softmax of the query's scaled scores with the keys:
+#   $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$, a soft dictionary look-up that temperature $\to 0$
+#   makes hard when one key matches best.
 # - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters. With random
 #   512-dimensional embeddings a word that occurs once looks (almost) only at itself; without position
 #   information identical words get identical rows and columns.
@@ -813,12 +836,14 @@ print("✓ causal mask: not equivariant in any of 20 tables at d_model=16; at d_
 
 # %% [markdown]
 # Any mask that depends on position does the same, not only a causal one. The paper's *restricted*
-# self-attention (Table 1) lets each word see only the words within $r$ positions; with $r = 2$ the first CAT
-# cannot see the second, nor the second the first:
+# self-attention (section 4, Table 1) considers "only a neighborhood of size r in the input sequence centered
+# around the respective output position". With $r = 5$ (two words either side) the first CAT cannot see the
+# second, four words away, nor the second the first:
 
 # %% tags=["hide-input"]
 offsets = torch.arange(seq)[:, None] - torch.arange(seq)[None, :]  # (seq, seq) i - j
-window = offsets.abs() <= 2  # (seq, seq) True where query i may see key j
+r = 5  # the neighbourhood's size: the word itself and two either side
+window = offsets.abs() <= r // 2  # (seq, seq) True where query i may see key j
 window_hits = 0
 for s in range(20):
     X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model)
@@ -827,7 +852,7 @@ for s in range(20):
         not props["identical tokens get identical rows"] and not props["identical tokens get identical columns"]
     )
 assert window_hits == 20
-print("✓ with a local window of 2 (no PE), the two CATs' rows and columns differ, in all 20 embedding tables")
+print("✓ with a centred window of size 5 (no PE), the two CATs' rows and columns differ, in all 20 embedding tables")
 
 # %% [markdown]
 # ### Why the loss starts far below $\ln 6$
@@ -863,25 +888,23 @@ print(f"✓ in all 8 seeds the first loss is below ln 6 = {math.log(6):.2f} (a b
 print("✓ before training, adjectives put 0.2–0.3 of their weight on the noun, a lead of about 4–6, in 8 of 8 seeds")
 
 # %% [markdown]
-# ## Errata in the sources
+# ### Errata in the sources
 #
 # What the YOUR CAT slide deck gets wrong about self-attention's matrix, with the checks. (Its "permutation
-# invariant" and "requires no parameters" are corrected in section 4.)
+# invariant" is corrected in section 4.)
 #
 # *Why read it:* if you teach from the deck, or want to see what any self-attention matrix must satisfy
 # and which ingredients (PE, $W_q \ne W_k$, a position bias) each property needs.
 #
-# ### What an attention matrix must satisfy
+# #### What an attention matrix must satisfy
 #
 # The YOUR CAT slide deck prints a 6 × 6 attention matrix for this sentence, with the note "all values are
 # random". The deck says Q, K and V "are just the input sentence", and also that each row captures "the
 # position in the sentence (represented by the positional encodings)". Random numbers can still be
 # checked: every attention matrix has properties 1 and 2 below (each row is a softmax; a row a mask blocks
-# entirely is lesson 04's business; attention dropout, which in training zeroes random weights and rescales
-# the rest, breaks property 2, as checked below), and every self-attention matrix of this sentence *without*
-# position information (no positional encoding, no position bias, no mask that depends on position, such as a
-# causal or a local-window mask) and without attention dropout
-# also has 3 and 4:
+# entirely is lesson 04's business), and every self-attention matrix of this sentence *without* position
+# information (no positional encoding, no position bias, no mask that depends on position, such as a causal
+# or a local-window mask) also has 3 and 4 (all without attention dropout, as in section 3):
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
 # 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
@@ -974,10 +997,8 @@ print("✓ with a linear bias -0.5(i - j), the two CATs' rows stay equal, their 
 # like the deck's needs scores that are both asymmetric (unbalanced cycles) and position-aware (different
 # CAT rows and columns). Either one alone is not enough: $W_q \ne W_k$ without position information still
 # gives the CATs identical rows and columns (section 5), and PE with $Q = K$ keeps every cycle balanced.
-# Routes that give both, checked below: $W_q \ne W_k$ with PE, or with a position bias such as the symmetric
-# $-0.5\,|i - j|$; or, with $Q = K$, a position bias $b(i - j)$ whose odd part $b(d) - b(-d)$ is not linear
-# in $d$ *and* that tells the CATs apart. Not every such bias does: $b(d) = 1$ when $d \equiv 1 \pmod 4$
-# (else 0) unbalances cycles but treats positions 1 and 5 alike.
+# Checked below: $W_q \ne W_k$ with PE gives both; a collapsed cell also tries a few position biases, some
+# of which give both and some not.
 
 
 # %%
@@ -1054,7 +1075,7 @@ print("✓ Q = K = X with b(d) = 1 when d = 1 mod 4 unbalances cycles but keeps 
 print("✓ Q = K = X with the symmetric bias -0.5|i - j| keeps every cycle balanced")
 
 # %% [markdown]
-# ### Is the diagonal always the largest?
+# #### Is the diagonal always the largest?
 #
 # The YOUR CAT slide deck says "We expect values along the diagonal to be the highest". Softmax keeps the
 # order of the scores, and every score in a row is divided by the same $\sqrt{d}$, so the diagonal is the
@@ -1177,12 +1198,15 @@ print("✓ counterexample: LOVELY reaches past YOUR, and YOUR's largest weight i
 # %% [markdown]
 # ## Sources
 #
-# - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.2.1 and equation 1 (scaled
-#   dot-product attention), section 3.2.2 (the projections $W^Q_i, W^K_i, W^V_i, W^O$ and $d_k = d_{model}/h = 64$).
+# - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 2 (self-attention, "intra-attention"),
+#   section 3.2 (the definition of attention), section 3.2.1 and equation 1 (scaled dot-product attention),
+#   section 3.2.2 (the projections $W^Q_i, W^K_i, W^V_i, W^O$ and $d_k = d_{model}/h = 64$), section 3.2.3 (the
+#   uses of attention), section 3.5 (why positional encoding), section 4 (restricted self-attention, with
+#   Table 1; what trained heads learn).
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the query over a memory of
 #   key–value pairs with weights 0.6, 0.1, 0.2, 0.1.
 # - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, its
-#   attention matrix ("all values are random"), the dictionary analogy, and the sentences corrected here
-#   ("permutation invariant", "requires no parameters", "We expect values along the diagonal to be the
-#   highest").
+#   attention matrix ("all values are random"), the dictionary analogy, "requires no parameters … This will
+#   change later", and the sentences corrected here ("permutation invariant", "We expect values along the
+#   diagonal to be the highest").
 # - Reading notes on the paper (June 2020): the `bmm` self-attention and "permutation equivariant".
