@@ -2,10 +2,13 @@
 # # 00 · Why attention
 #
 # Before the Transformer, sequence models were recurrent: a recurrent neural network (RNN) reads a
-# sentence one word at a time and carries everything it knows in a hidden state. The COMP7607 slides
-# name the cost: "In general, the longer the path, the smaller the gradient signal." The reading
-# notes sum up the alternative: attention "has constant length between any two positions". This
-# lesson measures both on small models.
+# sentence one word at a time and carries everything it knows in a hidden state. The YOUR CAT deck
+# lists "Problems with RNN": "Slow computation for long sequences", "Vanishing or exploding
+# gradients", "Difficulty in accessing information from long time ago". The COMP7607 slides name the
+# cause: "In general, the longer the path, the smaller the gradient signal." The reading notes sum up
+# the alternative: attention "has constant length between any two positions"; Liang Hong's slides,
+# bluntly: "RNN is unnecessary". This lesson measures all three problems on small models (sections 4,
+# 5, and 1 to 3).
 #
 # **Goals.** Say why an RNN encoder–decoder squeezes a sentence into one vector and how attention
 # removes that bottleneck; count the steps between two positions in an RNN and in self-attention;
@@ -29,6 +32,7 @@ if "google.colab" in sys.modules:
         )
 
 # %%
+import copy
 import math
 import statistics
 
@@ -288,8 +292,10 @@ print("✓ from x_0 to the last output: n cell applications for the RNN, 1 layer
 print("✓ attention's output n-1 depends on x_0; a position-wise layer's does not")
 
 # %% [markdown]
-# **Sequential operations.** A forward hook counts the cell's runs, and `count_calls` every PyTorch
-# call of a forward pass.
+# **Sequential operations.** The paper measures parallel work by "the minimum number of sequential
+# operations required" (section 4). We count PyTorch calls (`count_calls`) and cell runs (a forward
+# hook). In our cell loop each cell call needs the previous one's output; `nn.RNN` hides the same loop
+# inside one call, so its count stays flat: the count describes this code, not every recurrent layer.
 #
 # **Predict first.** Attention computes $64^2$ scores at $n = 64$ and $2^2$ at $n = 2$. How many
 # times as many PyTorch calls does it make at $n = 64$ as at $n = 2$?
@@ -300,26 +306,30 @@ my_guess_attention_calls = None  # your answer: a ratio, e.g. 100
 # %%
 cell_runs = []
 hook = cell.register_forward_hook(lambda module, inputs, output: cell_runs.append(1))
-rnn_runs, rnn_calls, attention_calls = [], [], []
+rnn_runs, rnn_calls, attention_calls, fused_calls = [], [], [], []
 for n in ns:
     xs = [x_t.detach() for x_t in leaves(n)]
     cell_runs.clear()
     rnn_calls.append(count_calls(cell_states, xs, cell))
     rnn_runs.append(len(cell_runs))
     attention_calls.append(count_calls(attention, torch.stack(xs)[None]))  # (1, n, d_model) input
+    fused_calls.append(count_calls(rnn, torch.stack(xs)[None]))  # nn.RNN: its n steps run inside one call
 hook.remove()
 print("n                      ", ns)
 print("RNN cell runs          ", rnn_runs)
 print("RNN PyTorch calls      ", rnn_calls)
 print("attention PyTorch calls", attention_calls)
+print("nn.RNN PyTorch calls   ", fused_calls)
 calls_per_step = (rnn_calls[-1] - rnn_calls[0]) // (ns[-1] - ns[0])
 assert rnn_runs == ns  # one cell run per position, each waiting for the previous one
 assert all(c == rnn_calls[0] + calls_per_step * (n - ns[0]) for c, n in zip(rnn_calls, ns))
 assert len(set(attention_calls)) == 1  # a fixed number of calls, whatever n
 assert attention_calls[-1] / attention_calls[0] == check.predict_attention_calls.reference
+assert len(set(fused_calls)) == 1  # the fused layer's loop is invisible to this count
 print(
-    f"✓ the RNN makes {calls_per_step} more calls per position; attention makes {attention_calls[0]} calls at every n"
+    f"✓ the cell loop makes {calls_per_step} more calls per position; attention makes {attention_calls[0]} calls at every n"
 )
+print(f"✓ nn.RNN makes {fused_calls[0]} calls at every n: one call can hide n dependent steps")
 
 # %%
 check.predict_attention_calls(my_guess_attention_calls)
@@ -339,6 +349,7 @@ ax_path.plot(ns, attention_path, "s-", color=COLOR["self-attention"], label="sel
 log_axes(ax_path, ns, "steps from x_0 to the last output", "Path length grows with n only for the RNN")
 ax_ops.plot(ns, rnn_calls, "o-", color=COLOR["RNN"], label="RNN (cell loop)")
 ax_ops.plot(ns, attention_calls, "s-", color=COLOR["self-attention"], label="self-attention")
+ax_ops.plot(ns, fused_calls, "o--", color=COLOR["RNN"], label="nn.RNN (its loop inside one call)")
 log_axes(ax_ops, ns, "PyTorch calls per forward pass", "Operations, one call after another")
 for ax in (ax_path, ax_ops):
     ax.legend()
@@ -446,16 +457,16 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # al., 2017), whose layer $l$ skips $k^l - 1$ positions between its inputs. Ours are causal, like the
 # RNN. `layers_to_connect` counts the path in **layers**: it stacks layers until output $n - 1$'s
 # gradient with respect to $x_0$ is not zero. Complexity: the FLOPs of the products
-# (`torch.utils.flop_counter`, 2 per multiply-add). Sequential operations: PyTorch calls, an upper
-# bound (independent calls in a loop count too).
+# (`torch.utils.flop_counter`, 2 per multiply-add). Sequential operations: PyTorch calls, as in
+# section 2.
 
 # %% [markdown]
 # The fourth row, **restricted** self-attention, lets each position attend only to "a neighborhood of
 # size r in the input sequence centered around the respective output position". Ours is causal like
 # the rest: output $t$ attends to inputs $t - r + 1, \dots, t$ (exercise 4 counts the centred one).
 # The keys and values of each window are gathered with `unfold`, so the layer computes $n \times r$
-# scores instead of $n \times n$ (**Going further F** shows what `pad` + `unfold` gather). With $r \ge n$
-# it must equal full causal attention:
+# scores instead of $n \times n$ (**Going further F** shows what `pad` + `unfold` gather). It must
+# equal full attention masked to the same band:
 
 
 # %%
@@ -477,14 +488,16 @@ class RestrictedSelfAttention(SelfAttention):
         return (v_win @ weights[..., None]).squeeze(-1)  # (batch, n, d_v)
 
 
-torch.manual_seed(0)
-wide = RestrictedSelfAttention(d_model, r=64)
 x_10 = torch.randn(2, 10, d_model, generator=torch.Generator().manual_seed(8))  # (batch, 10, d_model)
-causal = torch.ones(10, 10, dtype=torch.bool).tril()  # (10, 10) True where a query may see a key
-with torch.no_grad():
-    full = scaled_dot_product_attention(wide.W_q(x_10), wide.W_k(x_10), wide.W_v(x_10), mask=causal)[0]
-    assert torch.allclose(wide(x_10), full, atol=1e-6)  # (2, 10, d_model)
-print("✓ with a window wider than the sentence, restricted attention equals full causal attention")
+query, key = torch.arange(10)[:, None], torch.arange(10)  # (10, 1), (10,) positions
+for r in (3, 4, 64):
+    torch.manual_seed(0)
+    restricted = RestrictedSelfAttention(d_model, r)
+    band = (key <= query) & (key > query - r)  # (10, 10) True where query t may see key s: t - r < s <= t
+    with torch.no_grad():
+        full = scaled_dot_product_attention(restricted.W_q(x_10), restricted.W_k(x_10), restricted.W_v(x_10), mask=band)
+        assert torch.allclose(restricted(x_10), full[0], atol=1e-6)  # (2, 10, d_model)
+print("✓ for r = 3, 4 and 64 (n = 10), restricted attention equals full attention under the band mask")
 
 # %% [markdown]
 # **Predict first.** With a window of $r = 4$, how many stacked restricted-attention layers does output
@@ -550,7 +563,7 @@ print("✓ complexity per layer: 6nd^2 + 4n^2d, 4nd^2, 2knd^2 and 6nd^2 + 4rnd, 
 assert all(c == costs["RNN"]["calls"][0] + calls_per_step * (n - ns[0]) for c, n in zip(costs["RNN"]["calls"], ns))
 for kind in layer_kinds:
     assert len(set(costs[kind]["calls"])) == 1, kind
-print("✓ sequential operations grow with n for the RNN only; a fixed number of calls for each other layer")
+print("✓ calls grow with n for the RNN's cell loop only; a fixed number of calls for each other layer")
 assert costs["RNN"]["path"] == ns
 assert costs["self-attention"]["path"] == [1] * len(ns)
 assert costs["convolution"]["path"] == [math.ceil((n - 1) / (kernel - 1)) for n in ns]
@@ -640,9 +653,10 @@ plt.show()
 
 # %% [markdown]
 # The cell loop pays for $n$ small dependent calls, attention for a few large ones whose $n^2$ work
-# grows faster than `nn.RNN`'s. A GPU runs the $n^2$ comparisons side by side,
-# not the RNN's $n$ dependent steps ("GPU loves parallel computing blocks!", the COMP7607 slides; not
-# timed here).
+# grows faster than `nn.RNN`'s. On one thread this timing cannot show the paper's point that
+# recurrence "precludes parallelization within training examples" (section 1): a GPU can run the
+# $n^2$ comparisons side by side, not the RNN's $n$ dependent steps ("GPU loves parallel computing
+# blocks!", the COMP7607 slides).
 
 # %% [markdown]
 # ## 5. Vanishing gradients
@@ -652,8 +666,8 @@ plt.show()
 # with $L_n$ the sum of output $n$, in float64, median over 8 random sequences (`grad_norm_to_first`),
 # at distances $n$ from 1 to 128.
 #
-# > **Going further** (end of the lesson): where the factor per step comes from, exploding
-# > gradients, and where float32 rounds the gradient to exactly 0.
+# > **Going further A–D:** where the factor per step comes from, exploding gradients, and float32's
+# > exact zero.
 #
 # **Predict first.** From $n = 1$ to $n = 128$, by how many orders of magnitude does the RNN's
 # gradient fall? (Write $m$ for a fall by $10^{m}$; section 1's final state lost about 20 or more from
@@ -663,7 +677,7 @@ plt.show()
 my_guess_orders = None  # your answer: a number of orders of magnitude, e.g. 5
 
 # %%
-rnn64, attention64 = rnn.double(), attention.double()  # the same weights, in float64
+rnn64, attention64 = copy.deepcopy(rnn).double(), copy.deepcopy(attention).double()  # the same weights, in float64
 grad_ns = [1] + list(range(8, 129, 8))  # distances 1, 8, 16, ..., 128
 X = torch.randn(8, 161, d_model, generator=torch.Generator().manual_seed(4), dtype=torch.float64)  # (8, 161, d_model)
 rnn_grad = [grad_norm_to_first(rnn64, X, n) for n in grad_ns]
@@ -757,7 +771,10 @@ print(
 )
 
 # %% [markdown]
-# There is no chain of $n$ steps: spread-out weights dilute the gradient.
+# There is no chain of $n$ steps: spread-out weights dilute the gradient. The paper names the price
+# of this averaging (section 2): self-attention relates two positions in "a constant number of
+# operations, albeit at the cost of reduced effective resolution due to averaging attention-weighted
+# positions, an effect we counteract with Multi-Head Attention" (lesson 05).
 #
 # > **Going further E:** with sharper weights (inputs 3 times larger) the gradient depends on what
 # > the inputs say instead, and is no longer flat.
@@ -771,9 +788,10 @@ print(
 # - Between positions 0 and $n - 1$ an RNN puts $n$ dependent steps, bidirectional or not;
 #   self-attention, one layer and a fixed number of calls.
 # - Table 1, counted: every row's FLOPs and path length match an exact formula at every $n$
-#   measured; only the RNN's sequential calls grow with $n$.
+#   measured; only the RNN cell loop's calls grow with $n$ (`nn.RNN` hides its loop in one call).
 # - Through our tanh RNN the gradient shrinks by a roughly constant factor per step on average, over
-#   40 orders of magnitude in 128 steps; through attention it is only shared among the positions.
+#   40 orders of magnitude in 128 steps; through attention with spread-out weights it is only shared
+#   among the positions.
 #
 # ## Exercises
 #
@@ -845,8 +863,9 @@ check.centred_layers(centred_layers)
 #
 # Six detours, each with its own checks (A to E from section 5, F from section 4). Read them if you want to know:
 #
-# - **A.** whether $\|W_{hh}\|_2 < 1$ at initialisation, the usual textbook assumption (not in general:
-#   in fewer than half the seeds at $d_{hidden} = 16$, in none at 64), and what random-matrix theory says;
+# - **A.** whether $\|W_{hh}\|_2 < 1$, a sufficient condition for vanishing, holds at PyTorch's
+#   initialisation (in fewer than half the seeds at $d_{hidden} = 16$, in none at 64), and what
+#   random-matrix theory says;
 # - **B.** where the factor per step comes from: tanh's slope times a gain of $W_{hh}$ near its
 #   spectral radius, not its norm;
 # - **C.** whether that holds over twenty initialisations, and when the gradient explodes instead;
@@ -863,7 +882,8 @@ check.centred_layers(centred_layers)
 # since $\tanh'(a) = 1 - \tanh(a)^2$. As $0 < 1 - h^2 \le 1$, each step can at most multiply
 # $\|g\|$ by $\|W_{hh}\|_2$, the largest singular value, which bounds the whole gradient by
 # $\sqrt{d}\,\|W_{hh}\|_2^{\,n}\,\|W_{ih}\|_2$ (the $\sqrt{d}$ is $\|\partial L / \partial h_n\|$ for
-# $L$ = the sum of the last output). That bound shrinks only if $\|W_{hh}\|_2 < 1$. Is it, at
+# $L$ = the sum of the last output). That bound shrinks only if $\|W_{hh}\|_2 < 1$, the sufficient
+# condition for vanishing gradients in Pascanu, Mikolov and Bengio (2013). Does it hold at
 # initialisation? `default_init_W_hh` builds `nn.RNN(d, d)` under seeds 0 to 49 and returns, for
 # each, $\|W_{hh}\|_2$ and the **spectral radius** $\rho(W_{hh})$, the largest $|\text{eigenvalue}|$.
 
@@ -879,10 +899,10 @@ for d_hidden, (norms, radii) in init.items():
     )
 
 # %% [markdown]
-# So the common assumption "$\|W_{hh}\|_2 < 1$ at initialisation" is false in general: the column
-# "below 1" counts the seeds where it held, fewer than half at $d_{hidden} = 16$ (seed 0, ours, is
-# one of them) and none from $d_{hidden} = 64$ on, while over these four widths the median norm
-# grows towards $2/\sqrt{3}$.
+# So PyTorch's initialisation often does not meet $\|W_{hh}\|_2 < 1$: the column "below 1" counts
+# the seeds where it held, fewer than half at $d_{hidden} = 16$ (seed 0, ours, is one of them) and
+# none from $d_{hidden} = 64$ on, while over these four widths the median norm grows towards
+# $2/\sqrt{3}$.
 # Random matrix theory says why: a $d \times d$ matrix with independent entries of variance
 # $\sigma^2$ has, for large $d$, largest singular value near $2\sigma\sqrt{d}$ (Geman, 1980) and
 # eigenvalues filling the disc of radius $\sigma\sqrt{d}$ (the circular law; Tao and Vu, 2010), with
@@ -1097,10 +1117,11 @@ plt.show()
 # %% [markdown]
 # **And exploding?** The YOUR CAT deck's other failure is the opposite one. Scale the same 20
 # initialisations' $W_{hh}$ up by $c$: its gain grows with $c$, but the states saturate, tanh's slope
-# falls, and the product of the two decides. Next to the gain we print it as a multiple of
+# falls, and the product of the two decides. We print the gain of $W_{hh}$ as a multiple of
 # $\rho(W_{hh})$, the same multiple when every unit is given the step's mean slope
-# (`step_factors(..., uniform_slope=True)`, a what-if that isolates $W_{hh}$), and how uneven the
-# real slope is across the units (its standard deviation over its mean, averaged over the steps).
+# (`step_factors(..., uniform_slope=True)`, a what-if that isolates $W_{hh}$), the per-step factor,
+# and how uneven the real slope is across the units (its standard deviation over its mean, averaged
+# over the steps).
 # From $c = 4$ the recurrence amplifies tiny differences in the last bits of the arithmetic, so
 # this table's last digits can differ on another processor; the counts and checks after it do not.
 
@@ -1125,13 +1146,12 @@ for c in scales:
 
 # %% tags=["nbval-ignore-output"]
 print("min-max over 20 seeds:")
-columns = ["radius", "tanh_part", "W_hh_part", "gain_over_radius", "uniform_over_radius", "slope_spread", "factor"]
-print("  c  rho(W_hh)  tanh part  W_hh part  gain/rho   same slope  slope spread  factor     gradient n=128 / n=1")
+columns = ["gain_over_radius", "uniform_over_radius", "factor"]
+print("  c  gain / rho   same slope: gain / rho   per-step factor")
 for c in scales:
     rs = [blow_up[c, seed] for seed in seeds_20]
     cols = [f"{min(r[key] for r in rs):4.2f}-{max(r[key] for r in rs):<4.2f}" for key in columns]
-    growth = [r["growth"] for r in rs]
-    print(f"{c:3d}  " + "  ".join(f"{col:9s}" for col in cols) + f"  {min(growth):.0e} to {max(growth):.0e}")
+    print(f"{c:3d}  {cols[0]:11s}  {cols[1]:23s}  {cols[2]}")
 spread = {c: statistics.median(blow_up[c, s]["slope_spread"] for s in seeds_20) for c in scales}
 print("median slope spread over the 20 seeds, by c:", {c: round(v, 2) for c, v in spread.items()})
 growing = {c: [blow_up[c, s]["growth"] for s in seeds_20 if blow_up[c, s]["factor"] > 1] for c in (4, 6)}
@@ -1168,6 +1188,9 @@ count = {
 for what, by_c in count.items():
     print(f"seeds (of 20) with {what:26s} by c: {by_c}")
 ratio = {c: [blow_up[c, s]["gain_over_radius"] for s in seeds_20] for c in scales}
+
+
+# %% tags=["hide-input"]
 assert all(abs(blow_up[c, s]["factor"] - 1) > 0.01 for c in scales for s in seeds_20)  # no count on a knife-edge
 assert all(abs(blow_up[c, s]["uniform_over_radius"] - 1) < 0.05 for c in scales for s in seeds_20)
 assert all(0.9 < r < 1 for r in ratio[1]) and 0.25 < spread[1] < 0.4  # about a third of the mean slope
@@ -1328,8 +1351,12 @@ print("✓ row t gathers positions t - 2, t - 1, t")
 #   convolutions it cites Kalchbrenner et al., 2017, "Neural Machine Translation in Linear Time".
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the gradient signal, the
 #   bidirectional RNN, "GPU loves parallel computing blocks!".
-# - Slide deck "Transformers / Attention is all you need" (YOUR CAT IS A LOVELY CAT): exploding gradients.
+# - Slide deck "Transformers / Attention is all you need" (YOUR CAT IS A LOVELY CAT): the three
+#   "Problems with RNN"; exploding gradients.
+# - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 17 March 2023): the subtitle.
 # - Reading notes on the paper (June 2020): "constant length between any two positions".
 # - Going further A: S. Geman, 1980, "A Limit Theorem for the Norm of Random Matrices", Ann. Probab. 8(2);
 #   S. Geman, 1986, "The Spectral Radius of Large Random Matrices", Ann. Probab. 14(4); T. Tao and
-#   V. Vu, 2010, "Random matrices: universality of ESDs and the circular law", Ann. Probab. 38(5).
+#   V. Vu, 2010, "Random matrices: universality of ESDs and the circular law", Ann. Probab. 38(5);
+#   R. Pascanu, T. Mikolov and Y. Bengio, 2013, "On the difficulty of training recurrent neural
+#   networks", ICML: $\|W_{hh}\|_2 < 1$ as a sufficient condition for vanishing.

@@ -558,7 +558,7 @@ ATTENTION_CALLS_MISTAKES = [
     explain="""
     The layer makes the same calls at every n: three projections and the batched attention, whose matrix
     products handle all n queries at once. Its work grows like n^2 (FLOPs, section 4), its sequential
-    operations do not: Table 1's O(1). The RNN's calls grow with n, one cell run per position.
+    operations do not: Table 1's O(1). The cell loop's calls grow with n, one cell run per position.
     """,
     wrong=[mistake(name, answer, says) for name, answer, _, says in ATTENTION_CALLS_MISTAKES],
 )
