@@ -203,8 +203,9 @@ print(tgt)
 
 # %% [markdown]
 # **Teacher forcing.** In training the decoder reads the *correct* previous words, not its own guesses:
-# the input is `tgt[:, :-1]`, the label at position t is `tgt[:, t+1]`, so every Neo word (and `<eos>`)
-# is a next-word prediction with its own loss term. Counted on the training set:
+# the input is `tgt[:, :-1]`, the label at position t is `tgt[:, t+1]` (the paper's "output embeddings are
+# offset by one position", section 3.1), so every Neo word (and `<eos>`) is a next-word prediction with its
+# own loss term. Counted on the training set:
 
 # %%
 decoder_input, labels = shift_targets(tgt)  # (4, T-1) each
@@ -233,7 +234,8 @@ assert examples == sum(len(p.tgt) + 1 for p in ds.train)  # every Neo word, plus
 #
 # `Seq2SeqTransformer` assembles lessons 01–06: token embeddings × $\sqrt{d_{\text{model}}}$ plus the
 # sinusoidal PE; an `Encoder` over the source (padding mask); a `Decoder` over the target (causal ∧
-# padding mask) whose cross-attention reads the encoder's output; and a linear layer (the pre-softmax
+# padding mask) with cross-attention, where "the queries come from the previous decoder layer, and the memory
+# keys and values come from the output of the encoder" (section 3.2.3); and a linear layer (the pre-softmax
 # projection) to logits over the Neo vocabulary.
 
 # %%
@@ -253,9 +255,9 @@ assert len(shared) == 3
 print("✓ the two embeddings and the output projection are three separate matrices: no weight sharing")
 
 # %% [markdown]
-# **The paper's shared matrix (section 3.4).** The paper shares "the same weight matrix between the two
-# embedding layers and the pre-softmax linear transformation, similar to [30]"; for English–German its
-# vocabulary is shared by source and target (section 5.1). Its only reason is that reference: Press and Wolf (2017) found that
+# **The paper's shared matrix (section 3.4).** It shares "the same weight matrix between the two embedding
+# layers and the pre-softmax linear transformation, similar to [30]"; its English–German vocabulary is
+# shared by source and target (section 5.1). Its only reason is that reference: Press and Wolf (2017) found that
 # tying lowers a language model's perplexity and "can reduce the size of neural translation models to
 # less than half of their original size without harming their performance". Our vocabularies differ, so
 # ours keeps three matrices; it could tie only the Neo embedding and the output projection.
@@ -271,9 +273,14 @@ for part, n in counts.items():
 tied = copy.deepcopy(model)
 tied.generator.weight = tied.tgt_embed.weight  # one (Neo vocabulary, d_model) matrix for both
 saved = sum(p.numel() for p in model.parameters()) - sum(p.numel() for p in tied.parameters())
-print(f"tying the Neo embedding and the output projection saves {saved:,d} of {sum(counts.values()):,d} parameters")
+share = saved / sum(counts.values())
+print(
+    f"tying the Neo embedding and the output projection saves {saved:,d} of {sum(counts.values()):,d} parameters "
+    f"({share:.1%})"
+)
 assert saved == model.tgt_embed.weight.numel() == check.predict_tied_saving.reference
-assert 0.01 < saved / sum(counts.values()) < 0.1  # a few per cent of the model
+assert 0.01 < share < 0.1
+print("✓ tying saves exactly the Neo embedding's parameters: a few per cent of our model")
 
 # %% [markdown]
 # One row of $d_{\text{model}}$ numbers per Neo word (the projection's bias stays): a few per cent of our
@@ -284,10 +291,10 @@ assert 0.01 < saved / sum(counts.values()) < 0.1  # a few per cent of the model
 check.predict_tied_saving(my_guess_tied_saving)
 
 # %% [markdown]
-# **Why × √d_model?** The paper does not say, nor how it initialises the matrix. Its authors' code
-# (tensor2tensor, linked from the paper's conclusion) draws the shared matrix from a normal distribution
-# of mean 0 and standard deviation $d_{\text{model}}^{-1/2}$ and multiplies by √d_model: std about 1, the
-# order of the PE's values in $[-1, 1]$. Ours start the same way. torch's `nn.Embedding` default,
+# **Why × √d_model?** The paper says neither why nor how it initialises the matrix. Its authors' code
+# (tensor2tensor, linked from the paper's conclusion) draws it from $N(0, d_{\text{model}}^{-1/2})$ (the
+# standard deviation) and multiplies by √d_model: std about 1, the order of the PE's values in $[-1, 1]$.
+# Ours too. torch's `nn.Embedding` default,
 # $N(0, 1)$, scaled, would swamp the PE; 5 draws of each:
 
 # %%
@@ -308,8 +315,8 @@ print(
     "scaled, swamps the PE"
 )
 # %% [markdown]
-# Before training, check section 1's promise on the untrained model and three validation pairs, starting
-# with the masks.
+# Before training, check section 1's promise on the untrained model and three validation pairs, masks
+# first.
 
 # %%
 model.eval()
@@ -357,8 +364,8 @@ assert torch.allclose(one_by_one[real], base[real], atol=1e-5)
 print("✓ the parallel pass gives the same logits as the position-by-position computation")
 
 # %% [markdown]
-# > **Going further:** `torch.nn.Transformer` is the same model with two extra LayerNorms; "Compared
-# > with `torch.nn.Transformer`" at the end shows where they matter.
+# > **Going further:** `torch.nn.Transformer` is the same model plus two final LayerNorms; where they
+# > matter is shown at the end.
 
 # %% [markdown]
 # ## 3. Training: the paper's schedule (and the regularisation we leave out)
@@ -370,7 +377,8 @@ print("✓ the parallel pass gives the same logits as the position-by-position c
 # $$\text{lrate} = \text{factor}\cdot d_{\text{model}}^{-0.5}\cdot\min(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup}^{-1.5})$$
 #
 # The paper's formula has no `factor`, and its base model has $d_{\text{model}}$ = 512 and warmup = 4000
-# (of 100,000 steps). Our 1300 steps would end inside such a warm-up, so ours lasts 200. This shorter
+# (of 100,000 steps on 8 P100 GPUs, each batch about 25,000 source and 25,000 target tokens; sections
+# 5.1–5.2). Our 1300 steps would end inside such a warm-up, so ours lasts 200. This shorter
 # warm-up and our smaller $d_{\text{model}}$ both raise the peak; our recipe's `factor` 0.5 halves it:
 
 # %%
@@ -386,15 +394,19 @@ print(f"the paper's base model (d_model 512, warmup 4000): peak {paper_peak:.5f}
 print(f"our peak is {max(lr) / paper_peak:.1f} times the paper's")
 
 # %% tags=["hide-input"]
-assert peak == cfg["warmup"] < cfg["steps"] < 4000 and cfg["factor"] == 0.5
-print(f"✓ our warm-up ends at step {peak}; all {cfg['steps']} steps would fit inside the paper's warm-up")
+paper_lr = [noam_lr(k, 512, 4000) for k in range(1, cfg["steps"] + 1)]  # the paper's schedule over our steps
+assert peak == cfg["warmup"] and all(b > a for a, b in zip(paper_lr, paper_lr[1:]))
+print(
+    f"✓ our warm-up ends at step {peak}; on the paper's schedule the learning rate would still be rising at our "
+    f"last step, {cfg['steps']}"
+)
 adam = make_optimizer(model)[0].defaults  # the optimizer train builds
 assert adam["betas"] == (0.9, 0.98) and adam["eps"] == 1e-9
 print("✓ train's Adam has the paper's β₁, β₂ and ε")
 
 # %% [markdown]
-# Now train: a minute or more on a laptop CPU. Losses differ between computers (1300 steps amplify a
-# float's last bits).
+# Now train. How long it takes depends on the computer (this run's time is printed below). Losses differ
+# between computers (1300 steps amplify a float's last bits).
 
 # %% tags=["nbval-ignore-output"]
 history = train(
@@ -415,8 +427,7 @@ print(
 )
 
 # %% [markdown]
-# The loss per target word falls from about ln(vocabulary size) to almost zero; the learning rate
-# follows the warm-up schedule.
+# The loss per target word falls from about ln(vocabulary size) to almost zero.
 
 # %% tags=["nbval-ignore-output"]
 first, last = np.mean(history["loss"][:10]), np.mean(history["loss"][-50:])
@@ -433,14 +444,12 @@ print("✓ the first losses are about ln(vocabulary size); the last 50 steps ave
 
 # %% [markdown]
 # **What the paper adds (section 5.4).** It announces "three types of regularization", then describes two.
-# *Residual dropout*: "We apply dropout […] to the output of each sub-layer, before it is added to the
-# sub-layer input and normalized. In addition, we apply dropout to the sums of the embeddings and the
-# positional encodings in both the encoder and decoder stacks", with $P_{drop} = 0.1$ for the base model. *Label smoothing* $\varepsilon_{ls} = 0.1$, which "hurts perplexity, as
-# the model learns to be more unsure, but improves accuracy and BLEU score". Our model can also drop
-# attention weights (section 6.3 tunes "both attention and residual" dropout, rate not given) and inside
-# the feed-forward layer (ours).
-# Our recipe sets every rate, and label smoothing, to 0: our choice, untested against the paper's (open
-# question (a)).
+# *Residual dropout* ($P_{drop} = 0.1$ for the base model), applied "to the output of each sub-layer, before it is
+# added to the sub-layer input and normalized", and "to the sums of the embeddings and the positional
+# encodings in both the encoder and decoder stacks".
+# *Label smoothing* $\varepsilon_{ls} = 0.1$, which "hurts perplexity, as the model learns to be more unsure,
+# but improves accuracy and BLEU score". Our recipe sets every dropout rate, and label smoothing, to 0: our
+# choice, untested against the paper's (open question (a)).
 
 # %%
 rates = {"dropout": model.config.dropout, "label smoothing": cfg["label_smoothing"]}
@@ -456,7 +465,7 @@ print(
 )
 
 # %% [markdown]
-# > **Going further:** "Where dropout acts" shows, by setting rates to 1, each place our model drops.
+# > **Going further:** "Where dropout acts" shows each place our model drops.
 #
 # **Label smoothing's target.** Plain cross-entropy pushes the right word's probability towards 1.
 # With label smoothing the target $q$ keeps $1 - \varepsilon$ for the right word and spreads
@@ -524,10 +533,8 @@ check.predict_smoothed_target(my_guess_smoothed_target)
 # ## 4. Greedy decoding, and results on new sentences and unseen forms
 #
 # At test time the decoder starts from `<bos>`, appends the most likely next word, and repeats until
-# `<eos>` (or a length guard). The paper's base model decodes with beam search (beam size 4, length
-# penalty α = 0.6), up to input length + 50 tokens, with its last 5 checkpoints averaged (section 6.1),
-# after training on 8 P100 GPUs with batches of about 25,000 source and 25,000 target tokens (5.1–5.2).
-# Ours, step by step, for one test sentence:
+# `<eos>` (or a length guard). The paper decodes with beam search instead ("Going further"). Ours, step by
+# step, for one test sentence:
 
 # %%
 sentence = ds.test[0]
@@ -608,10 +615,15 @@ rest_right = all_but_heldout_right(unseen["hypotheses"], ds.test_unseen, ds.held
 print(f"unseen-forms test: every word right except the held-out forms in {rest_right:.3f} of the sentences")
 
 # %% tags=["hide-input"]
-assert result["exact_match"] >= 0.98 and result["token_accuracy"] >= 0.98 and result["bleu"] >= 95
+# at least 95% exactly right: below every recorded run of this recipe, with margin (runs differ by seed and CPU)
+low, high = recipe.IN_DISTRIBUTION_EXACT_MATCH_RANGE
+assert result["exact_match"] >= 0.95 and result["token_accuracy"] >= 0.97 and result["bleu"] >= 95
 assert unseen["exact_match"] <= 0.02 and rest_right >= 0.75
 assert abs(unseen["exact_match"] - check.predict_unseen_exact_match.reference) <= 0.02
-print("✓ in-distribution test: almost every sentence exactly right (exact match, token accuracy and BLEU high)")
+print(
+    "✓ in-distribution test: at least 95% of the sentences exactly right, token accuracy and BLEU high "
+    f"(recorded runs of this recipe, other model seeds and CPU settings: exact match {low:.3f} to {high:.3f})"
+)
 print("✓ unseen-forms test: almost no sentence exactly right, yet most have every other word right")
 
 # %% [markdown]
@@ -654,9 +666,8 @@ print(
 
 # %% [markdown]
 # So the model keeps half of the word: the stem with a trained ending, or the needed ending on another
-# adjective or verb (examples above; the split between the two varies between runs and computers).
-# "Sentence of another length": the translation is longer or shorter than the reference, so its words do
-# not line up with it.
+# adjective or verb (examples above; the split varies between runs and computers).
+# "Sentence of another length": the translation's words do not line up with the reference's.
 #
 # A limit of a **word-level vocabulary**, not of attention: the output layer has one logit per Neo word;
 # a held-out form is never a training label, so nothing teaches the model to choose it (with or without
@@ -694,10 +705,12 @@ for bad in ["the dog sees a zebra", ""]:
 # %% [markdown]
 # ## 5. Does cross-attention find the word it translates?
 #
-# For each decoder layer and head: run the reference translation through the model (teacher forcing)
-# and, at each Neo word that translates an English word, take the source word with the largest
-# cross-attention weight. The *alignment accuracy* is how often it is the gold one. Training never asked
-# for this: the model was only told to predict the next word.
+# The paper finds heads whose behaviour seems "related to the syntactic and semantic structure of the
+# sentences" (end of section 4; its appendix shows encoder self-attention). Our gold alignment and grammar
+# let us measure this for cross-attention. For each decoder layer and head: run the reference translation
+# through the model (teacher forcing) and, at each Neo word that translates an English word, take the
+# source word with the largest cross-attention weight. The *alignment accuracy* is how often it is the gold
+# one. Training never asked for this: the model was only told to predict the next word.
 
 # %% tags=["nbval-ignore-output"]
 acc = result["alignment_accuracy"]  # (num_layers, num_heads)
@@ -743,12 +756,12 @@ print(
 
 # %% [markdown]
 # So a determiner's gender is in nothing the decoder has written yet: it must come through
-# cross-attention (the encoder could also have copied it to another English word). There one head's
-# weight peaks on the English noun, also the next Neo word's English word; elsewhere that head seldom
-# looks one word ahead ("Going further"). An adjective's noun is already written, so self-attention could
-# supply the gender: a cross-attention head is *unnecessary*, which does not make it absent. A verb's subject is also already
-# written, yet whether a head reads it varies between runs. Over the recipe's recorded runs (model seeds
-# 0 to 4, and seed 0 under CPU settings that change its floats' last bits) and this notebook's run:
+# cross-attention (the encoder could also have copied it to another English word). There one head peaks on
+# the English noun, also the next Neo word's English word, but elsewhere seldom looks one word ahead
+# ("Going further"). An adjective's noun is already written, so self-attention could supply the gender: a
+# cross-attention head is *unnecessary*, not necessarily absent. A verb's subject is written too, yet
+# whether a head reads it varies between runs (the recipe's model seeds 0 to 4, seed 0 under other CPU
+# settings, and this run):
 
 # %%
 this_run = agree["verb"].max().item()  # this notebook's verb figure
@@ -766,7 +779,7 @@ check.predict_head_on_noun(my_guess_head_on_noun)
 
 # %% [markdown]
 # The best alignment head on the first test sentence translated right, gold alignment circled (the
-# explorer's first state):
+# explorer starts there):
 
 # %%
 example = next(" ".join(p.src) for p, h in zip(ds.test, result["hypotheses"]) if list(p.tgt) == h)
@@ -792,14 +805,12 @@ cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, sentence=example, la
 # ## Summary
 #
 # - One parallel pass gives the loss at every target position (causal mask).
-# - Unlike the paper, our model shares no weight matrix; × √d_model brings embeddings (std
-#   $d_{\text{model}}^{-1/2}$) to std 1, the PE's order.
-# - Our recipe sets the paper's dropout and label smoothing (0.1 each) to 0; smoothing makes the model
-#   less sure.
-# - The model translates new sentences almost perfectly but never writes a word form it was not trained
-#   to output (a word-level vocabulary's limit).
-# - In this run some cross-attention heads learnt, unasked, to look at the translated word or a
-#   determiner's noun.
+# - Unlike the paper, we share no weight matrix; × √d_model brings embeddings to the PE's scale.
+# - Our recipe sets the paper's dropout and label smoothing (0.1 each) to 0.
+# - New sentences come out almost perfect, but never a word form the model was not trained to output (a
+#   word-level vocabulary's limit).
+# - In this run some cross-attention heads learnt, unasked, to find the translated word or a determiner's
+#   noun.
 #
 # ## Exercises
 #
@@ -870,7 +881,8 @@ check.greedy_decoding(my_greedy)
 # %% [markdown]
 # **5. The lowest smoothed loss (transfer).** Section 3's smoothed loss is lowest at $p = q$, where it
 # equals $q$'s entropy, not 0. Write `my_smoothing_floor(epsilon, V)`: that value in nats, as a formula in
-# $\varepsilon$ and $V$. How does it change from our $V$ = 112 to the paper's English–German 37,000?
+# $\varepsilon$ and $V$. Then: what is it for the paper's English–German 37,000 tokens, and how low
+# could section 3's training loss (almost zero) have fallen with $\varepsilon = 0.1$?
 
 
 # %%
@@ -1008,7 +1020,9 @@ print(
 # %% [markdown]
 # ### Where dropout acts
 #
-# *Section 5.4's two places, and two more, made visible.* On a freshly initialised copy with
+# *Section 5.4's two places, and two more, made visible.* Our model also drops attention weights (section
+# 6.3 tunes "both attention and residual" dropout, rate not given) and inside the feed-forward layer
+# (ours). On a freshly initialised copy with
 # every rate set to 1 (everything dropped) in training mode, an encoder layer returns $\text{LN}(\text{LN}(x))$ and a decoder
 # layer $\text{LN}(\text{LN}(\text{LN}(x)))$, its sub-layers' outputs dropped before each add and norm. The
 # sums of embeddings and PE are dropped too, on both sides, so every LayerNorm sees zeros and returns its
@@ -1184,10 +1198,12 @@ print(
 # %% [markdown]
 # ### Does beam search repair the errors?
 #
-# *Greedy decoding's alternative.* The in-distribution sentences the model gets wrong, if any, next to the
-# reference. Beam search keeps the `beam_size` most probable extensions at each step instead of one
-# (scored by the sum of log-probabilities); those ending in `<eos>` leave the beam as finished
-# translations, so fewer may be extended next step. `beam_size=1` is greedy decoding.
+# *Greedy decoding's alternative, the paper's.* Its base model decodes with beam size 4 and length penalty
+# α = 0.6 (exercise 3), up to input length + 50 tokens, with its last 5 checkpoints averaged (section 6.1).
+# Below, the in-distribution sentences our model gets wrong, if any, next to the reference. Our beam
+# search keeps the `beam_size` most probable extensions at each step instead of one (scored by the sum
+# of log-probabilities); those ending in `<eos>` leave the beam as finished translations, so fewer may be
+# extended next step. `beam_size=1` is greedy decoding.
 
 # %% tags=["hide-input"]
 pairs_checked = ds.test[:30] + ds.test_unseen[:30]
@@ -1301,15 +1317,13 @@ print(
 # %% [markdown]
 # ## Sources
 #
-# - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: the encoder–decoder (section 3.1), the
-#   shared weight matrix and × √d_model (3.4), the sinusoidal PE (3.5), the vocabulary, batches and GPUs
-#   (5.1–5.2), Adam and the schedule (5.3), residual dropout and label smoothing (5.4), decoding and
-#   checkpoint averaging (6.1), Table 3's rows (D) and their reading (6.2).
+# - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: the encoder–decoder (sections 3.1, 3.2.3),
+#   the shared matrix and × √d_model (3.4), the PE (3.5), interpretable heads (4), data, hardware and
+#   schedule (5.1–5.3), regularisation (5.4), decoding (6.1), Table 3 (D) and its reading (6.2).
 # - Press and Wolf, "Using the Output Embedding to Improve Language Models", EACL 2017: the paper's
-#   reference [30] for sharing the embedding and the pre-softmax matrix (this lesson's section 2).
+#   reference [30] for the shared matrix (section 2 here).
 # - Szegedy et al., "Rethinking the Inception Architecture for Computer
-#   Vision", CVPR 2016: label smoothing (their section 7), the paper's reference [36] (this lesson's
-#   section 3).
+#   Vision", CVPR 2016: label smoothing (their section 7), the paper's reference [36] (section 3 here).
 # - Reading notes on the paper (June 2020): "Q is from decoder, but K, V from encoder"; the RNN vs
 #   Transformer training-sample contrast corrected in *Errata in the sources*.
 # - Wu et al., "Google's Neural Machine Translation System: Bridging the Gap between Human and Machine

@@ -31,6 +31,10 @@ MODEL = TranslatorConfig(
 # verb is written varied from 0.11 to 1.00 across runs (determiner: >= 0.99; adjective: <= 0.10); lesson 07's own
 # builds have printed 0.112 and 0.930. The lesson prints this range widened to include its own run's figure.
 VERB_HEAD_ON_SUBJECT_RANGE = (0.11, 1.00)  # that verb figure, lowest and highest over the runs above and lesson 07's
+# In-distribution test exact match, lowest and highest over the seven runs above and lesson 10's three stored
+# word-level runs of this recipe (utils/experiments/data/subwords_seeds.json, runs["word"], model seeds 0-2: 0.986,
+# 0.996, 0.976). Lesson 07 asserts at least 0.95, below every one of them.
+IN_DISTRIBUTION_EXACT_MATCH_RANGE = (0.976, 1.000)
 TRAIN = {
     "steps": 1300,
     "batch_size": 64,
