@@ -279,7 +279,7 @@ def _merges_generic(corpus, num_merges, spell, weigh=lambda n: n, first_counted=
             best = min(pairs, key=lambda p: (-pairs[p], order[p[0]], order[p[1]]))
         merges.append(best)
         order.setdefault(best[0] + best[1], len(order))
-        words = {w: _merge_all(ss, best) for w, ss in words.items()}
+        words = {w: subwords.merge_pair(ss, best) for w, ss in words.items()}
     return merges
 
 
@@ -304,18 +304,6 @@ def _merges_across_words(corpus, num_merges):
     sentences = [" ".join(s.split()) for s in corpus]
     spelled = {s: [t for w in s.split() for t in _marked(w)] for s in sentences}
     return _merges_generic(["_".join(s.split()) for s in sentences], num_merges, lambda w: spelled[w.replace("_", " ")])
-
-
-def _merge_all(symbols, pair):
-    out, i = [], 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
-            out.append(symbols[i] + symbols[i + 1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return out
 
 
 _MERGE_MISTAKES = [
