@@ -12,11 +12,11 @@
 #   that matrix: the idea behind FlashAttention (Dao et al., 2022).
 #
 # **Goals.**
-# - Build a key-value cache for the translator's decoder, check that cached decoding gives the same logits
-#   (to rounding), measure the time per token, and count the cache's bytes.
-# - Write softmax in one pass with a running maximum and sum, and check it against `torch.softmax`.
-# - Compute attention tile by tile, skipping the tiles a causal mask removes; check it against torch and
-#   measure its memory as $T$ grows.
+# - Build a key-value cache for the translator's decoder: the same logits (to rounding), its time per
+#   token, its bytes.
+# - Write softmax in one pass with a running maximum and sum.
+# - Compute attention tile by tile, skipping the tiles a causal mask removes, and measure its memory as
+#   $T$ grows.
 #
 # **Prerequisites.** Lessons 02 (softmax), 04 (masking), 05 (multi-head attention) and 07 (the toy translator).
 
@@ -79,7 +79,7 @@ from utils.translator.data import make_dataset, to_tensors
 from utils.translator.decode import greedy_decode
 from utils.translator.evaluate import evaluate
 from utils.translator.model import Seq2SeqTransformer
-from utils.translator.train import train
+from utils.translator.train import noam_lr, train
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -96,9 +96,9 @@ COLORS = {
 #
 # A translator to decode with: lesson 07's, trained again with a shorter recipe, and a longer positional
 # table (the sinusoidal encoding is fixed, so this changes no weight) so that we can force outputs of 64
-# tokens. The cell prints what changes from lesson 07, as (lesson 07, here): fewer steps, so a shorter
-# warm-up and a learning rate twice as large (`factor`) to learn the task in them (the accuracy is printed
-# below).
+# tokens. The cell prints what changes from lesson 07, as (lesson 07, here): fewer steps over fewer
+# sentences, so a shorter warm-up and a doubled `factor`, which together raise the peak learning rate by
+# the printed ratio, to learn the task in them (the accuracy is printed below).
 
 # %%
 DATA = dict(recipe.DATA, n_train=8000)
@@ -118,6 +118,15 @@ print(
         "max_len": (recipe.MODEL.max_len, MODEL.max_len),
     },
 )
+peak_lr = {
+    name: noam_lr(t["warmup"], MODEL.d_model, t["warmup"], t["factor"])
+    for name, t in (("07", recipe.TRAIN), ("here", TRAIN))
+}
+print(
+    f"peak learning rate: {peak_lr['here'] / peak_lr['07']:.2f} times lesson 07's; each training sentence seen "
+    f"{TRAIN['steps'] * TRAIN['batch_size'] / DATA['n_train']:.1f} times (lesson 07: "
+    f"{recipe.TRAIN['steps'] * recipe.TRAIN['batch_size'] / recipe.DATA['n_train']:.1f})"
+)
 
 # %% tags=["nbval-ignore-output"]
 history = train(model, all_src, all_tgt, **TRAIN, progress=NotebookProgressLine)
@@ -132,8 +141,10 @@ assert result["exact_match"] >= 0.85 and result["token_accuracy"] >= 0.9
 print("✓ the shorter recipe still translates most held-out sentences exactly")
 
 # %% [markdown]
-# **What greedy decoding recomputes.** To choose token $t+1$, lesson 07's `greedy_decode` runs the decoder
-# on all $t$ tokens so far and keeps only the last position's logits.
+# **What greedy decoding recomputes.** The paper's Table 1 gives self-attention $O(1)$ sequential
+# operations: that holds when the whole sequence is known, as in training. Decoding takes $n$ steps in a
+# row, since token $t+1$ needs token $t$, so each step's cost matters. To choose token $t+1$, lesson 07's
+# `greedy_decode` runs the decoder on all $t$ tokens so far and keeps only the last position's logits.
 #
 # **Predict.** For an output of $n = 64$ tokens, how many positions does each decoder layer process in
 # all, without a cache? (A count below settles it.)
@@ -254,8 +265,10 @@ check.positions_without_cache(my_guess_positions)
 # %% [markdown]
 # **Cached = uncached.** The two paths multiply matrices of different shapes, so their logits may differ in
 # the last bits; greedy decoding can then pick another word only where its two best logits nearly tie.
-# Checked on the whole held-out set (`use_cache=True` against the plain decoder), and on 64 forced steps on
-# 100 sentences. The counts are this run's: where no sentence differs, the near-tie check has nothing to test.
+# Checked on the whole held-out set (`use_cache=True` against the plain decoder, each output cut at the
+# longest reference's length + 5, where the paper stops at "input length + 50", §6.1), and on 64 forced
+# steps on 100 sentences. The counts are this run's: where no sentence differs, the near-tie check has
+# nothing to test.
 
 
 # %% tags=["hide-input"]
@@ -307,8 +320,7 @@ print(
 # divide the decoder's time by $n$, in three rounds. The encoder runs once per batch before the clock starts
 # (it is the same with or without the cache; its time is printed apart). Without the cache step $t$
 # processes $t$ positions, so the time per token grows with $n$; with it, one position per step (the count
-# above), so the cache's advantage grows with $n$. The times are this run's (other programs slow some runs
-# down):
+# above), so the cache's advantage grows with $n$. The times are this run's:
 
 # %% tags=["nbval-ignore-output"]
 per_token = {mode: {n: [] for n in lengths} for mode in ("uncached", "cached")}  # seconds per token, per round
@@ -367,19 +379,21 @@ assert cache.nbytes("self") == self_formula and cache.nbytes("cross") == cross_f
 print("✓ the formula gives the cache's bytes exactly")
 
 # %% [markdown]
-# Our translator's cache is tiny. For a large decoder it is not: with 32 layers, 32 heads of $d_k = 128$
-# and 4096 positions stored in 16-bit floats (2 bytes), one sequence needs
+# Our translator's cache is tiny, and the paper's is small. Its base model (6 layers, 8 heads of $d_k = 64$)
+# decodes with beam search, "with a beam size of 4" (§6.1): four hypotheses per sentence, a batch of 4 in
+# the formula, each of at most "input length + 50" tokens (below: a 50-token input, in float32). A large
+# decoder-only model is another matter: 32 layers, 32 heads of $d_k = 128$, 4096 positions in 16-bit floats
+# (2 bytes), one sequence:
 
 # %%
-big = kv_cache_bytes(32, 32, 128, 4096, 2)
-print(f"{big:,d} bytes = {big / 2**30:.0f} GiB per sequence")
+paper = kv_cache_bytes(6, 8, 64, 50 + 50, 4, batch=4)  # base model, beam of 4, 100 output tokens, float32
+big = kv_cache_bytes(32, 32, 128, 4096, 2)  # one sequence, float16
+print(f"the paper's base model, a beam of 4 hypotheses of 100 tokens: {paper / 2**20:.1f} MiB")
+print(f"the large decoder, one sequence of 4096 positions: {big:,d} bytes = {big / 2**30:.0f} GiB")
 
 # %% [markdown]
-# The paper decodes with beam search, "with a beam size of 4" (§6.1): four hypotheses per sentence, a batch
-# of 4 in the formula, so four times that.
-#
 # **Predict.** Grouped-query attention (below) keeps the 32 query heads but gives them only 8 key/value
-# heads, each shared by 4 query heads. How many MiB does the cache of one sequence of this decoder take then?
+# heads, each shared by 4 query heads. How many MiB does the cache of one sequence of the large decoder take then?
 
 # %%
 my_guess_gqa_mib = None  # your answer: MiB per sequence, 8 key/value heads
@@ -405,23 +419,14 @@ for g in (8, 2, 1):  # multi-head, grouped-query (4 query heads per key head), m
 print(f"✓ with g = 8, 2 and 1 key/value heads for {h} query heads: equal to torch; g = h is plain multi-head attention")
 
 # %% [markdown]
-# For the large decoder above, with 8 key/value heads (grouped) or 1 (multi-query) instead of 32. We build
-# each cache for its first 64 positions (a key and a value tensor per layer, read by the 32 query heads)
-# and compare its bytes with the formula, then use the formula for 4096 positions:
+# For the large decoder above, the formula with 8 key/value heads (grouped) or 1 (multi-query) instead of
+# 32 (only the key/value heads are cached; the 32 query heads are not):
 
 # %%
-mib = {}
-for g in (32, 8, 1):
-    kv = [torch.zeros(1, g, 64, 128, dtype=torch.float16) for _ in range(2 * 32)]  # (1, g, 64, d_k) each
-    out = grouped_query_attention(torch.randn(1, 32, 1, 128, dtype=torch.float16), kv[0], kv[1])  # (1, 32, 1, d_k)
-    assert out.shape == (1, 32, 1, 128) and sum(t.nbytes for t in kv) == kv_cache_bytes(32, g, 128, 64, 2)
-    mib[g] = kv_cache_bytes(32, g, 128, 4096, 2) / 2**20
-    print(f"{g:2d} key/value head{'s' if g > 1 else ' '}: {mib[g]:6.0f} MiB per sequence")
-assert mib[8] == check.gqa_cache_mib.reference and mib[32] / mib[8] == 32 / 8
-print(
-    "✓ the formula gives the bytes of the caches built (32 query heads read them); the cache shrinks by "
-    "num_heads / num_kv_heads: 4 times smaller with 8 key/value heads for 32 query heads"
-)
+mib = {g: kv_cache_bytes(32, g, 128, 4096, 2) / 2**20 for g in (32, 8, 1)}  # MiB per sequence, g key/value heads
+for g, size in mib.items():
+    print(f"{g:2d} key/value head{'s' if g > 1 else ' '}: {size:6.0f} MiB per sequence")
+assert mib[8] == check.gqa_cache_mib.reference
 
 # %%
 check.gqa_cache_mib(my_guess_gqa_mib)
@@ -625,12 +630,13 @@ tile_explorer()
 # ## 5. Measuring the memory
 #
 # The paper's Table 1 gives self-attention $O(n^2 \cdot d)$ operations per layer for $n$ positions; the
-# $n \times n$ score matrix behind that $n^2$ is also what fills memory. How does the memory grow with $T$,
-# with and without tiles? We measure it:
-# `utils.fast_attention.peak_tensor_bytes` watches every operation torch runs, adds the bytes of each new
-# tensor's storage and subtracts them when it is freed, and records the largest total. It counts what the
-# operations allocate, not the inputs. A first check: a $100 \times 100$ float32 matrix takes
-# $4 \times 100^2$ bytes.
+# $n \times n$ score matrix behind that $n^2$ is also what fills memory. Its last row, self-attention
+# "restricted to considering only a neighborhood of size r" (§4), costs $O(r \cdot n \cdot d)$ but
+# raises the maximum path length to $O(n/r)$ (exercise 4 tiles such a window); tiles stay exact. How
+# does the memory grow with $T$, with and without tiles? We measure it: `utils.fast_attention.peak_tensor_bytes` watches every operation torch runs, adds the bytes of
+# each new tensor's storage and subtracts them when it is freed, and records the largest total. It counts
+# the tensors the operations return, not the inputs (nor scratch memory inside one kernel). A first check:
+# a $100 \times 100$ float32 matrix takes $4 \times 100^2$ bytes.
 
 # %% tags=["hide-input"]
 assert peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 4 * 100**2
@@ -639,7 +645,7 @@ print("✓ one 100 x 100 float32 matrix measures 40000 bytes; a matrix plus a ne
 
 # %% [markdown]
 # Now one head with $d_k = 16$ for $T$ = 256 … 4096, three ways: the plain computation (`utils` attention,
-# as in lesson 02), tiled over **key blocks** only (all queries
+# as in lesson 03), tiled over **key blocks** only (all queries
 # against 128 keys at a time: a $T \times 128$ slab of scores, as Rabe and Staats, 2021, chunk the keys),
 # and tiled over **queries and keys** ($256 \times 256$ tiles).
 #
@@ -712,8 +718,9 @@ print(
 )
 
 # %% [markdown]
-# > **Going further:** tiling saves memory, not arithmetic; "The time of tiles" at the end compares our
-# > Python loop of tiles with torch's fused kernel.
+# > **Going further:** tiling saves memory; with a causal mask it also skips about half the tiles' products.
+# > "The time of tiles" at the end times our Python loop of tiles against the plain computation and torch's
+# > fused kernel.
 #
 # ## Summary
 #
@@ -781,7 +788,7 @@ check.merge_partials(my_merge)
 
 # %% [markdown]
 # **4. Tiles a sliding window skips (transfer).** Sliding-window attention lets each query read only a
-# fixed number of recent positions; here query $i$ sees key $j$ when $i - \text{window} < j \le i$ (`window`
+# fixed number of recent positions (the paper's restricted self-attention, one-sided); here query $i$ sees key $j$ when $i - \text{window} < j \le i$ (`window`
 # keys, itself included). With tiles of `block_size` $\times$ `block_size` (the last row and column of tiles
 # may be shorter), how many tiles of a length-`T` sequence have nothing left to read and can be skipped?
 # Write `my_window_skipped(T, block_size, window)`.
@@ -805,10 +812,11 @@ check.window_skipped_tiles(my_window_skipped)
 #
 # ### The time of tiles
 #
-# *Why read it:* tiling saves memory; whether it saves time depends on where the tiles live.
+# *Why read it:* tiling saves memory; whether it saves time depends on the mask and on where the tiles live.
 #
-# Tiling does the same matrix products as the plain computation (plus the rescaling; fewer with the causal
-# mask). Our tiles are a Python loop that launches several torch operations per tile; on a CPU, torch's
+# Tiling does the same matrix products as the plain computation, plus the rescaling; with the causal mask
+# it skips the tiles above the diagonal, which the plain computation computes and then masks. Our tiles are
+# a Python loop that launches several torch operations per tile; on a CPU, torch's
 # `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs, runs its own fused
 # FlashAttention-style kernel, `torch.ops.aten._scaled_dot_product_flash_attention_for_cpu`. Calling that
 # kernel directly gives the same bits, at three shapes, with and without the causal mask:
@@ -823,26 +831,45 @@ for shape in ((1, 1, 512, 64), (2, 4, 100, 16), (1, 2, 1, 32)):  # (batch, heads
 print("✓ on a CPU, scaled_dot_product_attention gives bit for bit the output of torch's flash-attention kernel")
 
 # %% [markdown]
-# Their times (median of 5, $T = 2048$, $d_k = 64$, blocks of 256):
+# Three ways, without and with the causal mask (median of 5, $T = 2048$, $d_k = 64$, blocks of 256): the
+# plain computation (`utils` attention, the whole $T \times T$ matrix), our tiles, and torch's kernel:
 
 # %% tags=["nbval-ignore-output"]
 q, k, v = (torch.randn(1, 1, 2048, 64) for _ in range(3))  # (batch, heads, T, d_k)
-timing = {"tiled (Python loop)": [], "torch": []}
+mask = causal_mask(2048)  # (T, T)
+ways = {
+    "plain (utils)": (
+        lambda: scaled_dot_product_attention(q, k, v),
+        lambda: scaled_dot_product_attention(q, k, v, mask),
+    ),
+    "tiled (Python loop)": (
+        lambda: tiled_attention(q, k, v, block_size=256),
+        lambda: tiled_attention(q, k, v, block_size=256, causal=True),
+    ),
+    "torch (fused)": (
+        lambda: F.scaled_dot_product_attention(q, k, v),
+        lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+    ),
+}
+timing = {(name, causal): [] for name in ways for causal in (False, True)}  # seconds, per round
 for _ in range(5):
-    for name, fn in (
-        ("tiled (Python loop)", lambda: tiled_attention(q, k, v, block_size=256)),
-        ("torch", lambda: F.scaled_dot_product_attention(q, k, v)),
-    ):
+    for (name, causal), times in timing.items():
         start = time.perf_counter()
-        fn()
-        timing[name].append(time.perf_counter() - start)
-for name, t in timing.items():
-    print(f"{name:>20}: {1000 * statistics.median(t):.1f} ms")
-ratio = statistics.median(timing["tiled (Python loop)"]) / statistics.median(timing["torch"])
-print(f"tiled / torch time: {ratio:.1f}")
+        ways[name][causal]()
+        times.append(time.perf_counter() - start)
+ms = {key: 1000 * statistics.median(t) for key, t in timing.items()}
+print(f"{'':>20}  no mask   causal")
+for name in ways:
+    print(f"{name:>20}: {ms[name, False]:6.1f} ms {ms[name, True]:6.1f} ms")
+for causal in (False, True):
+    tiled = ms["tiled (Python loop)", causal]
+    print(
+        f"{'causal' if causal else 'no mask'}: tiled / plain time {tiled / ms['plain (utils)', causal]:.1f}, "
+        f"tiled / torch {tiled / ms['torch (fused)', causal]:.1f}"
+    )
 
 # %% [markdown]
-# The ratio depends on the sizes and the computer: the one above is what this run measured. The speed
+# The ratios depend on the sizes and the computer: the ones above are what this run measured. The speed
 # FlashAttention reports on GPUs comes from doing the tiling *inside* one kernel: each tile of scores is
 # computed and used in fast on-chip memory and never written to main memory, which a loop of separate
 # operations cannot do.
@@ -852,7 +879,9 @@ print(f"tiled / torch time: {ratio:.1f}")
 #
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: scaled dot-product attention (section 3.2.1),
 #   the decoder's masked self-attention and encoder–decoder attention (3.2.3), self-attention's
-#   $O(n^2 \cdot d)$ per layer (Table 1), beam search with a beam size of 4 (6.1).
+#   $O(n^2 \cdot d)$ per layer and $O(1)$ sequential operations, and restricted self-attention's
+#   $O(r \cdot n \cdot d)$ and $O(n/r)$ path (Table 1, section 4), beam search with a beam size of 4 and
+#   outputs of at most input length + 50 (6.1).
 # - Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018: the running maximum and sum,
 #   rescaled when the maximum changes.
 # - Dao, Fu, Ermon, Rudra and Ré, "FlashAttention: Fast and Memory-Efficient Exact Attention with

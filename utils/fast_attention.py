@@ -75,7 +75,9 @@ def _check_qkv(q, k, v):
 
 def tiled_attention(q, k, v, block_size=64, causal=False, query_block=None, return_stats=False):
     """softmax(q k^T / sqrt(d_k)) v computed query_block queries x block_size keys at a time (query_block
-    defaults to block_size), never holding the (T_q, T_k) scores: each key block updates a running maximum m,
+    defaults to block_size), holding one tile of at most query_block x block_size scores per batch and head at a
+    time (and what the softmax makes of it), the whole (T_q, T_k) matrix only when one tile covers it: each key
+    block updates a running maximum m,
     sum l and output with the online-softmax rescaling. With causal (key j allowed for query i when j <= i),
     tiles entirely above the diagonal are skipped. With return_stats, also {"computed": n, "skipped": n}.
 
@@ -375,7 +377,9 @@ def time_encoder(model, src, repeats=5):
 class TensorMemory(TorchDispatchMode):
     """Inside `with TensorMemory() as mem:`, every tensor an operation creates is counted (bytes of its new
     storage) until the last tensor using that storage is freed; mem.peak is the most held at once, mem.current
-    what is still held. Tensors made before the block (the inputs) are not counted."""
+    what is still held. Tensors made before the block (the inputs) are not counted, nor is the scratch memory a
+    kernel allocates inside itself (torch's fused attention kernel's buffers, for instance): only the tensors
+    that operations return are seen."""
 
     def __init__(self):
         super().__init__()
