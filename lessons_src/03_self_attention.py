@@ -33,6 +33,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from utils.attention import scaled_dot_product_attention
 from utils.course.exercises import lesson03 as check
@@ -73,8 +74,8 @@ np.set_printoptions(precision=4, suppress=True)
 # $$\text{score}_i = \frac{q \cdot k_i}{\sqrt{d_k}}, \qquad
 #   \alpha = \operatorname{softmax}(\text{score}), \qquad c = \sum_i \alpha_i v_i .$$
 #
-# The collapsed cell below stages a memory with exactly the slide's weights: it moves each random key along
-# $q$ until its score is $\log \alpha_i + 1$ (softmax only sees score differences, lesson 02).
+# The collapsed cell below stages a memory with the slide's weights: it moves each random key along $q$ until
+# its score is $\log \alpha_i + 1$ (softmax only sees score differences, lesson 02).
 
 # %% tags=["hide-input"]
 gen = torch.Generator().manual_seed(1)
@@ -137,9 +138,9 @@ check.predict_doubled_query(my_guess_doubled)
 # %% [markdown]
 # ## 2. Queries, keys and values: a soft dictionary
 #
-# The YOUR CAT slide deck traces the words to database terminology and Python-like dictionaries: the
-# **query** is what we look
-# for, the **key** is what each entry is looked up by, the **value** is what the entry returns.
+# The YOUR CAT slide deck says "The Internet says that these terms come from the database terminology or the
+# Python-like dictionaries". In a dictionary, the **query** is what we look for, the **key** is what each
+# entry is looked up by, the **value** is what the entry returns.
 # A dictionary look-up is *hard*: it returns the value of exactly one key. Attention is *soft*: it returns
 # a blend of all values, weighted by how well each key matches the query.
 #
@@ -147,7 +148,7 @@ check.predict_doubled_query(my_guess_doubled)
 # matching key (the arg max, when one key matches best), and attention becomes the hard look-up. Here the query is a noisy copy of
 # the key of "cat"; the values of dog, cat, car and sky are $(0, 0), (1, 1), (2, 2), (3, 3)$.
 #
-# First at $\tau = 1$, plain attention:
+# At $\tau = 1$:
 
 # %%
 words = ["dog", "cat", "car", "sky"]
@@ -194,7 +195,8 @@ assert w_cold[best] > 0.999, "at tau=0.01 the weight is almost one-hot"
 assert torch.allclose(out_cold, hard["cat"], atol=1e-2), "and the output is the dictionary's value"
 entropies = [-(soft[t][1] * soft[t][1].log()).sum().item() for t in temperatures]
 assert all(a > b for a, b in zip(entropies, entropies[1:])), "lower temperature, sharper weights"
-assert abs(soft[0.1][1][best].item() - check.predict_cold_lookup.reference) < 1e-3
+assert 0.9 < soft[0.1][1][best].item() < 0.999, "at tau=0.1 cat's weight is close to 1, not yet 1"
+assert abs(soft[0.1][1][best].item() - check.predict_cold_lookup.reference) < 1e-3  # the prediction's reference
 print("✓ temperature -> 0 gives the hard look-up hard['cat']; at 0.1 cat's weight is close to 1, not yet 1")
 
 # %%
@@ -205,30 +207,22 @@ check.predict_cold_lookup(my_guess_cold)
 #
 # In **self**-attention the queries, keys and values are all the same sentence X. The paper (section 2):
 # "Self-attention, sometimes called intra-attention is an attention mechanism relating different positions
-# of a single sequence in order to compute a representation of the sequence." The Transformer's only other
-# use of attention (section 3.2.3) is "encoder-decoder attention", where "the queries come from the previous
-# decoder layer, and the memory keys and values come from the output of the encoder": the slide's memory,
-# built in lesson 07.
+# of a single sequence in order to compute a representation of the sequence." Its other use (section 3.2.3) is
+# "encoder-decoder attention", where "the queries come from the previous decoder layer, and the memory keys
+# and values come from the output of the encoder": the slide's memory, built in lesson 07.
 #
 # The reading notes on the paper give the simplest self-attention in three lines of PyTorch, for a batch
-# x of shape (b, t, k):
-#
-# ```python
-# raw_weights = torch.bmm(x, x.transpose(1, 2))  # (b, t, t)
-# weights = F.softmax(raw_weights, dim=2)         # (b, t, t)
-# y = torch.bmm(weights, x)                       # (b, t, k)
-# ```
-#
-# It has no $1/\sqrt{d_k}$. Since `utils` divides by $\sqrt{d_k}$, the two agree when we multiply the queries by
-# $\sqrt{d_k}$.
+# x of shape (b, t, k): the three lines of the function below. It has no $1/\sqrt{d_k}$; since `utils`
+# divides by $\sqrt{d_k}$, the two agree when we multiply the queries by $\sqrt{d_k}$.
 
 
 # %%
 def simplest_self_attention(x):
-    """The reading notes' parameter-free self-attention: softmax(x xᵀ) x, without scaling."""
+    """The reading notes' parameter-free self-attention, their three lines: softmax(x xᵀ) x, without scaling."""
     raw_weights = torch.bmm(x, x.transpose(1, 2))  # (b, t, t)
-    weights = torch.softmax(raw_weights, dim=2)  # (b, t, t)
-    return torch.bmm(weights, x), weights  # (b, t, k), (b, t, t)
+    weights = F.softmax(raw_weights, dim=2)  # (b, t, t)
+    y = torch.bmm(weights, x)  # (b, t, k)
+    return y, weights
 
 
 gen = torch.Generator().manual_seed(0)
@@ -261,10 +255,9 @@ print("✓ self_attention == utils")
 # %% [markdown]
 # ### YOUR CAT IS A LOVELY CAT
 #
-# The YOUR CAT slide deck's example: $seq = 6$ and $d_{model} = d_k = 512$. Each word gets an embedding: here a
-# fixed random
-# $N(0, 1)$ vector per word (`utils.experiments.attention_map.token_embeddings`, seeded by the word, so both CATs get the
-# same vector, as a real embedding table would give them). No positional encoding yet.
+# The YOUR CAT slide deck's example: $seq = 6$ and $d_{model} = d_k = 512$. Each word gets a fixed random
+# embedding with $N(0, 1)$ entries (`utils.experiments.attention_map.token_embeddings`, seeded by the word, so
+# both CATs get the same vector, as an embedding table would). No positional encoding yet.
 #
 # **Predict first.** Lesson 02 showed that a word's score with itself, $|x|^2/\sqrt{512}$, is about
 # $\sqrt{512} \approx 22.6$, while two unrelated words score about $N(0, 1)$. What weight does the first CAT
@@ -287,9 +280,8 @@ assert abs(A[1, 1].item() - check.predict_cat_self_weight.reference) < 1e-4
 check.predict_cat_self_weight(my_guess_cat)
 
 # %% [markdown]
-# Far more peaked than the slide deck's matrix (whose numbers, it says, "are random"): as lesson 02
-# measured, a self-score $|x|^2/\sqrt{512}$ is about $\sqrt{512}$, a score between unrelated words about
-# $N(0, 1)$, and $e^{\text{self-score}}$ swamps the rest of the row.
+# Far more peaked than the slide deck's matrix (whose numbers, it says, "are random"): $e^{\text{self-score}}$
+# swamps the rest of the row.
 
 # %%
 scores = X @ X.T / math.sqrt(d_model)  # (seq, seq)
@@ -300,7 +292,10 @@ print("scores between different words: min", round(min(different), 1), "max", ro
 
 # %% [markdown]
 # One sentence's embeddings are one draw; the same holds over 20 embedding tables
-# (`token_embeddings(..., seed=s)`):
+# (`token_embeddings(..., seed=s)`). The dimension alone does not do it: for entries $N(0, \sigma^2)$ the
+# self-score is about $\sigma^2\sqrt{512}$, so with $\sigma^2 = 1/512$ it is about $1/\sqrt{512}$ and the rows
+# are nearly uniform. (The paper, section 3.4: "In the embedding layers, we multiply those weights by
+# $\sqrt{d_{model}}$.")
 
 # %% tags=["hide-input"]
 assert torch.allclose(A.sum(dim=-1), torch.ones(seq)), "every row is a softmax: it sums to 1"
@@ -314,14 +309,22 @@ for s in range(20):
 other = torch.tensor(other_scores)
 print(
     f"self scores {min(self_scores):.1f} to {max(self_scores):.1f}; other scores mean {other.mean():.1f}, "
-    f"std {other.std():.1f}; a once-occurring word's weight on itself: at least {min(single_diag):.6f}"
+    f"std {other.std():.1f}"
 )
 assert min(self_scores) > 15 and max(self_scores) < 30, "self scores near sqrt(512)"
 assert abs(other.mean()) < 0.2 and 0.8 < other.std() < 1.2 and other.abs().max() < 5, "other scores ~ N(0, 1)"
 assert min(single_diag) > 0.9999, "words that occur once attend (almost) only to themselves"
 print(
-    "✓ in all 20 tables: self scores near sqrt(512), other scores ~ N(0, 1), words that occur once look at themselves"
+    "✓ in all 20 tables: self scores near sqrt(512), other scores ~ N(0, 1), and a word that occurs once puts "
+    "over 0.9999 of its weight on itself"
 )
+small_diag = []  # the same sentences with entries N(0, 1/512): every embedding divided by sqrt(512)
+for s in range(20):
+    X_s = token_embeddings(sentence, d_model, seed=s) / math.sqrt(d_model)  # (seq, d_model)
+    small_diag += [self_attention(X_s)[1][i, i].item() for i in (0, 2, 3, 4)]
+print(f"entries N(0, 1/512): a once-occurring word's weight on itself {min(small_diag):.3f} to {max(small_diag):.3f}")
+assert all(abs(w - 1 / seq) < 0.02 for w in small_diag)
+print("✓ with entries N(0, 1/512) every once-occurring word's weight on itself is within 0.02 of uniform, 1/6")
 
 # %% [markdown]
 # Without positional encoding the two CATs are the same vector: the same query, so rows 1 and 5 are
@@ -338,8 +341,8 @@ fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: t
 # %% [markdown]
 # No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
 # row the scores in columns 1 and 5 are equal. So it holds for any attention without position information,
-# projections included ($x_1 W_q = x_5 W_q$, section 5). (No attention dropout anywhere in this
-# lesson: its random zeros would break such equalities.) Over the 20 tables:
+# projections included ($x_1 W_q = x_5 W_q$, section 5), as long as no dropout zeros weights at random (only
+# the Errata use it). Over the 20 tables:
 
 # %% tags=["hide-input"]
 for s in range(20):
@@ -416,9 +419,9 @@ print("✓ sum-pool of self-attention is permutation invariant")
 #
 # The paper adds positional encodings for exactly this reason (section 3.5): "Since our model contains no
 # recurrence and no convolution, in order for the model to make use of the order of the sequence, we must
-# inject some information about the relative or absolute position of the tokens in the sequence". Add the sinusoidal PE of lesson 01
-# to the embeddings. Permuting the words now changes which encoding
-# each word gets ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
+# inject some information about the relative or absolute position of the tokens in the sequence". Add lesson
+# 01's sinusoidal PE to the embeddings. Permuting the words now changes each word's encoding
+# ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
 
 # %%
 PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
@@ -439,13 +442,12 @@ PE_gap = PE - PE[reverse]  # (seq, d_model) what each output should be off by, i
 assert moved == seq and (gap - PE_gap).abs().max() < 0.5 and abs(gap.abs().max() - PE_gap.abs().max()) < 0.05
 
 # %% [markdown]
-# Why about 2: each word still looks (almost) only at itself, so output $i$ is about its input,
-# $x_{\text{rev}(i)} + PE_i$ in one order and $x_{\text{rev}(i)} + PE_{\text{rev}(i)}$ in the other. They differ by
-# $PE_i - PE_{\text{rev}(i)}$, and two sines or cosines in $[-1, 1]$ can differ by up to 2.
+# Why about 2: each word still looks (almost) only at itself, so output $i$ is about its input, and the two
+# orders give it different encodings, $PE_i$ and $PE_{\text{rev}(i)}$, whose entries in $[-1, 1]$ differ by up to 2.
 
 # %% [markdown]
-# And the two CATs are now different vectors, so they get different rows and columns (rows still sum to 1):
-# each CAT attends more to itself than to the other one — here, and in all 20 embedding tables.
+# The two CATs are now different vectors, with different rows and columns: each attends more to itself than
+# to the other, here and in all 20 embedding tables.
 
 # %%
 print("row CAT (1):", A_pe[1].numpy().round(4))
@@ -472,9 +474,9 @@ print("✓ with PE, each CAT attends more to itself than to the other CAT, in al
 # Here is the change: the Transformer's attention projects the input first and the output last,
 # $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$. Ours uses four `torch.nn.Linear` layers ($d_{model} \times d_{model}$,
 # with biases). They act on each position separately, $(PX)W + b = P(XW + b)$, so the derivation above goes
-# through: the layer is still equivariant. The symmetry breaks only when something tells the positions apart:
-# PE, a position bias, or a mask that depends on position, such as a causal mask or a local window (Going
-# further).
+# through: the layer is still equivariant. At inference (no dropout) the symmetry breaks only when something
+# tells the positions apart: PE, a position bias, or a mask that depends on position, such as a causal mask
+# or a local window (Going further).
 #
 # > **Going further:** the layer's parameter count, the paper's and `nn.Linear`'s.
 
@@ -509,7 +511,7 @@ print("✓ with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with 
 # ## 5. Why the Transformer projects queries and keys
 #
 # Without projections the query and the key of a word are the same vector, so its score with itself is a
-# squared length: with random high-dimensional embeddings, bare self-attention mostly looks at the word itself
+# squared length: with embeddings of unit-variance entries, bare self-attention mostly looks at the word itself
 # (section 3), and the layer has nothing to learn. The
 # Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
 # $d_{model} \times d_k$ matrices. Take $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first
@@ -525,8 +527,7 @@ assert torch.allclose(A_rand, projected_weights(X.double(), W_q_rand, W_k_rand),
 fig = plot_attention(sentence, A_rand.numpy(), title="random W_q, W_k: where each word looks is chance")
 
 # %% [markdown]
-# The near-identity is gone, but nothing has taken its place: where a word looks is decided by the draw of
-# $W_q, W_k$.
+# The near-identity is gone; where a word looks is now decided by the draw of $W_q, W_k$.
 #
 # **Predict first.** Over 20 random draws of $W_q, W_k$ (120 rows), in how many rows is the diagonal the
 # row's largest weight? (The two CATs' identical columns make five distinct keys; a tie counts for the
@@ -549,14 +550,14 @@ print(
 )
 assert 0.05 * 20 * seq < diag_rows < 0.3 * 20 * seq, "the diagonal is no longer special"
 assert min(lovely_on_cat) < 0.3 and max(lovely_on_cat) > 0.7, "LOVELY's attention to CAT is a matter of chance"
-assert diag_rows == check.predict_random_diagonal.reference
+assert diag_rows == check.predict_random_diagonal.reference  # the count the prediction below is checked against
 print("✓ random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.3 to above 0.7")
 
 # %%
 check.predict_random_diagonal(my_guess_diagonal)
 
 # %% [markdown]
-# About as many rows as chance gives, 1 in 5; and LOVELY's weight on the two CATs is all over the place.
+# About chance, 1 in 5; and LOVELY's weight on the CATs is all over the place.
 
 # %% [markdown]
 # ### Training $W_q$ and $W_k$ on a task that needs a look elsewhere
@@ -580,7 +581,7 @@ lovely_trained = {
 first = [losses[0] for _, _, losses in trained.values()]
 last = [losses[-1] for _, _, losses in trained.values()]
 print(f"over 8 seeds: first loss {min(first):.2f}–{max(first):.2f}, last at most {max(last):.1e}")
-print(f"LOVELY's weight on the CATs after training: at least {min(lovely_trained.values()):.4f}")
+print(f"LOVELY's weight off the CATs after training: at most {max(1 - w for w in lovely_trained.values()):.1e}")
 
 # %% tags=["hide-input", "nbval-ignore-output"]
 for s, (_, _, losses) in trained.items():
@@ -592,7 +593,7 @@ for s, (_, _, losses) in trained.items():
     )
 
 # %% [markdown]
-# In every training seed, LOVELY now puts (almost) all its weight on the two CATs:
+# In every training seed, LOVELY now puts nearly all its weight on the two CATs:
 
 # %% tags=["hide-input"]
 assert set(sentence) <= set(VOCAB), "the sentence uses only the task's words"
@@ -601,10 +602,9 @@ assert all(losses[-1] < 0.5 * losses[0] for _, _, losses in trained.values()), "
 print("✓ trained W_q, W_k: LOVELY puts nearly all its weight on the CATs, in 8 of 8 training seeds")
 
 # %% [markdown]
-# Here is the map of the first seed. Read LOVELY's row: half its weight on each CAT. Training did not
-# break the rule of section 3: without positional encoding the two CATs are still one key, so they still
-# get identical columns and LOVELY cannot prefer one of them. The rows of YOUR, IS and A were never part of
-# the task; where they look is whatever the training left, and differs from seed to seed.
+# The map of the first seed: LOVELY puts half its weight on each CAT. Without positional encoding the two
+# CATs are still one key (section 3), so LOVELY cannot prefer one. The rows of YOUR, IS and A are not in the
+# loss; where they look is whatever training left, and differs from seed to seed.
 
 # %%
 A_trained = sentence_map(sentence, *trained[0][:2])  # (seq, seq)
@@ -625,23 +625,25 @@ is_on_cat = [
 assert sum(w > 0.8 for w in is_on_cat) >= 3 and sum(w < 0.5 for w in is_on_cat) >= 2
 print("✓ after training, in all 8 seeds: identical CAT rows and columns, LOVELY splits evenly")
 print("✓ the words YOUR, IS and A each look at most are not the same in all 8 seeds")
-print("✓ IS, never trained, puts over 0.8 of its weight on the CATs in at least 3 of the 8 seeds, under half in others")
+print(
+    "✓ IS (its row is never in the loss) puts over 0.8 of its weight on the CATs in at least 3 of 8 seeds, "
+    "under half in others"
+)
 
 # %% [markdown]
 # This is what the projections are for: trained, $W_q$ and $W_k$ make the nouns' keys match the adjectives'
-# queries. Nothing in the task stops other queries from matching them too: in several seeds IS, never
-# trained, also puts most of its weight on the CATs (checked above). The paper (section 4) reports roles
-# like this in its trained translator: "Not only do individual attention heads clearly learn to perform
-# different tasks, many appear to exhibit behavior related to the syntactic and semantic structure of the
-# sentences." Lessons 05–07 build on this, with several heads and with PE.
+# queries. Nothing stops other queries from matching them too: IS's row is not in the loss, but its query
+# $x_{IS} W_q$ moves with $W_q$, and in several seeds it too puts most of its weight on the CATs. The paper
+# (section 4) reports roles like this in its trained translator: "Not only do individual attention heads
+# clearly learn to perform different tasks, many appear to exhibit behavior related to the syntactic and
+# semantic structure of the sentences." Lessons 05–07 add heads and PE.
 
 # %% [markdown]
 # ## Explore: the attention-map explorer
 #
 # The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
-# that the weights are not all 0 or 1) and one query's row. Try: turn the $1/\sqrt{d_k}$ scaling off (at the
-# explorer's seed, almost one-hot rows, except the CATs', which split evenly between the two CATs), raise the
-# temperature (flatter), add positional encoding (the two CATs part ways), and pick a mask (lesson 04).
+# that the weights are not all 0 or 1) and one query's row. Try: scaling off (near one-hot rows, the CATs'
+# split evenly), a higher temperature (flatter), positional encoding (the CATs part ways), a mask (lesson 04).
 
 # %% [markdown]
 # Here is its default state:
@@ -683,8 +685,9 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #   $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$, a soft dictionary look-up that temperature $\to 0$
 #   makes hard when one key matches best.
 # - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters. With random
-#   512-dimensional embeddings a word that occurs once looks (almost) only at itself; without position
-#   information identical words get identical rows and columns.
+#   512-dimensional embeddings of $N(0, 1)$ entries a word that occurs once looks (almost) only at itself
+#   (entries $N(0, 1/512)$ give near-uniform rows); without position information identical words get identical
+#   rows and columns.
 # - It is permutation **equivariant**, not invariant. Positional encoding breaks the symmetry; learned
 #   $W_q, W_k, W_v, W_o$ do not.
 # - Random $W_q, W_k$ make the map chance; trained ones let an adjective look at its noun, which is why the
@@ -692,10 +695,9 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #
 # ## Exercises
 #
-# Each cell below has a stub: replace `raise NotImplementedError` with your code and run the cell; the
-# checker prints ✓ or what is wrong. A cell uses only its own arguments, so you can solve it on its
-# own. Stuck? `check.attention_weights.hint()` gives a hint and `check.attention_weights.solution()`
-# shows one solution (likewise for the others).
+# Replace each stub's `raise NotImplementedError` with your code and run the cell; the checker prints ✓ or
+# what is wrong. Each cell stands alone. Stuck? `check.attention_weights.hint()` gives a hint,
+# `check.attention_weights.solution()` one solution (likewise for the others).
 
 # %%
 from utils.course.exercises import lesson03 as check
@@ -714,10 +716,9 @@ check.attention_weights(attention_weights)
 
 # %% [markdown]
 # **2. The diagonal loses.** In bare self-attention a word's score with itself, $x_i \cdot x_i$, is not
-# always the largest of its row: another word $x_j$ beats it when $x_i \cdot x_j > x_i \cdot x_i$. Return
-# embeddings `X` of shape `(seq, d_model)` for which the diagonal of
-# $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})$ is the row maximum in **only one** row, for any
-# `seq` $\ge 2$ and `d_model` $\ge 1$ (the checker tries a few pairs, up to `seq` = 9 and `d_model` = 512).
+# always the largest of its row: $x_j$ beats it when $x_i \cdot x_j > x_i \cdot x_i$. Return embeddings `X`
+# `(seq, d_model)` whose $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})$ has its diagonal as the row
+# maximum in **only one** row, for any `seq` $\ge 2$ and `d_model` $\ge 1$ (checked up to 9 and 512).
 # Why can it never be zero rows?
 
 
@@ -767,7 +768,8 @@ check.cold_limit(cold_limit)
 #
 # The paper (section 3.2.2) gives each of its $h = 8$ heads its own $W^Q_i, W^K_i \in \mathbb{R}^{d_{model}
 # \times d_k}$ and $W^V_i \in \mathbb{R}^{d_{model} \times d_v}$, with $d_k = d_v = d_{model}/h = 64$, and adds one
-# $W^O \in \mathbb{R}^{h d_v \times d_{model}}$: parameter matrices, no biases. Side by side over the heads, that is
+# $W^O \in \mathbb{R}^{h d_v \times d_{model}}$ ("the projections are parameter matrices"; its equations have no
+# bias terms). Side by side over the heads, that is
 # four $d_{model} \times d_{model}$ matrices. We build ours with `torch.nn.Linear`, which adds a bias vector to each
 # by default, as `torch.nn.MultiheadAttention` does: that is where our count differs from the paper's.
 
@@ -903,8 +905,7 @@ print("✓ before training, adjectives put 0.2–0.3 of their weight on the noun
 # position in the sentence (represented by the positional encodings)". Random numbers can still be
 # checked: every attention matrix has properties 1 and 2 below (each row is a softmax; a row a mask blocks
 # entirely is lesson 04's business), and every self-attention matrix of this sentence *without* position
-# information (no positional encoding, no position bias, no mask that depends on position, such as a causal
-# or a local-window mask) also has 3 and 4 (all without attention dropout, as in section 3):
+# information (no PE, position bias or position-dependent mask) and without dropout also has 3 and 4:
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
 # 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
@@ -950,14 +951,12 @@ assert torch.equal(deck_matrix, check.DECK) and broken == check.predict_broken_p
 check.predict_broken_properties(my_prediction)
 
 # %% [markdown]
-# The rows sum to 1 (two give 1.001, the rounding), no weight is negative, but the two CATs have
-# different rows and different columns (the CAT rows' weights on the two CATs are printed below). So the
-# deck's matrix cannot come from the word embeddings alone. Our matrix $A$ (no PE) has all four properties;
-# with attention dropout (weights zeroed at random, the rest scaled up), even property 2 goes. A position
-# bias added to the scores can break properties 3 and 4 too. With $-0.5\,|i - j|$ (each word attends less to
-# words further away) both go, because the two CATs sit at different places. A bias linear in $i - j$, such
-# as $-0.5\,(i - j)$, leaves the rows equal: for each row it is a constant, which softmax ignores, plus a
-# per-key term, which both CAT rows share.
+# The rows sum to 1 (two give 1.001, the rounding) and no weight is negative, but the two CATs have
+# different rows and columns (printed below), so the deck's matrix cannot come from the word embeddings
+# alone. Our $A$ (no PE) has all four; attention dropout (weights zeroed at random, the rest scaled up)
+# breaks even property 2. A position bias on the scores can break 3 and 4: $-0.5\,|i - j|$ breaks both, as
+# the CATs sit at different places; a bias linear in $i - j$ keeps the rows equal (per row it is a constant,
+# which softmax ignores, plus a per-key term both CAT rows share).
 
 # %% tags=["hide-input"]
 ours = attention_properties(A, sentence, atol=1e-5)
@@ -993,12 +992,13 @@ print("✓ with a linear bias -0.5(i - j), the two CATs' rows stay equal, their 
 #
 # $$A_{ij}\,A_{jk}\,A_{ki} = A_{ji}\,A_{kj}\,A_{ik}.$$
 #
-# The deck's IS, A, LOVELY break this by far more than its three-decimal rounding can explain. A matrix
-# like the deck's needs scores that are both asymmetric (unbalanced cycles) and position-aware (different
-# CAT rows and columns). Either one alone is not enough: $W_q \ne W_k$ without position information still
-# gives the CATs identical rows and columns (section 5), and PE with $Q = K$ keeps every cycle balanced.
-# Checked below: $W_q \ne W_k$ with PE gives both; a collapsed cell also tries a few position biases, some
-# of which give both and some not.
+# The deck's IS, A, LOVELY break this by far more than its three-decimal rounding can explain. So a matrix
+# like the deck's needs unbalanced cycles *and* position information (different CAT rows and columns).
+# Unbalanced cycles need asymmetric scores, but asymmetry is not enough: a per-key term (for instance
+# $W_q = W_k$ with different biases) makes $S \ne S^\top$ and still cancels around every cycle. Either
+# ingredient alone falls short: $W_q \ne W_k$ without position information keeps the CATs' rows and columns
+# identical (section 5), and PE with $Q = K$ keeps every cycle balanced. The table below tries these and a
+# few position biases.
 
 
 # %%
@@ -1029,50 +1029,66 @@ worst_proj = max(abs(cycle_log_ratio(A_proj, *t)) for t in triples)
 assert worst_pe < 1e-9 and worst_proj > 10 * rounding
 print("✓ with Q = K = X + PE, every three-word cycle balances in all 20 tables; with W_q != W_k it need not")
 
+
 # %% tags=["hide-input"]
-cause = {}  # in how many of 5 seeds W_q != W_k breaks the CAT rows, columns and a cycle
-for name, X_in in [("no PE", X.double()), ("with PE", X.double() + PE_3)]:
-    hits = []
-    for s in range(5):
-        A_s = projected_weights(X_in, *random_projections(d_model, 64, seed=s))  # (seq, seq)
-        props = attention_properties(A_s, sentence, atol=1e-6)
-        cats_differ = (
-            not props["identical tokens get identical rows"] and not props["identical tokens get identical columns"]
-        )
-        hits.append(cats_differ and max(abs(cycle_log_ratio(A_s, *t)) for t in triples) > 10 * rounding)
-    cause[name] = sum(hits)
-sym_hits = 0  # W_q != W_k, no PE, with the symmetric bias -0.5|i - j|
-for s in range(5):
-    W_q_s, W_k_s = (W.double() for W in random_projections(d_model, 64, seed=s))  # (d_model, 64) each
-    A_s = torch.softmax(
-        (X.double() @ W_q_s) @ (X.double() @ W_k_s).T / 8.0 - 0.5 * (positions[:, None] - positions[None, :]).abs(),
-        dim=-1,
-    )
+def cat_breaks(A_s):
+    """(CAT rows differ, CAT columns differ, some three-word cycle unbalanced) for one attention matrix."""
     props = attention_properties(A_s, sentence, atol=1e-6)
     unbalanced = max(abs(cycle_log_ratio(A_s, *t)) for t in triples) > 10 * rounding
-    sym_hits += (
-        not props["identical tokens get identical rows"]
-        and not props["identical tokens get identical columns"]
-        and unbalanced
+    return (
+        not props["identical tokens get identical rows"],
+        not props["identical tokens get identical columns"],
+        unbalanced,
     )
-offset = (positions[:, None] - positions[None, :]).double()  # (seq, seq) i - j
-scores_64 = X.double() @ X.double().T / math.sqrt(d_model)  # (seq, seq) Q = K = X
-A_odd = torch.softmax(scores_64 + torch.where(offset > 0, -0.5 * offset**2, 0.0), dim=-1)  # bias on earlier keys
-A_sym = torch.softmax(scores_64 - 0.5 * offset.abs(), dim=-1)  # (seq, seq) the symmetric -0.5|i - j|
-odd = attention_properties(A_odd, sentence, atol=1e-6)
-A_mod4 = torch.softmax(scores_64 + (torch.remainder(offset, 4) == 1).double(), dim=-1)  # b(d) = 1 if d = 1 mod 4
-mod4 = attention_properties(A_mod4, sentence, atol=1e-6)
-assert all(mod4.values()) and max(abs(cycle_log_ratio(A_mod4, *t)) for t in triples) > 10 * rounding
-worst_odd = max(abs(cycle_log_ratio(A_odd, *t)) for t in triples)
-worst_sym = max(abs(cycle_log_ratio(A_sym, *t)) for t in triples)
-assert cause == {"no PE": 0, "with PE": 5} and sym_hits == 5
-assert not odd["identical tokens get identical rows"] and not odd["identical tokens get identical columns"]
-assert worst_odd > 10 * rounding and worst_sym < 1e-9
-print("✓ W_q != W_k with PE breaks the CAT rows, columns and a cycle in 5 of 5 seeds; without PE in none")
-print("✓ W_q != W_k with the symmetric bias -0.5|i - j| (no PE) breaks them too, in 5 of 5 seeds")
-print("✓ Q = K = X with a bias -0.5(i - j)^2 on earlier keys breaks them too")
-print("✓ Q = K = X with b(d) = 1 when d = 1 mod 4 unbalances cycles but keeps the CATs' rows and columns equal")
-print("✓ Q = K = X with the symmetric bias -0.5|i - j| keeps every cycle balanced")
+
+
+X_64, offset = X.double(), (positions[:, None] - positions[None, :]).double()  # (seq, d_model), (seq, seq) i - j
+scores_64 = X_64 @ X_64.T / math.sqrt(d_model)  # (seq, seq) Q = K = X
+variants = {}  # name -> list of cat_breaks, one per seed (or one for a fixed matrix)
+for name, X_in, bias in [
+    ("W_q != W_k, no PE", X_64, 0.0),
+    ("W_q != W_k, with PE", X_64 + PE_3, 0.0),
+    ("W_q != W_k, no PE, bias -0.5|i - j|", X_64, -0.5 * offset.abs()),
+]:
+    variants[name] = []
+    for s in range(5):
+        W_q_s, W_k_s = (W.double() for W in random_projections(d_model, 64, seed=s))  # (d_model, 64) each
+        A_s = torch.softmax((X_in @ W_q_s) @ (X_in @ W_k_s).T / 8.0 + bias, dim=-1)  # (seq, seq)
+        variants[name].append(cat_breaks(A_s))
+fixed = {
+    "Q = K = X, bias -0.5(i - j)^2 on earlier keys": torch.where(offset > 0, -0.5 * offset**2, 0.0),
+    "Q = K = X, bias 1 where i - j = 1 mod 4": (torch.remainder(offset, 4) == 1).double(),
+    "Q = K = X, bias -0.5|i - j|": -0.5 * offset.abs(),
+}
+for name, bias in fixed.items():
+    variants[name] = [cat_breaks(torch.softmax(scores_64 + bias, dim=-1))]
+gen_b = torch.Generator().manual_seed(0)
+W_shared = torch.randn(d_model, 64, generator=gen_b, dtype=torch.float64) / math.sqrt(d_model)  # W_q = W_k
+b_q, b_k = (torch.randn(64, generator=gen_b, dtype=torch.float64) for _ in range(2))  # different biases
+S_b = (X_64 @ W_shared + b_q) @ (X_64 @ W_shared + b_k).T / 8.0  # (seq, seq) not symmetric
+A_qk_bias = torch.softmax(S_b, dim=-1)  # (seq, seq)
+variants["W_q = W_k, biases b_q != b_k"] = [cat_breaks(A_qk_bias)]
+print(f"{'scores':46} {'CAT rows differ':>15} {'CAT columns differ':>18} {'unbalanced cycle':>16}")
+for name, runs in variants.items():
+    counts = [f"{sum(r[c] for r in runs)} of {len(runs)}" for c in range(3)]
+    print(f"{name:46} {counts[0]:>15} {counts[1]:>18} {counts[2]:>16}")
+expected = {  # (rows differ, columns differ, unbalanced) in how many runs
+    "W_q != W_k, no PE": (0, 0, 5),
+    "W_q != W_k, with PE": (5, 5, 5),
+    "W_q != W_k, no PE, bias -0.5|i - j|": (5, 5, 5),
+    "Q = K = X, bias -0.5(i - j)^2 on earlier keys": (1, 1, 1),
+    "Q = K = X, bias 1 where i - j = 1 mod 4": (0, 0, 1),
+    "Q = K = X, bias -0.5|i - j|": (1, 1, 0),
+    "W_q = W_k, biases b_q != b_k": (0, 0, 0),
+}
+assert {name: tuple(sum(r[c] for r in runs) for c in range(3)) for name, runs in variants.items()} == expected
+assert max(abs(cycle_log_ratio(torch.softmax(scores_64 - 0.5 * offset.abs(), dim=-1), *t)) for t in triples) < 1e-9
+asymmetry = (S_b - S_b.T).abs().max().item()
+assert asymmetry > 0.1 and max(abs(cycle_log_ratio(A_qk_bias, *t)) for t in triples) < 1e-9
+print(
+    f"✓ W_q = W_k with different biases: the scores are not symmetric (max |S - Sᵀ| = {asymmetry:.2f}), "
+    "yet every cycle balances"
+)
 
 # %% [markdown]
 # #### Is the diagonal always the largest?
@@ -1124,9 +1140,9 @@ print(f"✓ lengths differ, yet the diagonal is the row maximum in every row, in
 # (printed above) and a word would need to be many times longer than another to reach past it. Two vectors of
 # lengths 1 and 2 keep the diagonal too when they are perpendicular, $x_1 = (1, 0)$, $x_2 = (0, 2)$; and so
 # do 200 random sets of six 512-dimensional embeddings whose lengths are spread by ±20%. Then the rule
-# itself, on 1000 small random sets (in 1, 2, 3 or 8 dimensions, each vector scaled by a random factor
-# between 0.2 and 5) where the diagonal often
-# loses: in every row, "every reach below 1" says exactly whether the diagonal wins.
+# itself is an identity (divide $x_i \cdot x_j \le |x_i|^2$ by $|x_i|^2$), so the last cell below only
+# illustrates it, on 1000 small random sets (in 1, 2, 3 or 8 dimensions, each vector scaled by a random
+# factor between 0.2 and 5) where the diagonal often loses, sometimes wins against a much longer vector.
 
 # %%
 _, A_perp = self_attention(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))  # (2, 2): lengths 1 and 2, perpendicular
@@ -1155,10 +1171,10 @@ for trial in range(1000):
     lengths = X_t.norm(dim=-1)  # (n,)
     rows, agree, lost = rows + n, agree + int((wins == predicted).sum()), lost + int((~wins).sum())
     won_though_shorter += int((wins & (2 * lengths < lengths.max())).sum())
-assert agree == rows and lost > 100 and won_though_shorter > 100
+assert agree == rows and lost > 100 and won_though_shorter > 100  # agree == rows could fail only on a float tie
 print(
-    f"✓ the reach rule predicts the diagonal's win or loss in all {rows} rows of 1000 random sets; the diagonal "
-    f"lost {lost} of them, and won {won_though_shorter} rows where another vector is over twice as long"
+    f"✓ in {rows} rows of 1000 random sets the diagonal lost {lost}, each time to a reach above 1, "
+    f"and won {won_though_shorter} rows where another vector is over twice as long"
 )
 
 # %% [markdown]
