@@ -159,9 +159,8 @@ plt.show()
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
 # Hong's slides derive this sum and name two properties, *distance aware* and *direction aware*; the sum
 # has the first (in part: section 3 finds far offsets that score almost alike), not the second. Attention's
-# learned form $x_s W_q W_k^\top x_t^\top$ (lesson 03) is blind too if it weights a pair's two columns alike.
-# Weighting them differently breaks the tie by an amount and sign that change with $t$; a part that turns pairs
-# tells before from after the same way at every $t$ (*Going further*: the $J$ form, $W_q = I$, $W_k = J^\top$).
+# learned form (lesson 03) on two encodings, $PE_s A\, PE_t^\top$, is blind too when $A$ is diagonal with one
+# weight $c_i$ per pair: it gives $\sum_i c_i \cos(\omega_i k)$. Other forms can tell direction (*Going further*).
 # The plot: $f(k) = PE_t \cdot PE_{t+k}$ at $t = 100$, on both sides.
 
 # %%
@@ -485,7 +484,7 @@ for d in [8, 16, 32]:
         f"from [e; PE] {concat[0]:6.1%} .. {concat[2]:6.1%}  (range over seeds)"
     )
 print("equal total width: e + PE with e as wide as the whole, against [e; PE] with e in half of it")
-for d in [8, 16, 32]:
+for d in [4, 8, 16, 32]:
     added, concat = spread([a for a, _ in recovery[2 * d]]), spread([c for _, c in recovery[d]])
     print(f"width {2 * d:3d}: e + PE {added[0]:6.1%} .. {added[2]:6.1%}, [e; PE] {concat[0]:6.1%} .. {concat[2]:6.1%}")
 
@@ -508,6 +507,8 @@ assert all(added > concat + 0.05 for added, concat in equal_width)  # same seed,
 print(
     "✓ decoded by dot product, at equal total width (8, 16 and 32) adding recovers more words than concatenating, in every seed"
 )
+assert all(added > 0.99 and concat > 0.99 for (added, _), (_, concat) in zip(recovery[64], recovery[32]))
+print("✓ at equal total width 64 both recover over 99% of the words, in every seed")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
@@ -528,8 +529,8 @@ plt.show()
 
 # %% [markdown]
 # Concatenation's low share at small $d$ is not PE's doing: among 1000 random words in 8 dimensions, a word's
-# own vector often loses the dot product to a longer one. At equal total width adding wins up to 32 (in 16
-# dimensions about half the words against a quarter); at width 64 both recover nearly every word. So the dot
+# own vector often loses the dot product to a longer one. At equal total width adding wins at 8, 16 and 32 (at 16
+# about half the words against a quarter); at width 64 both recover nearly every word. So the dot
 # product sees the word through the added position once $d$ is large. And the position through the word? We
 # read it back by the same rule, $\arg\max_s x \cdot PE_s$, from the same tokens ($[e; PE_t]$ gives $t$ exactly):
 
@@ -621,7 +622,7 @@ print(f"✓ Var(q.k) = d_k for d_k in {dks}, in each of {len(SEEDS)} seeds (1000
 check.predict_score_variance(my_guess_score_variance)
 
 # %% [markdown]
-# Footnote 4's reason: each product $q_j k_j$ has mean 0 and variance $\mathbb{E}[q_j^2]\mathbb{E}[k_j^2] = 1$,
+# Why footnote 4 holds: each product $q_j k_j$ has mean 0 and variance $\mathbb{E}[q_j^2]\mathbb{E}[k_j^2] = 1$,
 # and the $d_k$ products are independent, so
 #
 # $$\mathrm{Var}(q \cdot k) = \sum_{j=1}^{d_k} \mathrm{Var}(q_j k_j) = d_k, \qquad
@@ -742,11 +743,11 @@ print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 # So unscaled scores sharpen the softmax as $d_k$ grows: at 512 the top key typically leads by 8.80 to 10.35
 # units (its weight is $e^{\text{gap}}$ times the runner-up's); at the paper's 64 the lead is about 3 units, the
 # typical top weight about 0.95, the typical Jacobian norm under a third of the scaled one's. Scaled, the weights
-# stay soft. But unscaled scores also skip the factor $1/\sqrt{d_k}$, so the gradient reaching $q \cdot k$ depends
-# on the number of keys: at $d_k = 64$, 2 to 4% of the scaled one's with 2 keys, about as much with 10, over three
-# times more with 50 (*Going further*). At the paper's $d_k$, then, unscaled random scores starve the gradient
-# only where a query has very few keys, as in a causal mask's first rows (lesson 04). One query ($d_k = 512$,
-# seed 0's median gap):
+# stay soft. Unscaled, the gradient reaching $q \cdot k$ skips the factor $1/\sqrt{d_k}$ but passes a saturated
+# softmax, the more so the fewer the keys (the top one stands further ahead). At $d_k = 64$ it is 2 to 4% of the
+# scaled gradient with 2 keys, a third to a half with 5, about as much with 10, over three times more with 50
+# (*Going further*). So at the paper's $d_k$ unscaled scores starve the gradient where a query has fewer than
+# about 10 keys, as in a causal mask's first rows (lesson 04). One query ($d_k = 512$, seed 0's median gap):
 
 # %%
 d_k = 512
@@ -762,7 +763,8 @@ plt.show()
 
 # %% [markdown]
 # Why not just use smaller keys? Table 3's rows (B) shrink $d_k$ alone: "reducing the attention key size $d_k$
-# hurts model quality", which suggests "that determining compatibility is not easy" (section 6.2). Rows (A) keep
+# hurts model quality", which suggests "that determining compatibility is not easy and that a more sophisticated
+# compatibility function than dot product may be beneficial" (section 6.2). Rows (A) keep
 # $h\,d_k$, shrinking $d_v$ with $d_k$: "single-head attention is 0.9 BLEU worse than the best setting", and
 # "quality also drops off with too many heads" (lesson 05). English-to-German development set; lower PPL, higher
 # BLEU are better:
@@ -866,8 +868,8 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 #
 # - $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$: independent of $t$ and even in $k$, so it sees distance,
 #   not direction, and far distances can score almost alike ($f(121) \approx f(143)$ at $d_{model} = 128$).
-#   $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations; a learned form with a part that
-#   turns pairs (the $J$ form) tells direction the same way at every $t$.
+#   $PE_{t+k} = PE_t M_k$, with $M_k$ block-diagonal $2\times2$ rotations; other bilinear forms, such as
+#   the $J$ form, can tell direction.
 # - The dot product decays with $|k|$, not monotonically; at $d_{model} = 128$ it never comes back above a
 #   third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$. Adding PE
@@ -875,7 +877,7 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 #   the position by a step or two.
 # - $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at $d_k = 512$ the softmax is nearly
 #   one-hot and almost no gradient reaches $q\cdot k$ (10 keys); at 64 the typical top weight is already about
-#   0.95, and $q \cdot k$ gets 2 to 4% of the scaled gradient with 2 keys, about as much with 10, more with 50.
+#   0.95, and $q \cdot k$ gets 2 to 4% of the scaled gradient with 2 keys (saturated), about as much with 10.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
@@ -888,8 +890,7 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 
 # %% [markdown]
 # **Exercise 1 (which way, and how far?).** Section 1 showed that the dot product
-# $PE_t \cdot PE_{t+k}$ cannot tell $k$ from $-k$. The two vectors can (a way in: the $J$ form in
-# *Going further*). Write
+# $PE_t \cdot PE_{t+k}$ cannot tell $k$ from $-k$. The two vectors can. Write
 # `signed_offset(pe_t, pe_t_plus_k)`: given two rows of the table (NumPy arrays of length
 # $d_{model} \ge 8$, base 10000, $|k|$ at most 2000), return the integer $k$, positive when the second row
 # is the later position, without building the table.
@@ -949,12 +950,12 @@ check.score_scale(score_scale)
 # %% [markdown]
 # ## Going further
 #
-# Ten detours, each checked like the main line.
+# Eight detours, each checked like the main line.
 
 # %% [markdown]
 # ### Telling direction: the $J$ form
 #
-# *Why read it:* it shows how a score can tell before from after, and it is the way in to Exercise 1.
+# *Why read it:* it shows how a bilinear score can tell before from after, and which forms cannot.
 #
 # Section 1's dot product cannot tell $k$ from $-k$, but the **vectors** differ ($PE_{t+k} \ne PE_{t-k}$),
 # and another bilinear form can recover the sign: take $J$ block-diagonal with blocks
@@ -982,9 +983,7 @@ print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {floa
 # %% [markdown]
 # Odd does not mean that the whole form's sign is minus the sign of $k$ everywhere. It is for small $|k|$,
 # but the fast pairs' terms wrap around, and over Exercise 1's range ($|k| \le 2000$) the sum can take
-# either sign: at $d_{model} = 128$, $k = +1739$ gives the sign that $k = -5$ gives. One slow pair's block,
-# with $|\omega_i k| < \pi$, does not wrap: its term $-\sin(\omega_i k)$ has the sign of $-k$ over the whole
-# range. That block is the way in to Exercise 1.
+# either sign: at $d_{model} = 128$, $k = +1739$ gives the sign that $k = -5$ gives.
 
 # %% tags=["hide-input"]
 k_far = 1739
@@ -1003,32 +1002,40 @@ for d in widths:
         wrong_whole.append(int((torch.sign(whole[moved]) != -torch.sign(k_range[moved])).sum()))
         wrong_slow.append(int((torch.sign(slow[moved]) != -torch.sign(k_range[moved])).sum()))
 by_width = wrong_whole[:: len(t_range)]  # the counts do not depend on t
-assert wrong_whole == [n for n in by_width for _ in t_range] and min(by_width[:4]) > 0 and sum(wrong_slow) == 0
+assert wrong_whole == [n for n in by_width for _ in t_range] and min(by_width[:4]) > 0
+assert sum(wrong_slow) == 0  # the slowest pair alone never wraps over this range
 print(f"d_model = {d_model}: PE_t J PE_t+{k_far}^T = {g_far:+.2f} has the sign of PE_t J PE_t-5^T = {g_back:+.2f}")
-print(
-    "✓ for |k| <= 2000 the slowest pair's term always has the sign of -k; the whole form's does not at d_model = 8, 16, 64, 128"
-)
+print("✓ for |k| <= 2000 the whole form's sign is not always -k's at d_model = 8, 16, 64, 128")
 print(f"  offsets k (of {int(moved.sum())}) where the whole form's sign is not -k's, at t = {t_range}:")
 print("  " + ", ".join(f"{n} at d_model = {d}" for d, n in zip(widths, by_width)))
 
 # %% [markdown]
-# A form that only weights a pair's sin and cos columns differently, by $a$ and $b$, also tells $k$ from $-k$,
-# but per pair by $(a - b)\sin(2\omega_i t)\sin(\omega_i k)$: an amount and a sign that change with $t$ (and
-# nothing at $t = 0$). The $J$ form's difference is the same at every $t$. Here $a = 2$, $b = 1$, $k = \pm 1$:
+# Section 1's blind forms are diagonal with one weight per pair. Two other kinds also tell $k$ from $-k$, but
+# by an amount and a sign that change with $t$. Weighting a pair's sin and cos columns differently, by $a$ and
+# $b$, gives per pair $(a - b)\sin(2\omega_i t)\sin(\omega_i k)$ (nothing at $t = 0$). Coupling one pair to
+# another, each column alike ($A_{0,2} = A_{1,3} = 1$, pair 0 against pair 1), gives
+# $\cos(\omega_1 (t+k) - \omega_0 t)$, whose two sides differ by $-2\sin((\omega_1 - \omega_0) t)\sin(\omega_1 k)$.
+# The $J$ form's difference is the same at every $t$. Here $a = 2$, $b = 1$, $k = \pm 1$:
 
 # %% tags=["hide-input"]
 A_w = torch.diag(torch.tensor([2.0, 1.0] * (d_model // 2), dtype=torch.float64))  # (d_model, d_model) sin x 2
 inner = range(1, max_len - 1)  # positions t with both t - 1 and t + 1 in the table
 tilt = torch.stack([pe[t] @ A_w @ (pe[t + 1] - pe[t - 1]) for t in inner])  # (198,) score(k = +1) - score(k = -1)
 turn = torch.stack([pe[t] @ J @ (pe[t + 1] - pe[t - 1]) for t in inner])  # (198,) the same for the J form
+A_x = torch.zeros(d_model, d_model, dtype=torch.float64)  # (d_model, d_model) pair 0 against pair 1
+A_x[0, 2] = A_x[1, 3] = 1.0
+cross = torch.stack([pe[t] @ A_x @ (pe[t + 1] - pe[t - 1]) for t in inner])  # (198,)
+pair_wave = -2 * torch.sin((w[1] - w[0]) * torch.tensor(list(inner), dtype=torch.float64)) * torch.sin(w[1])
+assert torch.allclose(cross, pair_wave, atol=1e-10)  # the formula above, at k = 1
 print(
     f"sin columns x 2: score(k = +1) - score(k = -1) runs from {tilt.min():+.2f} to {tilt.max():+.2f} over t = 1 .. 198"
 )
+print(f"pair 0 against pair 1: from {cross.min():+.2f} to {cross.max():+.2f}")
 print(f"J form: score(k = +1) - score(k = -1) = {turn[0]:+.2f} at every t")
 assert tilt.min() < -1 and tilt.max() > 1 and abs(turn[0]) > 1 and torch.allclose(turn, turn[:1].expand(len(turn)))
-print(
-    "✓ weighting within a pair separates k = +1 from -1 with a sign that changes with t; the J form, the same at every t"
-)
+assert cross.min() < -1 and cross.max() > 1
+print("✓ weighting within a pair, or coupling two pairs, separates k = +1 from -1 with a sign that changes with t")
+print("✓ the J form separates them the same way at every t")
 
 # %% [markdown]
 # ### Where the independence assumption breaks: a word's score with itself
@@ -1087,14 +1094,9 @@ check.predict_self_score_mean(my_guess_self_score)
 # section 5 shows what different $W_q$, $W_k$ do to it).
 
 # %% [markdown]
-# ### Separate $W_q$, $W_k$ bring the self-score back near 0
-#
-# *Why read it:* the break above needs $q = k$; the real model projects twice.
-#
-# In the real model the query and the key come from separate projections, $q = xW_q$ and $k = xW_k$. With
+# **Separate $W_q$, $W_k$ bring the self-score back near 0.** The break above needs $q = k$. In the real model the query and the key come from separate projections, $q = xW_q$ and $k = xW_k$. With
 # $W_q$ and $W_k$ drawn independently (entries of variance $1/d_{model}$, one common choice) the self-score
-# is centred near 0 again, with variance near $d_k$ (it scales with the product of the query's and the
-# key's variances, the rule exercise 4 uses).
+# is centred near 0 again, with variance near $d_k$.
 #
 # That does not make one word's $q$ and $k$ independent. For $x$ with independent $N(0, 1)$ entries,
 # $q_j$ and $k_j$ have covariance $(W_q^\top W_k)_{jj}$: small, but not 0. The self-score's mean is the
@@ -1291,9 +1293,10 @@ print("✓ longer spans need many more directions")
 # subspace (Eckart–Young).
 
 # %% [markdown]
-# ### What the additive score builds
+# ### The additive score: what it builds, how large it grows
 #
-# *Why read it:* section 5 quotes the paper's "more space-efficient in practice"; this counts what that means.
+# *Why read it:* section 5 quotes the paper's "more space-efficient in practice"; this counts what that means,
+# and shows that additive scores, too, need scaling.
 #
 # Computed for all pairs at once, as one tensor expression, the additive score builds a hidden vector of size
 # $d_a$ for every query–key pair; the dot product builds one number per pair. Both cost $O(n^2 d)$ operations
@@ -1330,15 +1333,9 @@ W_1, W_2, v = torch.randn(8, 6, generator=gen), torch.randn(8, 6, generator=gen)
 looped = torch.tensor([[float(v @ torch.tanh(q @ W_1 + k @ W_2)) for k in K] for q in Q])  # (4, 5) pair by pair
 assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
 print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
-assert all(built[n, d] == (n * n, n * n * d) for n, d in additive_sizes)
-print(f"at every size in {additive_sizes}: one number per pair for the dot product, d_a for the additive score")
 
 # %% [markdown]
-# ### Additive scores grow with their weights too
-#
-# *Why read it:* section 5 measured how large dot products grow; the additive score is not immune.
-#
-# An additive score is at most $\sum_j |v_j|$ (each $\tanh$ lies in $(-1, 1)$), but with $v \sim \mathcal N(0, 1)$
+# **Additive scores grow with their weights too**, as dot products do (section 5). An additive score is at most $\sum_j |v_j|$ (each $\tanh$ lies in $(-1, 1)$), but with $v \sim \mathcal N(0, 1)$
 # its spread grows like $\sqrt{d_a}$, and at $d_a = 512$ it too makes the softmax nearly one-hot;
 # $v / \sqrt{d_a}$ keeps it soft. The sizes above, five seeds:
 
@@ -1392,6 +1389,7 @@ print("  v / sqrt(d_a) keeps it under 0.3")
 # %% tags=["nbval-ignore-output"]
 reach_dks, key_counts = [16, 64, 128, 256, 512], [2, 5, 10, 50]  # the d_k and the keys per query measured
 reach = {}  # reach[keys, d_k, name]: per seed, the median over queries of |dL / d(q.k)|, the gradient at q.k
+top_weight = {}  # top_weight[keys, d_k, name]: per seed, the median over queries of the largest weight
 for key_count in key_counts:
     for d_k in reach_dks:
         for seed in SEEDS:
@@ -1402,7 +1400,9 @@ for key_count in key_counts:
             u = torch.randn(n_q, d_k, generator=gen, dtype=torch.float64)  # (n_q, d_k) the gradient at the output
             for name, scale in [("unscaled", 1.0), ("scaled", 1 / math.sqrt(d_k))]:
                 raw = torch.einsum("nd,ntd->nt", q, keys).requires_grad_()  # (n_q, key_count) q.k
-                out = torch.einsum("nt,ntd->nd", torch.softmax(raw * scale, dim=-1), values)  # (n_q, d_k)
+                weights_qk = torch.softmax(raw * scale, dim=-1)  # (n_q, key_count)
+                top_weight.setdefault((key_count, d_k, name), []).append(weights_qk.max(-1).values.median().item())
+                out = torch.einsum("nt,ntd->nd", weights_qk, values)  # (n_q, d_k)
                 (out * u).sum().backward()  # the loss u . out
                 reach.setdefault((key_count, d_k, name), []).append(raw.grad.norm(dim=1).median().item())
 ratios = {
@@ -1418,6 +1418,10 @@ for d_k in reach_dks:
 scaled = {c: [g for d_k in reach_dks for g in reach[c, d_k, "scaled"]] for c in key_counts}  # every d_k and seed
 scaled_ranges = ", ".join(f"{c} keys {min(v):.2g} .. {max(v):.2g}" for c, v in scaled.items())
 print(f"the scaled gradient itself, over every d_k: {scaled_ranges}")
+tops_64 = ", ".join(
+    f"{c} keys {min(top_weight[c, 64, 'unscaled']):.3f} .. {max(top_weight[c, 64, 'unscaled']):.3f}" for c in key_counts
+)
+print(f"typical largest weight, unscaled, d_k = 64: {tops_64}")
 
 # %% tags=["hide-input"]
 assert all(r > 1.5 for r in ratios[10, 16]) and all(0.8 < r < 1.5 for r in ratios[10, 64])
@@ -1440,14 +1444,18 @@ assert all(a < b < c < d for a, b, c, d in few_to_many)
 print("✓ with 2 keys, in every seed it is under 5% of the scaled one at d_k = 64, and already smaller at 16")
 print("✓ with 5 keys, about a third to a half at d_k = 64, though larger at 16")
 print("✓ at d_k = 64, in every seed, the more keys, the more gradient unscaled scores pass back relative to scaled")
+fewer_saturate = zip(*(top_weight[c, 64, "unscaled"] for c in key_counts))  # per seed, 2, 5, 10, 50 keys
+assert all(a > b > c > d for a, b, c, d in fewer_saturate)
+print("✓ at d_k = 64, in every seed, the fewer keys, the nearer the typical unscaled top weight is to 1")
 
 # %% [markdown]
 # So, with 10 keys, unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less
 # from 128 on: under 2% at 512. That fits the paper's suspicion (section 3.2.1) that small gradients are why
 # unscaled dot products fall behind additive attention for larger $d_k$. The crossover moves with the number of
 # keys, both ways: with 50 keys unscaled scores still pass back more at 128; with 5, about a third to a half
-# as much at 64; with 2, under 5% at 64 and already less at 16. Few keys is no corner case: under a causal
-# mask (lesson 04) the $i$-th query sees $i$ keys.
+# as much at 64; with 2, under 5% at 64 and already less at 16. The cause is saturation: with fewer keys the top
+# one stands further ahead and takes more of the weight (the typical top weights, printed above). Few keys is no
+# corner case: under a causal mask (lesson 04) the $i$-th query sees $i$ keys.
 
 # %% [markdown]
 # ### The softmax's gradient: how large it gets, how fast it vanishes
@@ -1523,7 +1531,7 @@ p_grid = torch.softmax(x64 / T_grid[:, None], -1)  # (3001, 5)
 grid_norms = (p_grid * (p_grid @ (index[:, None] - index[None, :]).T) / T_grid[:, None]).norm(dim=1)  # (3001,)
 T_peak = float(T_grid[grid_norms.argmax()])
 print(
-    f"the gradient is longest at T = {T_peak:.2f} ({T_peak / gap:.1f} x the gap): {grid_norms.max():.3f}, "
+    f"for these scores the gradient is longest at T = {T_peak:.2f} ({T_peak / gap:.1f} x the gap): {grid_norms.max():.3f}, "
     f"against {exact_norms[0.3]:.3f} at T = 0.3 and {exact_norms[1.0]:.3f} at T = 1"
 )
 
@@ -1541,7 +1549,7 @@ assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0
 x_req = x.clone().requires_grad_()  # (5,)
 assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
 print("✓ autograd matches the formula for T from 1 down to 0.03")
-print("✓ from T = 1 to 0.3 the softmax sharpens and the gradient grows, but it peaks between them, near 0.8 x the gap")
+print("✓ from T = 1 to 0.3 the softmax sharpens and the gradient grows, but for these scores it peaks between them")
 print("✓ from T = 0.1 to 0.01 the gradient shrinks like sqrt(2) e^(-gap/T) / T, yet stays above 0")
 print("✓ in float32 at T = 0.003 the gradient is exactly 0")
 print("✓ at T = 0.01 float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1)")
@@ -1555,8 +1563,9 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # $T = 0.01$ it is about $10^{-20}$, far too small to learn from, and in float32 it becomes exactly 0
 # a little further on. Already at $T = 0.01$, float64 autograd loses part of it: the soft arg-max rounds to
 # exactly 1, so the winner's term $p_1 (1 - s)/T$ comes out as 0 and autograd reports $1/\sqrt 2$ of the
-# true length (both printed above). A sharper softmax does not always pass back less: the gradient is longest
-# near $T = 0.4$, 0.8 times the gap, and already shorter at 0.3, though still longer than at $T = 1$ (printed above). Large unscaled
+# true length (both printed above). A sharper softmax does not always pass back less: for these scores the
+# gradient is longest near $T = 0.4$ (0.8 times their gap, not a rule), and already shorter at 0.3,
+# though still longer than at $T = 1$ (printed above). Large unscaled
 # scores act like a temperature of $1/\sqrt{d_k}$ relative to the scaled ones, with the same two regimes:
 # in the end-to-end table above (10 keys), about as much gradient as scaled at $d_k = 64$, almost none at 512. With a
 # tie for the maximum, the limit splits the weight.
@@ -1566,7 +1575,8 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 #
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: section 3.2.1 and footnote 4 (additive vs
 #   dot-product attention, $\mathrm{Var}(q \cdot k) = d_k$, the $1/\sqrt{d_k}$ scale), Table 3 rows (A) and (B) and
-#   section 6.2 (smaller $d_k$ hurts; "determining compatibility is not easy"), section 3.4 (embeddings
+#   section 6.2 (smaller $d_k$ hurts; "determining compatibility is not easy and that a more sophisticated
+#   compatibility function than dot product may be beneficial"), section 3.4 (embeddings
 #   multiplied by $\sqrt{d_{model}}$), section 3.5 (sinusoidal encoding, "a linear function of $PE_{pos}$").
 # - Bahdanau, Cho and Bengio, "Neural Machine Translation by Jointly Learning to Align and Translate",
 #   ICLR 2015: additive attention.
