@@ -7,8 +7,9 @@
 # gradients", "Difficulty in accessing information from long time ago". The COMP7607 slides name the
 # cause: "In general, the longer the path, the smaller the gradient signal." The reading notes sum up
 # the alternative: attention "has constant length between any two positions"; Liang Hong's slides,
-# bluntly: "RNN is unnecessary". This lesson measures all three problems on small models (sections 4,
-# 5, and 1 to 3).
+# bluntly: "RNN is unnecessary". On small models, this lesson counts the sequential steps behind the
+# first problem (section 4) and measures the other two (sections 1 to 3 and 5; exploding gradients in
+# Going further C).
 #
 # **Goals.** Say why an RNN encoder–decoder squeezes a sentence into one vector and how attention
 # removes that bottleneck; count the steps between two positions in an RNN and in self-attention;
@@ -143,8 +144,8 @@ def additive_attention(s, H, W_s, W_h, v):
 
 
 # %% [markdown]
-# What a fixed vector can hold shows only after training; untrained weights show how much the
-# first word still moves it. We compare the two contexts on our RNN as encoder
+# Untrained weights cannot show what a fixed vector holds, only how much the first word still
+# moves it. We compare the two contexts on our RNN as encoder
 # (5 to 80 words, 5 seeds): their size, and the gradient that reaches the **first** word $x_0$ from
 # each (attention's multiplied by $n$).
 #
@@ -168,7 +169,7 @@ def first_word_gradients(encoder, attend, words):
     return through_last[0].norm().item(), through_attention[0].norm().item(), weights, sizes
 
 
-# %% tags=["hide-input", "nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"]
 lengths = [5, 10, 20, 40, 80]
 words = torch.randn(max(lengths), d_model, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
 fixed_grad, attention_grad_x_n, sizes, peaks, sums = [], [], set(), [], []
@@ -217,9 +218,9 @@ print("✓ through attention it is only shared among the n words: gradient x n s
 check.predict_attention_flat(my_guess_attention_ratio)
 
 # %% [markdown]
-# Both contexts hold $d_{hidden}$ numbers; attention's is computed anew at every decoder step, from
-# all the encoder states. The encoder is still
-# an RNN, though, with $n$ steps one after another. The Transformer drops the recurrence: **self-attention**.
+# Both contexts hold $d_{hidden}$ numbers, but attention's is recomputed at every decoder step from all
+# the encoder states. The encoder is still an RNN, with $n$ steps one after another; the Transformer
+# drops the recurrence: **self-attention**.
 #
 # ## 2. Self-attention: one step between any two positions
 #
@@ -465,7 +466,7 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # size r in the input sequence centered around the respective output position". Ours is causal like
 # the rest: output $t$ attends to inputs $t - r + 1, \dots, t$ (exercise 4 counts the centred one).
 # The keys and values of each window are gathered with `unfold`, so the layer computes $n \times r$
-# scores instead of $n \times n$ (**Going further F** shows what `pad` + `unfold` gather). It must
+# scores instead of $n \times n$ (**Going further F**). It must
 # equal full attention masked to the same band:
 
 
@@ -570,7 +571,7 @@ assert costs["convolution"]["path"] == [math.ceil((n - 1) / (kernel - 1)) for n 
 assert costs["dilated convolution"]["path"] == [fewest_dilated_layers(n, kernel) for n in ns]
 assert costs["restricted self-attention"]["path"] == [math.ceil((n - 1) / (window - 1)) for n in ns]
 assert costs["restricted self-attention"]["path"][ns.index(64)] == check.predict_restricted_path.reference
-print("✓ path length: n, 1, ceil((n-1)/(k-1)), ceil(log_k n) and ceil((n-1)/(r-1)) layers, at every n")
+print("✓ path length: n cell steps (RNN); 1, ceil((n-1)/(k-1)), ceil(log_k n) and ceil((n-1)/(r-1)) layers, at every n")
 assert all(2 * c == kernel * r for c, r in zip(costs["convolution"]["flops"], costs["RNN"]["flops"]))
 print(f"✓ a convolution layer costs k/2 = {kernel / 2} RNN layers in FLOPs, at every n")
 
@@ -578,10 +579,12 @@ print(f"✓ a convolution layer costs k/2 = {kernel / 2} RNN layers in FLOPs, at
 check.predict_restricted_path(my_guess_restricted_path)
 
 # %% [markdown]
-# So one self-attention layer does **more** arithmetic than the RNN layer at every $n$. The paper's
-# "self-attention layers are faster than recurrent layers when the sequence length $n$ is smaller
-# than the representation dimensionality $d$" compares only attention's two $n \times n$ products,
-# $4n^2d$, with the RNN's $4nd^2$. Counted that way, attention is cheaper exactly when $n < d$:
+# So one self-attention layer does **more** arithmetic than our two-matrix RNN at every $n$. The
+# paper's claim, "self-attention layers are faster than recurrent layers when the sequence length $n$
+# is smaller than the representation dimensionality $d$, which is most often the case with sentence
+# representations used by state-of-the-art models in machine translations", holds against our RNN
+# for attention's $n \times n$ products alone; a GRU (6 $d \times d$ matrices, $12nd^2$) or an LSTM
+# (8, $16nd^2$) costs more than the whole attention layer while $n < 1.5d$ or $n < 2.5d$:
 
 # %% tags=["hide-input"]
 extra = [a - r for a, r in zip(costs["self-attention"]["flops"], costs["RNN"]["flops"])]
@@ -594,8 +597,28 @@ for n in range(1, 2 * d + 1):
     products_cheaper.append(products < count_flops(rnn_layer, x_n))
 assert products_cheaper == [n < d for n in range(1, 2 * d + 1)]
 print(f"✓ attention's n x n products alone cost fewer FLOPs than the RNN layer exactly when n < d = {d}")
+with torch.random.fork_rng():  # new weights, without moving the random numbers of the cells below
+    gated = {"GRU": nn.GRU(d_model, d_model, batch_first=True), "LSTM": nn.LSTM(d_model, d_model, batch_first=True)}
+matrices, whole_cheaper = {"GRU": 6, "LSTM": 8}, {"GRU": [], "LSTM": []}
+for n in range(1, 3 * d + 1):
+    x_n = torch.randn(1, n, d_model, generator=torch.Generator().manual_seed(3))  # (1, n, d_model)
+    whole = count_flops(attention, x_n)  # projections and products: 6nd^2 + 4n^2d
+    for name, layer in gated.items():
+        assert count_flops(layer, x_n) == 2 * matrices[name] * n * d * d  # 12nd^2 and 16nd^2
+        whole_cheaper[name].append(whole < count_flops(layer, x_n))
+assert whole_cheaper["GRU"] == [n < 1.5 * d for n in range(1, 3 * d + 1)]
+assert whole_cheaper["LSTM"] == [n < 2.5 * d for n in range(1, 3 * d + 1)]
+print(
+    f"✓ a whole self-attention layer costs fewer FLOPs than a GRU layer exactly when n < 1.5d = {1.5 * d:.0f}, "
+    f"than an LSTM layer exactly when n < 2.5d = {2.5 * d:.0f}"
+)
 
 # %% [markdown]
+# The paper's last cost comparison: separable convolutions cost $O(k \cdot n \cdot d + n \cdot d^2)$, yet
+# "Even with $k = n$, however, the complexity of a separable convolution is equal to the combination
+# of a self-attention layer and a point-wise feed-forward layer, the approach we take in our model"
+# (lesson 06).
+#
 # The columns as figures: convolutions and restricted attention buy parallel work with depth.
 
 # %%
@@ -622,41 +645,10 @@ for ax in (ax_path, ax_flops):
 plt.show()
 
 # %% [markdown]
-# **In time**, on one CPU thread (timings vary between machines): the cell loop, `nn.RNN` (the same
-# loop, in C++) and one attention call.
+# In time, recurrence "precludes parallelization within training examples" (the paper, section 1): a
+# GPU can run attention's $n^2$ comparisons side by side, not the RNN's $n$ dependent steps ("GPU
+# loves parallel computing blocks!", the COMP7607 slides); one CPU thread cannot show it (**Going further G**).
 
-# %% tags=["nbval-ignore-output"]
-threads = torch.get_num_threads()
-torch.set_num_threads(1)
-time_ns = [32, 128, 512, 2048]
-timings = {"RNNCell loop": [], "nn.RNN": [], "self-attention": []}
-with torch.no_grad():
-    for n in time_ns:
-        x_n = torch.randn(1, n, d_model, generator=torch.Generator().manual_seed(5))  # (1, n, d_model)
-        timings["RNNCell loop"].append(median_time(lambda: cell_states(list(x_n[0]), cell)))
-        timings["nn.RNN"].append(median_time(lambda: rnn(x_n)))
-        timings["self-attention"].append(median_time(lambda: attention(x_n)))
-        print(f"n={n:5d}: " + "   ".join(f"{k} {v[-1] * 1e3:8.3f} ms" for k, v in timings.items()))
-torch.set_num_threads(threads)
-
-fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
-styles = {
-    "RNNCell loop": ("o-", COLOR["RNN"]),
-    "nn.RNN": ("o--", COLOR["RNN"]),
-    "self-attention": ("s-", COLOR["self-attention"]),
-}
-for name, ts in timings.items():
-    ax.plot(time_ns, [t * 1e3 for t in ts], styles[name][0], color=styles[name][1], label=name)
-log_axes(ax, time_ns, "ms (median of 5)", "Forward time on one CPU thread")
-ax.legend()
-plt.show()
-
-# %% [markdown]
-# The cell loop pays for $n$ small dependent calls, attention for a few large ones whose $n^2$ work
-# grows faster than `nn.RNN`'s. On one thread this timing cannot show the paper's point that
-# recurrence "precludes parallelization within training examples" (section 1): a GPU can run the
-# $n^2$ comparisons side by side, not the RNN's $n$ dependent steps ("GPU loves parallel computing
-# blocks!", the COMP7607 slides).
 
 # %% [markdown]
 # ## 5. Vanishing gradients
@@ -776,19 +768,18 @@ print(
 # operations, albeit at the cost of reduced effective resolution due to averaging attention-weighted
 # positions, an effect we counteract with Multi-Head Attention" (lesson 05).
 #
-# > **Going further E:** with sharper weights (inputs 3 times larger) the gradient depends on what
-# > the inputs say instead, and is no longer flat.
+# > **Going further E:** sharper weights (inputs 3 times larger) make the gradient depend on the
+# > content instead.
 #
 # ## Summary
 #
-# - An RNN encoder hands its decoder one vector whatever the sentence's length, and in our untrained
-#   RNNs the gradient from it to the first word vanishes with length (other initialisations can
-#   explode: Going further C). Bahdanau et al.'s attention reads a new weighted sum of all the encoder
-#   states at every step.
+# - An RNN encoder hands its decoder one vector whatever the sentence's length; in our untrained RNNs
+#   the gradient from it to the first word vanishes with length. Bahdanau et al.'s attention reads a
+#   new weighted sum of all the encoder states at every step.
 # - Between positions 0 and $n - 1$ an RNN puts $n$ dependent steps, bidirectional or not;
 #   self-attention, one layer and a fixed number of calls.
 # - Table 1, counted: every row's FLOPs and path length match an exact formula at every $n$
-#   measured; only the RNN cell loop's calls grow with $n$ (`nn.RNN` hides its loop in one call).
+#   measured; only the RNN cell loop's calls grow with $n$.
 # - Through our tanh RNN the gradient shrinks by a roughly constant factor per step on average, over
 #   40 orders of magnitude in 128 steps; through attention with spread-out weights it is only shared
 #   among the positions.
@@ -861,7 +852,7 @@ check.centred_layers(centred_layers)
 # %% [markdown]
 # ## Going further
 #
-# Six detours, each with its own checks (A to E from section 5, F from section 4). Read them if you want to know:
+# Seven detours, each with its own checks (A to E from section 5, F and G from section 4). Read them if you want to know:
 #
 # - **A.** whether $\|W_{hh}\|_2 < 1$, a sufficient condition for vanishing, holds at PyTorch's
 #   initialisation (in fewer than half the seeds at $d_{hidden} = 16$, in none at 64), and what
@@ -871,7 +862,8 @@ check.centred_layers(centred_layers)
 # - **C.** whether that holds over twenty initialisations, and when the gradient explodes instead;
 # - **D.** at what distance float32 rounds the gradient to exactly 0 (a prediction to make first);
 # - **E.** what sharper attention weights do to attention's gradient;
-# - **F.** what `pad` + `unfold` gather in section 4's restricted attention.
+# - **F.** what `pad` + `unfold` gather in section 4's restricted attention;
+# - **G.** what timing on one CPU thread shows, and what it cannot.
 #
 # ### A. $\|W_{hh}\|_2$ at initialisation
 #
@@ -969,6 +961,13 @@ ax.set(
 )
 ax.legend(fontsize=8, loc="center right")
 plt.show()
+
+# %% [markdown]
+# **References for A.** S. Geman, 1980, "A Limit Theorem for the Norm of Random Matrices", Ann. Probab. 8(2);
+# S. Geman, 1986, "The Spectral Radius of Large Random Matrices", Ann. Probab. 14(4); T. Tao and
+# V. Vu, 2010, "Random matrices: universality of ESDs and the circular law", Ann. Probab. 38(5);
+# R. Pascanu, T. Mikolov and Y. Bengio, 2013, "On the difficulty of training recurrent neural
+# networks", ICML: $\|W_{hh}\|_2 < 1$ as a sufficient condition for vanishing.
 
 # %% [markdown]
 # ### B. The factor per step
@@ -1277,7 +1276,7 @@ print(
     f"{predicted_grad_zero}); every sequence's is 0 from n = {all_zero}"
 )
 print(
-    f"estimate from sections 5 and B: 1 + log(2^-149 / {rnn_grad[0]:.2f}) / log({parts['factor']:.2f}) = {estimate:.0f}"
+    f"estimate from sections 5 and B: 1 + log(2^-149 / {rnn_grad[0]:.3f}) / log({parts['factor']:.3f}) = {estimate:.0f}"
 )
 
 # %% [markdown]
@@ -1324,7 +1323,7 @@ print(
 
 # %% tags=["hide-input"]
 assert all(hi / lo > 20 for lo, hi in spread_3)
-assert min(top3[3]) > 6 * 3 / 129 and statistics.median(top3[3]) > 0.4  # in every sequence; about half typically
+assert min(top3[3]) > 6 * 3 / 129 and statistics.median(top3[3]) > 0.4  # in every sequence; the median is printed above
 print("✓ with inputs 3 x larger, in 64 of 64 sequences the 3 largest weights take over 6 times their uniform share")
 print("✓ in 8 of 8 initialisations gradient x (n+1) is then far from flat")
 
@@ -1343,6 +1342,45 @@ assert torch.equal(windows, (torch.arange(5)[:, None] - 2 + torch.arange(3)).cla
 print("✓ row t gathers positions t - 2, t - 1, t")
 
 # %% [markdown]
+# ### G. In time, on one CPU thread
+#
+# Section 4 counted calls; here are times (they vary between machines): the cell loop, `nn.RNN` (the
+# same loop, in C++) and one attention call.
+
+# %% tags=["nbval-ignore-output"]
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+time_ns = [32, 128, 512, 2048]
+timings = {"RNNCell loop": [], "nn.RNN": [], "self-attention": []}
+with torch.no_grad():
+    for n in time_ns:
+        x_n = torch.randn(1, n, d_model, generator=torch.Generator().manual_seed(5))  # (1, n, d_model)
+        timings["RNNCell loop"].append(median_time(lambda: cell_states(list(x_n[0]), cell)))
+        timings["nn.RNN"].append(median_time(lambda: rnn(x_n)))
+        timings["self-attention"].append(median_time(lambda: attention(x_n)))
+        print(f"n={n:5d}: " + "   ".join(f"{k} {v[-1] * 1e3:8.3f} ms" for k, v in timings.items()))
+torch.set_num_threads(threads)
+
+fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
+styles = {
+    "RNNCell loop": ("o-", COLOR["RNN"]),
+    "nn.RNN": ("o--", COLOR["RNN"]),
+    "self-attention": ("s-", COLOR["self-attention"]),
+}
+for name, ts in timings.items():
+    ax.plot(time_ns, [t * 1e3 for t in ts], styles[name][0], color=styles[name][1], label=name)
+log_axes(ax, time_ns, "ms (median of 5)", "Forward time on one CPU thread")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# The cell loop pays for $n$ small dependent calls, attention for a few large ones whose $n^2$ work
+# grows faster than `nn.RNN`'s. One thread has no second core to share the work with, so this timing
+# cannot show the parallelism that Table 1's "Sequential Operations" column, and section 4's count of
+# calls, measure.
+
+
+# %% [markdown]
 # ## Sources
 #
 # - D. Bahdanau, K. Cho and Y. Bengio, 2015, "Neural Machine Translation by Jointly Learning to Align
@@ -1355,8 +1393,4 @@ print("✓ row t gathers positions t - 2, t - 1, t")
 #   "Problems with RNN"; exploding gradients.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 17 March 2023): the subtitle.
 # - Reading notes on the paper (June 2020): "constant length between any two positions".
-# - Going further A: S. Geman, 1980, "A Limit Theorem for the Norm of Random Matrices", Ann. Probab. 8(2);
-#   S. Geman, 1986, "The Spectral Radius of Large Random Matrices", Ann. Probab. 14(4); T. Tao and
-#   V. Vu, 2010, "Random matrices: universality of ESDs and the circular law", Ann. Probab. 38(5);
-#   R. Pascanu, T. Mikolov and Y. Bengio, 2013, "On the difficulty of training recurrent neural
-#   networks", ICML: $\|W_{hh}\|_2 < 1$ as a sufficient condition for vanishing.
+# - Going further A lists its random-matrix and Pascanu et al. references at its end.

@@ -141,6 +141,14 @@ def test_count_flops_of_products(a, b, c):
     assert count_flops(linear, torch.randn(a, b)) == 2 * a * b * c
 
 
+@pytest.mark.parametrize("layer, matrices", [(nn.RNN, 2), (nn.GRU, 6), (nn.LSTM, 8)])
+@pytest.mark.parametrize("d_model, seq, dtype", [(16, 16, torch.float32), (8, 5, torch.float64)])
+def test_count_flops_of_recurrent_layers(layer, matrices, d_model, seq, dtype):
+    # each step multiplies x_t and h_(t-1) by d x d matrices: 2 for the RNN, 3 gates x 2 for the GRU, 4 x 2 for the LSTM
+    recurrent = layer(d_model, d_model, batch_first=True).to(dtype)
+    assert count_flops(recurrent, torch.randn(1, seq, d_model, dtype=dtype)) == 2 * matrices * seq * d_model * d_model
+
+
 @pytest.mark.parametrize("d_model, k, dilation, seq", [(3, 2, 1, 5), (4, 3, 2, 9), (2, 3, 9, 30)])
 def test_count_flops_of_the_causal_conv(d_model, k, dilation, seq):
     conv = CausalConv(d_model, k, dilation)

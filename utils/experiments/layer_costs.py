@@ -67,9 +67,16 @@ def count_calls(fn, *args):
 
 
 def count_flops(fn, *args):
-    """Floating-point operations of the matrix products and convolutions in fn(*args) (2 per multiply-add)."""
+    """Floating-point operations of the matrix products and convolutions in fn(*args) (2 per multiply-add).
+
+    oneDNN's fused CPU kernel for nn.LSTM hides its products from the counter (it would count 0), so it is
+    switched off while counting: the recurrent layers run PyTorch's own kernels, whose products are counted.
+    """
     validation.function("fn", fn)
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+    no_fused_kernels = torch.backends.mkldnn.flags(
+        enabled=False, deterministic=None, allow_tf32=None, fp32_precision=None
+    )
+    with torch.no_grad(), no_fused_kernels, FlopCounterMode(display=False) as counter:
         fn(*args)
     return counter.get_total_flops()
 

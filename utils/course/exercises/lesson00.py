@@ -1,7 +1,8 @@
-"""Exercises of lesson 00 (why attention): a prediction per section (the gradient through attention's context, the RNN's
-and the bidirectional RNN's path, restricted attention's layers, the orders of magnitude the gradient loses)
-and where float32's gradient vanishes; count a stacked RNN, a dilated convolution stack and the paper's
-centred restricted window the way Table 1 counts, and measure the gradient that reaches position 0."""
+"""Exercises of lesson 00 (why attention): a prediction per section (the gradient through attention's context,
+attention's calls at two lengths, the bidirectional RNN's path, restricted attention's layers, the orders of
+magnitude the gradient loses) and where float32's gradient vanishes; count a stacked RNN, a dilated convolution
+stack and the paper's centred restricted window the way Table 1 counts, and measure the gradient that reaches
+position 0."""
 
 import math
 import random
@@ -550,14 +551,14 @@ ATTENTION_CALLS_MISTAKES = [
 
 @exercise(
     hint="""
-    Count the calls in SelfAttention.forward: three projections and one scaled_dot_product_attention. Does any
-    of them run once per position?
+    SelfAttention.forward calls three projections and scaled_dot_product_attention (the count also includes
+    every PyTorch call made inside them, such as its checks of the inputs). Does any of them run once per position?
     """,
     reference=ATTENTION_CALLS,
     kind="prediction",
     explain="""
-    The layer makes the same calls at every n: three projections and the batched attention, whose matrix
-    products handle all n queries at once. Its work grows like n^2 (FLOPs, section 4), its sequential
+    The layer makes the same calls at every n: three projections and the batched attention (with the calls
+    inside them), whose matrix products handle all n queries at once. Its work grows like n^2 (FLOPs, section 4), its sequential
     operations do not: Table 1's O(1). The cell loop's calls grow with n, one cell run per position.
     """,
     wrong=[mistake(name, answer, says) for name, answer, _, says in ATTENTION_CALLS_MISTAKES],
