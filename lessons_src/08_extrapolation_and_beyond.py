@@ -432,7 +432,7 @@ check.predict_least_accurate_seen(my_guess_least_accurate)
 # %% [markdown]
 # Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15 and,
 # averaged over 16..47 *of the same sequence*, at chance or at most about the no-PE level in every stored
-# seed (per seed: "Going further"). In the run shown, accuracy rises again over a short stretch past 31 (printed above), where section 4's
+# seed (the ranges: "Going further"). In the run shown, accuracy rises again over a short stretch past 31 (printed above), where section 4's
 # map shows the $t - 2$ line back; we did not find why. RoPE loses
 # accuracy even at 0..15, the offsets model a little: at length 48 both meet offsets they never saw (section 4).
 
