@@ -40,6 +40,7 @@ if "google.colab" in sys.modules:
 # Everything is seeded; torch trains on one thread, as the stored runs did.
 
 # %%
+import itertools
 import math
 import time
 
@@ -192,7 +193,8 @@ assert torch.equal(targets[0, SHIFT:], tokens[0, :-SHIFT])
 # **Model.** `LengthModel` is lesson 06's pre-norm encoder with a read-out at every position, trained on
 # lengths 3..16, padded and masked. The variants differ only in `pe` ("rope" turns each head's $q$ and $k$
 # in every layer; "sinusoidal+offsets" starts each training sequence at a random position in
-# $0 \dots 48 - n$, and is tested from 0).
+# $0 \dots 48 - n$, and is tested from 0). Unlike the paper: no dropout (§5.4 applies it to the embedding
+# + PE sums) and no $\sqrt{d_{model}}$ scaling of the embeddings (§3.4).
 
 # %%
 SIZE = dict(num_layers=2, d_model=64, num_heads=4, d_ff=128)
@@ -390,8 +392,10 @@ print(
     "sinusoidal, the model above, positions past 31 with more than 0.3 right: "
     + ", ".join(f"{t} {sin_at[t]:.2f}" for t in bump)
 )
+alone = accuracy_by_position(models["sinusoidal"], TRAIN_LEN + 1, VOCAB, SHIFT)[TRAIN_LEN].item()  # length 17
 print(
-    f"sinusoidal, the model above: position {TRAIN_LEN} {sin_at[TRAIN_LEN]:.2f} right, {TRAIN_LEN + 1} {sin_at[TRAIN_LEN + 1]:.2f}"
+    f"sinusoidal, the model above: position {TRAIN_LEN} {sin_at[TRAIN_LEN]:.2f} right, {TRAIN_LEN + 1} "
+    f"{sin_at[TRAIN_LEN + 1]:.2f}; position {TRAIN_LEN} as the only new position (length {TRAIN_LEN + 1}): {alone:.2f}"
 )
 
 # %% tags=["hide-input"]
@@ -406,23 +410,17 @@ def unseen(b):
 
 
 CHANCE = 1 / (VOCAB - 1)  # a guess among the 15 symbols
-print(f"positions 16..47, mean [min-max] over stored seeds (chance is 1/{VOCAB - 1} = {CHANCE:.3f}):")
-for name in ("sinusoidal", "learned (clamped)", "none"):
-    print(f"{name:>18}: {'%.3f [%.3f-%.3f]' % seed_range([unseen(b) for b in pos_runs[name]])}")
 for name in ("sinusoidal", "learned (clamped)"):
     assert all(b["0..15"] > 0.85 and unseen(b) < 0.3 for b in pos_every[name]), name
     stored = zip(pos_runs[name], pos_runs["none"])
     assert all(CHANCE - 0.02 < unseen(s) < unseen(n) + 0.02 for s, n in stored), name
-assert all(abs(unseen(b) - CHANCE) < 0.02 for b in pos_runs["learned (clamped)"])
-print("✓ in every run, sinusoidal and clamped-learned are right at positions 0..15 and mostly wrong at 16..47")
-print("✓ in every stored seed, both average at most about the no-PE level over positions 16..47")
-print("✓ in every stored seed, the clamped table is at chance over positions 16..47")
-assert max(by_position["sinusoidal"][TRAIN_LEN : TRAIN_LEN + 2]) < 0.3
-print(f"✓ the sinusoidal model above is mostly wrong already at positions {TRAIN_LEN} and {TRAIN_LEN + 1}")
+print(
+    "✓ in every run, sinusoidal and clamped-learned are right at positions 0..15 and mostly wrong at 16..47, "
+    "where every stored seed averages at most about the no-PE level"
+)
 assert all(min(b.values()) > 0.7 for b in pos_every["sinusoidal+offsets"])
 assert all(b["0..15"] < 0.9 for b in pos_every["rope"])
-print("✓ in every run, sinusoidal+offsets holds in every range of positions")
-print("✓ in every run, RoPE falls even at positions 0..15")
+print("✓ in every run, sinusoidal+offsets holds in every range of positions, and RoPE falls even at 0..15")
 WITH_PE = ["sinusoidal", "learned (clamped)", "rope", "sinusoidal+offsets"]
 lowest = {min(WITH_PE, key=lambda name: pos_every[name][i]["0..15"]) for i in range(len(pos_every["rope"]))}
 assert {name.replace(" (clamped)", "") for name in lowest} == {check.predict_least_accurate_seen.reference}
@@ -434,7 +432,7 @@ check.predict_least_accurate_seen(my_guess_least_accurate)
 # %% [markdown]
 # Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15 and,
 # averaged over 16..47 *of the same sequence*, at chance or at most about the no-PE level in every stored
-# seed. In the run shown, accuracy rises again over a short stretch past 31 (printed above), where section 4's
+# seed (the ranges: "Going further"). In the run shown, accuracy rises again over a short stretch past 31 (printed above), where section 4's
 # map shows the $t - 2$ line back; we did not find why. RoPE loses
 # accuracy even at 0..15, the offsets model a little: at length 48 both meet offsets they never saw (section 4).
 
@@ -507,7 +505,8 @@ print("✓ in every stored seed, sinusoidal+offsets' copy head puts more than ha
 # more strongly in some seeds than in others.
 #
 # Is it that new rows lie far from the trained ones? "Periodic" (the COMP7607 slides' word) suggests they
-# come back, but at $d_{model} = 64$ most sines take longer than 16 positions to repeat:
+# come back, but "The wavelengths form a geometric progression from 2π to 10000 · 2π" (§3.5), so at
+# $d_{model} = 64$ most sines take longer than 16 positions to repeat:
 
 # %%
 table64 = sinusoidal_encoding(AT_3L, SIZE["d_model"], dtype=torch.float64)  # (48, 64): the models' PE table
@@ -524,10 +523,16 @@ print(
 assert full_turns < len(w) // 4 and abs(nearest[0] - step) < 1e-9 and nearest[2:].min() > 2 * step
 print(f"✓ position {TRAIN_LEN} is one neighbour step from position {TRAIN_LEN - 1}, as close as two training rows")
 print(f"✓ past position {TRAIN_LEN + 1}, every row is more than two neighbour steps from every training row")
+assert max(by_position["sinusoidal"][TRAIN_LEN], alone) < 0.5  # section 3's printed numbers
+print(
+    f"✓ yet the sinusoidal model above gets position {TRAIN_LEN} mostly wrong, inside length {AT_3L} and as the "
+    f"only new position of length {TRAIN_LEN + 1}"
+)
 
 # %% [markdown]
-# Distance is not the reason: the sinusoidal model already fails at position 16 (section 3), as close to 15
-# as two training rows are. What fails is the attention its heads learned, on rows they never saw.
+# So nearest-row distance alone does not explain the failure, though one step past the trained rows is
+# still outside them (and we measured position 16 on this model only). What we see fail is the attention
+# its heads learned, on rows they never saw.
 
 # %% [markdown]
 # **Predict.** RoPE's copy head puts less weight on key $t - 2$ at length 48 than at length 16. Where does
@@ -543,14 +548,16 @@ my_guess_lost_weight = None  # your answer: "diagonal", "near", "far" or "evenly
 # ($|n - m| \ge 16$) get at length 48, the diagonal and the near keys together gained nothing:
 
 # %%
-print("RoPE's copy head in the stored seeds, averaged over the positions t of a batch:")
-for seed, r in runs["runs"]["copy"]["rope"].items():
-    h = r["copy_head"]
-    at_48 = 1 - h["lost"]  # copy_head stores the weight NOT on key t-2
-    print(
-        f"  seed {seed}: key t-2 gets {h['at_train_len']:.2f} at length 16, {at_48:.2f} at length 48 "
-        f"({h['at_train_len'] - at_48:.2f} less); keys 16 or more positions away get {h['far']:.2f}"
-    )
+print("copy head, stored seeds, averaged over the positions t of a batch: weight on key t-2 at length 16 -> 48")
+print("(loss) | weight on keys 16 or more positions away at length 48")
+print(f"{'seed':>4}" + "".join(f"{name:>30}" for name in ("rope", "sinusoidal+offsets")))
+for seed in runs["runs"]["copy"]["rope"]:
+    row = f"{seed:>4}"
+    for name in ("rope", "sinusoidal+offsets"):
+        h = runs["runs"]["copy"][name][seed]["copy_head"]
+        at_48 = 1 - h["lost"]  # copy_head stores the weight NOT on key t-2
+        row += f"{h['at_train_len']:.2f} -> {at_48:.2f} ({h['at_train_len'] - at_48:.2f}) | {h['far']:.2f}".rjust(30)
+    print(row)
 
 # %% tags=["hide-input"]
 measured = (
@@ -559,20 +566,12 @@ measured = (
     else "not only far"
 )
 assert measured == check.predict_rope_lost_weight.reference
-print("✓ in every run, what RoPE's copy head loses at length 48 goes to offsets it never saw in training")
 offsets_head = head_runs["sinusoidal+offsets"]  # stored seeds
-print(
-    "sinusoidal+offsets' copy head in the stored seeds: key t-2 gets "
-    f"{min(h['at_train_len'] for h in offsets_head):.2f} to {max(h['at_train_len'] for h in offsets_head):.2f} "
-    f"at length 16, {min(h['seen'] for h in offsets_head):.2f} to {max(h['seen'] for h in offsets_head):.2f} "
-    f"at positions 2..15 of length 48; keys 16 or more positions away get "
-    f"{min(h['far'] for h in offsets_head):.2f} to {max(h['far'] for h in offsets_head):.2f}"
-)
 assert all(h["seen"] < h["at_train_len"] - 0.05 and h["far"] > 0.1 for h in offsets_head)
 assert all(abs(h["at_train_len"] - (1 - h["lost"]) - h["far"]) < 0.05 for h in offsets_head)
 print(
-    "✓ in every stored seed, the offsets model's copy head also loses weight at length 48, and what it loses goes "
-    "to offsets it never saw"
+    "✓ in every run, what RoPE's copy head loses at length 48 goes to offsets it never saw in training; "
+    "so does what the offsets model's loses, in every stored seed"
 )
 
 # %%
@@ -710,7 +709,7 @@ print("✓ the same sinusoids, trained with random start positions, keep most of
 #   the clamped learned table: right at the positions they trained on and, on average past them, at chance
 #   or at most about the no-PE level.
 # - The **same sinusoids trained with random start positions** kept most of their accuracy at length 48.
-#   In five seeds, random starts kept below position 16 gave no lift; seeing positions 16..31 lifted
+#   In five seeds, random starts that kept every position below 16 gave no lift; seeing positions 16..31 lifted
 #   them, and lifted the never-seen 32..47 part of the way ("Going further"). The YOUR CAT deck's hope
 #   and the COMP7607 slides' "(No)" are both too simple.
 # - **RoPE** rotates $q$ and $k$, so positions enter $q \cdot k$ only through the offset; it kept more than
@@ -990,7 +989,7 @@ for _ in range(5):
 assert worst_no_mask < 1e-12 and min(causal_diffs) > 0.1 and max(last_diffs) < 1e-12
 print(
     "✓ in all 5 sequences, reordering the tokens only reorders the outputs without a mask, and changes them "
-    "with a causal mask (except the last token's, which sees all the others)"
+    "with a causal mask (except at the last position, which sees all the others and keeps its token here)"
 )
 
 # %% [markdown]
@@ -1100,14 +1099,15 @@ keep = torch.randperm(16, generator=torch.Generator().manual_seed(0))[:4].sort()
 with torch.no_grad():
     x_visible = W_embed(patches[keep])[None] + sinusoidal_encoding_2d(grid, grid, d_model)[keep]  # (1, 4, d_model)
     _, w_visible = mha(x_visible, x_visible, x_visible)  # (1, 4, 4, 4)
-    moved = keep.flip(0)  # the same 4 patches, each given another visible patch's grid cell
+    out_visible = mha(x_visible, x_visible, x_visible)[0][0]  # (4, d_model)
+    moved = keep.flip(0)  # the same 4 patches and the same 4 grid cells, paired the other way round
     x_moved = W_embed(patches[keep])[None] + sinusoidal_encoding_2d(grid, grid, d_model)[moved]  # (1, 4, d_model)
-    _, w_moved = mha(x_moved, x_moved, x_moved)  # (1, 4, 4, 4)
+    out_moved = mha(x_moved, x_moved, x_moved)[0][0]  # (4, d_model)
 print("visible patches:", keep.tolist(), " attention:", tuple(w_visible.shape))
-assert w_visible.shape == (1, 4, 4, 4) and not torch.allclose(w_moved, w_visible, atol=1e-3)
-print(
-    "✓ in this untrained encoder, the same 4 visible patches given the PE of other grid cells get different attention"
-)
+assert w_visible.shape == (1, 4, 4, 4)
+reorders = [list(order) for order in itertools.permutations(range(4))]
+assert not any(torch.allclose(out_moved, out_visible[order], atol=1e-3) for order in reorders)
+print("✓ the same 4 patches in the same 4 cells, paired differently: no reordering of the outputs matches")
 
 fig, axes = plt.subplots(1, 3, figsize=(12, 4), layout="constrained")
 hidden = torch.ones(16, dtype=torch.bool)
@@ -1166,11 +1166,11 @@ assert controls["setup"] == runs["setup"]
 ctrl = {int(below): [r["by_position"] for r in by_seed.values()] for below, by_seed in controls["runs"].items()}
 rows = {
     "plain sinusoidal": pos_runs["sinusoidal"],
-    "starts below 16": ctrl[TRAIN_LEN],
-    "starts below 32": ctrl[2 * TRAIN_LEN],
-    "starts below 48": pos_runs["sinusoidal+offsets"],
+    "positions below 16": ctrl[TRAIN_LEN],
+    "positions below 32": ctrl[2 * TRAIN_LEN],
+    "positions below 48": pos_runs["sinusoidal+offsets"],
 }
-print("positions          " + "".join(f"{b:>18}" for b in BINS) + f"   (seeds {controls['seeds']})")
+print("trained on         " + "".join(f"{b:>18}" for b in BINS) + f"   (seeds {controls['seeds']})")
 for label, bins in rows.items():
     print(f"{label:<19}" + "".join(f"{'%.2f [%.2f-%.2f]' % seed_range([x[b] for x in bins]):>18}" for b in BINS))
 
@@ -1180,20 +1180,20 @@ never = [c["32..47"] for c in below_32]
 plain = [b["32..47"] for b in pos_runs["sinusoidal"]]  # the stored seeds
 full = [b["32..47"] for b in pos_runs["sinusoidal+offsets"]]  # stored seeds, positions up to 47 in training
 assert len(starts_only) == len(below_32) == len(controls["seeds"]) >= 5 and controls["seeds"] == runs["seeds"]
-lift = [unseen(c) - unseen(p) for c, p in zip(starts_only, pos_runs["sinusoidal"])]  # same seed, starts below 16
+lift = [unseen(c) - unseen(p) for c, p in zip(starts_only, pos_runs["sinusoidal"])]  # same seed, positions < 16
 assert all(c["0..15"] > 0.85 for c in starts_only) and max(lift) < 0.05
-print(f"✓ with starts below 16, all {len(starts_only)} seeds are right at positions 0..15")
 print(
-    f"✓ with starts below 16, no seed gains more than 0.05 over its own plain run, averaged over positions 16..47 "
-    f"(largest gain: {max(lift):+.2f})"
+    f"✓ trained on positions below 16, all {len(starts_only)} seeds are right at 0..15 and none gains more than 0.05 "
+    f"over its own plain run at 16..47 (largest gain: {max(lift):+.2f})"
 )
 assert min(never) > max(plain) + 0.05 and max(never) < min(full) - 0.2
 assert all(c32["32..47"] > c16["32..47"] + 0.1 for c16, c32 in zip(starts_only, below_32))
 assert all(c["16..31"] > max(never) + 0.3 for c in below_32)
-print(f"✓ with starts below 32, at the never-seen positions 32..47, all {len(below_32)} seeds beat every plain seed")
-print("✓ with starts below 32, each seed beats itself with starts below 16 at positions 32..47")
-print("✓ with starts below 32, every seed falls short at 32..47 of every run that saw those positions")
-print("✓ with starts below 32, every seed stays far more accurate at 16..31, which it saw")
+print(
+    f"✓ trained on positions below 32, all {len(below_32)} seeds beat every plain seed and themselves trained below "
+    "16 at the never-seen 32..47, but fall short there of every run that saw them"
+)
+print("✓ trained on positions below 32, every seed stays far more accurate at 16..31, which it saw")
 seen_32 = torch.cdist(table64[2 * TRAIN_LEN :], table64[: 2 * TRAIN_LEN]).amin(1).mean()  # positions 32..47
 print(
     f"positions 32..47, mean distance to the nearest row seen: {seen_32:.1f} with positions 0..31 seen, "
@@ -1250,8 +1250,8 @@ print(
 
 # %% [markdown]
 # The full tables behind sections 2 and 3: the models trained above at every length and range of
-# positions, then the stored seeds per range of positions (mean [min–max]), and how much sinusoidal+offsets
-# loses with length even at positions it saw.
+# positions, then the stored seeds per range of positions (mean [min–max]), positions 16..47 against chance
+# and the no-PE level, and how much sinusoidal+offsets loses with length even at positions it saw.
 
 # %% tags=["hide-input", "nbval-ignore-output"]
 print("length            " + "".join(f"{n:>6}" for n in TEST_LENGTHS))
@@ -1264,6 +1264,11 @@ for name, b in live_bins.items():
 pos_ranges = {name: {b: seed_range([r[b] for r in pos_runs[name]]) for b in BINS} for name in NAMES}
 for name in NAMES:
     print(f"{name:>18}: " + ", ".join(f"{b} {'%.2f [%.2f-%.2f]' % pos_ranges[name][b]}" for b in BINS))
+print(f"positions 16..47 as one range, mean [min-max] over stored seeds (chance is 1/{VOCAB - 1} = {CHANCE:.3f}):")
+for name in ("sinusoidal", "learned (clamped)", "none"):
+    print(f"{name:>18}: {'%.3f [%.3f-%.3f]' % seed_range([unseen(b) for b in pos_runs[name]])}")
+assert all(abs(unseen(b) - CHANCE) < 0.02 for b in pos_runs["learned (clamped)"])
+print("✓ in every stored seed, the clamped table is at chance over positions 16..47")
 short, early = copy_ranges["sinusoidal+offsets"][TRAIN_LEN][0], pos_ranges["sinusoidal+offsets"]["0..15"][0]
 assert early < short - 0.03
 print(
