@@ -1323,12 +1323,12 @@ print(f"learned (below 0.1): {int((warmed_end < 0.1).sum())} of 25 runs")
 slow = (warmed_end > 0.1) & (warmed_end <= 2)  # (25,): neither stuck nor learned by step 60
 assert (warmed_end > 2).sum() >= 1 and slow.sum() >= 1 and (warmed_end < 0.1).sum() > 25 / 2
 print(
-    "✓ with the 20-step warm-up, most of 25 more post-norm runs learn to copy, but some stay stuck (loss "
-    "above 2) and others end above 0.1"
+    "✓ with the 20-step warm-up, most of 25 more post-norm runs learn to copy, but at least one stays stuck "
+    "(loss above 2) and another ends between 0.1 and 2"
 )
 
 # %% [markdown]
-# So the warm-up helps here, but some runs still fail or learn slowly. Does section 3's gap matter in
+# So the warm-up helps here, but a few runs still fail or learn slowly. Does section 3's gap matter in
 # training? This experiment cannot say. Its copied and independent post-norm runs differ in two
 # things at once: at 12 layers the copied stacks have the larger gap (section 3's probes, printed
 # above) *and* every layer starts the same, so it does not show which of the two gets post-norm
