@@ -177,8 +177,9 @@ print("✓ the formula gives what torch.nn.LayerNorm gives")
 # scale and shift per feature ("What γ and β can and cannot do", in Going further); "between 0 and 1"
 # is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features** (with ε,
 # $\sigma^2/(\sigma^2+\varepsilon)$, just under 1 when the spread σ ≫ $\sqrt\varepsilon$) — so every token
-# that is not constant has negative values and (without ε) at least one value with $|v| \ge 1$, up to $\sqrt{H-1}$ when one feature sticks out. Check it on random tokens of
-# several widths H, scales and offsets, 5 seeds each:
+# that is not constant has negative values and (without ε) at least one value with $|v| \ge 1$, up to
+# $\sqrt{H-1}$ when one feature sticks out. Check it on random tokens of several widths H, scales and
+# offsets, 5 seeds each:
 
 
 # %% tags=["nbval-ignore-output"]
