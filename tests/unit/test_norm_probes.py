@@ -1,5 +1,7 @@
 """utils.experiments.norm_probes: activation RMS and gradient norm per layer, checked against direct computation."""
 
+import json
+
 import matplotlib
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from utils.experiments.norm_probes import (
     gradient_gap,
     last_layer_norm_inputs,
     layer_grad_norms,
+    load_warmup_seeds,
     probe_at_init,
     probe_stacks,
     stream_mean_and_spread,
@@ -372,3 +375,21 @@ def test_training_helpers_bad_input(call, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         call()
     matplotlib.pyplot.close("all")
+
+
+def test_load_warmup_seeds_keys_seeds_as_ints_and_rejects_bad_files(tmp_path):
+    good = {"setup": {}, "last_steps": 10, "seeds": [5, 6], "end_loss": {"5": 2.7, "6": 0.01}}
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(good))
+    assert load_warmup_seeds(path)["end_loss"] == {5: 2.7, 6: 0.01}
+    assert load_warmup_seeds(str(path))["seeds"] == [5, 6]
+    with pytest.raises(TypeError, match="path must be a path"):
+        load_warmup_seeds(3)
+    with pytest.raises(FileNotFoundError, match="recreate it with"):
+        load_warmup_seeds(tmp_path / "missing.json")
+    path.write_text(json.dumps({k: v for k, v in good.items() if k != "end_loss"}))
+    with pytest.raises(ValueError, match=r"lacks \['end_loss'\]"):
+        load_warmup_seeds(path)
+    path.write_text(json.dumps({**good, "seeds": [5, 6, 7]}))
+    with pytest.raises(ValueError, match=r"end_loss has seeds \[5, 6\], expected \[5, 6, 7\]"):
+        load_warmup_seeds(path)

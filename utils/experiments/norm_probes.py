@@ -1,5 +1,9 @@
 """Probes of a freshly initialised Encoder: activation scale and gradient norm per layer (lesson 06)."""
 
+import json
+import os
+from pathlib import Path
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -247,3 +251,28 @@ def train_copy_task(
         optimizer.step()
         losses.append(loss.item())
     return np.array(losses)
+
+
+WARMUP_SWEEP = {"norm_first": False, "lr": 0.01, "warmup_steps": 20, "steps": 60, "num_layers": 12, "d_model": 32}
+"""train_copy_task's settings in lesson 06's sweep of post-norm with warm-up over more seeds."""
+WARMUP_SEEDS = Path(__file__).resolve().parent / "data" / "warmup_seeds.json"  # package data: on Colab too
+
+
+def load_warmup_seeds(path=WARMUP_SEEDS):
+    """The JSON written by benchmarks/warmup_seeds.py: {command, setup, last_steps, seeds, end_loss},
+    end_loss[seed] (the mean loss of the run's last `last_steps` steps) keyed by int seed."""
+    validation.instance("path", path, (str, os.PathLike), "path (str or pathlib.Path)")
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: it ships with the utils package (utils/experiments/data/); recreate it with "
+            "OMP_NUM_THREADS=1 python benchmarks/warmup_seeds.py --out utils/experiments/data/warmup_seeds.json"
+        )
+    runs = json.loads(path.read_text())
+    missing = [k for k in ("setup", "last_steps", "seeds", "end_loss") if k not in runs]
+    if missing:
+        raise ValueError(f"{path} is not a file of benchmarks/warmup_seeds.py: it lacks {missing}")
+    runs["end_loss"] = {int(seed): value for seed, value in runs["end_loss"].items()}
+    if sorted(runs["end_loss"]) != sorted(runs["seeds"]):
+        raise ValueError(f"{path}: end_loss has seeds {sorted(runs['end_loss'])}, expected {sorted(runs['seeds'])}")
+    return runs

@@ -1,4 +1,4 @@
-"""Exercises of lesson 06 (transformer blocks): LayerNorm by hand, RMSNorm, the parameter count of the
+"""Exercises of lesson 06 (transformer blocks): LayerNorm's gradient by hand, RMSNorm, the parameter count of the
 paper's base model, a parallel block, and a prediction in each numbered section."""
 
 import numbers
@@ -44,87 +44,93 @@ def _compare_cases(answer, reference, wrong, cases, atol=1e-6):
     return None
 
 
-# --- 1. LayerNorm by hand (practice) ---------------------------------------------------------------
+# --- 1. LayerNorm's gradient by hand (practice) ---------------------------------------------------
 
 
-def _layer_norm_solution(x, g, b, eps):
+def _normalise(x, eps):
+    """N(x) = (x - mu) / sqrt(biased variance + eps) over the last axis, and that root: (..., H), (..., 1)."""
     mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
-    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)  # (..., 1): biased, divide by H
-    return g * (x - mu) / torch.sqrt(var + eps) + b  # (..., H)
+    s = torch.sqrt(((x - mu) ** 2).mean(dim=-1, keepdim=True) + eps)  # (..., 1)
+    return (x - mu) / s, s
 
 
-def _layer_norm_unbiased(x, g, b, eps):
-    mu = x.mean(dim=-1, keepdim=True)
-    return g * (x - mu) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps) + b  # H - 1: wrong
+def _layer_norm_grad_solution(x, grad_out, eps):
+    mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
+    s = torch.sqrt(((x - mu) ** 2).mean(dim=-1, keepdim=True) + eps)  # (..., 1): biased variance
+    n = (x - mu) / s  # (..., H): N(x)
+    along_n = (grad_out * n).mean(dim=-1, keepdim=True)  # (..., 1)
+    return (grad_out - grad_out.mean(dim=-1, keepdim=True) - n * along_n) / s  # (..., H)
 
 
-def _layer_norm_over_batch(x, g, b, eps):
-    mu = x.mean(dim=0, keepdim=True)  # batch norm's axis: wrong
-    var = ((x - mu) ** 2).mean(dim=0, keepdim=True)
-    return g * (x - mu) / torch.sqrt(var + eps) + b
+def _layer_norm_grad_only_scale(x, grad_out, eps):
+    return grad_out / _normalise(x, eps)[1]  # both removed directions kept: wrong
 
 
-def _layer_norm_eps_outside(x, g, b, eps):
-    mu = x.mean(dim=-1, keepdim=True)
-    sigma = ((x - mu) ** 2).mean(dim=-1, keepdim=True).sqrt()
-    return g * (x - mu) / (sigma + eps) + b  # eps added to sigma, not to the variance: wrong
+def _layer_norm_grad_keeps_shift(x, grad_out, eps):
+    n, s = _normalise(x, eps)
+    return (grad_out - n * (grad_out * n).mean(dim=-1, keepdim=True)) / s  # the mean of grad_out kept: wrong
 
 
-def _layer_norm_bias_inside(x, g, b, eps):
-    mu = x.mean(dim=-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
-    return g * ((x - mu) / torch.sqrt(var + eps) + b)  # b scaled by g: wrong
+def _layer_norm_grad_keeps_scaling(x, grad_out, eps):
+    n, s = _normalise(x, eps)
+    return (grad_out - grad_out.mean(dim=-1, keepdim=True)) / s  # the part along N(x) kept: wrong
 
 
-_LAYER_NORM_MISTAKES = [
-    mistake("divide by H - 1 (torch.var's default) instead of H", _layer_norm_unbiased, says="H - 1"),
+def _layer_norm_grad_times_sigma(x, grad_out, eps):
+    n, s = _normalise(x, eps)
+    return (grad_out - grad_out.mean(dim=-1, keepdim=True) - n * (grad_out * n).mean(dim=-1, keepdim=True)) * s
+
+
+_LAYER_NORM_GRAD_MISTAKES = [
     mistake(
-        "take the mean over the batch (dim 0, batch norm's axis) instead of each token's features",
-        _layer_norm_over_batch,
-        says="batch norm's axis",
+        "return grad_out / sqrt(var + eps) without removing any direction",
+        _layer_norm_grad_only_scale,
+        says="without removing",
     ),
     mistake(
-        "add eps to sigma instead of inside the square root", _layer_norm_eps_outside, says="inside the square root"
+        "forget to subtract the mean of grad_out (the direction 'add the same number to every feature')",
+        _layer_norm_grad_keeps_shift,
+        says="mean of grad_out",
     ),
     mistake(
-        "add b before multiplying by g (g * (N(x) + b) instead of g * N(x) + b)",
-        _layer_norm_bias_inside,
-        says="g * N(x) + b",
+        "forget to subtract N(x) times the mean of grad_out * N(x) (the direction 'scale the token')",
+        _layer_norm_grad_keeps_scaling,
+        says="scale the token",
+    ),
+    mistake(
+        "multiply by sqrt(var + eps) instead of dividing", _layer_norm_grad_times_sigma, says="instead of dividing"
     ),
 ]
 
 
-def _layer_norm_cases():
+def _layer_norm_grad_cases():
     g_ = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
     cases = []
     for shape, eps in [((3, 4), 1e-5), ((2, 5, 6), 1e-5), ((4, 3), 0.5)]:
-        H = shape[-1]
         x = 2.0 * torch.randn(*shape, generator=g_, dtype=torch.float64) + 1.0
-        g = torch.rand(H, generator=g_, dtype=torch.float64) + 0.5
-        b = torch.randn(H, generator=g_, dtype=torch.float64)
-        cases.append(((x, g, b, eps), f"x of shape {shape}, eps={eps}"))
+        grad_out = torch.randn(*shape, generator=g_, dtype=torch.float64)
+        cases.append(((x, grad_out, eps), f"x of shape {shape}, eps={eps}"))
     return cases
 
 
 @exercise(
     hint="""
-    Over the last axis (dim=-1, keepdim=True): mu = mean, var = mean of (x - mu)**2 (divide by H,
-    not H - 1, so not torch.var's default), then g * (x - mu) / sqrt(var + eps) + b.
+    Write n = (x - mu) / s with s = sqrt(var + eps) (biased var, last axis). The gradient is
+    (grad_out - mean(grad_out) - n * mean(grad_out * n)) / s, the means over the last axis
+    (keepdim=True): two directions removed, then divided by s. Derive it from
+    dn_i/dx_j = (delta_ij - 1/H - n_i n_j / H) / s.
     """,
-    reference=_layer_norm_solution,
+    reference=_layer_norm_grad_solution,
     kind="practice",
-    wrong=_LAYER_NORM_MISTAKES,
+    wrong=_LAYER_NORM_GRAD_MISTAKES,
 )
-def layer_norm(answer):
-    """answer(x (..., H), g (H,), b (H,), eps) -> LayerNorm over the last axis, as torch.nn.LayerNorm."""
-    for (x, g, b, eps), _label in _layer_norm_cases():  # the reference is torch.nn.LayerNorm itself
-        ln = nn.LayerNorm(x.shape[-1], eps=eps, dtype=torch.float64)
-        with torch.no_grad():
-            ln.weight.copy_(g)
-            ln.bias.copy_(b)
-        assert torch.allclose(ln(x), _layer_norm_solution(x, g, b, eps))
-    with torch.no_grad():
-        return _compare_cases(answer, _layer_norm_solution, _LAYER_NORM_MISTAKES, _layer_norm_cases())
+def layer_norm_grad(answer):
+    """answer(x (..., H), grad_out (..., H), eps) -> the gradient of (grad_out * N(x)).sum() with respect to x."""
+    for (x, grad_out, eps), _label in _layer_norm_grad_cases():  # the reference is autograd itself
+        x_ = x.clone().requires_grad_()
+        (grad_out * torch.nn.functional.layer_norm(x_, x.shape[-1:], eps=eps)).sum().backward()
+        assert torch.allclose(x_.grad, _layer_norm_grad_solution(x, grad_out, eps))
+    return _compare_cases(answer, _layer_norm_grad_solution, _LAYER_NORM_GRAD_MISTAKES, _layer_norm_grad_cases())
 
 
 # --- 2. RMSNorm (transfer) ----------------------------------------------------------------------------
