@@ -68,7 +68,7 @@ from utils.translator.evaluate import (
 )
 from utils.translator.model import Seq2SeqTransformer, eval_mode, parameter_counts
 from utils.translator.torch_reference import TorchSeq2Seq, copy_into_ours, randomize_layer_norms, with_final_norms
-from utils.translator.train import make_optimizer, noam_lr, shift_targets, train
+from utils.translator.train import noam_lr, shift_targets, train
 
 torch.set_num_threads(recipe.TRAIN["num_threads"])
 torch.manual_seed(0)
@@ -77,7 +77,7 @@ print("threads:", torch.get_num_threads())
 # %% [markdown]
 # ## 1. The data and the batches: English → "Neo"
 #
-# The source language is a small piece of English: `NP VERB NP [PREP NP]`, where a noun phrase is a
+# The source language is a small piece of English (with `a` even before vowels): `NP VERB NP [PREP NP]`, where a noun phrase is a
 # determiner, up to two adjectives and a noun. The invented language *Neo* differs from it in three ways:
 #
 # - **word order**: the verb goes to the end, a prepositional phrase becomes a *post*position phrase
@@ -195,11 +195,10 @@ assert ds.tgt_vocab.decode(ids) == list(ds.train[0].tgt)
 # Source and target are padded separately.
 
 # %%
-src, tgt = to_tensors(ds.train[:4], ds.src_vocab, ds.tgt_vocab)  # (4, S), (4, T)
-print("src", tuple(src.shape))
-print(src)
-print("tgt", tuple(tgt.shape))
-print(tgt)
+src, tgt = to_tensors(ds.train[:4], ds.src_vocab, ds.tgt_vocab)  # (4, S), (4, T): ids
+print("src", tuple(src.shape), "| tgt", tuple(tgt.shape), "| the first two target rows, as words:")
+for row in tgt[:2]:
+    print(" ".join(ds.tgt_vocab.itos[i] for i in row.tolist()))
 
 # %% [markdown]
 # **Teacher forcing.** In training the decoder reads the *correct* previous words, not its own guesses:
@@ -400,12 +399,9 @@ print(
     f"✓ our warm-up ends at step {peak}; on the paper's schedule the learning rate would still be rising at our "
     f"last step, {cfg['steps']}"
 )
-adam = make_optimizer(model)[0].defaults  # the optimizer train builds
-assert adam["betas"] == (0.9, 0.98) and adam["eps"] == 1e-9
-print("✓ train's Adam has the paper's β₁, β₂ and ε")
 
 # %% [markdown]
-# Now train. How long it takes depends on the computer (this run's time is printed below). Losses differ
+# Now train. The time taken depends on the computer (this run's is printed below). Losses differ
 # between computers (1300 steps amplify a float's last bits).
 
 # %% tags=["nbval-ignore-output"]
@@ -441,6 +437,8 @@ fig = plot_training_history(history["loss"], history["lr"])
 # %% tags=["hide-input"]
 assert abs(first - np.log(len(ds.tgt_vocab))) < 0.5 and last < 0.02  # nats per target word
 print("✓ the first losses are about ln(vocabulary size); the last 50 steps average almost zero")
+assert history["adam"] == {"betas": (0.9, 0.98), "eps": 1e-9}  # the optimizer train used
+print("✓ the Adam that trained the model had the paper's β₁, β₂ and ε")
 
 # %% [markdown]
 # **What the paper adds (section 5.4).** It announces "three types of regularization", then describes two.
@@ -469,8 +467,9 @@ print(
 #
 # **Label smoothing's target.** Plain cross-entropy pushes the right word's probability towards 1.
 # With label smoothing the target $q$ keeps $1 - \varepsilon$ for the right word and spreads
-# $\varepsilon$ evenly over the *whole* vocabulary of $V$ words (torch's form; the paper gives only
-# $\varepsilon_{ls} = 0.1$; its code spreads it over the $V - 1$ others); the loss is $-\sum_k q_k \log p_k$.
+# $\varepsilon$ evenly over the *whole* vocabulary of $V$ words; the loss is $-\sum_k q_k \log p_k$. The paper
+# gives only $\varepsilon_{ls} = 0.1$, citing Szegedy et al. [36], whose section 7 defines this form (as torch
+# does); the paper's code spreads $\varepsilon$ over the $V - 1$ others.
 #
 # **Predict, then check.** With $\varepsilon = 0.1$ and our $V$ = 112 Neo tokens (108 words and 4
 # special tokens), what probability does the smoothed target give the right word?
@@ -754,21 +753,34 @@ print(
     "no head looks at it often"
 )
 
+# %% tags=["hide-input"]
+dets = copied = 0  # training determiners, and those whose noun (either number) is already written
+for p in ds.train:
+    for j in (j for j, role in enumerate(p.role) if role == "det"):
+        noun = next(w for w, a, r in zip(p.tgt, p.alignment, p.role) if r == "noun" and a == p.agrees_with[j])
+        written = [w[:-1] for w, r in zip(p.tgt[:j], p.role[:j]) if r == "noun"]  # stems: endings are 1 letter
+        dets, copied = dets + 1, copied + (noun[:-1] in written)
+assert copied / dets < 0.1
+print(
+    f"✓ a determiner's noun has usually not been written before it: it has (in either number), earlier in the "
+    f"sentence, for {copied:,d} of the {dets:,d} training determiners ({copied / dets:.1%})"
+)
+
 # %% [markdown]
-# So a determiner's gender is in nothing the decoder has written yet: it must come through
+# So a determiner's gender is usually in nothing the decoder has written yet: it must come through
 # cross-attention (the encoder could also have copied it to another English word). There one head peaks on
 # the English noun, also the next Neo word's English word, but elsewhere seldom looks one word ahead
 # ("Going further"). An adjective's noun is already written, so self-attention could supply the gender: a
 # cross-attention head is *unnecessary*, not necessarily absent. A verb's subject is written too, yet
-# whether a head reads it varies between runs (the recipe's model seeds 0 to 4, seed 0 under other CPU
-# settings, and this run):
+# whether a head reads it varies between runs (the range the recipe notes for its earlier runs, model seeds
+# 0 to 4 and seed 0 under other CPU settings, widened to this run):
 
 # %%
 this_run = agree["verb"].max().item()  # this notebook's verb figure
 lowest, highest = (f(this_run, *recipe.VERB_HEAD_ON_SUBJECT_RANGE) for f in (min, max))  # the recorded runs
 print(
-    f"verb: the best head looks at the subject noun {lowest:.2f} to {highest:.2f} of the time, over the recipe's "
-    "runs and this one"
+    f"verb: the best head looks at the subject noun {lowest:.2f} to {highest:.2f} of the time, over the runs "
+    "the recipe notes and this one"
 )
 
 # %% [markdown]
@@ -805,7 +817,8 @@ cross_attention_explorer(model, ds.src_vocab, ds.tgt_vocab, sentence=example, la
 # ## Summary
 #
 # - One parallel pass gives the loss at every target position (causal mask).
-# - Unlike the paper, we share no weight matrix; × √d_model brings embeddings to the PE's scale.
+# - Unlike the paper, we share no weight matrix; embeddings start as $N(0, d_{\text{model}}^{-1/2})$ draws, and
+#   × √d_model brings them to the PE's scale.
 # - Our recipe sets the paper's dropout and label smoothing (0.1 each) to 0.
 # - New sentences come out almost perfect, but never a word form the model was not trained to output (a
 #   word-level vocabulary's limit).

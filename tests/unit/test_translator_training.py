@@ -50,6 +50,7 @@ def test_loss_falls(trained):
     first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
     assert last < 0.7 * first, f"loss went from {first:.3f} to {last:.3f}"
     assert all(t > 0 for t in history["tokens"])
+    assert history["adam"] == {"betas": (0.9, 0.98), "eps": 1e-9}  # the paper's, section 5.3
 
 
 def test_training_is_deterministic(ds):

@@ -110,7 +110,8 @@ def train(
     """Train `model` in place for `steps` steps on padded tensors src (N, S), tgt (N, T); return the history.
     tgt may instead be a data.DropoutTargets: each batch's targets are then cut afresh (BPE-dropout).
 
-    The history holds per-step "loss", "lr" and "tokens" (target positions trained on), and "seconds".
+    The history holds per-step "loss", "lr" and "tokens" (target positions trained on), "seconds", and "adam":
+    the betas and eps of the Adam optimizer it trained with.
     With `progress` (True: a ProgressLine; or a ProgressLine subclass), a progress bar ends as the finished bar
     with the mean loss of the last 50 steps.
     """
@@ -127,6 +128,7 @@ def train(
     opt, sched = make_optimizer(model, warmup, factor)
     data = batches(src, tgt, batch_size, seed, pad_id)
     history = {"loss": [], "lr": [], "tokens": []}
+    history["adam"] = {key: opt.param_groups[0][key] for key in ("betas", "eps")}
     model.train()
     start = time.perf_counter()
     bar = line(steps) if progress else None

@@ -309,9 +309,11 @@ _FLOOR_MISTAKES = [
     explain=f"""
     With epsilon = 0.1 the floor is {_floor_solution(0.1, 112):.3f} nats for our 112 tokens (section 3's best
     prediction) and {_floor_solution(0.1, 37000):.2f} for the paper's English-German vocabulary of about 37,000:
-    the V - 1 small entries contribute about epsilon * ln(V / epsilon), so the floor grows with ln V. A
-    smoothed model's training loss cannot approach 0, whatever it learns: with epsilon = 0.1, section 3's loss,
-    almost zero without smoothing, could not have fallen below {_floor_solution(0.1, 112):.3f} nats per target word.
+    the V - 1 small entries contribute about epsilon * ln(V / epsilon), so the floor grows with ln V. torch's
+    smoothed loss cannot approach 0, whatever the model learns: with epsilon = 0.1, section 3's loss, almost
+    zero without smoothing, could not have fallen below {_floor_solution(0.1, 112):.3f} nats per target word. The
+    paper's code (tensor2tensor) subtracts the floor of its own target (the V - 1 form) from the loss it
+    reports, so that loss can reach 0.
     """,
 )
 def label_smoothing_floor(answer):
@@ -659,12 +661,13 @@ _NOUN_WORDS = {
     ],
     explain="""
     The determiner, in this run. It comes before its noun in Neo, so when the decoder writes it, the gender
-    is in nothing the decoder has written yet: it has to come through cross-attention. Reading the English
-    noun is one way (the encoder could also have copied the gender to another English word), and it is
-    what this model's heads do. An adjective follows its noun: the noun is already written, so the
-    decoder's self-attention could supply the gender and no cross-attention head is needed. Needed is not
-    the same as absent: a verb's subject is also already written, yet over the recipe's runs the best head
-    reads the English subject anywhere from rarely to always.
+    is usually in nothing the decoder has written yet (unless the same noun came earlier in the sentence): it
+    has to come through cross-attention. Reading the English noun is one way (the encoder could also have
+    copied the gender to another English word), and it is what this model's heads do. An adjective follows
+    its noun: the noun is already written, so the decoder's self-attention could supply the gender and no
+    cross-attention head is needed. Needed is not the same as absent: a verb's subject is also already
+    written, yet over the runs the recipe notes the best head reads the English subject anywhere from rarely
+    to always.
     """,
 )
 def predict_head_on_noun(answer):
