@@ -213,8 +213,8 @@ CHARACTER_COST_MISSES = [
     kind="prediction",
     wrong=band_mistakes(CHARACTER_COST_MISSES),
     explain="""
-    About 13 times: the targets are about 3.6 times longer, and self-attention scores grow with the square. (The
-    mean of T^2 is a little more than the square of the mean T, since lengths vary.)
+    About 13 times: the targets are about 3.6 times longer, and self-attention scores grow with the square. (A
+    little more than 3.6 squared, because character-level lengths vary more, relative to their mean, than words'.)
     """,
 )
 def predict_character_cost(answer):
