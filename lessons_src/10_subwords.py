@@ -96,7 +96,7 @@ print("✓ no held-out form occurs in a training translation")
 # vocabulary. Pairs never cross a word boundary.
 #
 # **The end of a word.** The last character carries a marker, `kano` → `k a n o</w>`, so an ending `o</w>` is
-# another symbol than an `o` inside a word, and decoding knows where each word stops. The paper's
+# another symbol than an `o` inside a word, and decoding knows where each word stops. Sennrich et al.'s
 # Algorithm 1 writes `</w>` as a symbol of its own (`l o w </w>`); the authors' later code (subword-nmt,
 # from its version 0.2) and Hugging Face `tokenizers` with `end_of_word_suffix="</w>"` attach it to the last
 # character, as we do. Ties between equally frequent pairs go to the pair whose left symbol came first
@@ -161,7 +161,7 @@ def join(tokens):
 
 
 # %% [markdown]
-# The paper's own example corpus: `low` 5 times, `lower` 2, `newest` 6, `widest` 3.
+# Sennrich et al.'s own example corpus: `low` 5 times, `lower` 2, `newest` 6, `widest` 3.
 
 # %%
 toy = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
@@ -469,8 +469,8 @@ print(
 
 # %% [markdown]
 # Could sub-words write these sentences about as well as the seen ones, 0.9 or more of them exactly right? Over
-# its three seeds, no setting stored here does on average; single seeds do. Where a BPE-dropout run with 30 merges
-# falls short, one form may account for much of it:
+# its three seeds, no setting stored here does on average; single seeds do. With 30 merges and dropout, one form
+# may account for much of a seed's shortfall, and which one varies by seed:
 
 # %%
 n_unseen = len(ds.test_unseen)
@@ -542,8 +542,8 @@ print(
 # %% [markdown]
 # So with plain BPE, a form was written more often when its siblings end in their ending as a token. That is a
 # pattern over three seeds, not a cause: "the siblings carry their ending" and "the siblings are cut right after
-# their stem" pick the same forms here (for an adjective they are one property), so either could be what helps; and with BPE-dropout at the
-# same merges the pattern breaks. A form's own cut is not the whole story either: `veke`, cut `v e ke</w>` with
+# their stem" pick the same forms here (for an adjective they are one property), so either could be what helps;
+# and with BPE-dropout at the same merges it no longer holds form by form, though those forms stay ahead on average. A form's own cut is not the whole story either: `veke`, cut `v e ke</w>` with
 # the object marker `ke` as its last token, is among the forms written most often. BPE-dropout shows each word
 # cut in several ways; how often do `fela`, `feli`, `fele` end in their ending alone?
 
@@ -574,8 +574,8 @@ print(
 # ## 4. Which source word does an ending look at?
 #
 # An adjective's ending carries its noun's gender and number, and English marks neither on the adjective: the
-# decoder must find them in the noun: the English noun, through cross-attention, or the Neo noun it has already
-# written, through self-attention. Lesson 07's word-level model writes an adjective as one token, and while
+# decoder must find them in the noun: the English noun, through cross-attention, or the Neo noun (and usually
+# a determiner) already written, through self-attention. Lesson 07's word-level model writes an adjective as one token, and while
 # it wrote one, no head looked at the noun often. Here the ending is a token of its own (`a</w>` in
 # `rub a</w>`). While the decoder writes it, at which source word is each cross-attention head's arg-max: the **agreeing noun**, the **word translated**
 # (the English adjective), or one of that word's neighbours, the **previous** or **next word**?
@@ -729,9 +729,8 @@ check.predict_character_cost(my_guess_character_cost)
 
 # %% [markdown]
 # What does each cut buy for its length? Every stored setting with three seeds, against its plain-cut target
-# length (BPE-dropout makes the training targets a little longer still). For the training cost we print the
-# target tokens trained over the recipe's steps, not clock times: the stored runs shared a busy machine, so
-# their times say more about the load than about the setting (the live run printed its own time).
+# length (BPE-dropout's training targets are longer still, more so with more merges). For the training cost we
+# print target tokens trained, not clock times, which the machine's load distorted (the live run printed its own).
 
 # %%
 order = sorted(
@@ -793,7 +792,8 @@ print("✓ at the same 100 merges, BPE-dropout writes more unseen-forms sentence
 #   merges, dropout did better than plain BPE in every seed.
 # - With plain BPE, a held-out form was written more often when its seen siblings end in their ending as a token
 #   of their own, over the three seeds. It is a pattern, not a cause: seed by seed it is mixed, with BPE-dropout
-#   at the same merges it breaks, and here it picks the same forms as "siblings cut right after the stem".
+#   at the same merges it no longer holds form by form, and here it picks the same forms as "siblings cut right
+#   after the stem".
 # - In the run trained here and in three stored seeds of its setting, one cross-attention head looks at an
 #   adjective's noun while writing its ending, also when the noun is two words on, where a head that only looked
 #   one word ahead would miss it; in three word-level seeds, the head picked the same way seldom does. For verbs
