@@ -302,8 +302,9 @@ offset_explorer()
 # The reading notes say the dot product "decays symmetrically and smoothly". Symmetric and smooth, yes
 # (section 1; a sum of cosines). But it does not fall at every step: the fast pairs (small
 # $i$, $\omega_i$ near 1) wobble with periods from $2\pi$ up, and when enough of them swing back the sum
-# rises again. So a score separates near offsets clearly and far ones barely. We mark every $k$ with
-# $f(k+1) > f(k)$, and find the two offsets in $0 \dots 200$, at least 5 apart, with the closest scores.
+# rises again. So the score keeps near offsets in order but not far ones, some of which score almost alike.
+# We mark every $k$ with $f(k+1) > f(k)$, and find the two offsets in $0 \dots 200$, at least 5 apart, with the
+# closest scores.
 
 # %%
 ks = torch.arange(0, 201, dtype=torch.float64)  # (201,)
@@ -529,9 +530,10 @@ plt.show()
 
 # %% [markdown]
 # Concatenation's low share at small $d$ is not PE's doing: among 1000 random words in 8 dimensions, a word's
-# own vector often loses the dot product to a longer one. At equal total width adding wins at 8, 16 and 32 (at 16
-# about half the words against a quarter); at width 64 both recover nearly every word. So the dot
-# product sees the word through the added position once $d$ is large. And the position through the word? We
+# own vector often loses the dot product to a longer one. At equal total width, with PE in half of $[e; PE]$'s
+# columns (the only split measured), adding wins at 8, 16 and 32 (at 16 about half the words against a
+# quarter); at width 64 both recover nearly every word. So the dot product sees the word through the added
+# position once $d$ is large. And the position through the word? We
 # read it back by the same rule, $\arg\max_s x \cdot PE_s$, from the same tokens ($[e; PE_t]$ gives $t$ exactly):
 
 # %% tags=["nbval-ignore-output"]
@@ -744,10 +746,8 @@ print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 # units (its weight is $e^{\text{gap}}$ times the runner-up's); at the paper's 64 the lead is about 3 units, the
 # typical top weight about 0.95, the typical Jacobian norm under a third of the scaled one's. Scaled, the weights
 # stay soft. Unscaled, the gradient reaching $q \cdot k$ skips the factor $1/\sqrt{d_k}$ but passes a saturated
-# softmax, the more so the fewer the keys (the top one stands further ahead). At $d_k = 64$ it is 2 to 4% of the
-# scaled gradient with 2 keys, a third to a half with 5, about as much with 10, over three times more with 50
-# (*Going further*). So at the paper's $d_k$ unscaled scores starve the gradient where a query has fewer than
-# about 10 keys, as in a causal mask's first rows (lesson 04). One query ($d_k = 512$, seed 0's median gap):
+# softmax, the more so the fewer the keys (the top one stands further ahead); *Going further* measures how much.
+# One query ($d_k = 512$, seed 0's median gap):
 
 # %%
 d_k = 512
@@ -873,11 +873,11 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 # - The dot product decays with $|k|$, not monotonically; at $d_{model} = 128$ it never comes back above a
 #   third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$. Adding PE
-#   loses little of the word when $d$ is large (and beats concatenating at equal widths 8 to 32), but blurs
-#   the position by a step or two.
+#   loses little of the word when $d$ is large (and, at equal widths 8 to 32, beats concatenating with PE in
+#   half the columns), but blurs the position by a step or two.
 # - $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at $d_k = 512$ the softmax is nearly
 #   one-hot and almost no gradient reaches $q\cdot k$ (10 keys); at 64 the typical top weight is already about
-#   0.95, and $q \cdot k$ gets 2 to 4% of the scaled gradient with 2 keys (saturated), about as much with 10.
+#   0.95.
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
