@@ -679,7 +679,7 @@ def predict_head_on_noun(answer):
         return (
             "an adjective follows its noun in Neo: the noun is already written, so the decoder's own "
             "self-attention could read its gender and no cross-attention head is needed (needed, not "
-            "forbidden: in this run none looks at the noun when an adjective is written)"
+            "forbidden: in this run, when an adjective is written, no head looks at the noun often)"
         )
     if choice == "adjective":
         return (
