@@ -225,7 +225,7 @@ print("masked:  ", [f"{c:.1e}" for c in changes_masked])
 print("no mask: ", [f"{c:.2f}" for c in changes_nomask])
 
 # %% [markdown]
-# > **Going further:** an `inf` or NaN pad makes the real outputs NaN even with the mask; see
+# > **Going further:** an `inf` or NaN pad puts NaN into the real outputs even with the mask; see
 # > [the end of the lesson](#going-further).
 
 # %% [markdown]
@@ -297,8 +297,11 @@ check.predict_nan_gradient_entries(my_guess_nan)
 
 # %% [markdown]
 # Backprop multiplies row 0's NaN weights by that row's zero gradient, and $0 \cdot \text{NaN} = \text{NaN}$.
-# The fix: keep the diagonal. Position $i$ may attend to every $j \le i$, itself included, and
-# $-\infty$ only for $j > i$. By hand, then `utils.masks.causal_mask`:
+# The paper's rule (section 3.2.3) keeps the diagonal: "self-attention layers in the decoder allow each
+# position in the decoder to attend to all positions in the decoder up to and including that position."
+# So position $i$ may attend to every $j \le i$, itself included, and gets $-\infty$ only for $j > i$ (the
+# step "Mask (opt.)" between the scaling and the softmax in the paper's Figure 2). By hand, then
+# `utils.masks.causal_mask`:
 
 # %%
 naive_causal = torch.zeros(n, n, dtype=torch.bool)  # (n, n)
@@ -423,8 +426,9 @@ for i in range(T_y):  # Python counts from 0; the table counts from 1, like y_1 
 # Training feeds the decoder the true target, shifted (**teacher forcing**), and one pass gives all $T$
 # next-word predictions at once: by section 4's test, output $i$ under the causal mask is what a pass over
 # positions $\le i$ alone would give, so there is no need to run the decoder $T$ times.
-# `utils.experiments.next_token.shift_right(targets, bos_id)` does the same to token ids (lesson 07's
-# translator reads its targets this way):
+# `utils.experiments.next_token.shift_right(targets, bos_id)` does the same to token ids. (Lesson 07's
+# translator gets the same pair from `utils.translator.train.shift_targets`, whose targets already
+# start with `<bos>`.)
 
 # %% tags=["hide-input"]
 ids = {word: idx for idx, word in enumerate(["<bos>"] + target)}
@@ -518,7 +522,10 @@ check.predict_strict_mask_unshifted(my_guess_leak)
 # %% [markdown]
 # The leak goes through the **query**: position $i$'s query is built from $y_i$, and it decides how to
 # weigh the earlier tokens. Position 0 has no key and position 1 has one, whose weight is 1 whatever the
-# query, so the query can only help from position 2 on. The trained models' accuracy, position by position:
+# query, so the query can only help from position 2 on. What it can use: when $y_i$ already occurred
+# among the earlier tokens, the query can put its weight on that copy and read $y_i$ from its value. On
+# random tokens an earlier copy becomes likelier with $i$ ($1 - (7/8)^i$ for 8 kinds). The trained models'
+# accuracy, position by position:
 
 # %% tags=["nbval-ignore-output"]
 by_position = np.array([per_position for _, _, per_position in strict_fits])  # (seeds, T)
@@ -532,8 +539,9 @@ assert np.all(by_position[:, 2:] > acc_chance + 0.08)
 print("✓ positions 0 and 1 at chance, positions 2 to 5 above it, in 5 of 5 seeds")
 
 # %% [markdown]
-# The query is the only route: change token $i$ alone in an untrained strict model, and output $i$
-# changes from position 2 on, while no earlier output does:
+# With $j < i$ and no residual, the query is the only way token $i$ reaches output $i$, and the route is
+# open: change token $i$ alone in an untrained strict model, and output $i$ changes from position 2 on,
+# while no earlier output does:
 
 # %% tags=["hide-input"]
 reached = []
@@ -619,7 +627,8 @@ assert torch.isnan(plain[0, :3]).all() and not torch.isnan(plain[0, 3:]).any()
 print("✓ plain softmax: NaN in rows 0-2; utils: exact zeros there, and finite gradients")
 
 # %% [markdown]
-# `F.scaled_dot_product_attention` (same mask convention as ours) does the same, in this torch version:
+# `F.scaled_dot_product_attention` (same mask convention as ours) does the same, in the torch version this
+# lesson pins:
 
 # %% tags=["nbval-ignore-output"]
 torch_out = F.scaled_dot_product_attention(x_left, x_left, x_left, attn_mask=left_mask)  # (1, T, d_model)
@@ -700,7 +709,8 @@ check.predict_float16_masked_row(my_guess_fp16)
 # %% [markdown]
 # So an added $-10^9$ gives a uniform row in float32 and NaN in float16. In float64 the scores survive
 # and the row is the softmax of the *unmasked* scores; `masked_fill`, which *replaces* the scores, gives
-# uniform rows in float32 and float64 and refuses $-10^9$ on a float16 tensor. `utils` uses $-\infty$
+# uniform rows in float32 and float64 and refuses $-10^9$ on a float16 tensor. Our
+# `scaled_dot_product_attention` uses $-\infty$
 # and treats an empty row explicitly: a query that may attend to nothing receives nothing, zeros, in
 # every dtype.
 #
@@ -750,8 +760,9 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 #   shift a model copies its answer; with the slides' $j < i$ and no shift it still beats chance,
 #   through its query.
 # - Masks combine with a logical AND. A fully-masked row: plain softmax → NaN; an added $-10^9$ mask →
-#   uniform in float32 (the scores round away), NaN once cast to float16; `utils` → zeros, as does
-#   `F.scaled_dot_product_attention` in this torch version.
+#   uniform in float32 while the scores are within ±32 (they round away), NaN once cast to float16;
+#   `utils.attention.scaled_dot_product_attention` → zeros, as does `F.scaled_dot_product_attention` in
+#   the torch version this lesson pins.
 #
 # ## Exercises
 #
@@ -830,11 +841,11 @@ check.packed_causal_mask(packed_causal_mask)
 #
 # ### Pads that are not finite
 #
-# The padding mask protects the real outputs only from finite pads. An `inf`, $-\infty$ or NaN pad turns
-# the real outputs of its sentence into NaN, in two ways. As a key, its score is NaN: the dot product of
-# a real query (whose entries have both signs) with an all-`inf` key adds $+\infty$ and $-\infty$ terms,
-# and $\infty - \infty$ is NaN; adding the mask's $-\infty$ does not remove a NaN, so the softmax makes
-# every weight of the row NaN. As a value alone (keys finite), it does get weight 0, but $0 \cdot \infty$
+# The padding mask protects the real outputs only from finite pads. A pad made entirely of `inf`,
+# $-\infty$ or NaN turns the real outputs of its sentence into NaN, in two ways. As a key, its score is
+# NaN: the dot product of a real query (whose entries have both signs) with an all-`inf` key adds
+# $+\infty$ and $-\infty$ terms, and $\infty - \infty$ is NaN; adding the mask's $-\infty$ does not remove
+# a NaN, so the softmax makes every weight of the row NaN. As a value alone (keys finite), it does get weight 0, but $0 \cdot \infty$
 # and $0 \cdot \text{NaN}$ are NaN:
 
 # %% tags=["hide-input"]
@@ -952,8 +963,10 @@ print("✓ with out_proj.bias = 0.5, need_weights=False gives 0.5 in every entry
 
 # %% [markdown]
 # So the same situation gives zeros or NaN, depending on the function, on `need_weights`, and even on
-# the number of heads and whether anything needs a gradient (in this torch version). `utils` always
-# gives zeros.
+# the number of heads and whether anything needs a gradient (in the torch version this lesson pins).
+# `utils.attention.scaled_dot_product_attention` always gives zeros. A module with an output projection
+# returns that projection's bias wherever its attention gives zeros, as `nn.MultiheadAttention` did above
+# (lesson 05's `MultiHeadAttention` does the same).
 
 # %% [markdown]
 # ## Sources
