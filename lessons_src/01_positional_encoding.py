@@ -396,8 +396,16 @@ check.predict_first_pair_distance(my_guess_first_pair)
 #
 # Each pair's **wavelength**, $2\pi / w_i = 2\pi \cdot 10000^{2i/d_{model}}$, is a
 # constant factor $10000^{2/d_{model}}$ longer than the previous one: a geometric progression, a
-# straight line on a log scale. Together the fast and slow waves tell positions apart, like the digits
-# of a clock.
+# straight line on a log scale. Each pair is a point going round its circle, like a hand of a clock,
+# and together the fast and slow hands tell positions apart, as a clock's second, minute and hour
+# hands tell the time.
+#
+# The reading notes call PE "a generalization of binary encoding", in this sense.
+# Write the position in binary: bit $k$ is 0 for $2^k$ positions, then 1 for $2^k$, a square wave of
+# wavelength $2^{k+1}$, twice the previous bit's. PE keeps that plan, one periodic digit per column
+# pair with wavelengths in a geometric progression, and changes two things: a smooth sine and cosine
+# instead of the square wave, and the ratio $10000^{2/d_{model}}$ (printed below) instead of 2. Binary
+# is not one of its settings: whatever the base, the first pair's wavelength is $2\pi$, not 2.
 
 # %%
 d_model = 512
@@ -629,10 +637,10 @@ print(f"✓ the two CATs: identical before PE, {offset_4:.4f} apart after it, in
 #
 # ## Exercises
 #
-# One exercise builds the table the way `utils` does; three use its formula on questions the lesson
-# did not ask. Replace `raise NotImplementedError` with your code and run the cell. Stuck?
-# `check.pe_table.hint()` gives a hint, `check.pe_table.solution()` a solution (likewise for the
-# others).
+# One exercise builds the table the way `utils` does; two use its formula on questions the lesson
+# did not ask; the last takes a question of section 4 to any base. Replace `raise NotImplementedError`
+# with your code and run the cell. Stuck? `check.pe_table.hint()` gives a hint,
+# `check.pe_table.solution()` a solution (likewise for the others).
 #
 # **1. The whole table, without loops.** Write `pe_table(max_len, d_model)` returning the
 # `(max_len, d_model)` table as a NumPy array (or a tensor), using broadcasting instead of Python loops.
@@ -826,8 +834,10 @@ print(f"✓ truncation reproduces the deck's row; rounding does not (columns {di
 # the last entry, $0.99999999\ldots$, rounds to 1.0000.
 #
 # Next to these numbers, the copy of the deck we work from (text taken from the slides) writes
-# other exponents: the first pair as $\sin(1/10000^{4/517})$, the last as $\sin(1/10000^{40/517})$,
-# and every entry of $PE(0)$ as $0/10000\frac{1}{101}$. We cannot tell from that copy whether the
+# other exponents: the first two pairs both as $\sin(1/10000^{4/517})$, $\cos(1/10000^{4/517})$, the
+# last as $\sin(1/10000^{40/517})$, and every entry of $PE(0)$ as $0/10000\frac{1}{101}$. One exponent
+# for two pairs cannot give the deck's own two different sines, 0.8414 and 0.8218 in the table above,
+# so those expressions do not match the deck's numbers. We cannot tell from that copy whether the
 # slides themselves read so or the text was garbled in the copying. What we can check is which
 # exponents give the deck's own numbers. The formula's exponent is $2i/d_{model}$: 0 for the first
 # pair ($i = 0$) and $510/512$ for the last ($i = 255$):

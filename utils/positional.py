@@ -25,7 +25,10 @@ def sinusoidal_encoding(max_len, d_model, base=10000.0, dtype=torch.float32):
     pe = torch.empty(max_len, len(w) * 2, dtype=torch.float64)  # (max_len, d_model)
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles)
-    return pe.to(dtype)  # computed in float64, then cast, so float32 values are correctly rounded
+    # Computed in float64, then cast. For positions below 10,000 every float32 entry is within about 3e-8
+    # (half a float32 step at 1) of the exact value, and almost every one is the nearest float32; a few
+    # entries very close to 0 are not, as there a float32 step is smaller than the float64 error in pos * w_i.
+    return pe.to(dtype)
 
 
 class PositionalEncoding(nn.Module):
