@@ -212,9 +212,9 @@ print("  with each head's scores divided by √d_k = 2 and by no other of the fo
 check.predict_head_scale(my_guess_scale)
 
 # %% [markdown]
-# The same equality for five more sizes and seeds, `(d_model, h, T_q, T_k)` from one head to eight,
-# with cross-attention (queries from one sequence, keys and values from another, of a different length in
-# three of the five),
+# The same equality at five sizes, section 1's and four more, each with its own seed,
+# `(d_model, h, T_q, T_k)` from one head to eight, with cross-attention (queries from one sequence, keys
+# and values from another, of a different length in three of the five),
 # a padded key, and both of our paths (`need_weights=True` and `False`):
 
 # %% tags=["nbval-ignore-output"]
@@ -367,9 +367,12 @@ print(
 
 # %% [markdown]
 # Section 6.2: "While single-head attention is 0.9 BLEU worse than the best setting, quality also drops
-# off with too many heads." Its next sentence hints at a reason for the second half, since 32 heads leave
-# $d_k = 16$: "In Table 3 rows (B), we observe that reducing the attention key size $d_k$ hurts model
-# quality." Here is a task where the single head's handicap is literally true.
+# off with too many heads." Its next paragraph is about rows (B), where only $d_k$ changes: "In Table 3
+# rows (B), we observe that reducing the attention key size $d_k$ hurts model quality. This suggests that
+# determining compatibility is not easy and that a more sophisticated compatibility function than dot
+# product may be beneficial." Linking the two is our reading, not the paper's: 32 heads leave $d_k = 16$,
+# so small keys may be part of why too many heads hurt. Here is a task where the single head's handicap
+# is literally true.
 # Each sequence has 6 tokens of `d_model = 8` features:
 #
 # * features 0–3: random **content** on every token;
@@ -673,8 +676,9 @@ print("✓ a single head picks one neighbour, and misses half of the target")
 
 # %% [markdown]
 # A single head reads one neighbour sharply and misses the other: a fixed split with $w = 1$, whose
-# error is the ½ of section 3. (Unlike section 3's single head, it does not get below ½; this lesson does
-# not measure why.) Here are the trained two heads on our sentence (each word gets a
+# error is the ½ of section 3. (Section 3's single head got well below ½; this one stays at ½ within
+# noise, between 0.4970 and 0.5039 over the 5 initialisations above; this lesson does not measure why.)
+# Here are the trained two heads on our sentence (each word gets a
 # random 4-number embedding, the same for both "the"s):
 
 # %%
@@ -721,9 +725,9 @@ check.predict_average_weight(my_guess_average)
 
 # %% [markdown]
 # Two faint diagonals: the average looks like one unsure head, while each real head is sharp. The paper
-# (section 4) saw the same division in its translation model: "Not only do individual attention heads
-# clearly learn to perform different tasks, many appear to exhibit behavior related to the syntactic and
-# semantic structure of the sentences."
+# (section 4) also saw heads take on different jobs in its translation model: "Not only do individual
+# attention heads clearly learn to perform different tasks, many appear to exhibit behavior related to the
+# syntactic and semantic structure of the sentences."
 #
 # ### Head explorer
 #
@@ -743,8 +747,10 @@ head_explorer(w_sentence, tokens=sentence)
 # ## Summary
 #
 # * Multi-head attention = project with $W^Q, W^K, W^V$ → split the `d_model` features into `h`
-#   heads of `d_k = d_model / h` → attend in each head, scaled by $\sqrt{d_k}$ → concatenate → $W^O$. It
-#   equals `utils.multihead.MultiHeadAttention` and `torch.nn.MultiheadAttention` with copied weights.
+#   heads of `d_k = d_model / h` → attend in each head, scaled by $\sqrt{d_k}$ → concatenate → $W^O$.
+#   With copied weights it equals `utils.multihead.MultiHeadAttention` and `torch.nn.MultiheadAttention`
+#   on every query with at least one key to attend to; a query whose keys are all masked gets NaN
+#   weights from `nn.MultiheadAttention` ([Going further](#going-further)).
 # * It has the same parameters ($4 d_{model}^2 + 4 d_{model}$) and matrix-product multiply–adds as one
 #   head of width `d_model`; the softmax work and the `(batch, h, T, T)` weights grow `h`-fold.
 # * What it buys is `h` independent softmaxes. A fixed split between two places scores ½ on the
@@ -992,7 +998,8 @@ print("✓ nn.TransformerEncoderLayer and DecoderLayer: a bool mask (True = not 
 # * Vaswani et al., 2017, "Attention Is All You Need", NeurIPS — section 3.2.2 (multi-head
 #   attention: the formula, $h = 8$, $d_k = d_v = d_{model}/h = 64$, the total cost "similar to that
 #   of single-head attention with full dimensionality", "With a single attention head, averaging
-#   inhibits this."); Table 3, base row and rows (A), and section 6.2 (BLEU for 1 to 32 heads).
+#   inhibits this."); Table 3, base row and rows (A), and section 6.2 (BLEU for 1 to 32 heads, and the
+#   paper's reading of rows (B)); section 4 (individual heads "learn to perform different tasks").
 # * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong) — multiple heads
 #   "Improve the “resolution” of the attention mechanism."
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT example) —
