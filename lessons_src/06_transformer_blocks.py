@@ -143,7 +143,7 @@ check.predict_order_aware(my_guess_order_aware)
 # $\mathbf g$ (PyTorch's `weight`, the YOUR CAT slide deck's γ) and $\mathbf b$ (`bias`, β) are
 # learned, one number per feature. Two details decide whether this matches PyTorch: σ uses the
 # **biased** variance (divide by H, not H − 1), and PyTorch adds a small ε inside the square root,
-# $\sqrt{\sigma^2 + \varepsilon}$ (as does the YOUR CAT slide deck), so a constant vector gives 0
+# $\sqrt{\sigma^2 + \varepsilon}$ (as does the YOUR CAT deck), so a constant vector gives 0
 # rather than 0/0.
 
 
@@ -168,12 +168,14 @@ print("✓ the formula gives what torch.nn.LayerNorm gives")
 
 
 # %% [markdown]
-# > **Going further:** "Biased variance and ε" shows what each detail changes.
+# > **Going further:** "Biased variance and ε" shows what each detail changes; "The slides' reasons for
+# > LayerNorm" weighs COMP7607's "Smoother gradients, faster training and better generalization
+# > accuracy" (Xu et al., 2019) and YOUR CAT's "stability" against what this lesson can show.
 
 # %% [markdown]
 # ### What the normalised values look like — not "between 0 and 1"
 #
-# The YOUR CAT slide deck says γ and β "introduce some fluctuations in the data, because maybe having
+# The YOUR CAT deck says γ and β "introduce some fluctuations in the data, because maybe having
 # all values between 0 and 1 may be too restrictive". "Fluctuations" is loose wording for a learned
 # scale and shift per feature ("What γ and β can and cannot do", in Going further); "between 0 and 1"
 # is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features** (with ε,
@@ -231,7 +233,7 @@ print("✓ over 5 seeds and 4 widths, no token's normalised values stay inside [
 # %% [markdown]
 # ### Batch norm or layer norm: which axis?
 #
-# The YOUR CAT slide deck draws a batch of 3 items, each with 4 features (its numbers, below).
+# The YOUR CAT deck draws a batch of 3 items, each with 4 features (its numbers, below).
 # **Batch norm** computes μ and σ² of each *feature* across the items of the batch (down the
 # columns here); **layer norm** computes them for each *item* across its features (along the rows).
 # In the picture, a black outline marks one group of numbers that share a μ and σ.
@@ -319,8 +321,8 @@ check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 # %% [markdown]
 # ## 3. Residual connections, post-norm and pre-norm
 #
-# Each sublayer `f` (attention or FFN) is wrapped in a **residual connection**: it adds its input
-# back, `x + f(x)`, so `f` only has to learn a change.
+# Each sublayer `f` (attention or FFN) is wrapped in a **residual connection** (He et al., 2016): it
+# adds its input back, `x + f(x)`, so `f` only has to learn a change.
 # Adding needs `f(x)` of `x`'s size: "to facilitate these residual connections", every sublayer and
 # the embeddings output `d_model` = 512 numbers per position (section 3.1). The paper then
 # normalises the sum, **post-norm**: `LayerNorm(x + f(x))`. Most code today
@@ -550,8 +552,9 @@ print(
 print(f"✓ with cross-attention cut to source position 0, changing source position 1 changes {cut_reached} of 4 outputs")
 
 # %% [markdown]
-# Every one: the causal mask limits which *target* positions a query sees; cross-attention lets each
-# target position attend to the whole (unpadded) source. Your guess:
+# Every one: the causal mask limits which *target* positions a query sees, while cross-attention "allows
+# every position in the decoder to attend over all positions in the input sequence" (section 3.2.3),
+# here all but padding. Your guess:
 
 # %%
 check.predict_positions_reading_source(my_guess_positions_reading_source)
@@ -585,8 +588,8 @@ def decoder_layer_by_hand(layer, y, memory, tgt_mask=None, memory_mask=None):
 # Copy the weights of PyTorch's layers (batch-first, ReLU, no dropout) into ours with `from_torch`
 # and compare by hand, `utils` and PyTorch, for both norm placements, with masks. The
 # `nn.Transformer*` layers read a boolean mask the other way round (lesson 05): `True` = *not
-# allowed*, in `attn_mask` / `tgt_mask` and `*_key_padding_mask` alike, so they get the negation of
-# ours.
+# allowed*, in `attn_mask` / `tgt_mask` and `*_key_padding_mask` alike, so they get ours
+# negated.
 #
 # **Predict, then check.** The source batch below has two sentences of 6 tokens: the first has no
 # padding, the second ends in 3 padding tokens. Hand torch's encoder layer *our* padding mask unchanged (`True` on the real tokens):
@@ -642,7 +645,8 @@ for norm_first, torch_enc in torch_encoders.items():
 
 # %% [markdown]
 # None: our mask, read as "blocked", hides every real token and lets each query see only padding — or,
-# in the first sentence, nothing at all. Your guess:
+# in the first sentence, nothing at all. Torch gives such a query numbers here (gradients on) but NaN
+# under `torch.no_grad()` (another code path, lesson 04). Your guess:
 
 # %%
 check.predict_tokens_right_with_our_mask(my_guess_tokens_right_with_our_mask)
@@ -708,8 +712,7 @@ print("✓ in 5 of 5 seeds, an encoder layer commutes with shuffling; a decoder 
 #   larger ones to its need for warm-up.
 # * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention with
 #   queries from the decoder and keys/values from the encoder.
-# * Our encoder and decoder layers, written out by hand, equal `utils.blocks` and PyTorch's with
-#   copied weights, once PyTorch is given the negation of our masks.
+# * Our layers, written out by hand, equal `utils.blocks` and PyTorch's (copied weights, negated masks).
 #
 # ## Exercises
 #
@@ -799,8 +802,9 @@ check.parallel_block(my_parallel_block)
 #
 # Detours from the main line, each with its own checks: LayerNorm's biased variance and ε, its ε on
 # tokens of tiny spread, what γ and β can and cannot do, batch norm in evaluation mode, a LayerNorm's
-# gradient and σ, stacks whose layers start different, where the largest gradient sits, warm-up and
-# post-norm, the paper's Table 3 (depth, width, dropout), and the fused attention path that training uses.
+# gradient and σ, the slides' reasons for LayerNorm, stacks whose layers start different, where the
+# largest gradient sits, warm-up and post-norm, the paper's Table 3 (depth, width, dropout), and the
+# fused attention path that training uses.
 
 # %% [markdown]
 # ### Biased variance and ε
@@ -1135,6 +1139,28 @@ print(
 )
 
 # %% [markdown]
+# ### The slides' reasons for LayerNorm
+#
+# *What this lesson shows of them, and what it cannot.*
+#
+# The COMP7607 slides credit LayerNorm with "Smoother gradients, faster training and better
+# generalization accuracy" (Xu et al., 2019); the YOUR CAT deck says it normalises each token
+# independently, "providing stability and ensuring the model generalizes well across the entire sequence".
+#
+# * **Gradients.** Xu et al. find the derivatives of the mean and variance "more important than forward
+#   normalization by re-centering and re-scaling backward gradients". That backward pass is what this
+#   lesson shows: exercise 1 derives it, and the detour above measures it (scaling a token by 7 divides
+#   the gradient's norm by 7; adding 10 to every feature leaves it unchanged). Whether it makes gradients
+#   smoother or training faster, the lesson cannot say: nothing here trains without LayerNorm.
+# * **Stability.** Section 3 shows a fixed scale at initialisation: post-norm's stream stays at RMS 1
+#   after every layer, at every depth tried, and pre-norm's final LayerNorm brings its grown stream back
+#   to 1. That is not stable training: post-norm, with a LayerNorm after every sublayer, is the variant
+#   that stays stuck without warm-up in most runs with copied layers ("Warm-up and post-norm", below).
+# * **Generalisation.** Nothing here compares a model with and without LayerNorm, so this claim is not
+#   tested. Xu et al. also report that the gain and bias "increase the risk of over-fitting and do not
+#   work in most cases", a point the YOUR CAT deck's case for γ and β leaves out and this lesson does not
+#   test either.
+#
 # ### Copied or independent layers
 #
 # *Section 3's stacks started every layer as a copy of the first; does its gradient gap need that?*
@@ -1516,20 +1542,21 @@ print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with
 # %% [markdown]
 # ## Sources
 #
-# * Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.1 (residual connection
-#   and LayerNorm around each sublayer, post-norm), 3.2.3 (the three uses of attention), 3.3 (the
-#   position-wise feed-forward network), 3.4 (one weight matrix shared by both embeddings and the
-#   pre-softmax projection), 5.1 (the shared vocabulary of about 37000 tokens), 5.3 (the warm-up
-#   schedule), 5.4 (dropout on each sublayer's output and on the sums of embeddings and positional
-#   encodings), Table 3 (the base model's sizes and parameter count; rows (C) and (D)).
+# * Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: sections 3.1 (residual connection
+#   and LayerNorm, post-norm), 3.2.3 (the three uses of attention), 3.3 (the feed-forward network),
+#   3.4 (one matrix shared by both embeddings and the output projection), 5.1 (vocabulary), 5.3
+#   (warm-up), 5.4 (dropout), Table 3 (sizes and parameter counts, rows (C) and (D)).
 # * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the layer-normalisation
-#   formula with $\mu$, $\sigma$, gain and bias.
+#   formula with $\mu$, $\sigma$, gain and bias, and its claimed benefits
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT worked
-#   example): γ, β, ε inside the square root, the 3-item batch of the batch-norm comparison, and
-#   the "between 0 and 1" claim corrected above.
-# * Reading notes on the paper (June 2020): the three kinds of attention, queries from the decoder
-#   and keys and values from the encoder in cross-attention.
+#   example): γ, β, ε inside the square root, "stability", the 3-item batch, and the "between 0
+#   and 1" claim corrected above.
+# * Reading notes on the paper (June 2020): the three kinds of attention.
 # * Ba, Kiros and Hinton (2016), "Layer Normalization", arXiv:1607.06450.
+# * He, Zhang, Ren and Sun (2016), "Deep Residual Learning for Image Recognition", CVPR: the residual
+#   connection (the paper's reference [11]).
+# * Xu, Sun, Zhang, Zhao and Lin (2019), "Understanding and Improving Layer Normalization", NeurIPS:
+#   LayerNorm's backward pass, and its gain and bias.
 # * Wang and Komatsuzaki (2021), "GPT-J-6B: A 6 Billion Parameter Autoregressive Language Model",
 #   released in the mesh-transformer-jax repository (github.com/kingoflolz/mesh-transformer-jax): a
 #   parallel block like exercise 4's.
