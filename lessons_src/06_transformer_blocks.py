@@ -645,8 +645,7 @@ for norm_first, torch_enc in torch_encoders.items():
 
 # %% [markdown]
 # None: our mask, read as "blocked", hides every real token and lets each query see only padding — or,
-# in the first sentence, nothing at all. Torch gives such a query numbers here (gradients on) but NaN
-# under `torch.no_grad()` (another code path, lesson 04). Your guess:
+# in the first sentence, nothing at all. Your guess:
 
 # %%
 check.predict_tokens_right_with_our_mask(my_guess_tokens_right_with_our_mask)
