@@ -153,10 +153,11 @@ print("✓ the shorter recipe still translates most held-out sentences exactly")
 my_guess_positions = None  # your answer: a number of positions
 
 # %% [markdown]
-# Why may we keep the old ones? With the causal mask, position $i$ of every decoder layer sees only
-# positions $\le i$, so appending a token changes nothing at the earlier positions: not their hidden
-# states, hence not their keys $x W^K$ and values $x W^V$. Checked in every decoder layer, for a 5-token
-# prefix and a 6th token appended. The decoder's input is built as in lesson 07 (embedding
+# Why may we keep the old ones? Masked self-attention layers "allow each position in the decoder to attend
+# to all positions in the decoder up to and including that position" (§3.2.3), so appending a token changes
+# nothing at the earlier positions: not their hidden states, hence not their keys $x W^K$ and values
+# $x W^V$. Checked in every decoder layer (the first layer's keys and values would match without the mask
+# too), for a 5-token prefix and a 6th token appended. The decoder's input is built as in lesson 07 (embedding
 # $\times \sqrt{d_{model}}$ plus PE), and `layer(h, memory, causal_mask, src_mask)` runs one decoder layer on
 # the hidden states `h`, attending to the encoder output `memory`:
 
@@ -383,7 +384,8 @@ print("✓ the formula gives the cache's bytes exactly")
 # decodes with beam search, "with a beam size of 4" (§6.1): four hypotheses per sentence, a batch of 4 in
 # the formula, each of at most "input length + 50" tokens (below: a 50-token input, in float32). A large
 # decoder-only model is another matter: 32 layers, 32 heads of $d_k = 128$, 4096 positions in 16-bit floats
-# (2 bytes), one sequence:
+# (2 bytes), one sequence. Both lines count self-attention only; the paper's cross-attention cache adds
+# more.
 
 # %%
 paper = kv_cache_bytes(6, 8, 64, 50 + 50, 4, batch=4)  # base model, beam of 4, 100 output tokens, float32
@@ -525,10 +527,9 @@ print("✓ at four shapes and block sizes: equal to torch.softmax, and a fully m
 # sum trick extends to it. Keep, for each query, a running output $a = \sum_j e^{s_j - m} v_j$ next to $m$
 # and $l$; when a block of keys raises the maximum to $m'$, multiply $a$ and $l$ by $e^{m - m'}$ and add the
 # block's terms; at the end, $o = a / l$. So we can go through the keys **block by block**, and the queries
-# too, holding a few $B \times B$ matrices at a time (a tile of scores and what the softmax makes of it;
-# section 5 counts them) instead of the $T \times T$ matrix. This is the
-# core of FlashAttention (Dao et al., 2022), which also fuses the whole loop into one GPU kernel so that each
-# tile stays in the chip's fast on-chip memory. By hand, for one head:
+# too, holding a few $B \times B$ matrices at a time (section 5 counts them) instead of the $T \times T$
+# matrix. This is the core of FlashAttention (Dao et al., 2022), which also fuses the whole loop into one
+# GPU kernel so that each tile stays in the chip's fast on-chip memory. By hand, for one head:
 
 
 # %%
@@ -707,6 +708,8 @@ check.memory_growth(my_guess_memory_growth)
 # method must write. At the smallest $T$ = 256, one tile is the whole matrix, and the loop keeps three
 # matrices of that size alive at once (the scores, the scores minus the running maximum, and their
 # exponentials) where the plain computation keeps two (scores and weights): there the tiles need more.
+# With more than one tile (from $T$ = 512 on), the previous tile's exponentials are held too: one matrix
+# more.
 
 
 # %% tags=["hide-input"]
@@ -817,7 +820,7 @@ check.window_skipped_tiles(my_window_skipped)
 # Tiling does the same matrix products as the plain computation, plus the rescaling; with the causal mask
 # it skips the tiles above the diagonal, which the plain computation computes and then masks. Our tiles are
 # a Python loop that launches several torch operations per tile; on a CPU, torch's
-# `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs, runs its own fused
+# `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs and no dropout, runs its own fused
 # FlashAttention-style kernel, `torch.ops.aten._scaled_dot_product_flash_attention_for_cpu`. Calling that
 # kernel directly gives the same bits, at three shapes, with and without the causal mask:
 

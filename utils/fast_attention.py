@@ -75,11 +75,14 @@ def _check_qkv(q, k, v):
 
 def tiled_attention(q, k, v, block_size=64, causal=False, query_block=None, return_stats=False):
     """softmax(q k^T / sqrt(d_k)) v computed query_block queries x block_size keys at a time (query_block
-    defaults to block_size), holding one tile of at most query_block x block_size scores per batch and head at a
-    time (and what the softmax makes of it), the whole (T_q, T_k) matrix only when one tile covers it: each key
-    block updates a running maximum m,
-    sum l and output with the online-softmax rescaling. With causal (key j allowed for query i when j <= i),
-    tiles entirely above the diagonal are skipped. With return_stats, also {"computed": n, "skipped": n}.
+    defaults to block_size): each key block updates a running maximum m, sum l and output with the
+    online-softmax rescaling. Per batch and head it holds a few tile-sized matrices of at most
+    query_block x block_size numbers at once, never the whole (T_q, T_k) matrix unless one tile covers it:
+    the current tile's scores, those scores minus the running maximum and their exponentials, and the
+    previous tile's exponentials, kept until the next tile's replace them (also from one query block to the
+    next): four at the peak, three when one tile covers the whole matrix. With causal (key j allowed for
+    query i when j <= i), tiles entirely above the diagonal are skipped. With return_stats, also
+    {"computed": n, "skipped": n}.
 
     q, k and v must be finite: where torch's kernels return NaN for a NaN or an infinity, which rows get NaN
     depends on the kernel (and here on the tiles skipped), so a non-finite input is refused, not guessed at."""
@@ -178,8 +181,9 @@ def grouped_query_attention(q, k, v, mask=None):
 
 
 def kv_cache_bytes(num_layers, num_kv_heads, d_k, length, bytes_per_value=4, batch=1):
-    """Bytes of a self-attention key-value cache: num_layers x 2 (keys and values) x num_kv_heads x d_k
-    x length x bytes_per_value, times batch sentences."""
+    """Bytes of a key-value cache: num_layers x 2 (keys and values) x num_kv_heads x d_k x length
+    x bytes_per_value, times batch sentences. length is the positions so far for the self-attention cache,
+    the source length for the cross-attention cache; each is counted on its own."""
     args = dict(
         num_layers=num_layers,
         num_kv_heads=num_kv_heads,
