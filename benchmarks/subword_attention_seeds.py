@@ -20,6 +20,7 @@ import torch  # noqa: E402
 from utils.experiments import subwords as experiment  # noqa: E402
 from utils.experiments.subword_attention import noun_head  # noqa: E402
 from utils.translator import recipe  # noqa: E402
+from utils.translator.train_cache import FLOAT_PATH  # noqa: E402
 
 OUT = experiment.ATTENTION_SEED_RUNS
 RUNS = (("word", None), ("dropout30", 500))  # (setting, steps; None: the recipe's): word level and the live run
@@ -69,7 +70,7 @@ def main(argv=None):
         "data_config": data_config,
         "model": dataclasses.asdict(model_config),
         "torch_version": torch.__version__,
-        "float_path": {v: os.environ.get(v) for v in ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS")},
+        "float_path": {v: os.environ.get(v) for v in FLOAT_PATH},
         "runs": {},
     }
     for name, steps in RUNS:

@@ -31,6 +31,7 @@ import torch  # noqa: E402
 
 from utils.experiments import subwords as experiment  # noqa: E402
 from utils.translator import recipe  # noqa: E402
+from utils.translator.train_cache import FLOAT_PATH  # noqa: E402
 
 QUICK = {
     "data": {"seed": 0, "n_train": 300, "n_val": 20, "n_test": 30, "n_test_unseen": 30},
@@ -178,7 +179,7 @@ def main(argv=None):
         "train": train_config,
         "cpu_count": os.cpu_count(),
         "torch_version": torch.__version__,
-        "float_path": {v: os.environ.get(v) for v in ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS")},
+        "float_path": {v: os.environ.get(v) for v in FLOAT_PATH},
     }
     report = None
     if args.diagnose_only:

@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 from utils.experiments import norm_probes
+from utils.translator.train_cache import FLOAT_PATH  # the variables that change float bits
 
-FLOAT_PATH_VARIABLES = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS")
 LAST_STEPS = 10  # the end loss is the mean of the last 10 steps, as in the lesson
 QUICK = {**norm_probes.WARMUP_SWEEP, "steps": 12, "num_layers": 2, "d_model": 8}
 
@@ -58,7 +58,7 @@ def main(argv=None):
             results = list(pool.map(run, [setup] * len(args.seeds), args.seeds))
     for seed, end in results:
         print(f"seed {seed}: loss at the end {end:.3f}", file=sys.stderr)
-    env = {k: os.environ[k] for k in FLOAT_PATH_VARIABLES if k in os.environ}
+    env = {k: os.environ[k] for k in FLOAT_PATH if k in os.environ}
     result = {
         "command": "".join(f"{k}={v} " for k, v in env.items())
         + "python benchmarks/warmup_seeds.py"
