@@ -1,6 +1,7 @@
 """What a sequence layer costs, counted from the layer itself (the columns of Table 1 of Vaswani et al., 2017):
 its arithmetic, its chain of dependent operations, and the path between two positions."""
 
+import inspect
 import time
 from collections import deque
 
@@ -73,9 +74,11 @@ def count_flops(fn, *args):
     switched off while counting: the recurrent layers run PyTorch's own kernels, whose products are counted.
     """
     validation.function("fn", fn)
-    no_fused_kernels = torch.backends.mkldnn.flags(
-        enabled=False, deterministic=None, allow_tf32=None, fp32_precision=None
-    )
+    flags = torch.backends.mkldnn.flags
+    keep = {
+        k: None for k in ("deterministic", "allow_tf32", "fp32_precision") if k in inspect.signature(flags).parameters
+    }
+    no_fused_kernels = flags(enabled=False, **keep)  # the other flags as they are (their names vary by torch version)
     with torch.no_grad(), no_fused_kernels, FlopCounterMode(display=False) as counter:
         fn(*args)
     return counter.get_total_flops()
