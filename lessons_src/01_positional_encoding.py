@@ -731,8 +731,6 @@ first_pair_gap = (2 * torch.sin(far_positions / 2)).abs()  # (10^6,) |(sin p, co
 print(
     f"closest return of the first pair in 10^6 positions: {first_pair_gap.min():.1e}, at position {int(first_pair_gap.argmin()) + 1}"
 )
-assert first_pair_gap.min() > 0
-print("✓ the first pair alone never returns to (0, 1) at positions 1 to 10^6")
 
 # %% [markdown]
 # **A causal mask sees the order.** Section 1's attention had no mask. Under the decoder's causal
@@ -905,13 +903,34 @@ print("✓ as d_model grows, the two tables' shortest wavelengths and their long
 # The authors' tensor2tensor code (`get_timing_signal_1d`) reaches both: its exponents step by
 # $1/(d_{model}/2 - 1)$, and it lays out all the sines, then all the cosines, not interleaved.
 
+
 # %% tags=["hide-input"]
-num_timescales = 512 // 2  # tensor2tensor: d_model / 2 wavelengths, evenly spaced in log from 2 pi to 10000 x 2 pi
-log_steps = torch.arange(num_timescales, dtype=torch.float64) * math.log(10000) / (num_timescales - 1)
-t2t_wavelengths = 2 * math.pi * torch.exp(log_steps)  # (d_model / 2,)
-assert math.isclose(t2t_wavelengths[0].item(), 2 * math.pi, rel_tol=1e-12)
-assert math.isclose(t2t_wavelengths[-1].item(), 10000 * 2 * math.pi, rel_tol=1e-12)
-print("✓ with exponents stepping by 1/(d_model/2 - 1), the wavelengths run from exactly 2 pi to exactly 10000 x 2 pi")
+def t2t_timing_signal(length, channels, min_timescale=1.0, max_timescale=1.0e4):
+    """tensor2tensor's get_timing_signal_1d, in torch: all the sines, then all the cosines."""
+    position = torch.arange(length, dtype=torch.float64)  # (length,)
+    num_timescales = channels // 2
+    log_timescale_increment = math.log(max_timescale / min_timescale) / (num_timescales - 1)
+    inv_timescales = min_timescale * torch.exp(
+        torch.arange(num_timescales, dtype=torch.float64) * -log_timescale_increment
+    )  # (channels/2,)
+    scaled_time = position[:, None] * inv_timescales[None, :]  # (length, channels/2)
+    return torch.cat([torch.sin(scaled_time), torch.cos(scaled_time)], dim=1)  # (length, channels)
+
+
+for d in (4, 16, 64, 128, 512, 1024):
+    t2t = t2t_timing_signal(50, d)  # (50, d): sines in columns 0 .. d/2 - 1, cosines after them
+    interleaved = torch.empty_like(t2t)  # (50, d)
+    interleaved[:, 0::2], interleaved[:, 1::2] = t2t[:, : d // 2], t2t[:, d // 2 :]
+    ours = sinusoidal_encoding(50, d, base=10000 ** (d / (d - 2)), dtype=torch.float64)  # (50, d)
+    assert torch.allclose(interleaved, ours, rtol=0, atol=1e-12)
+    assert not torch.allclose(interleaved, sinusoidal_encoding(50, d, dtype=torch.float64), rtol=0, atol=1e-3)
+    t2t_wl = wavelengths_of(interleaved)  # (d/2,), read from the table
+    assert math.isclose(t2t_wl[0], 2 * math.pi, rel_tol=1e-12)
+    assert math.isclose(t2t_wl[-1], 10000 * 2 * math.pi, rel_tol=1e-9)
+print(
+    "✓ at 6 of 6 widths tensor2tensor's table, its sines and cosines interleaved, is ours with base 10000^(d_model/(d_model - 2))"
+)
+print("✓ read from that table, its wavelengths run from exactly 2 pi to exactly 10000 x 2 pi")
 
 # %% [markdown]
 # `utils` numbers the pairs **from 0**, as the paper's formula implies: its fastest pair has angular
