@@ -156,8 +156,8 @@ my_guess_positions = None  # your answer: a number of positions
 # Why may we keep the old ones? Masked self-attention layers "allow each position in the decoder to attend
 # to all positions in the decoder up to and including that position" (§3.2.3), so appending a token changes
 # nothing at the earlier positions: not their hidden states, hence not their keys $x W^K$ and values
-# $x W^V$. Checked in every decoder layer (the first layer's keys and values would match without the mask
-# too), for a 5-token prefix and a 6th token appended. The decoder's input is built as in lesson 07 (embedding
+# $x W^V$. Checked in every decoder layer but the first, whose keys and values match by construction, for a
+# 5-token prefix and a 6th token appended. The decoder's input is built as in lesson 07 (embedding
 # $\times \sqrt{d_{model}}$ plus PE), and `layer(h, memory, causal_mask, src_mask)` runs one decoder layer on
 # the hidden states `h`, attending to the encoder output `memory`:
 
@@ -171,16 +171,19 @@ with torch.no_grad():
     x5 = model.tgt_embed(ys[:, :5]) * math.sqrt(model.d_model) + model.pe[:5]  # (1, 5, d_model): one token fewer
     memory1, src_mask1 = model.encode(src1)  # (1, S, d_model), (1, 1, S)
     h5, h6 = x5, x6  # each layer's input, without and with the 6th token
-    for layer in model.decoder.layers:
+    assert len(model.decoder.layers) >= 2  # at least one layer where the check can fail
+    for i, layer in enumerate(model.decoder.layers):
         sa = layer.self_attn
-        assert torch.allclose(sa.W_k(h6)[:, :5], sa.W_k(h5), rtol=0, atol=1e-5)  # keys of the first 5 positions
-        assert torch.allclose(sa.W_v(h6)[:, :5], sa.W_v(h5), rtol=0, atol=1e-5)  # values
+        if i > 0:  # the first layer's inputs are the same embeddings: equal by construction
+            assert torch.allclose(sa.W_k(h6)[:, :5], sa.W_k(h5), rtol=0, atol=1e-5)  # keys of the first 5 positions
+            assert torch.allclose(sa.W_v(h6)[:, :5], sa.W_v(h5), rtol=0, atol=1e-5)  # values
         h5 = layer(h5, memory1, causal_mask(5), src_mask1)  # (1, 5, d_model): the next layer's input
         h6 = layer(h6, memory1, causal_mask(6), src_mask1)  # (1, 6, d_model)
     k5, v5 = split_heads(a.W_k(x5), a.num_heads), split_heads(a.W_v(x5), a.num_heads)  # (1, h, 5, d_k)
 print(
-    f"✓ in all {len(model.decoder.layers)} decoder layers, the first 5 positions' keys and values stay the same "
-    "when a 6th token is appended"
+    f"✓ in every decoder layer after the first ({len(model.decoder.layers) - 1} of {len(model.decoder.layers)}), "
+    "the first 5 positions' keys and values stay the same when a 6th token is appended "
+    "(in the first layer they match by construction: the same 5 embeddings go in)"
 )
 
 # %% [markdown]
