@@ -2,7 +2,6 @@
 positional encoding is one of PE_KINDS, a training loop of a fixed number of steps, accuracy per test length;
 its figures are in utils.figures.extrapolation."""
 
-import json
 import math
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from torch import nn
 
 from utils import validation
 from utils.blocks import Encoder
+from utils.experiments.stored import stored_json
 from utils.masks import padding_mask
 from utils.multihead import MultiHeadAttention, split_heads
 from utils.positional import LearnedPositionalEncoding, PositionalEncoding, apply_rotary, sinusoidal_encoding
@@ -269,13 +269,10 @@ SEED_RUNS = Path(__file__).resolve().parent / "data" / "extrapolation_seeds.json
 
 def load_seed_runs(path=SEED_RUNS):
     """The JSON written by benchmarks/extrapolation_seeds.py: {command, setup, seeds, runs[task][pe][seed]}."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} is missing: it ships with the utils package (utils/experiments/data/); recreate it with "
-            "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/experiments/data/extrapolation_seeds.json"
-        )
-    return json.loads(path.read_text())
+    return stored_json(
+        path,
+        "python benchmarks/extrapolation_seeds.py --seeds 0 1 2 3 4 --out utils/experiments/data/extrapolation_seeds.json",
+    )
 
 
 def seed_range(values):

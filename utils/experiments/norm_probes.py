@@ -1,6 +1,5 @@
 """Probes of a freshly initialised Encoder: activation scale and gradient norm per layer (lesson 06)."""
 
-import json
 import os
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from torch import nn
 
 from utils import validation
 from utils.blocks import Encoder, EncoderLayer
+from utils.experiments.stored import stored_json
 
 
 def _check_encoder_input(encoder, x):
@@ -262,13 +262,9 @@ def load_warmup_seeds(path=WARMUP_SEEDS):
     """The JSON written by benchmarks/warmup_seeds.py: {command, setup, last_steps, seeds, end_loss},
     end_loss[seed] (the mean loss of the run's last `last_steps` steps) keyed by int seed."""
     validation.instance("path", path, (str, os.PathLike), "path (str or pathlib.Path)")
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} is missing: it ships with the utils package (utils/experiments/data/); recreate it with "
-            "OMP_NUM_THREADS=1 python benchmarks/warmup_seeds.py --out utils/experiments/data/warmup_seeds.json"
-        )
-    runs = json.loads(path.read_text())
+    runs = stored_json(
+        path, "OMP_NUM_THREADS=1 python benchmarks/warmup_seeds.py --out utils/experiments/data/warmup_seeds.json"
+    )
     missing = [k for k in ("setup", "last_steps", "seeds", "end_loss") if k not in runs]
     if missing:
         raise ValueError(f"{path} is not a file of benchmarks/warmup_seeds.py: it lacks {missing}")

@@ -11,12 +11,12 @@ plain cut. The stored runs (benchmarks/subwords_seeds.py) are in data/subwords_s
 
 import dataclasses
 import functools
-import json
 from pathlib import Path
 
 import torch
 
 from utils import subwords, validation
+from utils.experiments.stored import stored_json
 from utils.translator import grammar, recipe
 from utils.translator.data import DropoutTargets, make_dataset, to_tensors, with_subword_targets
 from utils.translator.evaluate import exact_match, heldout_substitutions, token_accuracy, translate_pairs
@@ -131,11 +131,7 @@ def measure(model, data):
 
 def load_seed_runs(path=SEED_RUNS):
     """The stored runs of benchmarks/subwords_seeds.py, or of the script named in _MADE_BY (a dict; see the script)."""
-    path = Path(path)
-    if not path.exists():
-        script = _MADE_BY.get(path.name, "benchmarks/subwords_seeds.py")
-        raise FileNotFoundError(f"{path} is missing; make it with: python {script}")
-    return json.loads(path.read_text())
+    return stored_json(path, f"python {_MADE_BY.get(Path(path).name, 'benchmarks/subwords_seeds.py')}")
 
 
 # ---- diagnosis: which held-out forms get written ----
