@@ -413,12 +413,12 @@ x_demo, y_demo = make_two_places(1, torch.Generator().manual_seed(3))
 
 
 # %% tags=["nbval-ignore-output"]
-print(x_demo[0])
-print("target:", y_demo[0, 0])
-
-# %% tags=["hide-input"]
 where_a, where_b = int(x_demo[0, :, 4].argmax()), int(x_demo[0, :, 5].argmax())
 print("tokens:", tag_labels(x_demo[0]))
+print("content of A:", x_demo[0, where_a, :4], " of B:", x_demo[0, where_b, :4])
+print("target:      ", y_demo[0, 0], " (A's features 0-1, then B's 2-3)")
+
+# %% tags=["hide-input"]
 assert x_demo[0, :, 4:6].sum(0).tolist() == [1.0, 1.0] and x_demo[0, -1, 6] == 1 and (x_demo[0, -1, :4] == 0).all()
 assert torch.equal(y_demo[0, 0], torch.cat([x_demo[0, where_a, :2], x_demo[0, where_b, 2:4]]))
 print("✓ one token tagged A, one tagged B, the last one asks (no content); target = A's features 0-1, B's 2-3")
@@ -504,14 +504,8 @@ print("✓ one head splits its weight ½/½ and returns the blend ½(A+B), far f
 my_guess_split = None  # your answer: a number between 0 and 1
 
 # %% [markdown]
-# Its values can be any linear map of the content (the combined $W^V W^O$), so output feature 0 is
-# $m \cdot (wA + (1-w)B)$ for some vector $m$ (weight on the other tokens would only add their unrelated
-# content). A's and B's features are independent with variance 1, so regressing $A_0$ on $wA_0 + (1-w)B_0$
-# explains the share $w^2 / (w^2 + (1-w)^2)$ of its variance: the best $m$ leaves a mean squared error of
-# $(1-w)^2 / (w^2 + (1-w)^2)$ on features 0–1 (the part of B that leaks in) and $w^2 / (w^2 + (1-w)^2)$
-# on features 2–3. Fit the best linear read-out (least squares, with a bias) of the blend for five
-# splits, on 20 000 sequences, and compare each feature's error, as a share of its sample variance, with
-# these formulas:
+# Fit the best linear read-out (least squares, with a bias) of the blend $wA + (1-w)B$ for five splits
+# $w$, on 20 000 sequences:
 
 # %% tags=["nbval-ignore-output"]
 x_big, y_big = make_two_places(20_000, torch.Generator().manual_seed(4))
@@ -524,25 +518,21 @@ for w in (0.5, 0.6, 0.75, 0.9, 1.0):
     readout = torch.linalg.lstsq(design, y_big[:, 0]).solution  # (5, 4)
     per_feature[w] = ((design @ readout - y_big[:, 0]) ** 2).mean(0)  # (4,) error per target feature
     fixed_split[w] = per_feature[w].mean().item()
-unexplained = {w: errs / y_big[:, 0].var(0, correction=0) for w, errs in per_feature.items()}  # share of variance
 print("best error for weight w on A:", {w: round(e, 4) for w, e in fixed_split.items()})
-print("w = 0.75, share of each target feature's variance left unexplained:", unexplained[0.75].numpy().round(3))
 
 # %% tags=["hide-input"]
 assert all(abs(e - 0.5) < 0.02 for e in fixed_split.values())
 assert abs(fixed_split[0.75] - check.predict_fixed_split_error.reference) < 0.02
-for w, share in unexplained.items():
-    leak = (1 - w) ** 2 / (w**2 + (1 - w) ** 2)  # features 0-1: the share of B in the blend's variance
-    assert torch.allclose(share, torch.tensor([leak, leak, 1 - leak, 1 - leak]), atol=0.02), w
 print("✓ for w = 0.5, 0.6, 0.75, 0.9 and 1.0 the best read-out of a fixed split scores ½")
-print("✓ and each feature keeps the formula's share: (1-w)²/(w²+(1-w)²) on features 0-1, w²/(…) on 2-3")
 
 # %%
 check.predict_fixed_split_error(my_guess_split)
 
 # %% [markdown]
-# **No fixed split does better than ½**: the mean of the two errors is $\tfrac12$ for every $w$; a
-# fixed split only moves the error between the features. Now **train** both from random weights on the
+# **No fixed split does better than ½**: features 0–1 lose B's share of the blend's variance, features
+# 2–3 lose A's share, and the two shares add up to 1 for every $w$, so the mean error is ½
+# ([Going further](#going-further) derives the shares). A fixed split only moves the error between the
+# features. Now **train** both from random weights on the
 # same batches (120 steps of Adam), 5 initialisations each. `train_heads(make_batch, rows, num_heads,
 # seed)` (in `utils.experiments.head_training`) scores output features 0–3 at the query positions
 # `rows`; `heldout_error` scores a trained model on sequences it never saw.
@@ -598,7 +588,7 @@ plt.show()
 # too, so its weights on A and B change from sequence to sequence, and carry information a fixed blend
 # cannot.
 #
-# > **Going further:** that claim measured, the single head forced back to a fixed split, and how often
+# > **Going further:** where the ½ comes from, that claim measured, the single head forced back to a fixed split, and how often
 # > two trained heads divide the labour; see [the end of the lesson](#going-further).
 
 # %% [markdown]
@@ -677,7 +667,7 @@ print("✓ a single head picks one neighbour, and misses half of the target")
 # %% [markdown]
 # A single head reads one neighbour sharply and misses the other: a fixed split with $w = 1$, whose
 # error is the ½ of section 3. (Section 3's single head got well below ½; this one stays at ½ within
-# noise, between 0.4970 and 0.5039 over the 5 initialisations above; this lesson does not measure why.)
+# noise, as the minimum and maximum printed above show; this lesson does not measure why.)
 # Here are the trained two heads on our sentence (each word gets a
 # random 4-number embedding, the same for both "the"s):
 
@@ -766,31 +756,26 @@ head_explorer(w_sentence, tokens=sentence)
 #
 # Each checker prints ✓, what is wrong, or "not attempted yet". Stuck? Call
 # `check.<name>.hint()`; to see a reference answer, `check.<name>.solution()`. Each cell uses only its own
-# arguments. Exercises 2, 3 and 4 take the lesson to cases it did not show.
+# arguments. Exercises 1, 3 and 4 take the lesson to cases it did not show.
 
 # %% tags=["hide-input"]
 from utils.course.exercises import lesson05 as check
 
-# exercise 2's per-head matrices, on a fresh nn.MultiheadAttention: head i's queries are x @ W_Q[i] plus
-# head i's slice of in_proj_bias, the same as section 1's split_heads(x @ Wq_t.T + bq, num_heads)
-mha_3 = nn.MultiheadAttention(12, 3, batch_first=True)
-x_3 = torch.randn(2, 5, 12)  # (batch, T, d_model)
-W_Q, _, _ = check.split_in_proj.reference(mha_3.in_proj_weight.detach(), 3)  # (num_heads, d_model, d_k)
-W_q_linear, b_q = mha_3.in_proj_weight.detach()[:12], mha_3.in_proj_bias.detach()[:12]  # (d_model, d_model), (d_model,)
-assert torch.allclose(x_3[:, None] @ W_Q + b_q.view(3, 1, 4), split_heads(x_3 @ W_q_linear.T + b_q, 3), atol=1e-6)
-
 # %% [markdown]
-# **Exercise 1.** Write `my_split_heads(x, num_heads)`: `(batch, T, d_model)` →
-# `(batch, num_heads, T, d_k)`, head `i` holding columns `i·d_k … (i+1)·d_k − 1`.
-# (A plain `x.view(batch, num_heads, T, d_k)` has the right shape but mixes tokens — why?)
+# **Exercise 1. Each head's share of the output.** Section 1 concatenated the heads, then applied $W^O$.
+# The same output is a sum of one term per head, $\sum_i \mathrm{head}_i\, W^O_i$, each
+# $W^O_i$ a `d_k × d_model` block of $W^O$: which block? Write `my_head_contributions(heads, W_o)`, with
+# `heads` of shape `(batch, num_heads, T, d_k)` as in section 1 and `W_o` of shape `(d_model, d_model)`
+# applied as `concat @ W_o`. Return the terms, shape `(batch, num_heads, T, d_model)`, term `i` computed
+# from head `i` alone, so that their sum over the head axis is `merge_heads(heads) @ W_o`.
 
 
 # %%
-def my_split_heads(x, num_heads):
+def my_head_contributions(heads, W_o):
     raise NotImplementedError
 
 
-check.split_heads(my_split_heads)
+check.head_contributions(my_head_contributions)
 
 # %% [markdown]
 # **Exercise 2. Per-head matrices from PyTorch.** `nn.MultiheadAttention` (with its default
@@ -847,6 +832,28 @@ check.cross_attention_macs(my_cross_attention_macs)
 # %% [markdown]
 # ## Going further
 #
+# ### Where the ½ of a fixed split comes from
+#
+# Section 3's fixed split gives A the weight $w$ and B $1-w$ in every sequence. Its values can be any
+# linear map of the content (the combined $W^V W^O$), so output feature 0 is $m \cdot (wA + (1-w)B)$ for
+# some vector $m$ (weight on the other tokens would only add their unrelated content). A's and B's features are independent with variance 1, so regressing $A_0$ on $wA_0 + (1-w)B_0$
+# explains the share $w^2 / (w^2 + (1-w)^2)$ of its variance: the best $m$ leaves a mean squared error of
+# $(1-w)^2 / (w^2 + (1-w)^2)$ on features 0–1 (the part of B that leaks in) and $w^2 / (w^2 + (1-w)^2)$
+# on features 2–3. Compare each feature's error in section 3's fits, as a share of its sample
+# variance, with these formulas:
+
+# %% tags=["nbval-ignore-output"]
+unexplained = {w: errs / y_big[:, 0].var(0, correction=0) for w, errs in per_feature.items()}  # share of variance
+print("w = 0.75, share of each target feature's variance left unexplained:", unexplained[0.75].numpy().round(3))
+
+# %% tags=["hide-input"]
+for w, share in unexplained.items():
+    leak = (1 - w) ** 2 / (w**2 + (1 - w) ** 2)  # features 0-1: the share of B in the blend's variance
+    assert torch.allclose(share, torch.tensor([leak, leak, 1 - leak, 1 - leak]), atol=0.02), w
+print("✓ for w = 0.5, 0.6, 0.75, 0.9 and 1.0 each feature keeps the formula's share of its variance:")
+print("  (1-w)²/(w²+(1-w)²) on features 0-1, w²/(w²+(1-w)²) on features 2-3")
+
+# %% [markdown]
 # ### Why one trained head beats ½
 #
 # Section 3's trained single head scores below the ½ of any fixed split. Its query is the same in every
@@ -1016,8 +1023,6 @@ print("✓ nn.TransformerEncoderLayer and DecoderLayer: a bool mask (True = not 
 #   "Improve the “resolution” of the attention mechanism."
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT example) —
 #   the multi-head formula, printed with $W^Q$ and $W^V$ missing their subscript $i$.
-# * Reading notes on the paper (June 2020) — "Multi-head self-attention: split into parallel heads and
-#   embed into diff representation space".
 # * Shazeer, 2019, "Fast Transformer Decoding: One Write-Head is All You Need" — multi-query attention
 #   (exercise 3).
 # * Ainslie et al., 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head

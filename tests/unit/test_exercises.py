@@ -139,3 +139,36 @@ def test_dilated_layers_draws_only_growths_within_kernel_where_the_reach_has_no_
         layers = lesson00._dilated_layers_solution(n, kernel, growth)
         assert n - 1 in _reachable_offsets(kernel, growth, layers, below=n), (n, kernel, growth)
         assert layers == 0 or n - 1 not in _reachable_offsets(kernel, growth, layers - 1, below=n), (n, kernel, growth)
+
+
+def test_lesson05_split_in_proj_reference_gives_each_heads_queries_of_a_fresh_torch_layer():
+    import torch
+    from torch import nn
+
+    from utils.course.exercises import lesson05
+    from utils.multihead import split_heads
+
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(12, 3, batch_first=True)
+    x = torch.randn(2, 5, 12)  # (batch, T, d_model)
+    W_Q, _, _ = lesson05._split_in_proj(mha.in_proj_weight.detach(), 3)  # (num_heads, d_model, d_k)
+    W_q_linear, b_q = mha.in_proj_weight.detach()[:12], mha.in_proj_bias.detach()[:12]
+    by_head = x[:, None] @ W_Q + b_q.view(3, 1, 4)  # (batch, num_heads, T, d_k)
+    assert torch.allclose(by_head, split_heads(x @ W_q_linear.T + b_q, 3), atol=1e-6)
+
+
+def test_lesson05_head_contributions_reference_adds_up_to_a_real_forward_pass():
+    import torch
+
+    from utils.course.exercises import lesson05
+    from utils.multihead import MultiHeadAttention, split_heads
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(12, 3).eval()
+    x = torch.randn(2, 5, 12)  # (batch, T, d_model)
+    with torch.no_grad():
+        out, weights = mha(x, x, x)  # (batch, T, d_model), (batch, num_heads, T, T)
+        heads = weights @ split_heads(mha.W_v(x), 3)  # (batch, num_heads, T, d_k)
+        terms = lesson05._head_contributions(heads, mha.W_o.weight.T)  # (batch, num_heads, T, d_model)
+    assert torch.allclose(terms.sum(1) + mha.W_o.bias, out, atol=1e-5)
+    assert not torch.allclose(terms[:, 0], terms[:, 1], atol=1e-3)  # the heads write different terms

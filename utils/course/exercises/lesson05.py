@@ -1,5 +1,5 @@
 """Exercises of lesson 05 (multi-head attention): predict each head's scale, the parameter count of 8 heads,
-the error of a fixed split and the head average; split heads,
+the error of a fixed split and the head average; the output as a sum of one term per head,
 per-head matrices from `torch.nn.MultiheadAttention`, and the cost of multi-query / grouped-query attention."""
 
 import random
@@ -162,85 +162,109 @@ def predict_average_weight(answer):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Practice: split the heads.
+# Transfer: the output of W_o as a sum of one term per head (W_o's row blocks).
 
 
-def _split_heads_solution(x, num_heads):
-    batch, T, d_model = x.shape
-    return x.view(batch, T, num_heads, d_model // num_heads).transpose(1, 2)  # (batch, num_heads, T, d_k)
+def _head_contributions(heads, W_o):
+    num_heads, d_k = heads.shape[1], heads.shape[-1]
+    blocks = W_o.reshape(num_heads, d_k, W_o.shape[-1])  # (num_heads, d_k, d_model): rows i*d_k ... (i+1)*d_k - 1
+    return heads @ blocks  # (batch, num_heads, T, d_model)
 
 
-def _split_heads_no_transpose(x, num_heads):
-    batch, T, d_model = x.shape
-    return x.reshape(batch, num_heads, T, d_model // num_heads)
+def _contributions_linear_layout(heads, W_o):
+    return _head_contributions(heads, W_o.T)  # nn.Linear's (out, in) layout: row blocks of W_o.T
 
 
-def _split_heads_interleaved(x, num_heads):
-    batch, T, d_model = x.shape
-    return x.view(batch, T, d_model // num_heads, num_heads).permute(0, 3, 1, 2)
+def _contributions_interleaved(heads, W_o):
+    num_heads, d_k = heads.shape[1], heads.shape[-1]
+    return heads @ W_o.reshape(d_k, num_heads, W_o.shape[-1]).transpose(0, 1)  # every num_heads-th row
 
 
-def _split_heads_axes_not_moved(x, num_heads):
-    batch, T, d_model = x.shape
-    return x.view(batch, T, num_heads, d_model // num_heads)
+def _contributions_first_block(heads, W_o):
+    return heads @ W_o[: heads.shape[-1]]  # every head through rows 0 ... d_k - 1
+
+
+def _contributions_equal_shares(heads, W_o):
+    batch, num_heads, T, d_k = heads.shape
+    out = heads.transpose(1, 2).reshape(batch, T, num_heads * d_k) @ W_o  # (batch, T, d_model)
+    return (out / num_heads).unsqueeze(1).expand(batch, num_heads, T, W_o.shape[-1])  # the output split evenly
+
+
+_CONTRIBUTION_MISTAKES = {
+    _contributions_linear_layout: (
+        "you cut W_o.T, nn.Linear's (out, in) layout; here W_o is applied as concat @ W_o, so head i's "
+        "block is rows i*d_k ... (i+1)*d_k - 1 of W_o itself"
+    ),
+    _contributions_interleaved: (
+        "head i fills the contiguous columns i*d_k ... (i+1)*d_k - 1 of the concatenation, so it meets "
+        "the contiguous rows i*d_k ... (i+1)*d_k - 1 of W_o; yours takes every num_heads-th row"
+    ),
+    _contributions_first_block: (
+        "every head goes through the same first d_k rows of W_o; each head has its own block of rows"
+    ),
+    _contributions_equal_shares: (
+        "the terms add up to the output, but each is the whole output divided by num_heads: term i must "
+        "be computed from head i alone"
+    ),
+}
 
 
 @exercise(
     hint="""
-    View the last axis as (num_heads, d_k): x.view(batch, T, num_heads, d_k), giving
-    (batch, T, num_heads, d_k); then swap the T and head axes with .transpose(1, 2).
-    Reshaping straight to (batch, num_heads, T, d_k) cuts the memory in the wrong places.
+    concat @ W_o sums, over the d_model columns of concat, column j times row j of W_o. Head i fills
+    columns i*d_k ... (i+1)*d_k - 1 of concat. So the terms belonging to head i are its d_k values times
+    rows i*d_k ... (i+1)*d_k - 1 of W_o: reshape W_o to (num_heads, d_k, d_model) and let each head
+    multiply its own block (heads @ blocks broadcasts over the batch).
     """,
-    reference=_split_heads_solution,
+    reference=_head_contributions,
+    kind="transfer",
     wrong=[
-        mistake("reshape straight to (batch, num_heads, T, d_k)", _split_heads_no_transpose, says="cuts the memory"),
-        mistake("split the features as (d_k, num_heads)", _split_heads_interleaved, says="every num_heads-th column"),
-        mistake("stop before moving the head axis", _split_heads_axes_not_moved, says="transpose(1, 2)"),
+        mistake("cut nn.Linear's transposed layout", _contributions_linear_layout, says="nn.Linear"),
+        mistake("take every num_heads-th row for a head", _contributions_interleaved, says="every num_heads-th row"),
+        mistake("use the first block for every head", _contributions_first_block, says="same first d_k rows"),
+        mistake("split the output evenly", _contributions_equal_shares, says="head i alone"),
     ],
 )
-def split_heads(answer):
-    """answer(x (batch, T, d_model), num_heads) -> (batch, num_heads, T, d_k), head i = columns i*d_k:(i+1)*d_k."""
+def head_contributions(answer):
+    """answer(heads (batch, num_heads, T, d_k), W_o (d_model, d_model)) -> (batch, num_heads, T, d_model),
+    term i computed from head i alone, the terms summing over the head axis to concat @ W_o."""
     rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
-    heads = rng.randint(1, 4)
-    T = rng.choice([t for t in range(2, 7) if t != heads])  # T = num_heads would hide a missing transpose
-    drawn = (rng.randint(1, 3), T, heads * rng.randint(1, 4), heads)
-    for batch, T, d_model, h in [(2, 5, 12, 3), (1, 3, 8, 4), (3, 4, 6, 1), drawn]:
-        x = torch.arange(batch * T * d_model, dtype=torch.float32).reshape(batch, T, d_model)
-        got = answer(x.clone(), h)
-        where = f"for x of shape {tuple(x.shape)} and num_heads={h}"
+    heads_drawn = rng.randint(2, 4)
+    drawn = (rng.randint(1, 3), heads_drawn, rng.randint(1, 6), rng.randint(1, 4))
+    for batch, h, T, d_k in [(2, 3, 5, 4), (1, 2, 3, 3), (3, 4, 2, 2), (1, 1, 4, 6), drawn]:
+        d_model = h * d_k
+        with torch.random.fork_rng():
+            torch.manual_seed(batch * 1000 + h * 100 + T * 10 + d_k)
+            heads = torch.randn(batch, h, T, d_k)  # (batch, num_heads, T, d_k)
+            W_o = torch.randn(d_model, d_model)  # (d_model, d_model), applied as concat @ W_o
+        where = f"for heads of shape {tuple(heads.shape)} and W_o of shape {tuple(W_o.shape)}"
+        got = answer(heads.clone(), W_o.clone())
         if not isinstance(got, torch.Tensor):
-            return f"return a torch.Tensor, got {type(got).__name__}"
-        expected = _split_heads_solution(x, h)
-        if tuple(got.shape) == (batch, T, h, d_model // h) and torch.equal(got, _split_heads_axes_not_moved(x, h)):
-            return (
-                f"{where}: your shape is (batch, T, num_heads, d_k) = {tuple(got.shape)}; move the head "
-                "axis in front of T with .transpose(1, 2)"
-            )
+            return f"{where}: return a torch.Tensor, got {type(got).__name__}"
+        got = got.detach().to(heads.dtype)
+        expected = _head_contributions(heads, W_o)
         if tuple(got.shape) != tuple(expected.shape):
-            return f"{where}: expected shape {tuple(expected.shape)} (batch, num_heads, T, d_k), got {tuple(got.shape)}"
-        if torch.equal(got, expected):
+            return (
+                f"{where}: expected shape {tuple(expected.shape)} (batch, num_heads, T, d_model), "
+                f"got {tuple(got.shape)}"
+            )
+        if compare_arrays(got, expected, atol=1e-5) is None:
             continue
-        if torch.equal(got, _split_heads_no_transpose(x, h)):
+        for wrong, says in _CONTRIBUTION_MISTAKES.items():
+            if compare_arrays(got, wrong(heads, W_o), atol=1e-5) is None:
+                return f"{where}: {says}"
+        output = heads.transpose(1, 2).reshape(batch, T, d_model) @ W_o  # (batch, T, d_model): concat @ W_o
+        if compare_arrays(got.sum(1), output, atol=1e-4) is not None:
             return (
-                f"{where}: reshaping straight to (batch, num_heads, T, d_k) cuts the memory in the wrong "
-                "places: head 0 gets whole tokens instead of the first d_k columns of every token"
+                f"{where}: your terms summed over the head axis are not concat @ W_o "
+                "(head i meets the rows of W_o that its columns of the concatenation multiply)"
             )
-        if torch.equal(got, _split_heads_interleaved(x, h)):
-            return (
-                f"{where}: head i must hold the contiguous columns i*d_k ... (i+1)*d_k - 1; yours takes "
-                "every num_heads-th column (you split the features as (d_k, num_heads))"
-            )
-        idx = tuple(int(i) for i in (got != expected).nonzero()[0])
-        return (
-            f"{where}: element [batch, head, t, j] = {list(idx)} should be "
-            f"x[{idx[0]}, {idx[2]}, {idx[1] * (d_model // h) + idx[3]}] = {expected[idx]:.0f}, "
-            f"got {got[idx]:.0f} (head i holds columns i*d_k ... (i+1)*d_k - 1 of token t)"
-        )
+        return compare_arrays(got, expected, f"{where}: the terms add up to concat @ W_o, but term i", atol=1e-5)
     return None
 
 
 # ---------------------------------------------------------------------------------------------------
-# Transfer: per-head W_Q, W_K, W_V from torch.nn.MultiheadAttention's in_proj_weight.
+# Practice: per-head W_Q, W_K, W_V from torch.nn.MultiheadAttention's in_proj_weight.
 
 
 def _split_in_proj(in_proj_weight, num_heads):
@@ -297,7 +321,7 @@ _IN_PROJ_MISTAKES = {
     transpose the last two axes to (3, num_heads, d_model, d_k) and unbind the first axis.
     """,
     reference=_split_in_proj,
-    kind="transfer",
+    kind="practice",
     wrong=[
         mistake("keep nn.Linear's (out, in) layout", _in_proj_no_transpose, says="nn.Linear's"),
         mistake(
