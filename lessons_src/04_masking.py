@@ -623,8 +623,8 @@ assert empty_rows[0].tolist() == [True, True, True, False, False, False]
 
 # %% [markdown]
 # A plain softmax over an all $-\infty$ row gives NaN, as in section 3. Our `scaled_dot_product_attention`
-# returns **zero weights and a zero output** for such a row (the query attends to nothing), with no NaN in the forward or
-# backward pass. Its first 4 rows and features:
+# returns **zero weights and a zero output** for such a row (the query attends to nothing), with no NaN
+# in the forward or backward pass. Its first 4 rows and features:
 
 # %% tags=["nbval-ignore-output"]
 x_req = x_left.clone().requires_grad_()  # (1, T, d_model)
@@ -708,7 +708,6 @@ assert row_kind(w32[:3]) == "uniform" and row_kind(w16[:3]) == check.predict_flo
 assert torch.allclose(w16[3:].float(), w32[3:], atol=1e-3)  # rows with a key: the same in both
 print(f"✓ float32 numbers near 1e9 are {spacing:.0f} apart, and rows 0-2 hold scores within ±32,")
 print("  so an added -1e9 makes rows 0-2 uniform in float32, 1/6 on every key, the future ones too")
-print("✓ in float64 the scores survive: rows 0-2 are the softmax of the unmasked scores")
 print("✓ in float16 -1e9 becomes -inf and rows 0-2 are NaN")
 print("✓ rows 3-5 get the same weights from -1e9 as from -inf, and in float16 as in float32")
 
@@ -852,8 +851,8 @@ check.packed_causal_mask(packed_causal_mask)
 # $-\infty$ or NaN turns the real outputs of its sentence into NaN, in two ways. As a key, its score is
 # NaN: the dot product of a real query (whose entries have both signs) with an all-`inf` key adds
 # $+\infty$ and $-\infty$ terms, and $\infty - \infty$ is NaN; adding the mask's $-\infty$ does not remove
-# a NaN, so the softmax makes every weight of the row NaN. As a value alone (keys finite), it does get weight 0, but $0 \cdot \infty$
-# and $0 \cdot \text{NaN}$ are NaN:
+# a NaN, so the softmax makes every weight of the row NaN. As a value alone (keys finite), it does get
+# weight 0, but $0 \cdot \infty$ and $0 \cdot \text{NaN}$ are NaN:
 
 # %% tags=["hide-input"]
 padded = real & (~real).any(-1, keepdim=True)  # (batch, T): real tokens of the sentences that have pads
@@ -953,15 +952,16 @@ print("✓ rows 3-5 are finite and the same for all four")
 # - the module's default options (bias on, no `add_zero_attn` or `bias_k`/`bias_v`, `kdim` = `vdim` =
 #   `embed_dim`).
 #
-# The same input through a fresh module with 1 head and with
-# 2 heads, in evaluation mode, `need_weights=False`, in five settings: gradients on, `torch.no_grad()`,
-# frozen parameters (`requires_grad_(False)`), `torch.no_grad()` with a copy of the input as key and value,
-# and `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$ where masked; a 3-D
-# `attn_mask` must have one mask per sequence *and head*, so we pass the 2-D mask of our one sequence):
+# The same input through a fresh module with 1, 2, 4 and 8 heads (every head count that divides
+# $d_{model} = 16$), in evaluation mode, `need_weights=False`, in five settings: gradients on,
+# `torch.no_grad()`, frozen parameters (`requires_grad_(False)`), `torch.no_grad()` with a copy of the
+# input as key and value, and `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$
+# where masked; a 3-D `attn_mask` must have one mask per sequence *and head*, so we pass the 2-D mask of
+# our one sequence):
 
 # %%
 no_grad_runs = {}  # (num_heads, setting) -> what rows 0-2 hold
-for num_heads in (1, 2):
+for num_heads in (1, 2, 4, 8):
     torch.manual_seed(0)
     mha_h = torch.nn.MultiheadAttention(d_model, num_heads=num_heads, batch_first=True).eval()
     for setting in ("gradients on", "no_grad", "frozen", "no_grad, key a copy", "no_grad, float mask"):
@@ -979,10 +979,10 @@ print(f"and zeros in the other {sum(held == 'zeros' for held in no_grad_runs.val
 
 # %% tags=["hide-input"]
 assert not x_left.requires_grad
-assert nan_runs == [(2, "no_grad"), (2, "frozen")]
+assert nan_runs == [(num_heads, setting) for num_heads in (2, 4, 8) for setting in ("no_grad", "frozen")]
 assert all(held == "zeros" for run, held in no_grad_runs.items() if run not in nan_runs)
-print("✓ need_weights=False, eval mode: NaN only with 2 heads, nothing needing a gradient, a boolean mask,")
-print("  and one tensor as query, key and value")
+print("✓ need_weights=False, eval mode: NaN only with an even number of heads (2, 4, 8), nothing needing a")
+print("  gradient, a boolean mask, and one tensor as query, key and value")
 print("✓ the same mask as floats, or a copy of the input as key and value, gives zeros")
 
 # %% [markdown]
