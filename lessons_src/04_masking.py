@@ -34,6 +34,7 @@ if "google.colab" in sys.modules:
         )
 
 # %%
+import itertools
 import math
 
 import numpy as np
@@ -50,7 +51,7 @@ from utils.masks import causal_mask, combine_masks, padding_mask
 
 torch.set_printoptions(precision=4, sci_mode=False)
 np.set_printoptions(precision=4, suppress=True)
-SEEDS = range(5)  # every claim about random numbers is checked over these seeds
+SEEDS = range(5)  # a claim about random draws in general is checked over these five seeds
 
 # %% [markdown]
 # ## 1. $-\infty$ before the softmax removes a position exactly
@@ -524,19 +525,32 @@ check.predict_strict_mask_unshifted(my_guess_leak)
 # weigh the earlier tokens. Position 0 has no key and position 1 has one, whose weight is 1 whatever the
 # query, so the query can only help from position 2 on. What it can use: when $y_i$ already occurred
 # among the earlier tokens, the query can put its weight on that copy and read $y_i$ from its value. On
-# random tokens an earlier copy becomes likelier with $i$ ($1 - (7/8)^i$ for 8 kinds). The trained models'
-# accuracy, position by position:
+# random tokens an earlier copy becomes likelier with $i$. As a yardstick, the exact accuracy of a rule
+# that copies an earlier $y_i$ when there is one and otherwise guesses among the kinds not seen yet (from
+# position 2 on; chance before), next to the trained models' accuracy:
+
+# %%
+# with k distinct kinds among y_<i, the rule is right with probability k/8 + (1 - k/8) / (8 - k) = (k + 1)/8
+expected_distinct = [8 * (1 - (7 / 8) ** i) for i in range(6)]  # E[k] at position i, for 8 kinds
+copy_rule = [acc_chance if i < 2 else (k + 1) / 8 for i, k in enumerate(expected_distinct)]
 
 # %% tags=["nbval-ignore-output"]
 by_position = np.array([per_position for _, _, per_position in strict_fits])  # (seeds, T)
-print("accuracy per position, min to max over 5 seeds:")
+print("position   copy rule   trained, min to max over 5 seeds")
 for i in range(by_position.shape[1]):
-    print(f"  position {i}: {by_position[:, i].min():.3f} to {by_position[:, i].max():.3f}")
+    print(f"{i:>8}   {copy_rule[i]:9.3f}   {by_position[:, i].min():.3f} to {by_position[:, i].max():.3f}")
 
 # %% tags=["hide-input"]
+for i in range(2, 6):  # the rule's accuracy by enumerating every sequence of i earlier tokens
+    hits = sum(len(set(prefix)) + 1 for prefix in itertools.product(range(8), repeat=i)) / 8 ** (i + 1)
+    assert abs(hits - copy_rule[i]) < 1e-12, i
+mean_by_position = by_position.mean(axis=0)  # (T,)
 assert np.all(np.abs(by_position[:, :2] - acc_chance) < 0.04)  # 1000 guesses each: chance give or take 4 sd
 assert np.all(by_position[:, 2:] > acc_chance + 0.08)
+assert np.all(np.diff(mean_by_position[2:]) > 0) and np.all(mean_by_position[2:] < np.array(copy_rule[2:]))
+print("✓ the copy rule's accuracy equals an exact count over every earlier sequence, positions 2 to 5")
 print("✓ positions 0 and 1 at chance, positions 2 to 5 above it, in 5 of 5 seeds")
+print("✓ averaged over the 5 seeds, accuracy rises from position 2 to 5, below the copy rule at each")
 
 # %% [markdown]
 # With $j < i$ and no residual, the query is the only way token $i$ reaches output $i$, and the route is
@@ -608,9 +622,9 @@ print("queries with nothing to attend to:", empty_rows[0].nonzero().flatten().to
 assert empty_rows[0].tolist() == [True, True, True, False, False, False]
 
 # %% [markdown]
-# A plain softmax over an all $-\infty$ row gives NaN, as in section 3. `utils` returns **zero weights
-# and a zero output** for such a row (the query attends to nothing), with no NaN in the forward or
-# backward pass. Its first 4 rows and features:
+# A plain softmax over an all $-\infty$ row gives NaN, as in section 3. Our `scaled_dot_product_attention`
+# returns **zero weights and a zero output** for such a row (the query attends to nothing), with no NaN
+# in the forward or backward pass. Its first 4 rows and features:
 
 # %% tags=["nbval-ignore-output"]
 x_req = x_left.clone().requires_grad_()  # (1, T, d_model)
@@ -624,14 +638,22 @@ print("a plain softmax, row 0:", plain[0, 0].numpy())
 assert torch.all(ours[0, :3] == 0) and torch.all(ours_w[0, :3] == 0)
 assert not torch.isnan(ours).any() and not torch.isnan(x_req.grad).any()
 assert torch.isnan(plain[0, :3]).all() and not torch.isnan(plain[0, 3:]).any()
+for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    x_typed = x_left.to(dtype, copy=True).requires_grad_()  # (1, T, d_model) a copy in that type
+    out_typed, w_typed = scaled_dot_product_attention(x_typed, x_typed, x_typed, left_mask)
+    out_typed.float().sum().backward()
+    assert torch.all(out_typed[0, :3] == 0) and torch.all(w_typed[0, :3] == 0), dtype
+    assert not torch.isnan(out_typed).any() and not torch.isnan(x_typed.grad).any(), dtype
 print("✓ plain softmax: NaN in rows 0-2; utils: exact zeros there, and finite gradients")
+print("✓ the same zeros, with no NaN, in float16, bfloat16, float32 and float64")
 
 # %% [markdown]
 # `F.scaled_dot_product_attention` (same mask convention as ours) does the same, in the torch version this
-# lesson pins:
+# lesson pins (printed first):
 
 # %% tags=["nbval-ignore-output"]
 torch_out = F.scaled_dot_product_attention(x_left, x_left, x_left, attn_mask=left_mask)  # (1, T, d_model)
+print("torch", torch.__version__)
 print(torch_out[0, :4, :4].numpy().round(4))
 
 # %% tags=["hide-input"]
@@ -676,46 +698,30 @@ print("rows 0-2 in float32:", row_kind(w32[:3]), "| in float16:", row_kind(w16[:
 
 # %% tags=["hide-input"]
 spacing = (torch.tensor(1e9).nextafter(torch.tensor(2e9)) - 1e9).item()  # the next float32 after 1e9, minus 1e9
-w64 = torch.softmax(scores_left.double() + minus_1e9.double(), dim=-1)  # (T, T) float64
-try:
-    scores_left.half().masked_fill(~left_mask[0], -1e9)
-    fill = "works"
-except RuntimeError as err:
-    fill = f"RuntimeError ({err})"
 assert torch.allclose(w32[0], torch.full((T,), 1 / T)), "1/6 on every key, the future words THE CAT SAT too"
 assert minus_1e9.half().min().item() == float("-inf") and torch.finfo(torch.float16).max == 65504
 assert spacing == 64 and scores_left[:3].abs().max() < spacing / 2
 assert torch.all((scores_left + minus_1e9)[:3] == -1e9)  # float32 rounds every s - 1e9 to -1e9
-assert torch.allclose(w64[:3], torch.softmax(scores_left.double()[:3], dim=-1))  # float64: as if unmasked
-assert row_kind(w64[:3]) == "other"
-for dtype in (torch.float32, torch.float64):
-    filled = torch.softmax(scores_left.to(dtype).masked_fill(~left_mask[0], -1e9), dim=-1)  # (T, T)
-    assert row_kind(filled[:3]) == "uniform"
 w_inf = torch.softmax(scores_left.masked_fill(~left_mask[0], float("-inf")), dim=-1)  # (T, T)
 assert torch.equal(w32[3:], w_inf[3:])  # rows with a key: -1e9 and -inf give the same weights in float32
 assert row_kind(w32[:3]) == "uniform" and row_kind(w16[:3]) == check.predict_float16_masked_row.reference
 assert torch.allclose(w16[3:].float(), w32[3:], atol=1e-3)  # rows with a key: the same in both
-assert fill.startswith("RuntimeError")
 print(f"✓ float32 numbers near 1e9 are {spacing:.0f} apart, and rows 0-2 hold scores within ±32,")
 print("  so an added -1e9 makes rows 0-2 uniform in float32, 1/6 on every key, the future ones too")
-print("✓ in float64 the scores survive: rows 0-2 are the softmax of the unmasked scores")
-print("✓ in float16 -1e9 becomes -inf and rows 0-2 are NaN; masked_fill(-1e9) refuses a float16 tensor")
-print("✓ masked_fill(-1e9), which replaces the scores, gives uniform rows in float32 and float64")
+print("✓ in float16 -1e9 becomes -inf and rows 0-2 are NaN")
 print("✓ rows 3-5 get the same weights from -1e9 as from -inf, and in float16 as in float32")
 
 # %%
 check.predict_float16_masked_row(my_guess_fp16)
 
 # %% [markdown]
-# So an added $-10^9$ gives a uniform row in float32 and NaN in float16. In float64 the scores survive
-# and the row is the softmax of the *unmasked* scores; `masked_fill`, which *replaces* the scores, gives
-# uniform rows in float32 and float64 and refuses $-10^9$ on a float16 tensor. Our
-# `scaled_dot_product_attention` uses $-\infty$
-# and treats an empty row explicitly: a query that may attend to nothing receives nothing, zeros, in
-# every dtype.
+# So an added $-10^9$ gives a uniform row in float32 and NaN in float16. Our `scaled_dot_product_attention`
+# uses $-\infty$ and treats an empty row explicitly: a query that may attend to nothing receives nothing,
+# zeros, in every float type.
 #
-# > **Going further:** `torch.nn.MultiheadAttention` returns NaN or zeros for the same rows, depending
-# > on its flags; see [the end of the lesson](#going-further).
+# > **Going further:** $-10^9$ in float64 and through `masked_fill`; and `torch.nn.MultiheadAttention`,
+# > which returns NaN or zeros for the same rows, depending on its flags. See
+# > [the end of the lesson](#going-further).
 
 # %% [markdown]
 # ## The explorer, with its mask control
@@ -837,7 +843,7 @@ check.packed_causal_mask(packed_causal_mask)
 # %% [markdown]
 # ## Going further
 #
-# Two detours, for when a NaN turns up in practice.
+# Three detours, for when a NaN or a silently broken mask turns up in practice.
 #
 # ### Pads that are not finite
 #
@@ -845,8 +851,8 @@ check.packed_causal_mask(packed_causal_mask)
 # $-\infty$ or NaN turns the real outputs of its sentence into NaN, in two ways. As a key, its score is
 # NaN: the dot product of a real query (whose entries have both signs) with an all-`inf` key adds
 # $+\infty$ and $-\infty$ terms, and $\infty - \infty$ is NaN; adding the mask's $-\infty$ does not remove
-# a NaN, so the softmax makes every weight of the row NaN. As a value alone (keys finite), it does get weight 0, but $0 \cdot \infty$
-# and $0 \cdot \text{NaN}$ are NaN:
+# a NaN, so the softmax makes every weight of the row NaN. As a value alone (keys finite), it does get
+# weight 0, but $0 \cdot \infty$ and $0 \cdot \text{NaN}$ are NaN:
 
 # %% tags=["hide-input"]
 padded = real & (~real).any(-1, keepdim=True)  # (batch, T): real tokens of the sentences that have pads
@@ -863,6 +869,36 @@ print(
     "✓ pads of inf, -inf or NaN as keys: every score of a real query with a pad is NaN, so are its weights and output"
 )
 print("✓ as values alone: every pad weight is 0, and every real output of a padded sentence is still NaN")
+
+# %% [markdown]
+# ### $-10^9$ in float64, and through `masked_fill`
+#
+# Section 6 added a $-10^9$ mask to float32 and float16 scores. In float64, numbers near $10^9$ are
+# far closer together than 64, so the scores survive the addition, and a fully-masked row is the softmax
+# of the *unmasked* scores: the row attends to everything, the future included. `masked_fill`, which
+# *replaces* the scores by $-10^9$, gives uniform rows in float32 and float64, and refuses $-10^9$ on a
+# float16 tensor:
+
+# %% tags=["hide-input"]
+one_e9 = torch.tensor(1e9, dtype=torch.float64)
+spacing64 = (one_e9.nextafter(2 * one_e9) - one_e9).item()  # the next float64 after 1e9, minus 1e9
+w64 = torch.softmax(scores_left.double() + minus_1e9.double(), dim=-1)  # (T, T) float64
+assert spacing64 < 1e-6
+assert torch.allclose(w64[:3], torch.softmax(scores_left.double()[:3], dim=-1))  # float64: as if unmasked
+assert row_kind(w64[:3]) == "other" and torch.all(w64[:3] > 0)
+for dtype in (torch.float32, torch.float64):
+    filled = torch.softmax(scores_left.to(dtype).masked_fill(~left_mask[0], -1e9), dim=-1)  # (T, T)
+    assert row_kind(filled[:3]) == "uniform"
+try:
+    scores_left.half().masked_fill(~left_mask[0], -1e9)
+    fill = "works"
+except RuntimeError as err:
+    fill = f"RuntimeError ({err})"
+assert fill.startswith("RuntimeError")
+print(f"✓ float64 numbers near 1e9 are {spacing64:.1e} apart: an added -1e9 leaves rows 0-2 the softmax of")
+print("  the unmasked scores, with weight on every key")
+print("✓ masked_fill(-1e9), which replaces the scores, gives uniform rows in float32 and float64")
+print("✓ masked_fill(-1e9) refuses a float16 tensor")
 
 # %% [markdown]
 # ### What `torch.nn.MultiheadAttention` does with a fully-masked row
@@ -916,15 +952,16 @@ print("✓ rows 3-5 are finite and the same for all four")
 # - the module's default options (bias on, no `add_zero_attn` or `bias_k`/`bias_v`, `kdim` = `vdim` =
 #   `embed_dim`).
 #
-# The same input through a fresh module with 1 head and with
-# 2 heads, in evaluation mode, `need_weights=False`, in five settings: gradients on, `torch.no_grad()`,
-# frozen parameters (`requires_grad_(False)`), `torch.no_grad()` with a copy of the input as key and value,
-# and `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$ where masked; a 3-D
-# `attn_mask` must have one mask per sequence *and head*, so we pass the 2-D mask of our one sequence):
+# The same input through a fresh module with 1, 2, 4 and 8 heads (every head count that divides
+# $d_{model} = 16$), in evaluation mode, `need_weights=False`, in five settings: gradients on,
+# `torch.no_grad()`, frozen parameters (`requires_grad_(False)`), `torch.no_grad()` with a copy of the
+# input as key and value, and `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$
+# where masked; a 3-D `attn_mask` must have one mask per sequence *and head*, so we pass the 2-D mask of
+# our one sequence):
 
 # %%
 no_grad_runs = {}  # (num_heads, setting) -> what rows 0-2 hold
-for num_heads in (1, 2):
+for num_heads in (1, 2, 4, 8):
     torch.manual_seed(0)
     mha_h = torch.nn.MultiheadAttention(d_model, num_heads=num_heads, batch_first=True).eval()
     for setting in ("gradients on", "no_grad", "frozen", "no_grad, key a copy", "no_grad, float mask"):
@@ -942,10 +979,10 @@ print(f"and zeros in the other {sum(held == 'zeros' for held in no_grad_runs.val
 
 # %% tags=["hide-input"]
 assert not x_left.requires_grad
-assert nan_runs == [(2, "no_grad"), (2, "frozen")]
+assert nan_runs == [(num_heads, setting) for num_heads in (2, 4, 8) for setting in ("no_grad", "frozen")]
 assert all(held == "zeros" for run, held in no_grad_runs.items() if run not in nan_runs)
-print("✓ need_weights=False, eval mode: NaN only with 2 heads, nothing needing a gradient, a boolean mask,")
-print("  and one tensor as query, key and value")
+print("✓ need_weights=False, eval mode: NaN only with an even number of heads (2, 4, 8), nothing needing a")
+print("  gradient, a boolean mask, and one tensor as query, key and value")
 print("✓ the same mask as floats, or a copy of the input as key and value, gives zeros")
 
 # %% [markdown]
