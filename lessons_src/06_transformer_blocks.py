@@ -84,13 +84,14 @@ assert torch.allclose(one_at_a_time, ffn(x), atol=1e-6)
 hidden = torch.relu(F.conv1d(x.mT, ffn.linear1.weight[..., None], b_1))  # (batch, d_ff, T): kernel size 1
 as_convolutions = F.conv1d(hidden, ffn.linear2.weight[..., None], b_2).mT  # (batch, T, d_model)
 assert torch.allclose(as_convolutions, ffn(x), atol=1e-6)
-print("✓ FeedForward computes max(0, x W_1 + b_1) W_2 + b_2, one position at a time or as two kernel-1 convolutions")
+print("✓ FeedForward computes max(0, x W_1 + b_1) W_2 + b_2")
+print("✓ applied one position at a time, or as two kernel-1 convolutions, it gives the same")
 
 # %% [markdown]
 # So it **commutes with permutations**: shuffling the positions before or after the FFN gives the
 # same result.
 
-# %%
+# %% tags=["hide-input"]
 perm = torch.tensor([3, 0, 4, 1, 2])  # (T,): a reordering of the positions
 assert torch.allclose(ffn(x[:, perm]), ffn(x)[:, perm], atol=1e-6)
 print("✓ shuffling the positions before or after the FFN gives the same result")
@@ -169,8 +170,8 @@ print("✓ the formula gives what torch.nn.LayerNorm gives")
 
 # %% [markdown]
 # > **Going further:** "Biased variance and ε" shows what each detail changes; "The slides' reasons for
-# > LayerNorm" weighs COMP7607's "Smoother gradients, faster training and better generalization
-# > accuracy" (Xu et al., 2019) and YOUR CAT's "stability" against what this lesson can show.
+# > LayerNorm" weighs their claims (smoother gradients, stability, generalisation; Xu et al., 2019)
+# > against what this lesson can show.
 
 # %% [markdown]
 # ### What the normalised values look like — not "between 0 and 1"
@@ -303,10 +304,8 @@ print(
 assert max(ln_changes) < 1e-6 and min(bn_changes) > 0.1 and min(bn_padded_changes) > 0.1
 unchanged = [name for name, c in (("layer norm", ln_changes), ("batch norm", bn_changes)) if max(c) < 1e-6]
 assert unchanged == [check.predict_same_alone_or_batched.reference]
-print(
-    "✓ in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched; "
-    "batch norm in training mode changes it, with or without padding"
-)
+print("✓ in 5 of 5 pairs, layer norm gives the short sentence the same output alone or batched")
+print("✓ in 5 of 5 pairs, batch norm in training mode changes it, with or without padding")
 
 # %% [markdown]
 # Batch norm's output for a sentence depends on *which other sentences* share its batch and how much
@@ -344,10 +343,8 @@ with torch.no_grad():
 x = 3 * torch.randn(2, 5, 16) + 1  # (batch, T, d_model)
 assert torch.equal(layer(x), x)
 assert torch.allclose(post_layer(x), F.layer_norm(x, (16,)), atol=1e-4) and (post_layer(x) - x).abs().max() > 1
-print(
-    "✓ with both sublayers silenced, a pre-norm layer is exactly the identity (x + 0); "
-    "a post-norm layer returns LayerNorm(x)"
-)
+print("✓ with both sublayers silenced, a pre-norm layer is exactly the identity (x + 0)")
+print("✓ with both sublayers silenced, a post-norm layer returns LayerNorm(x)")
 
 # %% [markdown]
 # The paper's section 5.4 announces "three types of regularization" and describes dropout, $P_{drop} = 0.1$,
@@ -398,10 +395,9 @@ def check_stream(rms, final_rms):
 
 check_stream(rms, final_rms)
 assert all((np.diff(rms["pre-norm", L], axis=1) > 0).all() for L in depths)
-print(
-    "✓ post-norm keeps RMS 1 after every layer; pre-norm's RMS rises after every layer, ends larger in "
-    "deeper stacks, and the final LayerNorm brings it back to 1"
-)
+print("✓ post-norm keeps RMS 1 after every layer")
+print("✓ pre-norm's RMS rises after every layer and ends larger in deeper stacks")
+print("✓ pre-norm's final LayerNorm brings it back to 1")
 
 # %% [markdown]
 # **Predict, then check.** In the 24-layer stacks, which variant gives the **last** layer (next to the
@@ -424,10 +420,8 @@ print(
 assert all(gap_findings(ratio, tracks).values()), gap_findings(ratio, tracks)
 larger = "post-norm" if (ratio[24] > 1).all() else "pre-norm" if (ratio[24] < 1).all() else "same"
 assert larger == check.predict_largest_gradient.reference
-print(
-    "✓ in every stack the last layer's gradient is larger with post-norm than with pre-norm, by a factor "
-    "that grows with depth, within a factor 1.5 of pre-norm's stream RMS"
-)
+print("✓ in every stack the last layer's gradient is larger with post-norm than with pre-norm")
+print("✓ the factor grows with depth, and stays within a factor 1.5 of pre-norm's stream RMS")
 
 # %% [markdown]
 # Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread. Post-norm's
@@ -511,7 +505,8 @@ enc_w, self_w, cross_w = (w[0].detach() for w in maps.values())
 assert (enc_w[..., 4:] == 0).all() and (cross_w[..., 4:] == 0).all()
 assert (self_w.triu(diagonal=1) == 0).all()
 assert cross_w.shape == (num_heads, 4, 6)
-print("✓ padding columns are 0, the decoder's self-attention is lower-triangular, cross-attention is (T_tgt, T_src)")
+print("✓ padding columns are 0; the decoder's self-attention is lower-triangular")
+print("✓ cross-attention's map is (T_tgt, T_src)")
 
 # %% [markdown]
 # Two behavioural checks. The causal mask: changing target token j leaves the outputs before j
@@ -545,10 +540,8 @@ before, after = (
 )
 cut_reached = int(((after - before).abs().amax(dim=-1) > 1e-3).sum())  # target positions that changed
 assert cut_reached == 0
-print(
-    "✓ changing target token j changes the outputs from j on, never before it; through cross-attention, every "
-    "target position reads source position 1"
-)
+print("✓ changing target token j changes the outputs from j on, never before it")
+print("✓ through cross-attention, every target position reads source position 1")
 print(f"✓ with cross-attention cut to source position 0, changing source position 1 changes {cut_reached} of 4 outputs")
 
 # %% [markdown]
@@ -642,10 +635,15 @@ for norm_first, torch_enc in torch_encoders.items():
     tokens_right = int(((unconverted - right).abs().amax(-1) < 1e-3).sum())  # of the 2 x 6
     assert tokens_right == check.predict_tokens_right_with_our_mask.reference
     print(f"✓ norm_first={norm_first}: with our mask unchanged, {tokens_right} of 12 tokens come out right")
+    with torch.no_grad():  # no gradient needed: torch takes its fast path
+        fast = torch_enc(src, src_key_padding_mask=src_tokens != 0)  # (batch, T_src, d_model)
+    assert unconverted[0].isfinite().all() and fast[0].isnan().all() and fast[1].isfinite().all()
+    print(f"✓ norm_first={norm_first}: the first sentence comes out finite here, all NaN under torch.no_grad()")
 
 # %% [markdown]
 # None: our mask, read as "blocked", hides every real token and lets each query see only padding — or,
-# in the first sentence, nothing at all. Your guess:
+# in the first sentence, nothing at all: finite but wrong here, NaN under `torch.no_grad()`, where torch
+# takes a faster path. Your guess:
 
 # %%
 check.predict_tokens_right_with_our_mask(my_guess_tokens_right_with_our_mask)
@@ -720,7 +718,6 @@ print("✓ in 5 of 5 seeds, an encoder layer commutes with shuffling; a decoder 
 # stands on its own: use only its arguments, `torch` and `math`.
 
 # %%
-
 import torch
 
 from utils.course.exercises import lesson06 as check
@@ -799,11 +796,9 @@ check.parallel_block(my_parallel_block)
 # %% [markdown]
 # ## Going further
 #
-# Detours from the main line, each with its own checks: LayerNorm's biased variance and ε, its ε on
-# tokens of tiny spread, what γ and β can and cannot do, batch norm in evaluation mode, a LayerNorm's
-# gradient and σ, the slides' reasons for LayerNorm, stacks whose layers start different, where the
-# largest gradient sits, warm-up and post-norm, the paper's Table 3 (depth, width, dropout), and the
-# fused attention path that training uses.
+# Detours from the main line, each with its own checks: first LayerNorm (ε, γ and β, batch norm in
+# evaluation mode, gradients, the slides' reasons), then deep stacks and warm-up, the paper's Table 3,
+# and the fused attention path.
 
 # %% [markdown]
 # ### Biased variance and ε
@@ -814,7 +809,7 @@ check.parallel_block(my_parallel_block)
 # factor $\sqrt{(H-1)/H}$; dropping ε changes nothing visible on ordinary tokens but turns a constant
 # token into NaN.
 
-# %%
+# %% tags=["hide-input"]
 for seed in range(5):
     for H_ in (4, 6, 64):
         torch.manual_seed(seed)
@@ -834,10 +829,8 @@ for seed in range(5):
         )
 no_eps = layer_norm(torch.full((1, 6), 4.0), 1.0, 0.0, eps=0.0)  # (1, 6): a constant token, H = 6
 print("constant token without eps:", no_eps, " with eps:", layer_norm(torch.full((1, 6), 4.0), 1.0, 0.0))
-print(
-    "✓ for H = 4, 6 and 64, 5 seeds: the unbiased variance scales every output (less b) by sqrt((H-1)/H); "
-    "without eps a constant token gives NaN, an ordinary one barely moves"
-)
+print("✓ for H = 4, 6 and 64, 5 seeds: the unbiased variance scales every output (less b) by sqrt((H-1)/H)")
+print("✓ without eps, a constant token gives NaN; an ordinary one barely moves")
 
 # %% [markdown]
 # ### LayerNorm on a token of tiny spread
@@ -869,28 +862,23 @@ assert var_tiny[0] > 0.9999 and var_tiny[3] < 0.1 and (n_tiny[4] == 0).all()
 assert (n_tiny[:4].amin(-1) < 0).all() and n_tiny[3].abs().max() < 1
 assert 0.02 < smallest_spread.min() < 0.04  # a token's own spread can fall well below the 0.1 it was drawn with
 print("✓ some of section 2's tokens have a spread well below the 0.1 or more they were drawn with")
-print(
-    "✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, far below 1 at spread 0.001, "
-    "where no value reaches |v| = 1; a constant token gives all zeros; every other token has a negative value"
-)
+print("✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, far below 1 at spread 0.001")
+print("✓ at spread 0.001 no value reaches |v| = 1")
+print("✓ a constant token gives all zeros; every other token has a negative value")
 
 # %% [markdown]
 # ### What γ and β can and cannot do
 #
-# *Read this if you wonder whether γ and β could undo the normalisation.*
+# *Could γ and β undo the normalisation?*
 #
-# **What γ and β are for.** They are not noise: they are fixed, learned numbers, the same for every
-# token. Output feature $j$ is $g_j N(\mathbf x)_j + b_j$: $g_j$ and $b_j$ rescale and shift whatever
-# spread and centre $N(\mathbf x)_j$ has over the tokens. When every feature of $N(\mathbf x)$ has centre
-# 0 and spread 1 over the tokens (as for the random tokens below, whose 16 features are all alike),
-# output feature $j$ has spread $|g_j|$ and centre $b_j$ — the network chooses each feature's scale
-# and offset instead of being stuck with 1 and 0. When the features differ (below, the same tokens
-# with feature 1 raised by 3 and feature 2 shrunk to 0.2 of its size), so do the centres and spreads
-# of $N(\mathbf x)_j$, and those of the output are no longer $b_j$ and $|g_j|$. What g and b *cannot*
-# do is give a token back its own mean and scale: $\mathrm{LN}(a\mathbf x + c) = \mathrm{LN}(\mathbf x)$
-# for every $a > 0$ and $c$, whatever g and b are (exactly without ε; with ε nearly so, as long as the
-# spread $a\sigma$ stays well above $\sqrt\varepsilon \approx 0.003$). The token's μ and σ are gone
-# before g and b act, and g and b are the same for every token.
+# They are learned numbers, one pair per feature, the same for every token (not noise): output
+# feature $j$ is $g_j N(\mathbf x)_j + b_j$. When every feature of $N(\mathbf x)$ has centre 0 and
+# spread 1 over the tokens (below, random tokens whose 16 features are alike), output feature $j$ gets
+# spread $|g_j|$ and centre $b_j$; when the features differ (the same tokens with feature 1 raised by 3
+# and feature 2 shrunk to 0.2 of its size), it does not. What g and b *cannot* do is give a token back
+# its own mean and scale: $\mathrm{LN}(a\mathbf x + c) = \mathrm{LN}(\mathbf x)$ for every $a > 0$ and
+# $c$, whatever g and b are (exactly without ε; with ε nearly so, while the spread $a\sigma$ stays well
+# above $\sqrt\varepsilon \approx 0.003$).
 
 # %% tags=["nbval-ignore-output"]
 torch.manual_seed(8)
@@ -923,10 +911,8 @@ for seed in range(5):
         for c in (-7.0, 0.0, 42.0)
     ]  # eps = 0: the identity is exact
 assert max(lost) < 1e-9
-print(
-    "✓ with alike features, g and b set each output feature's spread (|g_j|) and centre (b_j); with one feature "
-    "raised and one shrunk, not those two"
-)
+print("✓ with alike features, g and b set each output feature's spread (|g_j|) and centre (b_j)")
+print("✓ with one feature raised and one shrunk, those two features' spread and centre are not |g_j| and b_j")
 print("✓ without eps, LN(a x + c) equals LN(x) for every scale a and offset c tried, 5 seeds")
 
 # %% [markdown]
@@ -956,20 +942,16 @@ print(
 assert blur[3.0] < 1e-4 and blur[0.5] < 1e-4 and blur[0.1] < 1e-2 and blur[0.001] > 0.5
 assert abs(spreads5.min() - 0.67) < 0.005 and abs(spreads5.max() - 1.51) < 0.005
 assert 0.001 * spreads5.max() < 1e-5**0.5 < 0.1 * spreads5.min()
-print(
-    "✓ over 5 seeds, with eps, LN(a x) stays close to LN(x) while the spread a sigma is well above sqrt(eps) "
-    "(a = 3, 0.5, 0.1), and moves far from it at a = 0.001, where every spread is below sqrt(eps)"
-)
+print("✓ over 5 seeds, with eps, LN(a x) stays close to LN(x) while a sigma is well above sqrt(eps) (a = 3, 0.5, 0.1)")
+print("✓ at a = 0.001, where every spread is below sqrt(eps), LN(a x) moves far from LN(x)")
 
 # %% [markdown]
-# So g and b cannot undo the normalisation, not even one feature at a time; how much of it they can
-# bring back depends on how much the tokens' μ and σ differ. If every token had the same
-# μ and σ, $g = \sqrt{\sigma^2 + \varepsilon}$ and $b = \mu$ would undo it exactly; tokens differ. Measure how much of $x_j$
-# the best $g_j, b_j$ bring back: fit $x_j \approx g_j N(\mathbf x)_j + b_j$ by least squares over 4000
-# tokens, for each of the 16 features, and report the share of $x_j$'s variance it explains ($R^2$;
-# 1 would be a perfect undo). Two kinds of tokens, 5 seeds each: tokens that each get their own scale
-# (0.5 to 3) and offset (normal, standard deviation 2), and tokens that all come from one standard normal
-# distribution (whose μ and σ over 16 features still vary a little from token to token):
+# How much can the best $g_j, b_j$ bring back? If every token had the same μ and σ,
+# $g = \sqrt{\sigma^2 + \varepsilon}$ and $b = \mu$ would undo the normalisation exactly; tokens differ.
+# Fit $x_j \approx g_j N(\mathbf x)_j + b_j$ by least squares over 4000 tokens, for each of 16 features,
+# and report the share of $x_j$'s variance it explains ($R^2$; 1 would be a perfect undo). Tokens that
+# each get their own scale (0.5 to 3) and offset (normal, standard deviation 2), and tokens that all come
+# from one standard normal distribution (whose μ and σ still vary a little), 5 seeds each:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -999,10 +981,8 @@ for kind, r2 in undo.items():
 
 # %% tags=["hide-input"]
 assert np.max(undo["own scale and offset"]) < 0.5 and np.min(undo["one distribution"]) > 0.8
-print(
-    "✓ for every feature and seed, the best g_j, b_j bring back much less of x_j when tokens have their own "
-    "scale and offset than when all tokens come from one distribution"
-)
+print("✓ tokens with their own scale and offset: the best g_j, b_j explain under half of x_j's variance")
+print("✓ tokens from one distribution: they explain most of it (both for every feature and seed)")
 
 # %% [markdown]
 # The histograms: the normalised values of 200 tokens (H = 64) spread well beyond $[0, 1]$ (shaded);
@@ -1094,7 +1074,7 @@ print(
 # Feed one `x`, `7 x` and `x + 10` (the same output, up to ε) and compare the gradients (5 seeds,
 # widths 8, 32 and 128):
 
-# %%
+# %% tags=["hide-input"]
 shrink, shifted = [], []  # |gradient at x| / |gradient at 7x|, and / |gradient at x + 10|, per seed and width
 for seed in range(5):
     for width in (8, 32, 128):
@@ -1112,10 +1092,8 @@ for seed in range(5):
 print(f"gradient at x / gradient at 7x: {min(shrink):.2f} to {max(shrink):.2f} (15 runs)")
 print(f"gradient at x / gradient at x + 10: {min(shifted):.2f} to {max(shifted):.2f} (15 runs)")
 assert all(abs(r - 7) < 1e-3 for r in shrink) and all(abs(r - 1) < 1e-3 for r in shifted)
-print(
-    "✓ scaling a LayerNorm's input by 7 leaves its output unchanged (up to eps) and divides the gradient by 7; "
-    "adding 10 to every feature changes neither"
-)
+print("✓ scaling a LayerNorm's input by 7 leaves its output unchanged (up to eps) and divides the gradient by 7")
+print("✓ adding 10 to every feature changes neither")
 
 # %% [markdown]
 # So what matters in section 3 is the σ entering each LayerNorm. At 24 layers (5 seeds):
@@ -1132,10 +1110,8 @@ print(
 # %% tags=["hide-input"]
 assert 1.0 < norm_inputs.min() and norm_inputs.max() < 1.5 and token_sigma.min() > 3
 assert np.hypot(1, token_mean / token_sigma).max() < 1.1  # each token's RMS within 10% of its sigma
-print(
-    "✓ the last post-norm layer's LayerNorms get inputs of RMS near 1 (so σ no larger); pre-norm's final one gets "
-    "tokens of σ far larger, each with RMS close to σ"
-)
+print("✓ the last post-norm layer's LayerNorms get inputs of RMS near 1 (so σ no larger)")
+print("✓ pre-norm's final LayerNorm gets tokens of σ far larger, each with RMS close to σ")
 
 # %% [markdown]
 # ### The slides' reasons for LayerNorm
@@ -1220,13 +1196,11 @@ assert any(not (np.diff(rms_ind["pre-norm", L], axis=1) > 0).all() for L in dept
 assert all(gap_findings(ratio_ind, tracks_ind).values()), gap_findings(ratio_ind, tracks_ind)
 assert all(ratio_ind[L].max() < ratio[L].min() for L in depths)  # every depth: a smaller gap than copied stacks
 print(
-    "✓ with independent layers too, post-norm keeps RMS 1 and pre-norm's stream ends larger, more so in deeper "
-    "stacks, though less than with copied layers and, in some stacks of 12 layers or more, not after every layer"
+    "✓ with independent layers too, post-norm keeps RMS 1 and pre-norm's stream ends larger, more so in deeper stacks"
 )
-print(
-    "✓ with independent default-init layers too, post-norm's last layer gets the larger gradient in every stack, "
-    "by a factor that grows with depth, within a factor 1.5 of pre-norm's stream RMS"
-)
+print("✓ it grows less than with copied layers and, in some stacks of 12 layers or more, not after every layer")
+print("✓ with independent layers too, post-norm's last layer gets the larger gradient in every stack")
+print("✓ the factor grows with depth, within a factor 1.5 of pre-norm's stream RMS")
 print("✓ at every depth, every independent stack has a smaller gradient gap than every copied one")
 print("✓ at 24 layers, no token of that stream has an RMS as large as 1.3 times its σ")
 
@@ -1258,10 +1232,8 @@ for init in grads_of:
 # %% tags=["hide-input"]
 assert pre_first["copied"] == 20 and post_top["copied"] >= 15
 assert pre_first["independent"] < 20 and post_top["independent"] < 10
-print(
-    "✓ pre-norm's largest gradient is at layer 1 in every copied-layer stack, post-norm's mostly at the last "
-    "layer; with independent layers, pre-norm's is not always at layer 1, post-norm's at the last in under half"
-)
+print("✓ copied layers: pre-norm's largest gradient is at layer 1 in every stack, post-norm's mostly at the last")
+print("✓ independent layers: pre-norm's is not always at layer 1, post-norm's at the last in under half")
 
 # %% [markdown]
 # ### Warm-up and post-norm
@@ -1269,7 +1241,7 @@ print(
 # *Does section 3's gradient gap matter in training? A small test of Xiong et al.'s argument.*
 #
 # The paper's **warm-up** (section 5.3) raises the learning rate linearly over its first 4000 steps.
-# A small experiment. Twelve-layer stacks (`d_model` = 32) learn to copy each input token (16
+# Twelve-layer stacks (`d_model` = 32) learn to copy each input token (16
 # possible tokens: predicting each with probability 1/16 gives loss $\ln 16$), with Adam at a learning
 # rate of 0.01, either at the full rate from the first step or after a 20-step linear warm-up; 5 seeds
 # for each of the four setups, with copied layers (as `nn.TransformerEncoder`), and a fifth setup:
@@ -1314,10 +1286,8 @@ print("post-norm, no warm-up, independent layers: loss at the end, per seed:", n
 assert stuck >= 3
 assert all((end_loss[key] < 0.1).all() for key in setups if key != ("post-norm", "no warm-up"))
 assert (independent_end < 0.1).all()
-print(
-    "✓ with copied layers, post-norm without warm-up stays stuck (loss above 2) in most of 5 runs; with a "
-    "20-step warm-up, and pre-norm either way, all 5 runs learn to copy"
-)
+print("✓ with copied layers, post-norm without warm-up stays stuck (loss above 2) in most of 5 runs")
+print("✓ with a 20-step warm-up, and pre-norm either way, all 5 runs learn to copy")
 print("✓ with independent layers, post-norm without warm-up learns to copy in all 5 runs")
 
 # %%
@@ -1357,19 +1327,16 @@ assert warmed["setup"] == same_settings and warmed["last_steps"] == 10 and warme
 slow = (warmed_end > 0.1) & (warmed_end <= 2)  # (25,): neither stuck nor learned by step 60
 assert (warmed_end > 2).sum() >= 1 and slow.sum() >= 1 and (warmed_end < 0.1).sum() > 25 / 2
 assert all(end > 2 for end in retrained.values())
-print(
-    "✓ with the 20-step warm-up, most of 25 more post-norm runs learn to copy, but at least one stays stuck "
-    "(loss above 2) and another ends between 0.1 and 2"
-)
+print("✓ with the 20-step warm-up, most of 25 more post-norm runs learn to copy")
+print("✓ at least one stays stuck (loss above 2) and another ends between 0.1 and 2")
 print("✓ every stored stuck run, trained again here with the same settings, is stuck here too (loss above 2)")
 
 # %% [markdown]
 # So the warm-up helps here, but a few runs still fail or learn slowly. Does section 3's gap matter in
-# training? This experiment cannot say. Its copied and independent post-norm runs differ in two
-# things at once: at 12 layers the copied stacks have the larger gap (section 3's probes, printed
-# above) *and* every layer starts the same, so it does not show which of the two gets post-norm
-# stuck. It is also one small setting — one depth, one learning rate, 60 steps — not a law; Xiong et al.
-# (2020) make the comparison on full-size translation and language models.
+# training? This experiment cannot say: its copied and independent post-norm runs differ both in the
+# gap (larger in the copied stacks at 12 layers, section 3's probes above) and in the copied start.
+# It is also one small setting (one depth, one learning rate, 60 steps); Xiong et al. (2020) make the
+# comparison on full-size translation and language models.
 
 # %% [markdown]
 # ### How many layers, how wide, how much dropout?
@@ -1394,15 +1361,13 @@ print("✓ every stored stuck run, trained again here with the same settings, is
 #
 # *How the translator of lesson 07 trains: PyTorch's fused attention.*
 #
-# Every attention so far returned its weights, so that we could plot them. Training never looks at
-# them. With `need_weights=False`, `MultiHeadAttention` (and the layers, which pass the flag on)
-# hands the same per-head $Q$, $K$, $V$ and mask to `torch.nn.functional.scaled_dot_product_attention`,
-# which computes $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$ in one call and returns no weights
-# (`None`). It picks a backend: a fused kernel when one supports the inputs and the hardware (the fused
-# path below), otherwise a plain "math" fallback. A query
-# whose keys are all masked is handled the same way on both paths: it is first let see every key, and its
-# output is set to zero afterwards, as the weights path sets its weights to zero. So the same output and
-# the same gradients are expected — and for that query the layer outputs just the bias of $W_o$.
+# Training never looks at the attention weights. With `need_weights=False`, `MultiHeadAttention` (and
+# the layers, which pass the flag on) hands the same per-head $Q$, $K$, $V$ and mask to
+# `torch.nn.functional.scaled_dot_product_attention`, which returns no weights (`None`) and runs a fused
+# kernel when one supports the inputs and the hardware, otherwise a plain "math" fallback. A query whose
+# keys are all masked is let see every key and its output set to zero afterwards, as the weights path
+# sets its weights to zero. So outputs and gradients should agree, and that query outputs just the bias
+# of $W_o$.
 
 # %%
 import time
@@ -1430,17 +1395,15 @@ out_f, no_weights, grad_f = attention_and_gradient(False)
 assert no_weights is None and weights.shape == (batch, 4, T, T)
 assert torch.allclose(out_f, out_w, atol=1e-5) and torch.allclose(grad_f, grad_w, atol=1e-5)
 assert torch.equal(out_f[0, 5], mha.W_o.bias.detach()) and torch.equal(out_w[0, 5], mha.W_o.bias.detach())
-print(
-    "✓ need_weights=False gives the same output and the same gradient as the weights path, and no weights "
-    "(None); the query that may attend to nothing outputs exactly the bias of W_o on both"
-)
+print("✓ need_weights=False gives the same output and the same gradient as the weights path")
+print("✓ need_weights=False returns no weights (None)")
+print("✓ on both paths, the query that may attend to nothing outputs exactly the bias of W_o")
 
 # %% [markdown]
-# What it saves: the weights path returns one weight per query, key and head — a
-# `(batch, num_heads, T_q, T_k)` tensor per attention layer — and autograd keeps copies of them for
-# the backward pass (`utils.experiments.layer_costs.saved_tensors` lists the tensors it keeps); the fused
-# path returns none. And time: measure both, forward and backward, alternating the two so that other
-# work on the computer slows both alike; five repeats of 15 runs each.
+# What it saves: the weights path returns a `(batch, num_heads, T_q, T_k)` tensor per layer, and
+# autograd keeps copies of it for the backward pass (`utils.experiments.layer_costs.saved_tensors` lists
+# what it keeps). Time both, forward and backward, alternating them so that other work on the computer
+# slows both alike; five repeats of 15 runs each.
 
 
 # %% tags=["nbval-ignore-output"]
@@ -1466,14 +1429,11 @@ print(
 print(f"fused path faster than the weights path in {sum(r < 1 for r in ratios)} of 5 repeats")
 
 # %% [markdown]
-# How much time the fused path saves depends on the hardware, the sizes and what else the computer
-# is doing: the ratios above are one measurement on one machine, so no check below rests on them.
-# With attention dropout off (as here), the fused kernel PyTorch picks here neither returns nor keeps
-# for the backward pass the $\text{batch} \times h \times T_q \times T_k$ tensor of weights of every layer
-# (its plain "math" fallback, used when no fused kernel supports the inputs or the hardware, keeps
-# them). It keeps a float copy of the mask instead: `(batch, 1, T_q, T_k)` for this mask, $1/h$ of the
-# weights' size, but as large as the weights when the mask is given per head, `(batch, h, T_q, T_k)`.
-# Look among the tensors autograd keeps, on both paths, for the weights themselves and for the mask:
+# These ratios are one measurement on one machine (they depend on the hardware, the sizes and other
+# work), so no check rests on them. Memory: with attention dropout off (as here), the fused kernel
+# picked here keeps no copy of the weights for the backward pass (the math fallback does), but a float
+# copy of the mask: $1/h$ of the weights' size for one mask shared by the heads, as large as the weights
+# for a mask given per head. Among the tensors autograd keeps, on both paths:
 
 # %% tags=["hide-input"]
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -1527,16 +1487,15 @@ assert copies_no_empty == 1 and found["one mask for all heads", True][0] == 2
 with sdpa_kernel(SDPBackend.MATH):  # the fallback, forced
     math_copies = sum(map(holds_weights, saved_tensors(lambda t: mha(t, t, t, x_mask[:, None], need_weights=False), x)))
 assert math_copies == 1
-print(
-    "✓ the weights path keeps a copy of this layer's 1,048,576 weights (4 MiB) for backward: one when no query is "
-    "fully masked, two with one; the fused kernel none, the math fallback (forced) one"
-)
+print("✓ the weights path keeps this layer's 1,048,576 weights (4 MiB) for backward")
+print("✓ it keeps one copy when no query is fully masked, two when one is")
+print("✓ the fused kernel keeps no copy; the math fallback (forced) keeps one")
 print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with a mask per head")
 
 # %% [markdown]
-# With a fully-masked query the weights path keeps two: the softmax output, and a copy with that
-# query's row set to zero; without one, only the softmax output. The translator of lesson 07 trains on
-# the fused path; in evaluation mode (decoding, accuracy, attention maps) it keeps the weights.
+# The weights path's second copy is the softmax output with the fully-masked query's row set to zero.
+# The translator of lesson 07 trains on the fused path and asks for the weights only in evaluation
+# mode (decoding, accuracy, attention maps).
 
 # %% [markdown]
 # ## Sources
