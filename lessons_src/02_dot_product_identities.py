@@ -9,7 +9,8 @@
 # - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only, not on direction;
 # - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$, a rotation;
 # - say how the dot product decays with distance, near and far;
-# - measure the near-orthogonality of random high-dimensional vectors, and why PE is added, not concatenated;
+# - measure the near-orthogonality of random high-dimensional vectors, and what adding PE, not concatenating it,
+#   costs the word and the position;
 # - explain the paper's choice of dot-product over additive attention and the $1/\sqrt{d_k}$ scale;
 # - use softmax's shift invariance, its temperature, and its limit, the arg-max.
 #
@@ -1305,7 +1306,7 @@ print("✓ longer spans need many more directions")
 #
 # If position needs few columns, concatenation can give it few: at total width $W$, $e$ in $W - 4$ columns and
 # PE in 4 ($\omega = 1$ and $0.01$). Its word share is the bare share at width $W - 4$
-# (`word_recovery(W - 4, seed)`), since the PE block is still orthogonal to $[e_v; 0]$. Same words, positions
+# (`word_recovery(W - 4, seed)`), since the PE block is still orthogonal to $[e_v; 0]$. Same sizes
 # and five seeds as section 4, against $e + PE_t$ at width $W$:
 
 # %% tags=["nbval-ignore-output"]
