@@ -9,7 +9,8 @@
 # - show that $PE_t \cdot PE_{t+k} = \sum_i \cos(\omega_i k)$ depends on $|k|$ only, not on direction;
 # - build the "fixed linear transformation" $M_k$ with $PE_{t+k} = PE_t\, M_k$, a rotation;
 # - say how the dot product decays with distance, near and far;
-# - measure the near-orthogonality of random high-dimensional vectors, and why PE is added, not concatenated;
+# - measure the near-orthogonality of random high-dimensional vectors, and what adding PE, not concatenating it,
+#   costs the word and the position;
 # - explain the paper's choice of dot-product over additive attention and the $1/\sqrt{d_k}$ scale;
 # - use softmax's shift invariance, its temperature, and its limit, the arg-max.
 #
@@ -170,6 +171,7 @@ f_table = pe[t0 + ks] @ pe[t0]  # (200,) PE_{t0+k} . PE_{t0}
 f_formula = torch.cos(ks[:, None].double() * w).sum(1)  # (200,)
 assert torch.allclose(f_table, f_formula, atol=1e-10)
 assert torch.allclose(f_table[ks > 0][:99], f_table[ks < 0].flip(0)[:99], atol=1e-10)  # f(k) == f(-k)
+print("✓ from the table, PE_t . PE_t+k equals the sum of cos(w_i k), and f(k) = f(-k) for every k from 1 to 99")
 
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
 ax.plot(ks.numpy(), f_table.numpy(), lw=1.5)
@@ -506,7 +508,8 @@ print(
 equal_width = [(added, concat) for d in [4, 8, 16] for (added, _), (_, concat) in zip(recovery[2 * d], recovery[d])]
 assert all(added > concat + 0.05 for added, concat in equal_width)  # same seed, same total width
 print(
-    "✓ decoded by dot product, at equal total width (8, 16 and 32) adding recovers more words than concatenating, in every seed"
+    "✓ decoded by dot product, at equal total width 8, 16 and 32, with PE in half of [e; PE]'s columns, "
+    "adding recovers more words than concatenating, in every seed"
 )
 assert all(added > 0.99 and concat > 0.99 for (added, _), (_, concat) in zip(recovery[64], recovery[32]))
 print("✓ at equal total width 64 both recover over 99% of the words, in every seed")
@@ -531,9 +534,10 @@ plt.show()
 # %% [markdown]
 # Concatenation's low share at small $d$ is not PE's doing: among 1000 random words in 8 dimensions, a word's
 # own vector often loses the dot product to a longer one. At equal total width, with PE in half of $[e; PE]$'s
-# columns (the only split measured), adding wins at 8, 16 and 32 (at 16 about half the words against a
-# quarter); at width 64 both recover nearly every word. So the dot product sees the word through the added
-# position once $d$ is large. And the position through the word? We
+# columns, adding wins at 8, 16 and 32 (at 16 about half the words against a quarter); at width 64 both
+# recover nearly every word. With PE in only 4 columns, concatenating wins at 16 and 32, at a price (*Going
+# further*). So the dot product sees the word through the added position once $d$ is large. And the position
+# through the word? We
 # read it back by the same rule, $\arg\max_s x \cdot PE_s$, from the same tokens ($[e; PE_t]$ gives $t$ exactly):
 
 # %% tags=["nbval-ignore-output"]
@@ -809,6 +813,7 @@ def softmax_naive(x):
 x = torch.tensor([1.0, 2.0, 3.0, 0.5])  # (4,)
 for c in [-5.0, 3.0, 50.0]:
     assert torch.allclose(softmax_naive(x + c), softmax_naive(x), atol=1e-6)
+print("✓ adding c = -5, 3 or 50 to every score leaves the softmax's weights unchanged")
 big = x + 1000  # (4,) scores near 1000
 shifted = softmax_naive(big - big.max())  # (4,)
 print("naive softmax of x + 1000:", softmax_naive(big))
@@ -873,8 +878,9 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 # - The dot product decays with $|k|$, not monotonically; at $d_{model} = 128$ it never comes back above a
 #   third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$. Adding PE
-#   loses little of the word when $d$ is large (and, at equal widths 8 to 32, beats concatenating with PE in
-#   half the columns), but blurs the position by a step or two.
+#   loses little of the word when $d$ is large, but blurs the position by a step or two. At equal width it keeps
+#   more of the word than concatenating with PE in half the columns (widths 8 to 32), less than with PE in 4
+#   columns (16 and 32).
 # - $\mathrm{Var}(q\cdot k) = d_k$ for independent $q, k$. Unscaled, at $d_k = 512$ the softmax is nearly
 #   one-hot and almost no gradient reaches $q\cdot k$ (10 keys); at 64 the typical top weight is already about
 #   0.95.
@@ -1291,6 +1297,51 @@ print("✓ longer spans need many more directions")
 # Directions never need more than columns, by construction: the first $m$ columns span an $m$-dimensional
 # subspace, and the top $m$ principal directions hold at least as much variance as any $m$-dimensional
 # subspace (Eckart–Young).
+
+# %% [markdown]
+# ### Concatenating with PE in a few columns
+#
+# *Why read it:* section 4 gave PE half the columns of $[e; PE_t]$; with a narrow PE block concatenation
+# wins, at a price.
+#
+# If position needs few columns, concatenation can give it few: at total width $W$, $e$ in $W - 4$ columns and
+# PE in 4 ($\omega = 1$ and $0.01$). Its word share is the bare share at width $W - 4$
+# (`word_recovery(W - 4, seed)`), since the PE block is still orthogonal to $[e_v; 0]$. Same sizes
+# and five seeds as section 4, against $e + PE_t$ at width $W$:
+
+# %% tags=["nbval-ignore-output"]
+narrow = {W: [word_recovery(W - 4, seed, **sizes)[1] for seed in SEEDS] for W in [8, 16, 32, 64]}  # per seed
+for W, concat_runs in narrow.items():
+    added, concat = spread([a for a, _ in recovery[W]]), spread(concat_runs)
+    print(
+        f"width {W:2d}: e + PE {added[0]:6.1%} .. {added[2]:6.1%}, "
+        f"[e; PE in 4 columns] {concat[0]:6.1%} .. {concat[2]:6.1%}  (range over seeds)"
+    )
+pe4 = sinusoidal_encoding(sizes["max_len"], 4, dtype=torch.float64)  # (max_len, 4)
+f4 = pe4 @ pe4[0]  # (max_len,) f(k) = cos k + cos(0.01 k)
+print(f"4-column PE: f(0) = {f4[0]:.2f}, f(1) = {f4[1]:.2f}, f(3) = {f4[3]:.2f}, f(6) = {f4[6]:.2f}")
+
+# %% tags=["hide-input"]
+pairs = {W: list(zip([a for a, _ in recovery[W]], narrow[W])) for W in narrow}  # (added, concat) per seed
+assert all(concat < added - 0.05 for added, concat in pairs[8])  # at width 8 it is the half split
+assert all(concat > added for W in [16, 32] for added, concat in pairs[W])
+assert all(concat == 1.0 and added > 0.995 for added, concat in pairs[64])
+print("✓ with PE in 4 columns, concatenating recovers more words than adding at widths 16 and 32, in every seed")
+print("✓ at width 8 it recovers fewer; at 64 it recovers every word and adding over 99.5%, in every seed")
+assert torch.equal((pe4 @ pe4.T).argmax(1), torch.arange(sizes["max_len"]))
+print(f"✓ the 4-column PE still reads back every one of the {sizes['max_len']} positions exactly")
+assert all(f4[k + 1] < f4[k] for k in range(3)) and f4[4] > f4[3]  # falls for three steps, then rises
+assert f4[6] > f4[1] and f4[6] > 0.95 * f4[0]
+print("✓ but its score does not keep near offsets in order: it falls for three steps, then offset 6 scores")
+print("  above offset 1, within 5% of offset 0")
+
+# %% [markdown]
+# So the half split was not the only answer: with PE in 4 columns, concatenation keeps more of the word at
+# widths 16 and 32 in every seed and still reads every position back exactly. The price is what section 3
+# valued: $f(k) = \cos k + \cos(0.01 k)$ falls for three steps and rises again, so offset 6 scores almost like
+# offset 0 (printed above). How many columns position deserves depends on what attention must read from it.
+# And after the first linear layer the two forms are closer than they look: with $W$'s rows split into $W_e$
+# and $W_p$, $[e; PE_t]\, W = e\, W_e + PE_t\, W_p$, an addition of a projected PE.
 
 # %% [markdown]
 # ### The additive score: what it builds, how large it grows
