@@ -940,10 +940,9 @@ print("TorchSeq2Seq's:", reference.transformer.encoder.norm, reference.transform
 # A comparison with freshly built weights barely sees those extra norms. Every LayerNorm starts with
 # $\gamma = 1$, $\beta = 0$, so the last sub-layer already outputs mean 0 and variance $v/(v + \epsilon)
 # \approx 1$ per token ($v$ the variance of its input, $\epsilon = 10^{-5}$ added for safety), and a second
-# LayerNorm changes that only through its $\epsilon$: a tiny difference, the same in float64, and gone
-# (down to float64 rounding) when every $\epsilon$ is 0 (checked below on five fresh models). Training moves $\gamma$ and $\beta$; so
-# before we compare, `randomize_layer_norms` sets every $\gamma$ to a random value in $[0.5, 1.5]$ and every
-# $\beta$ in $[-0.5, 0.5]$. Then copy the weights into ours and compare the logits, with torch's final
+# LayerNorm changes that only through its $\epsilon$: a tiny difference (checked below). Training moves
+# $\gamma$ and $\beta$; so before we compare, `randomize_layer_norms` sets every $\gamma$ to a random value
+# in $[0.5, 1.5]$ and every $\beta$ in $[-0.5, 0.5]$. Then copy the weights into ours and compare the logits, with torch's final
 # norms removed and kept, for fresh and for random $\gamma$, $\beta$:
 
 # %% tags=["nbval-ignore-output"]
