@@ -431,8 +431,9 @@ print(
 )
 
 # %% [markdown]
-# Word level writes none of these sentences in any seed, as in lesson 07. Sub-words write many. BPE-dropout with 30 merges writes more than plain BPE with 100 merges in every seed; two things
-# changed there, the merges and the dropout (section 5 sets the stored settings side by side). Your guess:
+# Word level writes none of these sentences, as in lesson 07; sub-words write many. Between plain BPE with 100
+# merges and BPE-dropout with 30, two things changed, the merges and the dropout; section 5 separates them. Your
+# guess:
 
 # %%
 check.predict_unseen_bpe(my_guess_unseen_bpe)
@@ -452,7 +453,7 @@ for key in ("bpe100", "dropout30"):
     low, high = min(f, key=lambda w: f[w]["rate"]), max(f, key=lambda w: f[w]["rate"])
     seeds = [r for d in f.values() for r in d["per_seed"] if r is not None]
     print(
-        f"{key}: over the seeds, from {low} ({f[low]['rate']:.2f} of the time) to {high} ({f[high]['rate']:.2f}); "
+        f"{key}: written where needed, over the seeds, from {low} ({f[low]['rate']:.2f}) to {high} ({f[high]['rate']:.2f}); "
         f"single seeds from {min(seeds):.2f} to {max(seeds):.2f}"
     )
 
@@ -808,8 +809,7 @@ print("✓ at the same 100 merges, BPE-dropout writes more unseen-forms sentence
 # %% [markdown]
 # At the same 100 merges, BPE-dropout writes more unseen-forms sentences right than plain BPE in every seed: the
 # dropout, not only the merge count, made section 3's difference. Characters write the held-out forms about as
-# well as BPE-dropout with 30 merges, and better than plain BPE with 100, but with the longest targets, and they
-# get fewer in-distribution sentences right than BPE-dropout with 30 merges.
+# well as BPE-dropout with 30 merges, but with the longest targets and fewer in-distribution sentences right.
 #
 # ## Summary
 #
@@ -912,7 +912,9 @@ check.byte_symbols(my_byte_symbols)
 #   merges dropped at random while cutting training text.
 # - Vaswani et al., "Attention Is All You Need", NeurIPS 2017: byte-pair encoding with a shared vocabulary of
 #   about 37000 tokens for English–German and a 32000 word-piece vocabulary for English–French (§5.1); the
-#   $O(n^2 \cdot d)$ cost of self-attention per layer (§4, Table 1).
+#   $O(n^2 \cdot d)$ cost of self-attention per layer (§4, Table 1). For byte-pair encoding, §5.1 cites Britz et
+#   al., "Massive Exploration of Neural Machine Translation Architectures", 2017 (its reference [3]), not
+#   Sennrich et al.
 # - Hugging Face `tokenizers` documentation: `models.BPE`, `trainers.BpeTrainer` and their `end_of_word_suffix`;
 #   the authors' subword-nmt code (its version 0.2 attaches `</w>` to the last character).
 # - Wu et al., "Google's Neural Machine Translation System", arXiv:1609.08144, 2016: word-pieces (the paper's
