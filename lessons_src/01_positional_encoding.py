@@ -136,6 +136,9 @@ print("distance between the two final states, per draw:", [round(g, 3) for g in 
 
 # %% [markdown]
 # So the Transformer adds a position vector $PE(pos)$ to each word vector before the first layer.
+# Section 3.5 adds them "to the input embeddings at the bottoms of the encoder and decoder stacks.
+# The positional encodings have the same dimension $d_{model}$ as the embeddings, so that the two
+# can be summed."
 # The reading notes list what we want of it: **bounded**, **deterministic**, **unique for each
 # position**, and a distance between two steps that **means the same in sentences of different
 # lengths**. Liang Hong's slides and the reading notes reject the obvious candidates first.
@@ -442,16 +445,20 @@ print(f"✓ column 0 changes sign {sign_changes} times in 100 rows; the last 8 c
 # since for any fixed offset k, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$."
 # That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position.
 # A 2 × 2 rotation by an angle $b$ takes $(\sin a, \cos a)$ to $(\sin(a + b), \cos(a + b))$, by the
-# angle-addition formulas, so one matrix $M_k$ of such blocks (`utils.positional.relative_rotation`, built in lesson 02)
-# takes every row of the table $k$ rows down. For $d_{model} = 4$ and $k = 1$, two blocks, turning
-# by $w_0 = 1$ and $w_1 = 1/100$ radians:
+# angle-addition formulas (a clockwise turn, as the point's angle is $\pi/2 - a$), so one matrix
+# $M_k$ of such blocks (`utils.positional.relative_rotation`, built in lesson 02) takes every row
+# of the table $k$ rows down. For $d_{model} = 4$ and $k = 1$, two blocks, turning by $w_0 = 1$ and
+# $w_1 = 1/100$ radians:
 
 # %%
 print(relative_rotation(1, 4, dtype=torch.float64))  # (4, 4): PE(pos + 1) = PE(pos) M_1
 for i, w_i in enumerate((1.0, 1 / 100)):  # block i: [[cos w_i, -sin w_i], [sin w_i, cos w_i]]
     block = torch.tensor([[math.cos(w_i), -math.sin(w_i)], [math.sin(w_i), math.cos(w_i)]], dtype=torch.float64)
     assert torch.allclose(relative_rotation(1, 4, dtype=torch.float64)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2], block)
-print("✓ M_1 is two 2 x 2 rotations, by w_0 = 1 and w_1 = 1/100 radians")
+    points = sinusoidal_encoding(100, 4, dtype=torch.float64)[:, 2 * i : 2 * i + 2]  # (100, 2): (sin, cos) of pair i
+    turn = torch.atan2(*(points @ block).flip(1).T) - torch.atan2(*points.flip(1).T)  # (100,) change of angle
+    assert torch.allclose(torch.remainder(turn, 2 * math.pi), torch.full_like(turn, 2 * math.pi - w_i))  # clockwise
+print("✓ M_1 is two 2 x 2 rotations, turning each (sin, cos) point clockwise by w_0 = 1 and w_1 = 1/100 radians")
 for offset in (1, 7, 100, 5000):
     M_k = relative_rotation(offset, d_model, dtype=torch.float64)  # (d_model, d_model)
     assert torch.allclose(pe[:-offset] @ M_k, pe[offset:], rtol=0, atol=1e-9)  # (max_len - k, d_model)
@@ -604,19 +611,16 @@ assert torch.equal(X_pe, X + sinusoidal_encoding(seq, d_model))
 print(X_pe.shape)
 
 # %% [markdown]
-# The two CATs (positions 1 and 5) start as the very same vector. After adding PE they differ, by
-# exactly the distance between $PE(1)$ and $PE(5)$, the offset-4 distance from section 4, in each of
-# 5 draws of the embedding:
+# The two CATs (positions 1 and 5) start as the very same vector, so after adding PE they differ by
+# exactly $PE(1) - PE(5)$, whatever the embedding: the offset-4 distance from section 4.
 
 # %% tags=["hide-input"]
 cat_1, cat_5 = 1, 5
 offset_4 = dist_by_offset[cat_5 - cat_1 - 1].item()
-for seed in SEEDS:
-    X = embedding_tables(seed)["N(0, 1/d_model) x sqrt(d_model)"][tokens]  # (seq, d_model)
-    X_pe = pos_enc(X)  # (seq, d_model)
-    assert torch.equal(X[cat_1], X[cat_5]) and not torch.allclose(X_pe[cat_1], X_pe[cat_5])
-    assert math.isclose((X_pe[cat_1] - X_pe[cat_5]).norm().item(), offset_4, abs_tol=1e-4)
-print(f"✓ the two CATs: identical before PE, {offset_4:.4f} apart after it, in 5 of 5 draws")
+assert torch.equal(X[cat_1], X[cat_5])  # the same token, so the same row of the embedding
+assert torch.allclose((X_pe[cat_1] - X_pe[cat_5]).double(), pe[cat_1] - pe[cat_5], rtol=0, atol=1e-5)
+assert math.isclose((X_pe[cat_1] - X_pe[cat_5]).norm().item(), offset_4, abs_tol=1e-4)
+print(f"✓ the two CATs: identical before PE, {offset_4:.4f} apart after it, their difference PE(1) - PE(5)")
 
 # %% [markdown]
 # ## Summary
@@ -671,7 +675,8 @@ check.position_from_pe(position_from_pe)
 # %% [markdown]
 # **3. Choose the base.** With the paper's base 10000, the slowest pair's wavelength at
 # $d_{model} = 512$ is the last one section 5 printed. Suppose you want it to be exactly `longest`
-# positions instead. Write `base_for_wavelength(d_model, longest)` returning the base that does it,
+# positions instead. Write `base_for_wavelength(d_model, longest)` returning the base that does it
+# for $d_{model} \ge 4$ (at 2 the only pair has $w_0 = 1$ at every base),
 # with the pairs numbered from 0 as in the paper and `utils`.
 
 
@@ -957,7 +962,10 @@ print("✓ utils and the YOUR CAT deck number the pairs from 0, as the paper's f
 
 # %%
 deck_pe_cat = [1664.068, 8080.133, 2620.399, 9386.405, 3120.159]  # the deck's "PE" column for CAT
-deck_pe_cat_again = [1281.458, 7902.890, 912.970, 3821.102, 1659.217, 7018.620]  # and for the second CAT
+# and for the second CAT; the deck's text also has 3821.102 in this column, but its own sums (deck_input_cat_again)
+# show the five entries without it
+deck_pe_cat_again = [1281.458, 7902.890, 912.970, 1659.217, 7018.620]
+deck_input_cat_again = [1452.869, 11179.24, 10105.789, 5292.638, 15409.093]  # its "Encoder Input" for the second CAT
 deck_embedding = {  # the deck's embedding columns for YOUR, CAT, IS, A, LOVELY
     "YOUR": [952.207, 5450.840, 1853.448, 1.658, 2671.529],
     "CAT": [171.411, 3276.350, 9192.819, 3633.421, 8390.473],
@@ -972,6 +980,8 @@ print(
 )
 # a guard on our copying of the deck's figures, not a test of the deck; [-1, 1] is section 4's check
 assert min(entries) < 1 and max(entries) > 5000 and 100 < min(pe_entries) < 1000 < max(pe_entries)
+sums = zip(deck_embedding["CAT"], deck_pe_cat_again, deck_input_cat_again)
+assert all(math.isclose(e + p, total, abs_tol=1e-3) for e, p, total in sums)  # five entries, no 3821.102
 print("the deck's PE for CAT (position 1):", deck_pe_cat)
 print("the real PE(1), first five entries:", sinusoidal_encoding(2, 512)[1, :5])
 
