@@ -7,7 +7,7 @@
 # - read queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
 # - build parameter-free self-attention and read its matrix for "YOUR CAT IS A LOVELY CAT";
 # - prove that self-attention is permutation **equivariant** (not invariant), and what breaks this;
-# - see why the Transformer projects queries and keys: trained $W_q, W_k$ make an adjective look at its noun.
+# - see what projecting queries and keys makes possible: trained $W_q, W_k$ make an adjective look at its noun.
 #
 # **Prerequisites.** [01 · Positional encoding](01_positional_encoding.ipynb) and
 # 02 · Dot-product identities (softmax, temperature, the $1/\sqrt{d_k}$ scale).
@@ -209,7 +209,9 @@ check.predict_cold_lookup(my_guess_cold)
 # "Self-attention, sometimes called intra-attention is an attention mechanism relating different positions
 # of a single sequence in order to compute a representation of the sequence." Its other use (section 3.2.3) is
 # "encoder-decoder attention", where "the queries come from the previous decoder layer, and the memory keys
-# and values come from the output of the encoder": the slide's memory, built in lesson 07.
+# and values come from the output of the encoder": the slide's memory, built in lesson 07. In its encoder's
+# self-attention "all of the keys, values and queries come from the same place, in this case, the output of the
+# previous layer in the encoder": X is the embeddings only in the first layer (here, always).
 #
 # The reading notes on the paper give the simplest self-attention in three lines of PyTorch, for a batch
 # x of shape (b, t, k): the three lines of the function below. It has no $1/\sqrt{d_k}$; since `utils`
@@ -295,10 +297,10 @@ print("scores between different words: min", round(min(different), 1), "max", ro
 # (`token_embeddings(..., seed=s)`). The dimension alone does not do it: for entries $N(0, \sigma^2)$ the
 # self-score is about $\sigma^2\sqrt{512}$, so with $\sigma^2 = 1/512$ it is about $1/\sqrt{512}$ and the rows
 # are nearly uniform. (The paper, section 3.4: "In the embedding layers, we multiply those weights by
-# $\sqrt{d_{model}}$.")
+# $\sqrt{d_{model}}$." It gives neither a reason nor the weights' initialisation; if they start with entries
+# $N(0, 1/512)$, the scaled embeddings have entries $N(0, 1)$, the case above.)
 
 # %% tags=["hide-input"]
-assert torch.allclose(A.sum(dim=-1), torch.ones(seq)), "every row is a softmax: it sums to 1"
 self_scores, other_scores, single_diag = [], [], []
 for s in range(20):
     X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model) float64
@@ -336,6 +338,7 @@ print("row CAT (5):", A[5].numpy().round(4))
 assert torch.allclose(A[1], A[5], atol=1e-6) and torch.allclose(Y[1], Y[5], atol=1e-5), "identical rows"
 assert torch.allclose(A[:, 1], A[:, 5], atol=1e-6), "identical columns"
 assert torch.allclose(A[1, [1, 5]], torch.tensor([0.5, 0.5]), atol=1e-6)
+print("✓ the two CATs have identical rows and columns, and each CAT splits its weight evenly between them")
 fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: the identity, except the CATs split")
 
 # %% [markdown]
@@ -455,6 +458,7 @@ print("row CAT (5):", A_pe[5].numpy().round(4))
 assert not torch.allclose(A_pe[1], A_pe[5], atol=1e-3)
 assert A_pe[1, 1] > A_pe[1, 5] and A_pe[5, 5] > A_pe[5, 1]
 assert list(attention_properties(A_pe, sentence, atol=1e-5).values()) == [True, True, False, False]
+print("✓ with PE the CATs' rows and columns differ, and each CAT puts more weight on itself than on the other")
 fig = plot_attention(sentence, A_pe.numpy(), title="softmax((X+PE)(X+PE)ᵀ/√512)")
 
 # %% tags=["hide-input"]
@@ -508,14 +512,16 @@ for init in range(5):  # five initialisations of the four layers, 20 permutation
 print("✓ with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with PE: not")
 
 # %% [markdown]
-# ## 5. Why the Transformer projects queries and keys
+# ## 5. What projecting queries and keys makes possible
 #
 # Without projections the query and the key of a word are the same vector, so its score with itself is a
 # squared length: with embeddings of unit-variance entries, bare self-attention mostly looks at the word itself
 # (section 3), and the layer has nothing to learn. The
 # Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
-# $d_{model} \times d_k$ matrices. Take $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first
-# *random* matrices, entries $N(0, 1/d_{model})$, so that $x W$ has unit-variance entries like $x$:
+# $d_{model} \times d_k$ matrices. The paper (section 3.2.2) says only that "we found it beneficial to
+# linearly project the queries, keys and values"; this section shows one thing that makes possible. Take
+# $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first *random* matrices, entries
+# $N(0, 1/d_{model})$, so that $x W$ has unit-variance entries like $x$:
 #
 # $$A = \operatorname{softmax}\!\Big(\frac{(X W_q)(X W_k)^\top}{\sqrt{d_k}}\Big).$$
 
@@ -524,6 +530,7 @@ d_k = 64
 W_q_rand, W_k_rand = random_projections(d_model, d_k, seed=0)  # (d_model, d_k) each
 A_rand = sentence_map(sentence, W_q_rand, W_k_rand)  # (seq, seq)
 assert torch.allclose(A_rand, projected_weights(X.double(), W_q_rand, W_k_rand), atol=1e-6)
+print("✓ the map is the formula above, computed from the sentence's embeddings")
 fig = plot_attention(sentence, A_rand.numpy(), title="random W_q, W_k: where each word looks is chance")
 
 # %% [markdown]
@@ -584,13 +591,13 @@ print(f"over 8 seeds: first loss {min(first):.2f}–{max(first):.2f}, last at mo
 print(f"LOVELY's weight off the CATs after training: at most {max(1 - w for w in lovely_trained.values()):.1e}")
 
 # %% tags=["hide-input", "nbval-ignore-output"]
-for s, (_, _, losses) in trained.items():
-    before = weight_on(sentence_map(sentence, *random_projections(d_model, d_k, seed=s)), sentence, "LOVELY", "CAT")
-    is_after = weight_on(sentence_map(sentence, *trained[s][:2]), sentence, "IS", "CAT")[0]
-    print(
-        f"seed {s}: loss {losses[0]:.3f} -> {losses[-1]:.4f}; LOVELY on the CATs {before[0]:.2f} -> "
-        f"{lovely_trained[s]:.4f}; IS on the CATs after training {is_after:.2f}"
-    )
+lovely_before = [
+    weight_on(sentence_map(sentence, *random_projections(d_model, d_k, seed=s)), sentence, "LOVELY", "CAT")[0]
+    for s in trained
+]
+is_after = [weight_on(sentence_map(sentence, *trained[s][:2]), sentence, "IS", "CAT")[0] for s in trained]
+print(f"LOVELY on the CATs before training, same 8 seeds: {min(lovely_before):.2f}–{max(lovely_before):.2f}")
+print("IS on the CATs after training, seed by seed:", [round(w, 2) for w in is_after])
 
 # %% [markdown]
 # In every training seed, LOVELY now puts nearly all its weight on the two CATs:
@@ -631,8 +638,8 @@ print(
 )
 
 # %% [markdown]
-# This is what the projections are for: trained, $W_q$ and $W_k$ make the nouns' keys match the adjectives'
-# queries. Nothing stops other queries from matching them too: IS's row is not in the loss, but its query
+# This is one thing the projections make possible: trained, $W_q$ and $W_k$ make the nouns' keys match the
+# adjectives' queries. Nothing stops other queries from matching them too: IS's row is not in the loss, but its query
 # $x_{IS} W_q$ moves with $W_q$, and in several seeds it too puts most of its weight on the CATs. The paper
 # (section 4) reports roles like this in its trained translator: "Not only do individual attention heads
 # clearly learn to perform different tasks, many appear to exhibit behavior related to the syntactic and
@@ -669,8 +676,8 @@ for s in range(5):
     assert (A_pos[1] - A_pos[5]).abs().max() > 0.01
 print("✓ unscaled, at the explorer's seed: every row but the CATs' puts nearly all its weight on one word;")
 print("  the CATs' rows put nearly half on each CAT")
-print("✓ in all 5 embedding seeds: temperature 10 makes every row flatter than temperature 1;")
-print("  with PE the two CATs' rows differ")
+print("✓ in all 5 embedding seeds, with PE the two CATs' rows differ; temperature 10 makes every row flatter")
+print("  than temperature 1 (always: a rising temperature lowers the largest weight of a row not already uniform)")
 
 # %% [markdown]
 # And live (in Jupyter, Binder or Colab; on GitHub the widget does not run):
@@ -690,8 +697,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #   rows and columns.
 # - It is permutation **equivariant**, not invariant. Positional encoding breaks the symmetry; learned
 #   $W_q, W_k, W_v, W_o$ do not.
-# - Random $W_q, W_k$ make the map chance; trained ones let an adjective look at its noun, which is why the
-#   Transformer has them.
+# - Random $W_q, W_k$ make the map chance; trained ones let an adjective look at its noun.
 #
 # ## Exercises
 #
@@ -837,7 +843,8 @@ assert min(moved[16]) > 0.05 and max(moved[d_model]) < 1e-6
 print("✓ causal mask: not equivariant in any of 20 tables at d_model=16; at d_model=512 the outputs barely move")
 
 # %% [markdown]
-# Any mask that depends on position does the same, not only a causal one. The paper's *restricted*
+# Other masks that depend on position can tell the CATs apart too, but not all: letting query $i$ see key $j$
+# only when $i - j$ mod 4 is 0 or 1 leaves the two CATs, four apart, alike. The paper's *restricted*
 # self-attention (section 4, Table 1) considers "only a neighborhood of size r in the input sequence centered
 # around the respective output position". With $r = 5$ (two words either side) the first CAT cannot see the
 # second, four words away, nor the second the first:
@@ -855,6 +862,13 @@ for s in range(20):
     )
 assert window_hits == 20
 print("✓ with a centred window of size 5 (no PE), the two CATs' rows and columns differ, in all 20 embedding tables")
+every_fourth = torch.remainder(offsets, 4) <= 1  # (seq, seq) True where i - j mod 4 is 0 or 1
+for d in (d_model, 16):
+    for s in range(20):
+        X_s = token_embeddings(sentence, d, seed=s)  # (seq, d)
+        A_s = scaled_dot_product_attention(X_s, X_s, X_s, mask=every_fourth)[1]  # (seq, seq)
+        assert all(attention_properties(A_s, sentence, atol=1e-6).values()), "the CATs stay alike"
+print("✓ with the mask 'i - j mod 4 is 0 or 1' the CATs' rows and columns stay identical (20 tables, d = 512, 16)")
 
 # %% [markdown]
 # ### Why the loss starts far below $\ln 6$
@@ -903,9 +917,9 @@ print("✓ before training, adjectives put 0.2–0.3 of their weight on the noun
 # The YOUR CAT slide deck prints a 6 × 6 attention matrix for this sentence, with the note "all values are
 # random". The deck says Q, K and V "are just the input sentence", and also that each row captures "the
 # position in the sentence (represented by the positional encodings)". Random numbers can still be
-# checked: every attention matrix has properties 1 and 2 below (each row is a softmax; a row a mask blocks
-# entirely is lesson 04's business), and every self-attention matrix of this sentence *without* position
-# information (no PE, position bias or position-dependent mask) and without dropout also has 3 and 4:
+# checked: every attention matrix without dropout has properties 1 and 2 below (each row is a softmax; a row a
+# mask blocks entirely is lesson 04's business), and every self-attention matrix of this sentence *without*
+# position information (no PE, position bias or position-dependent mask) and without dropout also has 3 and 4:
 #
 # 1. no negative weight (each is $e^{\text{score}} > 0$ over a positive sum),
 # 2. every row summing to 1 (up to the deck's rounding to three decimals: six numbers, each off by at most
@@ -1118,6 +1132,7 @@ def reach(X):
 print("lengths |x_i|:", X.norm(dim=-1).numpy().round(1))
 print("reach of each word along YOUR:", reach(X)[0].numpy().round(2))
 assert all(A[i, i] >= A[i].max() - 1e-6 for i in range(seq))  # ties (the two CATs) up to rounding
+print("✓ in every row the diagonal is the largest weight (the two CATs tie)")
 
 # %% tags=["hide-input"]
 ratios, diag_is_max, reaches = [], 0, []
@@ -1148,6 +1163,7 @@ print(f"✓ lengths differ, yet the diagonal is the row maximum in every row, in
 _, A_perp = self_attention(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))  # (2, 2): lengths 1 and 2, perpendicular
 print(A_perp.numpy().round(4))
 assert torch.equal(A_perp.argmax(dim=-1), torch.arange(2)), "the diagonal wins both rows"
+print("✓ the diagonal wins both rows, though the vectors' lengths differ")
 
 # %% tags=["hide-input"]
 gen = torch.Generator().manual_seed(3)
@@ -1189,6 +1205,7 @@ _, A1 = self_attention(P1)  # (2, 2)
 print(A1.numpy().round(4))
 assert A1[0, 1] > A1[0, 0] and abs(reach(P1)[0, 1] - 2) < 1e-4, "row a: b reaches twice as far along a as a itself"
 assert torch.allclose(A1[0], torch.softmax(torch.tensor([1.0, 2.0]), dim=-1))
+print("✓ row a is softmax(1, 2): a puts more weight on b, which reaches twice as far along a, than on itself")
 
 # %% [markdown]
 # The same in our sentence: give LOVELY a longer embedding that points partly along YOUR (related words
@@ -1203,6 +1220,7 @@ _, A_long = self_attention(X_long)  # (seq, seq)
 print("lengths:", X_long.norm(dim=-1).numpy().round(1))
 print("row YOUR:", A_long[0].numpy().round(4))
 assert A_long[0].argmax() == 4 and A_long[0, 4] > A_long[0, 0]
+print("✓ row YOUR: the longer LOVELY gets the largest weight, more than YOUR itself")
 
 # %% tags=["hide-input"]
 for s in range(20):

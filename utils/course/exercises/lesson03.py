@@ -341,7 +341,7 @@ COLD_MISSES = [
         "expect a gentle sharpening",
         0.6,
         (0.45, 0.85),
-        "the power 10 shrinks each rival by its ratio to cat to the tenth: (0.24/0.35)^10 is about 0.02",
+        "the power 10 shrinks each rival by its ratio to cat to the tenth: (0.24/0.35)^10 is about 0.03",
     ),
     ("expect an even split", 0.25, (0.0, 0.3), "a lower temperature sharpens the weights, it does not flatten them"),
 ]
@@ -474,7 +474,8 @@ COLD_LIMIT_MISTAKES = [
 
 
 def _cold_cases(gen):
-    """(q, K, V, ties): entries on a grid of eighths, so every score is exact and ties are exact; the
+    """(q, K, V, ties): dyadic entries (K on a grid of eighths, the best key moved by q over a power of 2),
+    so every score is exact and ties are exact; the
     `ties` best keys are one repeated key, at least 1 above every other score."""
     cases = []
     for n, d_k, d_v, ties in [(4, 3, 2, 2), (6, 5, 3, 3), (5, 4, 1, 1), (7, 8, 4, 2)]:
