@@ -16,8 +16,8 @@
 # 1. built multi-head attention step by step (project, split, attend, concatenate, $W^O$) and checked it
 #    against `utils.multihead` and `torch.nn.MultiheadAttention` with copied weights;
 # 2. counted what 1 to 8 heads cost beside one head of width `d_model`: which costs stay equal, which grow;
-# 3. seen what the COMP7607 slides mean by multiple heads "Improve the “resolution” of the attention
-#    mechanism", on a task one head cannot solve and two heads can;
+# 3. seen what the "resolution" that multiple heads improve means, on a task one head cannot solve and
+#    two heads can;
 # 4. watched two trained heads divide a sentence between them, in a per-head explorer.
 #
 # **Prerequisites.** 03 (self-attention: `softmax(QKᵀ/√d_k)V`) and 04 (masks; `True` = may attend).
@@ -184,8 +184,9 @@ print("✓ equal to torch.nn.MultiheadAttention with copied weights, padding and
 
 # %% [markdown]
 # And the step-by-step recipe applied to PyTorch's own matrices (biases included) gives PyTorch's
-# answer too: nothing is hidden in `nn.MultiheadAttention`. Each head's scores are divided by four
-# candidate numbers; which one gives PyTorch's output?
+# answer too: nothing is hidden in `nn.MultiheadAttention` with its defaults (no `add_bias_kv`,
+# `add_zero_attn` or dropout). Each head's scores are divided by four candidate numbers; which one gives
+# PyTorch's output?
 
 # %%
 Wq_t, Wk_t, Wv_t = torch_mha.in_proj_weight.detach().chunk(3)  # (d_model, d_model) each, nn.Linear layout
@@ -212,7 +213,7 @@ print("  with each head's scores divided by √d_k = 2 and by no other of the fo
 check.predict_head_scale(my_guess_scale)
 
 # %% [markdown]
-# The same equality at five sizes, section 1's and four more, each with its own seed,
+# The same equality at five sizes, section 1's and four more,
 # `(d_model, h, T_q, T_k)` from one head to eight, with cross-attention (queries from one sequence, keys
 # and values from another, of a different length in three of the five),
 # a padded key, and both of our paths (`need_weights=True` and `False`):
@@ -319,8 +320,6 @@ softmax_work = {h: softmax_and_weights(h) for h in (1, 2, 4, 8)}
 print("h: (softmax elements, weights):", softmax_work)
 for h, (elements, numel) in softmax_work.items():
     assert elements == numel == 2 * h * 10 * 10  # batch * h * T * T
-    assert counts[h] == counts[1] and macs[h] == macs[1]
-print("✓ parameters and multiply-adds are equal for 1, 2, 4 and 8 heads")
 print("✓ softmax elements and weights are batch * h * T * T: h times those of one head")
 
 # %% [markdown]
@@ -343,36 +342,44 @@ print("✓ at d_model = 32, 48, 96, 128 too: parameters and multiply-adds equal 
 # %% [markdown]
 # ## 3. What "improving the resolution" means
 #
-# The COMP7607 slides say multiple heads "Improve the “resolution” of the attention mechanism"; the
-# paper (section 3.2.2): "Multi-head attention allows the model to jointly attend to information
+# The COMP7607 slides say multiple heads "Improve the “resolution” of the attention mechanism". The word
+# is the paper's own (section 2): self-attention works "at the cost of reduced effective resolution due
+# to averaging attention-weighted positions, an effect we counteract with Multi-Head Attention". Section
+# 3.2.2 says how: "Multi-head attention allows the model to jointly attend to information
 # from different representation subspaces at different positions. With a single attention head,
-# averaging inhibits this." Its Table 3, rows (A), varies the number of heads at constant computation
-# (English-to-German development set; the paper's numbers, quoted, not measured here):
+# averaging inhibits this." Its Table 3 varies the number of heads around the base model's $h = 8$ at
+# constant computation (rows (A)), and shrinks $d_k$ alone (rows (B)); English-to-German development
+# set, quoted, not measured here:
 
 # %%
-table3_rows_a = {
+table3_rows_a = {  # h: (d_k, perplexity, BLEU); parameters blank in the paper, i.e. the base's 65 million
     1: (512, 5.29, 24.9),
     4: (128, 5.00, 25.5),
-    8: (64, 4.92, 25.8),
+    8: (64, 4.92, 25.8),  # the base model
     16: (32, 4.91, 25.8),
     32: (16, 5.01, 25.4),
 }
-print(" h   d_k  perplexity  BLEU")
+table3_rows_b = {16: (5.16, 25.1, 58), 32: (5.01, 25.4, 60)}  # h = 8, d_v = 64; d_k: (perplexity, BLEU, parameters)
+print("row    h   d_k  perplexity  BLEU  parameters")
 for h, (dk, ppl, bleu) in table3_rows_a.items():
-    print(f"{h:>2} {dk:>5} {ppl:>11.2f} {bleu:>5.1f}")
+    print(f"{'base' if h == 8 else '(A)':<4} {h:>3} {dk:>5} {ppl:>11.2f} {bleu:>5.1f}  65M")
+for dk, (ppl, bleu, params) in table3_rows_b.items():
+    print(f"(B)  {8:>3} {dk:>5} {ppl:>11.2f} {bleu:>5.1f}  {params}M")
 best_bleu = max(bleu for _, _, bleu in table3_rows_a.values())
 print(
     f"one head: {best_bleu - table3_rows_a[1][2]:.1f} BLEU below the best; 32 heads: {best_bleu - table3_rows_a[32][2]:.1f} below"
 )
+print(f"d_k = 16: {table3_rows_a[32][2]} BLEU with 32 heads (65M), {table3_rows_b[16][1]} with 8 heads (58M)")
 
 # %% [markdown]
 # Section 6.2: "While single-head attention is 0.9 BLEU worse than the best setting, quality also drops
-# off with too many heads." Its next paragraph is about rows (B), where only $d_k$ changes: "In Table 3
+# off with too many heads." Its next paragraph is about rows (B): "In Table 3
 # rows (B), we observe that reducing the attention key size $d_k$ hurts model quality. This suggests that
 # determining compatibility is not easy and that a more sophisticated compatibility function than dot
 # product may be beneficial." Linking the two is our reading, not the paper's: 32 heads leave $d_k = 16$,
-# so small keys may be part of why too many heads hurt. Here is a task where the single head's handicap
-# is literally true.
+# so small keys may be part of why too many heads hurt. The rows do not settle it: rows (B) also lose
+# parameters, and at $d_k = 16$ eight heads score below 32 (last line above). Here is a task
+# where the single head's handicap is literal.
 # Each sequence has 6 tokens of `d_model = 8` features:
 #
 # * features 0–3: random **content** on every token;
@@ -381,7 +388,8 @@ print(
 #
 # The last token must output **A's content features 0–1 and B's content features 2–3**. It needs
 # to look at two places at once. One head has one softmax: its weights on A and B share a total
-# of 1. Two heads can each look at one place.
+# of 1, so it returns one blend of A and B. Two heads return two blends; the simplest pair has each
+# head look at one place.
 #
 # First, by hand: two heads whose weights we write down ourselves.
 
@@ -428,8 +436,7 @@ print("✓ one token tagged A, one tagged B, the last one asks (no content); tar
 # query along direction 0, the tag-A feature a key along direction 0, scaled by `s = 40` so the
 # softmax is nearly one-hot. Its values carry content features 0–1. Head 1 does the same for tag B
 # and content features 2–3. $W^O$ puts head 0's two values into output features 0–1 and head 1's
-# into 2–3. (`nn.Linear` stores the transpose of our $W$: entry `[j, i]` of `.weight` is row `i`,
-# column `j` of $W$.)
+# into 2–3 (in `nn.Linear`'s transposed layout, section 1).
 
 # %%
 s = 40.0
@@ -468,9 +475,8 @@ assert w_two[0, 0, -1, where_a] > 0.999 and w_two[0, 1, -1, where_b] > 0.999
 print("✓ head 0 puts almost all of the asking token's weight on A, head 1 on B")
 
 # %% [markdown]
-# With a single head the same trick cannot work: the one softmax can split its weight between A and
-# B (say ½ each), but then *every* value is blended — the output's features 0–1 become
-# ½·A + ½·B instead of A. Here is that single head, built by hand: one query that matches both
+# A single head cannot do this: if its softmax gives A and B ½ each, *every* value is blended, and
+# features 0–1 become ½·A + ½·B instead of A. Here it is, built by hand: one query that matches both
 # tags equally.
 
 # %%
@@ -519,11 +525,19 @@ for w in (0.5, 0.6, 0.75, 0.9, 1.0):
     per_feature[w] = ((design @ readout - y_big[:, 0]) ** 2).mean(0)  # (4,) error per target feature
     fixed_split[w] = per_feature[w].mean().item()
 print("best error for weight w on A:", {w: round(e, 4) for w, e in fixed_split.items()})
+two_splits = {}  # two heads with fixed splits (w1, w2): the read-out sees both blends
+for w1, w2 in ((1.0, 0.0), (0.9, 0.1), (0.6, 0.4), (0.75, 0.5), (0.55, 0.45)):
+    design = torch.cat([w1 * A + (1 - w1) * B, w2 * A + (1 - w2) * B, torch.ones(len(A), 1)], dim=-1)  # (n, 9)
+    readout = torch.linalg.lstsq(design, y_big[:, 0]).solution  # (9, 4)
+    two_splits[(w1, w2)] = ((design @ readout - y_big[:, 0]) ** 2).mean().item()
+print("two heads, best error for weights (w1, w2) on A:", {w: round(e, 4) for w, e in two_splits.items()})
 
 # %% tags=["hide-input"]
 assert all(abs(e - 0.5) < 0.02 for e in fixed_split.values())
 assert abs(fixed_split[0.75] - check.predict_fixed_split_error.reference) < 0.02
+assert len(two_splits) == 5 and all(e < 1e-6 for e in two_splits.values())
 print("✓ for w = 0.5, 0.6, 0.75, 0.9 and 1.0 the best read-out of a fixed split scores ½")
+print("✓ two heads with two different fixed splits score 0 in 5 of 5 pairs")
 
 # %%
 check.predict_fixed_split_error(my_guess_split)
@@ -532,10 +546,11 @@ check.predict_fixed_split_error(my_guess_split)
 # **No fixed split does better than ½**: features 0–1 lose B's share of the blend's variance, features
 # 2–3 lose A's share, and the two shares add up to 1 for every $w$, so the mean error is ½
 # ([Going further](#going-further) derives the shares). A fixed split only moves the error between the
-# features. Now **train** both from random weights on the
-# same batches (120 steps of Adam), 5 initialisations each. `train_heads(make_batch, rows, num_heads,
-# seed)` (in `utils.experiments.head_training`) scores output features 0–3 at the query positions
-# `rows`; `heldout_error` scores a trained model on sequences it never saw.
+# features. Two heads with two *different* fixed splits score 0 (five pairs above): a linear read-out
+# can unmix two blends of A and B, not one. One place per head is one such pair among many. Now **train** one head and two heads from random weights on the same batches
+# (120 steps of Adam), 5 initialisations each. `train_heads(make_batch, rows, num_heads, seed)` (in
+# `utils.experiments.head_training`) scores output features 0–3 at the query positions `rows`;
+# `heldout_error` scores a trained model on sequences it never saw.
 
 # %% tags=["nbval-ignore-output"]
 seeds = range(5)
@@ -553,8 +568,7 @@ print("(predicting 0 would score 1.0)")
 # %% tags=["hide-input"]
 assert all(0.25 < e < 0.4 for e in errors[1]) and all(e < 0.05 for e in errors[2])
 assert all(one > 5 * two for one, two in zip(errors[1], errors[2]))
-assert sum(p.numel() for p in runs[1][0][0].parameters()) == sum(p.numel() for p in runs[2][0][0].parameters())
-print(f"✓ with the same number of parameters, in all {len(seeds)} initialisations two heads nearly solve the task")
+print(f"✓ in all {len(seeds)} initialisations two heads nearly solve the task")
 print("  and one head stays far from it (below ½, though)")
 
 # %% [markdown]
@@ -666,8 +680,8 @@ print("✓ a single head picks one neighbour, and misses half of the target")
 
 # %% [markdown]
 # A single head reads one neighbour sharply and misses the other: a fixed split with $w = 1$, whose
-# error is the ½ of section 3. (Section 3's single head got well below ½; this one stays at ½ within
-# noise, as the minimum and maximum printed above show; this lesson does not measure why.)
+# error is the ½ of section 3. (Unlike section 3's single head, this one stays at ½ within noise, as
+# the printed minimum and maximum show; this lesson does not measure why.)
 # Here are the trained two heads on our sentence (each word gets a
 # random 4-number embedding, the same for both "the"s):
 
@@ -721,9 +735,8 @@ check.predict_average_weight(my_guess_average)
 #
 # ### Head explorer
 #
-# The static figure shows the default state (head 0 beside the head average); the live widget
-# below lets you pick a head. The first and last rows were not trained, so head maps only mean
-# something for the queries a task uses.
+# The live widget below lets you pick a head (the static figure shows head 0 beside the average).
+# The first and last rows were not trained, so only the scored words' rows mean something.
 
 # %%
 fig = plot_head_attention(w_sentence, head=0, tokens=sentence)
@@ -739,12 +752,12 @@ head_explorer(w_sentence, tokens=sentence)
 # * Multi-head attention = project with $W^Q, W^K, W^V$ → split the `d_model` features into `h`
 #   heads of `d_k = d_model / h` → attend in each head, scaled by $\sqrt{d_k}$ → concatenate → $W^O$.
 #   With copied weights it equals `utils.multihead.MultiHeadAttention` and `torch.nn.MultiheadAttention`
-#   on every query with at least one key to attend to; a query whose keys are all masked gets NaN
-#   weights from `nn.MultiheadAttention` ([Going further](#going-further)).
+#   on every query with at least one key to attend to (a query with none: [Going further](#going-further)).
 # * It has the same parameters ($4 d_{model}^2 + 4 d_{model}$) and matrix-product multiply–adds as one
 #   head of width `d_model`; the softmax work and the `(batch, h, T, T)` weights grow `h`-fold.
 # * What it buys is `h` independent softmaxes. A fixed split between two places scores ½ on the
-#   two-places task, whatever the split; two heads solve it: the "resolution" of the COMP7607 slides.
+#   two-places task, whatever the split; two heads, two different blends, solve it: the "resolution"
+#   of the paper's section 2 and the COMP7607 slides.
 #   On a sentence, two heads become "previous word" and "next word". The paper uses $h = 8$,
 #   $d_k = d_v = 64$.
 # * PyTorch averages the heads' weights by default, which can make two sharp heads look like one
@@ -920,7 +933,9 @@ print(
 # %% [markdown]
 # With two heads, training usually finds the division of labour we wrote by hand: each head's
 # asking row goes to a different tagged token. Count the initialisations where one head puts more
-# than 0.8 of the weight (on average over the held-out set) on A and the other more than 0.8 on B:
+# than 0.8 of the weight (on average over the held-out set) on A and the other more than 0.8 on B,
+# beside each one's held-out error from section 3. Where the heads do not divide the labour, they
+# still read two different blends, which section 3 showed is enough:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -939,9 +954,10 @@ def divides(t):
 
 
 split = [tag_weights(model) for model, _ in runs[2]]
-for seed, t in zip(seeds, split):
+for seed, t, e in zip(seeds, split, errors[2]):
     print(
-        f"initialisation {seed}: weight on (A, B) head 0 {np.round(t[0].numpy(), 3)}, head 1 {np.round(t[1].numpy(), 3)}"
+        f"initialisation {seed}: weight on (A, B) head 0 {np.round(t[0].numpy(), 3)}, head 1 {np.round(t[1].numpy(), 3)};"
+        f" error {e:.4f}"
     )
 divided = sum(divides(t) for t in split)
 print(f"the heads divide the labour in {divided} of {len(split)} initialisations")
@@ -949,8 +965,11 @@ print(f"the heads divide the labour in {divided} of {len(split)} initialisations
 # %% tags=["hide-input"]
 assert divided >= 4
 assert all(((t[:, 0] > 0.2) & (t[:, 1] > 0.2)).any() for t in split if not divides(t))
+share_a = [t[:, 0] / t.sum(-1) for t in split]  # per head: A's share of the weight on A and B
+assert all(sh.max() - sh.min() > 0.3 and e < 0.05 for sh, e, t in zip(share_a, errors[2], split) if not divides(t))
 print(f"✓ in at least 4 of {len(split)} initialisations one head reads A and the other B")
-print("  (in any other, a head still shares its weight between A and B)")
+print("  (in any other, a head shares its weight between A and B, the two heads' blends differ, and the error")
+print("  stays below 0.05)")
 
 # %% [markdown]
 # ### Two conventions for one boolean mask
@@ -967,7 +986,8 @@ print("  (in any other, a head still shares its weight between A and B)")
 #
 # Hand the same causal mask to both. Given `allowed` itself, `nn.MultiheadAttention` does the opposite of
 # causal: each query sees only *later* tokens, and the last query sees nothing at all (its weights are
-# NaN; lesson 04's Going further shows the other answers such a row gets). A float mask, *added* to the
+# NaN, and so is its output unless `need_weights=False`, which returns what `utils` returns; lesson 04's
+# Going further shows the other answers such a row gets). A float mask, *added* to the
 # scores (0 where allowed, $-\infty$ where blocked), has only one reading, and both PyTorch functions
 # accept it; `utils` takes boolean masks only (convert an additive mask with `mask == 0`).
 
@@ -988,12 +1008,17 @@ assert torch.allclose(by_mha, copy(x, x, x, mask=allowed)[0], atol=1e-6)
 assert torch.all(w_wrong[:, :-1][allowed[:-1].expand(batch, -1, -1)] == 0)  # no weight where we allow it
 assert torch.all(w_wrong[:, :-1][~allowed[:-1].expand(batch, -1, -1)] > 0)  # weight wherever we block
 assert torch.isnan(w_wrong[:, -1]).all()  # the last query: every key blocked
+assert torch.isnan(torch_mha(x, x, x, attn_mask=allowed)[0][:, -1]).all()  # need_weights=True: NaN output
+no_weights, _ = torch_mha(x, x, x, attn_mask=allowed, need_weights=False)  # (batch, T, d_model)
+assert torch.allclose(no_weights, copy(x, x, x, mask=~allowed)[0], atol=1e-6)  # the last query included
 blocked = torch.zeros(T, T).masked_fill(~allowed, float("-inf"))  # (T, T) float mask: added to the scores
 assert torch.allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=blocked), by_utils, atol=1e-6)
 assert torch.allclose(torch_mha(x, x, x, attn_mask=blocked)[0], by_mha, atol=1e-6)
 assert torch.allclose(scaled_dot_product_attention(q, k, v, blocked == 0)[0], by_utils, atol=1e-6)
 print("✓ F.scaled_dot_product_attention(attn_mask=allowed) equals utils (True = may attend)")
 print("✓ nn.MultiheadAttention(attn_mask=~allowed) equals utils; given `allowed` it blocks exactly what we allow")
+print("✓ a query with every key blocked: NaN weights and output from nn.MultiheadAttention with need_weights=True,")
+print("  the output of utils with need_weights=False")
 print("✓ the float mask gives the same in both, and utils gets it as `blocked == 0`")
 
 # %% [markdown]
@@ -1017,8 +1042,11 @@ print("✓ nn.TransformerEncoderLayer and DecoderLayer: a bool mask (True = not 
 # * Vaswani et al., 2017, "Attention Is All You Need", NeurIPS — section 3.2.2 (multi-head
 #   attention: the formula, $h = 8$, $d_k = d_v = d_{model}/h = 64$, the total cost "similar to that
 #   of single-head attention with full dimensionality", "With a single attention head, averaging
-#   inhibits this."); Table 3, base row and rows (A), and section 6.2 (BLEU for 1 to 32 heads, and the
+#   inhibits this."); section 2 ("reduced effective resolution", counteracted by multi-head attention);
+#   Table 3, base row and rows (A) and (B), and section 6.2 (BLEU for 1 to 32 heads, and the
 #   paper's reading of rows (B)); section 4 (individual heads "learn to perform different tasks").
+# * Reading notes on the paper (June 2020) — "Multi-head self-attention: split into parallel heads and
+#   embed into diff representation space", the split of section 1.
 # * Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong) — multiple heads
 #   "Improve the “resolution” of the attention mechanism."
 # * Slide deck "Transformers / Attention is all you need" (the YOUR CAT IS A LOVELY CAT example) —
