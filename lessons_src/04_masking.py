@@ -108,6 +108,7 @@ mask = torch.tensor([True, True, False, True, True])  # (T_k,) True = may attend
 q, k = s[None, :], torch.eye(5, dtype=torch.float64) * math.sqrt(5)  # scores q·k_j/√5 = s_j
 _, w_utils = scaled_dot_product_attention(q, k, k, mask)  # (1, T_k)
 assert torch.allclose(w_utils[0], w)
+print("✓ -inf at key 2 = softmax, zero key 2, renormalise = utils with the mask False at key 2")
 zero_score = s.clone()  # (T_k,)
 zero_score[2] = 0.0
 print("weight of key 2 with score 0 instead of -inf:", round(torch.softmax(zero_score, -1)[2].item(), 4))
@@ -135,7 +136,7 @@ print(f"✓ score 0: the key keeps a weight between {min(zero_score_weights):.3f
 # Sentences in a batch have different lengths, but a tensor is rectangular: we pad the short ones with a
 # `<pad>` token (id 0). The pad tokens are not words, so no query may attend to them: the padding mask is
 # True on real tokens, with shape `(batch, 1, T)` so that it broadcasts over every query row of the
-# scores `(batch, T_q, T_k)`.
+# scores `(batch, T_q, T_k)`. The paper omits them; batching needs them.
 
 # %%
 sentences = ["YOUR CAT IS A LOVELY CAT", "THE CAT SAT", "A CAT"]
@@ -158,6 +159,7 @@ for b in range(len(sentences)):
 pad_mask = padding_mask(tokens, pad_id=0)  # (batch, 1, T)
 print(pad_mask.int())
 assert torch.equal(pad_mask, naive) and pad_mask.shape == (3, 1, 6)
+print("✓ padding_mask is the by-hand mask: True exactly on the real tokens, shape (batch, 1, T)")
 
 # %% [markdown]
 # Embed the tokens (a seeded embedding table, $d_{model} = 16$) and run masked self-attention. The
@@ -219,7 +221,7 @@ check.predict_outputs_changed_by_pads(my_guess_changed)
 # %% [markdown]
 # The mask removes the pads as *keys*; each pad is still a *query*, and its output is meaningless (later
 # lessons leave it out of the loss). The real outputs do not depend on the pads' values as long as they
-# are finite numbers small enough that no score overflows. The largest changes, seed by seed:
+# are finite and small enough that no score overflows. The largest changes, seed by seed:
 
 # %% tags=["nbval-ignore-output"]
 print("masked:  ", [f"{c:.1e}" for c in changes_masked])
@@ -311,6 +313,7 @@ for i in range(n):
         naive_causal[i, j] = j <= i
 print(naive_causal.int())
 assert torch.equal(causal_mask(n), naive_causal)
+print("✓ causal_mask is the by-hand mask: True exactly where j <= i")
 
 # %%
 out_c, causal_weights = scaled_dot_product_attention(qk, qk, qk, causal_mask(n))  # (n, d_k), (n, n)
@@ -405,7 +408,9 @@ print("✓ y_t depends on x_s exactly when s <= t, in 5 of 5 stacks")
 # The causal mask lets position $i$ see itself. Is that not a leak? It depends on what sits at position
 # $i$ of the decoder's input. The paper (section 3.1): the masking, "combined with fact that
 # the output embeddings are offset by one position, ensures that the predictions for position $i$ can
-# depend only on the known outputs at positions less than $i$."
+# depend only on the known outputs at positions less than $i$." Its Figure 1 labels that input
+# "Outputs (shifted right)": the model is "auto-regressive, consuming the previously generated symbols"
+# (section 3).
 #
 # Take the Chinese greeting 中秋节快乐 and its translation "Happy mid autumn festival". The decoder
 # must predict the target $y = (y_1, \dots, y_5)$ = (Happy, mid, autumn, festival, `<eos>`). Its input
@@ -427,9 +432,8 @@ for i in range(T_y):  # Python counts from 0; the table counts from 1, like y_1 
 # Training feeds the decoder the true target, shifted (**teacher forcing**), and one pass gives all $T$
 # next-word predictions at once: by section 4's test, output $i$ under the causal mask is what a pass over
 # positions $\le i$ alone would give, so there is no need to run the decoder $T$ times.
-# `utils.experiments.next_token.shift_right(targets, bos_id)` does the same to token ids. (Lesson 07's
-# translator gets the same pair from `utils.translator.train.shift_targets`, whose targets already
-# start with `<bos>`.)
+# `utils.experiments.next_token.shift_right(targets, bos_id)` does the same to token ids. (Lesson 07
+# gets it from `utils.translator.train.shift_targets`, whose targets already start with `<bos>`.)
 
 # %% tags=["hide-input"]
 ids = {word: idx for idx, word in enumerate(["<bos>"] + target)}
@@ -525,7 +529,8 @@ check.predict_strict_mask_unshifted(my_guess_leak)
 # weigh the earlier tokens. Position 0 has no key and position 1 has one, whose weight is 1 whatever the
 # query, so the query can only help from position 2 on. What it can use: when $y_i$ already occurred
 # among the earlier tokens, the query can put its weight on that copy and read $y_i$ from its value. On
-# random tokens an earlier copy becomes likelier with $i$. As a yardstick, the exact accuracy of a rule
+# random tokens an earlier copy becomes likelier with $i$. As a yardstick (not a ceiling: the query
+# can carry more), the exact accuracy of a rule
 # that copies an earlier $y_i$ when there is one and otherwise guesses among the kinds not seen yet (from
 # position 2 on; chance before), next to the trained models' accuracy:
 
@@ -541,14 +546,19 @@ for i in range(by_position.shape[1]):
     print(f"{i:>8}   {copy_rule[i]:9.3f}   {by_position[:, i].min():.3f} to {by_position[:, i].max():.3f}")
 
 # %% tags=["hide-input"]
-for i in range(2, 6):  # the rule's accuracy by enumerating every sequence of i earlier tokens
-    hits = sum(len(set(prefix)) + 1 for prefix in itertools.product(range(8), repeat=i)) / 8 ** (i + 1)
-    assert abs(hits - copy_rule[i]) < 1e-12, i
+for i in range(2, 6):  # the rule applied to every y_i after every sequence of i earlier tokens
+    hits = 0.0
+    for prefix in itertools.product(range(8), repeat=i):
+        seen = set(prefix)
+        hits += sum(1.0 if y in seen else 1 / (8 - len(seen)) for y in range(8))  # copy, or guess an unseen kind
+    assert abs(hits / 8 ** (i + 1) - copy_rule[i]) < 1e-12, i
 mean_by_position = by_position.mean(axis=0)  # (T,)
 assert np.all(np.abs(by_position[:, :2] - acc_chance) < 0.04)  # 1000 guesses each: chance give or take 4 sd
 assert np.all(by_position[:, 2:] > acc_chance + 0.08)
 assert np.all(np.diff(mean_by_position[2:]) > 0) and np.all(mean_by_position[2:] < np.array(copy_rule[2:]))
-print("✓ the copy rule's accuracy equals an exact count over every earlier sequence, positions 2 to 5")
+print(
+    "✓ the copy rule's accuracy equals the rule applied to every token after every earlier sequence, positions 2 to 5"
+)
 print("✓ positions 0 and 1 at chance, positions 2 to 5 above it, in 5 of 5 seeds")
 print("✓ averaged over the 5 seeds, accuracy rises from position 2 to 5, below the copy rule at each")
 
@@ -589,6 +599,7 @@ for b in range(len(sentences)):
         for j in range(T):
             naive_both[b, i, j] = j <= i and tokens[b, j].item() != 0
 assert torch.equal(both, naive_both)
+print("✓ combine_masks is the by-hand mask: True exactly where j <= i and key j is a real token")
 print("mask for 'THE CAT SAT':\n", both[1].int())
 
 # %% [markdown]
@@ -758,7 +769,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT <pad> <pad>", mask_kind="causal+pad
 # - A score of $-\infty$ before the softmax gives that key weight exactly 0; the rest renormalise. A
 #   score of 0 does not remove anything.
 # - Padding mask: `(batch, 1, T)`, True on real tokens. It removes pads as keys: the real outputs do not
-#   depend on the pads' (finite) values; the pads' own outputs do.
+#   depend on the pads' values (finite, small enough that no score overflows); the pads' own outputs do.
 # - Causal mask: True for $j \le i$. The COMP7607 slides' $j < i$ turns the first row into NaN, and
 #   through backprop every entry of the value projection's gradient.
 # - With the causal mask the future cannot change the past, through a whole stack of layers.
@@ -847,7 +858,8 @@ check.packed_causal_mask(packed_causal_mask)
 #
 # ### Pads that are not finite
 #
-# The padding mask protects the real outputs only from finite pads. A pad made entirely of `inf`,
+# The padding mask protects the real outputs only from pads whose values are finite and small enough that
+# no score overflows. A pad made entirely of `inf`,
 # $-\infty$ or NaN turns the real outputs of its sentence into NaN, in two ways. As a key, its score is
 # NaN: the dot product of a real query (whose entries have both signs) with an all-`inf` key adds
 # $+\infty$ and $-\infty$ terms, and $\infty - \infty$ is NaN; adding the mask's $-\infty$ does not remove

@@ -172,3 +172,23 @@ def test_lesson05_head_contributions_reference_adds_up_to_a_real_forward_pass():
         terms = lesson05._head_contributions(heads, mha.W_o.weight.T)  # (batch, num_heads, T, d_model)
     assert torch.allclose(terms.sum(1) + mha.W_o.bias, out, atol=1e-5)
     assert not torch.allclose(terms[:, 0], terms[:, 1], atol=1e-3)  # the heads write different terms
+
+
+def test_lesson04_masked_softmax_feedback_on_a_large_fill_agrees_with_the_weights_it_prints():
+    import re
+
+    import torch
+
+    from utils.course.exercises import lesson04
+
+    def printed_row(message):
+        return [float(v) for v in re.search(r"its weights are \[([^\]]*)\]", message).group(1).split(", ")]
+
+    replaced = lesson04.masked_softmax.evaluate(lambda s, m: torch.softmax(s.masked_fill(~m, -1e9), dim=-1))
+    added = lesson04.masked_softmax.evaluate(lambda s, m: torch.softmax(s + (~m).to(s.dtype) * -1e9, dim=-1))
+    assert replaced.status == added.status == ex.FAIL
+    row = printed_row(replaced.message)
+    assert "equally likely" in replaced.message and max(row) - min(row) < 1e-4, replaced.message
+    row = printed_row(added.message)  # float64 scores: adding -1e9 keeps them apart, so the row is not uniform
+    assert "equally likely" not in added.message and max(row) - min(row) > 1e-2, added.message
+    assert "softmax of the unmasked scores" in added.message

@@ -318,6 +318,11 @@ def _masked_softmax(scores, mask):
             lambda s, m: torch.softmax(s.masked_fill(~m, -1e9), dim=-1),
             says="equally likely",
         ),
+        mistake(
+            "add -1e9 to the masked scores instead of filling them",
+            lambda s, m: torch.softmax(s + (~m).to(s.dtype) * -1e9, dim=-1),
+            says="softmax of the unmasked scores",
+        ),
     ],
 )
 def masked_softmax(answer):
@@ -340,11 +345,19 @@ def masked_softmax(answer):
     if (leak != 0).any():
         idx = tuple(int(i) for i in ((got != 0) & ~mask).nonzero()[0])
         if not mask[idx[:-1]].any():
-            row = [round(float(v), 4) for v in got[idx[:-1]]]
+            r = idx[:-1]
+            row = [round(float(v), 4) for v in got[r]]
+            if torch.allclose(got[r], torch.full_like(got[r], 1 / got.shape[-1])):
+                why = (
+                    "every score there became the same fill (such as -1e9), so every key is equally likely (1/T_k each)"
+                )
+            elif torch.allclose(got[r], torch.softmax(scores[r], dim=-1)):
+                why = "these are the softmax of the unmasked scores: -1e9 added to every score is a shift it ignores"
+            else:
+                why = "a large finite fill does not empty the row"
             return (
-                f"row {idx[:-1]} has no allowed key, yet its weights are {row}: a large negative fill such as "
-                "-1e9 leaves every key equally likely there (1/T_k each); set the weights of a row whose keys "
-                "are all masked to 0"
+                f"row {r} has no allowed key, yet its weights are {row}: {why}; set the weights of a row whose "
+                "keys are all masked to 0"
             )
         return (
             f"a masked key gets weight {got[idx]:.4f} at index {idx}: a score of 0 does not remove a key "
