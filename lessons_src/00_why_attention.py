@@ -205,12 +205,12 @@ print(
 print(f"largest attention weight: {max(peaks):.1f} x uniform")
 
 # %% tags=["hide-input"]
-assert sizes == {d_model} and all(abs(total - 1) < 1e-12 for total in sums)
+assert all(abs(total - 1) < 1e-12 for total in sums)
 assert all(fall < 1e-19 for fall in fixed_fall)  # about 20 orders of magnitude lost, or more
 assert all(spread < 2 for spread in attention_spread) and max(peaks) < 2
 lo, hi = check.ATTENTION_FLAT_BAND  # the band the prediction accepts, around its reference 1
 assert all(lo < ratio < hi for ratio in attention_ratio)  # in every seed
-print("✓ both contexts have d_hidden numbers at every length; the attention weights sum to 1")
+print("✓ the attention weights sum to 1 at every length, in every seed")
 print("✓ in 5 of 5 seeds the gradient reaching the first word through the final state vanishes with length")
 print("✓ through attention it is only shared among the n words: gradient x n stays nearly flat")
 
@@ -247,12 +247,15 @@ class SelfAttention(nn.Module):
 torch.manual_seed(0)
 attention = SelfAttention(d_model)
 
+
+def one_query_at_a_time(x_one):
+    """The same layer on x_one (seq, d_model), looping over the queries: (seq, d_model)."""
+    q, k, v = attention.W_q(x_one), attention.W_k(x_one), attention.W_v(x_one)  # (seq, d_model) each
+    return torch.stack([torch.softmax(q[t] @ k.T / math.sqrt(d_model), dim=0) @ v for t in range(x_one.shape[0])])
+
+
 with torch.no_grad():
-    q, k, v = attention.W_q(x[0]), attention.W_k(x[0]), attention.W_v(x[0])  # (seq, d_model) each
-    naive = torch.stack(
-        [torch.softmax(q[t] @ k.T / math.sqrt(d_model), dim=0) @ v for t in range(x.shape[1])]
-    )  # (seq, d_model), one query at a time
-    assert torch.allclose(naive, attention(x)[0], atol=1e-6)
+    assert torch.allclose(one_query_at_a_time(x[0]), attention(x)[0], atol=1e-6)
 print("✓ the one-query-at-a-time loop equals the batched self-attention layer")
 
 # %% [markdown]
@@ -295,8 +298,9 @@ print("✓ attention's output n-1 depends on x_0; a position-wise layer's does n
 # %% [markdown]
 # **Sequential operations.** The paper measures parallel work by "the minimum number of sequential
 # operations required" (section 4). We count PyTorch calls (`count_calls`) and cell runs (a forward
-# hook). In our cell loop each cell call needs the previous one's output; `nn.RNN` hides the same loop
-# inside one call, so its count stays flat: the count describes this code, not every recurrent layer.
+# hook). In our cell loop each cell call needs the previous one's output. The count is a proxy both
+# ways: `nn.RNN` hides the same loop inside one call, and the one-query-at-a-time loop makes more calls
+# as $n$ grows though no query waits for another. It describes this code; `path_length` showed the dependence.
 #
 # **Predict first.** Attention computes $64^2$ scores at $n = 64$ and $2^2$ at $n = 2$. How many
 # times as many PyTorch calls does it make at $n = 64$ as at $n = 2$?
@@ -307,7 +311,7 @@ my_guess_attention_calls = None  # your answer: a ratio, e.g. 100
 # %%
 cell_runs = []
 hook = cell.register_forward_hook(lambda module, inputs, output: cell_runs.append(1))
-rnn_runs, rnn_calls, attention_calls, fused_calls = [], [], [], []
+rnn_runs, rnn_calls, attention_calls, fused_calls, loop_calls = [], [], [], [], []
 for n in ns:
     xs = [x_t.detach() for x_t in leaves(n)]
     cell_runs.clear()
@@ -315,12 +319,14 @@ for n in ns:
     rnn_runs.append(len(cell_runs))
     attention_calls.append(count_calls(attention, torch.stack(xs)[None]))  # (1, n, d_model) input
     fused_calls.append(count_calls(rnn, torch.stack(xs)[None]))  # nn.RNN: its n steps run inside one call
+    loop_calls.append(count_calls(one_query_at_a_time, torch.stack(xs)))  # n independent queries, one by one
 hook.remove()
 print("n                      ", ns)
 print("RNN cell runs          ", rnn_runs)
 print("RNN PyTorch calls      ", rnn_calls)
 print("attention PyTorch calls", attention_calls)
 print("nn.RNN PyTorch calls   ", fused_calls)
+print("one-query loop calls   ", loop_calls)
 calls_per_step = (rnn_calls[-1] - rnn_calls[0]) // (ns[-1] - ns[0])
 assert rnn_runs == ns  # one cell run per position, each waiting for the previous one
 assert all(c == rnn_calls[0] + calls_per_step * (n - ns[0]) for c, n in zip(rnn_calls, ns))
@@ -331,6 +337,11 @@ print(
     f"✓ the cell loop makes {calls_per_step} more calls per position; attention makes {attention_calls[0]} calls at every n"
 )
 print(f"✓ nn.RNN makes {fused_calls[0]} calls at every n: one call can hide n dependent steps")
+assert all(a < b for a, b in zip(loop_calls, loop_calls[1:]))
+print(
+    f"✓ the one-query-at-a-time loop's calls grow with n ({loop_calls[0]} to {loop_calls[-1]}), "
+    "though its queries do not depend on each other"
+)
 
 # %%
 check.predict_attention_calls(my_guess_attention_calls)
@@ -560,7 +571,10 @@ assert costs["self-attention"]["flops"] == [3 * 2 * n * d * d + 2 * 2 * n * n * 
 assert costs["RNN"]["flops"] == [2 * 2 * n * d * d for n in ns]
 assert costs["restricted self-attention"]["flops"] == [3 * 2 * n * d * d + 2 * 2 * window * n * d for n in ns]
 assert costs["convolution"]["flops"] == costs["dilated convolution"]["flops"] == [2 * kernel * n * d * d for n in ns]
-print("✓ complexity per layer: 6nd^2 + 4n^2d, 4nd^2, 2knd^2 and 6nd^2 + 4rnd, exactly, at every n")
+print(
+    "✓ FLOPs per layer, exactly at every n: RNN 4nd^2; self-attention 6nd^2 + 4n^2d; "
+    "convolution and dilated convolution 2knd^2; restricted self-attention 6nd^2 + 4rnd"
+)
 assert all(c == costs["RNN"]["calls"][0] + calls_per_step * (n - ns[0]) for c, n in zip(costs["RNN"]["calls"], ns))
 for kind in layer_kinds:
     assert len(set(costs[kind]["calls"])) == 1, kind
@@ -571,7 +585,10 @@ assert costs["convolution"]["path"] == [math.ceil((n - 1) / (kernel - 1)) for n 
 assert costs["dilated convolution"]["path"] == [fewest_dilated_layers(n, kernel) for n in ns]
 assert costs["restricted self-attention"]["path"] == [math.ceil((n - 1) / (window - 1)) for n in ns]
 assert costs["restricted self-attention"]["path"][ns.index(64)] == check.predict_restricted_path.reference
-print("✓ path length: n cell steps (RNN); 1, ceil((n-1)/(k-1)), ceil(log_k n) and ceil((n-1)/(r-1)) layers, at every n")
+print(
+    "✓ path length, exactly at every n: RNN n cell steps; self-attention 1 layer; convolution ceil((n-1)/(k-1)) "
+    "layers; dilated convolution ceil(log_k n); restricted self-attention ceil((n-1)/(r-1))"
+)
 assert all(2 * c == kernel * r for c, r in zip(costs["convolution"]["flops"], costs["RNN"]["flops"]))
 print(f"✓ a convolution layer costs k/2 = {kernel / 2} RNN layers in FLOPs, at every n")
 
@@ -584,7 +601,8 @@ check.predict_restricted_path(my_guess_restricted_path)
 # is smaller than the representation dimensionality $d$, which is most often the case with sentence
 # representations used by state-of-the-art models in machine translations", holds against our RNN
 # for attention's $n \times n$ products alone; a GRU (6 $d \times d$ matrices, $12nd^2$) or an LSTM
-# (8, $16nd^2$) costs more than the whole attention layer while $n < 1.5d$ or $n < 2.5d$:
+# (8, $16nd^2$) costs more than our whole attention layer while $n < 1.5d$ or $n < 2.5d$, and more than
+# the paper's, which adds an output projection $W^O$, while $n < d$ or $n < 2d$:
 
 # %% tags=["hide-input"]
 extra = [a - r for a, r in zip(costs["self-attention"]["flops"], costs["RNN"]["flops"])]
@@ -599,19 +617,24 @@ assert products_cheaper == [n < d for n in range(1, 2 * d + 1)]
 print(f"✓ attention's n x n products alone cost fewer FLOPs than the RNN layer exactly when n < d = {d}")
 with torch.random.fork_rng():  # new weights, without moving the random numbers of the cells below
     gated = {"GRU": nn.GRU(d_model, d_model, batch_first=True), "LSTM": nn.LSTM(d_model, d_model, batch_first=True)}
-matrices, whole_cheaper = {"GRU": 6, "LSTM": 8}, {"GRU": [], "LSTM": []}
+    W_O = nn.Linear(d_model, d_model)  # the paper's output projection, which our layer leaves out
+matrices, whole_cheaper, with_W_O_cheaper = {"GRU": 6, "LSTM": 8}, {"GRU": [], "LSTM": []}, {"GRU": [], "LSTM": []}
 for n in range(1, 3 * d + 1):
     x_n = torch.randn(1, n, d_model, generator=torch.Generator().manual_seed(3))  # (1, n, d_model)
     whole = count_flops(attention, x_n)  # projections and products: 6nd^2 + 4n^2d
     for name, layer in gated.items():
         assert count_flops(layer, x_n) == 2 * matrices[name] * n * d * d  # 12nd^2 and 16nd^2
         whole_cheaper[name].append(whole < count_flops(layer, x_n))
+        with_W_O_cheaper[name].append(whole + count_flops(W_O, x_n) < count_flops(layer, x_n))
 assert whole_cheaper["GRU"] == [n < 1.5 * d for n in range(1, 3 * d + 1)]
 assert whole_cheaper["LSTM"] == [n < 2.5 * d for n in range(1, 3 * d + 1)]
 print(
     f"✓ a whole self-attention layer costs fewer FLOPs than a GRU layer exactly when n < 1.5d = {1.5 * d:.0f}, "
     f"than an LSTM layer exactly when n < 2.5d = {2.5 * d:.0f}"
 )
+assert with_W_O_cheaper["GRU"] == [n < d for n in range(1, 3 * d + 1)]
+assert with_W_O_cheaper["LSTM"] == [n < 2 * d for n in range(1, 3 * d + 1)]
+print(f"✓ with the output projection W^O added: exactly when n < d = {d} (GRU) and n < 2d = {2 * d} (LSTM)")
 
 # %% [markdown]
 # The paper's last cost comparison: separable convolutions cost $O(k \cdot n \cdot d + n \cdot d^2)$, yet
@@ -645,9 +668,11 @@ for ax in (ax_path, ax_flops):
 plt.show()
 
 # %% [markdown]
-# In time, recurrence "precludes parallelization within training examples" (the paper, section 1): a
+# In time, recurrence "precludes parallelization within training examples, which becomes critical at
+# longer sequence lengths, as memory constraints limit batching across examples" (the paper, section 1): a
 # GPU can run attention's $n^2$ comparisons side by side, not the RNN's $n$ dependent steps ("GPU
 # loves parallel computing blocks!", the COMP7607 slides); one CPU thread cannot show it (**Going further G**).
+# Section 4 adds: "As side benefit, self-attention could yield more interpretable models" (lesson 07).
 
 
 # %% [markdown]
@@ -1154,8 +1179,11 @@ for c in scales:
 spread = {c: statistics.median(blow_up[c, s]["slope_spread"] for s in seeds_20) for c in scales}
 print("median slope spread over the 20 seeds, by c:", {c: round(v, 2) for c, v in spread.items()})
 growing = {c: [blow_up[c, s]["growth"] for s in seeds_20 if blow_up[c, s]["factor"] > 1] for c in (4, 6)}
+shrinking = {c: [blow_up[c, s]["growth"] for s in seeds_20 if blow_up[c, s]["factor"] < 1] for c in (4, 6)}
 for c, g in growing.items():
     print(f"c = {c}: in the {len(g)} seeds with factor > 1, gradient n=128 / n=1 from {min(g):.0e} to {max(g):.0e}")
+    h = shrinking[c]
+    print(f"c = {c}: in the {len(h)} seeds with factor < 1, gradient n=128 / n=1 from {min(h):.0e} to {max(h):.0e}")
 
 # %% [markdown]
 # The gain of $W_{hh}$ is near $\rho(W_{hh})$ when tanh's slope is about the same in every unit.
@@ -1171,8 +1199,8 @@ for c, g in growing.items():
 # At $c = 2$ the spectral radius is above 1 in all but one seed, yet the gradient still vanishes in
 # every seed: the slope of tanh fell. From $c = 4$ the per-step factor passes 1 in most seeds, and
 # there the gradient grows over the 128 steps, by amounts that differ by orders of magnitude from
-# seed to seed (printed above); in the others it still vanishes (the counts below): how far the
-# states saturate decides. Gradient clipping (against exploding) and gated cells such as the LSTM
+# seed to seed (printed above); in the others it shrinks, at $c = 4$ by anything from a few times to
+# many orders of magnitude (also printed above; counts below): how far the states saturate decides. Gradient clipping (against exploding) and gated cells such as the LSTM
 # (against vanishing) were the usual repairs.
 
 # %%
@@ -1203,6 +1231,8 @@ assert count["per-step factor > 1"][1] == count["per-step factor > 1"][2] == 0
 assert all(10 < count["per-step factor > 1"][c] < 20 for c in (4, 6))  # most seeds, not all
 assert all((r["factor"] > 1) == (r["growth"] > 1) for r in blow_up.values())
 assert all(max(g) / min(g) > 100 for g in growing.values())  # by amounts orders of magnitude apart
+assert all(max(h) < 1 for h in shrinking.values())
+assert max(shrinking[4]) > 1e-2 and min(shrinking[4]) < 1e-6  # at c = 4: from a few times to many orders
 assert all(
     blow_up[c, s]["tanh_part"] > blow_up[c2, s]["tanh_part"] for c, c2 in zip(scales, scales[1:]) for s in seeds_20
 )
