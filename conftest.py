@@ -85,7 +85,7 @@ SHARED_FIXTURE = re.compile(r"""@pytest\.fixture\(.*scope=["'](module|class|pack
 
 
 # The order units are handed out in, longest first (from a full run's per-test times: lesson 07 with its browser
-# test, which trains the translator; lesson 09 likewise; lesson 06, whose nbval alone is one of the longest; ...), so
+# test, which trains the translator; lesson 09, whose nbval trains one too; lesson 06, whose nbval alone is one of the longest; ...), so
 # that no long unit starts last and keeps one worker busy alone at the end. Lesson 02 is far down: its browser test
 # runs it only down to its widget, near the top. Only the order depends on it; unlisted units follow, in collection
 # order.

@@ -3,6 +3,8 @@
 Shared by tests/browser/ and benchmarks/widget_latency.py. Everything here talks only to 127.0.0.1.
 """
 
+import ast
+import builtins
 import contextlib
 import json
 import os
@@ -84,6 +86,113 @@ def widget_cells(path):
         for i, cell in enumerate(nb.cells)
         if cell.cell_type == "code" and any(WIDGET_MIME in o.get("data", {}) for o in cell.get("outputs", []))
     ]
+
+
+def cells_needed(path, targets):
+    """The code cells (indices as in `widget_cells`) a learner must run, in order, for the cells `targets` to
+    run, found by reading the code, not running it: walking back from the targets, a cell is needed when it
+    binds or may change a name that a needed cell after it reads or changes, unless a needed cell between them
+    binds that name again first. A name a needed function reads is needed wherever it is bound, and a cell with
+    `from ... import *` is always needed."""
+    nb = nbformat.read(path, as_version=4)
+    code = {i: _names(c.source) for i, c in enumerate(nb.cells[: max(targets) + 1]) if c.cell_type == "code"}
+    modules = set().union(*(found["imports"] for found in code.values()))
+    needed, called = set(targets), set()
+    while True:  # again until nothing is added: a function may read a name that a later cell binds
+        before, names = (len(needed), len(called)), set()
+        for i in sorted(code, reverse=True):
+            found = code[i]
+            changes = found["stores"] | ((found["arguments"] | found["methods"]) - modules)
+            if i in needed or found["star"] or (found["binds"] | changes) & (names | called):
+                needed.add(i)
+                names = (names - found["kills"]) | found["reads"] | changes
+                called |= found["deferred"]
+        if (len(needed), len(called)) == before:
+            return sorted(needed)
+
+
+def _names(source):
+    """What a cell does with names: binds (anywhere), kills (binds for sure at the top level before using
+    them), reads (before killing them), deferred (reads inside the functions it defines, when they are called),
+    stores into (`a.b = ...`, `a[i] = ...`), passes to a call or calls a method of (these three may change a
+    name in place; before killing it), imports, and whether it imports *."""
+    from IPython.core.inputtransformer2 import TransformerManager  # magics and shell lines become Python
+
+    tree = ast.parse(TransformerManager().transform_cell(source))
+    found = _empty()
+    kills = set()
+    for statement in tree.body:
+        one = _scan(ast.Module([statement], []))
+        for key in ("reads", "stores", "arguments", "methods"):  # a name this cell bound is its own object now
+            found[key] |= one[key] - kills
+        for key in ("binds", "deferred", "imports"):
+            found[key] |= one[key]
+        found["star"] = found["star"] or one["star"]
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            kills |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} - one["reads"]
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            kills.add(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            kills |= one["imports"]
+    found["binds"] |= found["imports"]
+    found["kills"] = kills
+    return found
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _empty():
+    found = {k: set() for k in ("binds", "reads", "deferred", "stores", "arguments", "methods", "imports")}
+    found["star"] = False
+    return found
+
+
+def _scan(node, found=None):
+    """The names under `node`: a function's or comprehension's own parameters and locals are left out, and the
+    free names a function body reads are `deferred` (read when it is called)."""
+    found = _empty() if found is None else found
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, SCOPES):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found["binds"].add(child.name)
+            inner = _scan(child)
+            own = {a.arg for a in ast.walk(child.args) if isinstance(a, ast.arg)} if hasattr(child, "args") else set()
+            declared = {n for g in ast.walk(child) if isinstance(g, (ast.Global, ast.Nonlocal)) for n in g.names}
+            local = (inner["binds"] | own | inner["imports"]) - declared
+            later = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))  # runs when called
+            found["deferred" if later else "reads"] |= inner["reads"] - local
+            for key in ("deferred", "stores", "arguments", "methods"):
+                found[key] |= inner[key] - local
+            found["binds"] |= inner["binds"] & declared
+            found["star"] = found["star"] or inner["star"]
+            continue
+        if isinstance(child, ast.Name):
+            found["reads" if isinstance(child.ctx, ast.Load) else "binds"].add(child.id)
+        elif isinstance(child, ast.ClassDef):
+            found["binds"].add(child.name)
+        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+            found["star"] = found["star"] or any(a.name == "*" for a in child.names)
+            found["imports"] |= {(a.asname or a.name).split(".")[0] for a in child.names}
+        elif isinstance(child, (ast.Attribute, ast.Subscript)) and not isinstance(child.ctx, ast.Load):
+            found["stores"].add(_base(child))
+        elif isinstance(child, ast.Call):
+            if isinstance(child.func, ast.Attribute):
+                found["methods"].add(_base(child.func))
+            arguments = [*child.args, *(k.value for k in child.keywords)]  # a call's result is a new object
+            found["arguments"] |= {_base(a) for a in arguments if not isinstance(a, ast.Call)}
+        _scan(child, found)
+    for key in ("stores", "arguments", "methods"):
+        found[key] -= {None, *dir(builtins)}
+    return found
+
+
+def _base(node):
+    """The name at the root of `a.b[c].d(...)`, or None."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 # --- the server -----------------------------------------------------------------------------------
@@ -298,41 +407,60 @@ def run_all(page, lab, timeout=600):
     """Clear every output, run all cells from the Run menu, and wait until all ran and the kernel is idle.
 
     Returns the tracebacks shown (an empty list when every cell ran cleanly)."""
-    return _run(page, lab, None, timeout)
+    _clear_outputs(page)
+    menu(page, "Run", "Run All Cells")
+    return _wait_until_ran(page, lab, None, timeout)
 
 
-def run_through(page, lab, last, timeout=600):
-    """Clear every output, select the cell after cell `last` (0-based, markdown cells included) and choose
-    Run > "Run All Above Selected Cell": cells 0..last run in order, as a learner would run them, and none
-    below. Wait until they all ran and the kernel is idle; return the tracebacks shown (none when clean)."""
-    return _run(page, lab, last, timeout)
+def run_cells(page, lab, cells, timeout=600):
+    """Clear every output, then run the code cells `cells` (indices as in `widget_cells`) one after another, as
+    a learner who runs only those would (Run > "Run Selected Cell" on each), and none other. Wait until they all
+    ran and the kernel is idle; return the tracebacks shown (none when clean)."""
+    _clear_outputs(page)
+    ordinals = page.evaluate(RUN_CELLS_JS, sorted(cells))  # each cell's place among the code cells
+    return _wait_until_ran(page, lab, ordinals, timeout)
 
 
-def _run(page, lab, last, timeout):
+# Run cells `indices` of the open notebook in order, each as "Run Selected Cell" would (not awaited: the Python
+# side polls the prompts); return each one's place among the code cells.
+RUN_CELLS_JS = """indices => {
+    const app = window.jupyterapp, nb = app.shell.currentWidget.content;
+    nb.mode = 'command';
+    (async () => {
+        for (const i of indices) {
+            nb.activeCellIndex = i;
+            nb.deselectAll();
+            await app.commands.execute('notebook:run-cell');
+        }
+    })();
+    return indices.map(i => nb.widgets.slice(0, i).filter(c => c.model.type === 'code').length);
+}"""
+
+
+def _clear_outputs(page):
     page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
     menu(page, "Edit", "Clear Outputs of All Cells")
     page.wait_for_function(f"() => ({PROMPTS_JS})().every(p => !/\\d/.test(p))", timeout=30_000)
-    if last is None:
-        menu(page, "Run", "Run All Cells")
-        n_code = None
-    else:
-        n_code = page.evaluate(SELECT_JS, last + 1)  # code cells in 0..last
-        menu(page, "Run", "Run All Above Selected Cell")
+
+
+def _wait_until_ran(page, lab, ordinals, timeout):
+    """Wait until the code cells at `ordinals` (places among the code cells; None: all) ran and the kernel is
+    idle; return the tracebacks shown, or the first ones as soon as they show. No other cell may have run."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         errors = page.evaluate(ERROR_JS)
         if errors:
             return errors
         prompts = page.evaluate(PROMPTS_JS)
-        ran = prompts[:n_code]
-        if ran and all(re.fullmatch(r"\[\d+\]:", p) for p in ran):
+        wanted = range(len(prompts)) if ordinals is None else ordinals
+        if prompts and all(re.fullmatch(r"\[\d+\]:", prompts[k]) for k in wanted):
             wait_kernel_idle(lab, page, timeout=60)
-            ran_below = [p for p in page.evaluate(PROMPTS_JS)[len(ran) :] if re.search(r"\d", p)]
-            if ran_below:
-                raise AssertionError(f"cells below cell {last} ran too: prompts {ran_below}")
+            others = [p for k, p in enumerate(page.evaluate(PROMPTS_JS)) if k not in wanted and re.search(r"\d", p)]
+            if others:
+                raise AssertionError(f"cells other than the code cells {list(wanted)} ran too: prompts {others}")
             return page.evaluate(ERROR_JS)
         page.wait_for_timeout(250)
-    raise TimeoutError(f"the run did not finish in {timeout} s; prompts: {page.evaluate(PROMPTS_JS)}")
+    raise TimeoutError(f"the cells did not finish in {timeout} s; prompts: {page.evaluate(PROMPTS_JS)}")
 
 
 def cell_source(page, i):
@@ -341,18 +469,6 @@ def cell_source(page, i):
     return page.evaluate(
         "i => window.jupyterapp.shell.currentWidget.content.widgets[i].model.sharedModel.getSource()", i
     )
-
-
-# Make cell i the active (selected) cell of the open notebook, in command mode; return how many code cells
-# come before it.
-SELECT_JS = """i => {
-    const nb = window.jupyterapp.shell.currentWidget.content;
-    nb.mode = 'command';
-    nb.activeCellIndex = i;
-    nb.deselectAll();
-    if (nb.activeCellIndex !== i) throw new Error(`could not select cell ${i}`);
-    return nb.widgets.slice(0, i).filter(c => c.model.type === 'code').length;
-}"""
 
 
 # --- the widgets' controls --------------------------------------------------------------------------

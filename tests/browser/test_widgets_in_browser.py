@@ -1,14 +1,14 @@
-"""Every lesson notebook with a widget, opened in real JupyterLab, run down to its last widget, with every
-control moved.
+"""Every lesson notebook with a widget, opened in real JupyterLab, its widgets run, with every control moved.
 
-For each notebook: no "Select Kernel" dialog; with the cell after the last widget selected, Run > "Run All
-Above Selected Cell" runs every cell from the top through the last widget (all the cells the widgets can
-depend on) without an error, and none below; each widget the committed notebook shows appears with its
-figure; and stepping each slider (keyboard on its handle), dropdown, checkbox, toggle or text box changes the
-widget's figure. JupyterLab reads the cells through the jupytext pairing (lessons_src/), so the widget's cell
-is checked to be where the notebook has it. The cells after the last widget are run, top to bottom with all
-the others, by nbval in the same `pytest` run (and by scripts/execute_notebooks.py in CI); running them here
-again cost more than half of this test's time.
+For each notebook: no "Select Kernel" dialog; the cells a learner must run for the widgets run one after
+another, as Run > "Run Selected Cell" runs them, without an error, and no other cell runs; each widget the
+committed notebook shows appears with its figure; and stepping each slider (keyboard on its handle),
+dropdown, checkbox, toggle or text box changes the widget's figure. The cells run are each widget's cell and
+every earlier cell that binds or may change a name they use (`lab_driver.cells_needed` reads the code), so a
+widget that needs a cell the reading leaves out fails here. JupyterLab reads the cells through the jupytext
+pairing (lessons_src/), so the widget's cell is checked to be where the notebook has it. Every cell, top to
+bottom, is run by nbval in the same `pytest` run (and by scripts/execute_notebooks.py in CI); running the
+others here again cost about half of these tests' time.
 The latencies these steps take are measured by benchmarks/widget_latency.py.
 """
 
@@ -42,8 +42,10 @@ def test_widget_notebook_runs_and_every_control_redraws(page, lab, path):
     assert lab_driver.cell_source(page, cells[-1]) == last, (
         f"{rel}: cell {cells[-1] + 1} in JupyterLab is not the widget's"
     )
-    errors = lab_driver.run_through(page, lab, cells[-1], timeout=900)
-    assert not errors, f"{rel}: error output running cells 1-{cells[-1] + 1}:\n" + "\n".join(errors)[:3000]
+    needed = lab_driver.cells_needed(path, cells)
+    errors = lab_driver.run_cells(page, lab, needed, timeout=900)
+    shown = ", ".join(str(i + 1) for i in needed)
+    assert not errors, f"{rel}: error output running cells {shown}:\n" + "\n".join(errors)[:3000]
 
     roots = lab_driver.widget_roots(page)
     assert len(roots) == len(cells), (
