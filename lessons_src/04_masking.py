@@ -229,7 +229,7 @@ print("no mask: ", [f"{c:.2f}" for c in changes_nomask])
 
 # %% [markdown]
 # > **Going further:** an `inf` or NaN pad puts NaN into the real outputs even with the mask; see
-# > [the end of the lesson](#going-further).
+# > [the end of the lesson](#Going-further).
 
 # %% [markdown]
 # ## 3. The causal mask
@@ -732,7 +732,7 @@ check.predict_float16_masked_row(my_guess_fp16)
 #
 # > **Going further:** $-10^9$ in float64 and through `masked_fill`; and `torch.nn.MultiheadAttention`,
 # > which returns NaN or zeros for the same rows, depending on its flags. See
-# > [the end of the lesson](#going-further).
+# > [the end of the lesson](#Going-further).
 
 # %% [markdown]
 # ## The explorer, with its mask control
