@@ -238,7 +238,7 @@ print("✓ equal to torch.nn.MultiheadAttention in 5 of 5 sizes, with cross-atte
 
 # %% [markdown]
 # > **Going further:** the three PyTorch APIs that take a boolean mask, which of them read `True` as
-# > *not allowed*, and what a forgotten inversion does; see [the end of the lesson](#going-further).
+# > *not allowed*, and what a forgotten inversion does; see [the end of the lesson](#Going-further).
 
 # %% [markdown]
 # ## 2. Parameters and multiply–adds, counted
@@ -544,7 +544,7 @@ check.predict_fixed_split_error(my_guess_split)
 # %% [markdown]
 # **No fixed split does better than ½**: features 0–1 lose B's share of the blend's variance, features
 # 2–3 lose A's share, and the two shares add up to 1 for every $w$, so the mean error is ½
-# ([Going further](#going-further) derives the shares). A fixed split only moves the error between the
+# ([Going further](#Going-further) derives the shares). A fixed split only moves the error between the
 # features. Two heads with two *different* fixed splits score 0 (five pairs above): a linear read-out
 # can unmix two blends of A and B, not one. One place per head is one such pair among many. Now **train** one head and two heads from random weights on the same batches
 # (120 steps of Adam), 5 initialisations each. `train_heads(make_batch, rows, num_heads, seed)` (in
@@ -602,7 +602,7 @@ plt.show()
 # cannot.
 #
 # > **Going further:** where the ½ comes from, that claim measured, the single head forced back to a fixed split, and how often
-# > two trained heads divide the labour; see [the end of the lesson](#going-further).
+# > two trained heads divide the labour; see [the end of the lesson](#Going-further).
 
 # %% [markdown]
 # ## 4. Heads across a whole sentence
@@ -749,7 +749,7 @@ head_explorer(w_sentence, tokens=sentence)
 # * Multi-head attention = project with $W^Q, W^K, W^V$ → split the `d_model` features into `h`
 #   heads of `d_k = d_model / h` → attend in each head, scaled by $\sqrt{d_k}$ → concatenate → $W^O$.
 #   With copied weights it equals `utils.multihead.MultiHeadAttention` and `torch.nn.MultiheadAttention`
-#   on every query with at least one key to attend to (a query with none: [Going further](#going-further)).
+#   on every query with at least one key to attend to (a query with none: [Going further](#Going-further)).
 # * It has the same parameters ($4 d_{model}^2 + 4 d_{model}$) and matrix-product multiply–adds as one
 #   head of width `d_model`; the softmax work and the `(batch, h, T, T)` weights grow `h`-fold.
 # * What it buys is `h` independent softmaxes. A fixed split between two places scores ½ on the

@@ -122,3 +122,14 @@ def test_the_exercises_section_has_four_exercises_two_of_them_transfer(src):
     assert len(called) >= 4 and len(transfer) >= 2, (
         f"{src.name}: its Exercises section checks {called} ({len(transfer)} transfer); it needs 4, 2 of them transfer"
     )
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_every_link_within_a_lesson_leads_to_one_of_its_headings(src):
+    """A link `[..](#id)` works in JupyterLab (and on the site) only when a heading's id is exactly `id`: its
+    title with spaces as hyphens, case kept ('## Going further' -> 'Going-further')."""
+    cells = jupytext.read(src).cells
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    ids = {title.strip().replace(" ", "-") for title in re.findall(r"(?m)^#{1,6} (.+)$", text)}
+    broken = sorted(set(re.findall(r"\]\(#([^)\s]+)\)", text)) - ids)
+    assert not broken, f"{src.name}: links to {broken}, which no heading has; headings: {sorted(ids)[:12]}"
