@@ -7,10 +7,10 @@
 # - read queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
 # - build parameter-free self-attention and read its matrix for "YOUR CAT IS A LOVELY CAT";
 # - prove that self-attention is permutation **equivariant** (not invariant), and what breaks this;
-# - see what projecting queries and keys makes possible: trained $W_q, W_k$ make an adjective look at its noun.
+# - see what projecting queries and keys makes possible: trained $W_q, W_k$ make adjectives look at the nouns.
 #
 # **Prerequisites.** [01 · Positional encoding](01_positional_encoding.ipynb) and
-# 02 · Dot-product identities (softmax, temperature, the $1/\sqrt{d_k}$ scale).
+# [02 · Dot-product identities](02_dot_product_identities.ipynb) (softmax, temperature, the $1/\sqrt{d_k}$ scale).
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
@@ -296,9 +296,7 @@ print("scores between different words: min", round(min(different), 1), "max", ro
 # One sentence's embeddings are one draw; the same holds over 20 embedding tables
 # (`token_embeddings(..., seed=s)`). The dimension alone does not do it: for entries $N(0, \sigma^2)$ the
 # self-score is about $\sigma^2\sqrt{512}$, so with $\sigma^2 = 1/512$ it is about $1/\sqrt{512}$ and the rows
-# are nearly uniform. (The paper, section 3.4: "In the embedding layers, we multiply those weights by
-# $\sqrt{d_{model}}$." It gives neither a reason nor the weights' initialisation; if they start with entries
-# $N(0, 1/512)$, the scaled embeddings have entries $N(0, 1)$, the case above.)
+# are nearly uniform.
 
 # %% tags=["hide-input"]
 self_scores, other_scores, single_diag = [], [], []
@@ -423,7 +421,7 @@ print("✓ sum-pool of self-attention is permutation invariant")
 # The paper adds positional encodings for exactly this reason (section 3.5): "Since our model contains no
 # recurrence and no convolution, in order for the model to make use of the order of the sequence, we must
 # inject some information about the relative or absolute position of the tokens in the sequence". Add lesson
-# 01's sinusoidal PE to the embeddings. Permuting the words now changes each word's encoding
+# 01's sinusoidal PE to the embeddings. Permuting the words now changes the encoding of each word that moves
 # ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
 
 # %%
@@ -518,10 +516,11 @@ print("✓ with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with 
 # squared length: with embeddings of unit-variance entries, bare self-attention mostly looks at the word itself
 # (section 3), and the layer has nothing to learn. The
 # Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
-# $d_{model} \times d_k$ matrices. The paper (section 3.2.2) says only that "we found it beneficial to
-# linearly project the queries, keys and values"; this section shows one thing that makes possible. Take
-# $d_k = 64$ (the paper's $d_{model}/h$ with $h = 8$ heads) and first *random* matrices, entries
-# $N(0, 1/d_{model})$, so that $x W$ has unit-variance entries like $x$:
+# $d_{model} \times d_k$ matrices. The paper (section 3.2.2) found it "beneficial to linearly project the
+# queries, keys and values", giving a reason about several heads (lesson 05): "to jointly attend to information
+# from different representation subspaces at different positions". With one head, take $d_k = 64$ (the
+# paper's $d_{model}/h$ with $h = 8$ heads) and first *random* matrices, entries $N(0, 1/d_{model})$, so that
+# $x W$ has unit-variance entries like $x$:
 #
 # $$A = \operatorname{softmax}\!\Big(\frac{(X W_q)(X W_k)^\top}{\sqrt{d_k}}\Big).$$
 
@@ -529,7 +528,8 @@ print("✓ with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with 
 d_k = 64
 W_q_rand, W_k_rand = random_projections(d_model, d_k, seed=0)  # (d_model, d_k) each
 A_rand = sentence_map(sentence, W_q_rand, W_k_rand)  # (seq, seq)
-assert torch.allclose(A_rand, projected_weights(X.double(), W_q_rand, W_k_rand), atol=1e-6)
+Q_rand, K_rand = X.double() @ W_q_rand.double(), X.double() @ W_k_rand.double()  # (seq, d_k) each
+assert torch.allclose(A_rand, torch.softmax(Q_rand @ K_rand.T / math.sqrt(d_k), dim=-1), atol=1e-6)
 print("✓ the map is the formula above, computed from the sentence's embeddings")
 fig = plot_attention(sentence, A_rand.numpy(), title="random W_q, W_k: where each word looks is chance")
 
@@ -646,6 +646,21 @@ print(
 # semantic structure of the sentences." Lessons 05–07 add heads and PE.
 
 # %% [markdown]
+# Which noun? Each training sentence has one noun, so training cannot teach an adjective to pick *its* noun,
+# and without position nothing could. With two nouns, "YOUR LOVELY CAT SEES A BIG DOG":
+
+# %% tags=["nbval-ignore-output"]
+probe = "YOUR LOVELY CAT SEES A BIG DOG".split()
+probe_maps = [sentence_map(probe, W_q_s, W_k_s) for W_q_s, W_k_s, _ in trained.values()]  # (7, 7) each
+print("LOVELY on CAT, seed by seed:", [round(A_s[1, 2].item(), 2) for A_s in probe_maps])
+print("BIG on DOG, seed by seed:   ", [round(A_s[5, 6].item(), 2) for A_s in probe_maps])
+
+# %% tags=["hide-input"]
+own = [A_s[1, 2] > 0.5 and A_s[5, 6] > 0.5 for A_s in probe_maps]  # both adjectives on their own noun
+assert sum(own) <= 4 and any(A_s[5, 2] > 0.5 for A_s in probe_maps)
+print("✓ in at most half of the 8 seeds both adjectives look mostly at their own noun; BIG, in some, at CAT")
+
+# %% [markdown]
 # ## Explore: the attention-map explorer
 #
 # The explorer draws the self-attention matrix of a sentence (seeded random embeddings, $d_{model} = 16$ so
@@ -697,7 +712,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #   rows and columns.
 # - It is permutation **equivariant**, not invariant. Positional encoding breaks the symmetry; learned
 #   $W_q, W_k, W_v, W_o$ do not.
-# - Random $W_q, W_k$ make the map chance; trained ones let an adjective look at its noun.
+# - Random $W_q, W_k$ make the map chance; trained ones let adjectives look at a noun, not always their own.
 #
 # ## Exercises
 #
@@ -724,8 +739,8 @@ check.attention_weights(attention_weights)
 # **2. The diagonal loses.** In bare self-attention a word's score with itself, $x_i \cdot x_i$, is not
 # always the largest of its row: $x_j$ beats it when $x_i \cdot x_j > x_i \cdot x_i$. Return embeddings `X`
 # `(seq, d_model)` whose $\operatorname{softmax}(XX^\top/\sqrt{d_{model}})$ has its diagonal as the row
-# maximum in **only one** row, for any `seq` $\ge 2$ and `d_model` $\ge 1$ (checked up to 9 and 512).
-# Why can it never be zero rows?
+# maximum (ties count) in **only one** row, for any `seq` $\ge 2$ and `d_model` $\ge 1$ (checked up to 9 and
+# 512). Why can it never be zero rows?
 
 
 # %%
@@ -767,6 +782,14 @@ check.cold_limit(cold_limit)
 
 # %% [markdown]
 # ## Going further
+#
+# ### The embeddings' scale
+#
+# *Why read it:* this lesson's section 3 used embeddings with $N(0, 1)$ entries; here is what the paper says.
+#
+# The paper, section 3.4: "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$." It gives
+# neither a reason nor the weights' initialisation; if they start with entries $N(0, 1/512)$, the scaled
+# embeddings have entries $N(0, 1)$, the case of section 3.
 #
 # ### How many parameters has the attention layer?
 #

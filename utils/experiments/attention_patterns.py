@@ -123,8 +123,8 @@ def attention_properties(A, tokens, atol=1e-6):
     """Which of PROPERTIES hold for A, within atol.
 
     All four are true of every self-attention matrix without position information (no PE, RoPE or
-    ALiBi-style position bias, no position-dependent mask such as a causal or local window) and without
-    attention dropout."""
+    ALiBi-style position bias, no position-dependent mask such as a causal or local window), without
+    attention dropout, and with no row that a mask blocks entirely (utils.attention gives it zero weights)."""
     tokens = as_tokens(tokens)
     validation.tensor("A", A, min_dim=2)
     validation.shape("A", A, (("T", len(tokens)), ("T", len(tokens))))
