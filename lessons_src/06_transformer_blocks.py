@@ -45,9 +45,11 @@ from utils.blocks import DecoderLayer, Encoder, EncoderLayer, FeedForward
 from utils.course.exercises import lesson06 as check
 from utils.experiments.layer_costs import saved_tensors
 from utils.experiments.norm_probes import (
+    copy_task_model,
     gap_findings,
     gradient_gap,
     last_layer_norm_inputs,
+    layer_grad_norms,
     load_warmup_seeds,
     probe_stacks,
     stream_mean_and_spread,
@@ -141,7 +143,7 @@ check.predict_order_aware(my_guess_order_aware)
 # $$\mathbf h = \mathbf g \odot N(\mathbf x) + \mathbf b, \qquad N(\mathbf x) = \frac{\mathbf x - \mu}{\sigma},
 # \qquad \mu = \frac1H\sum_{i=1}^H x_i, \qquad \sigma = \sqrt{\frac1H\sum_{i=1}^H (x_i-\mu)^2}.$$
 #
-# $\mathbf g$ (PyTorch's `weight`, the YOUR CAT slide deck's γ) and $\mathbf b$ (`bias`, β) are
+# $\mathbf g$ (PyTorch's `weight`, the YOUR CAT deck's γ) and $\mathbf b$ (`bias`, β) are
 # learned, one number per feature. Two details decide whether this matches PyTorch: σ uses the
 # **biased** variance (divide by H, not H − 1), and PyTorch adds a small ε inside the square root,
 # $\sqrt{\sigma^2 + \varepsilon}$ (as does the YOUR CAT deck), so a constant vector gives 0
@@ -325,7 +327,7 @@ check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 # Adding needs `f(x)` of `x`'s size: "to facilitate these residual connections", every sublayer and
 # the embeddings output `d_model` = 512 numbers per position (section 3.1). The paper then
 # normalises the sum, **post-norm**: `LayerNorm(x + f(x))`. Most code today
-# normalises the sublayer's *input* instead, **pre-norm**: `x + f(LayerNorm(x))` — and then needs one
+# normalises the sublayer's *input* instead, **pre-norm**: `x + f(LayerNorm(x))` — plus one
 # final LayerNorm after the last layer. *The Annotated Transformer* codes pre-norm while quoting the
 # paper's post-norm formula. In `utils`, as in PyTorch, `norm_first=True` selects pre-norm.
 #
@@ -349,8 +351,7 @@ print("✓ with both sublayers silenced, a post-norm layer returns LayerNorm(x)"
 # %% [markdown]
 # The paper's section 5.4 announces "three types of regularization" and describes dropout, $P_{drop} = 0.1$,
 # on each sublayer's output before the addition, $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$, dropout on the
-# sums of embeddings and positional encodings, and label smoothing (lesson 07). Here dropout is off
-# (`dropout=0`).
+# sums of embeddings and positional encodings, and label smoothing (lesson 07). Here dropout is off.
 #
 # What changes between the two at initialisation? Measure two things on random encoder stacks
 # (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input, with the
@@ -360,9 +361,9 @@ print("✓ with both sublayers silenced, a post-norm layer returns LayerNorm(x)"
 # * the **gradient norm per layer**: $\lVert \partial\,\mathrm{loss} / \partial\theta_\ell \rVert$ over
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
-# `probe_stacks` (in `utils.experiments.norm_probes`) measures both. Its layers all *start* as copies
+# `probe_stacks` measures both. Its layers all *start* as copies
 # of one (equal values, not shared weights), as in `torch.nn.TransformerEncoder`; independent layers
-# give smaller numbers that still grow with depth ("Copied or independent layers", at the end).
+# give smaller numbers that still grow with depth ("Copied or independent layers", in Going further).
 
 
 # %%
@@ -427,8 +428,8 @@ print("✓ the factor grows with depth, and stays within a factor 1.5 of pre-nor
 # Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread. Post-norm's
 # last layer gets its gradient through its own LayerNorms, whose inputs have RMS near 1 (so σ no
 # larger); pre-norm's through the **final** LayerNorm, whose tokens have a σ close to the stream's RMS,
-# so it arrives about that many times smaller ("A LayerNorm's gradient and σ", at the end, measures
-# both). Your guess:
+# so it arrives about that many times smaller (Going further: "A LayerNorm's gradient and σ"). Your
+# guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
@@ -555,7 +556,8 @@ check.predict_positions_reading_source(my_guess_positions_reading_source)
 # %% [markdown]
 # ## 5. Encoder and decoder layers, by hand and against PyTorch
 #
-# A layer is a few lines; `sublayer` is the residual-plus-norm wrapper in both flavours.
+# A layer is a few lines. Each `sublayer` call is a box of the paper's Figure 1 (attention or "Feed
+# Forward") with its "Add & Norm" (post-norm; pre-norm moves the Norm before the box).
 
 
 # %%
@@ -565,13 +567,14 @@ def sublayer(x, f, norm, norm_first):
 
 
 def encoder_layer_by_hand(layer, x, mask=None):
-    """Self-attention sublayer, then feed-forward sublayer."""
+    """Figure 1's encoder layer: self-attention ("Multi-Head Attention"), then "Feed Forward"."""
     x = sublayer(x, lambda y: layer.self_attn(y, y, y, mask)[0], layer.norm1, layer.norm_first)
     return sublayer(x, layer.ff, layer.norm2, layer.norm_first)  # (batch, T, d_model)
 
 
 def decoder_layer_by_hand(layer, y, memory, tgt_mask=None, memory_mask=None):
-    """Masked self-attention, cross-attention (Q from y, K and V from memory), feed-forward."""
+    """Figure 1's decoder layer: "Masked Multi-Head Attention"; cross-attention, its middle "Multi-Head
+    Attention" (Q from y, K and V from memory); "Feed Forward"."""
     y = sublayer(y, lambda z: layer.self_attn(z, z, z, tgt_mask)[0], layer.norm1, layer.norm_first)
     y = sublayer(y, lambda z: layer.cross_attn(z, memory, memory, memory_mask)[0], layer.norm2, layer.norm_first)
     return sublayer(y, layer.ff, layer.norm3, layer.norm_first)  # (batch, T_tgt, d_model)
@@ -580,9 +583,8 @@ def decoder_layer_by_hand(layer, y, memory, tgt_mask=None, memory_mask=None):
 # %% [markdown]
 # Copy the weights of PyTorch's layers (batch-first, ReLU, no dropout) into ours with `from_torch`
 # and compare by hand, `utils` and PyTorch, for both norm placements, with masks. The
-# `nn.Transformer*` layers read a boolean mask the other way round (lesson 05): `True` = *not
-# allowed*, in `attn_mask` / `tgt_mask` and `*_key_padding_mask` alike, so they get ours
-# negated.
+# `nn.Transformer*` layers read boolean masks the other way round (lesson 05, `True` = *not
+# allowed*), so they get ours negated.
 #
 # **Predict, then check.** The source batch below has two sentences of 6 tokens: the first has no
 # padding, the second ends in 3 padding tokens. Hand torch's encoder layer *our* padding mask unchanged (`True` on the real tokens):
@@ -642,15 +644,15 @@ for norm_first, torch_enc in torch_encoders.items():
 
 # %% [markdown]
 # None: our mask, read as "blocked", hides every real token and lets each query see only padding — or,
-# in the first sentence, nothing at all: finite but wrong here, NaN under `torch.no_grad()`, where torch
-# takes a faster path. Your guess:
+# in the first sentence, nothing at all: finite but wrong here, NaN under `torch.no_grad()` (torch's faster
+# path). Your guess:
 
 # %%
 check.predict_tokens_right_with_our_mask(my_guess_tokens_right_with_our_mask)
 
 # %% [markdown]
-# The paper's encoder and decoder are each "a stack of N = 6 identical layers" (section 3.1).
-# `utils.blocks.Encoder` / `Decoder` are `num_layers` deep copies of a layer,
+# The paper's encoder and decoder are each "a stack of N = 6 identical layers" (section 3.1; Figure 1's
+# "N×"). `utils.blocks.Encoder` / `Decoder` are `num_layers` deep copies of a layer,
 # plus the final LayerNorm in the pre-norm case; `from_torch` copies a
 # `torch.nn.TransformerEncoder` / `TransformerDecoder` layer by layer.
 
@@ -701,7 +703,8 @@ print("✓ in 5 of 5 seeds, an encoder layer commutes with shuffling; a decoder 
 #   encoder layer (its padding mask shuffled too) commute with permutations; a causal mask carries position.
 # * LayerNorm normalises each token over its features, $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
 #   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
-#   variance 1 per token, not a range of $[0, 1]$. Batch norm normalises each feature over the batch,
+#   variance $\sigma^2/(\sigma^2+\varepsilon)$ per token (≈ 1 unless the token is nearly constant), not a
+#   range of $[0, 1]$. Batch norm normalises each feature over the batch,
 #   so in training mode a sentence's output depends on its batch-mates.
 # * Post-norm (the paper, `LN(x + f(x))`) keeps the stream at unit scale at initialisation; pre-norm
 #   (`x + f(LN(x))`, most code today) lets it grow, more in deeper stacks, and needs a final LayerNorm,
@@ -994,7 +997,7 @@ n = normalised(torch.randn(200, 64, generator=torch.Generator().manual_seed(0)))
 ax_n.axvspan(0, 1, color="gold", alpha=0.3, label="[0, 1]: where the slides put them")
 ax_n.hist(n, bins=60, color="gray")
 ax_n.set(
-    title="N(x) of random tokens: mean 0, variance 1, most outside [0, 1]", xlabel="normalised value", ylabel="count"
+    title="N(x) of random tokens: mean 0, variance ≈ 1, most outside [0, 1]", xlabel="normalised value", ylabel="count"
 )
 ax_n.legend(fontsize=8)
 for j, (color, hatch) in enumerate([("tab:purple", "//"), ("tab:green", ""), ("tab:orange", "..")]):
@@ -1306,7 +1309,10 @@ plt.show()
 # %% [markdown]
 # The warm-up makes a stuck run rarer here, not impossible. Post-norm with the warm-up on 25 more
 # seeds (5 to 29): `benchmarks/warmup_seeds.py` trained them with the same `train_copy_task` and these
-# settings, and stored each run's loss at the end (`load_warmup_seeds` reads the file). The stuck ones
+# settings, and stored each run's loss at the end (`load_warmup_seeds` reads the file). These losses are
+# one machine's: on another CPU, or with other float settings, the rounding differs and grows over
+# the 60 steps, so a mid-range loss can come out quite different elsewhere (only each run's category,
+# stuck, slow or learned, is claimed, and a run near 0.1 or 2 could change even that). The stuck ones
 # are trained again here:
 
 # %% tags=["nbval-ignore-output"]
@@ -1327,14 +1333,39 @@ assert warmed["setup"] == same_settings and warmed["last_steps"] == 10 and warme
 slow = (warmed_end > 0.1) & (warmed_end <= 2)  # (25,): neither stuck nor learned by step 60
 assert (warmed_end > 2).sum() >= 1 and slow.sum() >= 1 and (warmed_end < 0.1).sum() > 25 / 2
 assert all(end > 2 for end in retrained.values())
-print("✓ with the 20-step warm-up, most of 25 more post-norm runs learn to copy")
-print("✓ at least one stays stuck (loss above 2) and another ends between 0.1 and 2")
+print("✓ in the stored runs, with the 20-step warm-up, most of 25 more post-norm runs learn to copy")
+print("✓ in the stored runs, at least one stays stuck (loss above 2) and another ends between 0.1 and 2")
 print("✓ every stored stuck run, trained again here with the same settings, is stuck here too (loss above 2)")
 
 # %% [markdown]
 # So the warm-up helps here, but a few runs still fail or learn slowly. Does section 3's gap matter in
 # training? This experiment cannot say: its copied and independent post-norm runs differ both in the
-# gap (larger in the copied stacks at 12 layers, section 3's probes above) and in the copied start.
+# gap and in the copied start. The gap, measured on these same copy-task models at initialisation (the
+# last layer's gradient norm on the first batch, post-norm / pre-norm, seeds 0 to 4):
+
+
+# %% tags=["nbval-ignore-output"]
+def copy_task_gap(seed, independent_layers):
+    """train_copy_task's model and first batch at initialisation: last layer's gradient norm, post / pre."""
+    last = {}
+    for norm_first in (False, True):
+        torch.manual_seed(seed)  # as train_copy_task does before building the model
+        model = copy_task_model(norm_first, independent_layers=independent_layers)
+        tokens = torch.randint(0, 16, (16, 8), generator=torch.Generator().manual_seed(1000 + seed))  # (batch, T)
+        loss = F.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
+        last[norm_first] = layer_grad_norms(model[1], loss)[-1]
+    return last[False] / last[True]
+
+
+copy_gap = {name: np.array([copy_task_gap(s, name == "independent") for s in range(5)]) for name in grads_of}
+for name, gaps in copy_gap.items():
+    print(f"{name + ' layers':18s}: last-layer gradient, post-norm / pre-norm, {gaps.min():.1f} to {gaps.max():.1f}")
+
+# %% tags=["hide-input"]
+assert copy_gap["copied"].min() > copy_gap["independent"].max() > 1
+print("✓ in the copy-task models, every copied stack has a larger gap than every independent one")
+
+# %% [markdown]
 # It is also one small setting (one depth, one learning rate, 60 steps); Xiong et al. (2020) make the
 # comparison on full-size translation and language models.
 

@@ -12,6 +12,7 @@ from utils.blocks import Encoder, EncoderLayer
 from utils.experiments import norm_probes
 from utils.experiments.norm_probes import (
     activation_rms,
+    copy_task_model,
     gap_findings,
     gradient_gap,
     last_layer_norm_inputs,
@@ -322,6 +323,22 @@ def test_train_copy_task_learns_and_is_seeded():
     b = train_copy_task(True, lr=0.01, warmup_steps=1, steps=40, num_layers=2, d_model=16, seed=0)
     assert a.shape == (40,) and np.array_equal(a, b)
     assert a[0] > 2.0 and a[-5:].mean() < 0.5  # starts near ln 16, learns to copy
+
+
+@pytest.mark.parametrize("independent_layers", [False, True])
+def test_copy_task_model_is_the_model_train_copy_task_trains(monkeypatch, independent_layers):
+    def recording(*args, **kwargs):  # copy_task_model, remembering the weights it starts from
+        model = original(*args, **kwargs)
+        starts.append({k: v.clone() for k, v in model.state_dict().items()})
+        return model
+
+    starts, original = [], norm_probes.copy_task_model
+    monkeypatch.setattr(norm_probes, "copy_task_model", recording)
+    train_copy_task(False, 0.01, 1, steps=1, num_layers=3, d_model=8, seed=4, independent_layers=independent_layers)
+    torch.manual_seed(4)
+    fresh = copy_task_model(False, num_layers=3, d_model=8, independent_layers=independent_layers)
+    assert isinstance(fresh[1], Encoder) and len(fresh[1].layers) == 3 and len(starts) == 1
+    assert all(torch.equal(starts[0][k], v) for k, v in fresh.state_dict().items())
 
 
 def test_train_copy_task_applies_the_warmup(monkeypatch):

@@ -203,6 +203,21 @@ def warmup_lr(step, lr, warmup_steps):
     return lr * min(1.0, (step + 1) / warmup_steps)
 
 
+def copy_task_model(norm_first, num_layers=12, d_model=32, vocab=16, independent_layers=False):
+    """train_copy_task's model, freshly initialised from torch's global generator: Embedding -> Encoder
+    (4 heads, d_ff = 2 d_model; layers copied from one, or independent) -> Linear. model[1] is the Encoder."""
+    validation.boolean("norm_first", norm_first)
+    validation.boolean("independent_layers", independent_layers)
+    for name, value in [("num_layers", num_layers), ("d_model", d_model), ("vocab", vocab)]:
+        validation.positive_int(name, value)
+    validation.divisible("d_model", d_model, 4, "num_heads")
+    return nn.Sequential(
+        nn.Embedding(vocab, d_model),
+        _encoder(d_model, 2 * d_model, num_layers, norm_first, independent_layers),
+        nn.Linear(d_model, vocab),
+    )
+
+
 def train_copy_task(
     norm_first,
     lr,
@@ -233,11 +248,7 @@ def train_copy_task(
     validation.divisible("d_model", d_model, 4, "num_heads")
     warmup_lr(0, lr, warmup_steps)  # checks lr and warmup_steps
     torch.manual_seed(validation.seed("seed", seed))
-    model = nn.Sequential(
-        nn.Embedding(vocab, d_model),
-        _encoder(d_model, 2 * d_model, num_layers, norm_first, independent_layers),
-        nn.Linear(d_model, vocab),
-    )
+    model = copy_task_model(norm_first, num_layers, d_model, vocab, independent_layers)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
     data = torch.Generator().manual_seed(1000 + seed)
     losses = []
