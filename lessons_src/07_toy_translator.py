@@ -404,8 +404,7 @@ print(
 )
 
 # %% [markdown]
-# Now train (the time taken is printed below). Losses differ between computers: 1300 steps amplify a
-# float's last bits.
+# Now train. Losses differ between computers: 1300 steps amplify a float's last bits.
 
 # %% tags=["nbval-ignore-output"]
 history = train(
@@ -449,8 +448,8 @@ print("✓ the Adam that trained the model had the paper's β₁, β₂ and ε")
 # added to the sub-layer input and normalized", and "to the sums of the embeddings and the positional
 # encodings in both the encoder and decoder stacks".
 # *Label smoothing* $\varepsilon_{ls} = 0.1$, which "hurts perplexity, as the model learns to be more unsure,
-# but improves accuracy and BLEU score". Our recipe sets every dropout rate, and label smoothing, to 0: our
-# choice, untested against the paper's (open question (a)).
+# but improves accuracy and BLEU score". Our recipe sets every dropout rate, and label smoothing, to 0, as the
+# pairs follow fixed rules without noise: our choice, untested (open question (a)).
 
 # %%
 rates = {"dropout": model.config.dropout, "label smoothing": cfg["label_smoothing"]}
@@ -535,8 +534,8 @@ check.predict_smoothed_target(my_guess_smoothed_target)
 # ## 4. Greedy decoding, and results on new sentences and unseen forms
 #
 # At test time the decoder starts from `<bos>`, appends the most likely next word, and repeats until
-# `<eos>` (or a length guard): "auto-regressive, consuming the previously generated symbols as additional
-# input" (section 3.1). The paper decodes with beam search instead ("Going further"). Ours, step by
+# `<eos>` (or a length guard): "auto-regressive [10], consuming the previously generated symbols as additional
+# input" (section 3). The paper decodes with beam search instead ("Going further"). Ours, step by
 # step, for one test sentence:
 
 # %%
@@ -1165,7 +1164,7 @@ V = model.config.tgt_vocab_size
 g = torch.Generator().manual_seed(0)
 z, labels = torch.randn(6, V, generator=g).requires_grad_(), torch.randint(V, (6,), generator=g)  # (6, V), (6,)
 not_label = F.one_hot(labels, V) == 0  # (6, V): True off the label
-for eps in (0.0, eps_ls):  # eps_ls = 0.1, section 3's smoothing
+for eps in (0.0, eps_ls):  # the paper's eps_ls = 0.1, as in section 3's demonstration (not in its training)
     (grad,) = torch.autograd.grad(F.cross_entropy(z, labels, label_smoothing=eps, reduction="sum"), z)  # (6, V)
     p = torch.softmax(z, dim=-1).detach()  # (6, V)
     assert torch.allclose(grad[not_label], (p - eps / V)[not_label], rtol=0, atol=1e-6)

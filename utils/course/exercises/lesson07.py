@@ -62,7 +62,7 @@ def _compare_numbers(cases, answer, reference, wrong, rel=1e-7):
 
 @exercise(
     hint="""
-    Every sentence of the unseen-forms test needs one word form that was never a training label. The
+    Every sentence of the unseen-forms test needs at least one word form that was never a training label. The
     output layer has one row (one logit) per whole Neo word. How often can the model choose a word it was
     never asked to produce? Exact match counts a sentence only if every word is right.
     """,
