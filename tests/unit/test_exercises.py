@@ -192,3 +192,15 @@ def test_lesson04_masked_softmax_feedback_on_a_large_fill_agrees_with_the_weight
     row = printed_row(added.message)  # float64 scores: adding -1e9 keeps them apart, so the row is not uniform
     assert "equally likely" not in added.message and max(row) - min(row) > 1e-2, added.message
     assert "softmax of the unmasked scores" in added.message
+
+
+def test_lesson10_unseen_bpe_messages_agree_with_the_stored_runs():
+    from utils.course.exercises import lesson10
+    from utils.experiments.subwords import load_seed_runs
+
+    groups = load_seed_runs()["diagnosis"]["bpe100"]["groups"]
+    cut_at_stem, not_all = groups["all siblings split at the stem"], groups["not all siblings split at the stem"]
+    # "a held-out form whose siblings are all cut right after the stem (rub o</w>) is often written"
+    assert "ruba" in cut_at_stem["forms"] and cut_at_stem["rate"] > lesson10.UNSEEN_BPE100 + 0.15
+    # "... not all cut right after the stem (fe la</w>, nig ra</w>) is often not written"
+    assert {"felo", "nigro"} <= set(not_all["forms"]) and not_all["rate"] < 0.5

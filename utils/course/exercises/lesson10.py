@@ -111,13 +111,13 @@ UNSEEN_BPE_MISSES = [
         "expect only a few",
         0.25,
         (0.1, UNSEEN_BPE100 - 0.15),
-        "more of them: the held-out forms cut like their siblings are often written",
+        "more of them: a held-out form whose siblings are all cut right after the stem (rub o</w>) is often written",
     ),
     (
         "expect sub-words to solve it",
         1.0,
         (UNSEEN_BPE100 + 0.15, 1.0),
-        "many held-out forms are cut unlike their siblings, and those are often not written",
+        "a held-out form whose siblings are not all cut right after the stem (fe la</w>, nig ra</w>) is often not written",
     ),
 ]
 
@@ -125,7 +125,7 @@ UNSEEN_BPE_MISSES = [
 @exercise(
     hint="""
     Lesson 07's word-level model wrote none of these sentences right. Sub-words make every held-out form
-    spellable; section 2 showed that some are cut unlike their siblings (fe lo</w>, j une</w>).
+    spellable; section 2 showed that some have siblings not cut right after the stem (fe la</w>, nig ra</w>).
     """,
     reference=UNSEEN_BPE100,
     kind="prediction",
