@@ -368,8 +368,8 @@ print(
 # %% [markdown]
 # ## 2. How big is the cache?
 #
-# Unlike a recurrent decoder, whose state keeps its size from step to step (Table 1: $O(n \cdot d^2)$ for
-# $n$ steps, so $O(d^2)$ a step), the cache grows by one key and one value per layer with every token, and
+# Unlike a recurrent decoder, whose state keeps a fixed size (its work, Table 1's $O(n \cdot d^2)$ per
+# layer, is $O(d^2)$ a step), the cache grows by one key and one value per layer with every token, and
 # step $t$ reads all $t$ keys and values: $O(t \cdot d)$ on top of the $O(d^2)$ projections. Each decoder
 # layer stores a key and a value (the 2) for each head, position and sentence, each a vector of $d_k$
 # numbers:
@@ -541,7 +541,7 @@ for shape, block in (((4, 7), 1), ((3, 5, 33), 8), ((2, 64), 64), ((6, 1), 1)):
 print("✓ at four shapes and block sizes: equal to torch.softmax, and a fully masked row all zeros")
 
 # %% [markdown]
-# ## 4. Tiled attention: never the whole score matrix
+# ## 4. Tiled attention: scores a tile at a time
 #
 # Attention needs more than the softmax: the output of query $i$ is $o_i = \sum_j p_{ij} v_j$. The running
 # sum trick extends to it. Keep, for each query, a running output $a = \sum_j e^{s_j - m} v_j$ next to $m$
@@ -629,10 +629,10 @@ check.skipped_tiles(my_guess_skipped_tiles)
 # The fraction of tiles skipped, $n(n-1)/2$ of $n^2$, is $(n-1)/(2n)$: it approaches one half as the sequence
 # grows.
 #
-# **The tiles, one key block at a time.** The picture below is the default state of the explorer that
-# follows: $T = 32$ in tiles of 8 with the causal mask. Tiles entirely above the diagonal are skipped
-# (grey); query 20's row (outlined) is being processed: key block 0 is done, block 1 is the current one, and
-# the right panel shows that query's scores, those read so far (blocks 0 and 1), and its running maximum
+# **The tiles, one key block at a time.** The picture below is the explorer's starting state: $T = 32$ in
+# tiles of 8 with the causal mask. Tiles entirely above the diagonal are skipped (grey); query blocks go in
+# order, so the rows above are done; in query 20's row (outlined), key block 0 is done, block 1 is the
+# current one, and the right panel shows that query's scores, those read so far, and its running maximum
 # $m$.
 
 # %%
@@ -656,8 +656,8 @@ tile_explorer()
 # raises the maximum path length to $O(n/r)$ (exercise 4 tiles such a window); tiles stay exact. How
 # does the memory grow with $T$, with and without tiles? We measure it: `utils.fast_attention.peak_tensor_bytes` watches every operation torch runs, adds the bytes of
 # each new tensor's storage and subtracts them when it is freed, and records the largest total. It counts
-# the tensors the operations return, not the inputs (nor scratch memory inside one kernel). A first check:
-# a $100 \times 100$ float32 matrix takes $4 \times 100^2$ bytes.
+# the tensors the operations return, not the inputs (nor scratch memory inside one kernel). A first check,
+# on a $100 \times 100$ float32 matrix:
 
 # %% tags=["hide-input"]
 assert peak_tensor_bytes(lambda: torch.zeros(100, 100)) == 4 * 100**2
@@ -677,6 +677,7 @@ print("✓ one 100 x 100 float32 matrix measures 40000 bytes; a matrix plus a ne
 my_guess_memory_growth = None  # your answer: a factor, e.g. 3.0
 
 # %% tags=["nbval-ignore-output"]
+# at d_k = 64 with blocks of 128, tiled_attention's inf/NaN check of its whole inputs would set the tiled peak
 Ts, d = [256, 512, 1024, 2048, 4096], 16
 peak = {"plain": [], "key blocks": [], "tiles": []}
 for T in Ts:
@@ -845,18 +846,29 @@ check.window_skipped_tiles(my_window_skipped)
 # Tiling does the same matrix products as the plain computation, plus the rescaling; with the causal mask
 # it skips the tiles above the diagonal, which the plain computation computes and then masks. Our tiles are
 # a Python loop that launches several torch operations per tile; on a CPU, torch's
-# `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs and no dropout, runs its own fused
-# FlashAttention-style kernel, `torch.ops.aten._scaled_dot_product_flash_attention_for_cpu`. Calling that
-# kernel directly gives the same bits, at three shapes, with and without the causal mask:
+# `scaled_dot_product_attention`, given (batch, heads, T, d_k) inputs, no dropout and one head size for q, k
+# and v, runs its own fused FlashAttention-style kernel,
+# `torch.ops.aten._scaled_dot_product_flash_attention_for_cpu`. Calling that kernel directly gives the same
+# bits, at three shapes, with and without the causal mask; when v's head size differs, torch falls back to
+# its unfused math path:
 
-# %%
+# %% tags=["hide-input"]
 g = torch.Generator().manual_seed(0)
 for shape in ((1, 1, 512, 64), (2, 4, 100, 16), (1, 2, 1, 32)):  # (batch, heads, T, d_k)
     for causal in (False, True):
         q, k, v = (torch.randn(*shape, generator=g) for _ in range(3))  # (batch, heads, T, d_k) each
         fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=causal)[0]
         assert torch.equal(F.scaled_dot_product_attention(q, k, v, is_causal=causal), fused)
-print("✓ on a CPU, scaled_dot_product_attention gives bit for bit the output of torch's flash-attention kernel")
+print(
+    "✓ on a CPU, with one head size for q, k and v, scaled_dot_product_attention gives bit for bit the output "
+    "of torch's flash-attention kernel"
+)
+for shape, d_v in (((1, 2, 64, 16), 32), ((2, 4, 100, 16), 8)):  # (batch, heads, T, d_k), v's head size
+    q, k = (torch.randn(*shape, generator=g) for _ in range(2))  # (batch, heads, T, d_k) each
+    v = torch.randn(*shape[:-1], d_v, generator=g)  # (batch, heads, T, d_v)
+    math_path = torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]
+    assert torch.equal(F.scaled_dot_product_attention(q, k, v), math_path)
+print("✓ with d_v different from d_k, it gives bit for bit torch's unfused math path instead")
 
 # %% [markdown]
 # Three ways, without and with the causal mask (median of 5, $T = 2048$, $d_k = 64$, blocks of 256): the

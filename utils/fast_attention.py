@@ -126,7 +126,8 @@ def tiled_attention(q, k, v, block_size=64, causal=False, query_block=None, retu
 
 
 def causal_skipped_tiles(T, block_size):
-    """Tiles a causal mask lets tiled attention skip for T queries and keys: n(n-1)/2 with n = ceil(T / B)."""
+    """Tiles a causal mask lets tiled attention skip for T queries and keys in square tiles (query_block =
+    block_size = B): n(n-1)/2 with n = ceil(T / B)."""
     T, B = validation.positive_int("T", T), validation.positive_int("block_size", block_size)
     n = -(-T // B)
     return n * (n - 1) // 2

@@ -17,6 +17,7 @@ def test_tile_grid_counts_and_running_state():
     kinds = tile_widget.KINDS
     assert (grid == kinds.index("skipped")).sum() == fa.causal_skipped_tiles(32, 8)
     assert grid[2, 0] == kinds.index("computed") and grid[2, 1] == kinds.index("current")
+    assert (grid[:2] != kinds.index("to compute")).all() and (grid[2:, 2:] != kinds.index("computed")).all()
     assert (tile_widget.tile_grid(32, 8, False, 20, 3) == kinds.index("skipped")).sum() == 0
     scores = tile_widget.row_scores(32)
     m, l = tile_widget.running_state(scores, 20, 8, 1, True)

@@ -39,11 +39,13 @@ def running_state(scores, query, block_size, key_block, causal):
 
 
 def tile_grid(T, block_size, causal, query, key_block):
-    """(n, n) ints indexing KINDS: tiles skipped by the causal mask; in the query's block row, key blocks
-    before key_block computed, key_block the current one; every other tile still to compute."""
+    """(n, n) ints indexing KINDS: tiles skipped by the causal mask; the query blocks go in order, so the rows
+    above the query's block row are computed; in that row, key blocks before key_block computed, key_block the
+    current one; every other tile still to compute."""
     states = tile_states(T, block_size, causal)
     grid = np.where(states == "skipped", KINDS.index("skipped"), KINDS.index("to compute"))
     i = query // block_size
+    grid[:i][grid[:i] != KINDS.index("skipped")] = KINDS.index("computed")  # earlier query blocks: done
     for j in range(min(key_block + 1, grid.shape[1])):
         if grid[i, j] != KINDS.index("skipped"):
             grid[i, j] = KINDS.index("current" if j == key_block else "computed")

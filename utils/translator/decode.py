@@ -21,7 +21,8 @@ def _decoding_args(model, bos_id, eos_id, max_len):
 def greedy_decode(model, src, bos_id, eos_id, max_len=None, use_cache=False):
     """Translate a batch src (batch, S): list of id lists, each ending before <eos> (or cut at max_len).
     With use_cache, each step computes only the new position, reading earlier keys and values from a
-    key-value cache (utils.fast_attention); the tokens are the same."""
+    key-value cache (utils.fast_attention); the logits agree up to rounding, so the tokens are the same
+    except where the two best logits nearly tie."""
     validation.boolean("use_cache", use_cache)
     max_len = _decoding_args(model, bos_id, eos_id, max_len)
     with eval_mode(model):

@@ -185,8 +185,8 @@ def skipped_tiles(answer):
     kind="prediction",
     explain="""
     About 4. The scores and weights are T x T matrices: doubling T quadruples their entries, and they
-    dwarf the T x d output. Tiled attention holds a fixed number of tile-sized matrices instead, whatever
-    T, so its memory grows only with the output.
+    dwarf the T x d output. Here (d_k = 16, tiles of 256) tiled attention holds a fixed number of
+    tile-sized matrices beyond the output, whatever T.
     """,
     wrong=[
         mistake("expect memory to grow like T", 2, says="t x t"),
