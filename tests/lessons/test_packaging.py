@@ -79,3 +79,13 @@ def test_readme_torch_line_matches_the_lock():
         assert version == locked.split("+")[0], f"README installs torch {version}, requirements.txt locks {locked}"
         assert index == "https://download.pytorch.org/whl/cpu", index
     assert "pip install -r requirements.txt" in readme
+
+
+def test_the_package_version_is_the_release_the_colab_cell_installs():
+    """The lessons' Colab cell installs the release tagged links.RELEASE; the package built there must say so."""
+    from utils.course import links
+
+    assert "v" + project()["version"] == links.RELEASE, (
+        f"pyproject.toml says version {project()['version']}, utils.course.links.RELEASE is {links.RELEASE}: "
+        "set both when publishing a release (CONTRIBUTING.md)"
+    )
