@@ -342,14 +342,14 @@ assert torch.unique(sinusoidal_encoding(max_len, d_model), dim=0).shape[0] == ma
 print("✓ unique: no two of 10,000 positions share a vector; the closest are neighbours")
 
 # %% [markdown]
-# That was one width. The same shortcut checks 5 more, from $d_{model} = 16$ to $1024$: in each, the
-# closest two of the 10,000 positions are neighbours, and no two coincide.
+# That was one width. The same shortcut checks six, from $d_{model} = 16$ to $1024$ (512 again): in
+# each, the closest two of the 10,000 positions are neighbours, and no two coincide.
 #
 # > **Going further:** very small widths, and why no two positions coincide at any length, are at
 # > the end of the lesson.
 
 # %%
-for d in (16, 64, 128, 256, 1024):
+for d in (16, 64, 128, 256, 512, 1024):
     dist_d = (d - 2 * torch.cos(k[:, None] * angular_frequencies(d)).sum(dim=1)).clamp_min(0).sqrt()  # (max_len - 1,)
     print(f"d_model {d:4d}: closest pair {dist_d.min():.4f} apart, at offset {int(dist_d.argmin()) + 1}")
     assert dist_d.min() > 1 and int(dist_d.argmin()) == 0
@@ -402,19 +402,16 @@ check.predict_first_pair_distance(my_guess_first_pair)
 # and together the fast and slow hands tell positions apart, as a clock's second, minute and hour
 # hands tell the time.
 #
-# The reading notes call PE "a generalization of binary encoding", in this sense.
-# Write the position in binary: bit $k$ is 0 for $2^k$ positions, then 1 for $2^k$, a square wave of
-# wavelength $2^{k+1}$, twice the previous bit's. PE keeps that plan, one periodic digit per column
-# pair with wavelengths in a geometric progression, and changes two things: a smooth sine and cosine
-# instead of the square wave, and the ratio $10000^{2/d_{model}}$ (printed below) instead of 2. Binary
-# is not one of its settings: whatever the base, the first pair's wavelength is $2\pi$, not 2.
+# The reading notes call PE "a generalization of binary encoding" ([Going further](#Going-further) says in what sense).
 
 # %%
 d_model = 512
 wavelengths = 2 * math.pi / angular_frequencies(d_model)  # (d_model/2,)
 ratios = wavelengths[1:] / wavelengths[:-1]  # (d_model/2 - 1,)
 assert torch.allclose(ratios, torch.full_like(ratios, 10000 ** (2 / d_model)))
-print(f"wavelengths from {wavelengths[0]:.4f} to {wavelengths[-1]:.1f} positions, each {ratios[0]:.5f} x the last")
+print(
+    f"wavelengths from {wavelengths[0]:.4f} to {wavelengths[-1]:.1f} positions, each {ratios[0]:.5f} x the previous one"
+)
 
 fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
 ax.semilogy(wavelengths.numpy(), color="black")
@@ -443,22 +440,11 @@ print(f"✓ column 0 changes sign {sign_changes} times in 100 rows; the last 8 c
 # **Why the paper chose it.** Section 3.5 gives its reasons. The first: "We chose this function
 # because we hypothesized it would allow the model to easily learn to attend by relative positions,
 # since for any fixed offset k, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$."
-# That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position.
-# A 2 × 2 rotation by an angle $b$ takes $(\sin a, \cos a)$ to $(\sin(a + b), \cos(a + b))$, by the
-# angle-addition formulas (a clockwise turn, as the point's angle is $\pi/2 - a$), so one matrix
-# $M_k$ of such blocks (`utils.positional.relative_rotation`, built in lesson 02) takes every row
-# of the table $k$ rows down. For $d_{model} = 4$ and $k = 1$, two blocks, turning by $w_0 = 1$ and
-# $w_1 = 1/100$ radians:
+# That linear function exists: each sin/cos pair turns by the angle $w_i k$ whatever the position,
+# so one matrix $M_k$ of 2 × 2 rotation blocks (`utils.positional.relative_rotation`, built in
+# lesson 02) takes every row of the table $k$ rows down ($M_k$ written out: [Going further](#Going-further)).
 
-# %%
-print(relative_rotation(1, 4, dtype=torch.float64))  # (4, 4): PE(pos + 1) = PE(pos) M_1
-for i, w_i in enumerate((1.0, 1 / 100)):  # block i: [[cos w_i, -sin w_i], [sin w_i, cos w_i]]
-    block = torch.tensor([[math.cos(w_i), -math.sin(w_i)], [math.sin(w_i), math.cos(w_i)]], dtype=torch.float64)
-    assert torch.allclose(relative_rotation(1, 4, dtype=torch.float64)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2], block)
-    points = sinusoidal_encoding(100, 4, dtype=torch.float64)[:, 2 * i : 2 * i + 2]  # (100, 2): (sin, cos) of pair i
-    turn = torch.atan2(*(points @ block).flip(1).T) - torch.atan2(*points.flip(1).T)  # (100,) change of angle
-    assert torch.allclose(torch.remainder(turn, 2 * math.pi), torch.full_like(turn, 2 * math.pi - w_i))  # clockwise
-print("✓ M_1 is two 2 x 2 rotations, turning each (sin, cos) point clockwise by w_0 = 1 and w_1 = 1/100 radians")
+# %% tags=["hide-input"]
 for offset in (1, 7, 100, 5000):
     M_k = relative_rotation(offset, d_model, dtype=torch.float64)  # (d_model, d_model)
     assert torch.allclose(pe[:-offset] @ M_k, pe[offset:], rtol=0, atol=1e-9)  # (max_len - k, d_model)
@@ -612,15 +598,25 @@ print(X_pe.shape)
 
 # %% [markdown]
 # The two CATs (positions 1 and 5) start as the very same vector, so after adding PE they differ by
-# exactly $PE(1) - PE(5)$, whatever the embedding: the offset-4 distance from section 4.
+# $PE(1) - PE(5)$, the offset-4 distance from section 4: exactly on paper, and in float32 up to a
+# rounding error that grows with the size of the embedding.
 
 # %% tags=["hide-input"]
 cat_1, cat_5 = 1, 5
 offset_4 = dist_by_offset[cat_5 - cat_1 - 1].item()
-assert torch.equal(X[cat_1], X[cat_5])  # the same token, so the same row of the embedding
+assert torch.equal(X[cat_1], X[cat_5])  # by construction (one token, one embedding row); the claim is tested below
 assert torch.allclose((X_pe[cat_1] - X_pe[cat_5]).double(), pe[cat_1] - pe[cat_5], rtol=0, atol=1e-5)
 assert math.isclose((X_pe[cat_1] - X_pe[cat_5]).norm().item(), offset_4, abs_tol=1e-4)
 print(f"✓ the two CATs: identical before PE, {offset_4:.4f} apart after it, their difference PE(1) - PE(5)")
+rounding = {}  # kind -> largest |(X_pe[1] - X_pe[5]) - (PE(1) - PE(5))|, one per seed
+for seed in SEEDS:
+    for name, table in embedding_tables(seed).items():
+        X_pe_seed = pos_enc(table[tokens])  # (seq, d_model)
+        off = (X_pe_seed[cat_1] - X_pe_seed[cat_5]).double() - (pe[cat_1] - pe[cat_5])  # (d_model,)
+        rounding.setdefault(name, []).append(off.abs().max().item())
+ours_off, deck_off = rounding["N(0, 1/d_model) x sqrt(d_model)"], rounding["like the deck: uniform in [0, 10000)"]
+assert max(ours_off) < 1e-6 and min(deck_off) > 1000 * max(ours_off) and max(deck_off) < 1e-2
+print("✓ in 5 of 5 draws that holds up to float32 rounding, over 1000 times larger with the deck-sized embedding")
 
 # %% [markdown]
 # ## Summary
@@ -640,9 +636,7 @@ print(f"✓ the two CATs: identical before PE, {offset_4:.4f} apart after it, th
 #
 # ## Exercises
 #
-# One exercise builds the table the way `utils` does; two use its formula on questions the lesson
-# did not ask; the last takes a question of section 4 to any base. Replace `raise NotImplementedError`
-# with your code and run the cell. Stuck? `check.pe_table.hint()` gives a hint,
+# Replace `raise NotImplementedError` with your code and run the cell. Stuck? `check.pe_table.hint()` gives a hint,
 # `check.pe_table.solution()` a solution (likewise for the others).
 #
 # **1. The whole table, without loops.** Write `pe_table(max_len, d_model)` returning the
@@ -707,8 +701,9 @@ check.closest_offset(closest_offset)
 # %% [markdown]
 # ## Going further
 #
-# Two detours from section 4's uniqueness check (very small widths, and any length); one from
-# section 1, on what a mask changes; and the base, with a live explorer of the table.
+# Two detours from section 4's uniqueness check (very small widths, and any length); two from
+# section 5 (PE and binary, and the rotation $M_k$ written out); one from section 1, on what a mask
+# changes; and the base, with a live explorer of the table.
 #
 # **Very small widths.** At $d_{model} \le 10$ the closest two of the 10,000 positions are not
 # neighbours: two far-apart positions come closer (section 4's shortcut, `k` its offsets):
@@ -735,6 +730,32 @@ first_pair_gap = (2 * torch.sin(far_positions / 2)).abs()  # (10^6,) |(sin p, co
 print(
     f"closest return of the first pair in 10^6 positions: {first_pair_gap.min():.1e}, at position {int(first_pair_gap.argmin()) + 1}"
 )
+
+# %% [markdown]
+# **A generalization of binary encoding.** The reading notes call PE "a generalization of binary encoding", in this sense.
+# Write the position in binary: bit $k$ is 0 for $2^k$ positions, then 1 for $2^k$, a square wave of
+# wavelength $2^{k+1}$, twice the previous bit's. PE keeps that plan, one periodic digit per column
+# pair with wavelengths in a geometric progression, and changes two things: a smooth sine and cosine
+# instead of the square wave, and the ratio $10000^{2/d_{model}}$ (printed in section 5) instead of 2. Binary
+# is not one of its settings: whatever the base, the first pair's wavelength is $2\pi$, not 2.
+
+# %% [markdown]
+# **The rotation, written out.** Section 5's $M_k$: a 2 × 2 rotation by an angle $b$ takes
+# $(\sin a, \cos a)$ to $(\sin(a + b), \cos(a + b))$, by the angle-addition formulas (a clockwise
+# turn, as the point's angle is $\pi/2 - a$). For $d_{model} = 4$ and $k = 1$, two blocks, turning by
+# $w_0 = 1$ and $w_1 = 1/100$ radians:
+
+# %%
+print(relative_rotation(1, 4, dtype=torch.float64))  # (4, 4): PE(pos + 1) = PE(pos) M_1
+
+# %% tags=["hide-input"]
+for i, w_i in enumerate((1.0, 1 / 100)):  # block i: [[cos w_i, -sin w_i], [sin w_i, cos w_i]]
+    block = torch.tensor([[math.cos(w_i), -math.sin(w_i)], [math.sin(w_i), math.cos(w_i)]], dtype=torch.float64)
+    assert torch.allclose(relative_rotation(1, 4, dtype=torch.float64)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2], block)
+    points = sinusoidal_encoding(100, 4, dtype=torch.float64)[:, 2 * i : 2 * i + 2]  # (100, 2): (sin, cos) of pair i
+    turn = torch.atan2(*(points @ block).flip(1).T) - torch.atan2(*points.flip(1).T)  # (100,) change of angle
+    assert torch.allclose(torch.remainder(turn, 2 * math.pi), torch.full_like(turn, 2 * math.pi - w_i))  # clockwise
+print("✓ M_1 is two 2 x 2 rotations, turning each (sin, cos) point clockwise by w_0 = 1 and w_1 = 1/100 radians")
 
 # %% [markdown]
 # **A causal mask sees the order.** Section 1's attention had no mask. Under the decoder's causal
@@ -856,7 +877,8 @@ print("✓ the deck's numbers come from the exponent 2i/d_model, not from 4/517 
 # %% [markdown]
 # ### Numbering the pairs from 0 or from 1 (the COMP7607 slides)
 #
-# The paper does not list the range of $i$; its columns $2i, 2i+1$ filling $d_{model}$ and its
+# The paper says "where $pos$ is the position and $i$ is the dimension" (section 3.5), though $i$
+# numbers the column pairs, and does not list the range of $i$; its columns $2i, 2i+1$ filling $d_{model}$ and its
 # shortest wavelength $2\pi$ put the pairs at $i = 0, \dots, d_{model}/2 - 1$, with exponents
 # $2i/d_{model}$ from 0 to $(d_{model} - 2)/d_{model}$. The COMP7607 slides write the position vector
 # for position $i$ (there $i$
@@ -990,7 +1012,7 @@ print("the real PE(1), first five entries:", sinusoidal_encoding(2, 512)[1, :5])
 #
 # - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 3.5 (the sinusoidal encoding,
 #   its geometric progression of wavelengths, and why it was chosen), Table 3 (base model and row (E),
-#   learned positional embeddings), section 3.4 (embeddings multiplied by $\sqrt{d_{model}}$), section 3.2.2 (the
+#   learned positional embeddings), section 3.4 (embeddings multiplied by $\sqrt{d_{model}}$), section 5.4 (dropout on the sums), section 3.2.2 (the
 #   row-vector convention, $xW$).
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the positional-encoding
 #   vector with the pairs numbered $1, \dots, d/2$, and "(No)" to the hope of extrapolation.
