@@ -207,11 +207,8 @@ check.predict_cold_lookup(my_guess_cold)
 #
 # In **self**-attention the queries, keys and values are all the same sentence X. The paper (section 2):
 # "Self-attention, sometimes called intra-attention is an attention mechanism relating different positions
-# of a single sequence in order to compute a representation of the sequence." Its other use (section 3.2.3) is
-# "encoder-decoder attention", where "the queries come from the previous decoder layer, and the memory keys
-# and values come from the output of the encoder": the slide's memory, built in lesson 07. In its encoder's
-# self-attention "all of the keys, values and queries come from the same place, in this case, the output of the
-# previous layer in the encoder": X is the embeddings only in the first layer (here, always).
+# of a single sequence in order to compute a representation of the sequence." Where else
+# the queries, keys and values come from: [Going further](#Going-further).
 #
 # The reading notes on the paper give the simplest self-attention in three lines of PyTorch, for a batch
 # x of shape (b, t, k): the three lines of the function below. It has no $1/\sqrt{d_k}$; since `utils`
@@ -261,7 +258,7 @@ print("✓ self_attention == utils")
 # embedding with $N(0, 1)$ entries (`utils.experiments.attention_map.token_embeddings`, seeded by the word, so
 # both CATs get the same vector, as an embedding table would). No positional encoding yet.
 #
-# **Predict first.** Lesson 02 showed that a word's score with itself, $|x|^2/\sqrt{512}$, is about
+# **Predict first.** Lesson 02's Going further (*a word's score with itself*) showed that this score, $|x|^2/\sqrt{512}$, is about
 # $\sqrt{512} \approx 22.6$, while two unrelated words score about $N(0, 1)$. What weight does the first CAT
 # put on itself? (From here on, rows and columns count from 0, as in Python: YOUR is row 0, the CATs are
 # rows 1 and 5.)
@@ -342,8 +339,8 @@ fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: t
 # %% [markdown]
 # No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
 # row the scores in columns 1 and 5 are equal. So it holds for any attention without position information,
-# projections included ($x_1 W_q = x_5 W_q$, section 5), as long as no dropout zeros weights at random (only
-# the Errata use it). Over the 20 tables:
+# projections included ($x_1 W_q = x_5 W_q$, section 5); random dropout is the exception
+# ([Going further](#Going-further)). Over the 20 tables:
 
 # %% tags=["hide-input"]
 for s in range(20):
@@ -369,8 +366,19 @@ print("✓ identical CATs: identical rows and identical columns in all 20 embedd
 #         = \operatorname{softmax}\!\Big(P\,\tfrac{XX^\top}{\sqrt{d}}\,P^\top\Big) = P\,A(X)\,P^\top,$$
 # $$\text{Attention}(PX) = A(PX)\,PX = P\,A(X)\,P^\top P\,X = P\,A(X)\,X = P\,\text{Attention}(X),$$
 #
-# using $P^\top P = I$. The outputs are the same vectors, in the permuted order. We check it for 20 random
-# permutations of the sentence.
+# using $P^\top P = I$. The outputs are the same vectors, in the permuted order. One random reordering:
+
+# %%
+one_perm = torch.randperm(seq, generator=torch.Generator().manual_seed(1))  # (seq,)
+P = torch.eye(seq)[one_perm]  # (seq, seq) permutation matrix: P @ X == X[one_perm]
+Y_p, A_p = self_attention(P @ X)  # (seq, d_model), (seq, seq)
+print("P reorders the sentence to:", " ".join(sentence[i] for i in one_perm))
+print("Attention(PX) == P Attention(X):", torch.allclose(Y_p, P @ Y, atol=1e-5))
+print("A(PX) == P A(X) Pᵀ:", torch.allclose(A_p, P @ A @ P.T, atol=1e-6))
+assert torch.allclose(Y_p, P @ Y, atol=1e-5) and torch.allclose(A_p, P @ A @ P.T, atol=1e-6)
+
+# %% [markdown]
+# The same for 20 random permutations:
 
 # %% tags=["hide-input"]
 gen = torch.Generator().manual_seed(0)
@@ -517,7 +525,8 @@ print("✓ with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with 
 # (section 3), and the layer has nothing to learn. The
 # Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
 # $d_{model} \times d_k$ matrices. The paper (section 3.2.2) found it "beneficial to linearly project the
-# queries, keys and values", giving a reason about several heads (lesson 05): "to jointly attend to information
+# queries, keys and values $h$ times with different, learned linear projections" rather than attend once with
+# $d_{model}$-wide vectors; its reason is about several heads (lesson 05): "to jointly attend to information
 # from different representation subspaces at different positions". With one head, take $d_k = 64$ (the
 # paper's $d_{model}/h$ with $h = 8$ heads) and first *random* matrices, entries $N(0, 1/d_{model})$, so that
 # $x W$ has unit-variance entries like $x$:
@@ -595,9 +604,7 @@ lovely_before = [
     weight_on(sentence_map(sentence, *random_projections(d_model, d_k, seed=s)), sentence, "LOVELY", "CAT")[0]
     for s in trained
 ]
-is_after = [weight_on(sentence_map(sentence, *trained[s][:2]), sentence, "IS", "CAT")[0] for s in trained]
 print(f"LOVELY on the CATs before training, same 8 seeds: {min(lovely_before):.2f}–{max(lovely_before):.2f}")
-print("IS on the CATs after training, seed by seed:", [round(w, 2) for w in is_after])
 
 # %% [markdown]
 # In every training seed, LOVELY now puts nearly all its weight on the two CATs:
@@ -626,39 +633,20 @@ for W_q_s, W_k_s, _ in trained.values():
     for row in targets:
         targets[row].add(sentence[int(A_s[row].argmax())])  # the word this row looks at most
 assert all(len(words) >= 2 for words in targets.values()), "these rows were never trained: they differ by seed"
-is_on_cat = [
-    weight_on(sentence_map(sentence, W_q_s, W_k_s), sentence, "IS", "CAT")[0] for W_q_s, W_k_s, _ in trained.values()
-]
-assert sum(w > 0.8 for w in is_on_cat) >= 3 and sum(w < 0.5 for w in is_on_cat) >= 2
 print("✓ after training, in all 8 seeds: identical CAT rows and columns, LOVELY splits evenly")
 print("✓ the words YOUR, IS and A each look at most are not the same in all 8 seeds")
-print(
-    "✓ IS (its row is never in the loss) puts over 0.8 of its weight on the CATs in at least 3 of 8 seeds, "
-    "under half in others"
-)
 
 # %% [markdown]
 # This is one thing the projections make possible: trained, $W_q$ and $W_k$ make the nouns' keys match the
-# adjectives' queries. Nothing stops other queries from matching them too: IS's row is not in the loss, but its query
-# $x_{IS} W_q$ moves with $W_q$, and in several seeds it too puts most of its weight on the CATs. The paper
+# adjectives' queries.
+# The paper
 # (section 4) reports roles like this in its trained translator: "Not only do individual attention heads
 # clearly learn to perform different tasks, many appear to exhibit behavior related to the syntactic and
 # semantic structure of the sentences." Lessons 05–07 add heads and PE.
 
 # %% [markdown]
-# Which noun? Each training sentence has one noun, so training cannot teach an adjective to pick *its* noun,
-# and without position nothing could. With two nouns, "YOUR LOVELY CAT SEES A BIG DOG":
-
-# %% tags=["nbval-ignore-output"]
-probe = "YOUR LOVELY CAT SEES A BIG DOG".split()
-probe_maps = [sentence_map(probe, W_q_s, W_k_s) for W_q_s, W_k_s, _ in trained.values()]  # (7, 7) each
-print("LOVELY on CAT, seed by seed:", [round(A_s[1, 2].item(), 2) for A_s in probe_maps])
-print("BIG on DOG, seed by seed:   ", [round(A_s[5, 6].item(), 2) for A_s in probe_maps])
-
-# %% tags=["hide-input"]
-own = [A_s[1, 2] > 0.5 and A_s[5, 6] > 0.5 for A_s in probe_maps]  # both adjectives on their own noun
-assert sum(own) <= 4 and any(A_s[5, 2] > 0.5 for A_s in probe_maps)
-print("✓ in at most half of the 8 seeds both adjectives look mostly at their own noun; BIG, in some, at CAT")
+# > **Going further:** IS's row drifts to the CATs too, and with two nouns an adjective does not always pick
+# > its own ([Going further](#Going-further)).
 
 # %% [markdown]
 # ## Explore: the attention-map explorer
@@ -712,7 +700,7 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #   rows and columns.
 # - It is permutation **equivariant**, not invariant. Positional encoding breaks the symmetry; learned
 #   $W_q, W_k, W_v, W_o$ do not.
-# - Random $W_q, W_k$ make the map chance; trained ones let adjectives look at a noun, not always their own.
+# - Random $W_q, W_k$ make the map chance; trained ones make adjectives look at the noun.
 #
 # ## Exercises
 #
@@ -767,8 +755,8 @@ def pooled_classifier(X, W_c):
 check.pooled_classifier(pooled_classifier)
 
 # %% [markdown]
-# **4. Ties at zero temperature.** Section 2 let $\tau \to 0$ with one best-matching key. But a key can
-# repeat (a word that appears twice), each copy with its own value. Write `cold_limit(q, K, V)`: the limit of
+# **4. Ties at zero temperature.** Section 2 let $\tau \to 0$ with one best-matching key. But several keys
+# can tie for the best score, each with its own value: keys that differ only in directions orthogonal to $q$. Write `cold_limit(q, K, V)`: the limit of
 # $\operatorname{softmax}(qK^\top/\tau)\,V$ as $\tau \to 0$, for a query `q` `(d_k,)`, keys `K` `(n, d_k)`
 # and values `V` `(n, d_v)`, when several keys may tie for the best score. Return shape `(d_v,)`.
 
@@ -782,6 +770,16 @@ check.cold_limit(cold_limit)
 
 # %% [markdown]
 # ## Going further
+#
+# ### Where the queries, keys and values come from
+#
+# *Why read it:* section 3's X is one sentence's embeddings; in the paper's model it is not always.
+#
+# Attention's other use in the paper (section 3.2.3) is
+# "encoder-decoder attention", where "the queries come from the previous decoder layer, and the memory keys
+# and values come from the output of the encoder": the slide's memory, built in lesson 07. In its encoder's
+# self-attention "all of the keys, values and queries come from the same place, in this case, the output of the
+# previous layer in the encoder": X is the embeddings only in the first layer (here, always).
 #
 # ### The embeddings' scale
 #
@@ -925,6 +923,44 @@ assert all(losses[0] < math.log(6) for _, _, losses in trained.values()), "it st
 assert all(0.2 <= w <= 0.31 for w in start_weight) and all(3.5 <= g <= 6.5 for g in start_lead)
 print(f"✓ in all 8 seeds the first loss is below ln 6 = {math.log(6):.2f} (a blind guess among six nouns)")
 print("✓ before training, adjectives put 0.2–0.3 of their weight on the noun, a lead of about 4–6, in 8 of 8 seeds")
+
+# %% [markdown]
+# ### Beyond LOVELY: IS's row, and which noun
+#
+# *Why read it:* section 5 trained only the adjectives' rows; here is what else the trained $W_q, W_k$ do.
+#
+# Nothing stops other queries from matching the nouns' keys too: IS's row is not in the loss, but its query
+# $x_{IS} W_q$ moves with $W_q$, and in several seeds it too puts most of its weight on the CATs.
+
+# %% tags=["hide-input", "nbval-ignore-output"]
+is_after = [weight_on(sentence_map(sentence, *trained[s][:2]), sentence, "IS", "CAT")[0] for s in trained]
+print("IS on the CATs after training, seed by seed:", [round(w, 2) for w in is_after])
+
+# %% tags=["hide-input"]
+is_on_cat = [
+    weight_on(sentence_map(sentence, W_q_s, W_k_s), sentence, "IS", "CAT")[0] for W_q_s, W_k_s, _ in trained.values()
+]
+assert sum(w > 0.8 for w in is_on_cat) >= 3 and sum(w < 0.5 for w in is_on_cat) >= 2
+print(
+    "✓ IS (its row is never in the loss) puts over 0.8 of its weight on the CATs in at least 3 of 8 seeds, "
+    "under half in others"
+)
+
+# %% [markdown]
+# Which noun? Each training sentence has one noun, so training cannot teach an adjective to pick *its* noun,
+# and without position nothing could. With two nouns, "YOUR LOVELY CAT SEES A BIG DOG":
+
+# %% tags=["nbval-ignore-output"]
+probe = "YOUR LOVELY CAT SEES A BIG DOG".split()
+probe_maps = [sentence_map(probe, W_q_s, W_k_s) for W_q_s, W_k_s, _ in trained.values()]  # (7, 7) each
+print("LOVELY on CAT, seed by seed:", [round(A_s[1, 2].item(), 2) for A_s in probe_maps])
+print("BIG on DOG, seed by seed:   ", [round(A_s[5, 6].item(), 2) for A_s in probe_maps])
+
+# %% tags=["hide-input"]
+own = [A_s[1, 2] > 0.5 and A_s[5, 6] > 0.5 for A_s in probe_maps]  # both adjectives on their own noun
+assert sum(own) <= 4 and any(A_s[5, 2] > 0.5 for A_s in probe_maps)
+print(f"✓ both adjectives look mostly at their own noun in {sum(own)} of the 8 seeds (at most half);")
+print("  BIG, in some seeds, looks mostly at CAT")
 
 # %% [markdown]
 # ### Errata in the sources
@@ -1258,7 +1294,7 @@ print("✓ counterexample: LOVELY reaches past YOUR, and YOUR's largest weight i
 # - Vaswani et al. (2017), "Attention Is All You Need", NeurIPS: section 2 (self-attention, "intra-attention"),
 #   section 3.2 (the definition of attention), section 3.2.1 and equation 1 (scaled dot-product attention),
 #   section 3.2.2 (the projections $W^Q_i, W^K_i, W^V_i, W^O$ and $d_k = d_{model}/h = 64$), section 3.2.3 (the
-#   uses of attention), section 3.5 (why positional encoding), section 4 (restricted self-attention, with
+#   uses of attention), section 3.4 (embeddings times $\sqrt{d_{model}}$), section 3.5 (why positional encoding), section 4 (restricted self-attention, with
 #   Table 1; what trained heads learn).
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the query over a memory of
 #   key–value pairs with weights 0.6, 0.1, 0.2, 0.1.
