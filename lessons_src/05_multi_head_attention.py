@@ -7,7 +7,7 @@
 # $$\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O,
 # \qquad \mathrm{head}_i = \mathrm{Attention}(Q W^Q_i,\; K W^K_i,\; V W^V_i).$$
 #
-# (Section 3.2.2 of the paper; its projections have no biases, $W^O$ is $h d_v \times d_{model}$, and it
+# (Section 3.2.2 of the paper; its formula has no bias terms (ours, like PyTorch's, adds them), $W^O$ is $h d_v \times d_{model}$, and it
 # chooses $d_k = d_v = d_{model} / h$, as we do. The YOUR CAT slide deck prints
 # $\mathrm{head}_i = \mathrm{Attention}(QW^Q, KW^K_i, VW^V)$, dropping the subscript $i$ on $W^Q$
 # and $W^V$: every head has its own slice of all three, as the loop over heads below makes explicit.)
@@ -101,6 +101,8 @@ Q_heads = Q.view(batch, T, num_heads, d_k).transpose(1, 2)  # (batch, num_heads,
 K_heads = K.view(batch, T, num_heads, d_k).transpose(1, 2)  # (batch, num_heads, T, d_k)
 V_heads = V.view(batch, T, num_heads, d_k).transpose(1, 2)  # (batch, num_heads, T, d_k)
 print("Q_heads", tuple(Q_heads.shape))
+
+# %% tags=["hide-input"]
 for i in range(num_heads):
     assert torch.equal(Q_heads[:, i], Q[..., i * d_k : (i + 1) * d_k])  # head i = its block of columns
 assert torch.equal(Q_heads, split_heads(Q, num_heads))
@@ -123,6 +125,8 @@ print("weights", tuple(weights.shape), " heads", tuple(heads.shape))
 concat = heads.transpose(1, 2).reshape(batch, T, d_model)  # (batch, T, d_model)
 output = concat @ W_o  # (batch, T, d_model)
 print("concat", tuple(concat.shape), " output", tuple(output.shape))
+
+# %% tags=["hide-input"]
 assert torch.equal(concat, merge_heads(heads))
 print("✓ utils.merge_heads is the same Concat")
 
@@ -154,6 +158,9 @@ with torch.no_grad():
         lin.weight.copy_(W.T)
         lin.bias.zero_()
 ours, ours_weights = mha(x, x, x)  # (batch, T, d_model), (batch, num_heads, T, T)
+print("ours", tuple(ours.shape), " per-head weights", tuple(ours_weights.shape))
+
+# %% tags=["hide-input"]
 assert (ours - output).abs().max() < 1e-6 and (ours_weights - weights).abs().max() < 1e-6
 print("✓ utils.MultiHeadAttention gives the step-by-step output and per-head weights")
 
@@ -174,10 +181,10 @@ ref, ref_avg = torch_mha(
 )  # (batch, T, d_model), (batch, T, T)
 got, got_heads = copy(x, x, x, mask=mask)  # (batch, T, d_model), (batch, num_heads, T, T)
 print("torch weights", tuple(ref_avg.shape), " ours", tuple(got_heads.shape))
-assert torch_mha.in_proj_weight.shape == (3 * d_model, d_model)
+
+# %% tags=["hide-input"]
 assert (got - ref).abs().max() < 1e-6
 assert (got_heads.mean(dim=1) - ref_avg).abs().max() < 1e-6
-print("✓ in_proj_weight is (3·d_model, d_model)")
 print("✓ equal to torch.nn.MultiheadAttention with copied weights, padding and causal masks, head-averaged weights too")
 
 # %% [markdown]
@@ -186,7 +193,7 @@ print("✓ equal to torch.nn.MultiheadAttention with copied weights, padding and
 # `add_zero_attn` or dropout). Each head's scores are divided by four candidate numbers; which one gives
 # PyTorch's output?
 
-# %%
+# %% tags=["hide-input"]
 Wq_t, Wk_t, Wv_t = torch_mha.in_proj_weight.detach().chunk(3)  # (d_model, d_model) each, nn.Linear layout
 bq, bk, bv = torch_mha.in_proj_bias.detach().chunk(3)  # (d_model,) each
 q = split_heads(x @ Wq_t.T + bq, num_heads)  # (batch, num_heads, T, d_k)
@@ -211,34 +218,8 @@ print("  with each head's scores divided by √d_k = 2 and by no other of the fo
 check.predict_head_scale(my_guess_scale)
 
 # %% [markdown]
-# The same equality at five sizes, section 1's and four more,
-# `(d_model, h, T_q, T_k)` from one head to eight, with cross-attention (queries from one sequence, keys
-# and values from another, of a different length in three of the five),
-# a padded key, and both of our paths (`need_weights=True` and `False`):
-
-# %% tags=["nbval-ignore-output"]
-sizes = [(12, 3, 5, 5), (8, 1, 4, 7), (16, 4, 6, 3), (32, 8, 9, 9), (6, 2, 1, 5)]  # (d_model, h, T_q, T_k)
-worst = []
-for seed, (d_s, h_s, T_q, T_k) in enumerate(sizes):
-    torch.manual_seed(seed)
-    torch_s = nn.MultiheadAttention(d_s, h_s, batch_first=True).eval()
-    copy_s = MultiHeadAttention.from_torch(torch_s).eval()
-    q_in, kv_in = torch.randn(2, T_q, d_s), torch.randn(2, T_k, d_s)  # (2, T_q, d_s), (2, T_k, d_s)
-    kv_tokens = torch.randint(1, 5, (2, T_k))  # (2, T_k)
-    kv_tokens[0, -1] = 0  # the last key of sequence 0 is padding
-    ref_s, _ = torch_s(q_in, kv_in, kv_in, key_padding_mask=kv_tokens == 0)  # (2, T_q, d_s)
-    for need in (True, False):
-        got_s, _ = copy_s(q_in, kv_in, kv_in, mask=padding_mask(kv_tokens, 0), need_weights=need)  # (2, T_q, d_s)
-        worst.append((got_s - ref_s).abs().max().item())
-print(f"max |utils - torch| over 5 sizes and both paths: {min(worst):.1e} to {max(worst):.1e}")
-
-# %% tags=["hide-input"]
-assert len(worst) == 10 and max(worst) < 1e-6
-print("✓ equal to torch.nn.MultiheadAttention in 5 of 5 sizes, with cross-attention and padding, on both paths")
-
-# %% [markdown]
-# > **Going further:** the three PyTorch APIs that take a boolean mask, which of them read `True` as
-# > *not allowed*, and what a forgotten inversion does; see [the end of the lesson](#Going-further).
+# > The same equality at five more sizes, and which PyTorch APIs read a boolean mask's `True` as
+# > *not allowed*: see [Going further](#Going-further).
 
 # %% [markdown]
 # ## 2. Parameters and multiply–adds, counted
@@ -259,6 +240,8 @@ my_guess_params = None  # your answer: a whole number of parameters
 d = 64
 counts = {h: sum(p.numel() for p in MultiHeadAttention(d, h).parameters()) for h in (1, 2, 4, 8)}
 print(counts)
+
+# %% tags=["hide-input"]
 assert set(counts.values()) == {4 * d * d + 4 * d}
 assert counts[8] == check.predict_param_count.reference
 print(f"✓ {4 * d * d + 4 * d} parameters for every number of heads")
@@ -293,12 +276,14 @@ def count_macs(num_heads, batch=2, T=10, d_model=64):
 macs = {h: count_macs(h) for h in (1, 2, 4, 8)}
 formula = 2 * (4 * 10 * 64**2 + 2 * 10**2 * 64)  # batch 2 x (projections + scores + weighted sum)
 print(macs, " formula:", formula)
+
+# %% tags=["hide-input"]
 assert set(macs.values()) == {formula}
 print("✓ the same multiply-adds for 1, 2, 4 and 8 heads, equal to the formula")
 
 # %% [markdown]
 # The matrix products are not everything. The mask and the softmax act on every score (the scaling too,
-# unless it is applied to the queries first, as `utils` and PyTorch do), and each head has its own `T × T`
+# unless it is applied to the queries first, as `utils` and `nn.MultiheadAttention` do), and each head has its own `T × T`
 # scores: `batch · h · T²`, `h` times as many as one wide head. The weights
 # the softmax returns, a `(batch, h, T, T)` tensor kept for the backward pass, grow the same way. Count the
 # elements the softmax normalises (`utils.experiments.layer_costs.count_softmax_elements`) and the
@@ -317,6 +302,8 @@ def softmax_and_weights(num_heads, batch=2, T=10, d_model=64):
 
 softmax_work = {h: softmax_and_weights(h) for h in (1, 2, 4, 8)}
 print("h: (softmax elements, weights):", softmax_work)
+
+# %% tags=["hide-input"]
 for h, (elements, numel) in softmax_work.items():
     assert elements == numel == 2 * h * 10 * 10  # batch * h * T * T
 print("✓ softmax elements and weights are batch * h * T * T: h times those of one head")
@@ -368,16 +355,10 @@ best_bleu = max(bleu for _, _, bleu in table3_rows_a.values())
 print(
     f"one head: {best_bleu - table3_rows_a[1][2]:.1f} BLEU below the best; 32 heads: {best_bleu - table3_rows_a[32][2]:.1f} below"
 )
-print(f"d_k = 16: {table3_rows_a[32][2]} BLEU with 32 heads (65M), {table3_rows_b[16][1]} with 8 heads (58M)")
 
 # %% [markdown]
 # Section 6.2: "While single-head attention is 0.9 BLEU worse than the best setting, quality also drops
-# off with too many heads." Its next paragraph is about rows (B): "In Table 3
-# rows (B), we observe that reducing the attention key size $d_k$ hurts model quality. This suggests that
-# determining compatibility is not easy and that a more sophisticated compatibility function than dot
-# product may be beneficial." Linking the two is our reading, not the paper's: 32 heads leave $d_k = 16$,
-# so small keys may be part of why too many heads hurt. The rows do not settle it: rows (B) also lose
-# parameters, and at $d_k = 16$ eight heads score below 32 (last line above). Here is a task
+# off with too many heads." Our reading of why is in [Going further](#Going-further). Here is a task
 # where the single head's handicap is literal.
 # Each sequence has 6 tokens of `d_model = 8` features:
 #
@@ -470,6 +451,8 @@ labels = tag_labels(x_demo[0])
 fig = plot_head_grid(w_two[0].detach().numpy(), tokens=labels)
 fig.suptitle("Last row (the asking token): head 0 reads A, head 1 reads B")
 plt.show()
+
+# %% tags=["hide-input"]
 assert w_two[0, 0, -1, where_a] > 0.999 and w_two[0, 1, -1, where_b] > 0.999
 print("✓ head 0 puts almost all of the asking token's weight on A, head 1 on B")
 
@@ -547,11 +530,11 @@ check.predict_fixed_split_error(my_guess_split)
 # ([Going further](#Going-further) derives the shares). A fixed split only moves the error between the
 # features. Two heads with two *different* fixed splits score 0 (five pairs above): a linear read-out
 # can unmix two blends of A and B, not one. One place per head is one such pair among many. Now **train** one head and two heads from random weights on the same batches
-# (120 steps of Adam), 5 initialisations each. `train_heads(make_batch, rows, num_heads, seed)` (in
-# `utils.experiments.head_training`) scores output features 0–3 at the query positions `rows`;
-# `heldout_error` scores a trained model on sequences it never saw.
+# (120 steps of Adam), 5 initialisations each, and score them on sequences they never saw.
 
 # %% tags=["nbval-ignore-output"]
+# train_heads (utils.experiments.head_training) scores output features 0-3 at the query positions
+# ask_rows; heldout_error scores a trained model on sequences it never saw
 seeds = range(5)
 x_test, y_test = make_two_places(2000, torch.Generator().manual_seed(2))  # held out
 runs = {h: [train_heads(make_two_places, ask_rows, h, seed) for seed in seeds] for h in (1, 2)}
@@ -677,9 +660,35 @@ assert all((t[0, 0] > 0.9 and t[0, 1] < 0.05) or (t[0, 1] > 0.9 and t[0, 0] < 0.
 print("✓ in all 5 initialisations, one of the two heads reads the previous word and the other the next word")
 print("✓ a single head picks one neighbour, and misses half of the target")
 
+# %% tags=["hide-input", "nbval-ignore-output"]
+other_weight, feature_error = [], []  # per single head: weight on the neighbour it does not read; error per feature
+for m, t_avg in zip(nb_runs[1], nb_split[1]):
+    with torch.no_grad():
+        out1, w1 = m(x_nb, x_nb, x_nb)  # (n, T_s, 16), (n, 1, T_s, T_s)
+    w1, out1 = w1[:, 0], out1[:, neighbour_rows, :4]  # (n, T_s, T_s), (n, T_s - 2, 4)
+    rows_nb = torch.arange(1, T_s - 1)  # (T_s - 2,)
+    reads_prev = bool(t_avg[0, 0] > t_avg[0, 1])
+    other_weight.append(w1[:, rows_nb, rows_nb + (1 if reads_prev else -1)].max().item())
+    err = ((out1 - y_nb) ** 2).mean((0, 1))  # (4,) per target feature
+    feature_error.append((err[:2] if reads_prev else err[2:]).tolist() + (err[2:] if reads_prev else err[:2]).tolist())
+feature_error = np.array(feature_error)  # (5, 4): read neighbour's two features, then the other's
+print(f"1 head, 5 initialisations: largest weight on the neighbour it does not read {max(other_weight):.1e}")
+print(
+    f"error on the read neighbour's features {feature_error[:, :2].min():.4f} to {feature_error[:, :2].max():.4f}, "
+    f"on the other's {feature_error[:, 2:].min():.2f} to {feature_error[:, 2:].max():.2f}"
+)
+
+# %% tags=["hide-input"]
+assert max(other_weight) < 1e-3
+assert feature_error[:, :2].max() < 0.01 and np.all(np.abs(feature_error[:, 2:] - 1) < 0.05)
+print("✓ in all 5 initialisations the single head gives the neighbour it does not read a weight below 0.001")
+print("  in every held-out sentence: error about 0 on the read neighbour's features, about 1 on the other's")
+
 # %% [markdown]
 # A single head reads one neighbour sharply and misses the other: a fixed split with $w = 1$, whose
-# error is the ½ of section 3. Here are the trained two heads on our sentence (each word gets a
+# error is the ½ of section 3. Section 3's way past ½ (weights on A *and* B that vary with content) is
+# not taken: the unread neighbour gets almost no weight in any sentence (above), so its features cost their
+# full variance. Why training picks one neighbour here, we have not measured. Here are the trained two heads on our sentence (each word gets a
 # random 4-number embedding, the same for both "the"s):
 
 # %%
@@ -842,6 +851,34 @@ check.cross_attention_macs(my_cross_attention_macs)
 # %% [markdown]
 # ## Going further
 #
+# ### Section 1's equality at five sizes
+#
+# The same equality at five sizes, section 1's and four more,
+# `(d_model, h, T_q, T_k)` from one head to eight, with cross-attention (queries from one sequence, keys
+# and values from another, of a different length in three of the five),
+# a padded key, and both of our paths (`need_weights=True` and `False`):
+
+# %% tags=["nbval-ignore-output"]
+sizes = [(12, 3, 5, 5), (8, 1, 4, 7), (16, 4, 6, 3), (32, 8, 9, 9), (6, 2, 1, 5)]  # (d_model, h, T_q, T_k)
+worst = []
+for seed, (d_s, h_s, T_q, T_k) in enumerate(sizes):
+    torch.manual_seed(seed)
+    torch_s = nn.MultiheadAttention(d_s, h_s, batch_first=True).eval()
+    copy_s = MultiHeadAttention.from_torch(torch_s).eval()
+    q_in, kv_in = torch.randn(2, T_q, d_s), torch.randn(2, T_k, d_s)  # (2, T_q, d_s), (2, T_k, d_s)
+    kv_tokens = torch.randint(1, 5, (2, T_k))  # (2, T_k)
+    kv_tokens[0, -1] = 0  # the last key of sequence 0 is padding
+    ref_s, _ = torch_s(q_in, kv_in, kv_in, key_padding_mask=kv_tokens == 0)  # (2, T_q, d_s)
+    for need in (True, False):
+        got_s, _ = copy_s(q_in, kv_in, kv_in, mask=padding_mask(kv_tokens, 0), need_weights=need)  # (2, T_q, d_s)
+        worst.append((got_s - ref_s).abs().max().item())
+print(f"max |utils - torch| over 5 sizes and both paths: {min(worst):.1e} to {max(worst):.1e}")
+
+# %% tags=["hide-input"]
+assert len(worst) == 10 and max(worst) < 1e-6
+print("✓ equal to torch.nn.MultiheadAttention in 5 of 5 sizes, with cross-attention and padding, on both paths")
+
+# %% [markdown]
 # ### Where the ½ of a fixed split comes from
 #
 # Section 3's fixed split gives A the weight $w$ and B $1-w$ in every sequence. Its values can be any
@@ -970,9 +1007,23 @@ print("  (in any other, a head shares its weight between A and B, the two heads'
 print("  stays below 0.05)")
 
 # %% [markdown]
+# ### Small keys: rows (B) of Table 3
+#
+# Section 6.2's next paragraph is about rows (B): "In Table 3
+# rows (B), we observe that reducing the attention key size $d_k$ hurts model quality. This suggests that
+# determining compatibility is not easy and that a more sophisticated compatibility function than dot
+# product may be beneficial." Linking the two is our reading, not the paper's: 32 heads leave $d_k = 16$,
+# so small keys may be part of why too many heads hurt. The rows do not settle it: rows (B) also lose
+# parameters, and at $d_k = 16$ eight heads score below 32 (section 3's table):
+
+# %%
+print(f"d_k = 16: {table3_rows_a[32][2]} BLEU with 32 heads (65M), {table3_rows_b[16][1]} with 8 heads (58M)")
+
+# %% [markdown]
 # ### Two conventions for one boolean mask
 #
-# Why read it: mixing up PyTorch's mask conventions fails silently. Back to section 1's batch `x`, its
+# Why read it: mixing up PyTorch's mask conventions often fails silently (wrong outputs, no error); a row
+# left with no key gets NaN or zeros, depending on the path. Back to section 1's batch `x`, its
 # `torch_mha` and its per-head `q`, `k`, `v`. PyTorch's attention functions read a boolean mask in two
 # opposite ways:
 #
@@ -984,7 +1035,8 @@ print("  stays below 0.05)")
 #
 # Hand the same causal mask to both. Given `allowed` itself, `nn.MultiheadAttention` does the opposite of
 # causal: each query sees only *later* tokens, and the last query sees nothing at all (its weights are
-# NaN, and so is its output unless `need_weights=False`, which returns what `utils` returns; lesson 04's
+# NaN, and so is its output unless `need_weights=False`, which, in the torch version pinned here, returns
+# what `utils` returns; lesson 04's
 # Going further shows the other answers such a row gets). A float mask, *added* to the
 # scores (0 where allowed, $-\infty$ where blocked), has only one reading, and both PyTorch functions
 # accept it; `utils` takes boolean masks only (convert an additive mask with `mask == 0`).
@@ -1016,7 +1068,7 @@ assert torch.allclose(scaled_dot_product_attention(q, k, v, blocked == 0)[0], by
 print("✓ F.scaled_dot_product_attention(attn_mask=allowed) equals utils (True = may attend)")
 print("✓ nn.MultiheadAttention(attn_mask=~allowed) equals utils; given `allowed` it blocks exactly what we allow")
 print("✓ a query with every key blocked: NaN weights and output from nn.MultiheadAttention with need_weights=True,")
-print("  the output of utils with need_weights=False")
+print("  the output of utils with need_weights=False (in this torch version)")
 print("✓ the float mask gives the same in both, and utils gets it as `blocked == 0`")
 
 # %% [markdown]
