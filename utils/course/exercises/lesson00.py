@@ -30,7 +30,7 @@ UNDERFLOW_MISTAKES = [  # (name, a typical answer, the range it explains, what t
         "stop where the norm reads 0",
         66,
         (50, 80),
-        "that is where the gradient's norm reads 0 (its squares underflow below 2^-75); the gradient itself "
+        "that is where the gradient's norm reads 0 (once its entries fall below 2^-75, their squares underflow); the gradient itself "
         "lives on until its entries fall below 2^-149",
     ),
     (
@@ -700,8 +700,8 @@ ORDERS_MISTAKES = [
 @exercise(
     hint="""
     Each step back through the RNN multiplies the gradient by a factor below 1 (a product of tanh's slope and
-    W_hh). If that factor is f, 128 steps multiply by f^127. Guess f (0.9? 0.5? 0.1?) and count the orders of
-    magnitude: 127 * log10(1 / f).
+    W_hh). If that factor is f, the 127 steps from n = 1 to n = 128 multiply by f^127. Guess f (0.9? 0.5?
+    0.1?) and count the orders of magnitude: 127 * log10(1 / f).
     """,
     reference=ORDERS_LOST,
     kind="prediction",
