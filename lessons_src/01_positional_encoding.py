@@ -51,8 +51,8 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # ## 1. The ordering problem
 #
 # An RNN reads a sentence in order; a Transformer reads all words at once. Take the simplest things
-# it does with word vectors: **sum** them, or let each word **attend** to all the others without a
-# mask, $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$: each output a weighted average of the word
+# it does with word vectors: **sum** them, or let each word **attend** to all the words, itself
+# included, without a mask, $\mathrm{softmax}(XX^\top/\sqrt{d_{model}})\,X$: each output a weighted average of the word
 # vectors, with weights that are positive and sum to 1 (lesson 03's parameter-free self-attention, as
 # in the encoder). Here are "A chases B" and "B chases A" with random word vectors.
 #
@@ -398,7 +398,9 @@ check.predict_first_pair_distance(my_guess_first_pair)
 #
 # Each pair's **wavelength**, $2\pi / w_i = 2\pi \cdot 10000^{2i/d_{model}}$, is a
 # constant factor $10000^{2/d_{model}}$ longer than the previous one: a geometric progression, a
-# straight line on a log scale. Each pair is a point going round its circle, like a hand of a clock,
+# straight line on a log scale. The paper (section 3.5): "The wavelengths form a geometric progression
+# from $2\pi$ to $10000 \cdot 2\pi$." The cell below reads them off the table: the last is just under
+# $10000 \cdot 2\pi$, because $i$ stops at $d_{model}/2 - 1$, one step short of the exponent 1. Each pair is a point going round its circle, like a hand of a clock,
 # and together the fast and slow hands tell positions apart, as a clock's second, minute and hour
 # hands tell the time.
 #
@@ -406,11 +408,13 @@ check.predict_first_pair_distance(my_guess_first_pair)
 
 # %%
 d_model = 512
-wavelengths = 2 * math.pi / angular_frequencies(d_model)  # (d_model/2,)
+wavelengths = 2 * math.pi / torch.atan2(pe[1, 0::2], pe[1, 1::2])  # (d_model/2,) 2 pi over each pair's angle at pos 1
 ratios = wavelengths[1:] / wavelengths[:-1]  # (d_model/2 - 1,)
-assert torch.allclose(ratios, torch.full_like(ratios, 10000 ** (2 / d_model)))
+assert torch.allclose(ratios, torch.full_like(ratios, 10000 ** (2 / d_model)), rtol=1e-9, atol=0)
+assert math.isclose(wavelengths[0], 2 * math.pi, rel_tol=1e-12) and wavelengths[-1] < 10000 * 2 * math.pi
 print(
-    f"wavelengths from {wavelengths[0]:.4f} to {wavelengths[-1]:.1f} positions, each {ratios[0]:.5f} x the previous one"
+    f"wavelengths from {wavelengths[0]:.4f} to {wavelengths[-1]:.1f} positions (10000 x 2 pi = {10000 * 2 * math.pi:.1f}), "
+    f"each {ratios[0]:.5f} x the previous one"
 )
 
 fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
@@ -474,7 +478,8 @@ for row, (perplexity, bleu) in table_3.items():
 # The table does not depend on the words, so it is computed once up to a maximum length and then
 # sliced (the YOUR CAT deck: "Only computed once and reused for every sentence during training and
 # inference."). `utils.positional.PositionalEncoding` does exactly that. The table is a **buffer**,
-# not a parameter: it moves with the model (`.to(device)`), but no optimizer will ever change it.
+# not a parameter: it moves with the model (`.to(device)`), but no optimizer will ever change it. Why
+# it is added rather than concatenated, a question the reading notes raise, is lesson 02's.
 
 # %%
 pos_enc = PositionalEncoding(d_model=512, max_len=128)
@@ -492,17 +497,20 @@ print("✓ a precomputed buffer, sliced per sentence")
 # the sums of the embeddings and the positional encodings in both the encoder and decoder stacks. For
 # the base model, we use a rate of $P_{drop} = 0.1$." We keep $p = 0$ here, so the output is exactly
 # embedding + PE and can be checked, as the cell above does. With `dropout=0.1`, the paper's rate,
-# training zeroes about a tenth of the sums (and scales the rest by $1/0.9$); evaluation zeroes none:
+# training zeroes about a tenth of the entries of the sums, single numbers, not whole word vectors (and
+# scales the rest by $1/0.9$); evaluation zeroes none:
 
 # %% tags=["hide-input"]
 pos_enc_train = PositionalEncoding(d_model=512, max_len=128, dropout=0.1)  # a new module is in training mode
 out = pos_enc_train(x)  # (batch, seq, d_model)
 kept = out != 0  # (batch, seq, d_model)
 assert 0.05 < 1 - kept.double().mean().item() < 0.15
+assert kept.any(dim=-1).all()  # every word vector keeps some entries
 assert torch.allclose(out[kept], pos_enc(x)[kept] / 0.9, rtol=1e-6, atol=0)
 assert torch.equal(pos_enc_train.eval()(x), pos_enc(x))
 print(
-    "✓ with dropout=0.1 about a tenth of the sums are zeroed in training, the rest scaled by 1/0.9; none in evaluation"
+    "✓ with dropout=0.1 about a tenth of the entries of the sums are zeroed in training (no word vector "
+    "is zeroed whole), the rest scaled by 1/0.9; none in evaluation"
 )
 
 # %% [markdown]
@@ -924,7 +932,7 @@ print("✓ as d_model grows, the two tables' shortest wavelengths and their long
 # The shift moves every pair by one place: the slides' table is the paper's without its fastest pair
 # (wavelength exactly $2\pi$), with one slower pair added at the end, whose wavelength is exactly
 # $10000 \cdot 2\pi$. The paper's own sentence, wavelengths "from $2\pi$ to $10000 \cdot 2\pi$"
-# (section 3.5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; with
+# (section 3.5, quoted in section 5), matches its lower end with $i$ from 0 and its upper end with $i$ from 1; with
 # $d_{model}/2$ pairs whose exponents step by $2/d_{model}$, no numbering reaches both. As $d_{model}$ grows, the two tables' ends approach each other.
 # The authors' tensor2tensor code (`get_timing_signal_1d`) reaches both: its exponents step by
 # $1/(d_{model}/2 - 1)$, and it lays out all the sines, then all the cosines, not interleaved.
