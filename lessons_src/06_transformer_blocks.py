@@ -171,67 +171,14 @@ print("✓ the formula gives what torch.nn.LayerNorm gives")
 
 
 # %% [markdown]
-# > **Going further:** "Biased variance and ε" shows what each detail changes; "The slides' reasons for
-# > LayerNorm" weighs their claims (smoother gradients, stability, generalisation; Xu et al., 2019)
-# > against what this lesson can show.
+# > **Going further:** what the biased variance and ε change; the slides' reasons for LayerNorm (Xu et
+# > al., 2019) against what this lesson can show.
 
 # %% [markdown]
-# ### What the normalised values look like — not "between 0 and 1"
-#
-# The YOUR CAT deck says γ and β "introduce some fluctuations in the data, because maybe having
-# all values between 0 and 1 may be too restrictive". "Fluctuations" is loose wording for a learned
-# scale and shift per feature ("What γ and β can and cannot do", in Going further); "between 0 and 1"
-# is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features** (with ε,
-# $\sigma^2/(\sigma^2+\varepsilon)$, just under 1 when the spread σ ≫ $\sqrt\varepsilon$) — so every token
-# that is not constant has negative values and (without ε) at least one value with $|v| \ge 1$, up to
-# $\sqrt{H-1}$ when one feature sticks out. Check it on random tokens of several widths H, scales and
-# offsets, 5 seeds each:
-
-
-# %% tags=["nbval-ignore-output"]
-def normalised(x):
-    """N(x): LayerNorm without g and b (g = 1, b = 0)."""
-    return F.layer_norm(x, x.shape[-1:])  # (..., H)
-
-
-stats = []  # per (seed, H): |mean|, |variance - exact|, share outside [0, 1], max |value|, any < 0, least spread, least variance
-for seed in range(5):
-    for H_ in (4, 16, 64, 512):
-        g_ = torch.Generator().manual_seed(seed)
-        scale, shift = torch.rand(2, generator=g_) * torch.tensor([10.0, 20.0])  # any scale and offset
-        tokens = (scale + 0.1) * torch.randn(200, H_, generator=g_) + shift  # (200 tokens, H)
-        n = normalised(tokens)  # (200, H)
-        var = tokens.var(-1, unbiased=False)  # (200,): sigma^2 of each token
-        exact = var / (var + 1e-5)  # (200,): the variance N(x) must have
-        stats.append(
-            (
-                n.mean(-1).abs().max().item(),
-                (n.var(-1, unbiased=False) - exact).abs().max().item(),
-                ((n < 0) | (n > 1)).float().mean().item(),
-                n.abs().amax(-1).min().item(),
-                bool((n.amin(-1) < 0).all()),
-                var.sqrt().min().item(),
-                n.var(-1, unbiased=False).min().item(),
-            )
-        )
-means, variances, outside, smallest_max, all_negative, smallest_spread, least_var = map(np.array, zip(*stats))
-spike = normalised(100.0 * torch.eye(512)[:1])  # (1, 512): one feature sticks out
-print(f"share of normalised values outside [0, 1]: {outside.min():.2f} to {outside.max():.2f} over 20 runs")
-print(f"smallest variance of a normalised token (with eps): {least_var.min():.3f}")
-print(
-    f"largest |value| of a token is at least {smallest_max.min():.2f}; a one-spike token at H = 512 "
-    f"reaches {spike.max():.1f} (sqrt(511) = {np.sqrt(511):.1f})"
-)
-
-# %% [markdown]
-# In every run (with these random tokens) more than half the values fall outside $[0, 1]$, and no token stays inside it.
-
-# %% tags=["hide-input"]
-assert means.max() < 1e-5 and variances.max() < 1e-4  # mean 0, variance sigma^2 / (sigma^2 + eps) per token
-assert all_negative.all() and smallest_max.min() >= 0.99  # every token has a value < 0 and one with |v| >= 1
-assert outside.min() > 0.5 and 0.9 < least_var.min() < 1  # with eps, each variance just under 1
-assert abs(spike.max().item() - np.sqrt(511)) < 1e-2
-print("✓ over 5 seeds and 4 widths, no token's normalised values stay inside [0, 1]")
+# The YOUR CAT deck adds γ and β "because maybe having all values between 0 and 1 may be too
+# restrictive". That is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features**
+# (just under 1 with ε), so every token that is not constant has negative values; [Going
+# further](#Going-further) checks it on random tokens.
 
 # %% [markdown]
 # ### Batch norm or layer norm: which axis?
@@ -349,12 +296,10 @@ print("✓ with both sublayers silenced, a pre-norm layer is exactly the identit
 print("✓ with both sublayers silenced, a post-norm layer returns LayerNorm(x)")
 
 # %% [markdown]
-# The paper's section 5.4 announces "three types of regularization" and describes dropout, $P_{drop} = 0.1$,
-# on each sublayer's output before the addition, $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$, dropout on the
-# sums of embeddings and positional encodings, and label smoothing (lesson 07). Here dropout is off.
+# Dropout is off here; the paper's is in [Going further](#Going-further).
 #
 # What changes between the two at initialisation? Measure two things on random encoder stacks
-# (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input, with the
+# (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input of RMS 1, with the
 # cross-entropy of a random linear read-out against random classes as the loss:
 #
 # * the **scale of the activations**: the root-mean-square (RMS) of the stream after every layer;
@@ -422,17 +367,55 @@ assert all(gap_findings(ratio, tracks).values()), gap_findings(ratio, tracks)
 larger = "post-norm" if (ratio[24] > 1).all() else "pre-norm" if (ratio[24] < 1).all() else "same"
 assert larger == check.predict_largest_gradient.reference
 print("✓ in every stack the last layer's gradient is larger with post-norm than with pre-norm")
-print("✓ the factor grows with depth, and stays within a factor 1.5 of pre-norm's stream RMS")
+print("✓ the factor grows with depth, and stays within a factor 1.5 of pre-norm's stream RMS (input of RMS 1)")
 
 # %% [markdown]
 # Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread. Post-norm's
-# last layer gets its gradient through its own LayerNorms, whose inputs have RMS near 1 (so σ no
+# last layer gets its gradient through its own LayerNorms, whose inputs here have RMS near 1 (so σ no
 # larger); pre-norm's through the **final** LayerNorm, whose tokens have a σ close to the stream's RMS,
 # so it arrives about that many times smaller (Going further: "A LayerNorm's gradient and σ"). Your
 # guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
+
+# %% [markdown]
+# The gap follows pre-norm's stream scale, which the input sets as well as the depth (the paper
+# multiplies its embeddings by $\sqrt{d_\text{model}}$, section 3.4). One probe by hand, 6 layers, the
+# same input and then 5 times larger:
+
+# %% tags=["nbval-ignore-output"]
+by_scale = {}  # input scale -> post / pre last-layer gradient (seeds,), pre-norm stream RMS (seeds,)
+for scale in (1.0, 5.0):
+    gaps, streams = [], []
+    for s in seeds:
+        last_grad = {}
+        for norm_first in (False, True):
+            torch.manual_seed(s)
+            stack_p, read_out = Encoder(32, 4, 128, num_layers=6, norm_first=norm_first), nn.Linear(32, 16)
+            x_p = scale * torch.randn(8, 10, 32)  # (batch, T, d_model): RMS about `scale`
+            classes = torch.randint(0, 16, (8, 10))  # (batch, T)
+            stream = x_p
+            for layer_p in stack_p.layers:
+                stream = layer_p(stream)  # (batch, T, d_model)
+            loss = F.cross_entropy(read_out(stack_p.norm(stream)).flatten(0, 1), classes.flatten())
+            last_grad[norm_first] = layer_grad_norms(stack_p, loss)[-1]
+        gaps.append(last_grad[False] / last_grad[True])
+        streams.append(stream.pow(2).mean().sqrt().item())  # pre-norm's stream, before its final norm
+    by_scale[scale] = np.array(gaps), np.array(streams)
+for scale, (gap, stream) in by_scale.items():
+    print(
+        f"input x {scale:.0f}: gap {gap.min():.1f} to {gap.max():.1f}, pre-norm's stream RMS "
+        f"{stream.min():.1f} to {stream.max():.1f}, gap / RMS {(gap / stream).min():.2f} to {(gap / stream).max():.2f}"
+    )
+
+# %% tags=["hide-input"]
+assert np.allclose(by_scale[1.0][0], ratio[6], rtol=1e-4)  # the same probe as probe_stacks' 6-layer stacks
+assert (by_scale[5.0][0] > 2 * by_scale[1.0][0]).all() and (by_scale[5.0][1] > 2 * by_scale[1.0][1]).all()
+assert all(((1 / 1.5 < g / r) & (g / r < 1.5)).all() for g, r in by_scale.values())
+print("✓ by hand, the same input gives probe_stacks' 6-layer gap")
+print("✓ an input 5 times larger more than doubles both the gap and pre-norm's stream RMS, in 5 of 5 seeds")
+print("✓ at both input scales, the gap stays within a factor 1.5 of pre-norm's stream RMS")
 
 # %% [markdown]
 # The 24-layer stacks (line: median of the 5 seeds, band: min to max), and the gap at every depth:
@@ -446,9 +429,8 @@ plt.show()
 # **Why it matters.** Xiong et al. (2020) bound these gradients at initialisation: post-norm's
 # last-layer bound does not shrink with depth, pre-norm's shrinks like $1/\sqrt L$. They argue this is
 # why post-norm needs the paper's learning-rate warm-up (section 5.3): "using a large learning rate on
-# those gradients makes the training unstable"; their pre-norm Transformers trained without it. A copy
-# task at the end ("Warm-up and post-norm") gets post-norm stuck without warm-up in most runs with
-# copied layers, in none with independent ones: it cannot tell the gap from the copied start.
+# those gradients makes the training unstable"; their pre-norm Transformers trained without it. A small
+# copy task tests this in [Going further](#Going-further) ("Warm-up and post-norm").
 
 # %% [markdown]
 # ## 4. The three kinds of attention
@@ -783,8 +765,8 @@ check.parameter_count(my_parameter_count)
 # %% [markdown]
 # **Exercise 4 (transfer).** Some large models (GPT-J, Wang and Komatsuzaki 2021; PaLM, Chowdhery et
 # al. 2022, section 2) run a pre-norm layer's two sublayers side by side instead of one after the
-# other: both read **one** normalised copy of the layer's input, and both outputs are added to the
-# residual stream. Write `my_parallel_block(x, attn, ffn, norm)`, where `attn`, `ffn` and `norm` are
+# other. In GPT-J both read **one** normalised copy of the layer's input, and both outputs are added to
+# the residual stream. Write `my_parallel_block(x, attn, ffn, norm)`, where `attn`, `ffn` and `norm` are
 # functions of a tensor of the shape of `x`. Then think: what does the FFN no longer see?
 
 
@@ -799,9 +781,67 @@ check.parallel_block(my_parallel_block)
 # %% [markdown]
 # ## Going further
 #
-# Detours from the main line, each with its own checks: first LayerNorm (ε, γ and β, batch norm in
+# Detours from the main line, each with its own checks: first LayerNorm (its values, ε, γ and β, batch norm in
 # evaluation mode, gradients, the slides' reasons), then deep stacks and warm-up, the paper's Table 3,
 # and the fused attention path.
+
+# %% [markdown]
+# ### What the normalised values look like — not "between 0 and 1"
+#
+# The YOUR CAT deck says γ and β "introduce some fluctuations in the data, because maybe having
+# all values between 0 and 1 may be too restrictive". "Fluctuations" is loose wording for a learned
+# scale and shift per feature ("What γ and β can and cannot do", below); "between 0 and 1"
+# is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features** (with ε,
+# $\sigma^2/(\sigma^2+\varepsilon)$, just under 1 when the spread σ ≫ $\sqrt\varepsilon$) — so every token
+# that is not constant has negative values and (without ε) at least one value with $|v| \ge 1$, up to
+# $\sqrt{H-1}$ when one feature sticks out. Check it on random tokens of several widths H, scales and
+# offsets, 5 seeds each:
+
+
+# %% tags=["nbval-ignore-output"]
+def normalised(x):
+    """N(x): LayerNorm without g and b (g = 1, b = 0)."""
+    return F.layer_norm(x, x.shape[-1:])  # (..., H)
+
+
+stats = []  # per (seed, H): |mean|, |variance - exact|, share outside [0, 1], max |value|, any < 0, least spread, least variance
+for seed in range(5):
+    for H_ in (4, 16, 64, 512):
+        g_ = torch.Generator().manual_seed(seed)
+        scale, shift = torch.rand(2, generator=g_) * torch.tensor([10.0, 20.0])  # any scale and offset
+        tokens = (scale + 0.1) * torch.randn(200, H_, generator=g_) + shift  # (200 tokens, H)
+        n = normalised(tokens)  # (200, H)
+        var = tokens.var(-1, unbiased=False)  # (200,): sigma^2 of each token
+        exact = var / (var + 1e-5)  # (200,): the variance N(x) must have
+        stats.append(
+            (
+                n.mean(-1).abs().max().item(),
+                (n.var(-1, unbiased=False) - exact).abs().max().item(),
+                ((n < 0) | (n > 1)).float().mean().item(),
+                n.abs().amax(-1).min().item(),
+                bool((n.amin(-1) < 0).all()),
+                var.sqrt().min().item(),
+                n.var(-1, unbiased=False).min().item(),
+            )
+        )
+means, variances, outside, smallest_max, all_negative, smallest_spread, least_var = map(np.array, zip(*stats))
+spike = normalised(100.0 * torch.eye(512)[:1])  # (1, 512): one feature sticks out
+print(f"share of normalised values outside [0, 1]: {outside.min():.2f} to {outside.max():.2f} over 20 runs")
+print(f"smallest variance of a normalised token (with eps): {least_var.min():.3f}")
+print(
+    f"largest |value| of a token is at least {smallest_max.min():.2f}; a one-spike token at H = 512 "
+    f"reaches {spike.max():.1f} (sqrt(511) = {np.sqrt(511):.1f})"
+)
+
+# %% [markdown]
+# In every run (with these random tokens) more than half the values fall outside $[0, 1]$, and no token stays inside it.
+
+# %% tags=["hide-input"]
+assert means.max() < 1e-5 and variances.max() < 1e-4  # mean 0, variance sigma^2 / (sigma^2 + eps) per token
+assert all_negative.all() and smallest_max.min() >= 0.99  # every token has a value < 0 and one with |v| >= 1
+assert outside.min() > 0.5 and 0.9 < least_var.min() < 1  # with eps, each variance just under 1
+assert abs(spike.max().item() - np.sqrt(511)) < 1e-2
+print("✓ over 5 seeds and 4 widths, no token's normalised values stay inside [0, 1]")
 
 # %% [markdown]
 # ### Biased variance and ε
@@ -812,7 +852,7 @@ check.parallel_block(my_parallel_block)
 # factor $\sqrt{(H-1)/H}$; dropping ε changes nothing visible on ordinary tokens but turns a constant
 # token into NaN.
 
-# %% tags=["hide-input"]
+# %%
 for seed in range(5):
     for H_ in (4, 6, 64):
         torch.manual_seed(seed)
@@ -1077,7 +1117,7 @@ print(
 # Feed one `x`, `7 x` and `x + 10` (the same output, up to ε) and compare the gradients (5 seeds,
 # widths 8, 32 and 128):
 
-# %% tags=["hide-input"]
+# %%
 shrink, shifted = [], []  # |gradient at x| / |gradient at 7x|, and / |gradient at x + 10|, per seed and width
 for seed in range(5):
     for width in (8, 32, 128):
@@ -1203,7 +1243,7 @@ print(
 )
 print("✓ it grows less than with copied layers and, in some stacks of 12 layers or more, not after every layer")
 print("✓ with independent layers too, post-norm's last layer gets the larger gradient in every stack")
-print("✓ the factor grows with depth, within a factor 1.5 of pre-norm's stream RMS")
+print("✓ the factor grows with depth, within a factor 1.5 of pre-norm's stream RMS (input of RMS 1)")
 print("✓ at every depth, every independent stack has a smaller gradient gap than every copied one")
 print("✓ at 24 layers, no token of that stream has an RMS as large as 1.3 times its σ")
 
@@ -1239,11 +1279,21 @@ print("✓ copied layers: pre-norm's largest gradient is at layer 1 in every sta
 print("✓ independent layers: pre-norm's is not always at layer 1, post-norm's at the last in under half")
 
 # %% [markdown]
+# ### The paper's dropout
+#
+# The paper's section 5.4 announces "three types of regularization" and describes dropout, $P_{drop} = 0.1$,
+# on each sublayer's output before the addition, $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$, dropout on the
+# sums of embeddings and positional encodings, and label smoothing (lesson 07). This lesson's layers run
+# with dropout off.
+
+# %% [markdown]
 # ### Warm-up and post-norm
 #
 # *Does section 3's gradient gap matter in training? A small test of Xiong et al.'s argument.*
 #
-# The paper's **warm-up** (section 5.3) raises the learning rate linearly over its first 4000 steps.
+# The paper's **warm-up** (section 5.3) raises the learning rate linearly over its first 4000 steps,
+# then lets it decay in proportion to $1/\sqrt{\text{step}}$; here the rate stays at its full value after
+# the warm-up.
 # Twelve-layer stacks (`d_model` = 32) learn to copy each input token (16
 # possible tokens: predicting each with probability 1/16 gives loss $\ln 16$), with Adam at a learning
 # rate of 0.01, either at the full rate from the first step or after a 20-step linear warm-up; 5 seeds
