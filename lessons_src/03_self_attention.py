@@ -780,8 +780,8 @@ check.cold_limit(cold_limit)
 #
 # *Why read it:* section 3's X is one sentence's embeddings; in the paper's model it is not always.
 #
-# The paper (section 3.2.3) uses attention in three ways. In
-# "encoder-decoder attention" "the queries come from the previous decoder layer, and the memory keys
+# The paper (section 3.2.3) uses attention in three ways. In its "encoder-decoder attention" layers,
+# "the queries come from the previous decoder layer, and the memory keys
 # and values come from the output of the encoder": the slide's memory, built in lesson 07. In its encoder's
 # self-attention "all of the keys, values and queries come from the same place, in this case, the output of the
 # previous layer in the encoder": X is the layer below's output, and in the first layer the embeddings plus
