@@ -333,7 +333,8 @@ fig = plot_tokenisation(full, "le vulpe june lo kano ke sekvant", 30)
 # test sentence occurs in training, and word-level English keeps the gold alignments. The merges are learned on
 # the training translations only; the model writes tokens until `<eos>`, and the tokens are joined into words.
 #
-# Besides plain BPE we train with **BPE-dropout** (Provilkov et al., 2020). Our variant: each time training
+# Besides plain BPE we train with **BPE-dropout** (Provilkov et al., 2020). Our variant (theirs may apply a
+# skipped merge later in the same cut; ours never retries it): each time training
 # draws a sentence, its target is cut afresh, each application of a merge skipped with probability $p$, so a
 # word is seen cut in several ways; testing uses the plain cut. The settings (a name gives the merges:
 # `dropout30` is BPE-dropout with 30 merges), and one sentence cut five times:
@@ -372,7 +373,7 @@ print("held-out forms written where needed:", live["heldout_forms_written"])
 
 # %% [markdown]
 # The same setting and steps, stored for three model seeds. A seeded run repeats bit for bit only on the same kind
-# of processor and library build; elsewhere the last bits of its floats differ and training turns them into other
+# of processor, library build and float settings; elsewhere the last bits of its floats differ and training turns them into other
 # numbers, so the run above need not match the stored seed 0:
 
 # %%
@@ -409,6 +410,15 @@ def per_seed(key, measure_name):
     return np.array([runs[key][s][measure_name] for s in sorted(runs[key], key=int)])
 
 
+print("exact match, seed by seed:")
+for key in MAIN:
+    u, d = per_seed(key, "unseen_form_exact_match"), per_seed(key, "in_distribution_exact_match")
+    print(
+        f"{key:>10}: unseen forms {', '.join(f'{x:.3f}' for x in u)} (mean {u.mean():.3f}), "
+        f"in-distribution {', '.join(f'{x:.3f}' for x in d)}"
+    )
+
+# %% tags=["hide-input"]
 for key in MAIN:
     cells = []
     for name in ("in_distribution_exact_match", "unseen_form_exact_match", "token_accuracy"):
@@ -417,8 +427,6 @@ for key in MAIN:
     print(f"{key:>10} (seeds {', '.join(sorted(runs[key], key=int))})")
     for label, c in zip(("in-distribution EM", "unseen-forms EM", "token accuracy"), cells):
         print(f"{label:>22}: {c}")
-
-# %% tags=["hide-input"]
 word_unseen = per_seed("word", "unseen_form_exact_match")
 assert (word_unseen == 0).all() and all(len(runs[k]) >= 3 for k in MAIN)
 bpe_unseen = per_seed("bpe100", "unseen_form_exact_match")
@@ -505,89 +513,8 @@ print(
 )
 
 # %% [markdown]
-# Why are some forms written less often? A held-out form has three seen siblings (`rubo`, `rubi`, `rube` for
-# `ruba`). With plain BPE, count how many of them end in their ending as a token of its own (`rub o</w>` does;
-# `fe la</w>` does not):
-
-# %%
-groups = stored["diagnosis"]["bpe100"]["groups"]
-for group in ("all siblings carry their ending", "not all siblings carry their ending"):
-    d = groups[group]
-    print(f"plain BPE, {group}: {', '.join(d['forms'])}: written {d['written']}/{d['needed']} = {d['rate']:.2f}")
-
-# %% tags=["hide-input"]
-forms = stored["diagnosis"]["bpe100"]["forms"]
-carry = {f: d for f, d in forms.items() if d["siblings_carry_ending"] == 3}
-rest = {f: d for f, d in forms.items() if d["siblings_carry_ending"] < 3}
-assert carry and rest and min(d["rate"] for d in carry.values()) > max(d["rate"] for d in rest.values())
-print(
-    "✓ plain BPE, over the three seeds: each form whose three siblings end in their ending as a token of its own "
-    "is written more often than each form whose siblings do not"
-)
-flips = [
-    (k, f, g)
-    for k in range(len(next(iter(forms.values()))["per_seed"]))
-    for f in rest
-    for g in carry
-    if rest[f]["per_seed"][k] > carry[g]["per_seed"][k]
-]
-assert flips
-k, f, g = flips[0]
-seed = sorted(runs["bpe100"], key=int)[k]
-print(
-    f"seed by seed it is mixed: in seed {seed}, {f} ({rest[f]['per_seed'][k]:.2f}) beats {g} ({carry[g]['per_seed'][k]:.2f})"
-)
-assert groups["all siblings split at the stem"]["forms"] == groups["all siblings carry their ending"]["forms"]
-assert sorted(forms, key=lambda f: -forms[f]["rate"]).index("veke") < 3 and forms["veke"]["tokens"] == "v e ke</w>"
-print(
-    "✓ on these forms, the siblings that end in their ending as a token are exactly those cut right after the stem "
-    "(for an adjective, whose ending is one letter, the two are the same thing)"
-)
-d100, g100 = stored["diagnosis"]["dropout100"]["forms"], stored["diagnosis"]["dropout100"]["groups"]
-ahead, behind = (g100[n] for n in ("all siblings carry their ending", "not all siblings carry their ending"))
-plain_gap = groups["all siblings carry their ending"]["rate"] - groups["not all siblings carry their ending"]["rate"]
-assert sorted(ahead["forms"]) == sorted(carry) and 0 < ahead["rate"] - behind["rate"] < plain_gap
-below = [f for f in rest if d100[f]["rate"] < min(d100[g]["rate"] for g in carry)]
-f, g = max(((f, g) for f in rest for g in carry), key=lambda fg: d100[fg[0]]["rate"] - d100[fg[1]]["rate"])
-assert d100[f]["rate"] > d100[g]["rate"] and len(below) == len(rest) - 1
-print(
-    f"✓ with BPE-dropout at the same 100 merges (the same plain cuts) the pattern weakens: the two groups are written "
-    f"{ahead['rate']:.2f} and {behind['rate']:.2f} of the time (plain BPE: "
-    f"{groups['all siblings carry their ending']['rate']:.2f} and {groups['not all siblings carry their ending']['rate']:.2f}); "
-    f"{len(below)} of the {len(rest)} forms stay below every form of the first group, but {f} "
-    f"({d100[f]['rate']:.2f}) is written more often than {g} ({d100[g]['rate']:.2f})"
-)
-
-# %% [markdown]
-# So with plain BPE, a form was written more often when its siblings end in their ending as a token. That is a
-# pattern over three seeds, not a cause: "the siblings carry their ending" and "the siblings are cut right after
-# their stem" pick the same forms here (for an adjective they are one property), so either could be what helps;
-# and with BPE-dropout at the same merges it no longer holds form by form, though those forms stay ahead on average. A form's own cut is not the whole story either: `veke`, cut `v e ke</w>` with
-# the object marker `ke` as its last token, is among the forms written most often. BPE-dropout shows each word
-# cut in several ways; how often do `fela`, `feli`, `fele` end in their ending alone?
-
-# %%
-bpe30 = first_merges(full, SETTINGS["dropout30"]["merges"])
-g = torch.Generator().manual_seed(0)
-alone_rates = {}
-for w in ("fela", "feli", "fele"):
-    cuts = [subwords.encode_word(bpe30, w, dropout=SETTINGS["dropout30"]["dropout"], generator=g) for _ in range(1000)]
-    alone = sum(c[-1] == w[-1] + "</w>" for c in cuts) / len(cuts)
-    print(
-        f"{w}: plain cut {' '.join(subwords.encode_word(bpe30, w))}; ending alone in {alone:.2f} of 1000 dropout cuts"
-    )
-    alone_rates[w] = alone
-
-# %% tags=["hide-input"]
-assert all(0.05 < a < 0.2 for a in alone_rates.values())
-assert dropped["felo"]["rate"] > plain["felo"]["rate"] + 0.3
-print(
-    "✓ with dropout, each sibling of felo ends in its ending alone in about one cut in ten; felo is written far more often"
-)
-
-# %% [markdown]
-# With dropout, `felo`'s siblings show their ending alone in about one cut in ten, and `felo` is written far more
-# often than with plain BPE (the figure above): consistent with the siblings reading, but no proof of it.
+# With plain BPE, which forms are written less often follows how their seen siblings are cut: a pattern over three
+# seeds, not a settled cause, taken apart in [Going further](#Going-further).
 
 # %% [markdown]
 # ## 4. Which source word does an ending look at?
@@ -707,8 +634,11 @@ fig.legends[0].texts[0].set_text("the agreeing noun of an ending token")
 #
 # Fewer merges, longer targets. The decoder's self-attention computes $T \times T$ scores per head and layer
 # for a target of $T$ tokens, its cross-attention $T \times S$ for $S$ source tokens: self-attention costs
-# $O(n^2 \cdot d)$ per layer (Vaswani et al., 2017, §4 and Table 1). The decoder reads `<bos>` and the
-# tokens, so $T$ = tokens + 1.
+# $O(n^2 \cdot d)$ per layer (Vaswani et al., 2017, §4 and Table 1), a recurrent layer $O(n \cdot d^2)$; so
+# self-attention is faster "when the sequence length n is smaller than the representation dimensionality d, which
+# is most often the case with sentence representations used by state-of-the-art models in machine translations,
+# such as word-piece [38] and byte-pair [31] representations" (§4). The decoder reads `<bos>` and the
+# tokens, so $T$ = tokens + 1. Here $d$ is `d_model`: only the longest character-level targets pass it.
 #
 # **Predict, then check.** Summed over all training sentences, how many times as many decoder self-attention
 # scores does a character-level target (0 merges) need as a word-level one?
@@ -737,11 +667,19 @@ assert ratio > (T_char.mean() / T_word.mean()) ** 2  # above the squared ratio o
 assert (
     T_char.std() / T_char.mean() > T_word.std() / T_word.mean()
 )  # ... character lengths vary more, relative to their mean
+d_model = recipe.MODEL.d_model
+longest = {key: c["lengths"].max() for key, c in cost.items()}
+assert longest["characters"] > d_model > max(t for key, t in longest.items() if key != "characters")
 by_merges = sorted((s["merges"], cost[k]["T"]) for k, s in SETTINGS.items() if s["merges"] is not None)
 assert [t for _, t in by_merges] == sorted((t for _, t in by_merges), reverse=True)
 print(
     "✓ characters need about that many times the word-level self-attention scores, a little more than the squared "
     "ratio of their mean lengths, as their lengths vary more relative to the mean; more merges, shorter targets"
+)
+print(
+    f"✓ only character-level targets ever have more decoder positions than d_model = {d_model}: the longest has "
+    f"T = {longest['characters']} ({(cost['characters']['lengths'] > d_model).sum()} sentences above d_model); "
+    f"every other cut at most {max(t for key, t in longest.items() if key != 'characters')}"
 )
 
 # %%
@@ -814,7 +752,8 @@ print("✓ at the same 100 merges, BPE-dropout writes more unseen-forms sentence
 
 # %% [markdown]
 # At the same 100 merges, BPE-dropout writes more unseen-forms sentences right than plain BPE in every seed: the
-# dropout, not the merge count, made almost all of section 3's difference. Characters write the held-out forms about as
+# dropout (with its longer training targets), not the merge count, made most of section 3's difference, as far as
+# three seeds can tell. Characters write the held-out forms about as
 # well as BPE-dropout with 30 merges, but with the longest targets and fewer in-distribution sentences right.
 #
 # ## Summary
@@ -826,10 +765,6 @@ print("✓ at the same 100 merges, BPE-dropout writes more unseen-forms sentence
 #   in every stored seed, though no run gets every such sentence right. BPE-dropout with 30 merges did better
 #   than plain BPE with 100 in every seed, and wrote all held-out forms but one more often; at the same 100
 #   merges, dropout did better than plain BPE in every seed.
-# - With plain BPE, a held-out form was written more often when its seen siblings end in their ending as a token
-#   of their own, over the three seeds. It is a pattern, not a cause: seed by seed it is mixed, with BPE-dropout
-#   at the same merges it no longer holds form by form, and here it picks the same forms as "siblings cut right
-#   after the stem".
 # - In the run trained here and in three stored seeds of its setting, one cross-attention head looks at an
 #   adjective's noun while writing its ending, also when the noun is two words on, where a head that only looked
 #   one word ahead would miss it; in three word-level seeds, the head picked the same way seldom does. For verbs
@@ -874,7 +809,8 @@ check.longest_match(my_longest_match)
 # %% [markdown]
 # **3. The attention cost of a padded batch (transfer).** A batch pads every sequence to its longest. Write
 # `my_padded_cost(lengths)`: how many attention scores one head of one self-attention layer computes for a
-# batch whose sequences have these lengths.
+# batch whose sequences have these lengths. (The paper batched sentence pairs "by approximate sequence length",
+# §5.1, which keeps the padding small.)
 
 
 # %%
@@ -899,7 +835,98 @@ check.byte_symbols(my_byte_symbols)
 
 # %% [markdown]
 # ## Going further
+
+# %% [markdown]
+# ### A held-out form and its siblings' cuts
 #
+# Why are some forms written less often? A held-out form has three seen siblings (`rubo`, `rubi`, `rube` for
+# `ruba`). With plain BPE, count how many of them end in their ending as a token of its own (`rub o</w>` does;
+# `fe la</w>` does not):
+
+# %%
+groups = stored["diagnosis"]["bpe100"]["groups"]
+for group in ("all siblings carry their ending", "not all siblings carry their ending"):
+    d = groups[group]
+    print(f"plain BPE, {group}: {', '.join(d['forms'])}: written {d['written']}/{d['needed']} = {d['rate']:.2f}")
+
+# %% tags=["hide-input"]
+forms = stored["diagnosis"]["bpe100"]["forms"]
+carry = {f: d for f, d in forms.items() if d["siblings_carry_ending"] == 3}
+rest = {f: d for f, d in forms.items() if d["siblings_carry_ending"] < 3}
+assert carry and rest and min(d["rate"] for d in carry.values()) > max(d["rate"] for d in rest.values())
+print(
+    "✓ plain BPE, over the three seeds: each form whose three siblings end in their ending as a token of its own "
+    "is written more often than each form whose siblings do not"
+)
+flips = [
+    (k, f, g)
+    for k in range(len(next(iter(forms.values()))["per_seed"]))
+    for f in rest
+    for g in carry
+    if rest[f]["per_seed"][k] > carry[g]["per_seed"][k]
+]
+n_pairs = len(next(iter(forms.values()))["per_seed"]) * len(rest) * len(carry)
+assert flips
+k, f, g = max(flips, key=lambda kfg: rest[kfg[1]]["per_seed"][kfg[0]] - carry[kfg[2]]["per_seed"][kfg[0]])
+seed = sorted(runs["bpe100"], key=int)[k]
+print(
+    f"seed by seed it is mixed: in {len(flips)} of the {n_pairs} comparisons of one seed, a form of the second group "
+    f"is written more often than one of the first; the widest: in seed {seed}, {f} ({rest[f]['per_seed'][k]:.2f}) "
+    f"beats {g} ({carry[g]['per_seed'][k]:.2f})"
+)
+assert groups["all siblings split at the stem"]["forms"] == groups["all siblings carry their ending"]["forms"]
+assert sorted(forms, key=lambda f: -forms[f]["rate"]).index("veke") < 3 and forms["veke"]["tokens"] == "v e ke</w>"
+print(
+    "✓ on these forms, the siblings that end in their ending as a token are exactly those cut right after the stem "
+    "(for an adjective, whose ending is one letter, the two are the same thing)"
+)
+d100, g100 = stored["diagnosis"]["dropout100"]["forms"], stored["diagnosis"]["dropout100"]["groups"]
+ahead, behind = (g100[n] for n in ("all siblings carry their ending", "not all siblings carry their ending"))
+plain_gap = groups["all siblings carry their ending"]["rate"] - groups["not all siblings carry their ending"]["rate"]
+assert sorted(ahead["forms"]) == sorted(carry) and 0 < ahead["rate"] - behind["rate"] < plain_gap
+below = [f for f in rest if d100[f]["rate"] < min(d100[g]["rate"] for g in carry)]
+f, g = max(((f, g) for f in rest for g in carry), key=lambda fg: d100[fg[0]]["rate"] - d100[fg[1]]["rate"])
+assert d100[f]["rate"] > d100[g]["rate"] and len(below) == len(rest) - 1
+print(
+    f"✓ with BPE-dropout at the same 100 merges (the same plain cuts) the pattern weakens: the two groups are written "
+    f"{ahead['rate']:.2f} and {behind['rate']:.2f} of the time (plain BPE: "
+    f"{groups['all siblings carry their ending']['rate']:.2f} and {groups['not all siblings carry their ending']['rate']:.2f}); "
+    f"{len(below)} of the {len(rest)} forms stay below every form of the first group, but {f} "
+    f"({d100[f]['rate']:.2f}) is written more often than {g} ({d100[g]['rate']:.2f})"
+)
+
+# %% [markdown]
+# So with plain BPE, a form was written more often when its siblings end in their ending as a token. That is a
+# pattern over three seeds, not a cause: "the siblings carry their ending" and "the siblings are cut right after
+# their stem" pick the same forms here (for an adjective they are one property), so either could be what helps;
+# and with BPE-dropout at the same merges it no longer holds form by form, though those forms stay ahead on average. A form's own cut is not the whole story either: `veke`, cut `v e ke</w>` with
+# the object marker `ke` as its last token, is among the forms written most often. BPE-dropout shows each word
+# cut in several ways; how often do `fela`, `feli`, `fele` end in their ending alone?
+
+# %%
+bpe30 = first_merges(full, SETTINGS["dropout30"]["merges"])
+g = torch.Generator().manual_seed(0)
+alone_rates = {}
+for w in ("fela", "feli", "fele"):
+    cuts = [subwords.encode_word(bpe30, w, dropout=SETTINGS["dropout30"]["dropout"], generator=g) for _ in range(1000)]
+    alone = sum(c[-1] == w[-1] + "</w>" for c in cuts) / len(cuts)
+    print(
+        f"{w}: plain cut {' '.join(subwords.encode_word(bpe30, w))}; ending alone in {alone:.2f} of 1000 dropout cuts"
+    )
+    alone_rates[w] = alone
+
+# %% tags=["hide-input"]
+assert all(0.05 < a < 0.2 for a in alone_rates.values())
+assert dropped["felo"]["rate"] > plain["felo"]["rate"] + 0.3
+print(
+    "✓ with dropout, each sibling of felo ends in its ending alone in about one cut in ten; felo is written far more often"
+)
+
+# %% [markdown]
+# With dropout, `felo`'s siblings show their ending alone in about one cut in ten, and `felo` is written far more
+# often than with plain BPE (the figure in section 3): consistent with the siblings reading, but no proof of it.
+
+# %% [markdown]
 # ### Open questions
 #
 # (a) Cut the English side into sub-words too, with one vocabulary shared by both sides as the paper does for

@@ -2,10 +2,10 @@
 piece that carries the gender and number, e.g. a</w> of rub a</w>), which source word does each cross-attention
 head look at most: the noun whose gender the word takes, the word it translates, or a neighbour of that word?
 
-The neighbours are the control. In English a verb always comes right after its subject noun, and an adjective
-right before its noun unless a second adjective stands between them, so a head that simply looks one word back
-or ahead would also "find the noun" there. Only tokens whose noun is two or more words away from the word
-translated (`apart=True`) can tell the noun from a neighbour.
+The neighbours are the control. In this lesson's English (lesson 07's grammar) a verb always comes right after
+its subject noun, and an adjective right before its noun unless a second adjective stands between them, so a
+head that simply looks one word back or ahead would also "find the noun" there. Only tokens whose noun is two or
+more words away from the word translated (`apart=True`) can tell the noun from a neighbour.
 """
 
 import torch

@@ -197,10 +197,15 @@ CHARACTER_COST_MISSES = [
         "scale the cost with the length, not its square",
         3.6,
         (2.0, 6.0),
-        "characters make targets about 3.6 times longer, and the scores grow with T^2, not T",
+        "characters make the decoder read about 3.6 times as many positions, and the scores grow with T^2, not T",
     ),
     ("expect about the same cost", 1.0, (0.0, 2.0), "a word has several letters: targets get several times longer"),
-    ("overshoot", 40.0, (16.0, 1e9), "targets are about 3.6 times longer, so about 3.6^2 times the scores"),
+    (
+        "overshoot",
+        40.0,
+        (16.0, 1e9),
+        "the decoder reads about 3.6 times as many positions, so about 3.6^2 times the scores",
+    ),
 ]
 
 
@@ -213,8 +218,9 @@ CHARACTER_COST_MISSES = [
     kind="prediction",
     wrong=band_mistakes(CHARACTER_COST_MISSES),
     explain="""
-    About 13 times: the targets are about 3.6 times longer, and self-attention scores grow with the square. (A
-    little more than 3.6 squared, because character-level lengths vary more, relative to their mean, than words'.)
+    About 13 times: the decoder reads 35.2 / 9.9 = about 3.57 times as many positions (tokens plus <bos>), and
+    self-attention scores grow with the square. (A little more than 3.57 squared, about 12.7, because
+    character-level lengths vary more, relative to their mean, than words'.)
     """,
 )
 def predict_character_cost(answer):
