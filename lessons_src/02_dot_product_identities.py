@@ -488,7 +488,9 @@ word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
 sizes = dict(vocab_size=1000, max_len=64, n_tokens=2000)
 print(f"V = {sizes['vocab_size']} words, {sizes['n_tokens']} tokens, positions t < {sizes['max_len']}")
 recovery = {d: [word_recovery(d, seed, **sizes) for seed in SEEDS] for d in word_dims}  # (added, concat) per seed
-print(f"measured at d = {word_dims}, {len(SEEDS)} seeds each: the figure below; the ranges in the next cell")
+print(
+    f"measured at d = {word_dims}, {len(SEEDS)} seeds each: medians in the figure below, ranges in the collapsed cell"
+)
 
 # %% tags=["hide-input", "nbval-ignore-output"]
 for d in [8, 16, 32]:
@@ -978,8 +980,10 @@ print("✓ for |k| <= 2000 the whole form's sign is not always -k's at d_model =
 print(f"  offsets k (of {int(moved.sum())}) where the whole form's sign is not -k's, at t = {t_range}:")
 print("  " + ", ".join(f"{n} at d_model = {d}" for d, n in zip(widths, by_width)))
 print(
-    "  the sign is -k's for every |k| below: "
-    + ", ".join(f"{first_wrong[d] or 'none up to 2000'} at d_model = {d}" for d in widths)
+    "  the sign is -k's for "
+    + ", ".join(
+        f"{f'|k| < {first_wrong[d]}' if first_wrong[d] else 'every |k| <= 2000'} at d_model = {d}" for d in widths
+    )
 )
 assert first_wrong[8] == 4 and first_wrong[128] == 978 and first_wrong[512] is None
 limits = [first_wrong[d] for d in widths[:4]]  # d_model = 8, 16, 64, 128
