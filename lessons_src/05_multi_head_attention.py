@@ -982,9 +982,9 @@ print(
 # With two heads, training usually finds the division of labour we wrote by hand: each head's
 # asking row goes to a different tagged token. Count the initialisations where one head puts more
 # than 0.8 of the weight (on average over the held-out set) on A and the other more than 0.8 on B,
-# beside each one's held-out error from section 3. In the one initialisation here where they do not,
-# the heads still read two different blends: its error falls below 0.05, though not to the 0 of
-# section 3's two fixed splits:
+# beside each one's held-out error from section 3. In any initialisation here where they do not (the
+# count is printed below), the heads still read two different blends: the error falls below 0.05,
+# though not to the 0 of section 3's two fixed splits:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -1012,12 +1012,12 @@ divided = sum(divides(t) for t in split)
 print(f"the heads divide the labour in {divided} of {len(split)} initialisations")
 
 # %% tags=["hide-input"]
-assert divided == len(split) - 1 == 4
+assert divided >= 4  # training may differ on another machine: at least 4 is what holds here and is asserted
 assert all(((t[:, 0] > 0.2) & (t[:, 1] > 0.2)).any() for t in split if not divides(t))
 share_a = [t[:, 0] / t.sum(-1) for t in split]  # per head: A's share of the weight on A and B
 assert all(sh.max() - sh.min() > 0.3 and e < 0.05 for sh, e, t in zip(share_a, errors[2], split) if not divides(t))
-print(f"✓ in 4 of {len(split)} initialisations one head reads A and the other B")
-print("  (in the fifth, a head shares its weight between A and B, the two heads' blends differ, and the error")
+print(f"✓ in at least 4 of {len(split)} initialisations one head reads A and the other B")
+print("  (in any other, a head shares its weight between A and B, the two heads' blends differ, and the error")
 print("  stays below 0.05)")
 
 # %% [markdown]
