@@ -117,7 +117,8 @@ def predict_head_scale(answer):
     ],
 )
 def predict_fixed_split_error(answer):
-    """answer: the held-out mean squared error of a head that always puts 0.75 on A and 0.25 on B."""
+    """answer: the mean squared error (read-out fitted and scored on the same sequences) of a head that always
+    puts 0.75 on A and 0.25 on B."""
     says = {
         0.1: "0.1 is the error on A's features 0-1 only; B's features 2-3 are read from a blend that is mostly A",
         0.9: "0.9 is the error on B's features 2-3 only; add A's features 0-1 and take the mean",
