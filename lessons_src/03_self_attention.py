@@ -352,8 +352,9 @@ for s in range(20):
 print("✓ identical CATs: identical rows and identical columns in all 20 embedding tables")
 
 # %% [markdown]
-# > **Going further:** the deck's "random" matrix and its largest diagonal, checked (*Errata in the
-# > sources*); a causal mask also tells the CATs apart.
+# > **Going further:** the deck's "random" matrix checked against what every attention matrix satisfies, and
+# > when the deck's expected largest diagonal holds (*Errata in the sources*); a causal mask also tells the
+# > CATs apart.
 
 # %% [markdown]
 # ## 4. Permutation equivariance (not invariance)
@@ -785,7 +786,7 @@ check.cold_limit(cold_limit)
 # and values come from the output of the encoder": the slide's memory, built in lesson 07. In its encoder's
 # self-attention "all of the keys, values and queries come from the same place, in this case, the output of the
 # previous layer in the encoder": X is the layer below's output, and in the first layer the embeddings plus
-# positional encodings (here, always the embeddings alone). The third, the decoder's self-attention, lets each
+# positional encodings (in this lesson, the embeddings alone, or plus PE in section 4 and the Errata). The third, the decoder's self-attention, lets each
 # position attend only to itself and the positions before it: the masking of lesson 04.
 #
 # ### The embeddings' scale
@@ -1099,6 +1100,9 @@ rounding = sum(0.0005 / (deck_matrix[a, b].item() - 0.0005) for a, b in cycle)  
 gap = abs(cycle_log_ratio(deck_matrix, i, j, k))  # |log(forward / backward)|
 print(f"the two products differ by a factor e^{gap:.2f}; rounding to 3 decimals explains at most e^{rounding:.2f}")
 assert gap > rounding
+
+
+# %% tags=["hide-input"]
 triples = [(a, b, c) for a in range(seq) for b in range(seq) for c in range(seq) if len({a, b, c}) == 3]
 PE_3 = sinusoidal_encoding(seq, d_model, dtype=torch.float64)  # (seq, d_model)
 worst_pe = max(
@@ -1175,7 +1179,10 @@ print(
 # %% [markdown]
 # #### Is the diagonal always the largest?
 #
-# The YOUR CAT slide deck says "We expect values along the diagonal to be the highest". Softmax keeps the
+# The YOUR CAT slide deck says "We expect values along the diagonal to be the highest". For the
+# parameter-free attention it describes this mostly holds, as below, with one qualification: a longer vector
+# pointing nearly the same way wins. What overturns it is projecting: with random $W_q \ne W_k$ (section 5)
+# the diagonal tops a row about as often as chance. Softmax keeps the
 # order of the scores, and every score in a row is divided by the same $\sqrt{d}$, so the diagonal is the
 # largest weight of row $i$ exactly when no score beats $x_i \cdot x_i = |x_i|^2$:
 #
@@ -1309,6 +1316,7 @@ print("✓ counterexample: LOVELY reaches past YOUR, and YOUR's largest weight i
 #   key–value pairs with weights 0.6, 0.1, 0.2, 0.1.
 # - Slide deck "Transformers / Attention is all you need": the YOUR CAT IS A LOVELY CAT example, its
 #   attention matrix ("all values are random"), the dictionary analogy, "requires no parameters … This will
-#   change later", and the sentences corrected here ("permutation invariant", "We expect values along the
-#   diagonal to be the highest").
+#   change later", the sentence corrected here ("permutation invariant") and the one qualified here ("We
+#   expect values along the diagonal to be the highest": true of its parameter-free attention unless a longer
+#   vector points nearly the same way; with random $W_q \ne W_k$, section 5, the diagonal is no longer special).
 # - Reading notes on the paper (June 2020): the `bmm` self-attention and "permutation equivariant".

@@ -204,3 +204,23 @@ def test_lesson10_unseen_bpe_messages_agree_with_the_stored_runs():
     assert "ruba" in cut_at_stem["forms"] and cut_at_stem["rate"] > lesson10.UNSEEN_BPE100 + 0.15
     # "... not all cut right after the stem (fe la</w>, nig ra</w>) is often not written"
     assert {"felo", "nigro"} <= set(not_all["forms"]) and not_all["rate"] < 0.5
+
+
+def test_lesson03_cold_limit_catches_ties_that_only_count_copies_of_the_best_key():
+    import torch
+
+    from utils.course.exercises import lesson03
+
+    def copies_only(q, K, V):  # the tied keys found by equality with the arg max, not by their score
+        best = int(torch.argmax(K @ q))
+        return V[(K == K[best]).all(dim=-1)].mean(dim=0)
+
+    q, K, V = (
+        torch.tensor([1.0, 0.0]),
+        torch.tensor([[1.0, 0.0], [1.0, 3.0], [0.0, 1.0]]),
+        torch.tensor([[0.0], [10.0], [5.0]]),
+    )
+    assert copies_only(q, K, V).item() == 0.0 and lesson03._cold_limit(q, K, V).item() == 5.0  # the lesson's case
+    for _ in range(3):  # fresh inputs on every check
+        result = lesson03.cold_limit.evaluate(copies_only)
+        assert result.status == ex.FAIL and "copies" in result.message, str(result)

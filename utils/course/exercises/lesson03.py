@@ -457,6 +457,12 @@ def _sum_of_best(q, K, V):
     return torch.as_tensor(V, dtype=torch.float64)[scores == scores.max()].sum(dim=0)
 
 
+def _copies_only(q, K, V):  # ties only keys equal to the arg max, missing tied keys that differ orthogonally to q
+    K = torch.as_tensor(K, dtype=torch.float64)  # (n, d_k)
+    tied = (K == K[int(_scores(q, K).argmax())]).all(dim=-1)  # (n,)
+    return torch.as_tensor(V, dtype=torch.float64)[tied].mean(dim=0)
+
+
 def _warm(q, K, V):  # tau = 1: the plain softmax mix
     return torch.softmax(_scores(q, K), dim=-1) @ torch.as_tensor(V, dtype=torch.float64)
 
@@ -468,6 +474,7 @@ def _hot(q, K, V):  # tau -> infinity: every value equally
 COLD_LIMIT_MISTAKES = [
     mistake("return the value of the first best key (the arg max)", _first_best, says="arg max"),
     mistake("add up the values of the tied keys", _sum_of_best, says="add up"),
+    mistake("average only the exact copies of the best key", _copies_only, says="copies"),
     mistake("stay at temperature 1", _warm, says="temperature 1"),
     mistake("average all the values", _hot, says="temperature grows"),
 ]
@@ -475,17 +482,22 @@ COLD_LIMIT_MISTAKES = [
 
 def _cold_cases(gen):
     """(q, K, V, ties): dyadic entries (K on a grid of eighths, the best key moved by q over a power of 2),
-    so every score is exact and ties are exact; the
-    `ties` best keys are one repeated key, at least 1 above every other score."""
+    so every score is exact and ties are exact. The `ties` best keys score at least 1 above every other key;
+    with 3 or more ties the first two (by index) are copies of one key, and every other tied key is that key
+    moved by a multiple of u, a vector orthogonal to q: a different key with the same score."""
     cases = []
-    for n, d_k, d_v, ties in [(4, 3, 2, 2), (6, 5, 3, 3), (5, 4, 1, 1), (7, 8, 4, 2)]:
+    for n, d_k, d_v, ties in [(5, 3, 2, 3), (6, 5, 3, 4), (5, 4, 1, 1), (7, 8, 4, 2)]:
         q = torch.randint(-2, 3, (d_k,), generator=gen).double()  # (d_k,)
         q[0] = 2.0  # never the zero vector: |q|^2 >= 4
+        u = torch.zeros(d_k, dtype=torch.float64)  # (d_k,) u . q = -q_1 q_0 + q_0 q_1 = 0, and u != 0
+        u[0], u[1] = -q[1], q[0]
         K = torch.randint(-8, 9, (n, d_k), generator=gen).double() / 8  # (n, d_k)
         top = int((K @ q).argmax())
         step = 2.0 ** math.floor(math.log2(float(q @ q)))  # |q|^2 / step is in [1, 2)
-        slots = torch.randperm(n, generator=gen)[:ties]  # where the best keys go
-        K[slots] = K[top] + q / step  # one key, repeated: it scores |q|^2 / step above the old best
+        slots = torch.randperm(n, generator=gen)[:ties].sort().values  # where the best keys go
+        copies = 2 if ties >= 3 else 1  # the first slots hold one key, repeated
+        best = K[top] + q / step  # scores |q|^2 / step above the old best
+        K[slots] = best + torch.clamp(torch.arange(ties) - copies + 1, min=0)[:, None].double() * u / 8
         V = torch.randint(-4, 5, (n, d_v), generator=gen).double()  # (n, d_v) each key its own value
         V[slots] = torch.randint(1, 5, (ties, d_v), generator=gen).double() + 10 * torch.arange(ties)[:, None]
         cases.append((q, K, V, ties))
@@ -504,11 +516,15 @@ def _cold_cases(gen):
 )
 def cold_limit(answer):
     """answer(q (d_k,), K (n, d_k), V (n, d_v)) -> the limit of softmax(q Kᵀ / τ) V as τ -> 0, (d_v,);
-    checked with repeated best keys, each with its own value."""
+    checked with tied best keys, each with its own value: copies of one key, and keys that differ from it
+    only orthogonally to q."""
     gen = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
     for q, K, V, ties in _cold_cases(gen):
         n = K.shape[0]
+        copies = 2 if ties >= 3 else 1
         where = f"for {n} keys, {ties} of them tied for the best score"
+        if ties > copies:
+            where += f" ({copies} copies of one key, {ties - copies} differing from it only orthogonally to q)"
         got = torch.as_tensor(answer(q.clone(), K.clone(), V.clone())).to(torch.float64)
         if got.shape != (V.shape[1],):
             return f"{where}: your answer has shape {tuple(got.shape)}, expected {(V.shape[1],)}"
@@ -517,7 +533,9 @@ def cold_limit(answer):
             f"{COLD_LIMIT_MISTAKES[1].name}: each gets weight 1/{ties}, so the limit is their average": _sum_of_best(
                 q, K, V
             ),
-            f"{COLD_LIMIT_MISTAKES[2].name}: as τ -> 0 a key below the best loses all its weight": _warm(q, K, V),
+            f"{COLD_LIMIT_MISTAKES[2].name}: a key that differs from the best only orthogonally to q has the same "
+            "score, so it ties too": _copies_only(q, K, V),
+            f"{COLD_LIMIT_MISTAKES[3].name}: as τ -> 0 a key below the best loses all its weight": _warm(q, K, V),
             "average all the values: that is where the temperature grows, not where it falls to 0": _hot(q, K, V),
         }
         problem = compare_with_mistakes(got, _cold_limit(q, K, V), f"{where}, your answer", wrong)
