@@ -587,7 +587,7 @@ def rope_rotate(answer):
 
 
 def _interpolated_solution(T, train_len):
-    """Positions 0..T-1, squeezed by train_len / T when the sequence is longer than training (Chen et al., 2023)."""
+    """Positions 0..T-1 of a window of T, times train_len / T when the window exceeds training (Chen et al., 2023)."""
     positions = torch.arange(T, dtype=torch.float64)  # (T,)
     return positions * train_len / T if T > train_len else positions
 
@@ -617,7 +617,7 @@ _INTERPOLATION_MISTAKES = [
     ),
     mistake("multiply by T / train_len instead of train_len / T", _interpolated_upside_down, says="T / train_len"),
     mistake("round the squeezed positions down to whole numbers", _interpolated_rounded, says="whole numbers"),
-    mistake("squeeze sequences that already fit in the training length", _interpolated_always, says="already fit"),
+    mistake("squeeze a window that already fits in the training length", _interpolated_always, says="already fit"),
 ]
 
 
@@ -632,7 +632,7 @@ _INTERPOLATION_MISTAKES = [
     wrong=_INTERPOLATION_MISTAKES,
 )
 def interpolated_positions(answer):
-    """answer(T, train_len) -> (T,) float positions for RoPE: 0..T-1, times train_len / T when T > train_len."""
+    """answer(T, train_len) -> (T,) RoPE positions for a window of T: 0..T-1, times train_len / T if T > train_len."""
     rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
     train_len = rng.randint(4, 32)
     drawn = [(rng.randint(train_len + 1, 4 * train_len), train_len), (rng.randint(2, train_len - 1), train_len)]
