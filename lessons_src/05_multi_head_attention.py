@@ -226,7 +226,7 @@ print(f"  (the biases count: they are nonzero, and the recipe without them misse
 check.predict_head_scale(my_guess_scale)
 
 # %% [markdown]
-# > The same equality at five more sizes, and which PyTorch APIs read a boolean mask's `True` as
+# > The same equality at four more sizes, and which PyTorch APIs read a boolean mask's `True` as
 # > *not allowed*: see [Going further](#Going-further).
 
 # %% [markdown]
@@ -775,8 +775,8 @@ head_explorer(w_sentence, tokens=sentence)
 # * What it buys is `h` independent softmaxes. A fixed split between two places scores ½ on the
 #   two-places task, whatever the split; two heads, two different blends, solve it: the "resolution"
 #   of the paper's section 2 and the COMP7607 slides.
-#   On a sentence, two heads become "previous word" and "next word". The paper uses $h = 8$,
-#   $d_k = d_v = 64$.
+#   On a sentence, two heads become "previous word" and "next word". The paper's base model
+#   uses $h = 8$, $d_k = d_v = 64$.
 # * PyTorch averages the heads' weights by default, which can make two sharp heads look like one
 #   unsure one; `utils` keeps per-head weights.
 # * Boolean masks: `True` = may attend in `utils` and `F.scaled_dot_product_attention`;
