@@ -4,7 +4,8 @@
 # **Goals.** By the end of this lesson you can
 #
 # - compute softmax attention for one query over a memory of key–value pairs, by hand and vectorised;
-# - read queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one;
+# - read queries, keys and values as a *soft* dictionary look-up whose temperature → 0 limit is a hard one
+#   (when one key scores best);
 # - build parameter-free self-attention and read its matrix for "YOUR CAT IS A LOVELY CAT";
 # - prove that self-attention is permutation **equivariant** (not invariant), and what breaks this;
 # - see what projecting queries and keys makes possible: trained $W_q, W_k$ make adjectives look at the nouns.
@@ -1181,7 +1182,7 @@ print(
 #
 # The YOUR CAT slide deck says "We expect values along the diagonal to be the highest". For the
 # parameter-free attention it describes this mostly holds, as below, with one qualification: a longer vector
-# pointing nearly the same way wins. What overturns it is projecting: with random $W_q \ne W_k$ (section 5)
+# whose direction is close enough to $x_i$'s wins (how close, below). What overturns it is projecting: with random $W_q \ne W_k$ (section 5)
 # the diagonal tops a row about as often as chance. Softmax keeps the
 # order of the scores, and every score in a row is divided by the same $\sqrt{d}$, so the diagonal is the
 # largest weight of row $i$ exactly when no score beats $x_i \cdot x_i = |x_i|^2$:
@@ -1318,5 +1319,5 @@ print("✓ counterexample: LOVELY reaches past YOUR, and YOUR's largest weight i
 #   attention matrix ("all values are random"), the dictionary analogy, "requires no parameters … This will
 #   change later", the sentence corrected here ("permutation invariant") and the one qualified here ("We
 #   expect values along the diagonal to be the highest": true of its parameter-free attention unless a longer
-#   vector points nearly the same way; with random $W_q \ne W_k$, section 5, the diagonal is no longer special).
+#   vector's direction is close enough, the closer the shorter it is; with random $W_q \ne W_k$, section 5, the diagonal is no longer special).
 # - Reading notes on the paper (June 2020): the `bmm` self-attention and "permutation equivariant".
