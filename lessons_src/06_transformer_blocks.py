@@ -366,8 +366,11 @@ print(
 assert all(gap_findings(ratio, tracks).values()), gap_findings(ratio, tracks)
 larger = "post-norm" if (ratio[24] > 1).all() else "pre-norm" if (ratio[24] < 1).all() else "same"
 assert larger == check.predict_largest_gradient.reference
+per_doubling = [np.median(ratio[b]) / np.median(ratio[a]) for a, b in zip(depths, depths[1:])]
+assert all(f > 2**0.75 for f in per_doubling)  # on a log scale nearer 2 than sqrt(2)
 print("✓ in every stack the last layer's gradient is larger with post-norm than with pre-norm")
 print("✓ the factor grows with depth, and stays within a factor 1.5 of pre-norm's stream RMS (input of RMS 1)")
+print("✓ each doubling of depth multiplies the median gap by nearer 2 than sqrt(2)")
 
 # %% [markdown]
 # Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread. Post-norm's
@@ -429,8 +432,11 @@ plt.show()
 # **Why it matters.** Xiong et al. (2020) bound these gradients at initialisation: post-norm's
 # last-layer bound does not shrink with depth, pre-norm's shrinks like $1/\sqrt L$. They argue this is
 # why post-norm needs the paper's learning-rate warm-up (section 5.3): "using a large learning rate on
-# those gradients makes the training unstable"; their pre-norm Transformers trained without it. A small
-# copy task tests this in [Going further](#Going-further) ("Warm-up and post-norm").
+# those gradients makes the training unstable"; their pre-norm Transformers trained without it. Their
+# analysis draws every layer independently: in our copied stacks the gap about doubles with each
+# doubling of depth (printed above); with independent layers it grows more slowly, nearer the
+# $\sqrt L$ their two bounds imply (Going further: "Copied or independent layers"). A small copy task probes warm-up
+# in [Going further](#Going-further) ("Warm-up and post-norm").
 
 # %% [markdown]
 # ## 4. The three kinds of attention
@@ -880,13 +886,14 @@ print("✓ without eps, a constant token gives NaN; an ordinary one barely moves
 #
 # *Why ε matters: the normalised variance is $\sigma^2/(\sigma^2+\varepsilon)$, far below 1 once σ nears $\sqrt\varepsilon$.*
 #
-# Section 2's tokens were drawn with a standard deviation of 0.1 or more (their own spreads go down to
-# the value printed below). Now tokens of spread σ from 1 down to 0.001, and a constant token (16 features in float64, one
-# random pattern scaled to spread exactly σ):
+# The random tokens of "What the normalised values look like" were drawn with a standard deviation of
+# 0.1 or more (their own spreads go down to the value printed below). Now tokens of spread σ from 1
+# down to 0.001, and a constant token (16 features in float64, one random pattern scaled to spread
+# exactly σ):
 
 # %% tags=["nbval-ignore-output"]
 print(
-    f"smallest spread of a section-2 token: {smallest_spread.min():.3f} (drawn with a standard deviation of 0.1 or more)"
+    f"smallest spread of those random tokens: {smallest_spread.min():.3f} (drawn with a standard deviation of 0.1 or more)"
 )
 sigmas = (1.0, 0.01, 0.003, 0.001, 0.0)
 pattern = torch.randn(16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)  # (16,)
@@ -904,7 +911,7 @@ assert (var_tiny - exact_tiny).abs().max() < 1e-9
 assert var_tiny[0] > 0.9999 and var_tiny[3] < 0.1 and (n_tiny[4] == 0).all()
 assert (n_tiny[:4].amin(-1) < 0).all() and n_tiny[3].abs().max() < 1
 assert 0.02 < smallest_spread.min() < 0.04  # a token's own spread can fall well below the 0.1 it was drawn with
-print("✓ some of section 2's tokens have a spread well below the 0.1 or more they were drawn with")
+print("✓ some of those random tokens have a spread well below the 0.1 or more they were drawn with")
 print("✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, far below 1 at spread 0.001")
 print("✓ at spread 0.001 no value reaches |v| = 1")
 print("✓ a constant token gives all zeros; every other token has a negative value")
@@ -1229,6 +1236,16 @@ for L in depths:
 ind_mean, ind_sigma = map(
     np.concatenate, zip(*(stream_mean_and_spread(24, 32, s, independent_layers=True) for s in seeds))
 )
+doubling_ind, doubling = (
+    [np.median(r[b]) / np.median(r[a]) for a, b in zip(depths, depths[1:])] for r in (ratio_ind, ratio)
+)
+print(
+    "median gap, each doubling of depth: "
+    + ", ".join(f"x {f:.2f}" for f in doubling_ind)
+    + " (copied: "
+    + ", ".join(f"x {f:.2f}" for f in doubling)
+    + f"; sqrt(2) = {np.sqrt(2):.2f})"
+)
 print(f"24 layers, pre-norm stream, per token: RMS / sigma at most {np.hypot(1, ind_mean / ind_sigma).max():.2f}")
 
 # %% tags=["hide-input"]
@@ -1238,6 +1255,7 @@ assert all(rms_ind["pre-norm", L][:, -1].max() < rms["pre-norm", L][:, -1].min()
 assert any(not (np.diff(rms_ind["pre-norm", L], axis=1) > 0).all() for L in depths[1:])  # 12 layers or more
 assert all(gap_findings(ratio_ind, tracks_ind).values()), gap_findings(ratio_ind, tracks_ind)
 assert all(ratio_ind[L].max() < ratio[L].min() for L in depths)  # every depth: a smaller gap than copied stacks
+assert all(1 < f < 2**0.75 for f in doubling_ind)  # on a log scale nearer sqrt(2) than 2
 print(
     "✓ with independent layers too, post-norm keeps RMS 1 and pre-norm's stream ends larger, more so in deeper stacks"
 )
@@ -1245,6 +1263,9 @@ print("✓ it grows less than with copied layers and, in some stacks of 12 layer
 print("✓ with independent layers too, post-norm's last layer gets the larger gradient in every stack")
 print("✓ the factor grows with depth, within a factor 1.5 of pre-norm's stream RMS (input of RMS 1)")
 print("✓ at every depth, every independent stack has a smaller gradient gap than every copied one")
+print(
+    "✓ with independent layers, each doubling of depth multiplies the median gap by more than 1, nearer sqrt(2) than 2"
+)
 print("✓ at 24 layers, no token of that stream has an RMS as large as 1.3 times its σ")
 
 # %% [markdown]
