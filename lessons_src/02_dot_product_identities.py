@@ -199,7 +199,8 @@ plt.show()
 # So $PE_{t+k} = PE_t\, M_k$ with $M_k$ block-diagonal, a $2\times 2$ rotation by $\omega_i k$ in
 # block $i$. It does not depend on $t$: the same matrix moves *every* position $k$ steps on; in code,
 # `pe[t] @ M_k == pe[t + k]`. Linear is what a learned bilinear score can use: with $A = M_k$,
-# $PE_s\, A\, PE_t^\top = PE_{s+k} \cdot PE_t$, largest where $t = s + k$, for every $s$.
+# $PE_s\, A\, PE_t^\top = PE_{s+k} \cdot PE_t$, largest where $t = s + k$, for every $s$. (One head's $A$ has
+# rank at most $d_k$, so with $d_k < d_{model}$ it can copy $M_k$ only on some pairs.)
 #
 # **Predict first.** What is the top-left entry $M_5[0, 0]$ at $d_{model} = 128$?
 
@@ -726,7 +727,7 @@ print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
 # typical top weight about 0.95, the typical Jacobian norm under a third of the scaled one's. Scaled, the weights
 # stay soft. Unscaled, the gradient reaching $q \cdot k$ skips the factor $1/\sqrt{d_k}$ but passes a saturated
 # softmax, the more so the fewer the keys (the top one stands further ahead). With 10 keys that comes to about
-# as much gradient as scaled at $d_k = 64$, less from 128 on ([Going further](#Going-further) measures it).
+# as much gradient as scaled or a little more at $d_k = 64$, less from 128 on ([Going further](#Going-further) measures it).
 # One query ($d_k = 512$, seed 0's median gap):
 
 # %%
@@ -742,7 +743,7 @@ fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gap
 plt.show()
 
 # %% [markdown]
-# Why not just use smaller keys? The paper's Table 3 finds that smaller keys hurt quality
+# Would smaller keys do? In the paper's Table 3, a smaller $d_k$, still scaled, hurts quality
 # ([Going further](#Going-further)).
 #
 # > **Going further:** the variance argument needs $q$ and $k$ independent; a word's score with itself,
@@ -844,8 +845,9 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 #   less than with PE in 4 columns (16 and 32).
 # - $\mathrm{Var}(q\cdot k) = d_k$ for $q, k$ with independent entries of mean 0 and variance 1. Unscaled, at
 #   $d_k = 512$ the softmax is nearly one-hot and almost no gradient reaches $q\cdot k$ (10 keys); at 64 the
-#   typical top weight is already about 0.95, yet about as much gradient reaches $q \cdot k$ as scaled. Scaling
-#   helps the gradient from $d_k = 128$ on, sooner with fewer keys.
+#   typical top weight is already about 0.95, yet as much gradient or a little more reaches $q \cdot k$ as scaled.
+#   Scaling helps the gradient from $d_k = 128$ on with 10 keys, sooner with fewer keys, later with more: with
+#   50, unscaled scores still pass back 2 to 2.9 times as much at 128 (Going further).
 # - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
 #   temperature falls, and tends to the arg-max's one-hot vector.
 #
@@ -950,9 +952,10 @@ print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {floa
 
 # %% [markdown]
 # Odd does not mean that the whole form's sign is minus the sign of $k$ everywhere. It is near $k = 0$, up to
-# a limit that grows with the width: $|k| \le 3$ at $d_{model} = 8$, $|k| \le 977$ at 128, all of Exercise 1's
-# range $|k| \le 2000$ at 512 (printed below). Beyond it the fast pairs' terms wrap around and the sum can take
-# either sign: at $d_{model} = 128$, $k = +1739$ gives the sign that $k = -5$ gives.
+# a limit that depends on the width: $|k| \le 3$ at $d_{model} = 8$, $|k| \le 977$ at 128, all of Exercise 1's
+# range $|k| \le 2000$ at 512 (printed below). It rises across the five widths printed, but not at every
+# width: $|k| \le 122$ at 30, only $|k| \le 53$ at 32. Beyond it the fast pairs' terms wrap around and the
+# sum can take either sign: at $d_{model} = 128$, $k = +1739$ gives the sign that $k = -5$ gives.
 
 # %% tags=["hide-input"]
 k_far = 1739
@@ -988,7 +991,16 @@ print(
 assert first_wrong[8] == 4 and first_wrong[128] == 978 and first_wrong[512] is None
 limits = [first_wrong[d] for d in widths[:4]]  # d_model = 8, 16, 64, 128
 assert all(a < b for a, b in zip(limits, limits[1:]))
-print("✓ the wrong sign starts further from k = 0 the wider the encoding; at 512, not for any |k| <= 2000")
+print("✓ among d_model = 8, 16, 64, 128, 512 the wrong sign starts further from k = 0 at each wider one")
+k_pos = torch.arange(1, 2001)  # (2000,) k > 0; the form is odd in k
+first_pos = {}  # first_pos[d]: the smallest k > 0 where PE_0 J PE_k^T = -sum_i sin(w_i k) is not negative
+for d in (30, 32):
+    P = sinusoidal_encoding(2001, d, dtype=torch.float64)  # (2001, d)
+    J_d = torch.block_diag(*[torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)] * (d // 2))  # (d, d)
+    first_pos[d] = int(k_pos[P[0] @ J_d @ P[k_pos].T >= 0].min())
+print(f"  the sign is -k's for |k| < {first_pos[30]} at d_model = 30, but only |k| < {first_pos[32]} at 32")
+assert first_pos[30] == 123 and first_pos[32] == 54
+print("✓ not at every width: the wider 32 keeps the sign over a shorter range than 30")
 
 # %% [markdown]
 # Section 1's blind forms are diagonal with one weight per pair. Two other kinds also tell $k$ from $-k$, but
@@ -1520,11 +1532,12 @@ tops_64 = ", ".join(
 print(f"typical largest weight, unscaled, d_k = 64: {tops_64}")
 
 # %% tags=["hide-input"]
-assert all(r > 1.5 for r in ratios[10, 16]) and all(0.8 < r < 1.5 for r in ratios[10, 64])
+assert all(r > 1.5 for r in ratios[10, 16]) and all(0.9 < r < 1.4 for r in ratios[10, 64])
 assert all(r < 0.8 for r in ratios[10, 128]) and all(r < 0.2 for r in ratios[10, 256])
 assert all(r < 0.02 for r in ratios[10, 512])
 assert all(0.25 < g < 0.35 for d_k in reach_dks for g in reach[10, d_k, "scaled"])
-print("✓ with 10 keys, in every seed the gradient reaching q.k is larger unscaled at d_k = 16 and about the same at 64")
+print("✓ with 10 keys, in every seed the gradient reaching q.k is larger unscaled at d_k = 16")
+print("✓ with 10 keys, in every seed it is 0.9 to 1.4 times the scaled one at d_k = 64")
 print("✓ with 10 keys, in every seed it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
 print("✓ with 10 keys, scaled, it is about the same size at every d_k")
 assert all(r > 3 for r in ratios[50, 64]) and all(r > 1.5 for r in ratios[50, 128])
@@ -1545,7 +1558,7 @@ assert all(a > b > c > d for a, b, c, d in fewer_saturate)
 print("✓ at d_k = 64, in every seed, the fewer keys, the nearer the typical unscaled top weight is to 1")
 
 # %% [markdown]
-# So, with 10 keys, unscaled scores pass back more at $d_k = 16$, about as much at the paper's 64, and less
+# So, with 10 keys, unscaled scores pass back more at $d_k = 16$, 0.98 to 1.3 times as much at the paper's 64, and less
 # from 128 on: under 2% at 512. That fits the paper's suspicion (section 3.2.1) that small gradients are why
 # unscaled dot products fall behind additive attention for larger $d_k$. The crossover moves with the number of
 # keys, both ways: with 50 keys unscaled scores still pass back more at 128; with 5, about a third to a half
@@ -1554,11 +1567,12 @@ print("✓ at d_k = 64, in every seed, the fewer keys, the nearer the typical un
 # corner case: under a causal mask (lesson 04) the $i$-th query sees $i$ keys.
 
 # %% [markdown]
-# ### Smaller keys instead of scaling: Table 3
+# ### Smaller keys, still scaled: Table 3
 #
-# *Why read it:* the paper measured what shrinking $d_k$, rather than scaling, costs a trained model.
+# *Why read it:* the paper measured what a smaller $d_k$ costs a trained model.
 #
-# Why not just use smaller keys? Table 3's rows (B) shrink $d_k$ alone: "reducing the attention key size $d_k$
+# Table 3's rows (B) shrink $d_k$ alone, still dividing by $\sqrt{d_k}$, so they measure a smaller $d_k$, not
+# smaller keys in place of scaling: "reducing the attention key size $d_k$
 # hurts model quality", which suggests "that determining compatibility is not easy and that a more sophisticated
 # compatibility function than dot product may be beneficial" (section 6.2). Rows (A) keep
 # $h\,d_k$, shrinking $d_v$ with $d_k$: "single-head attention is 0.9 BLEU worse than the best setting", and
@@ -1685,7 +1699,7 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # gradient is longest near $T = 0.4$ (0.8 times their gap, not a rule), and already shorter at 0.3,
 # though still longer than at $T = 1$ (printed above). Large unscaled
 # scores act like a temperature of $1/\sqrt{d_k}$ relative to the scaled ones, with the same two regimes:
-# in the end-to-end table above (10 keys), about as much gradient as scaled at $d_k = 64$, almost none at 512. With a
+# in the end-to-end table above (10 keys), about as much gradient as scaled or a little more at $d_k = 64$, almost none at 512. With a
 # tie for the maximum, the limit splits the weight.
 
 # %% [markdown]
