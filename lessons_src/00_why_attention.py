@@ -1399,14 +1399,15 @@ print(f"at n = 128 attention gets through {flops_ratio / time_ratio:.0f} times a
 
 # %% tags=["hide-input"]
 assert flops_ratio == (6 * 128 * d * d + 4 * 128**2 * d) / (4 * 128 * d * d)  # section 4's formulas
-assert flops_ratio / time_ratio > 10  # FLOPs per second: attention's over nn.RNN's
-print("✓ at n = 128 attention gets through over 10 times as many FLOPs per second as nn.RNN")
+assert flops_ratio / time_ratio > 3  # FLOPs per second: attention's over nn.RNN's; loose, timings vary
+print("✓ at n = 128 attention gets through over 3 times as many FLOPs per second as nn.RNN")
 
 # %% [markdown]
 # The cell loop pays for $n$ small dependent calls; `nn.RNN` runs the same $n$ dependent steps in C++.
 # Attention's positions do not wait for one another, so its work goes into a few large products that
 # even one thread gets through fast: at $n = 128$ it does 9.5 times the FLOPs of `nn.RNN`, and gets
-# through each FLOP over 10 times as fast (the figure printed above varies between machines). That
+# through each FLOP many times as fast (the ratio printed above varies between machines and runs; we
+# check only that it is over 3). That
 # is the part of Table 1's "Sequential Operations" column one thread can show; more cores or a GPU would also split the independent work.
 # Attention's $n^2$ work grows faster than `nn.RNN`'s, though (section 4's FLOP counts).
 #
