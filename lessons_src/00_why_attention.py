@@ -461,16 +461,19 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # | Self-Attention (restricted) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
 #
 # A convolution of width $k < n$ connects each output to $k$ inputs: linking
-# the two ends takes $O(n/k)$ layers, or $O(\log_k(n))$ **dilated** ones (ByteNet, Kalchbrenner et
-# al., 2017), whose layer $l$ skips $k^l - 1$ positions between its inputs. Ours are causal, like the
-# RNN. `layers_to_connect` counts the path in **layers**: it stacks layers until output $n - 1$'s
+# the two ends takes $O(n/k)$ layers, or $O(\log_k(n))$ **dilated** ones, whose layer $l$ skips
+# $k^l - 1$ positions between its inputs. That is the idealisation behind $O(\log_k(n))$: ByteNet
+# (Kalchbrenner et al., 2017) uses $k = 3$ with dilations 1, 2, 4, 8, 16, doubling and then starting
+# again at 1 (**exercise 2** lets the dilation double). Ours are causal, like the RNN.
+# `layers_to_connect` counts the path in **layers**: it stacks layers until output $n - 1$'s
 # gradient with respect to $x_0$ is not zero. Complexity: the FLOPs of the products
 # (`torch.utils.flop_counter`, 2 per multiply-add). Sequential operations: PyTorch calls, as in
 # section 2.
 
 # %% [markdown]
 # The fourth row, **restricted** self-attention, lets each position attend only to "a neighborhood of
-# size r in the input sequence centered around the respective output position". Ours is causal, like
+# size r in the input sequence centered around the respective output position". The paper only
+# proposes it, for "future work"; the Transformer itself uses full attention. Ours is causal, like
 # our RNN and convolutions: output $t$ attends to inputs $t - r + 1, \dots, t$ (exercise 4 counts the
 # centred one).
 # The keys and values of each window are gathered with `unfold`, so the layer computes $n \times r$
@@ -913,7 +916,8 @@ assert int((init[64][0] < 1).sum()) == int((init[256][0] < 1).sum()) == 0
 assert abs(init[256][0].median() / (2 / math.sqrt(3)) - 1) < 0.05
 assert abs(init[256][1].median() / (1 / math.sqrt(3)) - 1) < 0.06
 print("✓ ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16, in none at 64 or 256")
-print("✓ over these four widths the median norm grows towards 2/sqrt(3); rho(W_hh) < 1 in every seed, near 1/sqrt(3)")
+print("✓ over these four widths the median norm grows towards 2/sqrt(3); rho(W_hh) < 1 in every seed")
+print("✓ at d_hidden = 256 the median rho(W_hh) is near 1/sqrt(3)")
 
 # %% [markdown]
 # The limits are for large $d$. At the narrowest widths the picture changes. Over 2000 seeds at
@@ -927,7 +931,6 @@ narrow_seeds = range(2000)
 narrow = {d_hidden: default_init_W_hh(d_hidden, narrow_seeds) for d_hidden in range(2, 15, 2)}
 norm_below_1, radius_1_or_more = {}, {}  # per width: how many seeds
 for d_hidden, (norms, radii) in narrow.items():
-    assert (norms - 1).abs().min() > 1e-6 and (radii - 1).abs().min() > 1e-6  # no count on a knife-edge
     norm_below_1[d_hidden], radius_1_or_more[d_hidden] = int((norms < 1).sum()), int((radii >= 1).sum())
     which = (radii >= 1).nonzero().flatten().tolist()  # the seeds with rho(W_hh) >= 1
     print(
@@ -935,6 +938,10 @@ for d_hidden, (norms, radii) in narrow.items():
         f"rho(W_hh) >= 1 in {radius_1_or_more[d_hidden]:2d}"
         + (f" (seed{'s' * (len(which) > 1)} {', '.join(map(str, which))})" if 0 < len(which) <= 5 else "")
     )
+
+# %% tags=["hide-input"]
+for norms, radii in narrow.values():
+    assert (norms - 1).abs().min() > 1e-6 and (radii - 1).abs().min() > 1e-6  # no count on a knife-edge
 half = len(narrow_seeds) / 2
 assert all(norm_below_1[d] > half and radius_1_or_more[d] > 10 for d in (2, 4))
 assert all(0 < radius_1_or_more[d] <= 5 for d in (6, 8))
@@ -1382,19 +1389,26 @@ log_axes(ax, time_ns, "ms (median of 5)", "Forward time on one CPU thread")
 ax.legend()
 plt.show()
 
-# %% tags=["hide-input"]
+# %%
 x_128 = torch.randn(1, 128, d_model, generator=torch.Generator().manual_seed(5))  # (1, 128, d_model)
 flops_ratio = count_flops(attention, x_128) / count_flops(rnn, x_128)
+print(f"at n = 128 attention does {flops_ratio:.1f} times the FLOPs of nn.RNN")
+
+# %% tags=["nbval-ignore-output"]
+print(f"at n = 128 attention gets through {flops_ratio / time_ratio:.0f} times as many FLOPs per second as nn.RNN")
+
+# %% tags=["hide-input"]
 assert flops_ratio == (6 * 128 * d * d + 4 * 128**2 * d) / (4 * 128 * d * d)  # section 4's formulas
-assert flops_ratio / time_ratio > 3  # FLOPs per second: attention's over nn.RNN's
-print(f"✓ at n = 128 attention does {flops_ratio:.1f} times the FLOPs of nn.RNN, over 3 times as many per second")
+assert flops_ratio / time_ratio > 3  # FLOPs per second: attention's over nn.RNN's; loose, timings vary
+print("✓ at n = 128 attention gets through over 3 times as many FLOPs per second as nn.RNN")
 
 # %% [markdown]
 # The cell loop pays for $n$ small dependent calls; `nn.RNN` runs the same $n$ dependent steps in C++.
 # Attention's positions do not wait for one another, so its work goes into a few large products that
 # even one thread gets through fast: at $n = 128$ it does 9.5 times the FLOPs of `nn.RNN`, and gets
-# through each FLOP over 3 times as fast (printed above). That is the part of Table 1's "Sequential
-# Operations" column one thread can show; more cores or a GPU would also split the independent work.
+# through each FLOP many times as fast (the ratio printed above varies between machines and runs; we
+# check only that it is over 3). That
+# is the part of Table 1's "Sequential Operations" column one thread can show; more cores or a GPU would also split the independent work.
 # Attention's $n^2$ work grows faster than `nn.RNN`'s, though (section 4's FLOP counts).
 #
 # ### H. More of the paper's section 4
