@@ -177,7 +177,7 @@ print("✓ the formula gives what torch.nn.LayerNorm gives")
 # %% [markdown]
 # The YOUR CAT deck adds γ and β "because maybe having all values between 0 and 1 may be too
 # restrictive". That is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features**
-# (just under 1 with ε), so every token that is not constant has negative values; [Going
+# (just under 1 with ε; far under it for a nearly constant token), so every token that is not constant has negative values; [Going
 # further](#Going-further) checks it on random tokens.
 
 # %% [markdown]
@@ -435,7 +435,7 @@ plt.show()
 # those gradients makes the training unstable"; their pre-norm Transformers trained without it. Their
 # analysis draws every layer independently: in our copied stacks the gap about doubles with each
 # doubling of depth (printed above); with independent layers it grows more slowly, nearer the
-# $\sqrt L$ their two bounds imply (Going further: "Copied or independent layers"). A small copy task probes warm-up
+# $\sqrt L$ growth of the ratio of their two upper bounds (Going further: "Copied or independent layers"). A small copy task probes warm-up
 # in [Going further](#Going-further) ("Warm-up and post-norm").
 
 # %% [markdown]
@@ -1086,7 +1086,7 @@ def running_batch_norm(seed, padded):
 eval_changes, eval_stats = [], {True: [], False: []}
 for seed in range(5):
     torch.manual_seed(seed)
-    short, long = torch.randn(1, 3, 4), torch.randn(1, 6, 4)  # the same pairs as above
+    short, long = torch.randn(1, 3, 4), torch.randn(1, 6, 4)  # a short and a long sentence
     padded = torch.cat([F.pad(short, (0, 0, 0, 3)), long])  # (2, 6, 4)
     for with_padding in (True, False):
         bn = running_batch_norm(seed, with_padding)
