@@ -1231,7 +1231,7 @@ print(f"✓ lengths differ, yet the diagonal is the row maximum in every row, in
 # (printed above) and a word would need to be many times longer than another to reach past it. Two vectors of
 # lengths 1 and 2 keep the diagonal too when they are perpendicular, $x_1 = (1, 0)$, $x_2 = (0, 2)$; and so
 # do 200 random sets of six 512-dimensional embeddings whose lengths are spread by ±20%. Then the rule
-# itself is an identity (divide $x_i \cdot x_j \le |x_i|^2$ by $|x_i|^2$), so the last cell below only
+# itself is an identity (divide $x_i \cdot x_j \le |x_i|^2$ by $|x_i|^2$), so the last check in the collapsed cell below only
 # illustrates it, on 1000 small random sets (in 1, 2, 3 or 8 dimensions, each vector scaled by a random
 # factor between 0.2 and 5) where the diagonal often loses, sometimes wins against a much longer vector.
 
@@ -1319,5 +1319,5 @@ print("✓ counterexample: LOVELY reaches past YOUR, and YOUR's largest weight i
 #   attention matrix ("all values are random"), the dictionary analogy, "requires no parameters … This will
 #   change later", the sentence corrected here ("permutation invariant") and the one qualified here ("We
 #   expect values along the diagonal to be the highest": true of its parameter-free attention unless a longer
-#   vector's direction is close enough, the closer the shorter it is; with random $W_q \ne W_k$, section 5, the diagonal is no longer special).
+#   vector's direction is close enough to win ($\cos\theta_{ij} > |x_i| / |x_j|$); with random $W_q \ne W_k$, section 5, the diagonal is no longer special).
 # - Reading notes on the paper (June 2020): the `bmm` self-attention and "permutation equivariant".

@@ -341,7 +341,7 @@ COLD_MISSES = [
         "expect a gentle sharpening",
         0.6,
         (0.45, 0.85),
-        "the power 10 shrinks each rival by its ratio to cat to the tenth: (0.24/0.35)^10 is about 0.03",
+        "the power 10 shrinks each rival by its ratio to cat to the tenth: a ratio of 0.69 becomes about 0.025",
     ),
     ("expect an even split", 0.25, (0.0, 0.3), "a lower temperature sharpens the weights, it does not flatten them"),
 ]
@@ -354,7 +354,7 @@ COLD_MISSES = [
     kind="prediction",
     explain="""
     softmax(s / 0.1) is proportional to w^10 with w the weights at tau = 1. Each rival's ratio to cat (at most
-    0.69) shrinks to at most 0.03 at the tenth power, so cat gets 1 / (1 + 0.04), about 0.96: nearly the
+    0.692) shrinks to at most 0.03 at the tenth power, so cat gets 1 / (1 + 0.04), about 0.96: nearly the
     hard look-up, not yet exactly it.
     """,
     wrong=band_mistakes(COLD_MISSES),
