@@ -514,8 +514,8 @@ print(
 # decoder can find them in the English noun (the number also in "a" or "some"), through cross-attention, or in
 # the Neo noun and determiner already written, through self-attention; and the encoder can copy both onto any
 # English word. Lesson 07's word-level model writes an adjective as one token, and while
-# it wrote one, no head looked at the noun often. Here the ending is a token of its own (`a</w>` in
-# `rub a</w>`). While the decoder writes it, at which source word is each cross-attention head's arg-max: the **agreeing noun**, the **word translated**
+# it wrote one, no head looked at the noun often. Here we measure each word's last token, often its ending
+# alone (`a</w>` in `rub a</w>`). While the decoder writes it, at which source word is each cross-attention head's arg-max: the **agreeing noun**, the **word translated**
 # (the English adjective), or one of that word's neighbours, the **previous** or **next word**?
 #
 # The neighbours are the control. An English adjective stands right before its noun unless a second adjective

@@ -1,5 +1,6 @@
-"""Lesson 10's attention measurement: while the decoder writes the token that ends an adjective or a verb (the
-piece that carries the gender and number, e.g. a</w> of rub a</w>), which source word does each cross-attention
+"""Lesson 10's attention measurement: while the decoder writes the token that ends an adjective or a verb (its
+last token: often the ending alone, e.g. a</w> of rub a</w>, which carries an adjective's gender and number; a
+verb's s</w> or nt</w> carries its number only), which source word does each cross-attention
 head look at most: the noun whose gender the word takes, the word it translates, or a neighbour of that word?
 
 The neighbours are the control. In this lesson's English (lesson 07's grammar) a verb always comes right after
