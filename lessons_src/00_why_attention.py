@@ -1,9 +1,10 @@
 # %% [markdown]
 # # 00 · Why attention
 #
-# Before the Transformer, sequence models were recurrent: a recurrent neural network (RNN) reads a
-# sentence one word at a time and carries everything it knows in a hidden state. The YOUR CAT IS A
-# LOVELY CAT slide deck lists "Problems with RNN": "Slow computation for long sequences", "Vanishing
+# Before the Transformer, most sequence models were recurrent (the paper's section 2 names convolutional
+# ones too, ByteNet and ConvS2S): a recurrent neural network (RNN) reads a sentence one word at a time and
+# carries everything it knows in a hidden state. The YOUR CAT IS A LOVELY CAT slide deck lists "Problems
+# with RNN (among others)": "Slow computation for long sequences", "Vanishing
 # or exploding gradients", "Difficulty in accessing information from long time ago". The COMP7607 slides name the
 # cause: "In general, the longer the path, the smaller the gradient signal." The reading notes sum up
 # the alternative: attention "has constant length between any two positions"; Liang Hong's slides,
