@@ -43,6 +43,7 @@ if "google.colab" in sys.modules:
 import inspect
 import itertools
 import time
+from unittest import mock
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -50,6 +51,7 @@ import torch
 
 from utils.attention import scaled_dot_product_attention
 from utils.course.exercises import lesson08 as check
+from utils.experiments import extrapolation
 from utils.experiments.extrapolation import (
     PE_KINDS,
     SEED_RUNS,
@@ -193,9 +195,11 @@ assert torch.equal(targets[0, SHIFT:], tokens[0, :-SHIFT])
 # **Model.** `LengthModel` is lesson 06's pre-norm encoder with a read-out at every position, trained on
 # lengths 3..16, padded and masked. The variants differ in `pe` ("rope" turns each head's $q$ and $k$
 # in every layer; "sinusoidal+offsets" starts each training sequence at a random position in
-# $0 \dots 48 - n$, and is tested from 0); the same seed does not give them the same weights or batches.
-# Unlike the paper: no dropout (§5.4 applies it to the embedding
-# + PE sums) and no $\sqrt{d_{model}}$ scaling of the embeddings (§3.4).
+# $0 \dots 48 - n$, and is tested from 0). With one seed, sinusoidal, none and sinusoidal+offsets start
+# from the same weights (learned and RoPE do not), and all but sinusoidal+offsets train on the same batches.
+# Unlike the paper: pre-norm, not post-norm; no dropout (§5.4 applies it to the embedding + PE sums) and
+# no label smoothing (§5.4); a constant learning rate, no warm-up (§5.3); and no $\sqrt{d_{model}}$
+# scaling of the embeddings (§3.4).
 
 # %%
 SIZE = dict(num_layers=2, d_model=64, num_heads=4, d_ff=128)
@@ -205,6 +209,48 @@ for pe_kind in PE_KINDS:
     m = LengthModel(VOCAB, pe_kind, TRAIN_LEN, **SIZE)
     n_params = sum(p.numel() for p in m.parameters())
     print(f"{pe_kind:>18}: {n_params:,} parameters")
+
+
+# %% tags=["hide-input"]
+def initial_weights(pe_kind, seed):
+    with torch.random.fork_rng():  # the global RNG is restored
+        torch.manual_seed(seed)
+        return LengthModel(VOCAB, pe_kind, TRAIN_LEN, **SIZE).state_dict()
+
+
+def training_batches(pe_kind, seed, steps=2):
+    """The token batches of train()'s first `steps` steps (a short run, recorded; the global RNG is restored)."""
+    seen, draw = [], extrapolation.task_batch
+
+    def record(*args):
+        tokens, targets = draw(*args)
+        seen.append(tokens)
+        return tokens, targets
+
+    with torch.random.fork_rng(), mock.patch.object(extrapolation, "task_batch", record):
+        train(pe_kind, steps, TRAIN_LEN, VOCAB, SHIFT, seed=seed, max_position=MAX_POSITION, **SIZE)
+    return seen
+
+
+SEEDS = range(5)
+weights = {(k, s): initial_weights(k, s) for k in PE_KINDS for s in SEEDS}
+batches = {(k, s): training_batches(k, s) for k in PE_KINDS for s in SEEDS}
+same_start = {
+    k
+    for k in PE_KINDS
+    if all(
+        weights[k, s].keys() == weights["sinusoidal", s].keys()
+        and all(torch.equal(w, weights["sinusoidal", s][key]) for key, w in weights[k, s].items())
+        for s in SEEDS
+    )
+}
+same_data = {k for k in PE_KINDS if all(all(map(torch.equal, batches[k, s], batches["sinusoidal", s])) for s in SEEDS)}
+assert same_start == {"sinusoidal", "none", "sinusoidal+offsets"}
+assert same_data == {"sinusoidal", "learned", "none", "rope"}
+print(
+    f"✓ with each of seeds {SEEDS[0]}-{SEEDS[-1]}: sinusoidal, none and sinusoidal+offsets start from the same weights"
+)
+print("✓ with each of those seeds: every variant but sinusoidal+offsets trains on the same batches")
 
 # %% [markdown]
 # **Predict.** The sinusoidal model will copy almost perfectly at the training lengths. What token accuracy
@@ -267,7 +313,7 @@ for name in NAMES:
 
 # %% tags=["hide-input"]
 def defaults(f):
-    """{argument: default} of f: the stored runs used these for the model size, batch and learning rate."""
+    """{argument: default} of f (benchmarks/extrapolation_seeds.py leaves size, batch and learning rate at these)."""
     return {key: p.default for key, p in inspect.signature(f).parameters.items()}
 
 
@@ -277,7 +323,10 @@ assert (BATCH, LR, EVAL_BATCH) == (
     defaults(train)["lr"],
     defaults(evaluate)["batch_size"],
 )
-print("✓ the stored runs used this notebook's model size, batch, learning rate and evaluation batch")
+print(
+    "✓ this notebook's model size, batch, learning rate and evaluation batch are the defaults, "
+    "which the script that made the stored runs uses"
+)
 
 # %% [markdown]
 # > **Going further:** *Reproducing the runs* checks the models above against these ranges.
@@ -347,7 +396,8 @@ print(f"✓ at length {AT_3L}, RoPE gets more than half right in every run")
 print(f"✓ at length {AT_3L}, sinusoidal+offsets beats RoPE in every run")
 
 # %% [markdown]
-# Your prediction: the sinusoidal model at length 48, in the five stored seeds and the model above.
+# Your prediction against the sinusoidal model at length 48 in the five stored seeds (the model above printed
+# its own after evaluation):
 
 # %%
 print(f"sinusoidal at length {AT_3L}, stored seeds: " + ", ".join(f"{a:.2f}" for a in at["sinusoidal"][:-1]))

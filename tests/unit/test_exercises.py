@@ -224,3 +224,24 @@ def test_lesson03_cold_limit_catches_ties_that_only_count_copies_of_the_best_key
     for _ in range(3):  # fresh inputs on every check
         result = lesson03.cold_limit.evaluate(copies_only)
         assert result.status == ex.FAIL and "copies" in result.message, str(result)
+
+
+def test_lesson08_interpolated_positions_accepts_a_float32_answer_and_shows_a_small_miss():
+    import torch
+
+    from utils.course.exercises import lesson08
+
+    def float32(T, train_len):  # torch's default dtype: each position rounded to float32
+        return torch.arange(T) * train_len / T if T > train_len else torch.arange(T).float()
+
+    for _ in range(3):  # fresh drawn cases on every check
+        result = lesson08.interpolated_positions.evaluate(float32)
+        assert result.status == ex.PASS, str(result)
+
+    def off_by_a_little(T, train_len):  # a real miss, too small for six digits to show
+        return float32(T, train_len).double() + 1e-3
+
+    result = lesson08.interpolated_positions.evaluate(off_by_a_little)
+    assert result.status == ex.FAIL and "off by 1.0e-03" in result.message, str(result)
+    expected, got = result.message.split("expected ")[1].split(" (off by")[0].split(", got ")
+    assert expected != got, result.message  # the two printed numbers differ

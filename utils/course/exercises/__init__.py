@@ -141,7 +141,9 @@ def compare_arrays(got, expected, what="value", atol=1e-4):
         where = (
             ", ".join(f"{n} {i}" for n, i in zip(("row", "column", "index"), idx)) if len(idx) <= 2 else f"index {idx}"
         )
-        return f"{what} at {where}: expected {expected[idx]:.6g}, got {got[idx]:.6g} (off by {got[idx] - expected[idx]:.1e})"
+        e, g = float(expected[idx]), float(got[idx])
+        digits = next((d for d in range(6, 18) if f"{e:.{d}g}" != f"{g:.{d}g}"), 17)  # enough to tell them apart
+        return f"{what} at {where}: expected {e:.{digits}g}, got {g:.{digits}g} (off by {g - e:.1e})"
     return None
 
 

@@ -641,4 +641,8 @@ def interpolated_positions(answer):
         expected = _interpolated_solution(T, L)
         assert expected.max() < L and (T <= L or torch.allclose(expected.diff(), torch.full((T - 1,), L / T).double()))
         cases.append(((T, L), expected, f"T={T}, train_len={L}"))
-    return _compare_cases(answer, _INTERPOLATION_MISTAKES, cases, "positions", atol=1e-9)
+    for case in cases:  # compared in float64, to 1e-6 of the largest position: a float32 answer passes
+        problem = _compare_cases(answer, _INTERPOLATION_MISTAKES, [case], "positions", atol=1e-6 * case[0][1])
+        if problem:
+            return problem
+    return None
