@@ -378,6 +378,11 @@ def test_plot_loss_curves_one_line_per_seed_in_the_variant_colour():
         (lambda: train_copy_task(True, 0.01, 1, steps=0), ValueError, "steps"),
         (lambda: train_copy_task(True, 0.01, 1, d_model=10), ValueError, "d_model"),
         (lambda: train_copy_task(True, 0.01, 1, independent_layers="no"), TypeError, "independent_layers"),
+        (lambda: copy_task_model("yes"), TypeError, "norm_first"),
+        (lambda: copy_task_model(True, num_layers=0), ValueError, "num_layers"),
+        (lambda: copy_task_model(True, d_model=10), ValueError, "d_model"),
+        (lambda: copy_task_model(True, vocab=1.5), TypeError, "vocab"),
+        (lambda: copy_task_model(True, independent_layers=1), TypeError, "independent_layers"),
         (
             lambda: plot_loss_curves({}, "t"),
             ValueError,
