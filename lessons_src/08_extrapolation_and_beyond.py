@@ -717,8 +717,7 @@ print("✓ with every token 8 positions later, RoPE's outputs are the same")
 # %% [markdown]
 # Our reasoning, not a measurement: only which keys exist can tell a query where it is (a query with no
 # key 6 positions to its left sits before position 6), so RoPE would count from the **left** edge; the
-# right edge moves with the length. Past 16 it fails as in section 4: a late query must reach key 5
-# across offsets training never showed. Second, the absolute encodings were right even at length 48:
+# right edge moves with the length. Why it still fails past 16, this lesson does not measure. Second, the absolute encodings were right even at length 48:
 # the answer sits at position 5, which they know. The offsets model saw index 5 at ever-shifting PE and,
 # within this budget, did not learn to count from the edge. Which encoding "extrapolates" depends on
 # what the task needs from position.
