@@ -1534,8 +1534,9 @@ print(f"fused path faster than the weights path in {sum(r < 1 for r in ratios)} 
 # These ratios are one measurement on one machine (they depend on the hardware, the sizes and other
 # work), so no check rests on them. Memory: with attention dropout off (as here), the fused kernel
 # picked here keeps no copy of the weights for the backward pass (the math fallback does), but a float
-# copy of the mask: $1/h$ of the weights' size for one mask shared by the heads, as large as the weights
-# for a mask given per head. Among the tensors autograd keeps, on both paths:
+# copy of the mask, of the mask's own shape: $1/h$ of the weights' size for a mask per sentence shared by
+# the heads, $(B, 1, T, T)$ (less for one mask shared by every sentence too), as large as the weights for a
+# mask given per head. Among the tensors autograd keeps, on both paths:
 
 # %% tags=["hide-input"]
 from torch.nn.attention import SDPBackend, sdpa_kernel
