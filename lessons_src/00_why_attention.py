@@ -2,7 +2,7 @@
 # # 00 · Why attention
 #
 # Before the Transformer, most sequence models were recurrent (the paper's section 2 names convolutional
-# ones too, ByteNet and ConvS2S): a recurrent neural network (RNN) reads a sentence one word at a time and
+# ones too: the Extended Neural GPU, ByteNet and ConvS2S): a recurrent neural network (RNN) reads a sentence one word at a time and
 # carries everything it knows in a hidden state. The YOUR CAT IS A LOVELY CAT slide deck lists "Problems
 # with RNN (among others)": "Slow computation for long sequences", "Vanishing
 # or exploding gradients", "Difficulty in accessing information from long time ago". The COMP7607 slides name the
@@ -131,7 +131,7 @@ print("✓ a loop over nn.RNNCell equals nn.RNN")
 # the *decoder*, writes the translation. In the first such models the decoder received one vector:
 # the encoder's final state $h_{n-1}$, of $d_{hidden}$ numbers whatever the sentence's length.
 # Bahdanau, Cho and Bengio (2015) "conjecture that the use of a fixed-length vector is a bottleneck"
-# and remove it: at every output step the decoder, in state $s$, scores each encoder state $h_j$,
+# and remove it: at every output step the decoder, in state $s$ (their $s_{i-1}$), scores each encoder state $h_j$,
 # $e_j = v^\top \tanh(W_s s + W_h h_j)$ (**additive attention**), and reads the **context**
 # $c = \sum_j \alpha_j h_j$ with $\alpha = \mathrm{softmax}(e)$ (our `W_s` adds a bias, which theirs has not):
 
