@@ -197,7 +197,7 @@ assert torch.equal(targets[0, SHIFT:], tokens[0, :-SHIFT])
 # in every layer; "sinusoidal+offsets" starts each training sequence at a random position in
 # $0 \dots 48 - n$, and is tested from 0). With one seed, sinusoidal, none and sinusoidal+offsets start
 # from the same weights (learned and RoPE do not), and all but sinusoidal+offsets train on the same batches.
-# Unlike the paper: pre-norm, not post-norm; no dropout (§5.4 applies it to the embedding + PE sums) and
+# Unlike the paper: pre-norm, not post-norm; no dropout (§5.4 applies it to every sub-layer's output and to the embedding + PE sums) and
 # no label smoothing (§5.4); a constant learning rate, no warm-up (§5.3); and no $\sqrt{d_{model}}$
 # scaling of the embeddings (§3.4).
 
