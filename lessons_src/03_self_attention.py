@@ -329,7 +329,8 @@ print("✓ with entries N(0, 1/512) every once-occurring word's weight on itself
 
 # %% [markdown]
 # Without positional encoding the two CATs are the same vector: the same query, so rows 1 and 5 are
-# identical, and the same key, so columns 1 and 5 are identical too. Self-attention cannot tell them apart.
+# identical, and the same key, so columns 1 and 5 are identical too. Self-attention without a mask cannot
+# tell them apart.
 
 # %%
 print("row CAT (1):", A[1].numpy().round(4))
@@ -652,7 +653,7 @@ print("✓ the words YOUR, IS and A each look at most are not the same in all 8 
 # semantic structure of the sentences." Lessons 05–07 add heads and PE.
 
 # %% [markdown]
-# > **Going further:** IS's row drifts to the CATs too, and with two nouns an adjective does not always pick
+# > **Going further:** IS's row drifts to the CATs too in some seeds, and with two nouns an adjective does not always pick
 # > its own ([Going further](#Going-further)).
 
 # %% [markdown]
