@@ -480,6 +480,11 @@ COLD_LIMIT_MISTAKES = [
 ]
 
 
+def _copies(ties):
+    """How many of `ties` tied best keys in `_cold_cases` are copies of one key: two with 3 or more ties."""
+    return 2 if ties >= 3 else 1
+
+
 def _cold_cases(gen):
     """(q, K, V, ties): dyadic entries (K on a grid of eighths, the best key moved by q over a power of 2),
     so every score is exact and ties are exact. The `ties` best keys score at least 1 above every other key;
@@ -495,7 +500,7 @@ def _cold_cases(gen):
         top = int((K @ q).argmax())
         step = 2.0 ** math.floor(math.log2(float(q @ q)))  # |q|^2 / step is in [1, 2)
         slots = torch.randperm(n, generator=gen)[:ties].sort().values  # where the best keys go
-        copies = 2 if ties >= 3 else 1  # the first slots hold one key, repeated
+        copies = _copies(ties)  # the first slots hold one key, repeated
         best = K[top] + q / step  # scores |q|^2 / step above the old best
         K[slots] = best + torch.clamp(torch.arange(ties) - copies + 1, min=0)[:, None].double() * u / 8
         V = torch.randint(-4, 5, (n, d_v), generator=gen).double()  # (n, d_v) each key its own value
@@ -521,7 +526,7 @@ def cold_limit(answer):
     gen = torch.Generator().manual_seed(fresh_seed())  # inputs drawn anew on every check
     for q, K, V, ties in _cold_cases(gen):
         n = K.shape[0]
-        copies = 2 if ties >= 3 else 1
+        copies = _copies(ties)
         where = f"for {n} keys, {ties} of them tied for the best score"
         if ties > copies:
             where += f" ({copies} copies of one key, {ties - copies} differing from it only orthogonally to q)"
