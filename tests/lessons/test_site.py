@@ -33,6 +33,12 @@ def soup(page):
     return BeautifulSoup(page.read_bytes(), "lxml")
 
 
+@functools.cache
+def ids(page):
+    """Every id on a built page (a link's #fragment must be one of them)."""
+    return frozenset(tag["id"] for tag in soup(page).find_all(id=True))
+
+
 def latex(text):
     """LaTeX compared up to spacing, without MathJax's delimiters or the split environment Sphinx wraps
     multi-line display math in."""
@@ -81,7 +87,7 @@ def check_links_resolve(out):
             if not target.exists():
                 broken.append(url)
             elif parts.fragment and target.suffix == ".html":
-                if parts.fragment not in {t["id"] for t in soup(target).find_all(id=True)}:
+                if parts.fragment not in ids(target):
                     broken.append(url)
         assert not broken, f"{page.name} has links that do not resolve: {broken}"
 
@@ -250,3 +256,15 @@ def test_the_build_refuses_to_replace_a_folder_that_is_not_a_site(tmp_path, scri
     with pytest.raises(ValueError, match="out must be a new folder or an earlier site"):
         script("build_site").build(tmp_path)
     assert (tmp_path / "notes.txt").read_text() == "keep me"
+
+
+def test_the_link_check_finds_a_missing_page_and_a_missing_fragment(tmp_path):
+    (tmp_path / "a.html").write_text('<a href="b.html#here">fine</a><p id="top"><a href="#top">fine</a></p>')
+    (tmp_path / "b.html").write_text('<h1 id="here">B</h1>')
+    check_links_resolve(tmp_path)
+    for bad in ('<a href="c.html">no page</a>', '<a href="b.html#there">no such id</a>'):
+        (tmp_path / "a.html").write_text(bad)
+        soup.cache_clear()
+        ids.cache_clear()
+        with pytest.raises(AssertionError, match="do not resolve"):
+            check_links_resolve(tmp_path)
