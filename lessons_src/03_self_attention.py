@@ -211,8 +211,7 @@ check.predict_cold_lookup(my_guess_cold)
 #
 # In **self**-attention the queries, keys and values are all the same sentence X. The paper (section 2):
 # "Self-attention, sometimes called intra-attention is an attention mechanism relating different positions
-# of a single sequence in order to compute a representation of the sequence." Where else
-# the queries, keys and values come from: [Going further](#Going-further).
+# of a single sequence in order to compute a representation of the sequence."
 #
 # The reading notes on the paper give the simplest self-attention in three lines of PyTorch, for a batch
 # x of shape (b, t, k): the three lines of the function below. It has no $1/\sqrt{d_k}$; since `utils`
@@ -239,7 +238,7 @@ print("✓ the reading notes' bmm version == utils with q·√d_k")
 # The Transformer's version (the paper, section 3.2.1, equation 1) scales:
 # $\text{Attention}(Q, K, V) = \operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, here with $Q = K = V = X$. The
 # Transformer itself first projects $X$: $Q = XW_q$, $K = XW_k$, $V = XW_v$, with learned matrices; below we
-# add them ("Learned projections keep equivariance") and section 5 shows what they are for.
+# add them in section 4, and section 5 shows what they are for.
 
 
 # %%
@@ -295,9 +294,7 @@ print("scores between different words: min", round(min(different), 1), "max", ro
 
 # %% [markdown]
 # One sentence's embeddings are one draw; the same holds over 20 embedding tables
-# (`token_embeddings(..., seed=s)`). The dimension alone does not do it: for entries $N(0, \sigma^2)$ the
-# self-score is about $\sigma^2\sqrt{512}$, so with $\sigma^2 = 1/512$ it is about $1/\sqrt{512}$ and the rows
-# are nearly uniform.
+# (`token_embeddings(..., seed=s)`):
 
 # %% tags=["hide-input"]
 self_scores, other_scores, single_diag = [], [], []
@@ -319,13 +316,6 @@ print(
     "✓ in all 20 tables: self scores near sqrt(512), other scores ~ N(0, 1), and a word that occurs once puts "
     "over 0.9999 of its weight on itself"
 )
-small_diag = []  # the same sentences with entries N(0, 1/512): every embedding divided by sqrt(512)
-for s in range(20):
-    X_s = token_embeddings(sentence, d_model, seed=s) / math.sqrt(d_model)  # (seq, d_model)
-    small_diag += [self_attention(X_s)[1][i, i].item() for i in (0, 2, 3, 4)]
-print(f"entries N(0, 1/512): a once-occurring word's weight on itself {min(small_diag):.3f} to {max(small_diag):.3f}")
-assert all(abs(w - 1 / seq) < 0.02 for w in small_diag)
-print("✓ with entries N(0, 1/512) every once-occurring word's weight on itself is within 0.02 of uniform, 1/6")
 
 # %% [markdown]
 # Without positional encoding the two CATs are the same vector: the same query, so rows 1 and 5 are
@@ -343,9 +333,8 @@ fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: t
 
 # %% [markdown]
 # No accident of the draw: if $x_1 = x_5$, rows 1 and 5 are computed from the same numbers, and in every
-# row the scores in columns 1 and 5 are equal. So it holds for any attention without position information,
-# projections included ($x_1 W_q = x_5 W_q$, section 5); random dropout is the exception
-# ([Going further](#Going-further)). Over the 20 tables:
+# row the scores in columns 1 and 5 are equal. So it holds at inference for any attention without position
+# information, projections included ($x_1 W_q = x_5 W_q$, section 5). Over the 20 tables:
 
 # %% tags=["hide-input"]
 for s in range(20):
@@ -354,9 +343,8 @@ for s in range(20):
 print("✓ identical CATs: identical rows and identical columns in all 20 embedding tables")
 
 # %% [markdown]
-# > **Going further:** the deck's "random" matrix checked against what every attention matrix satisfies, and
-# > when the deck's expected largest diagonal holds (*Errata in the sources*); a causal mask also tells the
-# > CATs apart.
+# > **Going further:** where else queries, keys and values come from; the deck's "random" matrix checked
+# > (*Errata in the sources*); a causal mask, or dropout, also tells the CATs apart.
 
 # %% [markdown]
 # ## 4. Permutation equivariance (not invariance)
@@ -372,29 +360,61 @@ print("✓ identical CATs: identical rows and identical columns in all 20 embedd
 #         = \operatorname{softmax}\!\Big(P\,\tfrac{XX^\top}{\sqrt{d}}\,P^\top\Big) = P\,A(X)\,P^\top,$$
 # $$\text{Attention}(PX) = A(PX)\,PX = P\,A(X)\,P^\top P\,X = P\,A(X)\,X = P\,\text{Attention}(X),$$
 #
-# using $P^\top P = I$. The outputs are the same vectors, in the permuted order. One random reordering:
+# using $P^\top P = I$. The outputs are the same vectors, in the permuted order.
+#
+# Section 3's map would make a poor demonstration: there each output is about its own input, and a map that
+# does not mix positions at all is trivially equivariant. So we use one that mixes: the Transformer's, which
+# projects the input first and the output last, $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$. (The deck: "Self-Attention
+# requires no parameters", then "This will change later".) Ours uses four random `torch.nn.Linear` layers
+# ($d_{model} \times d_{model}$, with biases). They act on each position separately, $(PX)W + b = P(XW + b)$, so
+# the derivation above goes through.
+
 
 # %%
+@torch.no_grad()
+def projected_attention(X):
+    """Attention(X W_q, X W_k, X W_v) W_o: self-attention with the Transformer's learned projections."""
+    out, A = scaled_dot_product_attention(W_q(X), W_k(X), W_v(X))  # (seq, d_model), (seq, seq)
+    return W_o(out), A  # (seq, d_model), (seq, seq)
+
+
+torch.manual_seed(0)
+W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+Z, A_mix = projected_attention(X)  # (seq, d_model), (seq, seq)
+print(f"weights: smallest {A_mix.min():.2f}, largest {A_mix.max():.2f}: every output mixes all six words")
 one_perm = torch.randperm(seq, generator=torch.Generator().manual_seed(1))  # (seq,)
 P = torch.eye(seq)[one_perm]  # (seq, seq) permutation matrix: P @ X == X[one_perm]
-Y_p, A_p = self_attention(P @ X)  # (seq, d_model), (seq, seq)
+Z_p, A_p = projected_attention(P @ X)  # (seq, d_model), (seq, seq)
 print("P reorders the sentence to:", " ".join(sentence[i] for i in one_perm))
-print("Attention(PX) == P Attention(X):", torch.allclose(Y_p, P @ Y, atol=1e-5))
-print("A(PX) == P A(X) Pᵀ:", torch.allclose(A_p, P @ A @ P.T, atol=1e-6))
-assert torch.allclose(Y_p, P @ Y, atol=1e-5) and torch.allclose(A_p, P @ A @ P.T, atol=1e-6)
+print("Attention(PX) == P Attention(X):", torch.allclose(Z_p, P @ Z, atol=1e-5))
+print("A(PX) == P A(X) Pᵀ:", torch.allclose(A_p, P @ A_mix @ P.T, atol=1e-6))
+assert A_mix.min() > 0.05 and A_mix.max() < 0.5, "every output is a blend of all six words"
+assert torch.allclose(Z_p, P @ Z, atol=1e-5) and torch.allclose(A_p, P @ A_mix @ P.T, atol=1e-6)
 
 # %% [markdown]
-# The same for 20 random permutations:
+# The same for 20 random permutations and five initialisations; section 3's map passes too, but there
+# $\text{Attention}(X) \approx X$:
 
 # %% tags=["hide-input"]
 gen = torch.Generator().manual_seed(0)
+for init in range(5):  # five initialisations of the four layers, 20 permutations each
+    torch.manual_seed(init)
+    W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+    Z_i, A_i = projected_attention(X)  # (seq, d_model), (seq, seq)
+    assert A_i.min() > 0.05 and A_i.max() < 0.5, "it mixes positions"
+    for _ in range(20):
+        perm = torch.randperm(seq, generator=gen)  # (seq,)
+        Z_p, A_p = projected_attention(X[perm])  # (seq, d_model), (seq, seq)
+        assert torch.allclose(Z_p, Z_i[perm], atol=1e-5), "Attention(PX) = P Attention(X)"
+        assert torch.allclose(A_p, A_i[perm][:, perm], atol=1e-6), "A(PX) = P A(X) Pᵀ"
 for _ in range(20):
     perm = torch.randperm(seq, generator=gen)  # (seq,)
-    P = torch.eye(seq)[perm]  # (seq, seq) permutation matrix: P @ X == X[perm]
-    Y_p, A_p = self_attention(P @ X)  # (seq, d_model), (seq, seq)
-    assert torch.allclose(Y_p, P @ Y, atol=1e-5), "Attention(PX) = P Attention(X)"
-    assert torch.allclose(A_p, P @ A @ P.T, atol=1e-6), "A(PX) = P A(X) Pᵀ"
-print("✓ equivariant for 20 random permutations")
+    assert torch.allclose(self_attention(X[perm])[0], Y[perm], atol=1e-5)
+assert (Y - X).abs().max() < 1e-4, "section 3's map is about the identity"
+print("✓ equivariant for 20 random permutations, 5 initialisations of W_q, W_k, W_v, W_o, every weight over 0.05")
+print("✓ section 3's map is equivariant too, but there every output is (almost exactly) its own input")
+torch.manual_seed(0)
+W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))  # back to the layers above
 
 # %% [markdown]
 # *Invariant* would mean $\text{Attention}(PX) = \text{Attention}(X)$: the same output rows in the same places.
@@ -407,11 +427,11 @@ my_guess_reversed = None  # your answer: a number from 0 to 6
 
 # %%
 reverse = torch.arange(seq - 1, -1, -1)  # (seq,) CAT LOVELY A IS CAT YOUR
-Y_rev, _ = self_attention(X[reverse])  # (seq, d_model)
-changed = int((~torch.isclose(Y_rev, Y, atol=1e-5).all(dim=-1)).sum())
+Z_rev, _ = projected_attention(X[reverse])  # (seq, d_model)
+changed = int((~torch.isclose(Z_rev, Z, atol=1e-5).all(dim=-1)).sum())
 print("changed output rows:", changed, "of", seq)
-assert not torch.allclose(Y_rev, Y), "not invariant"
-assert torch.allclose(Y_rev, Y[reverse], atol=1e-5), "but equivariant"
+assert not torch.allclose(Z_rev, Z), "not invariant"
+assert torch.allclose(Z_rev, Z[reverse], atol=1e-5), "but equivariant"
 assert changed == check.predict_reversed_rows.reference
 
 # %%
@@ -423,11 +443,12 @@ check.predict_reversed_rows(my_guess_reversed)
 # "Sat cat the" look alike) is real: self-attention, then a sum, cannot tell them apart.
 
 # %% tags=["hide-input"]
-pooled = Y.sum(dim=0)  # (d_model,)
+pooled, pooled_bare = Z.sum(dim=0), Y.sum(dim=0)  # (d_model,) each
 for _ in range(20):
     perm = torch.randperm(seq, generator=gen)  # (seq,)
-    assert torch.allclose(self_attention(X[perm])[0].sum(dim=0), pooled, atol=1e-4)
-print("✓ sum-pool of self-attention is permutation invariant")
+    assert torch.allclose(projected_attention(X[perm])[0].sum(dim=0), pooled, atol=1e-4)
+    assert torch.allclose(self_attention(X[perm])[0].sum(dim=0), pooled_bare, atol=1e-4)
+print("✓ the sum-pool of self-attention, with or without projections, is the same for 20 random orders")
 
 # %% [markdown]
 # ### Positional encoding breaks the symmetry
@@ -440,29 +461,36 @@ print("✓ sum-pool of self-attention is permutation invariant")
 
 # %%
 PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
-Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq)
-Y_rev_pe, _ = self_attention(X[reverse] + PE)  # (seq, d_model)
-gap = Y_rev_pe - Y_pe[reverse]  # (seq, d_model)
-moved = int((gap.abs().max(dim=-1).values > 1e-3).sum())
+Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
+Z_rev_pe, _ = projected_attention(X[reverse] + PE)  # (seq, d_model)
+gap = (Z_rev_pe - Z_pe[reverse]).abs().max(dim=-1).values  # (seq,) how far each output is from equivariance
+moved = int((gap > 1e-3).sum())
 print(
-    "rows that moved:",
-    moved,
-    "of",
-    seq,
-    "| max |Attention(PX + PE) - P Attention(X + PE)| =",
-    round(gap.abs().max().item(), 2),
+    f"rows that moved: {moved} of {seq}, by {gap.min():.2f} to {gap.max():.2f} (outputs up to {Z_pe.abs().max():.2f})"
 )
-assert not torch.allclose(Y_rev_pe, Y_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
+assert not torch.allclose(Z_rev_pe, Z_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
+assert moved == seq
+
+# %% tags=["hide-input"]
+Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq) section 3's map, with PE
+Y_rev_pe, _ = self_attention(X[reverse] + PE)  # (seq, d_model)
+bare_gap = Y_rev_pe - Y_pe[reverse]  # (seq, d_model)
 PE_gap = PE - PE[reverse]  # (seq, d_model) what each output should be off by, if outputs ≈ inputs
-assert moved == seq and (gap - PE_gap).abs().max() < 0.5 and abs(gap.abs().max() - PE_gap.abs().max()) < 0.05
+assert (bare_gap.abs().max(dim=-1).values > 1e-3).all() and (bare_gap - PE_gap).abs().max() < 0.5
+assert abs(bare_gap.abs().max() - PE_gap.abs().max()) < 0.05
+for init in range(5):
+    torch.manual_seed(init)
+    W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
+    Z_i, _ = projected_attention(X + PE)  # (seq, d_model)
+    assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_i[reverse], atol=1e-3)
+print("✓ with PE, not equivariant for any of the 5 initialisations")
+print(f"✓ section 3's map with PE: outputs move by up to {bare_gap.abs().max():.2f}, its own encodings' difference")
 
 # %% [markdown]
-# Why about 2: each word still looks (almost) only at itself, so output $i$ is about its input, and the two
-# orders give it different encodings, $PE_i$ and $PE_{\text{rev}(i)}$, whose entries in $[-1, 1]$ differ by up to 2.
-
-# %% [markdown]
-# The two CATs are now different vectors, with different rows and columns: each attends more to itself than
-# to the other, here and in all 20 embedding tables.
+# In section 3's map with PE the two CATs are different vectors, with different rows and columns: each attends
+# more to itself than to the other, here and in all 20 embedding tables. At inference (no dropout) the symmetry
+# breaks only when something tells the positions apart: PE, a position bias, or a position-dependent mask, such
+# as a causal one (Going further).
 
 # %%
 print("row CAT (1):", A_pe[1].numpy().round(4))
@@ -482,46 +510,6 @@ for s in range(20):
 print(f"own weight minus the other CAT's, over 20 tables: {min(margins):.2f} to {max(margins):.2f}")
 assert min(margins) > 0
 print("✓ with PE, each CAT attends more to itself than to the other CAT, in all 20 tables")
-
-# %% [markdown]
-# ### Learned projections keep equivariance
-#
-# The YOUR CAT slide deck says "Self-Attention requires no parameters", and adds "This will change later".
-# Here is the change: the Transformer's attention projects the input first and the output last,
-# $\text{Attention}(XW_q, XW_k, XW_v)\,W_o$. Ours uses four `torch.nn.Linear` layers ($d_{model} \times d_{model}$,
-# with biases). They act on each position separately, $(PX)W + b = P(XW + b)$, so the derivation above goes
-# through: the layer is still equivariant. At inference (no dropout) the symmetry breaks only when something
-# tells the positions apart: PE, a position bias, or a mask that depends on position, such as a causal mask
-# or a local window (Going further).
-#
-# > **Going further:** the layer's parameter count, the paper's and `nn.Linear`'s.
-
-
-# %%
-@torch.no_grad()
-def projected_attention(X):
-    """Attention(X W_q, X W_k, X W_v) W_o: self-attention with the Transformer's learned projections."""
-    out, A = scaled_dot_product_attention(W_q(X), W_k(X), W_v(X))  # (seq, d_model), (seq, seq)
-    return W_o(out), A  # (seq, d_model), (seq, seq)
-
-
-torch.manual_seed(0)
-W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
-Z, _ = projected_attention(X)  # (seq, d_model)
-perm = torch.randperm(seq, generator=gen)  # (seq,) a random reordering
-print("Attention(PX) W_o == P Attention(X) W_o:", torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5))
-
-# %% tags=["hide-input"]
-for init in range(5):  # five initialisations of the four layers, 20 permutations each
-    torch.manual_seed(init)
-    W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
-    Z, _ = projected_attention(X)  # (seq, d_model)
-    for _ in range(20):
-        perm = torch.randperm(seq, generator=gen)  # (seq,)
-        assert torch.allclose(projected_attention(X[perm])[0], Z[perm], atol=1e-5)
-    Z_pe, _ = projected_attention(X + PE)  # (seq, d_model)
-    assert not torch.allclose(projected_attention(X[reverse] + PE)[0], Z_pe[reverse], atol=1e-3)
-print("✓ with W_q, W_k, W_v, W_o (5 initialisations): still equivariant; with PE: not")
 
 # %% [markdown]
 # ## 5. What projecting queries and keys makes possible
@@ -591,8 +579,6 @@ check.predict_random_diagonal(my_guess_diagonal)
 # $(AX)_i$ must name the noun: noun $n$ scores $(AX)_i \cdot x_n / \sqrt{512}$, and the loss is the
 # cross-entropy over the six nouns. Only $W_q$ and $W_k$ are trained, from the random matrices above: 50 Adam
 # steps of 32 sentences (`train_adjective_noun`), 8 seeds.
-#
-# > **Going further:** why the first loss is already below $\ln 6$, a blind guess among six nouns.
 
 # %% tags=["nbval-ignore-output"]
 trained = {
@@ -651,10 +637,9 @@ print("✓ the words YOUR, IS and A each look at most are not the same in all 8 
 # (section 4) reports roles like this in its trained translator: "Not only do individual attention heads
 # clearly learn to perform different tasks, many appear to exhibit behavior related to the syntactic and
 # semantic structure of the sentences." Lessons 05–07 add heads and PE.
-
-# %% [markdown]
-# > **Going further:** IS's row drifts to the CATs too in some seeds, and with two nouns an adjective does not always pick
-# > its own ([Going further](#Going-further)).
+#
+# > **Going further:** why the first loss is already below $\ln 6$; IS's row drifts to the CATs too in some
+# > seeds; with two nouns an adjective does not always pick its own.
 
 # %% [markdown]
 # ## Explore: the attention-map explorer
@@ -703,9 +688,8 @@ attention_explorer("YOUR CAT IS A LOVELY CAT", query=1)
 #   $c = \operatorname{softmax}(qK^\top/\sqrt{d_k})\,V$, a soft dictionary look-up that temperature $\to 0$
 #   makes hard when one key matches best.
 # - Bare self-attention $\operatorname{softmax}(XX^\top/\sqrt{d})\,X$ has no parameters. With random
-#   512-dimensional embeddings of $N(0, 1)$ entries a word that occurs once looks (almost) only at itself
-#   (entries $N(0, 1/512)$ give near-uniform rows); without position information identical words get identical
-#   rows and columns.
+#   512-dimensional embeddings of $N(0, 1)$ entries a word that occurs once looks (almost) only at itself;
+#   without position information identical words get identical rows and columns.
 # - It is permutation **equivariant**, not invariant. Positional encoding breaks the symmetry; learned
 #   $W_q, W_k, W_v, W_o$ do not.
 # - Random $W_q, W_k$ make the map chance; trained ones make adjectives look at the noun.
@@ -797,7 +781,18 @@ check.cold_limit(cold_limit)
 #
 # The paper, section 3.4: "In the embedding layers, we multiply those weights by $\sqrt{d_{model}}$." It gives
 # neither a reason nor the weights' initialisation; if they start with entries $N(0, 1/512)$, the scaled
-# embeddings have entries $N(0, 1)$, the case of section 3.
+# embeddings have entries $N(0, 1)$, the case of section 3. The dimension alone does not make section 3's rows
+# peaked: for entries $N(0, \sigma^2)$ the self-score is about $\sigma^2\sqrt{512}$, so with $\sigma^2 = 1/512$ it
+# is about $1/\sqrt{512}$ and the rows are nearly uniform:
+
+# %% tags=["hide-input"]
+small_diag = []  # the same sentences with entries N(0, 1/512): every embedding divided by sqrt(512)
+for s in range(20):
+    X_s = token_embeddings(sentence, d_model, seed=s) / math.sqrt(d_model)  # (seq, d_model)
+    small_diag += [self_attention(X_s)[1][i, i].item() for i in (0, 2, 3, 4)]
+print(f"entries N(0, 1/512): a once-occurring word's weight on itself {min(small_diag):.3f} to {max(small_diag):.3f}")
+assert all(abs(w - 1 / seq) < 0.02 for w in small_diag)
+print("✓ with entries N(0, 1/512) every once-occurring word's weight on itself is within 0.02 of uniform, 1/6")
 #
 # ### How many parameters has the attention layer?
 #
@@ -893,14 +888,14 @@ for s in range(20):
         not props["identical tokens get identical rows"] and not props["identical tokens get identical columns"]
     )
 assert window_hits == 20
-print("✓ with a centred window of size 5 (no PE), the two CATs' rows and columns differ, in all 20 embedding tables")
 every_fourth = torch.remainder(offsets, 4) <= 1  # (seq, seq) True where i - j mod 4 is 0 or 1
 for d in (d_model, 16):
     for s in range(20):
         X_s = token_embeddings(sentence, d, seed=s)  # (seq, d)
         A_s = scaled_dot_product_attention(X_s, X_s, X_s, mask=every_fourth)[1]  # (seq, seq)
         assert all(attention_properties(A_s, sentence, atol=1e-6).values()), "the CATs stay alike"
-print("✓ with the mask 'i - j mod 4 is 0 or 1' the CATs' rows and columns stay identical (20 tables, d = 512, 16)")
+print("✓ in all 20 tables (no PE), a centred window of size 5 tells the CATs' rows and columns apart; the mask")
+print("  'i - j mod 4 is 0 or 1' leaves them identical (d = 512 and 16)")
 
 # %% [markdown]
 # ### Why the loss starts far below $\ln 6$
@@ -932,8 +927,8 @@ print(
 # %% tags=["hide-input"]
 assert all(losses[0] < math.log(6) for _, _, losses in trained.values()), "it started below a blind guess"
 assert all(0.2 <= w <= 0.31 for w in start_weight) and all(3.5 <= g <= 6.5 for g in start_lead)
-print(f"✓ in all 8 seeds the first loss is below ln 6 = {math.log(6):.2f} (a blind guess among six nouns)")
-print("✓ before training, adjectives put 0.2–0.3 of their weight on the noun, a lead of about 4–6, in 8 of 8 seeds")
+print(f"✓ in all 8 seeds the first loss is below ln 6 = {math.log(6):.2f}: untrained, adjectives already put 0.2–0.3")
+print("  of their weight on the noun, a lead of about 4–6")
 
 # %% [markdown]
 # ### Beyond LOVELY: IS's row, and which noun
@@ -1039,9 +1034,11 @@ check.predict_broken_properties(my_prediction)
 # The rows sum to 1 (two give 1.001, the rounding) and no weight is negative, but the two CATs have
 # different rows and columns (printed below), so the deck's matrix cannot come from the word embeddings
 # alone. Our $A$ (no PE) has all four; attention dropout (weights zeroed at random, the rest scaled up)
-# breaks even property 2. A position bias on the scores can break 3 and 4: $-0.5\,|i - j|$ breaks both, as
-# the CATs sit at different places; a bias linear in $i - j$ keeps the rows equal (per row it is a constant,
-# which softmax ignores, plus a per-key term both CAT rows share).
+# breaks even property 2. That dropout is an implementation choice (`nn.MultiheadAttention`'s `dropout`), not
+# the paper's: its section 5.4 applies dropout "to the output of each sub-layer" and "to the sums of the
+# embeddings and the positional encodings", with $P_{drop} = 0.1$. A position bias on the scores can break 3
+# and 4: $-0.5\,|i - j|$ breaks both, as the CATs sit at different places; a bias linear in $i - j$ keeps the
+# rows equal (per row it is a constant, which softmax ignores, plus a per-key term both CAT rows share).
 
 # %% tags=["hide-input"]
 ours = attention_properties(A, sentence, atol=1e-5)
@@ -1050,23 +1047,23 @@ print("deck, row CAT (5) on CAT (5), CAT (1):", deck_matrix[5, [5, 1]].tolist())
 assert broken == {3, 4}, "the deck's matrix breaks exactly properties 3 and 4"
 assert deck_matrix[1, 1] > deck_matrix[1, 5] and deck_matrix[5, 5] > deck_matrix[5, 1], "each CAT prefers itself"
 assert all(ours.values()), "the computed matrix has all four properties"
-print("✓ deck: rows sum to 1 up to its rounding, none negative, but CAT rows and columns differ; ours: all four")
 torch.manual_seed(0)
 _, A_drop = scaled_dot_product_attention(X, X, X, dropout_p=0.1)  # (seq, seq) training-time dropout
 assert not attention_properties(A_drop, sentence, atol=1e-5)["every row sums to 1"]
-print("✓ with attention dropout 0.1, the rows no longer all sum to 1")
 positions = torch.arange(len(sentence))  # (seq,)
 distance_bias = -0.5 * (positions[:, None] - positions[None, :]).abs()  # (seq, seq)
 A_bias = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]) + distance_bias, dim=-1)  # (seq, seq)
 biased = attention_properties(A_bias, sentence, atol=1e-5)
 assert biased["every row sums to 1"] and not biased["identical tokens get identical rows"]
 assert not biased["identical tokens get identical columns"]
-print("✓ with a position bias -0.5|i - j| on the scores, the two CATs' rows and columns differ")
 linear_bias = -0.5 * (positions[:, None] - positions[None, :])  # (seq, seq)
 A_linear = torch.softmax(X @ X.T / math.sqrt(X.shape[-1]) + linear_bias, dim=-1)  # (seq, seq)
 linear = attention_properties(A_linear, sentence, atol=1e-5)
 assert linear["identical tokens get identical rows"] and not linear["identical tokens get identical columns"]
-print("✓ with a linear bias -0.5(i - j), the two CATs' rows stay equal, their columns differ")
+print("✓ deck: rows sum to 1 up to its rounding, none negative, but CAT rows and columns differ; ours: all four;")
+print(
+    "  attention dropout breaks the row sums; a bias -0.5|i - j| the CATs' rows and columns, -0.5(i - j) columns only"
+)
 
 # %% [markdown]
 # Could positional encoding explain the deck's matrix? It makes the two CATs different vectors, and section 4
