@@ -103,7 +103,7 @@ LONGEST_FIRST = [
     "tests/unit/test_ipywidgets7.py",
     "notebook",
     "tests/browser/",
-    "tests/lessons/test_site.py",
+    "tests/browser/test_site.py",
 ]
 
 

@@ -1,6 +1,8 @@
 """The book site: one command builds it from the committed notebooks without running or changing them; a table
 of contents lists the lessons in order, previous/next links chain them, each page holds its title, math,
-figures and Colab/Binder links, search exists, cells tagged hide-input are collapsed, every relative link resolves."""
+figures and Colab/Binder links, search exists, cells tagged hide-input are collapsed, every relative link resolves;
+in Chromium (a browser test), every lesson page typesets its formulas with the network cut (MathJax ships with
+the site). The site is built once for all of them."""
 
 import functools
 import hashlib
@@ -268,3 +270,18 @@ def test_the_link_check_finds_a_missing_page_and_a_missing_fragment(tmp_path):
         ids.cache_clear()
         with pytest.raises(AssertionError, match="do not resolve"):
             check_links_resolve(tmp_path)
+
+
+@pytest.mark.browser
+def test_mathjax_typesets_every_formula_offline(browser, site):
+    out, _ = site
+    page = browser.new_page()
+    try:
+        page.route("http*://**", lambda route: route.abort())  # no network: MathJax must come with the site
+        for path in LESSONS:
+            page.goto((out / f"{path.stem}.html").as_uri())
+            formulas = page.locator(".math").count()
+            assert formulas > 0, f"{path.stem}: no formula on the page"
+            page.wait_for_function(f"document.querySelectorAll('mjx-container').length >= {formulas}", timeout=30000)
+    finally:
+        page.close()
