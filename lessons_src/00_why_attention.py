@@ -9,8 +9,7 @@
 # cause: "In general, the longer the path, the smaller the gradient signal." The reading notes sum up
 # the alternative: attention "has constant length between any two positions"; Liang Hong's slides,
 # bluntly: "RNN is unnecessary". On small models, this lesson counts the sequential steps behind the
-# first problem (section 2) and measures the other two (sections 1 to 3 and 5; exploding gradients in
-# Going further C).
+# first problem (section 2) and measures the other two.
 #
 # **Goals.** Say why an RNN encoder–decoder squeezes a sentence into one vector and how attention
 # removes that bottleneck; count the steps between two positions in an RNN and in self-attention;
@@ -129,11 +128,13 @@ print("✓ a loop over nn.RNNCell equals nn.RNN")
 # %% [markdown]
 # **The bottleneck.** For translation, an RNN *encoder* reads the source sentence and a second RNN,
 # the *decoder*, writes the translation. In the first such models the decoder received one vector:
-# the encoder's final state $h_{n-1}$, of $d_{hidden}$ numbers whatever the sentence's length.
+# the encoder's final state $h_{n-1}$ (Cho et al., 2014: a transform of it), of $d_{hidden}$ numbers
+# whatever the sentence's length.
 # Bahdanau, Cho and Bengio (2015) "conjecture that the use of a fixed-length vector is a bottleneck"
 # and remove it: at every output step the decoder, in state $s$ (their $s_{i-1}$), scores each encoder state $h_j$,
 # $e_j = v^\top \tanh(W_s s + W_h h_j)$ (**additive attention**), and reads the **context**
-# $c = \sum_j \alpha_j h_j$ with $\alpha = \mathrm{softmax}(e)$ (our `W_s` adds a bias, which theirs has not):
+# $c = \sum_j \alpha_j h_j$ with $\alpha = \mathrm{softmax}(e)$ (ours differs: `W_s` adds a bias, and
+# their encoder is bidirectional, as in section 3):
 
 
 # %%
@@ -215,9 +216,33 @@ print("✓ through attention it behaves like a 1/n share among the n words: grad
 # %%
 check.predict_attention_flat(my_guess_attention_ratio)
 
+
+# %%
+def log_axes(ax, ns, ylabel, title):
+    """Log-log axes over the sequence lengths ns, with only those n labelled."""
+    ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=ylabel, title=title)
+    ax.set_xticks(ns, [str(n) for n in ns])
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())
+
+
+fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+for seed, (last, attended) in enumerate(zip(fixed_grad, attention_grad_x_n)):
+    ax.plot(lengths, last, "o-", color=COLOR["RNN"], label="through the final state" if seed == 0 else None)
+    ax.plot(
+        lengths, attended, "s-", color=COLOR["self-attention"], label="through attention, x n" if seed == 0 else None
+    )
+log_axes(
+    ax,
+    lengths,
+    "gradient reaching x_0 (log scale)",
+    "Gradient reaching the first word, 5 seeds:\nit vanishes through the final state, stays flat through attention (x n)",
+)
+ax.legend()
+plt.show()
+
 # %% [markdown]
 # Both contexts hold $d_{hidden}$ numbers, but attention's is recomputed at every decoder step from all
-# the encoder states. The encoder is still an RNN, with $n$ steps one after another; the Transformer
+# the encoder states. The encoder still runs $n$ steps one after another; the Transformer
 # drops the recurrence: **self-attention**.
 #
 # ## 2. Self-attention: one step between any two positions
@@ -297,7 +322,7 @@ print("✓ attention's output n-1 depends on x_0; a position-wise layer's does n
 # operations required" (section 4). We count PyTorch calls (`count_calls`) and cell runs (a forward
 # hook). In our cell loop each cell call needs the previous one's output. The count is a proxy both
 # ways: `nn.RNN` hides the same loop inside one call, and the one-query-at-a-time loop makes more calls
-# as $n$ grows though no query waits for another. It describes this code; `path_length` showed the dependence.
+# as $n$ grows though no query waits for another.
 #
 # **Predict first.** Attention computes $64^2$ scores at $n = 64$ and $2^2$ at $n = 2$. How many
 # times as many PyTorch calls does it make at $n = 64$ as at $n = 2$?
@@ -346,13 +371,6 @@ check.predict_attention_calls(my_guess_attention_calls)
 
 
 # %%
-def log_axes(ax, ns, ylabel, title):
-    """Log-log axes over the sequence lengths ns, with only those n labelled."""
-    ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=ylabel, title=title)
-    ax.set_xticks(ns, [str(n) for n in ns])
-    ax.xaxis.set_minor_formatter(plt.NullFormatter())
-
-
 fig, (ax_path, ax_ops) = plt.subplots(1, 2, figsize=(10, 3.5), layout="constrained")
 ax_path.plot(ns, rnn_path, "o-", color=COLOR["RNN"], label="RNN (cell applications)")
 ax_path.plot(ns, attention_path, "s-", color=COLOR["self-attention"], label="self-attention (layers)")
@@ -428,7 +446,7 @@ print("✓ the bidirectional RNN reaches both ways, but through n cell applicati
 check.predict_bi_path(my_guess_bi_path)
 
 # %% [markdown]
-# And the gradient across those $n$ steps still vanishes (section 5 measures it): output 64's
+# And the gradient across those $n$ steps still vanishes: output 64's
 # against output 1's, with respect to $x_0$, for 10 initialisations:
 
 # %%
@@ -452,7 +470,7 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # ## 4. The paper's Table 1, counted
 #
 # Table 1 of the paper (section 4, "Why Self-Attention") compares four kinds of layer by three costs, for a sequence of length $n$,
-# representation dimension $d$ and kernel size $k$ (headings and rows as the paper prints them):
+# representation dimension $d$ and kernel size $k$ (as the paper prints it):
 #
 # | Layer Type | Complexity per Layer | Sequential Operations | Maximum Path Length |
 # |---|---|---|---|
@@ -464,8 +482,8 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # A convolution of width $k < n$ connects each output to $k$ inputs: linking
 # the two ends takes $O(n/k)$ layers, or $O(\log_k(n))$ **dilated** ones, whose layer $l$ skips
 # $k^l - 1$ positions between its inputs. That is the idealisation behind $O(\log_k(n))$: ByteNet
-# (Kalchbrenner et al., 2017) uses $k = 3$ with dilations 1, 2, 4, 8, 16, doubling and then starting
-# again at 1 (**exercise 2** lets the dilation double). Ours are causal, like the RNN.
+# (Kalchbrenner et al., 2017) uses $k = 3$ with dilations 1, 2, 4, 8, 16, then 1 again (**exercise 2**).
+# Ours are causal, like the RNN.
 # `layers_to_connect` counts the path in **layers**: it stacks layers until output $n - 1$'s
 # gradient with respect to $x_0$ is not zero. Complexity: the FLOPs of the products
 # (`torch.utils.flop_counter`, 2 per multiply-add). Sequential operations: PyTorch calls, as in
@@ -474,12 +492,10 @@ print("✓ in 10 of 10 seeds the bidirectional RNN's gradient across 64 steps fa
 # %% [markdown]
 # The fourth row, **restricted** self-attention, lets each position attend only to "a neighborhood of
 # size r in the input sequence centered around the respective output position". The paper only
-# proposes it, for "future work"; the Transformer itself uses full attention. Ours is causal, like
-# our RNN and convolutions: output $t$ attends to inputs $t - r + 1, \dots, t$ (exercise 4 counts the
-# centred one).
-# The keys and values of each window are gathered with `unfold`, so the layer computes $n \times r$
-# scores instead of $n \times n$ (**Going further F**). It must
-# equal full attention masked to the same band:
+# proposes it, for "future work"; the Transformer itself uses full attention. Ours is causal:
+# output $t$ attends to inputs $t - r + 1, \dots, t$ (exercise 4 counts the centred one).
+# Gathering each window's keys and values with `unfold`, it computes $n \times r$ scores instead of
+# $n \times n$, and must equal full attention masked to the same band:
 
 
 # %%
@@ -613,9 +629,6 @@ assert products_cheaper == [n < d for n in range(1, 2 * d + 1)]
 print(f"✓ attention's n x n products alone cost fewer FLOPs than the RNN layer exactly when n < d = {d}")
 
 # %% [markdown]
-# A GRU or an LSTM costs more than our RNN: against them the whole layer is cheaper while $n$ is
-# small ([Going further](#Going-further) H).
-#
 # The columns as figures: convolutions and restricted attention buy parallel work with depth.
 
 # %%
@@ -647,9 +660,11 @@ for ax in (ax_path, ax_flops):
 plt.show()
 
 # %% [markdown]
-# In time, recurrence "precludes parallelization within training examples" (the paper, section 1): a
-# GPU can run attention's $n^2$ comparisons side by side, not the RNN's $n$ dependent steps ("GPU
-# loves parallel computing blocks!", the COMP7607 slides); one CPU thread shows part of it (**Going further G**).
+# Recurrence "precludes parallelization within training examples", and at long lengths "memory
+# constraints limit batching across examples"; factorization tricks and conditional computation cut
+# its cost, but "The fundamental constraint of sequential computation, however, remains" (the paper,
+# section 1). A GPU can run attention's $n^2$ comparisons side by side, not the RNN's $n$ dependent steps ("GPU loves parallel computing blocks!", the COMP7607 slides; one
+# CPU thread in **Going further G**).
 # The payoff: "a new state of the art in translation quality after being trained for as little as
 # twelve hours on eight P100 GPUs" (section 1).
 
@@ -662,11 +677,8 @@ plt.show()
 # with $L_n$ the sum of output $n$, in float64, median over 8 random sequences (`grad_norm_to_first`),
 # at distances $n$ from 1 to 128.
 #
-# > [Going further](#Going-further) A–D: the factor per step, exploding gradients, float32's exact zero.
-#
 # **Predict first.** From $n = 1$ to $n = 128$, by how many orders of magnitude does the RNN's
-# gradient fall? (Write $m$ for a fall by $10^{m}$; section 1's final state lost about 20 or more from
-# $n = 5$ to 80.)
+# gradient fall? (Section 1's final state lost about 20 or more from $n = 5$ to 80.)
 
 # %%
 my_guess_orders = None  # your answer: a number of orders of magnitude, e.g. 5
@@ -721,13 +733,13 @@ plot_gradients(
 )
 
 # %% [markdown]
-# A nearly straight line on a log scale: on average a constant factor per step (printed above).
+# A nearly straight line on a log scale: a constant factor per step on average.
 #
 # **Attention: diluted, not vanishing.**
 # Output $n$ depends on $x_0$ through one softmax-weighted sum over $n + 1$ positions. When the
 # weights stay within a few times $1/(n+1)$, position 0's share, and its gradient, fall like
 # $1/(n+1)$: gradient $\times (n+1)$ changes by a small factor, not orders of magnitude. Over 8
-# initialisations, with the last output's largest weight at $n = 128$ as a multiple of uniform $1/129$:
+# initialisations:
 
 
 # %%
@@ -771,20 +783,21 @@ print(
 # operations, albeit at the cost of reduced effective resolution due to averaging attention-weighted
 # positions, an effect we counteract with Multi-Head Attention" (lesson 05).
 #
-# > [Going further](#Going-further) E: sharper weights make the gradient depend on the content.
+# > [Going further](#Going-further) A–E: the factor per step, exploding gradients, float32's exact
+# > zero, sharper attention weights.
 #
 # ## Summary
 #
-# - An RNN encoder hands its decoder one vector whatever the sentence's length; in our untrained RNNs
-#   the gradient from it to the first word vanishes with length. Bahdanau et al.'s attention reads a
-#   new weighted sum of all the encoder states at every step.
+# - An RNN encoder hands its decoder one vector; in our untrained RNNs the first word's gradient
+#   through it vanishes with length. Bahdanau et al.'s attention rereads all the encoder states at
+#   every step.
 # - Between positions 0 and $n - 1$ an RNN puts $n$ dependent steps, bidirectional or not;
 #   self-attention, one layer and a fixed number of calls.
 # - Table 1, counted: every row's FLOPs and path length match an exact formula at every $n$
 #   measured; only the RNN cell loop's calls grow with $n$.
-# - Through our tanh RNN the gradient shrinks by a roughly constant factor per step on average: over
-#   40 orders of magnitude in 128 steps at seed 0, over 30 at each of Going further C's twenty seeds;
-#   through attention with spread-out weights it is only shared among the positions.
+# - Through our tanh RNN the gradient shrinks by a roughly constant factor per step: over 40 orders
+#   of magnitude in 128 steps at seed 0, over 30 at each of twenty seeds; through attention with
+#   spread-out weights it is only shared among the positions.
 #
 # ## Exercises
 #
@@ -854,11 +867,10 @@ check.centred_layers(centred_layers)
 # %% [markdown]
 # ## Going further
 #
-# Eight detours, each with its own checks (A to E from section 5, F to H from section 4). Read them if you want to know:
+# Eight detours (A to E from section 5, F to H from section 4):
 #
 # - **A.** whether $\|W_{hh}\|_2 < 1$, a sufficient condition for vanishing, holds at PyTorch's
-#   initialisation (in fewer than half the seeds at $d_{hidden} = 16$, in none at 64), and what
-#   random-matrix theory says;
+#   initialisation, and what random-matrix theory says;
 # - **B.** where the factor per step comes from: tanh's slope times a gain of $W_{hh}$ near its
 #   spectral radius, not its norm;
 # - **C.** whether that holds over twenty initialisations, and when the gradient explodes instead;
@@ -916,18 +928,18 @@ assert 0 < int((init[16][0] < 1).sum()) < 25 and init[16][0][0] < 1  # seed 0 is
 assert int((init[64][0] < 1).sum()) == int((init[256][0] < 1).sum()) == 0
 assert abs(init[256][0].median() / (2 / math.sqrt(3)) - 1) < 0.05
 assert abs(init[256][1].median() / (1 / math.sqrt(3)) - 1) < 0.06
-print("✓ ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16, in none at 64 or 256")
-print("✓ over these four widths the median norm grows towards 2/sqrt(3); rho(W_hh) < 1 in every seed")
-print("✓ at d_hidden = 256 the median rho(W_hh) is near 1/sqrt(3)")
+print(
+    "✓ ||W_hh||_2 < 1 in fewer than half of 50 seeds at d_hidden = 16 and in none at 64 or 256, its median growing "
+    "towards 2/sqrt(3); rho(W_hh) < 1 in every seed, its median near 1/sqrt(3) at 256"
+)
 
 # %% [markdown]
-# The limits are for large $d$. At the narrowest widths the picture changes. Over 2000 seeds at
-# each even width from 2 to 14: at $d_{hidden}$ = 2 and 4 the norm is below 1 in most seeds and more
-# than 10 seeds have a spectral radius of 1 or more; at 6 and 8 only a few seeds do (at most 5 of the
-# 2000, listed below); at 10, 12 and 14 none of the 2000 does. The share of norms below 1 falls at
-# each wider width, to fewer than half at 12 and 14.
+# The limits are for large $d$. At the narrowest widths (2000 seeds at each even width from 2 to 14)
+# the norm is below 1 in most seeds at $d_{hidden}$ = 2 and 4, in fewer at each wider width, and in
+# under half at 12 and 14; a spectral radius of 1 or more turns up in more than 10 seeds at 2 and 4,
+# in 1 to 5 at 6 and 8, and in none from 10 on.
 
-# %%
+# %% tags=["hide-input"]
 narrow_seeds = range(2000)
 narrow = {d_hidden: default_init_W_hh(d_hidden, narrow_seeds) for d_hidden in range(2, 15, 2)}
 norm_below_1, radius_1_or_more = {}, {}  # per width: how many seeds
@@ -949,9 +961,10 @@ assert all(0 < radius_1_or_more[d] <= 5 for d in (6, 8))
 assert all(radius_1_or_more[d] == 0 for d in (10, 12, 14))
 counts = list(norm_below_1.values())  # d_hidden = 2, 4, ..., 14
 assert all(a > b for a, b in zip(counts, counts[1:])) and norm_below_1[12] < half and norm_below_1[14] < half
-print("✓ at d_hidden = 2 and 4 the norm is below 1 in most of 2000 seeds, and rho(W_hh) >= 1 in more than 10")
-print("✓ at d_hidden = 6 and 8 rho(W_hh) >= 1 in a few of 2000 seeds; at 10, 12 and 14 in none")
-print("✓ the seeds with a norm below 1 get fewer at each wider width, fewer than half at 12 and 14")
+print(
+    "✓ of 2000 seeds per width: the norm is below 1 in most at 2 and 4, in fewer at each wider width; "
+    "rho(W_hh) >= 1 in over 10 at 2 and 4, in 1 to 5 at 6 and 8, in none from 10 on"
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
@@ -1025,9 +1038,10 @@ assert all(g <= b for g, b in zip(rnn_grad, bound))
 assert abs(parts["factor"] / measured_rate - 1) < 0.05
 assert abs(parts["tanh_part"] / parts["mean_tanh_prime"] - 1) < 0.1
 assert 0.85 < parts["W_hh_part"] / W_hh_radius < 1.05 and parts["W_hh_part"] < W_hh_norm
-print("✓ the RNN's gradient stays under its bound at every n")
-print("✓ the factor from the Jacobians matches the gradient curve's; its tanh part is close to mean(1 - h^2)")
-print("✓ its W_hh part is close to rho(W_hh), and below ||W_hh||_2")
+print(
+    "✓ the gradient stays under its bound; the Jacobians' factor matches the curve's, with a tanh part close to "
+    "mean(1 - h^2) and a W_hh part close to rho(W_hh), below ||W_hh||_2"
+)
 
 # %%
 plot_gradients(
@@ -1097,9 +1111,10 @@ assert above_one >= 5  # the claim is tested where the norm bound says nothing
 assert all(0.85 < r["W_hh_part"] / r["radius"] < 1.05 and r["W_hh_part"] < r["norm"] for r in rows)
 assert all(abs(r["tanh_part"] / r["mean_tanh_prime"] - 1) < 0.1 for r in rows)
 assert all(abs(r["factor"] / (r["radius"] * r["mean_tanh_prime"]) - 1) < 0.15 for r in rows)
-print(f"✓ in 20 of 20 seeds ({above_one} with ||W_hh||_2 > 1) the per-step factor is well below 1")
-print("✓ in every seed the gradient loses over 30 orders of magnitude in 128 steps")
-print("✓ in every seed W_hh's gain is close to rho(W_hh), and the factor to rho(W_hh) x mean(1 - h^2)")
+print(
+    f"✓ in 20 of 20 seeds ({above_one} with ||W_hh||_2 > 1) the per-step factor is well below 1 (over 30 orders "
+    "of magnitude lost in 128 steps) and close to rho(W_hh) x mean(1 - h^2)"
+)
 
 # %%
 fig, (ax_norm, ax_pred) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
@@ -1171,22 +1186,19 @@ for c, g in growing.items():
     print(f"c = {c}: in the {len(h)} seeds with factor < 1, gradient n=128 / n=1 from {min(h):.0e} to {max(h):.1e}")
 
 # %% [markdown]
-# The gain of $W_{hh}$ is near $\rho(W_{hh})$ when tanh's slope is about the same in every unit.
-# Given the same slope in every unit, it is within 5% of $\rho(W_{hh})$ at every $c$ and in every
-# seed. At PyTorch's initialisation ($c = 1$) the real slope varies by about a third of its mean
-# across the units, and the gain stays between $0.9\,\rho$ and $\rho$ in all 20 seeds. Scaled up,
-# $W_{hh}$ drives some units into saturation (slope near 0) and leaves others near 1; the slope's
-# spread grows to about its mean at $c = 4$ and beyond it at $c = 6$ (medians over the seeds, printed
-# above), and
-# the gain strays from $\rho(W_{hh})$: below $0.75\,\rho$ in some seeds and above $\rho$ in others,
-# at $c = 4$ and at $c = 6$.
+# Given the same slope in every unit, the gain of $W_{hh}$ is within 5% of $\rho(W_{hh})$ at every
+# $c$ and in every seed. At $c = 1$ the real slope varies by about a third of its mean across the
+# units, and the gain stays between $0.9\,\rho$ and $\rho$ in all 20 seeds. Scaled up, $W_{hh}$
+# saturates some units (slope near 0) and leaves others near 1: the slope's spread reaches about its
+# mean at $c = 4$ and more at $c = 6$, and the gain strays below $0.75\,\rho$ in some seeds and above
+# $\rho$ in others.
 #
 # At $c = 2$ the spectral radius is above 1 in all but one seed, yet the gradient still vanishes in
-# every seed: the slope of tanh fell. From $c = 4$ the per-step factor passes 1 in most seeds, and
-# there the gradient grows over the 128 steps, by amounts that differ by orders of magnitude from
-# seed to seed (printed above); in the others it shrinks, at $c = 4$ by anything from under ten times to
-# many orders of magnitude (also printed above; counts below): how far the states saturate decides. Gradient clipping (against exploding) and gated cells such as the LSTM
-# (against vanishing) were the usual repairs.
+# every seed: tanh's slope fell. From $c = 4$ the per-step factor passes 1 in most seeds, and there
+# the gradient grows over the 128 steps, by amounts orders of magnitude apart; in the others it
+# shrinks, at $c = 4$ by anything from under ten times to many orders of magnitude: how far the states
+# saturate decides. Gradient clipping (against exploding) and gated cells such as the LSTM (against
+# vanishing) were the usual repairs.
 
 # %%
 count = {
@@ -1209,8 +1221,10 @@ assert all(0.9 < r < 1 for r in ratio[1]) and 0.25 < spread[1] < 0.4  # about a 
 assert all(min(ratio[c]) < 0.75 and max(ratio[c]) > 1 for c in (4, 6))
 assert 0.8 < spread[4] < 1.2 and spread[6] > 1.2  # about the mean slope, then beyond it
 assert all(a < b for a, b in zip(spread.values(), list(spread.values())[1:]))  # more uneven as c grows
-print("✓ with the same slope in every unit, W_hh's gain is within 5% of rho(W_hh) at every scale, in every seed")
-print("✓ with the real slope it stays near rho at c = 1, and strays both ways at c = 4 and 6 as the slope grows uneven")
+print(
+    "✓ W_hh's gain is within 5% of rho(W_hh) with the same slope in every unit; with the real slope it stays "
+    "near rho at c = 1 and strays both ways at c = 4 and 6, as the slope grows uneven"
+)
 assert count["rho(W_hh) > 1"][2] == 19 and all(blow_up[2, s]["growth"] < 1e-6 for s in seeds_20)
 assert count["per-step factor > 1"][1] == count["per-step factor > 1"][2] == 0
 assert all(10 < count["per-step factor > 1"][c] < 20 for c in (4, 6))  # most seeds, not all
@@ -1224,9 +1238,11 @@ assert all(
 assert all(
     blow_up[c, s]["W_hh_part"] < blow_up[c2, s]["W_hh_part"] for c, c2 in zip(scales, scales[1:]) for s in seeds_20
 )
-print("✓ W_hh x 2: rho > 1 in 19 of 20 seeds, yet the gradient falls by over 6 orders of magnitude in 128 steps")
-print("✓ the gradient grows exactly where the per-step factor is above 1: in most seeds but not all at c = 4 and 6")
-print("✓ as c grows, W_hh's gain grows and tanh's slope falls, in every seed")
+print(
+    "✓ at c = 2, rho > 1 in 19 of 20 seeds, yet the gradient falls by over 6 orders of magnitude in 128 steps; "
+    "as c grows, W_hh's gain grows and tanh's slope falls in every seed, and the gradient grows exactly where "
+    "the per-step factor is above 1 (most seeds but not all at c = 4 and 6)"
+)
 
 # %% [markdown]
 # The range $[0.9\,\rho, \rho]$ at $c = 1$ is for our width, $d_{hidden} = 16$. Narrower RNNs
@@ -1302,8 +1318,10 @@ print(
 assert abs(norm_zero - predicted_norm_zero) <= 2 and abs(grad_zero - predicted_grad_zero) <= 3
 assert 55 <= norm_zero <= 80 and 115 <= grad_zero <= 150 and grad_zero > norm_zero + 40
 assert grad_zero <= all_zero <= grad_zero + 15
-print("✓ in float32 the gradient's norm reads 0 where float64's largest entry falls below 2^-75")
-print("✓ the gradient itself is exactly 0 where float64's falls below 2^-149, more than 40 steps later")
+print(
+    "✓ in float32 the gradient's norm reads 0 where float64's largest entry falls below 2^-75, and the "
+    "gradient itself is exactly 0 where it falls below 2^-149, more than 40 steps later"
+)
 answer, (lo, hi) = check.predict_underflow.reference, check.UNDERFLOW_BAND
 assert abs(rnn_grad[0] - 1) < 0.05 and abs(parts["factor"] - 0.45) < 0.01  # the two numbers the estimate uses
 assert abs(estimate - answer) <= 2 and abs(predicted_grad_zero - answer) <= 1 and lo <= grad_zero <= hi
@@ -1339,8 +1357,10 @@ print(
 # %% tags=["hide-input"]
 assert all(hi / lo > 20 for lo, hi in spread_3)
 assert min(top3[3]) > 6 * 3 / 129 and statistics.median(top3[3]) > 0.4  # in every sequence; the median is printed above
-print("✓ with inputs 3 x larger, in 64 of 64 sequences the 3 largest weights take over 6 times their uniform share")
-print("✓ in 8 of 8 initialisations gradient x (n+1) is then far from flat")
+print(
+    "✓ with inputs 3 x larger the 3 largest weights take over 6 times their uniform share in 64 of 64 "
+    "sequences, and gradient x (n+1) is far from flat in 8 of 8 initialisations"
+)
 
 # %% [markdown]
 # ### F. What `pad` + `unfold` gather
@@ -1392,25 +1412,34 @@ plt.show()
 
 # %%
 x_128 = torch.randn(1, 128, d_model, generator=torch.Generator().manual_seed(5))  # (1, 128, d_model)
+x_2048 = torch.randn(1, 2048, d_model, generator=torch.Generator().manual_seed(5))  # (1, 2048, d_model)
 flops_ratio = count_flops(attention, x_128) / count_flops(rnn, x_128)
-print(f"at n = 128 attention does {flops_ratio:.1f} times the FLOPs of nn.RNN")
+flops_ratio_2048 = count_flops(attention, x_2048) / count_flops(rnn, x_2048)
+print(
+    f"attention does {flops_ratio:.1f} times the FLOPs of nn.RNN at n = 128, {flops_ratio_2048:.1f} times at n = 2048"
+)
 
 # %% tags=["nbval-ignore-output"]
 print(f"at n = 128 attention gets through {flops_ratio / time_ratio:.0f} times as many FLOPs per second as nn.RNN")
 
 # %% tags=["hide-input"]
 assert flops_ratio == (6 * 128 * d * d + 4 * 128**2 * d) / (4 * 128 * d * d)  # section 4's formulas
+assert flops_ratio_2048 == (6 * 2048 * d * d + 4 * 2048**2 * d) / (4 * 2048 * d * d)
 assert flops_ratio / time_ratio > 3  # FLOPs per second: attention's over nn.RNN's; loose, timings vary
-print("✓ at n = 128 attention gets through over 3 times as many FLOPs per second as nn.RNN")
+assert timings["self-attention"][-1] > timings["nn.RNN"][-1]  # n = 2048
+print(
+    "✓ at n = 128 attention gets through over 3 times as many FLOPs per second as nn.RNN; "
+    "at n = 2048 it takes longer than nn.RNN"
+)
 
 # %% [markdown]
 # The cell loop pays for $n$ small dependent calls; `nn.RNN` runs the same $n$ dependent steps in C++.
 # Attention's positions do not wait for one another, so its work goes into a few large products that
-# even one thread gets through fast: at $n = 128$ it does 9.5 times the FLOPs of `nn.RNN`, and gets
-# through each FLOP many times as fast (the ratio printed above varies between machines and runs; we
-# check only that it is over 3). That
-# is the part of Table 1's "Sequential Operations" column one thread can show; more cores or a GPU would also split the independent work.
-# Attention's $n^2$ work grows faster than `nn.RNN`'s, though (section 4's FLOP counts).
+# even one thread gets through fast: at $n = 128$ it does 9.5 times the FLOPs of `nn.RNN` and gets
+# through each FLOP over 3 times as fast (the printed ratio varies between machines and runs). That is
+# the part of Table 1's "Sequential Operations" column one thread can show; more cores or a GPU would
+# also split the independent work. But attention's $n^2$ work grows faster: at $n = 2048$ it does 129.5
+# times the FLOPs of `nn.RNN`, and takes longer.
 #
 # ### H. More of the paper's section 4
 #
@@ -1440,13 +1469,12 @@ for n in range(1, 3 * d + 1):
         with_W_O_cheaper[name].append(whole + count_flops(W_O, x_n) < count_flops(layer, x_n))
 assert whole_cheaper["GRU"] == [n < 1.5 * d for n in range(1, 3 * d + 1)]
 assert whole_cheaper["LSTM"] == [n < 2.5 * d for n in range(1, 3 * d + 1)]
-print(
-    f"✓ a whole self-attention layer costs fewer FLOPs than a GRU layer exactly when n < 1.5d = {1.5 * d:.0f}, "
-    f"than an LSTM layer exactly when n < 2.5d = {2.5 * d:.0f}"
-)
 assert with_W_O_cheaper["GRU"] == [n < d for n in range(1, 3 * d + 1)]
 assert with_W_O_cheaper["LSTM"] == [n < 2 * d for n in range(1, 3 * d + 1)]
-print(f"✓ with the output projection W^O added: exactly when n < d = {d} (GRU) and n < 2d = {2 * d} (LSTM)")
+print(
+    f"✓ a whole self-attention layer costs fewer FLOPs than a GRU exactly when n < 1.5d = {1.5 * d:.0f}, than an "
+    f"LSTM when n < 2.5d = {2.5 * d:.0f}; with W^O added, when n < d = {d} and n < 2d = {2 * d}"
+)
 
 # %% [markdown]
 # The paper's last cost comparison: separable convolutions cost $O(k \cdot n \cdot d + n \cdot d^2)$, yet
@@ -1463,6 +1491,8 @@ print(f"✓ with the output projection W^O added: exactly when n < d = {d} (GRU)
 #
 # - D. Bahdanau, K. Cho and Y. Bengio, 2015, "Neural Machine Translation by Jointly Learning to Align
 #   and Translate", ICLR: the fixed-length vector as a bottleneck; additive attention.
+# - K. Cho et al., 2014, "Learning Phrase Representations using RNN Encoder-Decoder for Statistical
+#   Machine Translation", EMNLP: the decoder reads one summary vector.
 # - Vaswani et al., 2017, "Attention Is All You Need", NeurIPS: section 4 and Table 1; for dilated
 #   convolutions it cites Kalchbrenner et al., 2017, "Neural Machine Translation in Linear Time".
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the gradient signal, the
@@ -1471,4 +1501,3 @@ print(f"✓ with the output projection W^O added: exactly when n < d = {d} (GRU)
 #   "Problems with RNN"; exploding gradients.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 17 March 2023): the subtitle.
 # - Reading notes on the paper (June 2020): "constant length between any two positions".
-# - Going further A lists its random-matrix and Pascanu et al. references at its end.
