@@ -489,18 +489,10 @@ word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
 sizes = dict(vocab_size=1000, max_len=64, n_tokens=2000)
 print(f"V = {sizes['vocab_size']} words, {sizes['n_tokens']} tokens, positions t < {sizes['max_len']}")
 recovery = {d: [word_recovery(d, seed, **sizes) for seed in SEEDS] for d in word_dims}  # (added, concat) per seed
-print(
-    f"measured at d = {word_dims}, {len(SEEDS)} seeds each: medians in the figure below, ranges in the collapsed cell"
-)
+print(f"measured at d = {word_dims}, {len(SEEDS)} seeds each: medians and ranges in the figure below")
 
 # %% tags=["hide-input", "nbval-ignore-output"]
-for d in [8, 16, 32]:
-    added, concat = spread([a for a, _ in recovery[d]]), spread([c for _, c in recovery[d]])
-    print(
-        f"d={d:3d}: share recovered from e + PE {added[0]:6.1%} .. {added[2]:6.1%}, "
-        f"from [e; PE] {concat[0]:6.1%} .. {concat[2]:6.1%}  (range over seeds)"
-    )
-print("equal total width: e + PE with e as wide as the whole, against [e; PE] with e in half of it")
+print("words recovered at equal total width, e + PE against [e; PE] with e in half of it (range over seeds):")
 for d in [4, 8, 16, 32]:
     added, concat = spread([a for a, _ in recovery[2 * d]]), spread([c for _, c in recovery[d]])
     print(f"width {2 * d:3d}: e + PE {added[0]:6.1%} .. {added[2]:6.1%}, [e; PE] {concat[0]:6.1%} .. {concat[2]:6.1%}")
@@ -513,18 +505,11 @@ assert all(added < concat - 0.1 for d in [8, 16] for added, concat in recovery[d
 assert all(0.2 < concat < 0.3 for _, concat in recovery[8]), (
     "at d = 8 even the bare embeddings lose most dot-product votes"
 )
-print(f"✓ from d = 128 on, e + PE recovers every word in each of {len(SEEDS)} seeds")
-print("✓ at d = 64 concatenation recovers every word and adding almost every word, in every seed")
-print(
-    "✓ at d = 4, 8, 16 and 32 adding recovers fewer words than concatenation in every seed; at d = 8 and 16, "
-    "over 10 points fewer"
-)
+print("✓ at equal d, in every seed: from d = 128 on, e + PE recovers every word; at 64 adding almost every word and")
+print("  concatenation every word; at 4 to 32 adding recovers fewer, at 8 and 16 over 10 points fewer")
 equal_width = [(added, concat) for d in [4, 8, 16] for (added, _), (_, concat) in zip(recovery[2 * d], recovery[d])]
 assert all(added > concat + 0.05 for added, concat in equal_width)  # same seed, same total width
-print(
-    "✓ decoded by dot product, at equal total width 8, 16 and 32, with PE in half of [e; PE]'s columns, "
-    "adding recovers more words than concatenating, in every seed"
-)
+print("✓ at equal total width 8, 16 and 32, adding recovers more words than concatenating, in every seed")
 assert all(added > 0.99 and concat > 0.99 for (added, _), (_, concat) in zip(recovery[64], recovery[32]))
 print("✓ at equal total width 64 both recover over 99% of the words, in every seed")
 
@@ -549,11 +534,11 @@ plt.show()
 # Concatenation's low share at small $d$ is not PE's doing: among 1000 random words in 8 dimensions, a word's
 # own vector often loses the dot product to a longer one. At equal total width, with PE in half of $[e; PE]$'s
 # columns, adding wins at 8, 16 and 32 (at 16 about half the words against a quarter); at width 64 both
-# recover nearly every word. With PE in only 4 columns, concatenating wins at 16 and 32, at a price (*Going
-# further*). So the dot product sees the word through the added position once $d$ is large. The position, read
-# back the same way, pays more: often a step or two off ([Going further](#Going-further)).
+# recover nearly every word. So the dot product sees the word through the added position once $d$ is large.
+# The position, read back the same way, pays more: often a step or two off.
 #
-# > **Going further:** is the reading notes' "PE only takes small number of dimensions" true?
+# > **Going further:** what adding costs the position; PE in only 4 columns; is the reading notes' "PE only takes
+# > small number of dimensions" true?
 
 # %% [markdown]
 # ## 5. Why dot products, and why divide by $\sqrt{d_k}$
@@ -564,8 +549,7 @@ plt.show()
 # $v^\top \tanh(W_1 q + W_2 k)$. **Dot-product attention** takes $q \cdot k$ and "is identical to our
 # algorithm, except for the scaling factor of $\frac{1}{\sqrt{d_k}}$". The two are similar in theoretical
 # complexity, the paper says, but the dot product "is much faster and more space-efficient in practice, since it
-# can be implemented using highly optimized matrix multiplication code": all scores are one product $QK^\top$
-# (what the additive score stores: *Going further*).
+# can be implemented using highly optimized matrix multiplication code": all scores are one product $QK^\top$.
 
 
 # %% [markdown]
@@ -575,7 +559,7 @@ plt.show()
 # but "additive attention outperforms dot product attention without scaling for larger values of $d_k$", and
 # writes "We suspect that" large dot products push the softmax into regions of extremely small gradients. Its
 # footnote 4 works out how large, for independent $q, k \in \mathbb{R}^{d_k}$ with independent entries of mean 0
-# and variance 1. (Additive scores grow with their weights too: *Going further*.)
+# and variance 1.
 #
 # **Predict first.** At the paper's $d_k = 64$, what is $\mathrm{Var}(q \cdot k)$?
 
@@ -636,8 +620,7 @@ plt.show()
 # (The COMP7607 slides write the scaled score $q^\top k / \sqrt{d_k}$.) At the paper's $d_k = 64$ and at
 # 512 we draw 1000 queries, each against its own 10 keys, five seeds, and measure, unscaled and scaled, the gap
 # between the two largest scores, the largest weight, and the norm of the softmax's Jacobian
-# $\mathrm{diag}(p) - p^\top p$: the paper's "extremely small gradients" are this Jacobian's (at most $1/2$:
-# *Going further*).
+# $\mathrm{diag}(p) - p^\top p$: the paper's "extremely small gradients" are this Jacobian's.
 
 
 # %%
@@ -697,7 +680,7 @@ print(
 )
 print(
     f"  Jacobian norm, unscaled: {seed_range(64, un, 4, '.2g')} at d_k = 64, {seed_range(512, un, 4, '.1g')} at 512; "
-    f"scaled: {seed_range(64, sc, 4, '.2f')} and {seed_range(512, sc, 4, '.2f')}, no query below {lowest:.2f}"
+    f"scaled: no query below {lowest:.2f}"
 )
 
 # %% tags=["hide-input"]
@@ -711,24 +694,17 @@ assert all(0.9 < t < 0.99 for t in un64["top"]) and all(0.25 < s < 0.5 for s in 
 assert max(un64["jac"]) < min(sc64["jac"]) / 3
 assert all(max(run["top"]) < 0.4 and max(run["max_top"]) < 0.99 for run in (sc64, sc512))
 assert all(min(run["min_jac"]) > 0.1 for run in (sc64, sc512))  # the smallest over every query of every seed
-print("✓ unscaled, in every seed the top two scores pull apart as d_k grows from 64 to 512")
-print(
-    "✓ unscaled at d_k = 512, most queries put nearly all their weight on one key; the softmax's Jacobian nearly vanishes"
-)
-print(
-    "✓ unscaled at d_k = 64, the typical top weight is already above 0.9, and the typical Jacobian under a third of the scaled one"
-)
-print("✓ scaled, at both sizes no query puts nearly all its weight on one key")
-print("✓ scaled, at both sizes every query's Jacobian norm is above 0.1")
+print("✓ unscaled, in every seed, the top two scores pull apart as d_k grows: at 64 the typical top weight is")
+print("  above 0.9; at 512 most queries put nearly all their weight on one key and the Jacobian nearly vanishes")
+print("✓ scaled, at both sizes no query puts nearly all its weight on one key, and every Jacobian norm is above 0.1")
 
 # %% [markdown]
 # So unscaled scores sharpen the softmax as $d_k$ grows: at 512 the top key typically leads by 8.80 to 10.35
-# units (its weight is $e^{\text{gap}}$ times the runner-up's); at the paper's 64 the lead is about 3 units, the
-# typical top weight about 0.95, the typical Jacobian norm under a third of the scaled one's. Scaled, the weights
-# stay soft. Unscaled, the gradient reaching $q \cdot k$ skips the factor $1/\sqrt{d_k}$ but passes a saturated
-# softmax, the more so the fewer the keys (the top one stands further ahead). With 10 keys that comes to about
-# as much gradient as scaled or a little more at $d_k = 64$, less from 128 on ([Going further](#Going-further) measures it).
-# One query ($d_k = 512$, seed 0's median gap):
+# units (its weight is $e^{\text{gap}}$ times the runner-up's). At the paper's 64 the lead is about 3 units, the
+# typical top weight about 0.95, and a third of queries give one key over 0.99. That is what scaling buys at 64:
+# weights that stay soft, whatever the number of keys. The gradient reaching $q \cdot k$ is a closer call:
+# unscaled, it skips the factor $1/\sqrt{d_k}$ but passes a saturated softmax, and which wins depends on the
+# number of keys. One query ($d_k = 512$, seed 0's median gap):
 
 # %%
 d_k = 512
@@ -743,11 +719,10 @@ fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gap
 plt.show()
 
 # %% [markdown]
-# Would smaller keys do? In the paper's Table 3, a smaller $d_k$, still scaled, hurts quality
-# ([Going further](#Going-further)).
+# Would smaller keys do? In the paper's Table 3, a smaller $d_k$, still scaled, hurts quality.
 #
-# > **Going further:** the variance argument needs $q$ and $k$ independent; a word's score with itself,
-# > $q = k = x$, breaks it (its mean is $d_k$, not 0).
+# > **Going further:** the gradient end to end, with 2 to 50 keys; Table 3; what the additive score stores; a
+# > word's score with itself, $q = k = x$, where the variance argument breaks.
 
 # %% [markdown]
 # ## 6. Softmax: shift invariance, temperature, soft arg-max
@@ -787,7 +762,17 @@ assert int(torch.isnan(softmax_naive(big)).sum()) == check.predict_overflow_nans
 check.predict_overflow_nans(my_guess_nans)
 
 # %% [markdown]
-# Every $e^{x_i}$ overflows to `inf`, and `inf / inf = nan`; shifted by the maximum, nothing overflows.
+# Every $e^{x_i}$ overflows to `inf`, and `inf / inf = nan`; shifted by the maximum, nothing overflows. Very
+# negative scores fail too: every $e^{x_i}$ underflows to 0, and $0/0$ = `nan`; the shift fixes that as well,
+# though not a row of $-\infty$ (lesson 04, section 3).
+
+# %%
+small = x - 1000  # (4,) scores near -1000
+print("naive softmax of x - 1000:", softmax_naive(small))
+print("shifted by its max:       ", softmax_naive(small - small.max()))
+assert torch.isnan(softmax_naive(small)).all()
+assert torch.allclose(softmax_naive(small - small.max()), torch.softmax(x, -1), atol=1e-6)
+assert torch.isnan(torch.softmax(torch.full((4,), -math.inf), -1)).all()  # a row of -inf: no shift helps
 
 # %% [markdown]
 # **Temperature.** $\mathrm{softmax}(x / T)$: a high temperature $T$ flattens the weights towards
@@ -843,13 +828,12 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 #   loses little of the word when $d$ is large, but blurs the position, mostly by a step or two (64 positions).
 #   At equal width it keeps more of the word than concatenating with PE in half the columns (widths 8 to 32),
 #   less than with PE in 4 columns (16 and 32).
-# - $\mathrm{Var}(q\cdot k) = d_k$ for $q, k$ with independent entries of mean 0 and variance 1. Unscaled, at
-#   $d_k = 512$ the softmax is nearly one-hot and almost no gradient reaches $q\cdot k$ (10 keys); at 64 the
-#   typical top weight is already about 0.95, yet as much gradient or a little more reaches $q \cdot k$ as scaled.
-#   Scaling helps the gradient from $d_k = 128$ on with 10 keys, sooner with fewer keys, later with more: with
-#   50, unscaled scores still pass back 2 to 2.9 times as much at 128 (Going further).
-# - Softmax is shift-invariant (subtract the max, or float32 overflows to `nan`), sharpens as the
-#   temperature falls, and tends to the arg-max's one-hot vector.
+# - $\mathrm{Var}(q\cdot k) = d_k$ for $q, k$ with independent entries of mean 0 and variance 1. Unscaled, the
+#   softmax is already sharp at the paper's $d_k = 64$ (typical top weight about 0.95) and nearly one-hot at 512,
+#   where almost no gradient reaches $q\cdot k$ (10 keys). Scaling keeps the weights soft whatever the number of
+#   keys; it passes back more gradient from $d_k = 128$ on with 10 keys, sooner with fewer, later with more.
+# - Softmax is shift-invariant (subtract the max, or float32 returns `nan` for very large or very negative
+#   scores), sharpens as the temperature falls, and tends to the arg-max's one-hot vector.
 #
 # ## Exercises
 #
@@ -1027,8 +1011,8 @@ print(f"pair 0 against pair 1: from {cross.min():+.2f} to {cross.max():+.2f}")
 print(f"J form: score(k = +1) - score(k = -1) = {turn[0]:+.2f} at every t")
 assert tilt.min() < -1 and tilt.max() > 1 and abs(turn[0]) > 1 and torch.allclose(turn, turn[:1].expand(len(turn)))
 assert cross.min() < -1 and cross.max() > 1
-print("✓ weighting within a pair, or coupling two pairs, separates k = +1 from -1 with a sign that changes with t")
-print("✓ the J form separates them the same way at every t")
+print("✓ weighting within a pair, or coupling two pairs, separates k = +1 from -1 with a sign that changes with t;")
+print("  the J form separates them the same way at every t")
 
 # %% [markdown]
 # ### Where the independence assumption breaks: a word's score with itself
@@ -1137,15 +1121,15 @@ print(f"nn.Linear's default init: Var / d_k {min(lin_var):.3f} .. {max(lin_var):
 # %% tags=["hide-input"]
 assert all(abs(m) < 0.2 for m in untied_mean) and all(0.85 < v < 1.15 for v in untied_var)
 assert all(7 < m < 9 for m in near_mean)  # q = k would give sqrt(d_k) = 8
-print("✓ with independent random W_q and W_k the self-score is centred near 0 with variance near d_k, in all 5 seeds")
-print("✓ with W_k = W_q + 0.3 W' it is not: the mean stays near sqrt(d_k), as for q = k, in all 5 seeds")
+
 assert all(0.05 < c < 0.25 for c in corr_max) and max(corr_gap) < 0.08 and all(both_signs)
 assert all(abs(m - t) < 0.06 for m, t in zip(untied_mean, trace_mean))
 assert all(abs(m - t) < 0.2 for m, t in zip(near_mean, near_trace)) and min(near_trace) > 5  # a trace far from 0
-print("✓ yet one word's q_j and k_j stay correlated in every seed, as W_q^T W_k predicts (largest printed above)")
-print("✓ the mean self-score follows tr(W_q^T W_k): near 0 for independent draws, near sqrt(d_k) for W_q + 0.3 W'")
+
 assert all(0.08 < v < 0.14 for v in lin_var)  # about 1/9: each q_j, k_j has variance 1/3
-print("✓ with nn.Linear's default init (variance 1/(3 d_model)) the variance is near d_k / 9, in all 5 seeds")
+print("✓ in all 5 seeds, the mean self-score follows tr(W_q^T W_k): near 0 with variance near d_k for independent")
+print("  W_q, W_k (near d_k / 9 with nn.Linear's default init), near sqrt(d_k) for W_q + 0.3 W', as for q = k;")
+print("  and one word's q_j and k_j stay correlated, as W_q^T W_k predicts")
 
 # %% [markdown]
 # ### The explorer's `base` slider and pair 0
@@ -1264,15 +1248,8 @@ assert all(0.4 < e < 0.6 for e in position_exact[64]) and all(0.9 < e < 0.97 for
 assert all(n > 0.9 for d in word_dims if d >= 64 for n in position_near[d])
 assert all(0.01 < f < 0.1 for f in position_far[64]) and all(f == 0 for f in position_far[512])
 assert all(e < 1 for d in word_dims for e in position_exact[d])
-print("✓ concatenated, every position is read back exactly (no other row of the table scores as high)")
-print(
-    "✓ added, the exact position is lost for about half the tokens at d = 64, and still for some at 512, in every seed"
-)
-print(
-    f"✓ added, over these {sizes['max_len']} positions, from d = 64 on over 90% of tokens read back within 2 positions, "
-    "in every seed"
-)
-print("✓ added, at d = 64 a few percent of tokens read back more than 10 positions off, at d = 512 none, in every seed")
+print("✓ concatenated, every position is read back exactly; added, in every seed, about half the tokens miss it at")
+print("  d = 64 and some still at 512, though from d = 64 on over 90% land within 2 positions")
 
 # %% [markdown]
 # The position pays more: neighbouring encodings score almost alike (section 3), so the word's push often moves
@@ -1368,14 +1345,16 @@ pairs = {W: list(zip([a for a, _ in recovery[W]], narrow[W])) for W in narrow}  
 assert all(concat < added - 0.05 for added, concat in pairs[8])  # at width 8 it is the half split
 assert all(concat > added for W in [16, 32] for added, concat in pairs[W])
 assert all(concat == 1.0 and added > 0.995 for added, concat in pairs[64])
-print("✓ with PE in 4 columns, concatenating recovers more words than adding at widths 16 and 32, in every seed")
-print("✓ at width 8 it recovers fewer; at 64 it recovers every word and adding over 99.5%, in every seed")
+print("✓ in every seed, with PE in 4 columns concatenating recovers more words than adding at widths 16 and 32,")
+print("  fewer at 8; at 64 it recovers every word and adding over 99.5%")
 assert torch.equal((pe4 @ pe4.T).argmax(1), torch.arange(sizes["max_len"]))
-print(f"✓ the 4-column PE still reads back every one of the {sizes['max_len']} positions exactly")
+
 assert all(f4[k + 1] < f4[k] for k in range(3)) and f4[4] > f4[3]  # falls for three steps, then rises
 assert f4[6] > f4[1] and f4[6] > 0.95 * f4[0]
-print("✓ but its score does not keep near offsets in order: it falls for three steps, then offset 6 scores")
-print("  above offset 1, within 5% of offset 0")
+print(
+    f"✓ the 4-column PE reads back all {sizes['max_len']} positions exactly, but does not keep near offsets in order:"
+)
+print("  it falls for three steps, then offset 6 scores above offset 1, within 5% of offset 0")
 
 # %% [markdown]
 # So the half split was not the only answer: with PE in 4 columns, concatenation keeps more of the word at
@@ -1389,7 +1368,7 @@ print("  above offset 1, within 5% of offset 0")
 # ### The additive score: what it builds, how large it grows
 #
 # *Why read it:* section 5 quotes the paper's "more space-efficient in practice"; this counts what that means,
-# and shows that additive scores, too, need scaling.
+# and shows why additive scores need no scale factor of their own.
 #
 # Computed for all pairs at once, as one tensor expression, the additive score builds a hidden vector of size
 # $d_a$ for every query–key pair; the dot product builds one number per pair. Both cost $O(n^2 d)$ operations
@@ -1428,19 +1407,27 @@ assert torch.allclose(additive_scores(Q, K, W_1, W_2, v)[0], looped, atol=1e-5)
 print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed pair by pair")
 
 # %% [markdown]
-# **Additive scores grow with their weights too**, as dot products do (section 5). An additive score is at most $\sum_j |v_j|$ (each $\tanh$ lies in $(-1, 1)$), but with $v \sim \mathcal N(0, 1)$
-# its spread grows like $\sqrt{d_a}$, and at $d_a = 512$ it too makes the softmax nearly one-hot;
-# $v / \sqrt{d_a}$ keeps it soft. The sizes above, five seeds:
+# **Additive scores grow with $v$, not with $d_a$ itself.** An additive score is at most $\sum_j |v_j|$ (each
+# $\tanh$ lies in $(-1, 1)$). With $v \sim \mathcal N(0, 1)$ its spread grows like $\sqrt{d_a}$, and at
+# $d_a = 512$ it makes the softmax nearly one-hot. But the usual initialisation already gives $v$ entries of
+# size about $1/\sqrt{d_a}$ (`nn.Linear(d_a, 1)` draws them uniform on $\pm 1/\sqrt{d_a}$), and then the
+# spread stays flat and the weights soft. The dot product has no such weight to shrink: with unit-variance
+# entries its spread grows with $d_k$ itself, hence the paper's fixed $1/\sqrt{d_k}$. The sizes above, five seeds:
 
 # %% tags=["nbval-ignore-output"]
 additive_std = {size: [] for size in additive_sizes}  # per size: the additive scores' standard deviation, per seed
+linear_std = {size: [] for size in additive_sizes}  # the same with nn.Linear's default v, uniform on +-1/sqrt(d_a)
 for seed in SEEDS:
     gen = torch.Generator().manual_seed(seed)
+    gen_v = torch.Generator().manual_seed(100 + seed)  # for nn.Linear's default v
     for n, d_k in additive_sizes:
         Q, K = torch.randn(2, n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k) each
         W_1, W_2 = torch.randn(2, d_k, d_k, generator=gen, dtype=torch.float64) / math.sqrt(d_k)  # (d_k, d_a) each
         v = torch.randn(d_k, generator=gen, dtype=torch.float64)  # (d_a,), d_a = d_k
-        additive_std[n, d_k].append(float(additive_scores(Q, K, W_1, W_2, v)[0].std()))
+        scores_add, hidden = additive_scores(Q, K, W_1, W_2, v)  # (n, n), (n, n, d_a)
+        additive_std[n, d_k].append(float(scores_add.std()))
+        v_linear = (2 * torch.rand(d_k, generator=gen_v, dtype=torch.float64) - 1) / math.sqrt(d_k)  # (d_a,)
+        linear_std[n, d_k].append(float((hidden @ v_linear).std()))
 for n, d_k in additive_sizes:
     lo, _, hi = spread([sd / math.sqrt(d_k) for sd in additive_std[n, d_k]])
     print(
@@ -1449,6 +1436,10 @@ for n, d_k in additive_sizes:
 growth = [b / a for a, b in zip(additive_std[10, 16], additive_std[200, 256])]  # per seed, d_a from 16 to 256
 print(
     f"the additive scores' std grows {min(growth):.1f} .. {max(growth):.1f} times from d_a = 16 to 256 (sqrt(16) = 4)"
+)
+every_linear = [sd for sds in linear_std.values() for sd in sds]  # every size and seed
+print(
+    f"with nn.Linear's default v, the std over every size and seed: {min(every_linear):.2f} .. {max(every_linear):.2f}"
 )
 
 
@@ -1470,20 +1461,23 @@ ratio_sqrt = [sd / math.sqrt(d_a) for (_, d_a), sds in additive_std.items() for 
 assert all(0.45 < r < 0.9 for r in ratio_sqrt)  # a constant spread would shrink it 4 times from 16 to 256
 assert all(2 < g < 8 for g in growth)  # sqrt growth gives 4; a constant spread 1, a linear one 16
 assert 0.45 < power_all < 0.55 and all(0.4 < p < 0.65 for p in power_per_seed)  # rules out d_a^0.3 and d_a^0.7
-print(f"✓ with v ~ N(0, 1), over these sizes and {len(SEEDS)} seeds, the additive scores' std grows like d_a^p")
-print("  with p near 1/2, like sqrt(d_a); no single seed's fit comes near a constant's p = 0 or a linear p = 1")
-top_additive = {1.0: [], 1 / math.sqrt(512): []}  # median top weight at d_a = 512 per seed, for v and v / sqrt(d_a)
+linear_growth = [b / a for a, b in zip(linear_std[10, 16], linear_std[200, 256])]  # per seed, d_a from 16 to 256
+assert all(0.3 < sd < 0.7 for sd in every_linear) and all(0.5 < g < 1.5 for g in linear_growth)  # flat, not sqrt
+top_additive = {"N(0, 1)": [], "N(0, 1) / sqrt(d_a)": [], "nn.Linear": []}  # median top weight at d_a = 512
 for seed in SEEDS:
     g = torch.Generator().manual_seed(seed)
     q, keys = torch.randn(1000, 512, generator=g), torch.randn(1000, 10, 512, generator=g)  # (1000, d), (1000, 10, d)
     W_1, W_2 = torch.randn(2, 512, 512, generator=g) / math.sqrt(512)  # (d, d_a) each
     v = torch.randn(512, generator=g)  # (d_a,)
-    scores_add = torch.tanh((q @ W_1)[:, None, :] + keys @ W_2) @ v  # (1000, 10): 1000 queries, 10 keys each
-    for scale, tops in top_additive.items():
-        tops.append(float(torch.softmax(scores_add * scale, -1).max(-1).values.median()))
-assert min(top_additive[1.0]) > 0.97 and max(top_additive[1 / math.sqrt(512)]) < 0.3
-print("✓ at d_a = 512 (1000 queries of 10 keys, 5 seeds) v ~ N(0, 1) makes the typical query's top weight over 0.97;")
-print("  v / sqrt(d_a) keeps it under 0.3")
+    v_linear = (2 * torch.rand(512, generator=torch.Generator().manual_seed(100 + seed)) - 1) / math.sqrt(512)
+    hidden = torch.tanh((q @ W_1)[:, None, :] + keys @ W_2)  # (1000, 10, d_a): 1000 queries, 10 keys each
+    for name, v_a in [("N(0, 1)", v), ("N(0, 1) / sqrt(d_a)", v / math.sqrt(512)), ("nn.Linear", v_linear)]:
+        top_additive[name].append(float(torch.softmax(hidden @ v_a, -1).max(-1).values.median()))
+assert min(top_additive["N(0, 1)"]) > 0.97
+assert max(top_additive["N(0, 1) / sqrt(d_a)"]) < 0.3 and max(top_additive["nn.Linear"]) < 0.3
+print("✓ in every seed, with v ~ N(0, 1) the additive scores' std grows like sqrt(d_a) (fitted power near 1/2, far")
+print("  from 0 or 1), and at d_a = 512 the typical top weight (10 keys) is over 0.97; with v / sqrt(d_a) or")
+print("  nn.Linear's default v the std stays flat and that weight under 0.3")
 
 # %% [markdown]
 # ### End to end: the gradient that reaches $q \cdot k$
@@ -1536,26 +1530,22 @@ assert all(r > 1.5 for r in ratios[10, 16]) and all(0.9 < r < 1.4 for r in ratio
 assert all(r < 0.8 for r in ratios[10, 128]) and all(r < 0.2 for r in ratios[10, 256])
 assert all(r < 0.02 for r in ratios[10, 512])
 assert all(0.25 < g < 0.35 for d_k in reach_dks for g in reach[10, d_k, "scaled"])
-print("✓ with 10 keys, in every seed the gradient reaching q.k is larger unscaled at d_k = 16")
-print("✓ with 10 keys, in every seed it is 0.9 to 1.4 times the scaled one at d_k = 64")
-print("✓ with 10 keys, in every seed it is smaller unscaled from d_k = 128 on, and under 2% of the scaled one at 512")
-print("✓ with 10 keys, scaled, it is about the same size at every d_k")
+print("✓ with 10 keys, in every seed, the gradient reaching q.k is larger unscaled at d_k = 16, 0.9 to 1.4 times the")
+print("  scaled one at 64, smaller from 128 on and under 2% of it at 512; scaled, about the same size at every d_k")
 assert all(r > 3 for r in ratios[50, 64]) and all(r > 1.5 for r in ratios[50, 128])
 assert all(0.05 < r < 0.5 for r in ratios[50, 512])
-print(
-    "✓ with 50 keys, in every seed it is over 3 times larger unscaled at d_k = 64, larger at 128, "
-    "and at 512 still over 5% of the scaled one"
-)
 assert all(r < 0.05 for r in ratios[2, 64]) and all(r < 1 for r in ratios[2, 16])
 assert all(0.3 < r < 0.55 for r in ratios[5, 64]) and all(r > 1 for r in ratios[5, 16])
 few_to_many = zip(*(ratios[c, 64] for c in key_counts))  # per seed: the ratio at d_k = 64 for 2, 5, 10, 50 keys
 assert all(a < b < c < d for a, b, c, d in few_to_many)
-print("✓ with 2 keys, in every seed it is under 5% of the scaled one at d_k = 64, and already smaller at 16")
-print("✓ with 5 keys, about a third to a half at d_k = 64, though larger at 16")
-print("✓ at d_k = 64, in every seed, the more keys, the more gradient unscaled scores pass back relative to scaled")
+print("✓ in every seed, the more keys, the more gradient unscaled scores pass back: at d_k = 64 over 3 times the")
+print("  scaled with 50 keys, a third to a half with 5, under 5% with 2 (already less at 16)")
 fewer_saturate = zip(*(top_weight[c, 64, "unscaled"] for c in key_counts))  # per seed, 2, 5, 10, 50 keys
 assert all(a > b > c > d for a, b, c, d in fewer_saturate)
-print("✓ at d_k = 64, in every seed, the fewer keys, the nearer the typical unscaled top weight is to 1")
+soft_scaled = max(t for c in key_counts for d_k in reach_dks for t in top_weight[c, d_k, "scaled"])
+assert soft_scaled < 0.8  # scaled, soft whatever the number of keys
+print("✓ at d_k = 64, in every seed, the fewer keys, the nearer the typical unscaled top weight is to 1;")
+print("  scaled, it stays under 0.8 for 2 to 50 keys at every d_k")
 
 # %% [markdown]
 # So, with 10 keys, unscaled scores pass back more at $d_k = 16$, 0.98 to 1.3 times as much at the paper's 64, and less
@@ -1623,10 +1613,10 @@ print(f"largest over 20000 random weight vectors on 10 keys: {min(largest):.4f} 
 # %% tags=["hide-input"]
 assert torch.allclose(two, torch.tensor([2 * 0.5 * 0.5, 2 * 0.999 * 0.001], dtype=torch.float64))  # 2 p_1 p_2
 assert all(abs(v - math.sqrt(n - 1) / n) < 1e-12 for n, v in split.items())
-print("✓ two keys give 2 p_1 p_2, and uniform weights over n keys give sqrt(n - 1) / n, for n = 2, 3 and 10")
+
 assert max(identity_gap) < 1e-12 and max(largest) <= 0.5 + 1e-12 and min(largest) > split[10]
-print("✓ for every random weight vector, the squared norm is S_2 - 2 S_3 + S_2^2, as expanded above")
-print("✓ in every seed the best random weight vector stays below the bound 1/2 and beats uniform over 10 keys")
+print("✓ two keys give 2 p_1 p_2 and uniform weights sqrt(n - 1) / n; every random weight vector's squared norm is")
+print("  S_2 - 2 S_3 + S_2^2, and in every seed the best stays below 1/2 and beats uniform over 10 keys")
 
 # %% [markdown]
 # Now the soft arg-max. Take section 6's scores again. The soft arg-max is the expected index $\sum_i i\,\mathrm{softmax}(x/T)_i$; it tends to
@@ -1680,12 +1670,9 @@ assert exact_norms[0.01] < 1e-18 and float32_norm == 0.0  # vanishing; in float3
 assert autograd[0.01][1] == 0.0 and math.isclose(grad_norms[0.01], exact_norms[0.01] / math.sqrt(2), rel_tol=1e-6)
 x_req = x.clone().requires_grad_()  # (5,)
 assert x_req.argmax().grad_fn is None and x_req.max().grad_fn is not None and not x_req.argmax().is_floating_point()
-print("✓ autograd matches the formula for T from 1 down to 0.03")
-print("✓ from T = 1 to 0.3 the softmax sharpens and the gradient grows, but for these scores it peaks between them")
-print("✓ from T = 0.1 to 0.01 the gradient shrinks like sqrt(2) e^(-gap/T) / T, yet stays above 0")
-print("✓ in float32 at T = 0.003 the gradient is exactly 0")
-print("✓ at T = 0.01 float64 autograd drops the winner's part (the soft arg-max rounds to exactly 1)")
-print("✓ the arg-max is an integer with no gradient, while the max of the same scores has one")
+print("✓ autograd matches the formula from T = 1 down to 0.03; the gradient peaks between T = 1 and 0.3, then shrinks")
+print("  like sqrt(2) e^(-gap/T) / T, above 0 in float64 and exactly 0 in float32 at T = 0.003 (at T = 0.01")
+print("  float64 autograd already drops the winner's part); the arg-max itself has no gradient, the max has one")
 tie = torch.softmax(torch.tensor([3.0, 1.0, 3.0]) / 0.01, -1)  # (3,)
 assert torch.allclose(tie, torch.tensor([0.5, 0.0, 0.5]), atol=1e-6)
 print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
