@@ -171,14 +171,10 @@ print("✓ the formula gives what torch.nn.LayerNorm gives")
 
 
 # %% [markdown]
-# > **Going further:** what the biased variance and ε change; the slides' reasons for LayerNorm (Xu et
-# > al., 2019) against what this lesson can show.
-
-# %% [markdown]
 # The YOUR CAT deck adds γ and β "because maybe having all values between 0 and 1 may be too
 # restrictive". That is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features**
-# (just under 1 with ε; far under it for a nearly constant token), so every token that is not constant has negative values; [Going
-# further](#Going-further) checks it on random tokens.
+# (just under 1 with ε, far under it for a nearly constant token), so, in exact arithmetic, every token
+# that is not constant has negative values.
 
 # %% [markdown]
 # ### Batch norm or layer norm: which axis?
@@ -264,7 +260,8 @@ print("✓ in 5 of 5 pairs, batch norm in training mode changes it, with or with
 check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 
 # %% [markdown]
-# > **Going further:** batch norm in evaluation mode, whose trouble lies elsewhere.
+# > **Going further:** the normalised values of random tokens, what the biased variance and ε change, what
+# > γ and β can do, batch norm in evaluation mode, and the slides' reasons for LayerNorm.
 
 # %% [markdown]
 # ## 3. Residual connections, post-norm and pre-norm
@@ -296,7 +293,8 @@ print("✓ with both sublayers silenced, a pre-norm layer is exactly the identit
 print("✓ with both sublayers silenced, a post-norm layer returns LayerNorm(x)")
 
 # %% [markdown]
-# Dropout is off here; the paper's is in [Going further](#Going-further).
+# The paper also applies dropout ($P_{drop} = 0.1$, section 5.4) to each sublayer's output before the
+# addition, $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$; it is off in this lesson.
 #
 # What changes between the two at initialisation? Measure two things on random encoder stacks
 # (`d_model` = 32, 4 heads) of 6, 12, 24 and 48 layers, 5 seeds each, fed a random input of RMS 1, with the
@@ -307,8 +305,7 @@ print("✓ with both sublayers silenced, a post-norm layer returns LayerNorm(x)"
 #   all parameters $\theta_\ell$ of layer $\ell$.
 #
 # `probe_stacks` measures both. Its layers all *start* as copies
-# of one (equal values, not shared weights), as in `torch.nn.TransformerEncoder`; independent layers
-# give smaller numbers that still grow with depth ("Copied or independent layers", in Going further).
+# of one (equal values, not shared weights), as in `torch.nn.TransformerEncoder`.
 
 
 # %%
@@ -376,49 +373,10 @@ print("✓ each doubling of depth multiplies the median gap by nearer 2 than sqr
 # Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread. Post-norm's
 # last layer gets its gradient through its own LayerNorms, whose inputs here have RMS near 1 (so σ no
 # larger); pre-norm's through the **final** LayerNorm, whose tokens have a σ close to the stream's RMS,
-# so it arrives about that many times smaller (Going further: "A LayerNorm's gradient and σ"). Your
-# guess:
+# so it arrives about that many times smaller. Your guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
-
-# %% [markdown]
-# The gap follows pre-norm's stream scale, which the input sets as well as the depth (the paper
-# multiplies its embeddings by $\sqrt{d_\text{model}}$, section 3.4). One probe by hand, 6 layers, the
-# same input and then 5 times larger:
-
-# %% tags=["nbval-ignore-output"]
-by_scale = {}  # input scale -> post / pre last-layer gradient (seeds,), pre-norm stream RMS (seeds,)
-for scale in (1.0, 5.0):
-    gaps, streams = [], []
-    for s in seeds:
-        last_grad = {}
-        for norm_first in (False, True):
-            torch.manual_seed(s)
-            stack_p, read_out = Encoder(32, 4, 128, num_layers=6, norm_first=norm_first), nn.Linear(32, 16)
-            x_p = scale * torch.randn(8, 10, 32)  # (batch, T, d_model): RMS about `scale`
-            classes = torch.randint(0, 16, (8, 10))  # (batch, T)
-            stream = x_p
-            for layer_p in stack_p.layers:
-                stream = layer_p(stream)  # (batch, T, d_model)
-            loss = F.cross_entropy(read_out(stack_p.norm(stream)).flatten(0, 1), classes.flatten())
-            last_grad[norm_first] = layer_grad_norms(stack_p, loss)[-1]
-        gaps.append(last_grad[False] / last_grad[True])
-        streams.append(stream.pow(2).mean().sqrt().item())  # pre-norm's stream, before its final norm
-    by_scale[scale] = np.array(gaps), np.array(streams)
-for scale, (gap, stream) in by_scale.items():
-    print(
-        f"input x {scale:.0f}: gap {gap.min():.1f} to {gap.max():.1f}, pre-norm's stream RMS "
-        f"{stream.min():.1f} to {stream.max():.1f}, gap / RMS {(gap / stream).min():.2f} to {(gap / stream).max():.2f}"
-    )
-
-# %% tags=["hide-input"]
-assert np.allclose(by_scale[1.0][0], ratio[6], rtol=1e-4)  # the same probe as probe_stacks' 6-layer stacks
-assert (by_scale[5.0][0] > 2 * by_scale[1.0][0]).all() and (by_scale[5.0][1] > 2 * by_scale[1.0][1]).all()
-assert all(((1 / 1.5 < g / r) & (g / r < 1.5)).all() for g, r in by_scale.values())
-print("✓ by hand, the same input gives probe_stacks' 6-layer gap")
-print("✓ an input 5 times larger more than doubles both the gap and pre-norm's stream RMS, in 5 of 5 seeds")
-print("✓ at both input scales, the gap stays within a factor 1.5 of pre-norm's stream RMS")
 
 # %% [markdown]
 # The 24-layer stacks (line: median of the 5 seeds, band: min to max), and the gap at every depth:
@@ -432,11 +390,10 @@ plt.show()
 # **Why it matters.** Xiong et al. (2020) bound these gradients at initialisation: post-norm's
 # last-layer bound does not shrink with depth, pre-norm's shrinks like $1/\sqrt L$. They argue this is
 # why post-norm needs the paper's learning-rate warm-up (section 5.3): "using a large learning rate on
-# those gradients makes the training unstable"; their pre-norm Transformers trained without it. Their
-# analysis draws every layer independently: in our copied stacks the gap about doubles with each
-# doubling of depth (printed above); with independent layers it grows more slowly, nearer the
-# $\sqrt L$ growth of the ratio of their two upper bounds (Going further: "Copied or independent layers"). A small copy task probes warm-up
-# in [Going further](#Going-further) ("Warm-up and post-norm").
+# those gradients makes the training unstable"; their pre-norm Transformers trained without it. The
+# gaps above come from copied layers, and about double with each doubling of depth; Xiong et al. draw
+# every layer independently, which gives smaller gaps that grow more slowly, nearer the $\sqrt L$ of
+# their two bounds' ratio. [Going further](#Going-further) measures both and probes warm-up on a copy task.
 
 # %% [markdown]
 # ## 4. The three kinds of attention
@@ -613,7 +570,8 @@ for norm_first in (False, True):
     out = dec(tgt, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
     by_hand = decoder_layer_by_hand(dec, tgt, memory, tgt_mask, src_mask)
     assert torch.allclose(by_hand, out, atol=1e-6) and torch.allclose(out, theirs_out, atol=1e-5)
-print("✓ for post-norm and pre-norm, by hand, utils and torch agree for the encoder and the decoder layer")
+print("✓ post-norm and pre-norm, encoder and decoder layer: our wiring of the utils layer's parts equals utils,")
+print("  and utils equals torch")
 
 # %% [markdown]
 # The same torch encoder layers, given our padding mask unchanged:
@@ -690,14 +648,14 @@ print("✓ in 5 of 5 seeds, an encoder layer commutes with shuffling; a decoder 
 # * The FFN is one MLP applied to every position with the same weights. It, unmasked attention and an
 #   encoder layer (its padding mask shuffled too) commute with permutations; a causal mask carries position.
 # * LayerNorm normalises each token over its features, $g \odot (x-\mu)/\sqrt{\sigma^2+\varepsilon} + b$
-#   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have mean 0 and
-#   variance $\sigma^2/(\sigma^2+\varepsilon)$ per token (≈ 1 unless the token is nearly constant), not a
-#   range of $[0, 1]$. Batch norm normalises each feature over the batch,
+#   with the biased variance — exactly `torch.nn.LayerNorm`. The normalised values have (in exact
+#   arithmetic) mean 0 and variance $\sigma^2/(\sigma^2+\varepsilon)$ per token (≈ 1 unless the token is
+#   nearly constant), not a range of $[0, 1]$. Batch norm normalises each feature over the batch,
 #   so in training mode a sentence's output depends on its batch-mates.
 # * Post-norm (the paper, `LN(x + f(x))`) keeps the stream at unit scale at initialisation; pre-norm
-#   (`x + f(LN(x))`, most code today) lets it grow, more in deeper stacks, and needs a final LayerNorm,
-#   whose 1/σ makes its top layers' gradients smaller than post-norm's. Xiong et al. link post-norm's
-#   larger ones to its need for warm-up.
+#   (`x + f(LN(x))`, most code today) lets it grow, more in deeper stacks, and needs a final LayerNorm;
+#   in our stacks of 6 to 48 layers, that norm's 1/σ makes the last layer's gradient smaller than
+#   post-norm's. Xiong et al. link post-norm's larger one to its need for warm-up.
 # * Three attentions: encoder self-attention, masked decoder self-attention, and cross-attention with
 #   queries from the decoder and keys/values from the encoder.
 # * Our layers, written out by hand, equal `utils.blocks` and PyTorch's (copied weights, negated masks).
@@ -788,8 +746,8 @@ check.parallel_block(my_parallel_block)
 # ## Going further
 #
 # Detours from the main line, each with its own checks: first LayerNorm (its values, ε, γ and β, batch norm in
-# evaluation mode, gradients, the slides' reasons), then deep stacks and warm-up, the paper's Table 3,
-# and the fused attention path.
+# evaluation mode, gradients, the input's scale, the slides' reasons), then deep stacks and warm-up, the
+# paper's Table 3 and dropout, and the fused attention path.
 
 # %% [markdown]
 # ### What the normalised values look like — not "between 0 and 1"
@@ -798,10 +756,10 @@ check.parallel_block(my_parallel_block)
 # all values between 0 and 1 may be too restrictive". "Fluctuations" is loose wording for a learned
 # scale and shift per feature ("What γ and β can and cannot do", below); "between 0 and 1"
 # is wrong: $N(\mathbf x)$ has **mean 0 and variance 1 over each token's features** (with ε,
-# $\sigma^2/(\sigma^2+\varepsilon)$, just under 1 when the spread σ ≫ $\sqrt\varepsilon$) — so every token
-# that is not constant has negative values and (without ε) at least one value with $|v| \ge 1$, up to
-# $\sqrt{H-1}$ when one feature sticks out. Check it on random tokens of several widths H, scales and
-# offsets, 5 seeds each:
+# $\sigma^2/(\sigma^2+\varepsilon)$, just under 1 when the spread σ ≫ $\sqrt\varepsilon$) — so, in exact
+# arithmetic, every token that is not constant has negative values and (without ε) at least one value
+# with $|v| \ge 1$, up to $\sqrt{H-1}$ when one feature sticks out. Check it on random tokens of several
+# widths H, scales and offsets, 5 seeds each, and on one float32 token whose offset, $10^7$, dwarfs its spread:
 
 
 # %% tags=["nbval-ignore-output"]
@@ -832,22 +790,27 @@ for seed in range(5):
         )
 means, variances, outside, smallest_max, all_negative, smallest_spread, least_var = map(np.array, zip(*stats))
 spike = normalised(100.0 * torch.eye(512)[:1])  # (1, 512): one feature sticks out
+huge_offset = normalised(torch.tensor([[1e7, 1e7, 1e7, 1e7 + 1]]))  # (1, 4): float32 rounds its mean to 1e7
 print(f"share of normalised values outside [0, 1]: {outside.min():.2f} to {outside.max():.2f} over 20 runs")
 print(f"smallest variance of a normalised token (with eps): {least_var.min():.3f}")
 print(
     f"largest |value| of a token is at least {smallest_max.min():.2f}; a one-spike token at H = 512 "
     f"reaches {spike.max():.1f} (sqrt(511) = {np.sqrt(511):.1f})"
 )
+print("float32 token (1e7, 1e7, 1e7, 1e7 + 1), normalised:", huge_offset)
 
 # %% [markdown]
-# In every run (with these random tokens) more than half the values fall outside $[0, 1]$, and no token stays inside it.
+# In every run more than half the values fall outside $[0, 1]$, and no token stays inside it. The float32
+# token is the exception rounding makes: its mean rounds to $10^7$, so it comes out with no negative value.
 
 # %% tags=["hide-input"]
 assert means.max() < 1e-5 and variances.max() < 1e-4  # mean 0, variance sigma^2 / (sigma^2 + eps) per token
 assert all_negative.all() and smallest_max.min() >= 0.99  # every token has a value < 0 and one with |v| >= 1
 assert outside.min() > 0.5 and 0.9 < least_var.min() < 1  # with eps, each variance just under 1
 assert abs(spike.max().item() - np.sqrt(511)) < 1e-2
+assert (huge_offset >= 0).all() and huge_offset.mean() > 0.1  # float32: not constant, yet nothing negative
 print("✓ over 5 seeds and 4 widths, no token's normalised values stay inside [0, 1]")
+print("✓ the float32 token with offset 1e7 has no negative value: exact arithmetic's rule fails there")
 
 # %% [markdown]
 # ### Biased variance and ε
@@ -858,7 +821,7 @@ print("✓ over 5 seeds and 4 widths, no token's normalised values stay inside [
 # factor $\sqrt{(H-1)/H}$; dropping ε changes nothing visible on ordinary tokens but turns a constant
 # token into NaN.
 
-# %%
+# %% tags=["hide-input"]
 for seed in range(5):
     for H_ in (4, 6, 64):
         torch.manual_seed(seed)
@@ -878,14 +841,11 @@ for seed in range(5):
         )
 no_eps = layer_norm(torch.full((1, 6), 4.0), 1.0, 0.0, eps=0.0)  # (1, 6): a constant token, H = 6
 print("constant token without eps:", no_eps, " with eps:", layer_norm(torch.full((1, 6), 4.0), 1.0, 0.0))
-print("✓ for H = 4, 6 and 64, 5 seeds: the unbiased variance scales every output (less b) by sqrt((H-1)/H)")
-print("✓ without eps, a constant token gives NaN; an ordinary one barely moves")
+print("✓ H = 4, 6, 64, 5 seeds: the unbiased variance scales outputs (less b) by sqrt((H-1)/H);")
+print("  without eps, a constant token gives NaN and an ordinary one barely moves")
 
 # %% [markdown]
-# ### LayerNorm on a token of tiny spread
-#
-# *Why ε matters: the normalised variance is $\sigma^2/(\sigma^2+\varepsilon)$, far below 1 once σ nears $\sqrt\varepsilon$.*
-#
+# With ε the normalised variance is $\sigma^2/(\sigma^2+\varepsilon)$, far below 1 once σ nears $\sqrt\varepsilon$.
 # The random tokens of "What the normalised values look like" were drawn with a standard deviation of
 # 0.1 or more (their own spreads go down to the value printed below). Now tokens of spread σ from 1
 # down to 0.001, and a constant token (16 features in float64, one random pattern scaled to spread
@@ -911,10 +871,8 @@ assert (var_tiny - exact_tiny).abs().max() < 1e-9
 assert var_tiny[0] > 0.9999 and var_tiny[3] < 0.1 and (n_tiny[4] == 0).all()
 assert (n_tiny[:4].amin(-1) < 0).all() and n_tiny[3].abs().max() < 1
 assert 0.02 < smallest_spread.min() < 0.04  # a token's own spread can fall well below the 0.1 it was drawn with
-print("✓ some of those random tokens have a spread well below the 0.1 or more they were drawn with")
-print("✓ the variance of N(x) is sigma^2 / (sigma^2 + eps): almost 1 at spread 1, far below 1 at spread 0.001")
-print("✓ at spread 0.001 no value reaches |v| = 1")
-print("✓ a constant token gives all zeros; every other token has a negative value")
+print("✓ the variance of N(x) is sigma^2 / (sigma^2 + eps) in every row; at spread 0.001 no value reaches |v| = 1,")
+print("  the constant token gives all zeros, and each of the other four has a negative value")
 
 # %% [markdown]
 # ### What γ and β can and cannot do
@@ -961,9 +919,8 @@ for seed in range(5):
         for c in (-7.0, 0.0, 42.0)
     ]  # eps = 0: the identity is exact
 assert max(lost) < 1e-9
-print("✓ with alike features, g and b set each output feature's spread (|g_j|) and centre (b_j)")
-print("✓ with one feature raised and one shrunk, those two features' spread and centre are not |g_j| and b_j")
-print("✓ without eps, LN(a x + c) equals LN(x) for every scale a and offset c tried, 5 seeds")
+print("✓ g and b set each feature's spread (|g_j|) and centre (b_j) when features are alike, not when they differ;")
+print("  without eps, LN(a x + c) equals LN(x) for every scale a and offset c tried, 5 seeds")
 
 # %% [markdown]
 # With ε the same tokens (spreads σ from 0.67 to 1.51), scaled by $a$ from 3 down to 0.001:
@@ -992,19 +949,17 @@ print(
 assert blur[3.0] < 1e-4 and blur[0.5] < 1e-4 and blur[0.1] < 1e-2 and blur[0.001] > 0.5
 assert abs(spreads5.min() - 0.67) < 0.005 and abs(spreads5.max() - 1.51) < 0.005
 assert 0.001 * spreads5.max() < 1e-5**0.5 < 0.1 * spreads5.min()
-print("✓ over 5 seeds, with eps, LN(a x) stays close to LN(x) while a sigma is well above sqrt(eps) (a = 3, 0.5, 0.1)")
-print("✓ at a = 0.001, where every spread is below sqrt(eps), LN(a x) moves far from LN(x)")
+print("✓ over 5 seeds, with eps, LN(a x) stays close to LN(x) while a sigma is well above sqrt(eps), not at a = 0.001")
 
 # %% [markdown]
-# How much can the best $g_j, b_j$ bring back? If every token had the same μ and σ,
-# $g = \sqrt{\sigma^2 + \varepsilon}$ and $b = \mu$ would undo the normalisation exactly; tokens differ.
-# Fit $x_j \approx g_j N(\mathbf x)_j + b_j$ by least squares over 4000 tokens, for each of 16 features,
-# and report the share of $x_j$'s variance it explains ($R^2$; 1 would be a perfect undo). Tokens that
-# each get their own scale (0.5 to 3) and offset (normal, standard deviation 2), and tokens that all come
-# from one standard normal distribution (whose μ and σ still vary a little), 5 seeds each:
+# If every token had the same μ and σ, $g = \sqrt{\sigma^2 + \varepsilon}$ and $b = \mu$ would undo the
+# normalisation exactly; tokens differ. The share of
+# $x_j$'s variance a least-squares fit $x_j \approx g_j N(\mathbf x)_j + b_j$ explains ($R^2$, 16 features,
+# 4000 tokens, 5 seeds), for tokens with their own scale (0.5 to 3) and offset (standard deviation 2), and
+# for tokens from one standard normal distribution:
 
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["hide-input", "nbval-ignore-output"]
 def undo_r2(tokens):
     """R^2 of the best x_j = g_j N(x)_j + b_j, per feature j: (H,)."""
     n = normalised(tokens)  # (n_tokens, H)
@@ -1031,8 +986,9 @@ for kind, r2 in undo.items():
 
 # %% tags=["hide-input"]
 assert np.max(undo["own scale and offset"]) < 0.5 and np.min(undo["one distribution"]) > 0.8
-print("✓ tokens with their own scale and offset: the best g_j, b_j explain under half of x_j's variance")
-print("✓ tokens from one distribution: they explain most of it (both for every feature and seed)")
+print(
+    "✓ for every feature and seed: under half of x_j's variance with their own scale and offset, most of it otherwise"
+)
 
 # %% [markdown]
 # The histograms: the normalised values of 200 tokens (H = 64) spread well beyond $[0, 1]$ (shaded);
@@ -1044,14 +1000,14 @@ n = normalised(torch.randn(200, 64, generator=torch.Generator().manual_seed(0)))
 ax_n.axvspan(0, 1, color="gold", alpha=0.3, label="[0, 1]: where the slides put them")
 ax_n.hist(n, bins=60, color="gray")
 ax_n.set(
-    title="N(x) of random tokens: mean 0, variance ≈ 1, most outside [0, 1]", xlabel="normalised value", ylabel="count"
+    title="N(x) of random tokens:\nmean 0, variance ≈ 1, most outside [0, 1]", xlabel="normalised value", ylabel="count"
 )
 ax_n.legend(fontsize=8)
 for j, (color, hatch) in enumerate([("tab:purple", "//"), ("tab:green", ""), ("tab:orange", "..")]):
     ax_h.hist(
         h[:, j], bins=60, color=color, alpha=0.6, hatch=hatch, label=f"feature {j}: g = {g[j]:.1f}, b = {b[j]:.0f}"
     )
-ax_h.set(title="g ⊙ N(x) + b: g sets each feature's spread, b its centre", xlabel="output value")
+ax_h.set(title="g ⊙ N(x) + b:\ng sets each feature's spread, b its centre", xlabel="output value")
 ax_h.legend(fontsize=8)
 plt.show()
 
@@ -1124,7 +1080,7 @@ print(
 # Feed one `x`, `7 x` and `x + 10` (the same output, up to ε) and compare the gradients (5 seeds,
 # widths 8, 32 and 128):
 
-# %%
+# %% tags=["hide-input"]
 shrink, shifted = [], []  # |gradient at x| / |gradient at 7x|, and / |gradient at x + 10|, per seed and width
 for seed in range(5):
     for width in (8, 32, 128):
@@ -1142,8 +1098,9 @@ for seed in range(5):
 print(f"gradient at x / gradient at 7x: {min(shrink):.2f} to {max(shrink):.2f} (15 runs)")
 print(f"gradient at x / gradient at x + 10: {min(shifted):.2f} to {max(shifted):.2f} (15 runs)")
 assert all(abs(r - 7) < 1e-3 for r in shrink) and all(abs(r - 1) < 1e-3 for r in shifted)
-print("✓ scaling a LayerNorm's input by 7 leaves its output unchanged (up to eps) and divides the gradient by 7")
-print("✓ adding 10 to every feature changes neither")
+print(
+    "✓ scaling a LayerNorm's input by 7 keeps its output (up to eps) and divides the gradient by 7; adding 10 changes neither"
+)
 
 # %% [markdown]
 # So what matters in section 3 is the σ entering each LayerNorm. At 24 layers (5 seeds):
@@ -1160,8 +1117,48 @@ print(
 # %% tags=["hide-input"]
 assert 1.0 < norm_inputs.min() and norm_inputs.max() < 1.5 and token_sigma.min() > 3
 assert np.hypot(1, token_mean / token_sigma).max() < 1.1  # each token's RMS within 10% of its sigma
-print("✓ the last post-norm layer's LayerNorms get inputs of RMS near 1 (so σ no larger)")
-print("✓ pre-norm's final LayerNorm gets tokens of σ far larger, each with RMS close to σ")
+print("✓ post-norm's last LayerNorms get inputs of RMS near 1 (σ no larger); pre-norm's final one, tokens of σ far")
+print("  larger, each with RMS close to σ")
+
+# %% [markdown]
+# ### The gap and the input's scale
+#
+# *Section 3 fed its stacks an input of RMS 1; the input sets pre-norm's stream scale as well as the depth.*
+#
+# The paper multiplies its embeddings by $\sqrt{d_\text{model}}$ (section 3.4). One probe by hand, 6
+# layers, the same input and then 5 times larger:
+
+# %% tags=["nbval-ignore-output"]
+by_scale = {}  # input scale -> post / pre last-layer gradient (seeds,), pre-norm stream RMS (seeds,)
+for scale in (1.0, 5.0):
+    gaps, streams = [], []
+    for s in seeds:
+        last_grad = {}
+        for norm_first in (False, True):
+            torch.manual_seed(s)
+            stack_p, read_out = Encoder(32, 4, 128, num_layers=6, norm_first=norm_first), nn.Linear(32, 16)
+            x_p = scale * torch.randn(8, 10, 32)  # (batch, T, d_model): RMS about `scale`
+            classes = torch.randint(0, 16, (8, 10))  # (batch, T)
+            stream = x_p
+            for layer_p in stack_p.layers:
+                stream = layer_p(stream)  # (batch, T, d_model)
+            loss = F.cross_entropy(read_out(stack_p.norm(stream)).flatten(0, 1), classes.flatten())
+            last_grad[norm_first] = layer_grad_norms(stack_p, loss)[-1]
+        gaps.append(last_grad[False] / last_grad[True])
+        streams.append(stream.pow(2).mean().sqrt().item())  # pre-norm's stream, before its final norm
+    by_scale[scale] = np.array(gaps), np.array(streams)
+for scale, (gap, stream) in by_scale.items():
+    print(
+        f"input x {scale:.0f}: gap {gap.min():.1f} to {gap.max():.1f}, pre-norm's stream RMS "
+        f"{stream.min():.1f} to {stream.max():.1f}, gap / RMS {(gap / stream).min():.2f} to {(gap / stream).max():.2f}"
+    )
+
+# %% tags=["hide-input"]
+assert np.allclose(by_scale[1.0][0], ratio[6], rtol=1e-4)  # the same probe as probe_stacks' 6-layer stacks
+assert (by_scale[5.0][0] > 2 * by_scale[1.0][0]).all() and (by_scale[5.0][1] > 2 * by_scale[1.0][1]).all()
+assert all(((1 / 1.5 < g / r) & (g / r < 1.5)).all() for g, r in by_scale.values())
+print("✓ by hand, the same input gives section 3's 6-layer gap; 5 times larger, it more than doubles both the gap")
+print("  and pre-norm's stream RMS in 5 of 5 seeds, and the gap stays within a factor 1.5 of that RMS")
 
 # %% [markdown]
 # ### The slides' reasons for LayerNorm
@@ -1174,8 +1171,8 @@ print("✓ pre-norm's final LayerNorm gets tokens of σ far larger, each with RM
 #
 # * **Gradients.** Xu et al. find the derivatives of the mean and variance "more important than forward
 #   normalization by re-centering and re-scaling backward gradients". That backward pass is what this
-#   lesson shows: exercise 1 derives it, and the detour above measures it (scaling a token by 7 divides
-#   the gradient's norm by 7; adding 10 to every feature leaves it unchanged). Whether it makes gradients
+#   lesson shows: exercise 1 derives it, and "A LayerNorm's gradient and σ" measures it (scaling a token
+#   by 7 divides the gradient's norm by 7; adding 10 to every feature leaves it unchanged). Whether it makes gradients
 #   smoother or training faster, the lesson cannot say: nothing here trains without LayerNorm.
 # * **Stability.** Section 3 shows a fixed scale at initialisation: post-norm's stream stays at RMS 1
 #   after every layer, at every depth tried, and pre-norm's final LayerNorm brings its grown stream back
@@ -1256,17 +1253,17 @@ assert any(not (np.diff(rms_ind["pre-norm", L], axis=1) > 0).all() for L in dept
 assert all(gap_findings(ratio_ind, tracks_ind).values()), gap_findings(ratio_ind, tracks_ind)
 assert all(ratio_ind[L].max() < ratio[L].min() for L in depths)  # every depth: a smaller gap than copied stacks
 assert all(1 < f < 2**0.75 for f in doubling_ind)  # on a log scale nearer sqrt(2) than 2
+grads_of = {"copied": grads, "independent": grads_ind}  # where the largest gradient sits, 20 stacks each
+pre_first = {i: sum(int((g["pre-norm", L].argmax(1) == 0).sum()) for L in depths) for i, g in grads_of.items()}
+post_top = {i: sum(int((g["post-norm", L].argmax(1) == L - 1).sum()) for L in depths) for i, g in grads_of.items()}
+assert pre_first["copied"] == 20 and post_top["copied"] >= 15
+assert pre_first["independent"] < 20 and post_top["independent"] < 10
+print("✓ independent layers: post-norm stays at RMS 1, pre-norm's stream grows more in deeper stacks, and post-norm's")
 print(
-    "✓ with independent layers too, post-norm keeps RMS 1 and pre-norm's stream ends larger, more so in deeper stacks"
+    "  last layer gets the larger gradient, within a factor 1.5 of pre-norm's stream RMS, as in section 3; but the stream"
 )
-print("✓ it grows less than with copied layers and, in some stacks of 12 layers or more, not after every layer")
-print("✓ with independent layers too, post-norm's last layer gets the larger gradient in every stack")
-print("✓ the factor grows with depth, within a factor 1.5 of pre-norm's stream RMS (input of RMS 1)")
-print("✓ at every depth, every independent stack has a smaller gradient gap than every copied one")
-print(
-    "✓ with independent layers, each doubling of depth multiplies the median gap by more than 1, nearer sqrt(2) than 2"
-)
-print("✓ at 24 layers, no token of that stream has an RMS as large as 1.3 times its σ")
+print("  grows less (not always after every layer) and the gap is smaller at every depth, each doubling of depth")
+print("  multiplying its median by nearer sqrt(2) than 2")
 
 # %% [markdown]
 # The stream grows less, but the gap still follows pre-norm's stream RMS (a stand-in for σ: the
@@ -1275,37 +1272,6 @@ print("✓ at 24 layers, no token of that stream has an RMS as large as 1.3 time
 # %%
 plot_gradient_gap(grads_ind, rms_ind, ratio_ind, "independent")
 plt.show()
-
-# %% [markdown]
-# ### Where the largest gradient sits
-#
-# *Section 3 compared the last layer only; the layer with the largest gradient depends on how the layers start.*
-#
-# Over the same 20 stacks per variant (4 depths, 5 seeds):
-
-# %% tags=["nbval-ignore-output"]
-grads_of = {"copied": grads, "independent": grads_ind}
-pre_first = {i: sum(int((g["pre-norm", L].argmax(1) == 0).sum()) for L in depths) for i, g in grads_of.items()}
-post_top = {i: sum(int((g["post-norm", L].argmax(1) == L - 1).sum()) for L in depths) for i, g in grads_of.items()}
-for init in grads_of:
-    print(
-        f"{init}: the largest gradient is at layer 1 in {pre_first[init]} of 20 pre-norm stacks, "
-        f"at the last layer in {post_top[init]} of 20 post-norm stacks"
-    )
-
-# %% tags=["hide-input"]
-assert pre_first["copied"] == 20 and post_top["copied"] >= 15
-assert pre_first["independent"] < 20 and post_top["independent"] < 10
-print("✓ copied layers: pre-norm's largest gradient is at layer 1 in every stack, post-norm's mostly at the last")
-print("✓ independent layers: pre-norm's is not always at layer 1, post-norm's at the last in under half")
-
-# %% [markdown]
-# ### The paper's dropout
-#
-# The paper's section 5.4 announces "three types of regularization" and describes dropout, $P_{drop} = 0.1$,
-# on each sublayer's output before the addition, $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$, dropout on the
-# sums of embeddings and positional encodings, and label smoothing (lesson 07). This lesson's layers run
-# with dropout off.
 
 # %% [markdown]
 # ### Warm-up and post-norm
@@ -1360,9 +1326,10 @@ print("post-norm, no warm-up, independent layers: loss at the end, per seed:", n
 assert stuck >= 3
 assert all((end_loss[key] < 0.1).all() for key in setups if key != ("post-norm", "no warm-up"))
 assert (independent_end < 0.1).all()
-print("✓ with copied layers, post-norm without warm-up stays stuck (loss above 2) in most of 5 runs")
-print("✓ with a 20-step warm-up, and pre-norm either way, all 5 runs learn to copy")
-print("✓ with independent layers, post-norm without warm-up learns to copy in all 5 runs")
+print("✓ copied layers: post-norm without warm-up stays stuck (loss above 2) in most of 5 runs; with the warm-up,")
+print(
+    "  and pre-norm either way, all 5 learn to copy; with independent layers, post-norm without warm-up learns in all 5"
+)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained", sharey=True)
@@ -1381,10 +1348,8 @@ plt.show()
 # The warm-up makes a stuck run rarer here, not impossible. Post-norm with the warm-up on 25 more
 # seeds (5 to 29): `benchmarks/warmup_seeds.py` trained them with the same `train_copy_task` and these
 # settings, and stored each run's loss at the end (`load_warmup_seeds` reads the file). These losses are
-# one machine's: on another CPU, or with other float settings, the rounding differs and grows over
-# the 60 steps, so a mid-range loss can come out quite different elsewhere (only each run's category,
-# stuck, slow or learned, is claimed, and a run near 0.1 or 2 could change even that). The stuck ones
-# are trained again here:
+# one machine's (rounding differs elsewhere and grows over 60 steps), so only each run's category,
+# stuck, slow or learned, is claimed. The stuck ones are trained again here:
 
 # %% tags=["nbval-ignore-output"]
 more_seeds = range(5, 30)
@@ -1404,9 +1369,8 @@ assert warmed["setup"] == same_settings and warmed["last_steps"] == 10 and warme
 slow = (warmed_end > 0.1) & (warmed_end <= 2)  # (25,): neither stuck nor learned by step 60
 assert (warmed_end > 2).sum() >= 1 and slow.sum() >= 1 and (warmed_end < 0.1).sum() > 25 / 2
 assert all(end > 2 for end in retrained.values())
-print("✓ in the stored runs, with the 20-step warm-up, most of 25 more post-norm runs learn to copy")
-print("✓ in the stored runs, at least one stays stuck (loss above 2) and another ends between 0.1 and 2")
-print("✓ every stored stuck run, trained again here with the same settings, is stuck here too (loss above 2)")
+print("✓ in the stored runs, most of 25 more warmed-up post-norm runs learn to copy, at least one stays stuck and")
+print("  another ends between 0.1 and 2; every stored stuck run, trained again here, is stuck here too")
 
 # %% [markdown]
 # So the warm-up helps here, but a few runs still fail or learn slowly. Does section 3's gap matter in
@@ -1437,13 +1401,12 @@ assert copy_gap["copied"].min() > copy_gap["independent"].max() > 1
 print("✓ in the copy-task models, every copied stack has a larger gap than every independent one")
 
 # %% [markdown]
-# It is also one small setting (one depth, one learning rate, 60 steps); Xiong et al. (2020) make the
-# comparison on full-size translation and language models.
+# It is also one small setting; Xiong et al. (2020) compare full-size translation and language models.
 
 # %% [markdown]
 # ### How many layers, how wide, how much dropout?
 #
-# *What the paper's Table 3 says about depth, width and regularisation; exercise 3 counts its parameters.*
+# *What the paper's Table 3 says about depth, width and dropout; exercise 3 counts its parameters.*
 #
 # The paper's Table 3 varies the base model's sizes (N = 6 layers, $d_{ff}$ = 2048: BLEU 25.8 on
 # the development set, 65 million parameters). A subset of its rows (C), leaving out the two that
@@ -1455,15 +1418,17 @@ print("✓ in the copy-task models, every copied stack has a larger gap than eve
 # | parameters (millions) | 36 | 50 | 80 | 53 | 90 |
 #
 # Fewer or narrower layers cost BLEU; 8 layers instead of 6 do not raise it (though their perplexity,
-# 4.88 against 4.92, is slightly better), a wider FFN does. Row (D): without dropout ($P_{drop} = 0.0$)
-# the base model's BLEU drops from 25.8 to 24.6; without label smoothing it is 25.3.
+# 4.88 against 4.92, is slightly better), a wider FFN does. Section 5.4 announces "three types of
+# regularization": dropout on each sublayer's output (section 3 of this lesson), dropout on the sums of
+# embeddings and positional encodings, and label smoothing (lesson 07). Row (D): without dropout
+# ($P_{drop} = 0.0$) the base model's BLEU drops from 25.8 to 24.6; without label smoothing it is 25.3.
 
 # %% [markdown]
 # ### The same attention without its weights
 #
 # *How the translator of lesson 07 trains: PyTorch's fused attention.*
 #
-# Training never looks at the attention weights. With `need_weights=False`, `MultiHeadAttention` (and
+# Standard training, lesson 07's included, never looks at the attention weights. With `need_weights=False`, `MultiHeadAttention` (and
 # the layers, which pass the flag on) hands the same per-head $Q$, $K$, $V$ and mask to
 # `torch.nn.functional.scaled_dot_product_attention`, which returns no weights (`None`) and runs a fused
 # kernel when one supports the inputs and the hardware, otherwise a plain "math" fallback. A query whose
@@ -1494,12 +1459,14 @@ def attention_and_gradient(need_weights):
 
 out_w, weights, grad_w = attention_and_gradient(True)
 out_f, no_weights, grad_f = attention_and_gradient(False)
+print(f"the weights path returns weights of shape {tuple(weights.shape)}; need_weights=False returns {no_weights}")
+
+# %% tags=["hide-input"]
 assert no_weights is None and weights.shape == (batch, 4, T, T)
 assert torch.allclose(out_f, out_w, atol=1e-5) and torch.allclose(grad_f, grad_w, atol=1e-5)
 assert torch.equal(out_f[0, 5], mha.W_o.bias.detach()) and torch.equal(out_w[0, 5], mha.W_o.bias.detach())
-print("✓ need_weights=False gives the same output and the same gradient as the weights path")
-print("✓ need_weights=False returns no weights (None)")
-print("✓ on both paths, the query that may attend to nothing outputs exactly the bias of W_o")
+print("✓ need_weights=False gives the same output and gradient as the weights path, and no weights (None);")
+print("  on both paths, the query that may attend to nothing outputs exactly the bias of W_o")
 
 # %% [markdown]
 # What it saves: the weights path returns a `(batch, num_heads, T_q, T_k)` tensor per layer, and
@@ -1531,8 +1498,7 @@ print(
 print(f"fused path faster than the weights path in {sum(r < 1 for r in ratios)} of 5 repeats")
 
 # %% [markdown]
-# These ratios are one measurement on one machine (they depend on the hardware, the sizes and other
-# work), so no check rests on them. Memory: with attention dropout off (as here), the fused kernel
+# These ratios are one machine's, so no check rests on them. Memory: with attention dropout off (as here), the fused kernel
 # picked here keeps no copy of the weights for the backward pass (the math fallback does), but a float
 # copy of the mask, of the mask's own shape: $1/h$ of the weights' size for a mask per sentence shared by
 # the heads, $(B, 1, T, T)$ (less for one mask shared by every sentence too), as large as the weights for a
@@ -1590,10 +1556,8 @@ assert copies_no_empty == 1 and found["one mask for all heads", True][0] == 2
 with sdpa_kernel(SDPBackend.MATH):  # the fallback, forced
     math_copies = sum(map(holds_weights, saved_tensors(lambda t: mha(t, t, t, x_mask[:, None], need_weights=False), x)))
 assert math_copies == 1
-print("✓ the weights path keeps this layer's 1,048,576 weights (4 MiB) for backward")
-print("✓ it keeps one copy when no query is fully masked, two when one is")
-print("✓ the fused kernel keeps no copy; the math fallback (forced) keeps one")
-print("✓ the fused path keeps a float copy of the mask: 1 MiB here, 4 MiB with a mask per head")
+print("✓ the weights path keeps this layer's 1,048,576 weights (4 MiB) for backward: one copy, two when a query")
+print("  is fully masked; the fused kernel keeps none (the forced math fallback one), but a float copy of the mask")
 
 # %% [markdown]
 # The weights path's second copy is the softmax output with the fully-masked query's row set to zero.
