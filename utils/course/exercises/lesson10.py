@@ -1,6 +1,6 @@
 """Exercises of lesson 10: predictions (Neo's first merge, how the held-out `june` is cut, and the lesson's
 measurements), BPE merges by hand, a greedy longest-match cut (WordPiece-style), the attention cost of a padded
-batch, and the starting symbols of byte-level BPE."""
+batch, and a byte-level BPE cut."""
 
 import random
 from collections import Counter
@@ -554,63 +554,145 @@ def padded_attention_cost(answer):
     return None
 
 
-# --- 4. Byte-level starting symbols (transfer) -------------------------------------------------------------------
+# --- 4. A byte-level BPE cut (transfer) ---------------------------------------------------------------------
 
 
-def _bytes_solution(text):
-    """Byte-level BPE's starting symbols: the UTF-8 bytes of the text (256 possible, so no unknown symbol)."""
-    return list(text.encode("utf-8"))
+def _byte_cut_solution(word, merges):
+    """Byte-level BPE (GPT-2 style): start from the word's UTF-8 bytes, one symbol each (256 possible, so no
+    unknown symbol), then apply each merge in the order learned, everywhere in the word, left to right."""
+    symbols = [bytes([b]) for b in word.encode("utf-8")]
+    for left, right in merges:
+        out, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == (left, right):
+                out.append(left + right)
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        symbols = out
+    return symbols
 
 
-def _bytes_code_points(text):
-    return [ord(c) for c in text]
+def _byte_cut_characters(word, merges):
+    """Starts from characters (each as its UTF-8 bytes) instead of single bytes."""
+    return _apply_merges([c.encode("utf-8") for c in word], merges)
 
 
-def _bytes_utf16(text):
-    return list(text.encode("utf-16-le"))
+def _apply_merges(symbols, merges):
+    for left, right in merges:
+        out, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == (left, right):
+                out.append(left + right)
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        symbols = out
+    return symbols
 
 
-def _bytes_ascii_only(text):
-    return [b for b in text.encode("utf-8") if b < 128]
+def _byte_cut_first_only(word, merges):
+    """Applies each merge only where its pair first occurs."""
+    symbols = [bytes([b]) for b in word.encode("utf-8")]
+    for left, right in merges:
+        pairs = list(zip(symbols, symbols[1:]))
+        if (left, right) in pairs:
+            i = pairs.index((left, right))
+            symbols = symbols[:i] + [left + right] + symbols[i + 2 :]
+    return symbols
 
 
-_BYTES_MISTAKES = [
-    mistake("take each character's code point", _bytes_code_points, says="code point"),
-    mistake("encode in UTF-16", _bytes_utf16, says="UTF-8"),
-    mistake("drop the bytes of non-ASCII characters", _bytes_ascii_only, says="every byte"),
+def _byte_cut_from_the_right(word, merges):
+    """Joins overlapping pairs from the right end (a a a -> a aa instead of aa a)."""
+    symbols = [bytes([b]) for b in word.encode("utf-8")]
+    for left, right in merges:
+        out, i = [], len(symbols) - 1
+        while i >= 0:
+            if i >= 1 and (symbols[i - 1], symbols[i]) == (left, right):
+                out.insert(0, left + right)
+                i -= 2
+            else:
+                out.insert(0, symbols[i])
+                i -= 1
+        symbols = out
+    return symbols
+
+
+def _byte_cut_any_merge(word, merges):
+    """Sweeps the word left to right, joining any pair that is some merge, whatever the merges' order."""
+    symbols, known, changed = [bytes([b]) for b in word.encode("utf-8")], set(merges), True
+    while changed:
+        changed, out, i = False, [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) in known:
+                out.append(symbols[i] + symbols[i + 1])
+                i, changed = i + 2, True
+            else:
+                out.append(symbols[i])
+                i += 1
+        symbols = out
+    return symbols
+
+
+_BYTE_MISTAKES = [
+    mistake("start from characters, not bytes", _byte_cut_characters, says="three bytes"),
+    mistake("apply a merge only where its pair first occurs", _byte_cut_first_only, says="everywhere"),
+    mistake("join overlapping pairs from the right", _byte_cut_from_the_right, says="left to right"),
+    mistake("join any pair that is a merge, ignoring the merges' order", _byte_cut_any_merge, says="order learned"),
 ]
-_BYTES_MESSAGES = {
-    _BYTES_MISTAKES[0].name: "a code point can be above 255 (é is 233, 日 is 26085); the symbols are the text's "
-    "UTF-8 bytes, each 0..255",
-    _BYTES_MISTAKES[1].name: "byte-level BPE (GPT-2) starts from the UTF-8 bytes, not UTF-16's",
-    _BYTES_MISTAKES[2].name: "keep every byte: é is two UTF-8 bytes, both symbols",
+_BYTE_MESSAGES = {
+    _BYTE_MISTAKES[0].name: "start from single bytes: 日 is three bytes and é two, separate symbols until a merge "
+    "joins them; that is why no symbol is ever unknown",
+    _BYTE_MISTAKES[1].name: "apply each merge everywhere in the word, not only where its pair first occurs",
+    _BYTE_MISTAKES[2].name: "join a merge's pairs left to right, as section 1's merge does: a a a with a + a gives "
+    "aa a",
+    _BYTE_MISTAKES[3].name: "apply the merges one after the other, in the order learned: an earlier merge wins "
+    "where two could apply",
 }
+_BYTE_MERGES = [
+    (b"a", b"n"),
+    (b"\xc3", b"\xa9"),
+    (b"k", b"a"),
+    (b"a", b"a"),
+    (b"k", b"an"),
+    (b"o", b"s"),
+    (b"c", b"a"),
+    (b"ca", b"f"),
+    (b"caf", b"\xc3\xa9"),
+]
+_BYTE_CASES = ["kano", "café", "kaka", "aaa", "kanos", "日本", "naïve", "akan", "aaaa"]
 
 
 @exercise(
     hint="""
-    Python gives the bytes with text.encode("utf-8"); list(...) of a bytes object is its numbers, each 0..255.
+    Start from [bytes([b]) for b in word.encode("utf-8")]: one symbol per byte. Then, for each merge (left, right)
+    in the order given, sweep the symbols left to right and join every left followed by right into left + right
+    (section 1's merge does the same on strings).
     """,
-    reference=_bytes_solution,
+    reference=_byte_cut_solution,
     kind="transfer",
-    wrong=_BYTES_MISTAKES,
+    wrong=_BYTE_MISTAKES,
 )
-def byte_symbols(answer):
-    """answer(text) -> the starting symbols of byte-level BPE for `text`: its UTF-8 bytes as ints 0..255."""
-    rng = random.Random(fresh_seed())  # a text drawn anew on every check, after the fixed ones
-    drawn = "".join(rng.choice("kanoé日ñü ") for _ in range(rng.randint(1, 8)))
-    cases = ["kano", "café", "naïve kano", "日本", "Ωmega", drawn]
-    got_all = [answer(t) for t in cases]
-    for t, got in zip(cases, got_all):
-        if not isinstance(got, (list, tuple, bytes)):
-            return f"return a list of ints, got {got!r:.60}"
-        if list(got) != _bytes_solution(t):
-            m = matching_mistake(
-                [list(g) if isinstance(g, (list, tuple, bytes)) else g for g in got_all],
-                [(t,) for t in cases],
-                _BYTES_MISTAKES,
+def byte_cut(answer):
+    """answer(word, merges) -> the word's byte-level BPE tokens, as bytes objects: its UTF-8 bytes, then each
+    merge (left, right), pairs of bytes objects, applied in the order given."""
+    rng = random.Random(fresh_seed())  # a word drawn anew on every check, after the fixed ones
+    drawn = "".join(rng.choice("kanosé日ñ") for _ in range(rng.randint(1, 8)))
+    cases = [(w, _BYTE_MERGES) for w in _BYTE_CASES + [drawn]]
+    got_all = [answer(w, list(m)) for w, m in cases]
+    for (w, m), got in zip(cases, got_all):
+        if not isinstance(got, (list, tuple)) or not all(isinstance(t, bytes) for t in got):
+            return f"return a list of bytes objects (b'ka', b'n', ...), got {got!r:.60}"
+        expected = _byte_cut_solution(w, m)
+        if list(got) != expected:
+            mis = matching_mistake(
+                [list(g) if isinstance(g, (list, tuple)) else g for g in got_all],
+                cases,
+                _BYTE_MISTAKES,
                 lambda a, b: a == b,
             )
-            where = f"for {t!r} you give {list(got)}, expected {_bytes_solution(t)}"
-            return f"{where}: {_BYTES_MESSAGES[m.name]}" if m else where
+            where = f"{w!r} is cut {list(got)}, expected {expected}"
+            return f"{where}: {_BYTE_MESSAGES[mis.name]}" if mis else where
     return None
