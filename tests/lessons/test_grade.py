@@ -727,7 +727,19 @@ def test_only_plain_data_comes_back_from_a_child():
 
     from utils.course import grade_child as wire
 
-    plain = [None, True, 3, -2.5, float("nan"), "x", ..., [1, (2, {3})], {"k": frozenset({1})}, np.float64(0.5)]
+    plain = [
+        None,
+        True,
+        3,
+        -2.5,
+        float("nan"),
+        "x",
+        b"\xe6\x97",
+        ...,
+        [1, (2, {3})],
+        {"k": frozenset({1})},
+        np.float64(0.5),
+    ]
     plain += [np.arange(6).reshape(2, 3), torch.ones(2, dtype=torch.bfloat16), torch.tensor([True])]
     for value in plain:
         back = wire.decode(json.loads(json.dumps(wire.encode(value))))
@@ -739,7 +751,19 @@ def test_only_plain_data_comes_back_from_a_child():
         def __float__(self):
             return 16.0
 
-    for value in (Sixteen(3.0), np.array([object()]), object(), lambda: 1, [Sixteen(1.0)], torch.nn.Linear(1, 1)):
+    class Bytes(bytes):
+        pass
+
+    assert wire.decode(json.loads(json.dumps(wire.encode([b"ab", b""])))) == [b"ab", b""]
+    for value in (
+        Sixteen(3.0),
+        Bytes(b"a"),
+        np.array([object()]),
+        object(),
+        lambda: 1,
+        [Sixteen(1.0)],
+        torch.nn.Linear(1, 1),
+    ):
         with pytest.raises(wire.NotPlain):
             wire.encode(value)
     pickled = wire.encode(torch.nn.Linear(1, 1), trusted=True)  # the grader's own argument, to a child
@@ -751,6 +775,8 @@ def test_only_plain_data_comes_back_from_a_child():
         {"tuple": [], "x": 1},
         [1],
         {"tensor": "", "dtype": "x"},
+        {"bytes": "not base64!"},
+        {"bytes": 1},
     ):
         with pytest.raises((ValueError, TypeError)):
             wire.decode(forged)  # from a child: never unpickled, never a guess

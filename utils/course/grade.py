@@ -546,7 +546,7 @@ def _without_exercise_imports(source):
 
 
 NOT_PLAIN = (
-    "; the grader accepts only plain data: numbers, strings, lists, tuples, sets, dicts, NumPy arrays and "
+    "; the grader accepts only plain data: numbers, strings, bytes, lists, tuples, sets, dicts, NumPy arrays and "
     "torch tensors (not a subclass of one)"
 )
 

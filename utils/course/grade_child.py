@@ -5,7 +5,7 @@ then answers the grader's calls (`answer(*args)`) with plain data only. The verd
 everything in this process, this file's code included, is the learner's to change, so the grader reads
 what it sends as untrusted bytes (`decode(..., trusted=False)`), never as a pickle.
 
-Plain data: None, bool, int, float, str, Ellipsis, list, tuple, set, frozenset, dict, NumPy arrays and
+Plain data: None, bool, int, float, str, bytes, Ellipsis, list, tuple, set, frozenset, dict, NumPy arrays and
 scalars of numbers or booleans (as .npy bytes, allow_pickle=False) and torch tensors (the same, with their
 dtype). Subclasses are not plain: a float that prints 3.0 but converts to 16 is refused, not converted.
 """
@@ -44,6 +44,8 @@ def encode(value, trusted=False, depth=0):
         return value
     if kind is float:
         return {"float": repr(value)}
+    if kind is bytes:
+        return {"bytes": base64.b64encode(value).decode("ascii")}
     if value is Ellipsis:
         return {"ellipsis": True}
     if kind in (list, tuple, set, frozenset):
@@ -91,6 +93,8 @@ def decode(data, trusted=False, depth=0):
     (tag, body), *rest = data.items()
     if tag == "float" and type(body) is str and not rest:
         return float(body)
+    if tag == "bytes" and type(body) is str and not rest:
+        return base64.b64decode(body, validate=True)
     if tag == "ellipsis" and body is True and not rest:
         return Ellipsis
     if tag in ("list", "tuple", "set", "frozenset") and type(body) is list and not rest:
