@@ -290,8 +290,9 @@ def predict_not_learned_absolute(answer):
         return f"write 'sinusoidal', 'learned', 'rope' or 'sinusoidal+offsets', got {answer!r}"
     if choice == "rope":
         return (
-            "RoPE's scores depend on offsets only, but a bidirectional encoder still sees the sequence's "
-            "edge, and every RoPE seed learned absolute copy up to length 16 within the budget"
+            "RoPE's scores depend on offsets only, yet every RoPE seed learned absolute copy up to length 16 "
+            "within the budget (the lesson reasons, without measuring it, that a bidirectional encoder still "
+            "sees the sequence's left edge)"
         )
     if choice in ("sinusoidal", "learned"):
         return (
