@@ -134,6 +134,8 @@ my_guess_doubled = None  # your answer: a number between 0 and 1
 # %%
 alpha_doubled = torch.softmax((2 * q) @ K.T / math.sqrt(d_k), dim=-1)  # (n,)
 print("weights for 2q:", alpha_doubled.numpy().round(3))
+
+# %% tags=["hide-input"]
 assert abs(alpha_doubled[0].item() - check.predict_doubled_query.reference) < 5e-4
 
 # %%
@@ -276,6 +278,8 @@ X = token_embeddings(sentence, d_model).float()  # (seq, d_model)
 Y, A = self_attention(X)  # (seq, d_model), (seq, seq)
 print(A.numpy().round(4))
 assert X.shape == (6, 512) and A.shape == (6, 6)
+
+# %% tags=["hide-input"]
 assert abs(A[1, 1].item() - check.predict_cat_self_weight.reference) < 1e-4
 
 # %%
@@ -344,7 +348,7 @@ print("✓ identical CATs: identical rows and identical columns in all 20 embedd
 
 # %% [markdown]
 # > **Going further:** where else queries, keys and values come from; the deck's "random" matrix checked
-# > (*Errata in the sources*); a causal mask, or dropout, also tells the CATs apart.
+# > (*Errata in the sources*); a causal mask also tells the CATs apart.
 
 # %% [markdown]
 # ## 4. Permutation equivariance (not invariance)
@@ -430,8 +434,12 @@ reverse = torch.arange(seq - 1, -1, -1)  # (seq,) CAT LOVELY A IS CAT YOUR
 Z_rev, _ = projected_attention(X[reverse])  # (seq, d_model)
 changed = int((~torch.isclose(Z_rev, Z, atol=1e-5).all(dim=-1)).sum())
 print("changed output rows:", changed, "of", seq)
+equivariant = torch.allclose(Z_rev, Z[reverse], atol=1e-5)
+print("outputs of the reversed sentence = the original outputs, reversed:", equivariant)
 assert not torch.allclose(Z_rev, Z), "not invariant"
-assert torch.allclose(Z_rev, Z[reverse], atol=1e-5), "but equivariant"
+assert equivariant, "but equivariant"
+
+# %% tags=["hide-input"]
 assert changed == check.predict_reversed_rows.reference
 
 # %%
@@ -488,7 +496,7 @@ print(f"✓ section 3's map with PE: outputs move by up to {bare_gap.abs().max()
 
 # %% [markdown]
 # In section 3's map with PE the two CATs are different vectors, with different rows and columns: each attends
-# more to itself than to the other, here and in all 20 embedding tables. At inference (no dropout) the symmetry
+# more to itself than to the other, here and in all 20 embedding tables. At inference the symmetry
 # breaks only when something tells the positions apart: PE, a position bias, or a position-dependent mask, such
 # as a causal one (Going further).
 
@@ -515,8 +523,8 @@ print("✓ with PE, each CAT attends more to itself than to the other CAT, in al
 # ## 5. What projecting queries and keys makes possible
 #
 # Without projections the query and the key of a word are the same vector, so its score with itself is a
-# squared length: with embeddings of unit-variance entries, bare self-attention mostly looks at the word itself
-# (section 3), and the layer has nothing to learn. The
+# squared length: with embeddings of unit-variance entries and $d_{model} = 512$, bare self-attention mostly
+# looks at the word itself (section 3), and the layer has nothing to learn. The
 # Transformer scores $q_i \cdot k_j = (x_i W_q) \cdot (x_j W_k)$ instead, with two different
 # $d_{model} \times d_k$ matrices. The paper (section 3.2.2) found it "beneficial to linearly project the
 # queries, keys and values $h$ times with different, learned linear projections" rather than attend once with
@@ -562,8 +570,10 @@ print(
 )
 assert 0.05 * 20 * seq < diag_rows < 0.3 * 20 * seq, "the diagonal is no longer special"
 assert min(lovely_on_cat) < 0.3 and max(lovely_on_cat) > 0.7, "LOVELY's attention to CAT is a matter of chance"
-assert diag_rows == check.predict_random_diagonal.reference  # the count the prediction below is checked against
 print("✓ random W_q, W_k: diagonal not special, LOVELY -> CAT weight from below 0.3 to above 0.7")
+
+# %% tags=["hide-input"]
+assert diag_rows == check.predict_random_diagonal.reference  # the count the prediction below is checked against
 
 # %%
 check.predict_random_diagonal(my_guess_diagonal)
@@ -668,12 +678,17 @@ for s in range(5):
     assert all(abs(A_cold[i, 1] - A_cold[i, 5]) < 1e-9 for i in (1, 5)), "the CATs are one key"
     A_hot = attention_map(explorer_words, temperature=10.0, seed=s)[0]  # (seq, seq)
     assert (A_hot.max(dim=-1).values < A_default.max(dim=-1).values).all()
+    A_causal = attention_map(explorer_words, mask_kind="causal", seed=s)[0]  # (seq, seq) row 0 sees one key
+    A_causal_hot = attention_map(explorer_words, temperature=10.0, mask_kind="causal", seed=s)[0]  # (seq, seq)
+    assert A_causal[0, 0] == A_causal_hot[0, 0] == 1, "a row with one allowed key stays one-hot"
+    assert (A_causal_hot[1:].max(dim=-1).values < A_causal[1:].max(dim=-1).values).all()
     A_pos = attention_map(explorer_words, positional=True, seed=s)[0]  # (seq, seq)
     assert (A_pos[1] - A_pos[5]).abs().max() > 0.01
 print("✓ unscaled, at the explorer's seed: every row but the CATs' puts nearly all its weight on one word;")
 print("  the CATs' rows put nearly half on each CAT")
 print("✓ in all 5 embedding seeds, with PE the two CATs' rows differ; temperature 10 makes every row flatter")
-print("  than temperature 1 (always: a rising temperature lowers the largest weight of a row not already uniform)")
+print("  than temperature 1, also under the causal mask except its first row, which sees only itself")
+print("  (always: a rising temperature lowers the largest weight of a row whose unmasked scores are not all equal)")
 
 # %% [markdown]
 # And live (in Jupyter, Binder or Colab; on GitHub the widget does not run):
@@ -793,7 +808,8 @@ for s in range(20):
 print(f"entries N(0, 1/512): a once-occurring word's weight on itself {min(small_diag):.3f} to {max(small_diag):.3f}")
 assert all(abs(w - 1 / seq) < 0.02 for w in small_diag)
 print("✓ with entries N(0, 1/512) every once-occurring word's weight on itself is within 0.02 of uniform, 1/6")
-#
+
+# %% [markdown]
 # ### How many parameters has the attention layer?
 #
 # *Why read it:* the paper's per-head matrices and PyTorch's layers count their parameters differently.
