@@ -3,12 +3,14 @@ a stub is 'not attempted'; every lesson has 3-5 exercises, 2 or more of them tra
 
 import functools
 import importlib
+import json
 import operator
 import pkgutil
 
 import pytest
 
 import utils.course.exercises as ex
+from utils.course import grade_child as wire
 
 MODULES = [
     importlib.import_module(f"utils.course.exercises.{m.name}")
@@ -30,6 +32,27 @@ def test_exercises_exist():
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
 def test_reference_solution_passes(exercise):
     result = exercise.evaluate(exercise.reference)
+    assert result.status == ex.PASS, str(result)
+
+
+def over_the_wire(value, trusted=False):
+    """`value` as it arrives through the grader's pipe to or from a child (JSON; only plain data from a child)."""
+    return wire.decode(json.loads(json.dumps(wire.encode(value, trusted))), trusted)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_reference_solution_passes_as_the_grader_receives_it(exercise):
+    """The grader calls an answer in a child process: the arguments travel to it, the result back as plain data."""
+    ref = exercise.reference
+    if callable(ref):
+
+        def answer(*args, **kwargs):
+            args, kwargs = over_the_wire(list(args), trusted=True), over_the_wire(kwargs, trusted=True)
+            return over_the_wire(ref(*args, **kwargs))
+
+    else:
+        answer = over_the_wire(ref)
+    result = exercise.evaluate(answer)
     assert result.status == ex.PASS, str(result)
 
 
