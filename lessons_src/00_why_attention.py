@@ -9,7 +9,8 @@
 # cause: "In general, the longer the path, the smaller the gradient signal." The reading notes sum up
 # the alternative: attention "has constant length between any two positions"; Liang Hong's slides,
 # bluntly: "RNN is unnecessary". On small models, this lesson counts the sequential steps behind the
-# first problem (section 2) and measures the other two.
+# first problem (section 2) and measures the gradient behind the other two (vanishing here, exploding in
+# Going further C).
 #
 # **Goals.** Say why an RNN encoder–decoder squeezes a sentence into one vector and how attention
 # removes that bottleneck; count the steps between two positions in an RNN and in self-attention;
@@ -133,8 +134,8 @@ print("✓ a loop over nn.RNNCell equals nn.RNN")
 # Bahdanau, Cho and Bengio (2015) "conjecture that the use of a fixed-length vector is a bottleneck"
 # and remove it: at every output step the decoder, in state $s$ (their $s_{i-1}$), scores each encoder state $h_j$,
 # $e_j = v^\top \tanh(W_s s + W_h h_j)$ (**additive attention**), and reads the **context**
-# $c = \sum_j \alpha_j h_j$ with $\alpha = \mathrm{softmax}(e)$ (ours differs: `W_s` adds a bias, and
-# their encoder is bidirectional, as in section 3):
+# $c = \sum_j \alpha_j h_j$ with $\alpha = \mathrm{softmax}(e)$ (ours differs: a plain tanh cell where they,
+# like Cho et al., use gated units; `W_s` adds a bias; their encoder is bidirectional, as in section 3):
 
 
 # %%
@@ -149,10 +150,10 @@ def additive_attention(s, H, W_s, W_h, v):
 # Untrained weights cannot show what a fixed vector holds, only how much the first word still
 # moves it. We compare the two contexts on our RNN as encoder
 # (5 to 80 words, 5 seeds): their size, and the gradient that reaches the **first** word $x_0$ from
-# each (attention's multiplied by $n$).
+# each, $\|\partial L / \partial x_0\|$ with $L$ the sum of the context's entries (attention's multiplied by $n$).
 #
 # **Predict first.** Through the final state, the gradient falls steeply with the length. Through
-# attention, what is $\|\partial c / \partial x_0\| \times n$ at $n = 80$ divided by
+# attention, what is $\|\partial L / \partial x_0\| \times n$ at $n = 80$ divided by
 # its value at $n = 5$?
 
 # %%
@@ -161,7 +162,8 @@ my_guess_attention_ratio = None  # your answer: a ratio, e.g. 0.001
 
 # %%
 def first_word_gradients(encoder, attend, words):
-    """||d h_(n-1) / d x_0|| and ||d c / d x_0|| (what reaches the first word through each context), the weights, the sizes."""
+    """||d L / d x_0|| for L = sum of h_(n-1) and for L = sum of c (what reaches the first word through each context),
+    the weights, the sizes."""
     x_n = words.clone().requires_grad_(True)  # (n, d_model)
     H = encoder(x_n[None])[0][0]  # (n, d_hidden) every encoder state
     context, weights = attend(H)  # (d_hidden,), (n,)
@@ -196,17 +198,17 @@ attention_spread = [max(g) / min(g) for g in attention_grad_x_n]
 attention_ratio = [g[-1] / g[0] for g in attention_grad_x_n]  # n = 80 against n = 5
 print(f"size of either context, at every n: {sizes} numbers")
 print(
-    f"through the final state, ||d h_(n-1) / d x_0|| at n = 80 over n = 5: from {min(fixed_fall):.0e} to "
+    f"through the final state, ||d L / d x_0|| (L = sum of h_(n-1)) at n = 80 over n = 5: from {min(fixed_fall):.0e} to "
     f"{max(fixed_fall):.0e} (5 seeds)"
 )
 print(
-    f"through attention, ||d c / d x_0|| x n at n = 80 over n = 5: from {min(attention_ratio):.2f} to "
+    f"through attention, ||d L / d x_0|| x n (L = sum of c) at n = 80 over n = 5: from {min(attention_ratio):.2f} to "
     f"{max(attention_ratio):.2f}; between any two lengths at most a factor {max(attention_spread):.2f}"
 )
 print(f"largest attention weight: {max(peaks):.1f} x uniform")
 
 # %% tags=["hide-input"]
-assert all(fall < 1e-19 for fall in fixed_fall)  # about 20 orders of magnitude lost, or more
+assert all(fall < 1e-19 for fall in fixed_fall)  # our tanh RNN: about 20 orders of magnitude lost, or more
 assert all(spread < 2 for spread in attention_spread) and max(peaks) < 2
 lo, hi = check.ATTENTION_FLAT_BAND  # the band the prediction accepts, around its reference 1
 assert all(lo < ratio < hi for ratio in attention_ratio)  # in every seed
@@ -446,8 +448,8 @@ print("✓ the bidirectional RNN reaches both ways, but through n cell applicati
 check.predict_bi_path(my_guess_bi_path)
 
 # %% [markdown]
-# And the gradient across those $n$ steps still vanishes: output 64's
-# against output 1's, with respect to $x_0$, for 10 initialisations:
+# And the gradient across those $n$ steps still vanishes: $\|\partial L_n / \partial x_0\|$ with $L_n$ the sum
+# of output $n$, output 64's against output 1's, for 10 initialisations:
 
 # %%
 X_bi = torch.randn(8, 65, d_model, generator=torch.Generator().manual_seed(6), dtype=torch.float64)  # (8, 65, d_model)
@@ -632,7 +634,7 @@ print(f"✓ attention's n x n products alone cost fewer FLOPs than the RNN layer
 # The columns as figures: convolutions and restricted attention buy parallel work with depth.
 
 # %%
-fig, (ax_path, ax_flops) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+fig, (ax_path, ax_flops) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
 markers = {
     "RNN": "o-",
     "self-attention": "s-",
@@ -647,13 +649,13 @@ log_axes(
     ax_path,
     ns,
     "steps (RNN) or layers",
-    "Path from x_0 to output n-1 (the longest, for causal layers):\nonly full attention stays at 1",
+    "Path from x_0 to output n-1\n(the longest, for causal layers):\nonly full attention stays at 1",
 )
 log_axes(
     ax_flops,
     ns,
     "FLOPs of one layer",
-    "Complexity per layer: attention's grows fastest, towards n^2\n(the two convolutions coincide)",
+    "Complexity per layer:\nattention's grows fastest, towards n^2\n(the two convolutions coincide)",
 )
 for ax in (ax_path, ax_flops):
     ax.legend(fontsize=8)
@@ -678,7 +680,7 @@ plt.show()
 # at distances $n$ from 1 to 128.
 #
 # **Predict first.** From $n = 1$ to $n = 128$, by how many orders of magnitude does the RNN's
-# gradient fall? (Section 1's final state lost about 20 or more from $n = 5$ to 80.)
+# gradient fall? (Section 1's tanh RNN lost about 20 or more through its final state from $n = 5$ to 80.)
 
 # %%
 my_guess_orders = None  # your answer: a number of orders of magnitude, e.g. 5
@@ -1493,7 +1495,7 @@ print(
 #   and Translate", ICLR: the fixed-length vector as a bottleneck; additive attention.
 # - K. Cho et al., 2014, "Learning Phrase Representations using RNN Encoder-Decoder for Statistical
 #   Machine Translation", EMNLP: the decoder reads one summary vector.
-# - Vaswani et al., 2017, "Attention Is All You Need", NeurIPS: section 4 and Table 1; for dilated
+# - Vaswani et al., 2017, "Attention Is All You Need", NeurIPS: sections 1, 2 and 4 and Table 1; for dilated
 #   convolutions it cites Kalchbrenner et al., 2017, "Neural Machine Translation in Linear Time".
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the gradient signal, the
 #   bidirectional RNN, "GPU loves parallel computing blocks!".

@@ -471,7 +471,7 @@ def _band_prediction(answer, right, band, mistakes, unit, otherwise):
     return _number_prediction(answer, right, mistakes, lambda n: lo <= n <= hi, unit, otherwise)
 
 
-ATTENTION_FLAT = 1.0  # through attention, ||d c / d x_0|| x n at n = 80 over n = 5: it stays about the same
+ATTENTION_FLAT = 1.0  # through attention, ||d L / d x_0|| x n (L = sum of c) at n = 80 over n = 5: about the same
 ATTENTION_FLAT_BAND = (0.5, 2.0)  # what every seed of the lesson gives lies well inside it
 ATTENTION_FLAT_MISTAKES = [
     (
@@ -508,12 +508,12 @@ ATTENTION_FLAT_MISTAKES = [
     Uniform weights would give each word exactly 1/n, and the x n undoes that share. The context takes h_0
     with weight alpha_0, about 1/n when the weights are spread out, so the gradient to
     x_0 falls like 1/n, not like a product of n Jacobians: times n it stays about 1 from n = 5 to 80, while
-    through the final state it falls by about 20 orders of magnitude or more.
+    through our tanh RNN's final state it falls by about 20 orders of magnitude or more.
     """,
     wrong=[mistake(name, answer, says) for name, answer, _, says in ATTENTION_FLAT_MISTAKES],
 )
 def predict_attention_flat(answer):
-    """Through attention, ||d c / d x_0|| x n at n = 80 divided by its value at n = 5."""
+    """Through attention, ||d L / d x_0|| x n (L = sum of c) at n = 80 divided by its value at n = 5."""
     return _band_prediction(
         answer,
         ATTENTION_FLAT,
