@@ -159,9 +159,7 @@ plt.show()
 # Cosine is even, so $\sum_i \cos(\omega_i k) = \sum_i \cos(-\omega_i k)$: the word $k$ places
 # **after** $t$ and the word $k$ places **before** it get the same dot product with $PE_t$. Liang
 # Hong's slides derive this sum and name two properties, *distance aware* and *direction aware*; the sum
-# has the first (in part: section 3 finds far offsets that score almost alike), not the second. Attention's
-# learned form (lesson 03) on two encodings, $PE_s A\, PE_t^\top$, is blind too when $A$ is diagonal with one
-# weight $c_i$ per pair: it gives $\sum_i c_i \cos(\omega_i k)$. Other forms can tell direction (*Going further*).
+# has the first for near offsets (section 3), not the second. Other bilinear forms can tell direction (*Going further*).
 # The plot: $f(k) = PE_t \cdot PE_{t+k}$ at $t = 100$, on both sides.
 
 # %%
@@ -199,8 +197,7 @@ plt.show()
 # So $PE_{t+k} = PE_t\, M_k$ with $M_k$ block-diagonal, a $2\times 2$ rotation by $\omega_i k$ in
 # block $i$. It does not depend on $t$: the same matrix moves *every* position $k$ steps on; in code,
 # `pe[t] @ M_k == pe[t + k]`. Linear is what a learned bilinear score can use: with $A = M_k$,
-# $PE_s\, A\, PE_t^\top = PE_{s+k} \cdot PE_t$, largest where $t = s + k$, for every $s$. (One head's $A$ has
-# rank at most $d_k$, so with $d_k < d_{model}$ it can copy $M_k$ only on some pairs.)
+# $PE_s\, A\, PE_t^\top = PE_{s+k} \cdot PE_t$, largest where $t = s + k$, for every $s$.
 #
 # **Predict first.** What is the top-left entry $M_5[0, 0]$ at $d_{model} = 128$?
 
@@ -480,9 +477,7 @@ plt.show()
 # per width: $V$ random word vectors with $\mathcal N(0,1)$ entries ($|e| \approx \sqrt d$, comparable to
 # $|PE_t| = \sqrt{d/2}$); each token is $x = e_w + PE_t$ at a random position; we decode the word as
 # $\arg\max_v x \cdot e_v$, as an output layer sharing the embedding weights does (section 3.4). Concatenation
-# decodes exactly as well as the bare embeddings (its PE block is orthogonal to $[e_v; 0]$). (The paper's
-# embeddings are learned and multiplied by $\sqrt{d_{model}}$, section 3.4: entries of size about
-# $1/\sqrt{d_{model}}$ then give them our length, $\sqrt{d_{model}}$.)
+# decodes exactly as well as the bare embeddings (its PE block is orthogonal to $[e_v; 0]$).
 
 # %% tags=["nbval-ignore-output"]
 word_dims = [4, 8, 16, 32, 64, 128, 256, 512]
@@ -645,10 +640,11 @@ for d_k in gaps:
             runs.setdefault((d_k, name), []).append([float(v) for v in stats])
             if name == "unscaled q.k":
                 gaps[d_k].append(gap)
-typical = {key: [spread([r[i] for r in stats])[1] for i in (1, 4)] for key, stats in runs.items()}  # top, jac
+typical = {key: [spread([r[i] for r in stats])[1] for i in (1, 4, 0)] for key, stats in runs.items()}  # top, jac, gap
 print(
     f"typical largest weight, unscaled: {typical[64, 'unscaled q.k'][0]:.2f} at d_k = 64, "
-    f"{typical[512, 'unscaled q.k'][0]:.4f} at 512"
+    f"{typical[512, 'unscaled q.k'][0]:.4f} at 512; the top key leads the runner-up by "
+    f"{typical[64, 'unscaled q.k'][2]:.1f} and {typical[512, 'unscaled q.k'][2]:.1f} units"
 )
 fig, axes = plt.subplots(1, 2, figsize=(8, 2.6), layout="constrained")
 for ax, i, label in zip(axes, (0, 1), ("largest weight", "softmax Jacobian norm")):
@@ -660,27 +656,11 @@ plt.show()
 
 # %% tags=["hide-input", "nbval-ignore-output"]
 un, sc = "unscaled q.k", "q.k / sqrt(d_k)"
-
-
-def seed_range(d_k, name, i, fmt):
-    """The range over the seeds of statistic i (0 gap, 2 share over 0.99, 4 Jacobian norm), as 'lo .. hi'."""
-    column = [stats[i] for stats in runs[d_k, name]]  # one value per seed
-    return f"{min(column):{fmt}} .. {max(column):{fmt}}"
-
-
 lowest = min(min(stats[5] for stats in runs[d_k, sc]) for d_k in gaps)  # over all 5 x 1000 queries, both sizes
-print(f"each seed's median over {n_q} queries of {n_keys} keys, range over {len(SEEDS)} seeds:")
+one_hot_share = {d_k: spread([stats[2] for stats in runs[d_k, un]])[1] for d_k in gaps}  # the median seed's share
 print(
-    f"  the top key leads by {seed_range(64, un, 0, '.2f')} at d_k = 64 and {seed_range(512, un, 0, '.2f')} at 512 "
-    f"unscaled; by {seed_range(64, sc, 0, '.2f')} and {seed_range(512, sc, 0, '.2f')} scaled"
-)
-print(
-    f"  unscaled, one key gets over 0.99 of the weight in {seed_range(64, un, 2, '.0%')} of queries at d_k = 64 "
-    f"and {seed_range(512, un, 2, '.0%')} at 512; scaled, in none"
-)
-print(
-    f"  Jacobian norm, unscaled: {seed_range(64, un, 4, '.2g')} at d_k = 64, {seed_range(512, un, 4, '.1g')} at 512; "
-    f"scaled: no query below {lowest:.2f}"
+    f"unscaled, one key gets over 0.99 of the weight in {one_hot_share[64]:.0%} of queries at d_k = 64 and "
+    f"{one_hot_share[512]:.0%} at 512; scaled, in none, and no Jacobian norm is below {lowest:.2f}"
 )
 
 # %% tags=["hide-input"]
@@ -699,10 +679,10 @@ print("  above 0.9; at 512 most queries put nearly all their weight on one key a
 print("✓ scaled, at both sizes no query puts nearly all its weight on one key, and every Jacobian norm is above 0.1")
 
 # %% [markdown]
-# So unscaled scores sharpen the softmax as $d_k$ grows: at 512 the top key typically leads by 8.80 to 10.35
+# So unscaled scores sharpen the softmax as $d_k$ grows: at 512 the top key typically leads by about 9
 # units (its weight is $e^{\text{gap}}$ times the runner-up's). At the paper's 64 the lead is about 3 units, the
 # typical top weight about 0.95, and a third of queries give one key over 0.99. That is what scaling buys at 64:
-# weights that stay soft, whatever the number of keys. The gradient reaching $q \cdot k$ is a closer call:
+# weights that typically stay soft, whatever the number of keys. The gradient reaching $q \cdot k$ is a closer call:
 # unscaled, it skips the factor $1/\sqrt{d_k}$ but passes a saturated softmax, and which wins depends on the
 # number of keys. One query ($d_k = 512$, seed 0's median gap):
 
@@ -719,7 +699,7 @@ fig.suptitle(f"One query's {n_keys} weights, d_k = {d_k} (seed 0, gap {float(gap
 plt.show()
 
 # %% [markdown]
-# Would smaller keys do? In the paper's Table 3, a smaller $d_k$, still scaled, hurts quality.
+# Would smaller keys do? In the paper's Table 3, a smaller $d_k$ (presumably still scaled) hurts quality.
 #
 # > **Going further:** the gradient end to end, with 2 to 50 keys; Table 3; what the additive score stores; a
 # > word's score with itself, $q = k = x$, where the variance argument breaks.
@@ -830,8 +810,8 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 #   less than with PE in 4 columns (16 and 32).
 # - $\mathrm{Var}(q\cdot k) = d_k$ for $q, k$ with independent entries of mean 0 and variance 1. Unscaled, the
 #   softmax is already sharp at the paper's $d_k = 64$ (typical top weight about 0.95) and nearly one-hot at 512,
-#   where almost no gradient reaches $q\cdot k$ (10 keys). Scaling keeps the weights soft whatever the number of
-#   keys; it passes back more gradient from $d_k = 128$ on with 10 keys, sooner with fewer, later with more.
+#   where almost no gradient reaches $q\cdot k$ (10 keys). Scaling keeps the typical query's weights soft whatever
+#   the number of keys; it passes back more gradient from $d_k = 128$ on with 10 keys, sooner with fewer, later with more.
 # - Softmax is shift-invariant (subtract the max, or float32 returns `nan` for very large or very negative
 #   scores), sharpens as the temperature falls, and tends to the arg-max's one-hot vector.
 #
@@ -920,6 +900,7 @@ check.score_scale(score_scale)
 # $k$. Here at $t = 100$, $k = \pm 5$:
 #
 # > **Ahead:** attention's score with learned query and key projections (lesson 03) is such a bilinear form.
+# > One head's $A$ has rank at most $d_k$, so with $d_k < d_{model}$ it can copy $M_k$ only on some pairs.
 
 # %%
 ks = torch.arange(-100, 100)  # (200,) section 1's offsets around t0 = 100
@@ -987,9 +968,11 @@ assert first_pos[30] == 123 and first_pos[32] == 54
 print("✓ not at every width: the wider 32 keeps the sign over a shorter range than 30")
 
 # %% [markdown]
-# Section 1's blind forms are diagonal with one weight per pair. Two other kinds also tell $k$ from $-k$, but
-# by an amount and a sign that change with $t$. Weighting a pair's sin and cos columns differently, by $a$ and
-# $b$, gives per pair $(a - b)\sin(2\omega_i t)\sin(\omega_i k)$ (nothing at $t = 0$). Coupling one pair to
+# Which forms are blind? Attention's learned form (lesson 03) on two encodings, $PE_s A\, PE_t^\top$, is blind
+# when $A$ is diagonal with one weight $c_i$ per pair: it gives $\sum_i c_i \cos(\omega_i k)$, even in $k$. Two
+# other kinds also tell $k$ from $-k$, but by an amount and a sign that change with $t$. Weighting a pair's sin
+# and cos columns differently, by $a$ and $b$, makes score$(k)$ $-$ score$(-k)$ per pair
+# $(a - b)\sin(2\omega_i t)\sin(\omega_i k)$ (nothing at $t = 0$). Coupling one pair to
 # another, each column alike ($A_{0,2} = A_{1,3} = 1$, pair 0 against pair 1), gives
 # $\cos(\omega_1 (t+k) - \omega_0 t)$, whose two sides differ by $-2\sin((\omega_1 - \omega_0) t)\sin(\omega_1 k)$.
 # The $J$ form's difference is the same at every $t$. Here $a = 2$, $b = 1$, $k = \pm 1$:
@@ -1011,6 +994,10 @@ print(f"pair 0 against pair 1: from {cross.min():+.2f} to {cross.max():+.2f}")
 print(f"J form: score(k = +1) - score(k = -1) = {turn[0]:+.2f} at every t")
 assert tilt.min() < -1 and tilt.max() > 1 and abs(turn[0]) > 1 and torch.allclose(turn, turn[:1].expand(len(turn)))
 assert cross.min() < -1 and cross.max() > 1
+c_pair = torch.linspace(-1.0, 2.0, d_model // 2, dtype=torch.float64).repeat_interleave(2)  # (d_model,) c_i per pair
+blind = torch.stack([pe[t] @ torch.diag(c_pair) @ (pe[t + 1] - pe[t - 1]) for t in inner])  # (198,)
+assert blind.abs().max() < 1e-10
+print("✓ a diagonal A with one weight per pair gives k = +1 and -1 the same score at every t")
 print("✓ weighting within a pair, or coupling two pairs, separates k = +1 from -1 with a sign that changes with t;")
 print("  the J form separates them the same way at every t")
 
@@ -1134,11 +1121,8 @@ print("  and one word's q_j and k_j stay correlated, as W_q^T W_k predicts")
 # %% [markdown]
 # ### The explorer's `base` slider and pair 0
 #
-# *Why read it:* in the offset explorer, lowering `base` leaves the default pair's rotation unchanged.
-#
-# The `base` moves every pair but the first: $\omega_i = 1/\text{base}^{2i/d_{model}}$, so $\omega_0 = 1$
-# for every base, and only the pairs $i \ge 1$ turn faster when you lower it. Pick $i \ge 1$ first, then
-# lower `base` and watch the angle grow.
+# $\omega_i = 1/\text{base}^{2i/d_{model}}$, so $\omega_0 = 1$ for every base: lowering `base` speeds up
+# only the pairs $i \ge 1$. Pick one of those first.
 
 # %% tags=["hide-input"]
 bases = [10.0, 100.0, 1000.0, 10000.0, 100000.0]  # falling speeds: lower base, faster pairs
@@ -1150,10 +1134,8 @@ print(f"✓ at d_model = 64, omega_0 = 1 for base in {bases}; every omega_i with
 # %% [markdown]
 # ### The first rise and the long-range peak, more closely
 #
-# *Why read it:* section 3 did not compare the long-range peak with near offsets, and looked at
-# $d_{model} = 128$ only.
-#
-# How does the long-range peak compare with near offsets? We find the first offset that scores below it.
+# *Why read it:* section 3 looked at $d_{model} = 128$ only. First, the first offset that scores below the
+# long-range peak:
 
 # %% tags=["hide-input"]
 near = int((ratio < peak).nonzero()[0])  # the first offset that scores below the long-range peak
@@ -1164,20 +1146,31 @@ print(
 )
 
 # %% [markdown]
-# The rise is not special to $d_{model} = 128$. For every width below, $f$ first rises within the
-# first 200 offsets, and later the wider the encoding; in every case $f(200)$ ends below $0.7\,f(0)$.
-# Over every even width from 2 to 1024 the first rise is never earlier for a wider encoding, but it can
-# be at the same offset: $d_{model} = 256$ and $384$ both first rise at $k = 24$.
+# At other widths $f$ also first rises within 200 offsets, later for wider encodings (never earlier, though
+# some tie: 8 and 16, 256 and 384), and ends below $0.7\,f(0)$ at $k = 200$. Its long-range peak stays below
+# $0.6\,f(0)$ from $d_{model} = 32$ up, but narrow encodings come back: at 8 four waves line up near
+# $k = 2000\pi$, to nearly $f(0)$.
 
 # %% tags=["hide-input"]
 ks = torch.arange(0, 201, dtype=torch.float64)  # (201,) offsets 0 .. 200
-first_rise = {}
-for d in [16, 32, 64, 128, 256, 512, 1024]:
+table_widths = [8, 16, 32, 64, 128, 256, 512, 1024]
+first_rise, end_ratio, other_peaks, other_at = {}, {}, {}, {}
+for d in [*table_widths, *range(32, 257, 2)]:
     f_d = torch.cos(ks[:, None] * angular_frequencies(d)).sum(1)  # (201,) f(k) at width d
-    first_rise[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0])
-    print(f"d_model={d:5d}: first rise at k = {first_rise[d]:3d};  f(200) / f(0) = {f_d[200] / f_d[0]:.2f}")
-    assert f_d[200] < 0.7 * f_d[0]
-assert all(a < b for a, b in zip(list(first_rise.values()), list(first_rise.values())[1:]))  # later, widths shown
+    first_rise[d], end_ratio[d] = int((f_d[1:] > f_d[:-1]).nonzero()[0]), float(f_d[200] / f_d[0])
+    f_far = torch.cos(far[1000:, None] * angular_frequencies(d)).sum(1) / (d / 2)  # (9001,) f(k) / f(0), k >= 1000
+    other_peaks[d], other_at[d] = f_far.max().item(), 1000 + int(f_far.argmax())
+print("d_model:                    " + "".join(f"{d:6d}" for d in table_widths))
+print("first rise at k:            " + "".join(f"{first_rise[d]:6d}" for d in table_widths))
+print("f(200) / f(0):              " + "".join(f"{end_ratio[d]:6.2f}" for d in table_widths))
+print("peak f(k) / f(0), k >= 1000:" + "".join(f"{other_peaks[d]:6.2f}" for d in table_widths))
+print(
+    f"long-range peak, largest over every even width from 32 to 256, 512 and 1024: "
+    f"{max(v for d, v in other_peaks.items() if d >= 32):.2f}; at d_model = 8 it is at k = {other_at[8]}, "
+    f"about 2000 pi = {2000 * math.pi:.0f}"
+)
+rising = [first_rise[d] for d in table_widths[1:]]  # d_model = 16 .. 1024
+assert all(a < b for a, b in zip(rising, rising[1:])) and all(end_ratio[d] < 0.7 for d in table_widths)
 every_width = {}  # first rise for every even width 2 .. 1024
 for d in range(2, 1025, 2):
     f_d = torch.cos(ks[:, None] * angular_frequencies(d)).sum(1)  # (201,)
@@ -1186,23 +1179,6 @@ firsts = list(every_width.values())
 assert all(a <= b for a, b in zip(firsts, firsts[1:])) and every_width[256] == every_width[384] == 24
 print("✓ over every even width from 2 to 1024, a wider encoding never first rises earlier;", end=" ")
 print(f"d_model = 256 and 384 both first rise at k = {every_width[384]}")
-
-# %% [markdown]
-# The long-range peak ($1000 \le k \le 10\,000$) at other widths: from $d_{model} = 32$ up it stays below
-# $0.6\,f(0)$, but narrow encodings do come back: at $d_{model} = 8$ four waves line up near $k = 2000\pi$,
-# to nearly $f(0)$; at 16 to about $0.7\,f(0)$ (all printed below).
-
-# %% tags=["hide-input"]
-other_peaks, other_at = {}, {}  # the same at other widths
-for d in [8, 16, *range(32, 257, 2), 512, 1024]:
-    f_d = torch.cos(far[1000:, None] * angular_frequencies(d)).sum(1) / (d / 2)  # (9001,)
-    other_peaks[d], other_at[d] = f_d.max().item(), 1000 + int(f_d.argmax())
-shown = [8, 16, 32, 64, 256, 512, 1024]
-print(f"at d_model = {shown}:", ", ".join(f"{other_peaks[d]:.2f}" for d in shown))
-print(
-    f"largest over every even width from 32 to 256, 512 and 1024: {max(v for d, v in other_peaks.items() if d >= 32):.2f}"
-)
-print(f"at d_model = 8 the peak is at k = {other_at[8]}, about 2000 pi = {2000 * math.pi:.0f}")
 assert all(v < 0.6 for d, v in other_peaks.items() if d >= 32)
 assert other_peaks[8] > 0.99 and 0.6 < other_peaks[16] < 0.8
 print(
@@ -1216,7 +1192,9 @@ print(
 #
 # Section 4 read the word back through the added position. And the position through the word? We read it
 # back by the same rule, $\arg\max_s x \cdot PE_s$, from the same tokens as section 4's
-# `word_recovery` ($[e; PE_t]$ gives $t$ exactly):
+# `word_recovery` ($[e; PE_t]$ gives $t$ exactly). Their word vectors' length, $\sqrt d$, matches the paper's:
+# its embeddings are learned and multiplied by $\sqrt{d_{model}}$ (section 3.4), so entries of size about
+# $1/\sqrt{d_{model}}$ give them length $\sqrt{d_{model}}$.
 
 # %% tags=["nbval-ignore-output"]
 position_exact, position_near, position_far = ({d: [] for d in word_dims} for _ in range(3))  # per seed
@@ -1411,8 +1389,10 @@ print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed
 # $\tanh$ lies in $(-1, 1)$). With $v \sim \mathcal N(0, 1)$ its spread grows like $\sqrt{d_a}$, and at
 # $d_a = 512$ it makes the softmax nearly one-hot. But the usual initialisation already gives $v$ entries of
 # size about $1/\sqrt{d_a}$ (`nn.Linear(d_a, 1)` draws them uniform on $\pm 1/\sqrt{d_a}$), and then the
-# spread stays flat and the weights soft. The dot product has no such weight to shrink: with unit-variance
-# entries its spread grows with $d_k$ itself, hence the paper's fixed $1/\sqrt{d_k}$. The sizes above, five seeds:
+# spread stays flat and the weights soft. The dot product's spread grows with $d_k$ when $q$ and $k$ have
+# unit-variance entries, but it has such a weight too: $q = xW_q$, and drawing $W_q$ $\sqrt{d_k}$ times smaller
+# divides every initial score by $\sqrt{d_k}$. T5 does that and drops the factor; the paper's fixed
+# $1/\sqrt{d_k}$ is a convention, not a necessity. The sizes above, five seeds:
 
 # %% tags=["nbval-ignore-output"]
 additive_std = {size: [] for size in additive_sizes}  # per size: the additive scores' standard deviation, per seed
@@ -1487,6 +1467,25 @@ print("  nn.Linear's default v the std stays flat and that weight under 0.3")
 # The gradient that reaches the raw $q \cdot k$ (and so $q$, $k$, $W_q$, $W_k$) also passes,
 # when scaled, through the factor $1/\sqrt{d_k}$. We send a random gradient $u$ back from the attention output
 # $\sum_j p_j v_j$ (random $v_j$) and measure it, with section 5's 10 keys per query, then with 2, 5 and 50.
+# First, section 5's own measurements seed by seed:
+
+
+# %% tags=["hide-input", "nbval-ignore-output"]
+def seed_range(d_k, name, i, fmt):
+    """The range over the seeds of section 5's statistic i (0 gap, 2 share over 0.99, 4 Jacobian norm), as 'lo .. hi'."""
+    column = [stats[i] for stats in runs[d_k, name]]  # one value per seed
+    return f"{min(column):{fmt}} .. {max(column):{fmt}}"
+
+
+print(f"section 5, each seed's median over {n_q} queries of {n_keys} keys, range over {len(SEEDS)} seeds:")
+print(
+    f"  top key's lead: unscaled {seed_range(64, un, 0, '.2f')} at d_k = 64, {seed_range(512, un, 0, '.2f')} at 512; "
+    f"scaled {seed_range(64, sc, 0, '.2f')} and {seed_range(512, sc, 0, '.2f')}"
+)
+print(
+    f"  share of queries with one key over 0.99, unscaled: {seed_range(64, un, 2, '.0%')} and {seed_range(512, un, 2, '.0%')}"
+)
+print(f"  Jacobian norm, unscaled: {seed_range(64, un, 4, '.2g')} at d_k = 64, {seed_range(512, un, 4, '.1g')} at 512")
 
 # %% tags=["nbval-ignore-output"]
 reach_dks, key_counts = [16, 64, 128, 256, 512], [2, 5, 10, 50]  # the d_k and the keys per query measured
@@ -1543,7 +1542,7 @@ print("  scaled with 50 keys, a third to a half with 5, under 5% with 2 (already
 fewer_saturate = zip(*(top_weight[c, 64, "unscaled"] for c in key_counts))  # per seed, 2, 5, 10, 50 keys
 assert all(a > b > c > d for a, b, c, d in fewer_saturate)
 soft_scaled = max(t for c in key_counts for d_k in reach_dks for t in top_weight[c, d_k, "scaled"])
-assert soft_scaled < 0.8  # scaled, soft whatever the number of keys
+assert soft_scaled < 0.8  # scaled, the typical query's weights stay soft whatever the number of keys
 print("✓ at d_k = 64, in every seed, the fewer keys, the nearer the typical unscaled top weight is to 1;")
 print("  scaled, it stays under 0.8 for 2 to 50 keys at every d_k")
 
@@ -1561,7 +1560,8 @@ print("  scaled, it stays under 0.8 for 2 to 50 keys at every d_k")
 #
 # *Why read it:* the paper measured what a smaller $d_k$ costs a trained model.
 #
-# Table 3's rows (B) shrink $d_k$ alone, still dividing by $\sqrt{d_k}$, so they measure a smaller $d_k$, not
+# Table 3's rows (B) shrink $d_k$ alone (in the paper's model, so presumably still dividing by $\sqrt{d_k}$;
+# the paper does not say), so they measure a smaller $d_k$, not
 # smaller keys in place of scaling: "reducing the attention key size $d_k$
 # hurts model quality", which suggests "that determining compatibility is not easy and that a more sophisticated
 # compatibility function than dot product may be beneficial" (section 6.2). Rows (A) keep
@@ -1699,6 +1699,9 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 #   multiplied by $\sqrt{d_{model}}$), section 3.5 (sinusoidal encoding, "a linear function of $PE_{pos}$").
 # - Bahdanau, Cho and Bengio, "Neural Machine Translation by Jointly Learning to Align and Translate",
 #   ICLR 2015: additive attention.
+# - Raffel et al., "Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer", JMLR 2020
+#   (T5): attention without the $1/\sqrt{d_k}$ factor; its Mesh TensorFlow initialisation draws $W_q$ smaller
+#   instead.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 17 March 2023): the sum
 #   $\sum_i \cos(\omega_i \Delta t)$, distance aware versus direction aware.
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the scaled score
