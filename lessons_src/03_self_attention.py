@@ -323,8 +323,8 @@ print(
 
 # %% [markdown]
 # Without positional encoding the two CATs are the same vector: the same query, so rows 1 and 5 are
-# identical, and the same key, so columns 1 and 5 are identical too. Self-attention without a mask cannot
-# tell them apart.
+# identical, and the same key, so columns 1 and 5 are identical too. Self-attention with no position
+# information (PE, a position bias or a mask) cannot tell them apart.
 
 # %%
 print("row CAT (1):", A[1].numpy().round(4))
@@ -340,11 +340,25 @@ fig = plot_attention(sentence, A.numpy(), title="softmax(XXᵀ/√512), no PE: t
 # row the scores in columns 1 and 5 are equal. So it holds at inference for any attention without position
 # information, projections included ($x_1 W_q = x_5 W_q$, section 5). Over the 20 tables:
 
+
 # %% tags=["hide-input"]
+def cats_alike(A_s):
+    """True if the two CATs (positions 1 and 5) have identical rows and identical columns in A_s (seq, seq)."""
+    return torch.allclose(A_s[1], A_s[5], atol=1e-6) and torch.allclose(A_s[:, 1], A_s[:, 5], atol=1e-6)
+
+
 for s in range(20):
-    A_s = self_attention(token_embeddings(sentence, d_model, seed=s))[1]  # (seq, seq)
-    assert torch.allclose(A_s[1], A_s[5], atol=1e-12) and torch.allclose(A_s[:, 1], A_s[:, 5], atol=1e-12)
-print("✓ identical CATs: identical rows and identical columns in all 20 embedding tables")
+    X_s = token_embeddings(sentence, d_model, seed=s)  # (seq, d_model)
+    gen_s = torch.Generator().manual_seed(s)
+    W_qs, W_ks = torch.randn(2, d_model, d_model, generator=gen_s, dtype=torch.float64) / math.sqrt(d_model)
+    assert cats_alike(self_attention(X_s)[1]), "no projections"
+    assert cats_alike(scaled_dot_product_attention(X_s @ W_qs, X_s @ W_ks, X_s)[1]), "random W_q, W_k"
+    X_s[5, 0] += 0.5  # nudge the second CAT by 0.5 in one of its 512 coordinates
+    assert not cats_alike(self_attention(X_s)[1]), "the comparison sees a small difference"
+print(
+    "✓ by construction, as argued: identical CATs give identical rows and columns in all 20 tables, with or "
+    "without random W_q, W_k; nudging one CAT by 0.5 in one coordinate is enough to make them differ"
+)
 
 # %% [markdown]
 # > **Going further:** where else queries, keys and values come from; the deck's "random" matrix checked
@@ -385,15 +399,18 @@ def projected_attention(X):
 torch.manual_seed(0)
 W_q, W_k, W_v, W_o = (torch.nn.Linear(d_model, d_model) for _ in range(4))
 Z, A_mix = projected_attention(X)  # (seq, d_model), (seq, seq)
-print(f"weights: smallest {A_mix.min():.2f}, largest {A_mix.max():.2f}: every output mixes all six words")
 one_perm = torch.randperm(seq, generator=torch.Generator().manual_seed(1))  # (seq,)
 P = torch.eye(seq)[one_perm]  # (seq, seq) permutation matrix: P @ X == X[one_perm]
 Z_p, A_p = projected_attention(P @ X)  # (seq, d_model), (seq, seq)
 print("P reorders the sentence to:", " ".join(sentence[i] for i in one_perm))
-print("Attention(PX) == P Attention(X):", torch.allclose(Z_p, P @ Z, atol=1e-5))
-print("A(PX) == P A(X) Pᵀ:", torch.allclose(A_p, P @ A_mix @ P.T, atol=1e-6))
+assert torch.allclose(Z_p, P @ Z, atol=1e-5), "Attention(PX) = P Attention(X)"
+print("✓ Attention(PX) = P Attention(X): the same six output vectors, in the new order")
+
+# %% tags=["hide-input"]
+print(f"weights: smallest {A_mix.min():.2f}, largest {A_mix.max():.2f}")
 assert A_mix.min() > 0.05 and A_mix.max() < 0.5, "every output is a blend of all six words"
-assert torch.allclose(Z_p, P @ Z, atol=1e-5) and torch.allclose(A_p, P @ A_mix @ P.T, atol=1e-6)
+assert torch.allclose(A_p, P @ A_mix @ P.T, atol=1e-6), "A(PX) = P A(X) Pᵀ"
+print("✓ every output mixes all six words, and A(PX) = P A(X) Pᵀ: the map's rows and columns move together")
 
 # %% [markdown]
 # The same for 20 random permutations and five initialisations; section 3's map passes too, but there
@@ -465,7 +482,8 @@ print("✓ the sum-pool of self-attention, with or without projections, is the s
 # recurrence and no convolution, in order for the model to make use of the order of the sequence, we must
 # inject some information about the relative or absolute position of the tokens in the sequence". Add lesson
 # 01's sinusoidal PE to the embeddings. Permuting the words now changes the encoding of each word that moves
-# ($PX + PE \ne P(X + PE)$), so the outputs are no longer a reordering of each other.
+# ($PX + PE \ne P(X + PE)$), so the outputs are no longer $P$ times the original outputs. (Swapping the two
+# CATs leaves the sentence, and so its outputs, as they were: not swapped.)
 
 # %%
 PE = sinusoidal_encoding(seq, d_model)  # (seq, d_model)
@@ -480,6 +498,10 @@ assert not torch.allclose(Z_rev_pe, Z_pe[reverse], atol=1e-3), "with PE: no long
 assert moved == seq
 
 # %% tags=["hide-input"]
+swap = torch.tensor([0, 5, 2, 3, 4, 1])  # (seq,) swaps the two CATs
+assert torch.equal(X[swap], X) and torch.equal(projected_attention(X[swap] + PE)[0], Z_pe), "nothing changes"
+assert not torch.allclose(Z_pe[swap], Z_pe, atol=1e-3), "the two CATs' outputs differ, so P times them would too"
+print("✓ swapping the two CATs leaves the sentence and its outputs as they were, which is not P times the outputs")
 Y_pe, A_pe = self_attention(X + PE)  # (seq, d_model), (seq, seq) section 3's map, with PE
 Y_rev_pe, _ = self_attention(X[reverse] + PE)  # (seq, d_model)
 bare_gap = Y_rev_pe - Y_pe[reverse]  # (seq, d_model)
@@ -1244,7 +1266,8 @@ print(f"✓ lengths differ, yet the diagonal is the row maximum in every row, in
 # perpendicular (lesson 02: $\cos\theta$ has standard deviation $1/\sqrt{512}$), so every reach is small
 # (printed above) and a word would need to be many times longer than another to reach past it. Two vectors of
 # lengths 1 and 2 keep the diagonal too when they are perpendicular, $x_1 = (1, 0)$, $x_2 = (0, 2)$; and so
-# do 200 random sets of six 512-dimensional embeddings whose lengths are spread by ±20%. Then the rule
+# do 200 random sets of six 512-dimensional embeddings whose lengths are spread by ±20%. From six equal lengths,
+# one word must be stretched to many times its length before the diagonal loses a row (printed below). Then the rule
 # itself is an identity (divide $x_i \cdot x_j \le |x_i|^2$ by $|x_i|^2$), so the last check in the collapsed cell below only
 # illustrates it, on 1000 small random sets (in 1, 2, 3 or 8 dimensions, each vector scaled by a random
 # factor between 0.2 and 5) where the diagonal often loses, sometimes wins against a much longer vector.
@@ -1265,6 +1288,24 @@ for _ in range(200):
     kept += bool(torch.equal(self_attention(X_t)[1].argmax(dim=-1), torch.arange(seq)))
 assert kept == 200
 print(f"✓ lengths spread by +-20%: the diagonal is the row maximum in every row of {kept} of 200 random sets")
+
+gen_f, stretch = torch.Generator().manual_seed(4), []  # stretch: how far one word stretches before a row is lost
+for _ in range(200):
+    X_t = torch.randn(seq, d_model, generator=gen_f, dtype=torch.float64)  # (seq, d_model)
+    X_t = X_t / X_t.norm(dim=-1, keepdim=True) * math.sqrt(d_model)  # all lengths sqrt(512)
+    cos = (X_t @ X_t.T / d_model).fill_diagonal_(-1)  # (seq, seq) cosines between different words
+    i, j = divmod(int(cos.argmax()), seq)  # the closest pair: x_j reaches past x_i once |x_j| > |x_i| / cos
+    stretch.append(1 / cos[i, j].item())
+    for factor, keeps in ((0.99, True), (1.01, False)):  # just short of that boundary, just past it
+        X_f = X_t.clone()
+        X_f[j] *= factor * stretch[-1]
+        diag_wins = self_attention(X_f)[1].argmax(dim=-1) == torch.arange(seq)  # (seq,)
+        assert bool(diag_wins.all()) == keeps and (keeps or not diag_wins[i]), "lost exactly past the boundary"
+assert min(stretch) > 3
+print(
+    f"✓ from six equal lengths, the diagonal keeps every row until one word is stretched to {min(stretch):.1f} to "
+    f"{max(stretch):.1f} times its length (over 200 random sets), and loses a row just past that point"
+)
 
 rows = agree = lost = won_though_shorter = 0  # won_though_shorter: another vector is twice as long
 for trial in range(1000):
