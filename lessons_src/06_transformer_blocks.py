@@ -373,7 +373,7 @@ print("✓ each doubling of depth multiplies the median gap by nearer 2 than sqr
 # Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread. Post-norm's
 # last layer gets its gradient through its own LayerNorms, whose inputs here have RMS near 1 (so σ no
 # larger); pre-norm's through the **final** LayerNorm, whose tokens have a σ close to the stream's RMS,
-# so it arrives about that many times smaller. Your guess:
+# so in these stacks (PyTorch's default init) it arrives about that many times smaller. Your guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
@@ -391,9 +391,10 @@ plt.show()
 # last-layer bound does not shrink with depth, pre-norm's shrinks like $1/\sqrt L$. They argue this is
 # why post-norm needs the paper's learning-rate warm-up (section 5.3): "using a large learning rate on
 # those gradients makes the training unstable"; their pre-norm Transformers trained without it. The
-# gaps above come from copied layers, and about double with each doubling of depth; Xiong et al. draw
-# every layer independently, which gives smaller gaps that grow more slowly, nearer the $\sqrt L$ of
-# their two bounds' ratio. [Going further](#Going-further) measures both and probes warm-up on a copy task.
+# gaps above come from copied layers, and about double with each doubling of depth. Drawn
+# independently, still with PyTorch's default init (not Xavier's, which `torch.nn.Transformer` uses),
+# the layers give smaller gaps that grow more slowly, nearer the $\sqrt L$ of Xiong et al.'s two bounds' ratio.
+# [Going further](#Going-further) measures both and probes warm-up on a copy task.
 
 # %% [markdown]
 # ## 4. The three kinds of attention
@@ -583,15 +584,10 @@ for norm_first, torch_enc in torch_encoders.items():
     tokens_right = int(((unconverted - right).abs().amax(-1) < 1e-3).sum())  # of the 2 x 6
     assert tokens_right == check.predict_tokens_right_with_our_mask.reference
     print(f"✓ norm_first={norm_first}: with our mask unchanged, {tokens_right} of 12 tokens come out right")
-    with torch.no_grad():  # no gradient needed: torch takes its fast path
-        fast = torch_enc(src, src_key_padding_mask=src_tokens != 0)  # (batch, T_src, d_model)
-    assert unconverted[0].isfinite().all() and fast[0].isnan().all() and fast[1].isfinite().all()
-    print(f"✓ norm_first={norm_first}: the first sentence comes out finite here, all NaN under torch.no_grad()")
 
 # %% [markdown]
 # None: our mask, read as "blocked", hides every real token and lets each query see only padding — or,
-# in the first sentence, nothing at all: finite but wrong here, NaN under `torch.no_grad()` (torch's faster
-# path). Your guess:
+# in the first sentence, nothing at all. Your guess:
 
 # %%
 check.predict_tokens_right_with_our_mask(my_guess_tokens_right_with_our_mask)
@@ -602,7 +598,7 @@ check.predict_tokens_right_with_our_mask(my_guess_tokens_right_with_our_mask)
 # plus the final LayerNorm in the pre-norm case; `from_torch` copies a
 # `torch.nn.TransformerEncoder` / `TransformerDecoder` layer by layer.
 
-# %%
+# %% tags=["hide-input"]
 torch.manual_seed(7)
 torch_stack = nn.TransformerEncoder(
     nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=True),
@@ -745,9 +741,8 @@ check.parallel_block(my_parallel_block)
 # %% [markdown]
 # ## Going further
 #
-# Detours from the main line, each with its own checks: first LayerNorm (its values, ε, γ and β, batch norm in
-# evaluation mode, gradients, the input's scale, the slides' reasons), then deep stacks and warm-up, the
-# paper's Table 3 and dropout, and the fused attention path.
+# Detours from the main line, each with its own checks: LayerNorm first, then deep stacks and warm-up,
+# the paper's Table 3, and the fused attention path.
 
 # %% [markdown]
 # ### What the normalised values look like — not "between 0 and 1"
@@ -1016,11 +1011,10 @@ plt.show()
 #
 # *Running statistics remove the dependence on the batch, and bring another problem.*
 #
-# In **evaluation mode** batch norm does not look at the batch: it normalises with the running
-# averages of each feature's mean and variance collected during training (`running_mean`,
-# `running_var`). A sentence's output then no longer depends on its batch-mates. The problem moves
-# elsewhere: those averages describe the *training* batches, padding included, not the tokens the
-# model meets at inference. Collect them over 200 padded training batches (8 sentences of 2 to 10
+# In **evaluation mode** batch norm normalises with running averages of each feature's mean and
+# variance collected in training (`running_mean`, `running_var`), so a sentence's output no longer
+# depends on its batch-mates. But those averages describe the *training* batches, padding included,
+# not the tokens met at inference. Collect them over 200 padded training batches (8 sentences of 2 to 10
 # tokens, padded with zeros; every real token's features have mean 2 and standard deviation 3), then,
 # in evaluation mode, batch the short sentence as before and normalise 2000 new real tokens, for 5
 # seeds; and the same without padding (every sentence 10 tokens long):
@@ -1188,10 +1182,10 @@ print("  and pre-norm's stream RMS in 5 of 5 seeds, and the gap stays within a f
 # *Section 3's stacks started every layer as a copy of the first; does its gradient gap need that?*
 #
 # `utils.blocks.Encoder` and `torch.nn.TransformerEncoder` copy one layer; `torch.nn.Transformer`
-# then re-draws every weight matrix (Xavier init), so its layers start different. Our independent stacks
-# below draw each layer as a fresh `EncoderLayer`, with PyTorch's default `nn.Linear` init (uniform,
-# bound $1/\sqrt{\text{fan-in}}$), not Xavier's (bound $\sqrt{6/(\text{fan-in} + \text{fan-out})}$, larger
-# here): they show that the gap does not need the copied start, not what `torch.nn.Transformer` gives.
+# re-draws every weight matrix (Xavier init), so its layers start different. Our independent stacks draw
+# each layer as a fresh `EncoderLayer`, with PyTorch's default `nn.Linear` init (bound
+# $1/\sqrt{\text{fan-in}}$, smaller here than Xavier's $\sqrt{6/(\text{fan-in} + \text{fan-out})}$);
+# Xavier's larger weights are not measured here.
 
 
 # %% tags=["hide-input"]
@@ -1222,13 +1216,12 @@ print("✓ a fresh EncoderLayer keeps the default init's bound; torch.nn.Transfo
 # %% tags=["nbval-ignore-output"]
 rms_ind, final_rms_ind, grads_ind = probe_stacks(depths, seeds, independent_layers=True)
 ratio_ind, tracks_ind = gradient_gap(grads_ind, rms_ind)
-for L in depths:
-    pre, pre_copied = rms_ind["pre-norm", L], rms["pre-norm", L]  # (seeds, L) each
+for L in depths:  # (seeds, L) each: pre-norm's stream RMS, independent and copied
+    pre, pre_copied = rms_ind["pre-norm", L], rms["pre-norm", L]
     print(
-        f"{L:2d} layers: pre-norm RMS before the final norm {pre[:, -1].min():.1f} to {pre[:, -1].max():.1f} "
-        f"(copied: {pre_copied[:, -1].min():.1f} to {pre_copied[:, -1].max():.1f}); rises after every layer in "
-        f"{int((np.diff(pre, axis=1) > 0).all(1).sum())} of 5; last-layer gradient, post / pre, "
-        f"{ratio_ind[L].min():.1f}-{ratio_ind[L].max():.1f}"
+        f"{L:2d} layers: pre-norm RMS at the top {pre[:, -1].min():.1f}-{pre[:, -1].max():.1f} (copied "
+        f"{pre_copied[:, -1].min():.1f}-{pre_copied[:, -1].max():.1f}), rising at every layer in "
+        f"{int((np.diff(pre, axis=1) > 0).all(1).sum())} of 5; gap {ratio_ind[L].min():.1f}-{ratio_ind[L].max():.1f}"
     )
 ind_mean, ind_sigma = map(
     np.concatenate, zip(*(stream_mean_and_spread(24, 32, s, independent_layers=True) for s in seeds))
@@ -1237,13 +1230,12 @@ doubling_ind, doubling = (
     [np.median(r[b]) / np.median(r[a]) for a, b in zip(depths, depths[1:])] for r in (ratio_ind, ratio)
 )
 print(
-    "median gap, each doubling of depth: "
+    "median gap per doubling: "
     + ", ".join(f"x {f:.2f}" for f in doubling_ind)
     + " (copied: "
     + ", ".join(f"x {f:.2f}" for f in doubling)
-    + f"; sqrt(2) = {np.sqrt(2):.2f})"
+    + f"; sqrt(2) = {np.sqrt(2):.2f}); 24 layers, per token: RMS / sigma <= {np.hypot(1, ind_mean / ind_sigma).max():.2f}"
 )
-print(f"24 layers, pre-norm stream, per token: RMS / sigma at most {np.hypot(1, ind_mean / ind_sigma).max():.2f}")
 
 # %% tags=["hide-input"]
 check_stream(rms_ind, final_rms_ind)
@@ -1258,12 +1250,13 @@ pre_first = {i: sum(int((g["pre-norm", L].argmax(1) == 0).sum()) for L in depths
 post_top = {i: sum(int((g["post-norm", L].argmax(1) == L - 1).sum()) for L in depths) for i, g in grads_of.items()}
 assert pre_first["copied"] == 20 and post_top["copied"] >= 15
 assert pre_first["independent"] < 20 and post_top["independent"] < 10
-print("✓ independent layers: post-norm stays at RMS 1, pre-norm's stream grows more in deeper stacks, and post-norm's")
 print(
-    "  last layer gets the larger gradient, within a factor 1.5 of pre-norm's stream RMS, as in section 3; but the stream"
+    "✓ independent layers, as in section 3: post-norm at RMS 1, pre-norm's stream growing with depth, post-norm's last"
 )
-print("  grows less (not always after every layer) and the gap is smaller at every depth, each doubling of depth")
-print("  multiplying its median by nearer sqrt(2) than 2")
+print(
+    "  layer's gradient larger, within a factor 1.5 of that RMS; but the stream grows less (not always at every layer)"
+)
+print("  and the gap is smaller at every depth, its median growing by nearer sqrt(2) than 2 per doubling")
 
 # %% [markdown]
 # The stream grows less, but the gap still follows pre-norm's stream RMS (a stand-in for σ: the
@@ -1419,22 +1412,24 @@ print("✓ in the copy-task models, every copied stack has a larger gap than eve
 #
 # Fewer or narrower layers cost BLEU; 8 layers instead of 6 do not raise it (though their perplexity,
 # 4.88 against 4.92, is slightly better), a wider FFN does. Section 5.4 announces "three types of
-# regularization": dropout on each sublayer's output (section 3 of this lesson), dropout on the sums of
-# embeddings and positional encodings, and label smoothing (lesson 07). Row (D): without dropout
-# ($P_{drop} = 0.0$) the base model's BLEU drops from 25.8 to 24.6; without label smoothing it is 25.3.
+# regularization" under two headings, residual dropout and label smoothing (lesson 07); we read the
+# first as two: dropout on each sublayer's output (section 3 of this lesson) and on the sums of
+# embeddings and positional encodings. Row (D): without dropout ($P_{drop} = 0.0$) the base model's BLEU
+# drops from 25.8 to 24.6; without label smoothing it is 25.3, though its perplexity is better (4.67):
+# label smoothing "hurts perplexity, as the model learns to be more unsure, but improves accuracy and
+# BLEU score" (section 5.4). Section 6.2 reads rows (C) and (D) as: "as expected, bigger models are
+# better, and dropout is very helpful in avoiding over-fitting".
 
 # %% [markdown]
 # ### The same attention without its weights
 #
 # *How the translator of lesson 07 trains: PyTorch's fused attention.*
 #
-# Standard training, lesson 07's included, never looks at the attention weights. With `need_weights=False`, `MultiHeadAttention` (and
-# the layers, which pass the flag on) hands the same per-head $Q$, $K$, $V$ and mask to
-# `torch.nn.functional.scaled_dot_product_attention`, which returns no weights (`None`) and runs a fused
-# kernel when one supports the inputs and the hardware, otherwise a plain "math" fallback. A query whose
-# keys are all masked is let see every key and its output set to zero afterwards, as the weights path
-# sets its weights to zero. So outputs and gradients should agree, and that query outputs just the bias
-# of $W_o$.
+# Lesson 07's training does not look at the attention weights. With `need_weights=False`,
+# `MultiHeadAttention` (and the layers, which pass the flag on) hands the same per-head $Q$, $K$, $V$
+# and mask to `torch.nn.functional.scaled_dot_product_attention`, which returns no weights (`None`) and
+# runs a fused kernel when one fits the inputs and hardware, else a plain "math" fallback. A query with
+# every key masked gets output zero on both paths before $W_o$, so it outputs just $W_o$'s bias.
 
 # %%
 import time
@@ -1470,9 +1465,9 @@ print("  on both paths, the query that may attend to nothing outputs exactly the
 
 # %% [markdown]
 # What it saves: the weights path returns a `(batch, num_heads, T_q, T_k)` tensor per layer, and
-# autograd keeps copies of it for the backward pass (`utils.experiments.layer_costs.saved_tensors` lists
-# what it keeps). Time both, forward and backward, alternating them so that other work on the computer
-# slows both alike; five repeats of 15 runs each.
+# autograd keeps copies of it for backward (`utils.experiments.layer_costs.saved_tensors` lists them).
+# Time both, forward and backward, alternating them so that other work slows both alike; five repeats
+# of 15 runs.
 
 
 # %% tags=["nbval-ignore-output"]
@@ -1498,11 +1493,10 @@ print(
 print(f"fused path faster than the weights path in {sum(r < 1 for r in ratios)} of 5 repeats")
 
 # %% [markdown]
-# These ratios are one machine's, so no check rests on them. Memory: with attention dropout off (as here), the fused kernel
-# picked here keeps no copy of the weights for the backward pass (the math fallback does), but a float
-# copy of the mask, of the mask's own shape: $1/h$ of the weights' size for a mask per sentence shared by
-# the heads, $(B, 1, T, T)$ (less for one mask shared by every sentence too), as large as the weights for a
-# mask given per head. Among the tensors autograd keeps, on both paths:
+# These ratios are one machine's, so no check rests on them. Memory: with attention dropout off (as
+# here), the fused kernel picked here keeps no copy of the weights for backward (the math fallback
+# does), but a float copy of the mask, of the mask's shape: $1/h$ of the weights' size for a
+# $(B, 1, T, T)$ mask shared by the heads, their full size for a mask per head. Among the kept tensors:
 
 # %% tags=["hide-input"]
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -1532,10 +1526,11 @@ for name, mask in [("one mask for all heads", x_mask[:, None]), ("a mask per hea
     for need in (True, False):
         kept = saved_tensors(lambda t: mha(t, t, t, mask, need_weights=need), x)
         found[name, need] = (sum(map(holds_weights, kept)), mask_copy_mib(kept, mask))
-        print(
-            f"{name}, need_weights={need!s:5}: {found[name, need][0]} copies of the weights, mask copies (MiB) "
-            f"{found[name, need][1]}"
-        )
+    (w_copies, w_masks), (f_copies, f_masks) = found[name, True], found[name, False]
+    print(
+        f"{name}: weights path {w_copies} copies of the weights, mask copies (MiB) {w_masks}; "
+        f"fused {f_copies}, {f_masks}"
+    )
 assert found == {
     ("one mask for all heads", True): (2, []),
     ("one mask for all heads", False): (0, [1.0]),
@@ -1563,6 +1558,18 @@ print("  is fully masked; the fused kernel keeps none (the forced math fallback 
 # The weights path's second copy is the softmax output with the fully-masked query's row set to zero.
 # The translator of lesson 07 trains on the fused path and asks for the weights only in evaluation
 # mode (decoding, accuracy, attention maps).
+#
+# PyTorch's own encoder layers have a faster path too, taken under `torch.no_grad()`. Section 5's
+# unconverted mask left the first sentence's queries nothing to see: finite but wrong there, all NaN here.
+
+# %% tags=["hide-input"]
+for torch_enc in torch_encoders.values():  # post-norm, then pre-norm
+    unconverted = torch_enc(src, src_key_padding_mask=src_tokens != 0)  # (batch, T_src, d_model): not negated
+    with torch.no_grad():  # no gradient needed: torch takes its fast path
+        fast = torch_enc(src, src_key_padding_mask=src_tokens != 0)  # (batch, T_src, d_model)
+    assert unconverted.isfinite().all() and fast[0].isnan().all() and fast[1].isfinite().all()
+print("✓ post-norm and pre-norm layers, our mask unchanged: the first sentence comes out finite with gradients on,")
+print("  all NaN under torch.no_grad(); the second sentence is finite on both paths")
 
 # %% [markdown]
 # ## Sources

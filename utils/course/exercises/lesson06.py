@@ -449,8 +449,9 @@ _VARIANTS = {
     Post-norm, in every stack. The gradient reaching the top of a pre-norm stack has passed through the
     final LayerNorm, which divides it by each token's spread σ; the stream has grown over every layer, and
     its tokens' means are small, so each token's σ is close to its RMS. Post-norm's last layer sees only its own
-    LayerNorms, whose inputs have RMS near 1. So the gap is about pre-norm's stream RMS, and grows with depth
-    ("Going further" finds the same with layers that start independently).
+    LayerNorms, whose inputs have RMS near 1. So, in these stacks (PyTorch's default init), the gap is about
+    pre-norm's stream RMS, and grows with depth ("Going further" finds the same with layers that start
+    independently, same init).
     """,
 )
 def predict_largest_gradient(answer):
