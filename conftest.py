@@ -22,6 +22,10 @@ os.environ.setdefault("PYTHONHASHSEED", "0")
 os.environ.pop("MPLBACKEND", None)
 # Idle OpenMP threads sleep instead of spinning: on 2 shared cores spinning made training steps 10x slower.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# One thread per process (tests, nbval's and JupyterLab's kernels) unless the caller sets another count: the two
+# workers already keep both cores busy, so a second thread per kernel only competes (a whole run took 452 s with
+# one thread, against 476 s with torch's default, back to back on our 2 cores; CI reruns nbval with 4 threads).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # One folder per run (workers, nbval's and JupyterLab's kernels inherit it): lesson 07's translator, trained
 # by whichever of nbval and the browser test runs it first, is loaded by the other (utils/translator/train_cache.py).
 # Each run, including each perturbed-float-path rerun in .ci/run, starts empty and so trains for real.
