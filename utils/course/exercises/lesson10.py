@@ -442,16 +442,33 @@ def _longest_from_the_right(word, vocab):
     return tokens
 
 
+def _longest_partial_cut(word, vocab):
+    units = list(word[:-1]) + [word[-1] + "</w>"]
+    tokens, i = [], 0
+    while i < len(units):
+        for j in range(len(units), i, -1):
+            if "".join(units[i:j]) in vocab:
+                tokens.append("".join(units[i:j]))
+                i = j
+                break
+        else:
+            return tokens  # the pieces found so far, not None
+    return tokens
+
+
 _LONGEST_MISTAKES = [
     mistake("take the shortest token that fits instead of the longest", _longest_shortest_first, says="longest"),
     mistake("drop the end-of-word marker", _longest_without_marker, says="</w>"),
     mistake("match from the right end of the word", _longest_from_the_right, says="from the left"),
+    mistake("return the partial cut instead of None", _longest_partial_cut, says="None"),
 ]
 _LONGEST_VOCAB = set(
     """k a n o i e l p u j m r s t v d o</w> a</w> i</w> e</w> s</w> t</w> n</w> ka kan kano</w> no</w> un une</w> jun
     lo</w> os</w> vid vi ont</w> nt</w> ant</w> pu pul pulo</w> ul lo ke</w>""".split()
 )
+# pul and kanl have no cut: no piece is l</w> (a letter training saw, but never at a word's end)
 _LONGEST_CASES = ["kano", "june", "pulo", "vidos", "kani", "ke", "vidont", "pulkano", "no", "pulos", "aa", "junont"]
+_LONGEST_CASES += ["pul", "kanl"]
 
 
 @exercise(
@@ -485,6 +502,8 @@ _LONGEST_MESSAGES = {
     _LONGEST_MISTAKES[1].name: "the last piece must carry the end-of-word marker </w> (pulo -> pulo</w>, not pulo)",
     _LONGEST_MISTAKES[2].name: "match from the left, as WordPiece does: the longest piece that starts at the "
     "word's first letter, then at the next free position",
+    _LONGEST_MISTAKES[3].name: "when no vocabulary piece starts at some position, the word has no cut: return None, "
+    "not the pieces found before it",
 }
 
 
