@@ -579,18 +579,7 @@ def padded_attention_cost(answer):
 def _byte_cut_solution(word, merges):
     """Byte-level BPE (GPT-2 style): start from the word's UTF-8 bytes, one symbol each (256 possible, so no
     unknown symbol), then apply each merge in the order learned, everywhere in the word, left to right."""
-    symbols = [bytes([b]) for b in word.encode("utf-8")]
-    for left, right in merges:
-        out, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == (left, right):
-                out.append(left + right)
-                i += 2
-            else:
-                out.append(symbols[i])
-                i += 1
-        symbols = out
-    return symbols
+    return _apply_merges([bytes([b]) for b in word.encode("utf-8")], merges)
 
 
 def _byte_cut_characters(word, merges):
@@ -599,16 +588,9 @@ def _byte_cut_characters(word, merges):
 
 
 def _apply_merges(symbols, merges):
-    for left, right in merges:
-        out, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == (left, right):
-                out.append(left + right)
-                i += 2
-            else:
-                out.append(symbols[i])
-                i += 1
-        symbols = out
+    """`symbols` with each merge applied in order, everywhere, left to right (utils.subwords.merge_pair)."""
+    for pair in merges:
+        symbols = subwords.merge_pair(symbols, tuple(pair))
     return symbols
 
 
