@@ -16,8 +16,8 @@
 # 1. built multi-head attention step by step (project, split, attend, concatenate, $W^O$) and checked it
 #    against `utils.multihead` and `torch.nn.MultiheadAttention` with copied weights;
 # 2. counted what 1 to 8 heads cost beside one head of width `d_model`: which costs stay equal, which grow;
-# 3. seen what the "resolution" that multiple heads improve means, on a task one head cannot solve and
-#    two heads can;
+# 3. seen what the "resolution" that multiple heads improve means, on a task two heads solve and one
+#    head, in all 5 of our training runs, does not;
 # 4. watched two trained heads divide a sentence between them, in a per-head explorer.
 #
 # **Prerequisites.** 03 (self-attention: `softmax(QKᵀ/√d_k)V`) and 04 (masks; `True` = may attend).
@@ -148,29 +148,20 @@ print("✓ the loop over heads gives the vectorised heads")
 # %% [markdown]
 # ### Equal to `utils` and to PyTorch
 #
-# `utils.multihead.MultiHeadAttention` stores each matrix as an `nn.Linear`, whose `weight` is the
-# transpose of our `W` (`x @ W == x @ linear.weight.T`). Copy the matrices in, with zero biases.
+# With these four matrices, `utils.multihead.MultiHeadAttention` gives the output above. PyTorch's
+# `nn.MultiheadAttention` has its own matrices and biases: the recipe above, applied to them, must give
+# its output (with padding and causal masks). Which number should divide each head's scores? Four
+# candidates:
 
-# %%
-mha = MultiHeadAttention(d_model, num_heads)
+# %% tags=["hide-input"]
+mha = MultiHeadAttention(d_model, num_heads)  # nn.Linear layout: x @ W == x @ linear.weight.T
 with torch.no_grad():
     for lin, W in ((mha.W_q, W_q), (mha.W_k, W_k), (mha.W_v, W_v), (mha.W_o, W_o)):
         lin.weight.copy_(W.T)
         lin.bias.zero_()
 ours, ours_weights = mha(x, x, x)  # (batch, T, d_model), (batch, num_heads, T, T)
-print("ours", tuple(ours.shape), " per-head weights", tuple(ours_weights.shape))
-
-# %% tags=["hide-input"]
 assert (ours - output).abs().max() < 1e-6 and (ours_weights - weights).abs().max() < 1e-6
-print("✓ utils.MultiHeadAttention gives the step-by-step output and per-head weights")
 
-# %% [markdown]
-# PyTorch's `nn.MultiheadAttention` keeps $W^Q, W^K, W^V$ stacked in one `in_proj_weight`
-# (3·d_model × d_model) and $W^O$ in `out_proj`; `MultiHeadAttention.from_torch` copies them.
-# PyTorch returns the weights *averaged over heads* by default; ours keeps every head. And
-# `nn.MultiheadAttention` reads a boolean mask as `True` = **not** allowed, the opposite of ours, so the masks are inverted on the way in.
-
-# %%
 torch.manual_seed(1)
 torch_mha = nn.MultiheadAttention(d_model, num_heads, batch_first=True).eval()
 with torch.no_grad():  # PyTorch starts its biases at 0; random ones make the copy of the biases count
@@ -181,22 +172,10 @@ tokens = torch.tensor([[5, 3, 8, 0, 0], [4, 4, 1, 7, 2]])  # (batch, T), 0 = pad
 mask = padding_mask(tokens, 0) & causal_mask(T)  # (batch, T, T): True = may attend
 ref, ref_avg = torch_mha(
     x, x, x, key_padding_mask=tokens == 0, attn_mask=~causal_mask(T)
-)  # (batch, T, d_model), (batch, T, T)
+)  # (batch, T, d_model), (batch, T, T): torch's masks read True = not allowed
 got, got_heads = copy(x, x, x, mask=mask)  # (batch, T, d_model), (batch, num_heads, T, T)
-print("torch weights", tuple(ref_avg.shape), " ours", tuple(got_heads.shape))
-
-# %% tags=["hide-input"]
 assert (got - ref).abs().max() < 1e-6
-assert (got_heads.mean(dim=1) - ref_avg).abs().max() < 1e-6
-print("✓ equal to torch.nn.MultiheadAttention with copied weights, padding and causal masks, head-averaged weights too")
 
-# %% [markdown]
-# And the step-by-step recipe applied to PyTorch's own matrices (biases included) gives PyTorch's
-# answer too: nothing is hidden in `nn.MultiheadAttention` with its defaults (no `add_bias_kv`,
-# `add_zero_attn` or dropout). Each head's scores are divided by four candidate numbers; which one gives
-# PyTorch's output?
-
-# %% tags=["hide-input"]
 Wq_t, Wk_t, Wv_t = torch_mha.in_proj_weight.detach().chunk(3)  # (d_model, d_model) each, nn.Linear layout
 bq, bk, bv = torch_mha.in_proj_bias.detach().chunk(3)  # (d_model,) each
 q = split_heads(x @ Wq_t.T + bq, num_heads)  # (batch, num_heads, T, d_k)
@@ -208,26 +187,18 @@ for scale in (1.0, math.sqrt(d_k), float(d_k), math.sqrt(d_model)):
     scores_s = (q @ k.transpose(-2, -1) / scale).masked_fill(~mask.unsqueeze(1), float("-inf"))  # (batch, h, T, T)
     by_hand = merge_heads(torch.softmax(scores_s, dim=-1) @ v) @ W_o_t.T + b_o  # (batch, T, d_model)
     matches[round(scale, 4)] = bool((by_hand - ref).abs().max() < 1e-5)
-print("divide each head's scores by ... and get PyTorch's output?", matches)
-
-# %% tags=["hide-input"]
-h_out, _ = scaled_dot_product_attention(q, k, v, mask.unsqueeze(1))  # (batch, num_heads, T, d_k)
-assert (merge_heads(h_out) @ W_o_t.T + b_o - ref).abs().max() < 1e-6
 assert [s for s, ok in matches.items() if ok] == [check.predict_head_scale.reference]
-q0, k0, v0 = (split_heads(x @ W_t.T, num_heads) for W_t in (Wq_t, Wk_t, Wv_t))  # the same, without biases
-h0, _ = scaled_dot_product_attention(q0, k0, v0, mask.unsqueeze(1))  # (batch, num_heads, T, d_k)
-miss = (merge_heads(h0) @ W_o_t.T - ref).abs().max().item()
-assert (torch_mha.in_proj_bias != 0).all() and (torch_mha.out_proj.bias != 0).all() and miss > 0.1
-print("✓ project / split / attend / concat / W_o with torch's weights gives torch's output,")
-print("  with each head's scores divided by √d_k = 2 and by no other of the four")
-print(f"  (the biases count: they are nonzero, and the recipe without them misses by up to {miss:.2f})")
+print("divide each head's scores by ... and get PyTorch's output?", matches)
+print("✓ equal to utils.MultiHeadAttention and torch.nn.MultiheadAttention, with each head's scores divided by")
+print("  √d_k = 2 and by no other of the four")
 
 # %%
 check.predict_head_scale(my_guess_scale)
 
 # %% [markdown]
-# > The same equality at four more sizes, and which PyTorch APIs read a boolean mask's `True` as
-# > *not allowed*: see [Going further](#Going-further).
+# > How the matrices are copied into `utils` and PyTorch, the biases, the same equality at four more
+# > sizes, and which PyTorch APIs read a boolean mask's `True` as *not allowed*: see
+# > [Going further](#Going-further).
 
 # %% [markdown]
 # ## 2. Parameters and multiply–adds, counted
@@ -258,7 +229,10 @@ check.predict_param_count(my_guess_params)
 # With $d_k = d_v = d_{model}/h$, splitting does not add parameters: $W^Q, W^K, W^V, W^O$ are
 # `d_model × d_model` whatever `h` is (the heads share them out in blocks), so there are
 # $4\,d_{model}^2 + 4\,d_{model}$ parameters with biases (rows (B) below shrink $d_k$ alone and have
-# fewer).
+# fewer). The multiply–adds below stay equal too: that is why the paper ties $d_k$ to $d_{model}/h$
+# ("Due to the reduced dimension of each head, the total computational cost is similar to that of
+# single-head attention with full dimensionality", section 3.2.2), and why every row (A) of its Table 3
+# (our section 3) keeps $h \cdot d_k = 512$.
 
 # %% [markdown]
 # Multiply–adds (one multiply–add = 2 FLOPs). Per sequence of `T` tokens:
@@ -269,9 +243,7 @@ check.predict_param_count(my_guess_params)
 # | scores $QK^\top$ | $T^2 d_{model}$ | $h \cdot T^2 d_k = T^2 d_{model}$ |
 # | weights × values | $T^2 d_{model}$ | $h \cdot T^2 d_v = T^2 d_{model}$ |
 #
-# PyTorch's `FlopCounterMode` counts the matrix products the forward pass actually runs. (The paper,
-# section 3.2.2, says the total cost is "similar to that of single-head attention with full
-# dimensionality".)
+# PyTorch's `FlopCounterMode` counts the matrix products the forward pass actually runs.
 
 
 # %%
@@ -294,7 +266,8 @@ print("✓ the same multiply-adds for 1, 2, 4 and 8 heads, equal to the formula"
 
 # %% [markdown]
 # The matrix products are not everything. The mask and the softmax act on every score (the scaling too,
-# unless it is applied to the queries first, as `utils` and `nn.MultiheadAttention` do), and each head has its own `T × T`
+# unless it is applied to the queries first, as `utils` and `nn.MultiheadAttention` do when they return
+# the weights), and each head has its own `T × T`
 # scores: `batch · h · T²`, `h` times as many as one wide head. The weights
 # the softmax returns, a `(batch, h, T, T)` tensor kept for the backward pass, grow the same way. Count the
 # elements the softmax normalises (`utils.experiments.layer_costs.count_softmax_elements`) and the
@@ -362,7 +335,9 @@ for h, (dk, ppl, bleu) in table3_rows_a.items():
     print(f"{'base' if h == 8 else '(A)':<4} {h:>3} {dk:>5} {ppl:>11.2f} {bleu:>5.1f}  65M")
 for dk, (ppl, bleu, params) in table3_rows_b.items():
     print(f"(B)  {8:>3} {dk:>5} {ppl:>11.2f} {bleu:>5.1f}  {params}M")
+assert all(h * dk == 512 for h, (dk, _, _) in table3_rows_a.items())  # rows (A): h * d_k = d_model = 512
 best_bleu = max(bleu for _, _, bleu in table3_rows_a.values())
+print("rows (A): h × d_k = 512 = d_model in every row")
 print(
     f"one head: {best_bleu - table3_rows_a[1][2]:.1f} BLEU below the best; 32 heads: {best_bleu - table3_rows_a[32][2]:.1f} below"
 )
@@ -378,8 +353,8 @@ print(
 # * the last token asks (feature 6 = 1, no content).
 #
 # The last token must output **A's content features 0–1 and B's content features 2–3**. It needs
-# to look at two places at once. One head has one softmax: its weights on A and B share a total
-# of 1, so it returns one blend of A and B. Two heads return two blends; the simplest pair has each
+# to look at two places at once. One head has one softmax: its weights over all 6 tokens sum to 1, so
+# A and B share at most 1, and it returns one blend of A and B (and of any other token it weights). Two heads return two blends; the simplest pair has each
 # head look at one place.
 #
 # First, by hand: two heads whose weights we write down ourselves.
@@ -604,7 +579,8 @@ plt.show()
 # Now *every* word asks: word $t$ must output the **previous** word's content features 0–1 and the
 # **next** word's features 2–3 (the first and last words, which miss a neighbour, are not scored).
 # Each token is its 4 content features followed by the sinusoidal positional encoding of lesson 01
-# (12 columns, so `d_model = 16` and two heads of `d_k = 8`). Lesson 02 showed that $PE_{t+k}$ is a
+# (12 columns, so `d_model = 16` and two heads of `d_k = 8`). The paper *adds* the encoding to the
+# embedding (section 3.5); we concatenate it, so that content and position stay in separate columns. Lesson 02 showed that $PE_{t+k}$ is a
 # fixed rotation of $PE_t$, so a linear $W^Q$ can turn "I am at $t$" into "I look for $t - 1$".
 
 # %% tags=["nbval-ignore-output"]
@@ -774,7 +750,8 @@ head_explorer(w_sentence, tokens=sentence)
 #   head of width `d_model`; the softmax work and the `(batch, h, T, T)` weights grow `h`-fold.
 # * What it buys is `h` independent softmaxes. A fixed split between two places scores ½ on the
 #   two-places task, whatever the split; two heads, two different blends, solve it: the "resolution"
-#   of the paper's section 2 and the COMP7607 slides.
+#   of the paper's section 2 and the COMP7607 slides. A trained single head varies its split with
+#   content and beats ½, but stayed far from solving the task in all 5 runs (a measurement, not a proof).
 #   On a sentence, two heads become "previous word" and "next word". The paper's base model
 #   uses $h = 8$, $d_k = d_v = 64$.
 # * PyTorch averages the heads' weights by default, which can make two sharp heads look like one
@@ -862,6 +839,39 @@ check.cross_attention_macs(my_cross_attention_macs)
 # %% [markdown]
 # ## Going further
 #
+# ### Section 1's comparisons in detail
+#
+# `utils.multihead.MultiHeadAttention` stores each matrix as an `nn.Linear`, whose `weight` is the
+# transpose of our `W` (`x @ W == x @ linear.weight.T`): section 1 copied each `W.T` in, with zero biases.
+# PyTorch's `nn.MultiheadAttention` keeps $W^Q, W^K, W^V$ stacked in one `in_proj_weight`
+# (3·d_model × d_model) and $W^O$ in `out_proj`; `MultiHeadAttention.from_torch` copies them. PyTorch
+# returns the weights *averaged over heads* by default; ours keeps every head. And `nn.MultiheadAttention`
+# reads a boolean mask as `True` = **not** allowed, the opposite of ours, so section 1 inverted the masks on
+# the way in. PyTorch starts both biases at 0; section 1 gave them random values, so that leaving them out
+# shows. Nothing else is hidden in `nn.MultiheadAttention` with its defaults (no `add_bias_kv`,
+# `add_zero_attn` or dropout): the recipe with PyTorch's matrices and biases, and the √d_k of section 1,
+# gives PyTorch's output.
+
+# %%
+print("ours", tuple(ours.shape), " per-head weights", tuple(ours_weights.shape))
+print("torch weights", tuple(ref_avg.shape), " ours", tuple(got_heads.shape))
+
+# %% tags=["hide-input"]
+assert (ours - output).abs().max() < 1e-6 and (ours_weights - weights).abs().max() < 1e-6
+print("✓ utils.MultiHeadAttention gives the step-by-step output and per-head weights")
+assert (got - ref).abs().max() < 1e-6
+assert (got_heads.mean(dim=1) - ref_avg).abs().max() < 1e-6
+print("✓ equal to torch.nn.MultiheadAttention with copied weights, padding and causal masks, head-averaged weights too")
+h_out, _ = scaled_dot_product_attention(q, k, v, mask.unsqueeze(1))  # (batch, num_heads, T, d_k)
+assert (merge_heads(h_out) @ W_o_t.T + b_o - ref).abs().max() < 1e-6
+q0, k0, v0 = (split_heads(x @ W_t.T, num_heads) for W_t in (Wq_t, Wk_t, Wv_t))  # the same, without biases
+h0, _ = scaled_dot_product_attention(q0, k0, v0, mask.unsqueeze(1))  # (batch, num_heads, T, d_k)
+miss = (merge_heads(h0) @ W_o_t.T - ref).abs().max().item()
+assert (torch_mha.in_proj_bias != 0).all() and (torch_mha.out_proj.bias != 0).all() and miss > 0.1
+print("✓ project / split / attend / concat / W_o with torch's weights and biases gives torch's output")
+print(f"  (the biases count: they are nonzero, and the recipe without them misses by up to {miss:.2f})")
+
+# %% [markdown]
 # ### Section 1's equality at five sizes
 #
 # The same equality at five sizes, section 1's and four more,
