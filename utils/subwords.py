@@ -90,9 +90,10 @@ def pair_counts(words, counts):
 def merge_pair(symbols, pair, join=None):
     """`symbols` with every occurrence of `pair` joined into one symbol, left to right without overlap; if given,
     `join()` is called at each occurrence and the join is skipped where it returns False (BPE-dropout)."""
-    out, i = [], 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair and (join is None or join()):
+    left, right = pair
+    out, i, last = [], 0, len(symbols) - 1
+    while i <= last:
+        if i < last and symbols[i] == left and symbols[i + 1] == right and (join is None or join()):
             out.append(symbols[i] + symbols[i + 1])
             i += 2
         else:
@@ -150,18 +151,24 @@ def encode_word(bpe, word, name="word", dropout=0.0, generator=None):
             f"end-of-word symbol ends with {END_OF_WORD!r}); known symbols: {' '.join(bpe.alphabet)}"
         )
     if dropout > 0:
-        rng = random.Random(int(torch.randint(2**62, (1,), generator=generator)))  # one seed per word
-        for pair in bpe.merges:
-            if len(symbols) == 1:
-                break
-            if pair[0] in symbols:
-                symbols = merge_pair_dropout(symbols, pair, dropout, rng)
-        return symbols
+        return dropout_cut(bpe, symbols, dropout, generator)
     for pair in bpe.merges:
         if len(symbols) == 1:
             break
         if pair[0] in symbols:  # (a quick test: most merges do not apply to a given word)
             symbols = merge_pair(symbols, pair)
+    return symbols
+
+
+def dropout_cut(bpe, symbols, dropout, generator):
+    """encode_word's BPE-dropout for a word already checked: its starting `symbols`, `dropout` > 0 and the
+    torch.Generator `generator` (one random.Random per word, seeded from it; one draw per place a merge applies)."""
+    rng = random.Random(int(torch.randint(2**62, (1,), generator=generator)))  # one seed per word
+    for pair in bpe.merges:
+        if len(symbols) == 1:
+            break
+        if pair[0] in symbols:
+            symbols = merge_pair_dropout(symbols, pair, dropout, rng)
     return symbols
 
 

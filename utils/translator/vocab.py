@@ -111,7 +111,9 @@ class SubwordVocab(Vocab):
             ids = []
             for j, w in enumerate(words):
                 self.word_ids(w, f"words[{j}]")  # checks the word (and caches its plain cut)
-                ids += [self.stoi[s] for s in subwords.encode_word(self.bpe, w, f"words[{j}]", dropout, generator)]
+                ids += [
+                    self.stoi[s] for s in subwords.dropout_cut(self.bpe, subwords.split_word(w), dropout, generator)
+                ]
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def decode(self, ids):
