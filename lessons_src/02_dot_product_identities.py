@@ -737,6 +737,7 @@ print("naive softmax of x + 1000:", softmax_naive(big))
 print("shifted by its max:       ", shifted)
 assert torch.allclose(shifted, torch.softmax(x, -1), atol=1e-6)
 assert int(torch.isnan(softmax_naive(big)).sum()) == check.predict_overflow_nans.reference
+print("✓ shifted by its max, the weights equal softmax(x)")
 
 # %%
 check.predict_overflow_nans(my_guess_nans)
@@ -753,6 +754,7 @@ print("shifted by its max:       ", softmax_naive(small - small.max()))
 assert torch.isnan(softmax_naive(small)).all()
 assert torch.allclose(softmax_naive(small - small.max()), torch.softmax(x, -1), atol=1e-6)
 assert torch.isnan(torch.softmax(torch.full((4,), -math.inf), -1)).all()  # a row of -inf: no shift helps
+print("✓ naive, every weight is nan; shifted, the weights equal softmax(x); a row of -inf stays nan even shifted")
 
 # %% [markdown]
 # **Temperature.** $\mathrm{softmax}(x / T)$: a high temperature $T$ flattens the weights towards
@@ -914,6 +916,7 @@ assert torch.allclose(g_table[ks == 5], -g_table[ks == -5], atol=1e-12) and abs(
 assert not torch.allclose(pe[t0 + 5], pe[t0 - 5])
 print(f"PE_t . PE_t+5 = {float(f_table[ks == 5]):.4f} = PE_t . PE_t-5 = {float(f_table[ks == -5]):.4f}")
 print(f"PE_t J PE_t+5^T = {float(g_table[ks == 5]):.4f}, PE_t J PE_t-5^T = {float(g_table[ks == -5]):.4f}")
+print("✓ PE_t J PE_t+k^T = -sum_i sin(w_i k) for every k from -100 to 99: odd in k, though PE_t+5 and PE_t-5 differ")
 
 # %% [markdown]
 # Odd does not mean that the whole form's sign is minus the sign of $k$ everywhere. It is near $k = 0$, up to
@@ -1146,7 +1149,7 @@ print(
 )
 
 # %% [markdown]
-# At other widths $f$ also first rises within 200 offsets, later for wider encodings (never earlier, though
+# At the other widths in the table $f$ also first rises within 200 offsets, later for wider encodings (never earlier, though
 # some tie: 8 and 16, 256 and 384), and ends below $0.7\,f(0)$ at $k = 200$. Its long-range peak stays below
 # $0.6\,f(0)$ from $d_{model} = 32$ up, but narrow encodings come back: at 8 four waves line up near
 # $k = 2000\pi$, to nearly $f(0)$.
@@ -1192,9 +1195,10 @@ print(
 #
 # Section 4 read the word back through the added position. And the position through the word? We read it
 # back by the same rule, $\arg\max_s x \cdot PE_s$, from the same tokens as section 4's
-# `word_recovery` ($[e; PE_t]$ gives $t$ exactly). Their word vectors' length, $\sqrt d$, matches the paper's:
-# its embeddings are learned and multiplied by $\sqrt{d_{model}}$ (section 3.4), so entries of size about
-# $1/\sqrt{d_{model}}$ give them length $\sqrt{d_{model}}$.
+# `word_recovery` ($[e; PE_t]$ gives $t$ exactly). Their word vectors have length $\sqrt d$. The paper's
+# embeddings are learned and multiplied by $\sqrt{d_{model}}$ (section 3.4); it gives no size for their
+# entries, but if those start near $1/\sqrt{d_{model}}$, as in the reference implementation, they too start
+# at length about $\sqrt{d_{model}}$.
 
 # %% tags=["nbval-ignore-output"]
 position_exact, position_near, position_far = ({d: [] for d in word_dims} for _ in range(3))  # per seed
@@ -1391,8 +1395,9 @@ print("✓ the vectorised additive scores equal v . tanh(q W_1 + k W_2) computed
 # size about $1/\sqrt{d_a}$ (`nn.Linear(d_a, 1)` draws them uniform on $\pm 1/\sqrt{d_a}$), and then the
 # spread stays flat and the weights soft. The dot product's spread grows with $d_k$ when $q$ and $k$ have
 # unit-variance entries, but it has such a weight too: $q = xW_q$, and drawing $W_q$ $\sqrt{d_k}$ times smaller
-# divides every initial score by $\sqrt{d_k}$. T5 does that and drops the factor; the paper's fixed
-# $1/\sqrt{d_k}$ is a convention, not a necessity. The sizes above, five seeds:
+# divides every initial score by $\sqrt{d_k}$. T5 does that and drops the factor; for the initial scores the
+# paper's fixed $1/\sqrt{d_k}$ is a convention, not a necessity (in training the two differ; see below).
+# The sizes above, five seeds:
 
 # %% tags=["nbval-ignore-output"]
 additive_std = {size: [] for size in additive_sizes}  # per size: the additive scores' standard deviation, per seed
@@ -1458,6 +1463,38 @@ assert max(top_additive["N(0, 1) / sqrt(d_a)"]) < 0.3 and max(top_additive["nn.L
 print("✓ in every seed, with v ~ N(0, 1) the additive scores' std grows like sqrt(d_a) (fitted power near 1/2, far")
 print("  from 0 or 1), and at d_a = 512 the typical top weight (10 keys) is over 0.97; with v / sqrt(d_a) or")
 print("  nn.Linear's default v the std stays flat and that weight under 0.3")
+
+# %% [markdown]
+# Folding the factor into $W_q$ matches the fixed factor only at the start. The paper trains with Adam
+# (section 5.3), whose first step on a weight does not depend on the gradient's scale: $W_q$ moves by the
+# same amount either way, and without the factor the scores move $\sqrt{d_k}$ times as far. So under Adam the
+# factor also sets how fast the scores move. One Adam step at $d_k = 64$ (10 tokens), five seeds:
+
+
+# %% tags=["hide-input"]
+def adam_score_step(x, W_q, W_k, factor, target):
+    """One Adam step on W_q (lr 0.01) for a loss on softmax(factor * x W_q W_k^T x^T); the scores before and after."""
+    W_q = W_q.clone().requires_grad_()
+    opt = torch.optim.Adam([W_q], lr=0.01)
+    before = (factor * x @ W_q @ W_k.T @ x.T).detach()  # (n, n)
+    loss = (torch.softmax(factor * x @ W_q @ W_k.T @ x.T, -1) - target).pow(2).sum()
+    loss.backward()
+    opt.step()
+    return before, (factor * x @ W_q @ W_k.T @ x.T).detach()
+
+
+for seed in SEEDS:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(10, 64, generator=g, dtype=torch.float64)  # (n, d_model): 10 tokens
+    W_q, W_k = torch.randn(2, 64, 64, generator=g, dtype=torch.float64) / 8  # (d_model, d_k) each, d_k = 64
+    target = torch.softmax(torch.randn(10, 10, generator=g, dtype=torch.float64), -1)  # (n, n)
+    fixed_0, fixed_1 = adam_score_step(x, W_q, W_k, 1 / 8, target)  # the paper: 1/sqrt(d_k) on the scores
+    folded_0, folded_1 = adam_score_step(x, W_q / 8, W_k, 1.0, target)  # T5: W_q drawn sqrt(d_k) times smaller
+    assert torch.allclose(fixed_0, folded_0, atol=1e-12)  # the same initial scores
+    moved = float((folded_1 - folded_0).norm() / (fixed_1 - fixed_0).norm())
+    assert abs(moved - 8) < 0.01 and float((fixed_1 - fixed_0).norm()) > 1e-3
+print("✓ in every seed both start with the same scores, and after one Adam step the scores without the factor")
+print("  have moved sqrt(d_k) = 8 times as far as with it")
 
 # %% [markdown]
 # ### End to end: the gradient that reaches $q \cdot k$
