@@ -101,6 +101,7 @@ context = [sum(alpha[i] * V[i, j].item() for i in range(n)) for j in range(d_v)]
 print("weights:", [round(a, 4) for a in alpha])
 print("context vector c:", [round(c, 4) for c in context])
 assert np.allclose(alpha, slide_weights.numpy()), "the weights should be the slide's 0.6, 0.1, 0.2, 0.1"
+print("✓ the loops reproduce the slide's weights", ", ".join(f"{w:g}" for w in slide_weights.tolist()))
 
 # %% [markdown]
 # Vectorised, the whole thing is two matrix products around a softmax: $c = \operatorname{softmax}(q K^\top/\sqrt{d_k})\,V$.
@@ -452,9 +453,9 @@ Z_rev, _ = projected_attention(X[reverse])  # (seq, d_model)
 changed = int((~torch.isclose(Z_rev, Z, atol=1e-5).all(dim=-1)).sum())
 print("changed output rows:", changed, "of", seq)
 equivariant = torch.allclose(Z_rev, Z[reverse], atol=1e-5)
-print("outputs of the reversed sentence = the original outputs, reversed:", equivariant)
 assert not torch.allclose(Z_rev, Z), "not invariant"
 assert equivariant, "but equivariant"
+print("✓ not invariant, but equivariant: the reversed sentence's outputs are the original outputs, reversed")
 
 # %% tags=["hide-input"]
 assert changed == check.predict_reversed_rows.reference
@@ -496,6 +497,7 @@ print(
 )
 assert not torch.allclose(Z_rev_pe, Z_pe[reverse], atol=1e-3), "with PE: no longer equivariant"
 assert moved == seq
+print("✓ with PE, reversing the sentence is no longer equivariant: every output row moves")
 
 # %% tags=["hide-input"]
 swap = torch.tensor([0, 5, 2, 3, 4, 1])  # (seq,) swaps the two CATs
@@ -1137,6 +1139,7 @@ rounding = sum(0.0005 / (deck_matrix[a, b].item() - 0.0005) for a, b in cycle)  
 gap = abs(cycle_log_ratio(deck_matrix, i, j, k))  # |log(forward / backward)|
 print(f"the two products differ by a factor e^{gap:.2f}; rounding to 3 decimals explains at most e^{rounding:.2f}")
 assert gap > rounding
+print("✓ the deck's IS -> A -> LOVELY cycle is unbalanced by more than its rounding can explain")
 
 
 # %% tags=["hide-input"]
@@ -1218,8 +1221,8 @@ print(
 #
 # The YOUR CAT slide deck says "We expect values along the diagonal to be the highest". For the
 # parameter-free attention it describes this mostly holds, as below, with one qualification: a longer vector
-# whose direction is close enough to $x_i$'s wins (how close, below). What overturns it is projecting: with random $W_q \ne W_k$ (section 5)
-# the diagonal tops a row about as often as chance. Softmax keeps the
+# whose direction is close enough to $x_i$'s wins (how close, below). What makes the diagonal no longer special
+# is projecting: with random $W_q \ne W_k$ (section 5) the diagonal tops a row about as often as chance. Softmax keeps the
 # order of the scores, and every score in a row is divided by the same $\sqrt{d}$, so the diagonal is the
 # largest weight of row $i$ exactly when no score beats $x_i \cdot x_i = |x_i|^2$:
 #

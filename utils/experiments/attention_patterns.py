@@ -23,7 +23,8 @@ def _matrix(name, W, d_model):
 
 
 def random_projections(d_model=512, d_k=64, seed=0):
-    """(W_q, W_k), each (d_model, d_k) with N(0, 1/d_model) entries, so X W has unit-variance entries."""
+    """(W_q, W_k), each (d_model, d_k) with N(0, 1/d_model) entries, so X W has unit-variance entries
+    when X has unit-variance entries (rows with |x|² ≈ d_model)."""
     d_model = validation.positive_int("d_model", d_model)
     d_k = validation.positive_int("d_k", d_k)
     seed = validation.seed("seed", seed)

@@ -259,7 +259,7 @@ def _unscaled(X, W_c):
     wrong=[
         mistake("read the class from position 0 instead of pooling", _first_position, says="position 0"),
         mistake("average the positions instead of summing them", _mean_pool, says="average the positions"),
-        mistake("take the softmax over the queries (dim=0)", _softmax_over_queries, says="summed embeddings"),
+        mistake("take the softmax over the queries (dim=0)", _softmax_over_queries, says="over the queries (dim=0)"),
         mistake("forget the 1/sqrt(d_model)", _unscaled, says="1/sqrt(d_model)"),
     ],
 )
@@ -279,8 +279,9 @@ def pooled_classifier(answer):
             "read position 0's output alone (the scores change when the words are reordered; "
             "sum over all positions)": _first_position(X, W_c),
             "average the positions: the lesson's pool is a sum": _mean_pool(X, W_c),
-            "take the summed embeddings X @ W_c: with the softmax over the queries (dim=0) each column "
-            "of weights sums to 1, so the sum over positions gives back the sum of the x_s": X.sum(0) @ W_c,
+            "pool the embeddings X instead of the attention outputs (X.sum(0) @ W_c). If you did pool the "
+            "attention outputs, look at the softmax: over the queries (dim=0) each column of weights sums to 1, "
+            "so the sum over positions gives back the summed embeddings": X.sum(0) @ W_c,
             "forget the 1/sqrt(d_model) in the scores": _unscaled(X, W_c),
         }
         problem = compare_with_mistakes(got, expected, f"{where}, your answer", wrong)
