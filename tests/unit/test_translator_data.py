@@ -286,3 +286,11 @@ def test_to_tensors_and_grammar_bad_input():
         grammar.sample_sentence(5)
     with pytest.raises(ValueError, match=r"number must be one of \('sg', 'pl'\), got 'x'"):
         grammar.sample_noun_phrase(np.random.default_rng(0), "x")
+
+
+def test_pad_sequences_gives_the_same_tensor_for_lists_tuples_and_tensors():
+    as_lists = pad_sequences([[5], [6, 7], []], 0)  # plain lists of ints: the fast path
+    mixed = pad_sequences([(5,), torch.tensor([6, 7]), np.array([], dtype=np.int64)], 0)  # each checked on its own
+    assert as_lists.dtype == mixed.dtype == torch.long and torch.equal(as_lists, mixed)
+    with pytest.raises(ValueError, match=r"seqs\[1\] must hold token ids >= 0, got min -1"):
+        pad_sequences([[1], [2, -1]], 0)  # a list the fast path does not take is still refused by name

@@ -137,6 +137,9 @@ def pad_sequences(seqs, pad_id):
     """Stack lists of ids of different lengths into a (len(seqs), longest) long tensor, padded on the right."""
     validation.non_empty("seqs", seqs, (list, tuple), "list of id lists")
     validation.token_id("pad_id", pad_id)
+    if all(type(s) is list and all(type(t) is int and 0 <= t < 2**63 for t in s) for s in seqs):  # plain id lists
+        longest = max(map(len, seqs))
+        return torch.tensor([s + [pad_id] * (longest - len(s)) for s in seqs], dtype=torch.long)  # (N, T)
     seqs = [validation.id_list(f"seqs[{i}]", s) for i, s in enumerate(seqs)]
     longest = max(len(s) for s in seqs)
     out = torch.full((len(seqs), longest), pad_id, dtype=torch.long)  # (N, T)
