@@ -270,10 +270,11 @@ check.predict_same_alone_or_batched(my_guess_same_alone_or_batched)
 # adds its input back, `x + f(x)`, so `f` only has to learn a change.
 # Adding needs `f(x)` of `x`'s size: "to facilitate these residual connections", every sublayer and
 # the embeddings output `d_model` = 512 numbers per position (section 3.1). The paper then
-# normalises the sum, **post-norm**: `LayerNorm(x + f(x))`. Most code today
-# normalises the sublayer's *input* instead, **pre-norm**: `x + f(LayerNorm(x))` — plus one
-# final LayerNorm after the last layer. *The Annotated Transformer* codes pre-norm while quoting the
-# paper's post-norm formula. In `utils`, as in PyTorch, `norm_first=True` selects pre-norm.
+# normalises the sum, **post-norm**: `LayerNorm(x + f(x))`, as BERT and `torch.nn.Transformer` (by
+# default) still do. Most recent large language models normalise the sublayer's *input* instead,
+# **pre-norm**: `x + f(LayerNorm(x))` — plus one final LayerNorm after the last layer.
+# *The Annotated Transformer* codes pre-norm while quoting the paper's post-norm formula. In `utils`,
+# as in PyTorch, `norm_first=True` selects pre-norm.
 #
 # In pre-norm the input has a direct path through: with its sublayers silenced (zero output weights),
 # a layer returns its input unchanged; in post-norm the sum still passes through a LayerNorm.
@@ -372,8 +373,9 @@ print("✓ each doubling of depth multiplies the median gap by nearer 2 than sqr
 # %% [markdown]
 # Why: a LayerNorm scales the gradient reaching each token by 1/σ, that token's spread. Post-norm's
 # last layer gets its gradient through its own LayerNorms, whose inputs here have RMS near 1 (so σ no
-# larger); pre-norm's through the **final** LayerNorm, whose tokens have a σ close to the stream's RMS,
-# so in these stacks (PyTorch's default init) it arrives about that many times smaller. Your guess:
+# larger); pre-norm's through the **final** LayerNorm, whose tokens each have a σ close to their own
+# RMS, about the stream's, so in these stacks (PyTorch's default init) it arrives about that many times
+# smaller. Your guess:
 
 # %%
 check.predict_largest_gradient(my_guess_largest_gradient)
@@ -391,10 +393,8 @@ plt.show()
 # last-layer bound does not shrink with depth, pre-norm's shrinks like $1/\sqrt L$. They argue this is
 # why post-norm needs the paper's learning-rate warm-up (section 5.3): "using a large learning rate on
 # those gradients makes the training unstable"; their pre-norm Transformers trained without it. The
-# gaps above come from copied layers, and about double with each doubling of depth. Drawn
-# independently, still with PyTorch's default init (not Xavier's, which `torch.nn.Transformer` uses),
-# the layers give smaller gaps that grow more slowly, nearer the $\sqrt L$ of Xiong et al.'s two bounds' ratio.
-# [Going further](#Going-further) measures both and probes warm-up on a copy task.
+# gaps above come from copied layers, and about double with each doubling of depth.
+# [Going further](#Going-further) draws the layers independently and probes warm-up on a copy task.
 
 # %% [markdown]
 # ## 4. The three kinds of attention
@@ -763,7 +763,9 @@ def normalised(x):
     return F.layer_norm(x, x.shape[-1:])  # (..., H)
 
 
-stats = []  # per (seed, H): |mean|, |variance - exact|, share outside [0, 1], max |value|, any < 0, least spread, least variance
+# per (seed, H): |mean|, |variance - exact|, share outside [0, 1], smallest over tokens of the largest |value|,
+# every token has a value < 0, least spread, least variance
+stats = []
 for seed in range(5):
     for H_ in (4, 16, 64, 512):
         g_ = torch.Generator().manual_seed(seed)
@@ -812,9 +814,9 @@ print("✓ the float32 token with offset 1e7 has no negative value: exact arithm
 #
 # *What each of section 2's two details changes, on random tokens of three widths H, 5 seeds.*
 #
-# With the unbiased variance (`torch.var`'s default, H − 1) every output (less b) is scaled by the
-# factor $\sqrt{(H-1)/H}$; dropping ε changes nothing visible on ordinary tokens but turns a constant
-# token into NaN.
+# With the unbiased variance (`torch.var`'s default, H − 1), the output (less b) of every token whose
+# spread is well above $\sqrt\varepsilon$ is scaled by the factor $\sqrt{(H-1)/H}$; dropping ε changes
+# nothing visible on ordinary tokens but turns a constant token into NaN.
 
 # %% tags=["hide-input"]
 for seed in range(5):
@@ -1260,7 +1262,9 @@ print("  and the gap is smaller at every depth, its median growing by nearer sqr
 
 # %% [markdown]
 # The stream grows less, but the gap still follows pre-norm's stream RMS (a stand-in for σ: the
-# per-token RMS / σ printed above): it does not need the copied start.
+# per-token RMS / σ printed above): it does not need the copied start. Its median grows by nearer √2
+# than 2 per doubling of depth, closer than the copied stacks to the $\sqrt L$ of Xiong et al.'s two
+# bounds' ratio (section 3).
 
 # %%
 plot_gradient_gap(grads_ind, rms_ind, ratio_ind, "independent")
