@@ -14,7 +14,7 @@
 # **Goals.**
 # - Build a key-value cache for the translator's decoder: the same logits (to rounding), its time per
 #   token, its bytes.
-# - Write softmax in one pass with a running maximum and sum.
+# - Find softmax's maximum and sum in one pass: a running maximum and sum.
 # - Compute attention tile by tile, skipping the tiles a causal mask removes, and measure its memory as
 #   $T$ grows.
 #
@@ -97,7 +97,7 @@ COLORS = {
 # A translator to decode with: lesson 07's, trained again with a shorter recipe, and a longer positional
 # table (the sinusoidal encoding is fixed, so this changes no weight) so that we can force outputs of 64
 # tokens. The cell prints what changes from lesson 07, as (lesson 07, here): fewer steps over fewer
-# sentences, with a shorter warm-up and a doubled `factor` that raise the peak learning rate.
+# sentences, and a shorter warm-up and doubled `factor` that raise the peak learning rate.
 
 # %%
 DATA = dict(recipe.DATA, n_train=8000)
@@ -156,7 +156,7 @@ my_guess_positions = None  # your answer: a number of positions
 # attend to all positions in the decoder up to and including that position", masked "to preserve the
 # auto-regressive property" (§3.2.3), so appending a token changes nothing at the earlier positions: not
 # their hidden states, hence not their keys $x W^K$ and values $x W^V$. Checked for a 5-token prefix and a
-# 6th token appended (the first layer's match by construction). The decoder's input is built as in lesson
+# 6th token appended. The decoder's input is built as in lesson
 # 07 (embedding $\times \sqrt{d_{model}}$ plus PE), and `layer(h, memory, causal_mask, src_mask)` runs one decoder layer on
 # the hidden states `h`, attending to the encoder output `memory`:
 
@@ -269,8 +269,7 @@ check.positions_without_cache(my_guess_positions)
 # **Cached = uncached.** The two paths multiply matrices of different shapes, so their logits may differ in
 # the last bits; greedy decoding can then pick another word only where its two best logits nearly tie.
 # Checked on the whole held-out set (`use_cache=True` against the plain decoder, each output cut at the
-# longest reference's length + 5, where the paper stops at "input length + 50", §6.1), and on 64 forced
-# steps on 100 sentences. The counts are this run's.
+# longest reference's length + 5), and on 64 forced steps on 100 sentences.
 
 
 # %% tags=["hide-input"]
@@ -334,8 +333,8 @@ print(
 # **Time per generated token.** We force $n$ = 8, 16, 32, 64 steps on 64 held-out sentences at once and
 # divide the decoder's time by $n$, in three rounds. The encoder runs once per batch before the clock starts
 # (it is the same with or without the cache; its time is printed apart). Without the cache step $t$
-# processes $t$ positions, so the time per token grows with $n$; with it, one position per step (the count
-# above), so the cache's advantage grows with $n$. The times are this run's:
+# processes $t$ positions, so the time per token grows with $n$; with it, one position per step, so the
+# cache's advantage grows with $n$. The times are this run's:
 
 # %% tags=["nbval-ignore-output"]
 per_token = {mode: {n: [] for n in lengths} for mode in ("uncached", "cached")}  # seconds per token, per round
@@ -397,9 +396,9 @@ assert cache.nbytes("self") == self_formula and cache.nbytes("cross") == cross_f
 print("✓ the formula gives the cache's bytes exactly")
 
 # %% [markdown]
-# Our translator's cache is tiny, and the paper's is small. Its base model (6 layers, 8 heads of $d_k = 64$)
-# decodes with beam search, "with a beam size of 4" (§6.1): four hypotheses per sentence, a batch of 4 in
-# the formula, each of at most "input length + 50" tokens (below: a 50-token input, in float32). A large
+# Our translator's cache is tiny. The paper describes no cache, but the one its base model (6 layers, 8 heads
+# of $d_k = 64$) would need is small. It decodes "with a beam size of 4" (§6.1): a batch of 4 in the
+# formula, each of at most "input length + 50" tokens (we assume a 50-token input, in float32). A large
 # decoder-only model is another matter: 32 layers, 32 heads of $d_k = 128$, 4096 positions in 16-bit floats
 # (2 bytes), one sequence, no cross-attention.
 
@@ -454,7 +453,7 @@ assert mib[8] == check.gqa_cache_mib.reference
 check.gqa_cache_mib(my_guess_gqa_mib)
 
 # %% [markdown]
-# ## 3. Online softmax: one pass with a running maximum and sum
+# ## 3. Online softmax: the maximum and the sum in one pass
 #
 # The safe softmax of lesson 02 subtracts the row's maximum before exponentiating, which takes
 # three passes over the scores: find $m = \max_j s_j$, sum $l = \sum_j e^{s_j - m}$, write $e^{s_j - m}/l$.
@@ -548,8 +547,8 @@ print("✓ at four shapes and block sizes: equal to torch.softmax, and a fully m
 # and $l$; when a block of keys raises the maximum to $m'$, multiply $a$ and $l$ by $e^{m - m'}$ and add the
 # block's terms; at the end, $o = a / l$. So we can go through the keys **block by block**, and the queries
 # too, holding a few $B \times B$ matrices at a time (section 5 counts them) instead of the $T \times T$
-# matrix. This is the core of FlashAttention (Dao et al., 2022), which also fuses the whole loop into one
-# GPU kernel so that each tile stays in the chip's fast on-chip memory. By hand, for one head:
+# matrix. This is the core of FlashAttention (Dao et al., 2022), which also fuses the loop into one GPU
+# kernel (Going further). By hand, for one head:
 
 
 # %%
@@ -651,10 +650,13 @@ tile_explorer()
 # ## 5. Measuring the memory
 #
 # The paper's Table 1 gives self-attention $O(n^2 \cdot d)$ operations per layer for $n$ positions; the
-# $n \times n$ score matrix behind that $n^2$ is also what fills memory. Its last row, self-attention
-# "restricted to considering only a neighborhood of size r" (§4), costs $O(r \cdot n \cdot d)$ but
-# raises the maximum path length to $O(n/r)$ (exercise 4 tiles such a window); tiles stay exact. How
-# does the memory grow with $T$, with and without tiles? We measure it: `utils.fast_attention.peak_tensor_bytes` watches every operation torch runs, adds the bytes of
+# $n \times n$ score matrix behind that $n^2$ is also what fills memory. The paper's reason not to worry
+# (§4, quoted in lesson 00): self-attention is faster than recurrence "when the sequence length $n$ is smaller
+# than the representation dimensionality $d$, which is most often the case with sentence representations".
+# Below, $T = 4096$ positions meet $d_k = 16$: far outside that case. Table 1's last row, self-attention
+# restricted to "a neighborhood of size r" centred on each query (§4), costs $O(r \cdot n \cdot d)$ but
+# raises the maximum path length to $O(n/r)$ (exercise 4 tiles a one-sided, causal window); tiles stay
+# exact. How does the memory grow with $T$, with and without tiles? We measure it: `utils.fast_attention.peak_tensor_bytes` watches every operation torch runs, adds the bytes of
 # each new tensor's storage and subtracts them when it is freed, and records the largest total. It counts
 # the tensors the operations return, not the inputs (nor scratch memory inside one kernel). A first check,
 # on a $100 \times 100$ float32 matrix:
@@ -747,17 +749,16 @@ print(
 )
 
 # %% [markdown]
-# > **Going further:** tiling saves memory; with a causal mask it also skips about half the tiles' products.
-# > "The time of tiles" at the end times our Python loop of tiles against the plain computation and torch's
-# > fused kernel.
+# > **Going further:** "The time of tiles" times our Python loop of tiles against the plain computation and
+# > torch's fused kernel.
 #
 # ## Summary
 #
 # - Greedy decoding without a cache pushes $n(n+1)/2$ positions through each decoder layer for $n$ tokens.
 #   With a causal decoder the earlier positions' keys and values never change, so a **key-value cache**
-#   keeps them: each step computes one position and appends one key and one value per layer; the
-#   cross-attention keys and values are computed once. Same logits (to rounding), so the same tokens except
-#   after a near tie; on this run, faster per token at $n = 64$.
+#   keeps them: each step computes one position; the cross-attention keys and values are computed once.
+#   Same logits (to rounding), so the same tokens except after a near tie; on this run, faster per token at
+#   $n = 64$.
 # - The cache takes layers × 2 × heads × $d_k$ × length × bytes per sequence; multi-query and grouped-query
 #   attention divide it by `num_heads / num_kv_heads`.
 # - **Online softmax** finds the maximum and the sum in one pass, rescaling the partial sum by $e^{m - m'}$
@@ -817,7 +818,8 @@ check.merge_partials(my_merge)
 
 # %% [markdown]
 # **4. Tiles a sliding window skips (transfer).** Sliding-window attention lets each query read only a
-# fixed number of recent positions (the paper's restricted self-attention, one-sided); here query $i$ sees key $j$ when $i - \text{window} < j \le i$ (`window`
+# fixed number of recent positions (the paper's restricted self-attention centres its window on the query;
+# a decoder's is one-sided); here query $i$ sees key $j$ when $i - \text{window} < j \le i$ (`window`
 # keys, itself included). With tiles of `block_size` $\times$ `block_size` (the last row and column of tiles
 # may be shorter), how many tiles of a length-`T` sequence have nothing left to read and can be skipped?
 # Write `my_window_skipped(T, block_size, window)`.
