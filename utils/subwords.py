@@ -151,7 +151,7 @@ def encode_word(bpe, word, name="word", dropout=0.0, generator=None):
             f"end-of-word symbol ends with {END_OF_WORD!r}); known symbols: {' '.join(bpe.alphabet)}"
         )
     if dropout > 0:
-        return dropout_cut(bpe, symbols, dropout, generator)
+        return _dropout_cut(bpe, symbols, dropout, generator)
     for pair in bpe.merges:
         if len(symbols) == 1:
             break
@@ -160,7 +160,7 @@ def encode_word(bpe, word, name="word", dropout=0.0, generator=None):
     return symbols
 
 
-def dropout_cut(bpe, symbols, dropout, generator):
+def _dropout_cut(bpe, symbols, dropout, generator):
     """encode_word's BPE-dropout for a word already checked: its starting `symbols`, `dropout` > 0 and the
     torch.Generator `generator` (one random.Random per word, seeded from it; one draw per place a merge applies)."""
     rng = random.Random(int(torch.randint(2**62, (1,), generator=generator)))  # one seed per word

@@ -112,7 +112,7 @@ class SubwordVocab(Vocab):
             for j, w in enumerate(words):
                 self.word_ids(w, f"words[{j}]")  # checks the word (and caches its plain cut)
                 ids += [
-                    self.stoi[s] for s in subwords.dropout_cut(self.bpe, subwords.split_word(w), dropout, generator)
+                    self.stoi[s] for s in subwords._dropout_cut(self.bpe, subwords.split_word(w), dropout, generator)
                 ]
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
