@@ -191,7 +191,7 @@ print(ds.tgt_vocab.decode(ids))
 assert ds.tgt_vocab.decode(ids) == list(ds.train[0].tgt)
 
 # %% [markdown]
-# A batch pads each side's sentences to its longest with `<pad>` (id 0); masks will hide those positions.
+# A batch pads each side's sentences to its longest with `<pad>`; masks will hide those positions.
 
 # %%
 src, tgt = to_tensors(ds.train[:4], ds.src_vocab, ds.tgt_vocab)  # (4, S), (4, T): ids
@@ -317,8 +317,7 @@ print(
     "scaled, swamps the PE"
 )
 # %% [markdown]
-# Before training, check section 1's promise on the untrained model and three validation pairs, masks
-# first.
+# Before training, check section 1's promise on three validation pairs, masks first.
 
 # %%
 model.eval()
@@ -366,8 +365,7 @@ assert torch.allclose(one_by_one[real], base[real], atol=1e-5)
 print("✓ the parallel pass gives the same logits as the position-by-position computation")
 
 # %% [markdown]
-# > **Going further:** `torch.nn.Transformer` is the same model plus two final LayerNorms; where they
-# > matter is shown at the end.
+# > **Going further:** `torch.nn.Transformer`: ours plus two final LayerNorms, and where they matter.
 
 # %% [markdown]
 # ## 3. Training: the paper's schedule (and the regularisation we leave out)
@@ -459,9 +457,11 @@ print("ours:", rates, "| the paper's base model: residual and embedding-sum drop
 dropout_rates = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
 dropout_rates += [m.dropout for m in model.modules() if isinstance(m, MultiHeadAttention)]  # on the weights
 L = model.config.num_layers  # 1 on the embeddings; per encoder layer 3, per decoder layer 4 (one more attention)
-assert set(dropout_rates) == {rates["dropout"]} and len(dropout_rates) == 1 + 3 * L + 4 * L
+assert rates == {"dropout": 0.0, "label smoothing": 0.0}  # the recipe's rates, as the text says
+assert set(dropout_rates) == {0.0} and len(dropout_rates) == 1 + 3 * L + 4 * L
 print(
-    f"✓ all {len(dropout_rates)} dropout rates in the model (sub-layers, embeddings, attention, feed-forward) are {rates['dropout']}"
+    f"✓ label smoothing is 0, and all {len(dropout_rates)} dropout rates in the model (sub-layers, embeddings, "
+    "attention, feed-forward) are 0"
 )
 
 # %% [markdown]
@@ -469,7 +469,7 @@ print(
 #
 # **Label smoothing's target.** Plain cross-entropy pushes the right word's probability towards 1.
 # With label smoothing the target $q$ keeps $1 - \varepsilon$ for the right word and spreads
-# $\varepsilon$ evenly over the *whole* vocabulary of $V$ words; the loss is $-\sum_k q_k \log p_k$. The paper
+# $\varepsilon$ evenly over the *whole* vocabulary of $V$ tokens; the loss is $-\sum_k q_k \log p_k$. The paper
 # gives only $\varepsilon_{ls} = 0.1$, citing Szegedy et al. [36], whose section 7 defines this form (as torch
 # does); the paper's code spreads $\varepsilon$ over the $V - 1$ others.
 #
@@ -486,7 +486,10 @@ z = torch.randn(5, V, generator=g)  # (5, V): logits at 5 positions
 y_ls = torch.randint(V, (5,), generator=g)  # (5,): the right words
 q = (1 - eps_ls) * F.one_hot(y_ls, V) + eps_ls / V  # (5, V): the smoothed targets
 by_hand = -(q * F.log_softmax(z, dim=-1)).sum(-1).mean()  # cross-entropy against q
-print(f"smoothed target: right word {q[0, y_ls[0]]:.4f}, each of the other {V - 1} words {q[0].min():.5f}")
+print(
+    f"smoothed target: right word {q[0, y_ls[0]]:.4f}, "
+    f"each of the other {V - 1} tokens (special ones included) {q[0].min():.5f}"
+)
 
 # %% tags=["hide-input"]
 assert torch.allclose(by_hand, F.cross_entropy(z, y_ls, label_smoothing=eps_ls), rtol=0, atol=1e-6)
@@ -596,7 +599,7 @@ print(
 
 # %% [markdown]
 # Two test sets: **in-distribution** (new sentences drawn like the training ones) and **unseen forms**.
-# Exact match (the whole sentence right), token accuracy and BLEU.
+# Exact match (the whole sentence right), token accuracy (reference words matched in place) and BLEU.
 #
 # **Predict, then check.** What fraction of the *unseen-forms* test sentences will the model translate
 # exactly right?
@@ -796,8 +799,7 @@ print(
 check.predict_head_on_noun(my_guess_head_on_noun)
 
 # %% [markdown]
-# The best alignment head on the first test sentence translated right, gold alignment circled (the
-# explorer starts there):
+# The best alignment head on the first test sentence translated right, gold alignment circled:
 
 # %%
 example = next(" ".join(p.src) for p, h in zip(ds.test, result["hypotheses"]) if list(p.tgt) == h)
@@ -1351,6 +1353,9 @@ print(
 #   reference [30] (section 2 here).
 # - Szegedy et al., "Rethinking the Inception Architecture for Computer
 #   Vision", CVPR 2016: label smoothing (their section 7), the paper's reference [36].
+# - The authors' tensor2tensor code (`tensor2tensor/layers/modalities.py`; `tensor2tensor/layers/common_layers.py`,
+#   `smoothing_cross_entropy`): the embeddings' initialisation; label smoothing over $V - 1$ tokens, its floor
+#   subtracted.
 # - Reading notes on the paper (June 2020): "Q is from decoder, but K, V from encoder"; the training-sample
 #   contrast (see *Errata*).
 # - Wu et al., "Google's Neural Machine Translation System: Bridging the Gap between Human and Machine
