@@ -161,7 +161,7 @@ print("✓ after rotation, q.k is the same at every m for a given offset n - m, 
 check.predict_rope_score(my_guess_rope_score)
 
 # %% [markdown]
-# Because $M_k$ is a rotation ($M_n^\top = M_{-n}$ and $M_a M_b = M_{a+b}$),
+# Every $M_k$ turns the same pairs at the same frequencies, so $M_n^\top = M_{-n}$ and $M_a M_b = M_{a+b}$:
 #
 # $$(q M_m)\cdot(k M_n) = q\, M_m M_n^\top k^\top = q\, M_{m-n}\, k^\top.$$
 #
@@ -406,21 +406,7 @@ BINS = {"0..15": (0, TRAIN_LEN), "16..31": (TRAIN_LEN, 2 * TRAIN_LEN), "32..47":
 live_bins = {
     name: {b: acc[lo:hi].nanmean().item() for b, (lo, hi) in BINS.items()} for name, acc in by_position.items()
 }
-stored_bins = [r["by_position"] for r in runs["runs"]["copy"]["sinusoidal"].values()]
 print("sinusoidal, the model above: " + ", ".join(f"positions {k} {v:.2f}" for k, v in live_bins["sinusoidal"].items()))
-late = [b["32..47"] for b in stored_bins + [live_bins["sinusoidal"]]]
-print(f"sinusoidal at positions 32..47, the stored seeds and the model above: {min(late):.2f} to {max(late):.2f}")
-sin_at = by_position["sinusoidal"]  # (48,) the model above
-bump = [t for t in range(2 * TRAIN_LEN, AT_3L) if sin_at[t] > 0.3]  # positions past 31 above 0.3
-print(
-    "sinusoidal, the model above, positions past 31 with more than 0.3 right: "
-    + ", ".join(f"{t} {sin_at[t]:.2f}" for t in bump)
-)
-alone = accuracy_by_position(models["sinusoidal"], TRAIN_LEN + 1, VOCAB, SHIFT)[TRAIN_LEN].item()  # length 17
-print(
-    f"sinusoidal, the model above: position {TRAIN_LEN} {sin_at[TRAIN_LEN]:.2f} right, {TRAIN_LEN + 1} "
-    f"{sin_at[TRAIN_LEN + 1]:.2f}; position {TRAIN_LEN} as the only new position (length {TRAIN_LEN + 1}): {alone:.2f}"
-)
 
 # %% tags=["hide-input"]
 pos_runs = {
@@ -442,12 +428,6 @@ print(
     "✓ in every run, sinusoidal and clamped-learned are right at positions 0..15 and mostly wrong at 16..47, "
     "where every stored seed averages at most about the no-PE level"
 )
-late_stored = [b["32..47"] for b in pos_runs["sinusoidal"]]  # index i = stored seed i
-assert late_stored[0] > max(late_stored[1:]) + 0.05
-print(
-    f"✓ at positions 32..47, stored seed 0 is the sinusoidal seed most often right ({late_stored[0]:.2f}; "
-    f"the other {len(late_stored) - 1}: {min(late_stored[1:]):.2f} to {max(late_stored[1:]):.2f})"
-)
 assert all(min(b.values()) > 0.7 for b in pos_every["sinusoidal+offsets"])
 assert all(b["0..15"] < 0.9 for b in pos_every["rope"])
 print("✓ in every run, sinusoidal+offsets holds in every range of positions, and RoPE falls even at 0..15")
@@ -462,16 +442,15 @@ check.predict_least_accurate_seen(my_guess_least_accurate)
 # %% [markdown]
 # Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15 and,
 # averaged over 16..47 *of the same sequence*, at about the no-PE level or below in every stored seed.
-# The run shown (seed 0) may rise briefly past 31; no other stored seed averages as high at 32..47. RoPE
-# loses accuracy even at 0..15, the offsets model a little: at length 48 both meet offsets they never saw
-# (section 4).
+# RoPE loses accuracy even at 0..15, the offsets model a little: at length 48 both meet offsets they never
+# saw (section 4). (The run shown may rise briefly past 31: "Going further".)
 
 # %% [markdown]
 # ## 4. Why: the attention maps past the training length
 #
 # Our sinusoidal, RoPE and offsets models each learn a head that puts query $t$'s weight on key $t - 2$, a
-# line two steps left of the diagonal. `copy_head` finds each model's best such head inside the training
-# range:
+# line two steps left of the diagonal. `copy_head` picks each model's best such head at positions 2..15 of
+# length-48 sequences:
 
 # %% tags=["nbval-ignore-output"]
 HEAD_NAMES = ("sinusoidal", "rope", "sinusoidal+offsets")
@@ -523,6 +502,12 @@ assert min(at16) > 0.85
 print(f"✓ at length 16, every copy head puts {min(at16):.2f} to {max(at16):.2f} of its weight on key t-2 (stored runs)")
 assert all(h["seen"] > 0.8 and h["unseen"] < 0.15 for h in head_runs["sinusoidal"])
 print("✓ in every stored seed, at length 48 the sinusoidal copy head keeps t-2 at positions 2..15, not at 16..47")
+drop = {name: [h["at_train_len"] - h["seen"] for h in head_runs[name]] for name in ("sinusoidal", "rope")}
+assert all(r > s + 0.1 for r, s in zip(drop["rope"], drop["sinusoidal"]))
+print(
+    "✓ in every stored seed, at positions 2..15, from length 16 to 48, the sinusoidal copy head loses at most "
+    f"{max(drop['sinusoidal']):.2f} of its weight on t-2, RoPE's at least {min(drop['rope']):.2f}"
+)
 assert all(r["unseen"] > s["unseen"] + 0.15 for r, s in zip(head_runs["rope"], head_runs["sinusoidal"]))
 print("✓ in every stored seed, RoPE's copy head keeps more weight on t-2 at positions 16..47 than the sinusoidal one")
 assert all(h["unseen"] > 0.6 for h in head_runs["sinusoidal+offsets"])
@@ -543,9 +528,8 @@ print("✓ in every stored seed, the sinusoidal+offsets copy head keeps more tha
 my_guess_lost_weight = None  # your answer: "diagonal", "near", "far" or "evenly"
 
 # %% [markdown]
-# Where the lost weight went: each row of weights sums to 1, and no key of a length-16 sequence is 16 or
-# more positions from its query. So if what key $t - 2$ loses equals what those **far** keys
-# ($|n - m| \ge 16$) get at length 48, the diagonal and the near keys together gained nothing:
+# Where the lost weight went: on the dashed line, the **far** keys ($|n - m| \ge 16$) got all of it (why:
+# "Going further"):
 
 # %%
 fig, ax = plt.subplots(figsize=(5, 4), layout="constrained")
@@ -789,10 +773,12 @@ check.pe_3d(my_pe_3d)
 
 # %% [markdown]
 # **4. Position interpolation for RoPE (transfer).** Section 4 showed RoPE failing on offsets it never
-# trained on. Chen et al. (2023) do not extrapolate: for a window of `T > train_len` positions, they give
-# position $m$ the position $m \cdot \text{train\_len} / T$, so every position lies in
+# trained on. Chen et al. (2023) do not extrapolate: to extend a model to a window of `T > train_len`
+# positions, they give position $m$ the position $m \cdot \text{train\_len} / T$, so every position lies in
 # $[0, \text{train\_len})$ and every distance $|n - m|$ below train_len, then fine-tune briefly (within
-# 1,000 steps, they report); a window that fits keeps its positions. Write `my_interpolated_positions(T, train_len)`, returning the (T,) positions (floats) to give
+# 1,000 steps, they report). $T$ is the window chosen for fine-tuning, and the extended model squeezes
+# every input by the same factor, short ones included; a $T$ that fits needs no extension. Write
+# `my_interpolated_positions(T, train_len)`, returning the (T,) positions (floats) of a full window to give
 # RoPE. Then think: at T = 48 with train_len = 16, how far apart are neighbouring tokens, and did training
 # ever show that offset?
 
@@ -814,8 +800,9 @@ check.interpolated_positions(my_interpolated_positions)
 # *Why read it:* section 1 used lesson 02's $M_k$ without building it, and said that projections lose
 # the offset-only score of an additive PE; here are both, with checks, and the projections that keep it.
 #
-# Build $M_k$ block by block; check the identity and that $M_k$ is a rotation: $M_k^\top = M_{-k}$ and
-# $M_a M_b = M_{a+b}$.
+# Build $M_k$ block by block; check the identity and the two facts section 1 used: $M_k^\top = M_{-k}$ (a
+# rotation's transpose turns it back) and $M_a M_b = M_{a+b}$ (every $M_k$ turns the same pairs at the same
+# frequencies).
 
 
 # %%
@@ -1166,12 +1153,24 @@ print(
     f"{TRAIN_LEN + 2}..{AT_3L - 1} {nearest[2:].min():.2f} to {nearest[2:].max():.2f}"
 )
 assert full_turns < len(w) // 4 and abs(nearest[0] - step) < 1e-9 and nearest[2:].min() > 2 * step
-assert max(by_position["sinusoidal"][TRAIN_LEN], alone) < 0.5  # section 3's printed numbers
 print(
     f"✓ no training row is closer to position {TRAIN_LEN} than one neighbour step (position {TRAIN_LEN - 1}), "
-    f"and every row past {TRAIN_LEN + 1} is more than two steps from all of them; the sinusoidal model above "
-    f"gets position {TRAIN_LEN} mostly wrong, inside length {AT_3L} and as the only new position of length "
-    f"{TRAIN_LEN + 1}"
+    f"and every row past {TRAIN_LEN + 1} is more than two steps from all of them"
+)
+
+# %% tags=["nbval-ignore-output"]
+sin_at = by_position["sinusoidal"]  # (48,) section 3's model above, at length 48
+alone = accuracy_by_position(models["sinusoidal"], TRAIN_LEN + 1, VOCAB, SHIFT)[TRAIN_LEN].item()  # length 17
+print(
+    f"sinusoidal, the model above: position {TRAIN_LEN} {sin_at[TRAIN_LEN]:.2f} right, {TRAIN_LEN + 1} "
+    f"{sin_at[TRAIN_LEN + 1]:.2f}; position {TRAIN_LEN} as the only new position (length {TRAIN_LEN + 1}): {alone:.2f}"
+)
+
+# %% tags=["hide-input"]
+assert max(sin_at[TRAIN_LEN], alone) < 0.5  # the numbers printed above
+print(
+    f"✓ the sinusoidal model above gets position {TRAIN_LEN} mostly wrong, inside length {AT_3L} and as the "
+    f"only new position of length {TRAIN_LEN + 1}"
 )
 
 # %% [markdown]
@@ -1391,9 +1390,24 @@ print(
 )
 
 # %% [markdown]
+# Section 4's dashed line: each row of weights sums to 1, and no key of a length-16 sequence is 16 or more
+# positions from its query. So if what key $t - 2$ loses from length 16 to 48 equals what the far keys get
+# at length 48, the diagonal and the near keys together gained nothing. Per stored seed:
+
+# %% tags=["hide-input"]
+for name in ("rope", "sinusoidal+offsets"):
+    h_seeds = head_runs[name]  # stored seeds
+    print(
+        f"{name:>18}, lost / far: "
+        + ", ".join(f"{h['at_train_len'] - (1 - h['lost']):.2f} / {h['far']:.2f}" for h in h_seeds)
+    )
+
+# %% [markdown]
 # The full tables behind sections 2 and 3: the models trained above at every length and range of
-# positions, then the stored seeds per range of positions (mean [min–max]), positions 16..47 against chance
-# and the no-PE level, and how much sinusoidal+offsets loses with length even at positions it saw.
+# positions, and where the sinusoidal one rises past 31 (section 3's figure); then the stored seeds per range
+# of positions (mean [min–max]), positions 16..47 against chance and the no-PE level, and how much
+# sinusoidal+offsets loses with length even at positions it saw. The run shown (seed 0) may rise briefly
+# past 31; no other stored seed averages as high at 32..47.
 
 # %% tags=["hide-input", "nbval-ignore-output"]
 print("length            " + "".join(f"{n:>6}" for n in TEST_LENGTHS))
@@ -1401,6 +1415,13 @@ for name, acc in accuracy.items():
     print(f"{name:<18}" + "".join("     -" if math.isnan(acc[n]) else f"{acc[n]:6.2f}" for n in TEST_LENGTHS))
 for name, b in live_bins.items():
     print(f"{name:>18}: " + ", ".join(f"positions {k} {v:.2f}" for k, v in b.items()))
+bump = [t for t in range(2 * TRAIN_LEN, AT_3L) if sin_at[t] > 0.3]  # positions past 31 above 0.3
+print(
+    "sinusoidal, the model above, positions past 31 with more than 0.3 right: "
+    + ", ".join(f"{t} {sin_at[t]:.2f}" for t in bump)
+)
+late = [b["32..47"] for b in pos_runs["sinusoidal"] + [live_bins["sinusoidal"]]]
+print(f"sinusoidal at positions 32..47, the stored seeds and the model above: {min(late):.2f} to {max(late):.2f}")
 
 # %% tags=["hide-input"]
 pos_ranges = {name: {b: seed_range([r[b] for r in pos_runs[name]]) for b in BINS} for name in NAMES}
@@ -1411,6 +1432,12 @@ for name in ("sinusoidal", "learned (clamped)", "none"):
     print(f"{name:>18}: {'%.3f [%.3f-%.3f]' % seed_range([unseen(b) for b in pos_runs[name]])}")
 assert all(abs(unseen(b) - CHANCE) < 0.02 for b in pos_runs["learned (clamped)"])
 print("✓ in every stored seed, the clamped table is at chance over positions 16..47")
+late_stored = [b["32..47"] for b in pos_runs["sinusoidal"]]  # index i = stored seed i
+assert late_stored[0] > max(late_stored[1:]) + 0.05
+print(
+    f"✓ at positions 32..47, stored seed 0 is the sinusoidal seed most often right ({late_stored[0]:.2f}; "
+    f"the other {len(late_stored) - 1}: {min(late_stored[1:]):.2f} to {max(late_stored[1:]):.2f})"
+)
 short, early = copy_ranges["sinusoidal+offsets"][TRAIN_LEN][0], pos_ranges["sinusoidal+offsets"]["0..15"][0]
 assert early < short - 0.03
 print(

@@ -166,9 +166,10 @@ _SEEN_VARIANTS = {
 
 @exercise(
     hint="""
-    Positions 0..15 of a length-48 sequence carry the same PE as in training for the sinusoidal and learned
-    models. What is new for each model there? For an additive PE, a query at position 10 has the same vector
-    as in training; for RoPE, what matters is the offsets, and a length-48 sequence has offsets up to 47.
+    Every model trained on positions 0..15, but in a length-48 sequence a query there also attends over keys
+    at 16..47: PE rows training never showed for the sinusoidal and learned models; for RoPE, which sees only
+    offsets, keys up to 37 positions from a query at 10, farther than any training sequence. For which model
+    do these new keys take so much weight that queries at 0..15 lose their answer?
     """,
     reference="rope",
     kind="prediction",
@@ -178,10 +179,13 @@ _SEEN_VARIANTS = {
         mistake("expect the shifted sinusoids to be the weakest there", "sinusoidal+offsets", says="every range"),
     ],
     explain="""
-    RoPE. The sinusoidal and learned models see at positions 0..15 exactly the vectors they trained on, and
-    are right there; sinusoidal+offsets saw every position up to 47 and holds in every range. RoPE encodes
-    offsets, not positions, and a query at position 10 of a length-48 sequence now has keys at offsets up to 37,
-    which training never showed, and it loses accuracy even there: its failure comes with length.
+    RoPE. At positions 0..15 of a length-48 sequence every model's queries also meet something training
+    never showed: keys at the new positions 16..47 for the sinusoidal and learned models, keys 16 or more
+    positions away for RoPE. So "nothing is new there" is not the reason; how much weight the new keys take
+    is. Section 4 prints how much weight the copy heads lose on key t - 2 at positions 2..15 from length 16
+    to 48, in every stored seed: little for the sinusoidal head, far more for RoPE's. The sinusoidal and
+    learned models stay right at 0..15; sinusoidal+offsets saw every position up to 47 and holds in every
+    range; RoPE loses accuracy even at 0..15: its failure comes with length.
     """,
 )
 def predict_least_accurate_seen(answer):
@@ -192,8 +196,9 @@ def predict_least_accurate_seen(answer):
         return f"write 'sinusoidal', 'learned', 'rope' or 'sinusoidal+offsets', got {answer!r}"
     if choice in ("sinusoidal", "learned"):
         return (
-            f"{choice} PE gives positions 0..15 the vectors it trained on, and the model is right there; it "
-            "fails at positions 16..47. Which model meets something new even at positions 0..15?"
+            f"the {choice} model is right at positions 0..15, the positions it trained on, although its queries "
+            "there also attend over the new keys at 16..47; it fails at 16..47 themselves. Which model loses "
+            "accuracy even at 0..15?"
         )
     if choice == "sinusoidal+offsets":
         return "sinusoidal+offsets saw every position up to 47 in training and holds in every range of positions"
@@ -588,7 +593,7 @@ def rope_rotate(answer):
 
 
 def _interpolated_solution(T, train_len):
-    """Positions 0..T-1 of a window of T, times train_len / T when the window exceeds training (Chen et al., 2023)."""
+    """Positions 0..T-1 of a target window of T, times train_len / T when it exceeds training (Chen et al., 2023)."""
     positions = torch.arange(T, dtype=torch.float64)  # (T,)
     return positions * train_len / T if T > train_len else positions
 
@@ -618,14 +623,17 @@ _INTERPOLATION_MISTAKES = [
     ),
     mistake("multiply by T / train_len instead of train_len / T", _interpolated_upside_down, says="T / train_len"),
     mistake("round the squeezed positions down to whole numbers", _interpolated_rounded, says="whole numbers"),
-    mistake("squeeze a window that already fits in the training length", _interpolated_always, says="already fit"),
+    mistake(
+        "squeeze when the target window already fits in the training length", _interpolated_always, says="already fit"
+    ),
 ]
 
 
 @exercise(
     hint="""
-    Positions 0, 1, ..., T - 1. If T <= train_len the model trained on all of them: keep them. Otherwise
-    multiply each by train_len / T, so that the largest, (T - 1) train_len / T, stays below train_len.
+    Positions 0, 1, ..., T - 1 of the target window. If T <= train_len there is nothing to extend: the model
+    trained on all of them, keep them. Otherwise multiply each by train_len / T, so that the largest,
+    (T - 1) train_len / T, stays below train_len.
     The results are fractions: RoPE turns a pair by any real angle, so do not round them.
     """,
     reference=_interpolated_solution,
@@ -633,7 +641,7 @@ _INTERPOLATION_MISTAKES = [
     wrong=_INTERPOLATION_MISTAKES,
 )
 def interpolated_positions(answer):
-    """answer(T, train_len) -> (T,) RoPE positions for a window of T: 0..T-1, times train_len / T if T > train_len."""
+    """answer(T, train_len) -> (T,) RoPE positions for a target window of T: 0..T-1, times train_len / T if T > train_len."""
     rng = random.Random(fresh_seed())  # a case drawn anew on every check, after the fixed ones
     train_len = rng.randint(4, 32)
     drawn = [(rng.randint(train_len + 1, 4 * train_len), train_len), (rng.randint(2, train_len - 1), train_len)]
