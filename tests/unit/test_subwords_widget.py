@@ -126,6 +126,22 @@ def test_the_tradeoff_plot_draws_every_seed_at_its_setting_length():
         fig_subwords.plot_length_tradeoff(["word"], [8.9, 12.8], unseen, in_dist)
 
 
+def test_the_tradeoff_plot_draws_equal_lengths_side_by_side_with_names_that_do_not_overlap():
+
+    names = ["word", "dropout150", "bpe100", "dropout100"]
+    unseen, in_dist = [[0.0, 0.1], [0.7, 0.8], [0.6, 0.5], [0.9, 0.8]], [[0.9, 0.9]] * 4
+    fig = fig_subwords.plot_length_tradeoff(names, [8.9, 9.0, 12.8, 12.8], unseen, in_dist)
+    ax = fig.axes[0]
+    columns = [c.get_offsets()[0][0] for c in ax.collections[:8:2]]  # in-distribution seeds, one column per setting
+    assert len(set(columns)) == 4 and columns[0] < columns[1] and columns[2] < columns[3]
+    assert all(abs(c - x) < 0.6 for c, x in zip(columns, [8.9, 9.0, 12.8, 12.8]))
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert sorted(t.get_text() for t in ax.texts) == sorted(names)
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    plt.close(fig)
+
+
 def test_the_form_plot_draws_a_bar_per_setting_and_form_and_every_seed():
     import numpy as np
 
