@@ -100,7 +100,7 @@ assert torch.allclose(w[keep], torch.softmax(s[keep], dim=-1)), "the rest renorm
 # with a mask that is False at key 2. A score of 0 instead of $-\infty$ does *not* remove the
 # key ($e^0 = 1$).
 
-# %%
+# %% tags=["hide-input"]
 full = torch.softmax(s, dim=-1)  # (T_k,)
 zeroed = full * torch.tensor([1.0, 1, 0, 1, 1], dtype=torch.float64)  # (T_k,)
 assert torch.allclose(w, zeroed / zeroed.sum())
@@ -174,10 +174,12 @@ with torch.no_grad():
 out, weights = scaled_dot_product_attention(x, x, x, pad_mask)  # (batch, T, d_model), (batch, T, T)
 print(weights[1].numpy().round(3))
 
-# %%
+# %% tags=["hide-input"]
 assert torch.all(weights.masked_select(~pad_mask.expand(3, T, T)) == 0), "no query attends to a pad"
 assert (weights.sum(-1) - 1).abs().max() < 1e-6
 print("✓ no query attends to a pad, and every row of weights sums to 1")
+
+# %%
 fig = plot_attention(
     tokens=["THE", "CAT", "SAT", "<pad>", "<pad>", "<pad>"],
     weights=weights[1].numpy(),
@@ -409,7 +411,7 @@ print("✓ y_t depends on x_s exactly when s <= t, in 5 of 5 stacks")
 # $i$ of the decoder's input. The paper (section 3.1): the masking, "combined with fact that
 # the output embeddings are offset by one position, ensures that the predictions for position $i$ can
 # depend only on the known outputs at positions less than $i$." Its Figure 1 labels that input
-# "Outputs (shifted right)": the model is "auto-regressive, consuming the previously generated symbols"
+# "Outputs (shifted right)": the model is "auto-regressive [10], consuming the previously generated symbols"
 # (section 3).
 #
 # Take the Chinese greeting 中秋节快乐 and its translation "Happy mid autumn festival". The decoder
@@ -526,63 +528,7 @@ check.predict_strict_mask_unshifted(my_guess_leak)
 
 # %% [markdown]
 # The leak goes through the **query**: position $i$'s query is built from $y_i$, and it decides how to
-# weigh the earlier tokens. Position 0 has no key and position 1 has one, whose weight is 1 whatever the
-# query, so the query can only help from position 2 on. What it can use: when $y_i$ already occurred
-# among the earlier tokens, the query can put its weight on that copy and read $y_i$ from its value. On
-# random tokens an earlier copy becomes likelier with $i$. As a yardstick (not a ceiling: the query
-# can carry more), the exact accuracy of a rule
-# that copies an earlier $y_i$ when there is one and otherwise guesses among the kinds not seen yet (from
-# position 2 on; chance before), next to the trained models' accuracy:
-
-# %%
-# with k distinct kinds among y_<i, the rule is right with probability k/8 + (1 - k/8) / (8 - k) = (k + 1)/8
-expected_distinct = [8 * (1 - (7 / 8) ** i) for i in range(6)]  # E[k] at position i, for 8 kinds
-copy_rule = [acc_chance if i < 2 else (k + 1) / 8 for i, k in enumerate(expected_distinct)]
-
-# %% tags=["nbval-ignore-output"]
-by_position = np.array([per_position for _, _, per_position in strict_fits])  # (seeds, T)
-print("position   copy rule   trained, min to max over 5 seeds")
-for i in range(by_position.shape[1]):
-    print(f"{i:>8}   {copy_rule[i]:9.3f}   {by_position[:, i].min():.3f} to {by_position[:, i].max():.3f}")
-
-# %% tags=["hide-input"]
-for i in range(2, 6):  # the rule applied to every y_i after every sequence of i earlier tokens
-    hits = 0.0
-    for prefix in itertools.product(range(8), repeat=i):
-        seen = set(prefix)
-        hits += sum(1.0 if y in seen else 1 / (8 - len(seen)) for y in range(8))  # copy, or guess an unseen kind
-    assert abs(hits / 8 ** (i + 1) - copy_rule[i]) < 1e-12, i
-mean_by_position = by_position.mean(axis=0)  # (T,)
-assert np.all(np.abs(by_position[:, :2] - acc_chance) < 0.04)  # 1000 guesses each: chance give or take 4 sd
-assert np.all(by_position[:, 2:] > acc_chance + 0.08)
-assert np.all(np.diff(mean_by_position[2:]) > 0) and np.all(mean_by_position[2:] < np.array(copy_rule[2:]))
-print(
-    "✓ the copy rule's accuracy equals the rule applied to every token after every earlier sequence, positions 2 to 5"
-)
-print("✓ positions 0 and 1 at chance, positions 2 to 5 above it, in 5 of 5 seeds")
-print("✓ averaged over the 5 seeds, accuracy rises from position 2 to 5, below the copy rule at each")
-
-# %% [markdown]
-# With $j < i$ and no residual, the query is the only way token $i$ reaches output $i$, and the route is
-# open: change token $i$ alone in an untrained strict model, and output $i$ changes from position 2 on,
-# while no earlier output does:
-
-# %% tags=["hide-input"]
-reached = []
-for seed in SEEDS:
-    torch.manual_seed(seed)
-    lm = CausalAttentionLM(vocab_size=8, strict=True)
-    y = torch.randint(0, 8, (1, 6))  # (1, T) unshifted input
-    with torch.no_grad():
-        for i in range(6):
-            y_i = y.clone()  # (1, T)
-            y_i[0, i] = (y_i[0, i] + 1) % 8  # a new token i, the others kept
-            moved_out = ((lm(y_i) - lm(y))[0].abs().amax(dim=-1) > 1e-6).tolist()  # (T,) outputs that moved
-            assert not any(moved_out[:i])
-            if moved_out[i]:
-                reached.append((seed, i))
-assert reached == [(seed, i) for seed in SEEDS for i in range(2, 6)]
-print("✓ with j < i, changing token i alone changes output i for i = 2 to 5, in 5 of 5 models")
+# weigh the earlier tokens. How far that gets, position by position: [Going further](#The-leak-through-the-query).
 
 # %% [markdown]
 # ## 6. Causal and padding masks together
@@ -854,7 +800,8 @@ check.packed_causal_mask(packed_causal_mask)
 # %% [markdown]
 # ## Going further
 #
-# Three detours, for when a NaN or a silently broken mask turns up in practice.
+# Three detours for when a NaN or a silently broken mask turns up in practice, and a fourth on how far
+# section 5's query leaks.
 #
 # ### Pads that are not finite
 #
@@ -960,42 +907,44 @@ print("✓ rows 3-5 are finite and the same for all four")
 # - evaluation mode, and nothing needs a gradient (under `torch.no_grad()`, as when a trained model is
 #   used, or with frozen parameters and an input that does not require one);
 # - self-attention: query, key and value are the same tensor;
-# - batch-first input, an **even** number of heads, a boolean mask;
+# - batched (3-D), batch-first input, an **even** number of heads, a boolean mask;
 # - the module's default options (bias on, no `add_zero_attn` or `bias_k`/`bias_v`, `kdim` = `vdim` =
 #   `embed_dim`).
 #
-# The same input through a fresh module with 1, 2, 4 and 8 heads (every head count that divides
-# $d_{model} = 16$), in evaluation mode, `need_weights=False`, in five settings: gradients on,
+# The same input through a fresh module with 1, 2, 4, 8 and 16 heads (every head count that divides
+# $d_{model} = 16$), in evaluation mode, `need_weights=False`, in six settings: gradients on,
 # `torch.no_grad()`, frozen parameters (`requires_grad_(False)`), `torch.no_grad()` with a copy of the
-# input as key and value, and `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$
+# input as key and value, `torch.no_grad()` with the same mask as floats (0 where allowed, $-\infty$
 # where masked; a 3-D `attn_mask` must have one mask per sequence *and head*, so we pass the 2-D mask of
-# our one sequence):
+# our one sequence), and `torch.no_grad()` with the sequence unbatched, shape `(T, d_model)`:
 
 # %%
 no_grad_runs = {}  # (num_heads, setting) -> what rows 0-2 hold
-for num_heads in (1, 2, 4, 8):
+for num_heads in (1, 2, 4, 8, 16):
     torch.manual_seed(0)
     mha_h = torch.nn.MultiheadAttention(d_model, num_heads=num_heads, batch_first=True).eval()
-    for setting in ("gradients on", "no_grad", "frozen", "no_grad, key a copy", "no_grad, float mask"):
+    settings = ("gradients on", "no_grad", "frozen", "no_grad, key a copy", "no_grad, float mask", "no_grad, unbatched")
+    for setting in settings:
         mha_h.requires_grad_(setting != "frozen")
-        key = x_left.clone() if setting.endswith("copy") else x_left  # (1, T, d_model)
+        query = x_left[0] if setting.endswith("unbatched") else x_left  # (T, d_model) or (1, T, d_model)
+        key = x_left.clone() if setting.endswith("copy") else query  # (1, T, d_model) or (T, d_model)
         blocked = ~left_mask[0]  # (T, T) True where masked, torch's convention
         if setting.endswith("float mask"):
             blocked = torch.zeros(blocked.shape).masked_fill(blocked, float("-inf"))  # (T, T) 0 or -inf
         with torch.set_grad_enabled(not setting.startswith("no_grad")):
-            out_h, _ = mha_h(x_left, key, key, attn_mask=blocked, need_weights=False)  # (1, T, d_model)
-        no_grad_runs[num_heads, setting] = row_kind(out_h[0, :3])
+            out_h, _ = mha_h(query, key, key, attn_mask=blocked, need_weights=False)  # (1, T, d_model) or (T, d_model)
+        no_grad_runs[num_heads, setting] = row_kind(out_h.reshape(T, d_model)[:3])
 nan_runs = [run for run, held in no_grad_runs.items() if held == "nan"]
 print("rows 0-2 are NaN in:", nan_runs)
 print(f"and zeros in the other {sum(held == 'zeros' for held in no_grad_runs.values())} of {len(no_grad_runs)}")
 
 # %% tags=["hide-input"]
 assert not x_left.requires_grad
-assert nan_runs == [(num_heads, setting) for num_heads in (2, 4, 8) for setting in ("no_grad", "frozen")]
+assert nan_runs == [(num_heads, setting) for num_heads in (2, 4, 8, 16) for setting in ("no_grad", "frozen")]
 assert all(held == "zeros" for run, held in no_grad_runs.items() if run not in nan_runs)
-print("✓ need_weights=False, eval mode: NaN only with an even number of heads (2, 4, 8), nothing needing a")
-print("  gradient, a boolean mask, and one tensor as query, key and value")
-print("✓ the same mask as floats, or a copy of the input as key and value, gives zeros")
+print("✓ need_weights=False, eval mode: NaN only with an even number of heads (2, 4, 8, 16), nothing needing a")
+print("  gradient, a boolean mask, one batched tensor as query, key and value")
+print("✓ the same mask as floats, a copy of the input as key and value, or an unbatched input gives zeros")
 
 # %% [markdown]
 # Those zeros are the attention's zeros plus the bias of the output projection $W^O$, which
@@ -1016,6 +965,68 @@ print("✓ with out_proj.bias = 0.5, need_weights=False gives 0.5 in every entry
 # `utils.attention.scaled_dot_product_attention` always gives zeros. A module with an output projection
 # returns that projection's bias wherever its attention gives zeros, as `nn.MultiheadAttention` did above
 # (lesson 05's `MultiHeadAttention` does the same).
+
+# %% [markdown]
+# ### The leak through the query
+#
+# Section 5's model with the mask $j < i$ on an unshifted input beats chance through its query.
+# Position 0 has no key and position 1 has one, whose weight is 1 whatever the
+# query, so the query can only help from position 2 on. What it can use: when $y_i$ already occurred
+# among the earlier tokens, the query can put its weight on that copy and read $y_i$ from its value. On
+# random tokens an earlier copy becomes likelier with $i$. As a yardstick (not a ceiling: the query
+# can carry more), the exact accuracy of a rule
+# that copies an earlier $y_i$ when there is one and otherwise guesses among the kinds not seen yet (from
+# position 2 on; chance before), next to the trained models' accuracy:
+
+# %%
+# with k distinct kinds among y_<i, the rule is right with probability k/8 + (1 - k/8) / (8 - k) = (k + 1)/8
+expected_distinct = [8 * (1 - (7 / 8) ** i) for i in range(6)]  # E[k] at position i, for 8 kinds
+copy_rule = [acc_chance if i < 2 else (k + 1) / 8 for i, k in enumerate(expected_distinct)]
+
+# %% tags=["nbval-ignore-output"]
+by_position = np.array([per_position for _, _, per_position in strict_fits])  # (seeds, T)
+print("position   copy rule   trained, min to max over 5 seeds")
+for i in range(by_position.shape[1]):
+    print(f"{i:>8}   {copy_rule[i]:9.3f}   {by_position[:, i].min():.3f} to {by_position[:, i].max():.3f}")
+
+# %% tags=["hide-input"]
+for i in range(2, 6):  # the rule applied to every y_i after every sequence of i earlier tokens
+    hits = 0.0
+    for prefix in itertools.product(range(8), repeat=i):
+        seen = set(prefix)
+        hits += sum(1.0 if y in seen else 1 / (8 - len(seen)) for y in range(8))  # copy, or guess an unseen kind
+    assert abs(hits / 8 ** (i + 1) - copy_rule[i]) < 1e-12, i
+mean_by_position = by_position.mean(axis=0)  # (T,)
+assert np.all(np.abs(by_position[:, :2] - acc_chance) < 0.04)  # 1000 guesses each: chance give or take 4 sd
+assert np.all(by_position[:, 2:] > acc_chance + 0.08)
+assert np.all(np.diff(mean_by_position[2:]) > 0) and np.all(mean_by_position[2:] < np.array(copy_rule[2:]))
+print(
+    "✓ the copy rule's accuracy equals the rule applied to every token after every earlier sequence, positions 2 to 5"
+)
+print("✓ positions 0 and 1 at chance, positions 2 to 5 above it, in 5 of 5 seeds")
+print("✓ averaged over the 5 seeds, accuracy rises from position 2 to 5, below the copy rule at each")
+
+# %% [markdown]
+# With $j < i$ and no residual, the query is the only way token $i$ reaches output $i$, and the route is
+# open: change token $i$ alone in an untrained strict model, and output $i$ changes from position 2 on,
+# while no earlier output does:
+
+# %% tags=["hide-input"]
+reached = []
+for seed in SEEDS:
+    torch.manual_seed(seed)
+    lm = CausalAttentionLM(vocab_size=8, strict=True)
+    y = torch.randint(0, 8, (1, 6))  # (1, T) unshifted input
+    with torch.no_grad():
+        for i in range(6):
+            y_i = y.clone()  # (1, T)
+            y_i[0, i] = (y_i[0, i] + 1) % 8  # a new token i, the others kept
+            moved_out = ((lm(y_i) - lm(y))[0].abs().amax(dim=-1) > 1e-6).tolist()  # (T,) outputs that moved
+            assert not any(moved_out[:i])
+            if moved_out[i]:
+                reached.append((seed, i))
+assert reached == [(seed, i) for seed in SEEDS for i in range(2, 6)]
+print("✓ with j < i, changing token i alone changes output i for i = 2 to 5, in 5 of 5 models")
 
 # %% [markdown]
 # ## Sources

@@ -217,6 +217,20 @@ def test_lesson04_masked_softmax_feedback_on_a_large_fill_agrees_with_the_weight
     assert "softmax of the unmasked scores" in added.message
 
 
+def test_lesson04_packed_causal_mask_always_tries_one_and_four_sentences():
+    from utils.course.exercises import lesson04
+
+    def wrong_for(count):  # right except for `count` sentences, where it drops the causal part
+        return lambda lengths: (
+            lesson04._packed_blocks_only(lengths) if len(lengths) == count else lesson04._packed(lengths)
+        )
+
+    assert lesson04.packed_causal_mask.evaluate(lesson04._packed).status == ex.PASS
+    for count in (1, 4):
+        for _ in range(5):  # the fixed cases, not the random draws, must catch it every time
+            assert lesson04.packed_causal_mask.evaluate(wrong_for(count)).status == ex.FAIL, count
+
+
 def test_lesson10_unseen_bpe_messages_agree_with_the_stored_runs():
     from utils.course.exercises import lesson10
     from utils.experiments.subwords import load_seed_runs

@@ -557,7 +557,7 @@ def packed_causal_mask(answer):
     """answer(lengths) -> bool (T, T), T = sum(lengths): causal within each sentence, nothing across."""
     rng = random.Random(fresh_seed())  # two cases drawn anew on every check, after the fixed ones
     drawn = [[rng.randint(1, 6) for _ in range(rng.randint(1, 4))] for _ in range(2)]
-    for lengths in [[4, 3], [2, 5], [1, 1], [3, 1, 2], *drawn]:
+    for lengths in [[5], [4, 3], [2, 5], [1, 1], [3, 1, 2], [2, 1, 3, 1], *drawn]:  # one to four sentences
         sentence = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths)).tolist()
 
         def why(i, j, value):
