@@ -89,8 +89,8 @@ _ = torch.manual_seed(0)
 # %% [markdown]
 # ## 1. Four position encodings and a control
 #
-# **Sinusoidal** (lesson 01): a fixed table, defined at *every* position, so a model can at least be
-# *run* on any length.
+# **Sinusoidal** (lesson 01): a formula defined at *every* position, so a model can at least be *run*
+# past its training length (our module stores a long but finite table; the formula gives any row).
 #
 # **Learned absolute**: one trained vector per position, an `nn.Embedding(max_len, d_model)` added to the
 # word embeddings (BERT, GPT-2, the paper's Table 3 row (E)). Positions it never saw have no vector:
@@ -161,7 +161,8 @@ print("✓ after rotation, q.k is the same at every m for a given offset n - m, 
 check.predict_rope_score(my_guess_rope_score)
 
 # %% [markdown]
-# Every $M_k$ turns the same pairs at the same frequencies, so $M_n^\top = M_{-n}$ and $M_a M_b = M_{a+b}$:
+# Each $2 \times 2$ block of $M_k$ is a rotation, whose transpose turns it back, so $M_n^\top = M_{-n}$; every
+# $M_k$ turns the same pairs at the same frequencies, so $M_a M_b = M_{a+b}$:
 #
 # $$(q M_m)\cdot(k M_n) = q\, M_m M_n^\top k^\top = q\, M_{m-n}\, k^\top.$$
 #
@@ -442,8 +443,8 @@ check.predict_least_accurate_seen(my_guess_least_accurate)
 # %% [markdown]
 # Sinusoidal PE, like the clamped learned table, fails on **positions** it never saw: right at 0..15 and,
 # averaged over 16..47 *of the same sequence*, at about the no-PE level or below in every stored seed.
-# RoPE loses accuracy even at 0..15, the offsets model a little: at length 48 both meet offsets they never
-# saw (section 4). (The run shown may rise briefly past 31: "Going further".)
+# RoPE loses accuracy even at 0..15, the offsets model a little; at length 48 both copy heads lose weight
+# to offsets they never saw (section 4), which does not say why RoPE loses more. (The run shown may rise briefly past 31: "Going further".)
 
 # %% [markdown]
 # ## 4. Why: the attention maps past the training length
@@ -772,8 +773,8 @@ def my_pe_3d(frames, rows, cols, d_model):
 check.pe_3d(my_pe_3d)
 
 # %% [markdown]
-# **4. Position interpolation for RoPE (transfer).** Section 4 showed RoPE failing on offsets it never
-# trained on. Chen et al. (2023) do not extrapolate: to extend a model to a window of `T > train_len`
+# **4. Position interpolation for RoPE (transfer).** Section 4 showed RoPE's copy head losing weight to
+# offsets it never trained on. Chen et al. (2023) do not extrapolate: to extend a model to a window of `T > train_len`
 # positions, they give position $m$ the position $m \cdot \text{train\_len} / T$, so every position lies in
 # $[0, \text{train\_len})$ and every distance $|n - m|$ below train_len, then fine-tune briefly (within
 # 1,000 steps, they report). $T$ is the window chosen for fine-tuning, and the extended model squeezes

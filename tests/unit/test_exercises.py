@@ -279,3 +279,25 @@ def test_lesson08_interpolated_positions_accepts_a_float32_answer_and_shows_a_sm
     assert result.status == ex.FAIL and "off by 1.0e-03" in result.message, str(result)
     expected, got = result.message.split("expected ")[1].split(" (off by")[0].split(", got ")
     assert expected != got, result.message  # the two printed numbers differ
+
+
+def test_lesson08_least_accurate_seen_explanation_matches_the_stored_runs():
+    """The explanation of predict_least_accurate_seen: the offsets copy head loses a similar share of its weight
+    on t-2 at positions 2..15 (length 16 -> 48) as RoPE's, more in some seeds, and stays more accurate at 0..15."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "utils/experiments/data/extrapolation_seeds.json"
+    copy = json.loads(path.read_text())["runs"]["copy"]
+    seeds = sorted(copy["rope"])
+    assert len(seeds) >= 5 and seeds == sorted(copy["sinusoidal+offsets"])
+
+    def drop(name, s):
+        h = copy[name][s]["copy_head"]
+        return h["at_train_len"] - h["seen"]
+
+    rope = [drop("rope", s) for s in seeds]
+    offsets = [drop("sinusoidal+offsets", s) for s in seeds]
+    assert abs(sum(rope) / len(rope) - sum(offsets) / len(offsets)) < 0.1, (rope, offsets)  # "a similar share"
+    assert any(o > r for r, o in zip(rope, offsets)), (rope, offsets)  # "in some stored seeds it loses more"
+    for s in seeds:  # "yet that model stays accurate at 0..15", RoPE the least accurate there
+        assert copy["sinusoidal+offsets"][s]["by_position"]["0..15"] > copy["rope"][s]["by_position"]["0..15"] + 0.05

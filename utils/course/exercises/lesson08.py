@@ -168,8 +168,8 @@ _SEEN_VARIANTS = {
     hint="""
     Every model trained on positions 0..15, but in a length-48 sequence a query there also attends over keys
     at 16..47: PE rows training never showed for the sinusoidal and learned models; for RoPE, which sees only
-    offsets, keys up to 37 positions from a query at 10, farther than any training sequence. For which model
-    do these new keys take so much weight that queries at 0..15 lose their answer?
+    offsets, keys up to 37 positions from a query at 10, farther than any training sequence. The offsets
+    model saw every position up to 47 in training. Which model's queries at 0..15 lose their answer most often?
     """,
     reference="rope",
     kind="prediction",
@@ -179,13 +179,14 @@ _SEEN_VARIANTS = {
         mistake("expect the shifted sinusoids to be the weakest there", "sinusoidal+offsets", says="every range"),
     ],
     explain="""
-    RoPE. At positions 0..15 of a length-48 sequence every model's queries also meet something training
-    never showed: keys at the new positions 16..47 for the sinusoidal and learned models, keys 16 or more
-    positions away for RoPE. So "nothing is new there" is not the reason; how much weight the new keys take
-    is. Section 4 prints how much weight the copy heads lose on key t - 2 at positions 2..15 from length 16
-    to 48, in every stored seed: little for the sinusoidal head, far more for RoPE's. The sinusoidal and
-    learned models stay right at 0..15; sinusoidal+offsets saw every position up to 47 and holds in every
-    range; RoPE loses accuracy even at 0..15: its failure comes with length.
+    RoPE, in every stored seed (section 3 checks it). What section 4 measures: at positions 2..15, from
+    length 16 to 48, RoPE's copy head loses weight on key t - 2, and the lost weight goes to keys 16 or more
+    positions away, offsets training never showed. The sinusoidal+offsets copy head loses a similar share
+    there (the bars for length 48, positions 2..15 stand level; in some stored seeds it loses more), also to
+    far keys, yet that model stays accurate at 0..15. So the weight the copy head loses does not by itself
+    explain RoPE's errors, and this lesson does not settle why RoPE, not the offsets model, is the least
+    accurate there. The sinusoidal and learned models stay right at 0..15, although their queries there also
+    attend over the new keys at 16..47; they fail at 16..47 themselves.
     """,
 )
 def predict_least_accurate_seen(answer):
