@@ -15,8 +15,8 @@
 # **Conventions.** A sentence is a matrix `(T, d_model)`, one row per token. A mask is a boolean tensor,
 # `True` = *may attend*, broadcastable to the scores' shape `(..., T_q, T_k)`, as in
 # `torch.nn.functional.scaled_dot_product_attention`. (`torch.nn.MultiheadAttention` uses the opposite:
-# `True` = *may not*.) Each numbered section starts with a question: write your guess, run the cells
-# that settle it, then check it.
+# `True` = *may not*.) Each numbered section has a **Predict**: write your guess before the cell that
+# settles it, run that cell, then check your guess.
 
 # %% tags=["colab-setup"]
 # On Google Colab, install this collection's `utils` (v0.2.0) first; elsewhere this cell does nothing.
@@ -68,7 +68,7 @@ my_guess_weight = None  # your answer: a number between 0 and 1
 # there. This is how the paper masks the decoder (section 3.2.3): "We need to prevent leftward information
 # flow in the decoder to preserve the auto-regressive property. We implement this inside of scaled
 # dot-product attention by masking out (setting to $-\infty$) all values in the input of the softmax which
-# correspond to illegal connections." (The YOUR CAT slide deck says the same.)
+# correspond to illegal connections." (The YOUR CAT slide deck uses the same $-\infty$ before the softmax.)
 
 # %%
 equal = torch.zeros(4)  # (T_k,) four equal scores
@@ -672,9 +672,9 @@ print("✓ rows 3-5 get the same weights from -1e9 as from -inf, and in float16 
 check.predict_float16_masked_row(my_guess_fp16)
 
 # %% [markdown]
-# So an added $-10^9$ gives a uniform row in float32 and NaN in float16. Our `scaled_dot_product_attention`
-# uses $-\infty$ and treats an empty row explicitly: a query that may attend to nothing receives nothing,
-# zeros, in every float type.
+# So an added $-10^9$ gives a uniform row in float32 (while the scores are within $\pm 32$) and NaN in
+# float16. Our `scaled_dot_product_attention` uses $-\infty$ and treats an empty row explicitly: a query
+# that may attend to nothing receives nothing, zeros, in every float type.
 #
 # > **Going further:** $-10^9$ in float64 and through `masked_fill`; and `torch.nn.MultiheadAttention`,
 # > which returns NaN or zeros for the same rows, depending on its flags. See
@@ -758,8 +758,9 @@ def masked_softmax(scores, mask):
 check.masked_softmax(masked_softmax)
 
 # %% [markdown]
-# **2. A sliding window.** To bound the cost on long texts, a model can let each token attend only to its
-# recent past. Build the causal mask of width `w`: query $i$ may attend to itself and the $w - 1$ tokens before it
+# **2. A sliding window.** A model can let each token attend only to its recent past. The mask alone
+# saves nothing, since the full score matrix is still computed; a kernel that skips the masked blocks
+# bounds the cost on long texts. Build the causal mask of width `w`: query $i$ may attend to itself and the $w - 1$ tokens before it
 # (with `w = 3`, query 5 sees keys 3, 4 and 5). With `w >= n` it is the causal mask of section 3.
 
 
