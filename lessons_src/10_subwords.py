@@ -478,8 +478,8 @@ print(
 
 # %% [markdown]
 # Word level writes none of these sentences, as in lesson 07; sub-words write many. Between plain BPE with 100
-# merges and BPE-dropout with 30, two things changed, the merges and the dropout; section 5 separates them. Your
-# guess:
+# merges and BPE-dropout with 30, two things changed, the merges and the dropout; section 5 adds a run that
+# changes only the dropout. Your guess:
 
 # %%
 check.predict_unseen_bpe(my_guess_unseen_bpe)
@@ -644,7 +644,8 @@ fig.legends[0].texts[0].set_text("the agreeing noun of an ending token")
 # representation dimensionality d, which is most often the case with sentence representations used by
 # state-of-the-art models in machine translations, such as word-piece [38] and byte-pair [31] representations"
 # (§4). The decoder reads `<bos>` and the tokens, so $T$ = tokens + 1. Here $d$ is `d_model`: only the longest
-# character-level targets pass it.
+# character-level targets pass it. We count the scores each sentence needs on its own; our trainer pads each
+# batch to its longest sentence, so the scores it computes also include padding (exercise 3).
 #
 # **Predict, then check.** Summed over all training sentences, how many times as many decoder self-attention
 # scores does a character-level target (0 merges) need as a word-level one?
@@ -755,10 +756,11 @@ print("✓ characters get about as many unseen-forms sentences right as dropout3
 print("✓ characters get fewer in-distribution sentences right than every dropout30 seed")
 
 # %% [markdown]
-# At the same 100 merges, BPE-dropout writes more unseen-forms sentences right than plain BPE in every seed: the
-# dropout (with its longer training targets), not the merge count, made most of section 3's difference, as far as
-# three seeds can tell. Characters write the held-out forms about as
-# well as BPE-dropout with 30 merges, but with the longest targets and fewer in-distribution sentences right.
+# At the same 100 merges, BPE-dropout writes more unseen-forms sentences right than plain BPE in every seed, and
+# gains about as much as BPE-dropout with 30 merges. Whether fewer merges without dropout would gain as much is
+# not measured here (there is no plain run with 30 merges); characters, with no merges and no dropout, write
+# the held-out forms about as well as BPE-dropout with 30 merges, but with the longest targets and fewer
+# in-distribution sentences right.
 #
 # ## Summary
 #
