@@ -377,7 +377,9 @@ fig = plot_tokenisation(full, "le vulpe june lo kano ke sekvant", 30)
 # %%
 cfg = recipe.TRAIN
 draws = cfg["steps"] * cfg["batch_size"] / len(ds.train)
-print(f"{cfg['steps']} steps of {cfg['batch_size']} sentences: each training sentence is drawn {draws:.1f} times")
+print(
+    f"{cfg['steps']} steps of {cfg['batch_size']} sentences: each training sentence is drawn {draws:.1f} times on average"
+)
 p_drop = SETTINGS[LIVE_SETTING]["dropout"]
 live_bpe = subwords.train(corpus, SETTINGS[LIVE_SETTING]["merges"])  # the merges the run below trains with
 plain_settings = [
