@@ -218,7 +218,7 @@ CHARACTER_COST_MISSES = [
     kind="prediction",
     wrong=band_mistakes(CHARACTER_COST_MISSES),
     explain="""
-    About 13 times: the decoder reads 35.2 / 9.9 = about 3.57 times as many positions (tokens plus <bos>), and
+    About 13 times: the decoder reads 35.24 / 9.88 = about 3.57 times as many positions (tokens plus <bos>), and
     self-attention scores grow with the square. (A little more than 3.57 squared, about 12.7, because
     character-level lengths vary more, relative to their mean, than words'.)
     """,
