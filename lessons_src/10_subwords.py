@@ -94,8 +94,9 @@ print("✓ no held-out form occurs in a training translation")
 #
 # BPE (Sennrich et al., 2016, §3.2) starts with every word spelled in characters and repeats one step: count
 # every pair of adjacent symbols in the corpus, each word as often as it occurs, and merge the most frequent
-# pair into one new symbol. The number of merges is its only setting; each adds (at most) one token to the
-# vocabulary. Pairs never cross a word boundary.
+# pair into one new symbol. The number of merges is the algorithm's only setting (libraries add a minimum pair
+# count, which we set to 0); each merge adds (at most) one token to the vocabulary. Pairs never cross a word
+# boundary.
 #
 # **The end of a word.** The last character carries a marker, `kano` → `k a n o</w>`, so an ending `o</w>` is
 # another symbol than an `o` inside a word, and decoding knows where each word stops. Sennrich et al.'s
