@@ -15,7 +15,7 @@
 # - Give a model position four ways, among them rotary embeddings (RoPE) built from lesson 02's rotation,
 #   against a control without any.
 # - Train each on lengths $\le 16$, measure it up to length 48 over five seeds, and see in the attention
-#   maps why it falls.
+#   maps where it fails.
 # - Ask the question on a task that needs *relative* position, then on one that needs *absolute* position.
 #
 # **Prerequisites.** 01 (the PE formula), 02 ($PE_{t+k} = PE_t M_k$), 03 (self-attention is
@@ -529,7 +529,7 @@ print("✓ in every stored seed, the sinusoidal+offsets copy head keeps more tha
 my_guess_lost_weight = None  # your answer: "diagonal", "near", "far" or "evenly"
 
 # %% [markdown]
-# Where the lost weight went: on the dashed line, the **far** keys ($|n - m| \ge 16$) got all of it (why:
+# Where the lost weight went: on the dashed line, the **far** keys ($|n - m| \ge 16$) got nearly all of it (why:
 # "Going further"):
 
 # %%
@@ -709,8 +709,8 @@ print("✓ the same sinusoids, trained with random start positions, keep most of
 # - **RoPE** rotates $q$ and $k$, so positions enter $q \cdot k$ only through the offset; it kept more than
 #   sinusoidal, and its copy head lost weight to offsets it never trained on.
 # - On **absolute copy**, sinusoidal and learned PE were right up to 48, RoPE up to 16 but not at 48, and
-#   sinusoidal+offsets did not learn it within the training budget. Without PE, an encoder learns neither
-#   task, at any budget: it cannot tell the positions apart.
+#   sinusoidal+offsets did not learn it within the training budget. Without PE, our encoder (no causal mask)
+#   learns neither task: it cannot tell the positions apart.
 
 # %% [markdown]
 # ## Exercises
@@ -1138,7 +1138,7 @@ plt.show()
 #
 # Is it that new rows lie far from the trained ones? "Periodic" (the COMP7607 slides' word) suggests they
 # come back, but "The wavelengths form a geometric progression from 2π to 10000 · 2π" (§3.5; the last
-# pair's is $2\pi \cdot 10000^{(d-2)/d}$, just short of it), so at $d_{model} = 64$ most sines take longer
+# pair's is $2\pi \cdot 10000^{(d-2)/d}$, short of it), so at $d_{model} = 64$ most sines take longer
 # than 16 positions to repeat:
 
 # %%
