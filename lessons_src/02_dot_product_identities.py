@@ -807,7 +807,8 @@ print(f"✓ at every T in {temps}, each weight is at most e^((x_j - x_max) / T)"
 # - The dot product decays with $|k|$, not monotonically; at $d_{model} = 128$ it never comes back above a
 #   third of $f(0)$ between $k = 1000$ and $10\,000$ (narrow encodings do).
 # - Random directions in $d$ dimensions have cosines of mean 0 and standard deviation $1/\sqrt d$. Adding PE
-#   loses little of the word when $d$ is large, but blurs the position, mostly by a step or two (64 positions).
+#   loses little of the word when $d$ is large, but blurs the position, mostly by a step or two from $d = 64$
+#   (64 positions; at $d = 16$ about a third of the tokens are read more than 10 positions off).
 #   At equal width it keeps more of the word than concatenating with PE in half the columns (widths 8 to 32),
 #   less than with PE in 4 columns (16 and 32).
 # - $\mathrm{Var}(q\cdot k) = d_k$ for $q, k$ with independent entries of mean 0 and variance 1. Unscaled, the
@@ -1737,8 +1738,8 @@ print("with a tie at the top, T=0.01 gives", tie.numpy().round(4))
 # - Bahdanau, Cho and Bengio, "Neural Machine Translation by Jointly Learning to Align and Translate",
 #   ICLR 2015: additive attention.
 # - Raffel et al., "Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer", JMLR 2020
-#   (T5): attention without the $1/\sqrt{d_k}$ factor; its Mesh TensorFlow initialisation draws $W_q$ smaller
-#   instead.
+#   (T5): attention without the $1/\sqrt{d_k}$ factor; its code's Mesh TensorFlow initialisation (noted in Hugging
+#   Face's `T5Attention`) draws $W_q$ smaller instead.
 # - Slides "Attention is all you need — RNN is unnecessary" (Liang Hong, 17 March 2023): the sum
 #   $\sum_i \cos(\omega_i \Delta t)$, distance aware versus direction aware.
 # - Lecture slides "Transformers", HKU COMP7607 lecture 4 (Lingpeng Kong): the scaled score
