@@ -284,10 +284,9 @@ def test_lesson08_interpolated_positions_accepts_a_float32_answer_and_shows_a_sm
 def test_lesson08_least_accurate_seen_explanation_matches_the_stored_runs():
     """The explanation of predict_least_accurate_seen: the offsets copy head loses a similar share of its weight
     on t-2 at positions 2..15 (length 16 -> 48) as RoPE's, more in some seeds, and stays more accurate at 0..15."""
-    from pathlib import Path
+    from utils.experiments.extrapolation import load_seed_runs
 
-    path = Path(__file__).resolve().parents[2] / "utils/experiments/data/extrapolation_seeds.json"
-    copy = json.loads(path.read_text())["runs"]["copy"]
+    copy = load_seed_runs()["runs"]["copy"]
     seeds = sorted(copy["rope"])
     assert len(seeds) >= 5 and seeds == sorted(copy["sinusoidal+offsets"])
 

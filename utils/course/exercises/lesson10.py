@@ -387,6 +387,12 @@ def bpe_merges(answer):
 def _longest_match_solution(word, vocab):
     """WordPiece-style: from the left, take the longest vocabulary piece that starts at the first free letter
     (the word's last letter carries "</w>"); None when some position has no piece."""
+    tokens, complete = _longest_pieces(word, vocab)
+    return tokens if complete else None
+
+
+def _longest_pieces(word, vocab):
+    """(the pieces the longest-match cut finds from the left, whether they cover the whole word)."""
     units = list(word[:-1]) + [word[-1] + "</w>"]  # kano -> k a n o</w>
     tokens, i = [], 0
     while i < len(units):
@@ -396,8 +402,8 @@ def _longest_match_solution(word, vocab):
                 i = j
                 break
         else:
-            return None
-    return tokens
+            return tokens, False
+    return tokens, True
 
 
 def _longest_shortest_first(word, vocab):
@@ -443,17 +449,7 @@ def _longest_from_the_right(word, vocab):
 
 
 def _longest_partial_cut(word, vocab):
-    units = list(word[:-1]) + [word[-1] + "</w>"]
-    tokens, i = [], 0
-    while i < len(units):
-        for j in range(len(units), i, -1):
-            if "".join(units[i:j]) in vocab:
-                tokens.append("".join(units[i:j]))
-                i = j
-                break
-        else:
-            return tokens  # the pieces found so far, not None
-    return tokens
+    return _longest_pieces(word, vocab)[0]  # the pieces found so far, not None
 
 
 _LONGEST_MISTAKES = [
@@ -579,7 +575,12 @@ def padded_attention_cost(answer):
 def _byte_cut_solution(word, merges):
     """Byte-level BPE (GPT-2 style): start from the word's UTF-8 bytes, one symbol each (256 possible, so no
     unknown symbol), then apply each merge in the order learned, everywhere in the word, left to right."""
-    return _apply_merges([bytes([b]) for b in word.encode("utf-8")], merges)
+    return _apply_merges(_utf8_bytes(word), merges)
+
+
+def _utf8_bytes(word):
+    """Byte-level BPE's starting symbols: one bytes object per UTF-8 byte of `word`."""
+    return [bytes([b]) for b in word.encode("utf-8")]
 
 
 def _byte_cut_characters(word, merges):
@@ -596,7 +597,7 @@ def _apply_merges(symbols, merges):
 
 def _byte_cut_first_only(word, merges):
     """Applies each merge only where its pair first occurs."""
-    symbols = [bytes([b]) for b in word.encode("utf-8")]
+    symbols = _utf8_bytes(word)
     for left, right in merges:
         pairs = list(zip(symbols, symbols[1:]))
         if (left, right) in pairs:
@@ -607,7 +608,7 @@ def _byte_cut_first_only(word, merges):
 
 def _byte_cut_from_the_right(word, merges):
     """Joins overlapping pairs from the right end (a a a -> a aa instead of aa a)."""
-    symbols = [bytes([b]) for b in word.encode("utf-8")]
+    symbols = _utf8_bytes(word)
     for left, right in merges:
         out, i = [], len(symbols) - 1
         while i >= 0:
@@ -623,7 +624,7 @@ def _byte_cut_from_the_right(word, merges):
 
 def _byte_cut_any_merge(word, merges):
     """Sweeps the word left to right, joining any pair that is some merge, whatever the merges' order."""
-    symbols, known, changed = [bytes([b]) for b in word.encode("utf-8")], set(merges), True
+    symbols, known, changed = _utf8_bytes(word), set(merges), True
     while changed:
         changed, out, i = False, [], 0
         while i < len(symbols):
